@@ -1,0 +1,48 @@
+# The two set-up commands of the README: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+ASSAY_HOME ?= $(HOME)/.assay
+export ASSAY_HOME
+
+.PHONY: install install-dev run test lint typecheck unit integration bench down clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[examples]'
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[dev,examples]'
+	touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+
+install-dev: $(VENV)/.installed-dev
+
+## make run: install, start a single-machine cluster, run the digits example to the end.
+run: install
+	$(BIN)/assay up
+	$(BIN)/assay experiment create examples/digits/random.yaml examples/digits --follow
+
+down:
+	$(BIN)/assay down
+
+## make test: install what the suite needs, then lint, type-check and run every test.
+test: install-dev
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/mypy
+	$(BIN)/pytest
+
+unit: install-dev
+	$(BIN)/pytest tests/unit
+
+integration: install-dev
+	$(BIN)/pytest tests/integration
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,174 @@
+"""The exceptions assay raises.
+
+Every error assay raises on purpose derives from :class:`AssayError`. Each subclass says when it
+is raised and maps to one HTTP status, so the API, the client and the CLI agree on what went wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+__all__ = [
+    "AssayError",
+    "Conflict",
+    "ErrorDetail",
+    "InvalidConfig",
+    "InvalidContext",
+    "InvalidRequest",
+    "InvalidTransition",
+    "MasterUnreachable",
+    "NotFound",
+    "TooLarge",
+    "Unauthorized",
+    "error_from_payload",
+]
+
+
+@dataclass(frozen=True)
+class ErrorDetail:
+    """One problem inside a larger refusal: where it is (a dotted path) and what is wrong."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+    def to_json(self) -> dict[str, str]:
+        return {"path": self.path, "message": self.message}
+
+
+class AssayError(Exception):
+    """Root of every error assay raises on purpose.
+
+    ``type`` names the error on the wire; ``status`` is the HTTP status the API answers with.
+    """
+
+    type: ClassVar[str] = "AssayError"
+    status: ClassVar[int] = 500
+
+    def __init__(self, message: str, details: list[ErrorDetail] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: list[ErrorDetail] = list(details or [])
+
+    def __str__(self) -> str:
+        if not self.details:
+            return self.message
+        lines = [self.message, *(f"  - {d}" for d in self.details)]
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "error": {
+                "type": self.type,
+                "message": self.message,
+                "details": [d.to_json() for d in self.details],
+            }
+        }
+
+
+class InvalidRequest(AssayError):
+    """Raised when a request is malformed or names values that cannot be accepted."""
+
+    type = "InvalidRequest"
+    status = 400
+
+
+class InvalidConfig(InvalidRequest):
+    """Raised when an experiment (or master/agent) config fails validation.
+
+    ``details`` lists every problem found, each with the dotted path of the bad field.
+    """
+
+    type = "InvalidConfig"
+
+
+class InvalidContext(InvalidRequest):
+    """Raised when a context archive is unsafe or unreadable (absolute paths, ``..``, links
+    escaping the root, device files)."""
+
+    type = "InvalidContext"
+
+
+class TooLarge(AssayError):
+    """Raised when an upload (a context directory) is over its size limit."""
+
+    type = "TooLarge"
+    status = 413
+
+
+class Unauthorized(AssayError):
+    """Raised when a request carries no token, or one that does not grant what it asks."""
+
+    type = "Unauthorized"
+    status = 401
+
+
+class NotFound(AssayError):
+    """Raised when an experiment, trial, checkpoint or other object does not exist."""
+
+    type = "NotFound"
+    status = 404
+
+
+class Conflict(AssayError):
+    """Raised when a request clashes with the current state of an object."""
+
+    type = "Conflict"
+    status = 409
+
+
+class InvalidTransition(Conflict):
+    """Raised when an object is asked to move to a state it cannot reach from where it is
+    (archive an active experiment, activate a completed one)."""
+
+    type = "InvalidTransition"
+
+
+class MasterUnreachable(AssayError):
+    """Raised by the client when no master answers at the URL it was given."""
+
+    type = "MasterUnreachable"
+    status = 503
+
+
+_BY_TYPE: dict[str, type[AssayError]] = {
+    cls.type: cls
+    for cls in (
+        AssayError,
+        InvalidRequest,
+        InvalidConfig,
+        InvalidContext,
+        TooLarge,
+        Unauthorized,
+        NotFound,
+        Conflict,
+        InvalidTransition,
+        MasterUnreachable,
+    )
+}
+_BY_STATUS: dict[int, type[AssayError]] = {
+    400: InvalidRequest,
+    401: Unauthorized,
+    403: Unauthorized,
+    404: NotFound,
+    409: Conflict,
+    413: TooLarge,
+}
+
+
+def error_from_payload(status: int, payload: object) -> AssayError:
+    """Rebuild the error a master answered with, so clients raise what the server raised."""
+    if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
+        body = payload["error"]
+        cls = _BY_TYPE.get(str(body.get("type")), _BY_STATUS.get(status, AssayError))
+        details = [
+            ErrorDetail(str(d.get("path", "")), str(d.get("message", "")))
+            for d in body.get("details") or []
+            if isinstance(d, dict)
+        ]
+        return cls(str(body.get("message", "")), details)
+    cls = _BY_STATUS.get(status, AssayError)
+    return cls(f"master answered HTTP {status}: {str(payload)[:500]}")

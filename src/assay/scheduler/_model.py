@@ -1,0 +1,93 @@
+"""What a scheduling policy sees (a snapshot of one resource pool) and what it decides."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class PolicyKind(StrEnum):
+    PRIORITY = "priority"
+    FAIR_SHARE = "fair_share"
+
+
+class Fitting(StrEnum):
+    BEST = "best"
+    """Pack: prefer the agent with the fewest free slots that still fits."""
+    WORST = "worst"
+    """Spread: prefer the agent with the most free slots."""
+
+
+@dataclass(frozen=True)
+class Agent:
+    """One agent of the pool. ``free`` are its slot ids no allocation holds."""
+
+    id: str
+    slots: tuple[str, ...]
+    free: tuple[str, ...]
+    labels: frozenset[str] = frozenset()
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class Job:
+    """What the queue orders: an experiment or a generic task. Its requests share its priority,
+    weight and ``max_slots``."""
+
+    id: str
+    priority: int = 42
+    weight: float = 1.0
+    queue_position: float = 0.0
+    submitted: float = 0.0
+    max_slots: int | None = None
+    preemptible: bool = True
+
+
+@dataclass(frozen=True)
+class Request:
+    """One allocation a job wants: ``slots`` slots, on one agent if it fits there, else spread
+    over whole agents (``is_single_node`` forbids spreading). ``label`` restricts it to agents
+    carrying that label. Zero-slot requests run beside slot work and never wait for slots."""
+
+    id: str
+    job_id: str
+    slots: int
+    submitted: float = 0.0
+    label: str | None = None
+    is_single_node: bool = False
+
+
+@dataclass(frozen=True)
+class Running:
+    """An allocation holding slots. ``preempting`` is true once it was told to give them back."""
+
+    id: str
+    job_id: str
+    assignment: dict[str, tuple[str, ...]]
+    started: float = 0.0
+    preempting: bool = False
+
+    @property
+    def slots(self) -> int:
+        return sum(len(s) for s in self.assignment.values())
+
+
+@dataclass(frozen=True)
+class PoolSnapshot:
+    name: str
+    agents: tuple[Agent, ...]
+    jobs: dict[str, Job]
+    pending: tuple[Request, ...]
+    running: tuple[Running, ...]
+    policy: PolicyKind = PolicyKind.PRIORITY
+    preemption: bool = True
+    fitting: Fitting = Fitting.BEST
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do now: start these requests on these slots; ask these allocations to give their
+    slots back (they checkpoint and exit, then their trials are queued again)."""
+
+    assign: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+    preempt: tuple[str, ...] = ()

@@ -1,0 +1,229 @@
+"""The search-method protocol and the wrapper the master drives.
+
+A :class:`SearchMethod` is a pure state machine: events in (a trial was created, a validation
+finished, a trial exited), operations out. It never does IO and never reads the clock; all its
+randomness comes from the ``random.Random`` it was built with. :class:`Searcher` wraps one method
+with the bookkeeping every method needs (which trials exist, their pending lengths, which were
+closed, idempotence) and normalises the metric so methods always minimise.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from typing import Any, Protocol, runtime_checkable
+
+from assay.searcher._ops import (
+    Close,
+    Create,
+    ExitedReason,
+    Operation,
+    Shutdown,
+    TrialRecord,
+    ValidateAfter,
+)
+
+
+@runtime_checkable
+class SearchMethod(Protocol):
+    """A hyperparameter search algorithm.
+
+    Contract (checked for every implementation by ``assay.searcher.testing``):
+
+    * Pure: the operations returned depend only on the constructor's arguments, the events
+      delivered so far and the method's own ``random.Random``. No IO, no clock.
+    * ``metric`` arguments are always *smaller is better*; the wrapper flips the sign for
+      ``smaller_is_better: false`` experiments.
+    * Each :class:`Create` carries a request id never used before. The lengths of successive
+      :class:`ValidateAfter` operations for one trial strictly increase.
+    * A method eventually returns :class:`Shutdown` once every trial it created has closed or
+      exited and it wants no more.
+    * ``snapshot()`` returns JSON-serialisable data; a fresh method given ``restore(snapshot)``
+      answers every later event exactly as the original would have.
+    """
+
+    def initial_operations(self) -> list[Operation]:
+        """The operations to start the search with (usually the first ``Create``\\ s)."""
+        ...
+
+    def trial_created(self, request_id: str) -> list[Operation]:
+        """The trial asked for by ``Create(request_id)`` now exists."""
+        ...
+
+    def validation_completed(self, request_id: str, metric: float, length: int) -> list[Operation]:
+        """The trial reached ``length`` units and validated with ``metric`` (smaller is better)."""
+        ...
+
+    def trial_exited_early(self, request_id: str, reason: ExitedReason) -> list[Operation]:
+        """The trial ended before the method closed it."""
+        ...
+
+    def trial_closed(self, request_id: str) -> list[Operation]:
+        """The trial finished after the method closed it, or its code finished on its own."""
+        ...
+
+    def progress(self) -> float:
+        """How far the search is, from 0.0 to 1.0."""
+        ...
+
+    def snapshot(self) -> dict[str, Any]:
+        """All of the method's state, JSON-serialisable."""
+        ...
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Load what :meth:`snapshot` returned."""
+        ...
+
+
+def new_request_id(rng: random.Random) -> str:
+    """A request id drawn from the method's RNG, so a replayed search makes the same ids."""
+    return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+
+
+def new_trial_seed(rng: random.Random) -> int:
+    return rng.randrange(0, 2**31 - 1)
+
+
+def rng_state(rng: random.Random) -> list[Any]:
+    version, internal, gauss = rng.getstate()
+    return [version, list(internal), gauss]
+
+
+def set_rng_state(rng: random.Random, state: list[Any]) -> None:
+    version, internal, gauss = state
+    rng.setstate((version, tuple(internal), gauss))
+
+
+class Searcher:
+    """One experiment's search: a method plus the bookkeeping the master relies on.
+
+    Every ``*`` event method returns the *new* operations the master must act on, after the
+    wrapper has applied them to its own records (pending lengths, closed trials). Calls are
+    idempotent where a retried report could repeat them: a validation for a length that is not
+    pending, or a second exit of the same trial, changes nothing and returns ``[]``.
+
+    ``code_driven`` searches accept validations at any increasing length, not only at pending
+    operations: the trial's code trains as long as it likes and the method watches.
+    """
+
+    def __init__(
+        self, method: SearchMethod, *, smaller_is_better: bool = True, code_driven: bool = False
+    ) -> None:
+        self.method = method
+        self.smaller_is_better = smaller_is_better
+        self.code_driven = code_driven
+        self.trials: dict[str, TrialRecord] = {}
+        self.started = False
+        self.shutdown: Shutdown | None = None
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def initial_operations(self) -> list[Operation]:
+        if self.started:
+            return []
+        self.started = True
+        return self._apply(self.method.initial_operations())
+
+    def validation_completed(self, request_id: str, metric: float, length: int) -> list[Operation]:
+        record = self.trials.get(request_id)
+        if record is None or record.exited:
+            return []
+        if self.code_driven:
+            if length <= record.completed_length and record.completed_length > 0:
+                return []
+        elif length not in record.pending:
+            return []
+        else:
+            record.pending = [p for p in record.pending if p > length]
+        record.completed_length = max(record.completed_length, length)
+        normalized = metric if self.smaller_is_better else -metric
+        if record.best_metric is None or normalized < record.best_metric:
+            record.best_metric = normalized
+        return self._apply(self.method.validation_completed(request_id, normalized, length))
+
+    def trial_exited_early(self, request_id: str, reason: ExitedReason) -> list[Operation]:
+        record = self.trials.get(request_id)
+        if record is None or record.exited:
+            return []
+        record.exited = True
+        record.pending = []
+        return self._apply(self.method.trial_exited_early(request_id, reason))
+
+    def trial_closed(self, request_id: str) -> list[Operation]:
+        record = self.trials.get(request_id)
+        if record is None or record.exited:
+            return []
+        record.exited = True
+        record.closed = True
+        record.pending = []
+        return self._apply(self.method.trial_closed(request_id))
+
+    # -- queries --------------------------------------------------------------------------------
+
+    def pending_length(self, request_id: str) -> int | None:
+        """The length the trial must train to next, or None when nothing is pending."""
+        record = self.trials.get(request_id)
+        if record is None or not record.pending:
+            return None
+        return record.pending[0]
+
+    def is_closed(self, request_id: str) -> bool:
+        record = self.trials.get(request_id)
+        return record is None or record.closed or record.exited
+
+    def progress(self) -> float:
+        if self.shutdown is not None:
+            return 1.0
+        return max(0.0, min(1.0, self.method.progress()))
+
+    # -- persistence ----------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "method": self.method.snapshot(),
+            "trials": {rid: rec.to_json() for rid, rec in self.trials.items()},
+            "started": self.started,
+            "shutdown": None
+            if self.shutdown is None
+            else {"failure": self.shutdown.failure, "message": self.shutdown.message},
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.method.restore(state["method"])
+        self.trials = {rid: TrialRecord.from_json(rec) for rid, rec in state["trials"].items()}
+        self.started = bool(state["started"])
+        raw = state.get("shutdown")
+        self.shutdown = None if raw is None else Shutdown(**raw)
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _apply(self, ops: list[Operation]) -> list[Operation]:
+        out: list[Operation] = []
+        queue = list(ops)
+        while queue:
+            op = queue.pop(0)
+            if isinstance(op, Create):
+                if op.request_id in self.trials:
+                    raise ValueError(f"search method reused request id {op.request_id}")
+                self.trials[op.request_id] = TrialRecord(op.request_id)
+                out.append(op)
+                queue[0:0] = self.method.trial_created(op.request_id)
+            elif isinstance(op, ValidateAfter):
+                record = self.trials[op.request_id]
+                if record.closed or record.exited:
+                    continue
+                if op.length <= max([record.completed_length, *record.pending]):
+                    continue
+                record.pending.append(op.length)
+                out.append(op)
+            elif isinstance(op, Close):
+                record = self.trials[op.request_id]
+                if record.closed or record.exited:
+                    continue
+                record.closed = True
+                record.pending = []
+                out.append(op)
+            elif self.shutdown is None:
+                self.shutdown = op
+                out.append(op)
+        return out

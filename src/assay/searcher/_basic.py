@@ -1,0 +1,215 @@
+"""The simple search methods: ``single``, ``random`` and ``grid``."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from assay.searcher._base import new_request_id, new_trial_seed, rng_state, set_rng_state
+from assay.searcher._ops import (
+    Close,
+    Create,
+    ExitedReason,
+    Operation,
+    Shutdown,
+    ValidateAfter,
+)
+from assay.searcher._space import grid, sample
+
+
+class _PoolSearch:
+    """Shared machinery of methods that run a fixed number of independent trials, each trained to
+    ``max_length`` (or, with no ``max_length``, for as long as its code runs), at most
+    ``max_concurrent`` at a time. Trials that exit with invalid hyperparameters are replaced and
+    do not count toward the total."""
+
+    def __init__(
+        self,
+        *,
+        max_trials: int,
+        max_length: int | None,
+        max_concurrent: int,
+        rng: random.Random,
+        source_checkpoint: str | None = None,
+    ) -> None:
+        self.max_trials = max_trials
+        self.max_length = max_length
+        self.max_concurrent = max_concurrent if max_concurrent > 0 else max_trials
+        self.rng = rng
+        self.source_checkpoint = source_checkpoint
+        self.created = 0
+        self.finished = 0
+        self.errored = 0
+        self.running: list[str] = []
+        self.progress_by_trial: dict[str, float] = {}
+
+    def _next_hparams(self) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    def _create(self) -> list[Operation]:
+        hparams = self._next_hparams()
+        if hparams is None:
+            return []
+        request_id = new_request_id(self.rng)
+        self.created += 1
+        self.running.append(request_id)
+        return [
+            Create(request_id, hparams, new_trial_seed(self.rng), checkpoint=self.source_checkpoint)
+        ]
+
+    def _fill(self) -> list[Operation]:
+        ops: list[Operation] = []
+        while self.created < self.max_trials and len(self.running) < self.max_concurrent:
+            new = self._create()
+            if not new:
+                break
+            ops += new
+        if not self.running and not ops:
+            failed = self.finished > 0 and self.errored == self.finished
+            message = "every trial failed" if failed else ""
+            ops.append(Shutdown(failure=failed, message=message))
+        return ops
+
+    def initial_operations(self) -> list[Operation]:
+        return self._fill()
+
+    def trial_created(self, request_id: str) -> list[Operation]:
+        if self.max_length is None:
+            return []
+        return [ValidateAfter(request_id, self.max_length)]
+
+    def validation_completed(self, request_id: str, metric: float, length: int) -> list[Operation]:
+        if self.max_length is None:
+            return []
+        self.progress_by_trial[request_id] = min(1.0, length / max(self.max_length, 1))
+        if length >= self.max_length:
+            return [Close(request_id)]
+        return []
+
+    def _end(self, request_id: str) -> None:
+        if request_id in self.running:
+            self.running.remove(request_id)
+        self.progress_by_trial.pop(request_id, None)
+
+    def trial_exited_early(self, request_id: str, reason: ExitedReason) -> list[Operation]:
+        self._end(request_id)
+        if reason is ExitedReason.INVALID_HP:
+            self.created -= 1
+        else:
+            self.finished += 1
+            if reason is ExitedReason.ERRORED:
+                self.errored += 1
+        return self._fill()
+
+    def trial_closed(self, request_id: str) -> list[Operation]:
+        self._end(request_id)
+        self.finished += 1
+        return self._fill()
+
+    def progress(self) -> float:
+        if self.max_trials == 0:
+            return 1.0
+        partial = sum(self.progress_by_trial.values())
+        return min(1.0, (self.finished + partial) / self.max_trials)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "rng": rng_state(self.rng),
+            "created": self.created,
+            "finished": self.finished,
+            "errored": self.errored,
+            "running": list(self.running),
+            "progress_by_trial": dict(self.progress_by_trial),
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        set_rng_state(self.rng, state["rng"])
+        self.created = state["created"]
+        self.finished = state["finished"]
+        self.errored = state["errored"]
+        self.running = list(state["running"])
+        self.progress_by_trial = dict(state["progress_by_trial"])
+
+
+class RandomSearch(_PoolSearch):
+    """``random``: ``max_trials`` trials with hyperparameters drawn at random."""
+
+    def __init__(
+        self,
+        space: dict[str, Any],
+        *,
+        max_trials: int,
+        max_length: int | None,
+        max_concurrent: int,
+        rng: random.Random,
+        source_checkpoint: str | None = None,
+    ) -> None:
+        super().__init__(
+            max_trials=max_trials,
+            max_length=max_length,
+            max_concurrent=max_concurrent,
+            rng=rng,
+            source_checkpoint=source_checkpoint,
+        )
+        self.space = space
+
+    def _next_hparams(self) -> dict[str, Any] | None:
+        return sample(self.space, self.rng)
+
+
+class SingleSearch(RandomSearch):
+    """``single``: one trial. Hyperparameters that are not constants are drawn at random."""
+
+    def __init__(
+        self,
+        space: dict[str, Any],
+        *,
+        max_length: int | None,
+        rng: random.Random,
+        source_checkpoint: str | None = None,
+    ) -> None:
+        super().__init__(
+            space,
+            max_trials=1,
+            max_length=max_length,
+            max_concurrent=1,
+            rng=rng,
+            source_checkpoint=source_checkpoint,
+        )
+
+
+class GridSearch(_PoolSearch):
+    """``grid``: one trial per point of the grid (see :func:`assay.searcher.grid`)."""
+
+    def __init__(
+        self,
+        space: dict[str, Any],
+        *,
+        max_length: int | None,
+        max_concurrent: int,
+        rng: random.Random,
+        source_checkpoint: str | None = None,
+    ) -> None:
+        self.points = grid(space)
+        super().__init__(
+            max_trials=len(self.points),
+            max_length=max_length,
+            max_concurrent=max_concurrent,
+            rng=rng,
+            source_checkpoint=source_checkpoint,
+        )
+        self.next_point = 0
+
+    def _next_hparams(self) -> dict[str, Any] | None:
+        if self.next_point >= len(self.points):
+            return None
+        point = self.points[self.next_point]
+        self.next_point += 1
+        return point
+
+    def snapshot(self) -> dict[str, Any]:
+        return {**super().snapshot(), "next_point": self.next_point}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        super().restore(state)
+        self.next_point = state["next_point"]
