@@ -1,0 +1,1 @@
+"""The master: orchestration of experiments, trials, scheduling, agents and storage."""
