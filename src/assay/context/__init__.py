@@ -1,0 +1,31 @@
+"""Context directories: the user's code, packed by the CLI, checked by the master, unpacked by
+agents.
+
+The archive is a deterministic tar.gz (same tree, same sha256). Reading one never trusts it:
+absolute paths, ``..``, special files, links leading out of the root and archives inflating past
+the size limit are refused before anything is written.
+"""
+
+from __future__ import annotations
+
+from assay.context._archive import ContextInfo, extract_archive, inspect_archive
+from assay.context._ignore import IGNORE_FILES, IgnoreRules
+from assay.context._members import MemberChecker, MemberInfo, MemberKind
+from assay.context._pack import PackedContext, pack_context
+from assay.context._sizes import DEFAULT_CONTEXT_LIMIT, format_size, too_large_message
+
+__all__ = [
+    "DEFAULT_CONTEXT_LIMIT",
+    "IGNORE_FILES",
+    "ContextInfo",
+    "IgnoreRules",
+    "MemberChecker",
+    "MemberInfo",
+    "MemberKind",
+    "PackedContext",
+    "extract_archive",
+    "format_size",
+    "inspect_archive",
+    "pack_context",
+    "too_large_message",
+]

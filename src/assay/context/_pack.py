@@ -1,0 +1,233 @@
+"""Packing a context directory into a deterministic tar.gz (the CLI's side)."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import os
+import posixpath
+import stat
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from assay.context._ignore import IgnoreRules, read_ignore_lines
+from assay.context._members import MemberChecker, normalize_mode
+from assay.context._sizes import DEFAULT_CONTEXT_LIMIT, too_large_message
+from assay.errors import InvalidContext, TooLarge
+
+# Every header carries the same time and owner, so the archive (and its sha256, by which the
+# master deduplicates contexts) depends only on paths, contents and executable bits.
+_FIXED_MTIME = 0
+_COMPRESSLEVEL = 6
+
+
+@dataclass(frozen=True)
+class PackedContext:
+    """A packed context: ``data`` is the tar.gz, ``files`` counts regular files and symlinks,
+    ``size`` is the uncompressed total of file data, ``sha256`` the digest of ``data``."""
+
+    data: bytes = field(repr=False)
+    files: int
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class _Entry:
+    rel: str
+    kind: Literal["file", "dir", "symlink"]
+    size: int = 0
+    mode: int = 0o644
+    linkname: str = ""
+
+
+def pack_context(root: Path, *, limit: int = DEFAULT_CONTEXT_LIMIT) -> PackedContext:
+    """Pack the directory ``root`` for upload.
+
+    Paths matched by ``.assayignore``, ``.detignore`` or ``.nniignore`` at the top of ``root``
+    (gitignore syntax) are left out, and so are ``__pycache__/`` and ``*.pyc``. Symlinks are kept
+    as links when they resolve inside ``root`` and refused when they lead outside it. The same
+    tree always gives the same bytes.
+
+    Raises :class:`~assay.errors.InvalidContext` for a missing root, a root that is not a
+    directory, or a link, special file or unreadable file inside it, and
+    :class:`~assay.errors.TooLarge` (before building anything) when the files kept add up to
+    more than ``limit`` bytes.
+    """
+    label = str(root)
+    if not root.exists():
+        raise InvalidContext(
+            f"context directory {label} does not exist; pass the directory holding the "
+            "training code"
+        )
+    if not root.is_dir():
+        raise InvalidContext(
+            f"context directory {label} is a file, not a directory; pass the directory holding "
+            "the training code"
+        )
+    real_root = os.path.realpath(root)
+    try:
+        rules = IgnoreRules(read_ignore_lines(Path(real_root)))
+    except OSError as exc:
+        raise InvalidContext(f"could not read the ignore files of {label}: {exc}") from None
+    entries: list[_Entry] = []
+    _walk(real_root, "", rules, label, entries)
+    total = sum(entry.size for entry in entries)
+    if total > limit:
+        sizes = [(entry.rel, entry.size) for entry in entries if entry.kind == "file"]
+        raise TooLarge(too_large_message(label, total, limit, sizes))
+    _self_check(entries, limit, label)
+    data, size = _build(real_root, entries, limit, label)
+    return PackedContext(
+        data=data,
+        files=sum(1 for entry in entries if entry.kind != "dir"),
+        size=size,
+        sha256=hashlib.sha256(data).hexdigest(),
+    )
+
+
+def _walk(real_root: str, rel_dir: str, rules: IgnoreRules, label: str, out: list[_Entry]) -> None:
+    directory = os.path.join(real_root, rel_dir) if rel_dir else real_root
+    try:
+        with os.scandir(directory) as it:
+            children = sorted(it, key=lambda e: e.name)
+    except OSError as exc:
+        raise InvalidContext(f"could not list {rel_dir or '.'} in {label}: {exc}") from None
+    for child in children:
+        rel = f"{rel_dir}/{child.name}" if rel_dir else child.name
+        _check_encodable(rel, label)
+        try:
+            st = child.stat(follow_symlinks=False)
+        except OSError as exc:
+            raise InvalidContext(
+                f"could not read {rel} in {label}: {exc.strerror or exc}"
+            ) from None
+        if stat.S_ISLNK(st.st_mode):
+            if not rules.ignored(rel, is_dir=False):
+                link = _link_target(real_root, rel, label)
+                out.append(_Entry(rel, "symlink", mode=0o777, linkname=link))
+        elif stat.S_ISDIR(st.st_mode):
+            if not rules.ignored(rel, is_dir=True):
+                out.append(_Entry(rel, "dir", mode=0o755))
+                _walk(real_root, rel, rules, label, out)
+        elif stat.S_ISREG(st.st_mode):
+            if not rules.ignored(rel, is_dir=False):
+                mode = normalize_mode(st.st_mode, "file")
+                out.append(_Entry(rel, "file", size=st.st_size, mode=mode))
+        elif not rules.ignored(rel, is_dir=False):
+            raise InvalidContext(
+                f"{rel} in context directory {label} is a {_special_kind(st.st_mode)}, which "
+                "cannot be sent; add it to .assayignore"
+            )
+
+
+def _link_target(real_root: str, rel: str, label: str) -> str:
+    """The target to store for the symlink at ``rel``: where it really leads (chains followed),
+    relative to its own directory, so the stored link crosses no other link."""
+    path = os.path.join(real_root, rel)
+    raw = os.readlink(path)
+    try:
+        resolved = os.path.realpath(path, strict=True)
+    except FileNotFoundError:
+        resolved = os.path.realpath(path)  # dangling: kept if it would dangle inside
+    except OSError as exc:
+        raise InvalidContext(
+            f"symlink {rel} in context directory {label} points to {raw}, which cannot be "
+            f"resolved ({exc.strerror or exc}); remove it or add it to .assayignore"
+        ) from None
+    if os.path.commonpath([resolved, real_root]) != real_root:
+        raise InvalidContext(
+            f"symlink {rel} in context directory {label} points to {raw}, outside the context "
+            "directory; copy what it points to into the directory, or add the link to "
+            ".assayignore"
+        )
+    parent = os.path.join(real_root, posixpath.dirname(rel))
+    return Path(os.path.relpath(resolved, parent)).as_posix()
+
+
+def _special_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    return "special file"
+
+
+def _check_encodable(rel: str, label: str) -> None:
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidContext(
+            f"{rel.encode('utf-8', 'surrogateescape')!r} in context directory {label} has a name "
+            "that is not valid UTF-8; rename it or add it to .assayignore"
+        ) from None
+
+
+def _self_check(entries: list[_Entry], limit: int, label: str) -> None:
+    """Judge the entries by the rules the master and agents apply, so a context that packs
+    is never refused for its shape after upload."""
+    checker = MemberChecker(limit)
+    try:
+        for entry in entries:
+            checker.add(entry.rel, entry.kind, entry.size, entry.linkname, entry.mode)
+        checker.finish()
+    except InvalidContext as exc:
+        raise InvalidContext(f"context directory {label} cannot be sent: {exc.message}") from None
+
+
+def _header(entry: _Entry) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(entry.rel)
+    info.mtime = _FIXED_MTIME
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    info.mode = entry.mode
+    if entry.kind == "dir":
+        info.type = tarfile.DIRTYPE
+    elif entry.kind == "symlink":
+        info.type = tarfile.SYMTYPE
+        info.linkname = entry.linkname
+    else:
+        info.type = tarfile.REGTYPE
+        info.size = entry.size
+    return info
+
+
+def _build(real_root: str, entries: list[_Entry], limit: int, label: str) -> tuple[bytes, int]:
+    """The tar.gz of ``entries`` and the file bytes it holds."""
+    buffer = io.BytesIO()
+    written = 0
+    with (
+        gzip.GzipFile(
+            filename="", mode="wb", fileobj=buffer, mtime=0, compresslevel=_COMPRESSLEVEL
+        ) as gz,
+        tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
+        for entry in entries:
+            info = _header(entry)
+            if entry.kind != "file":
+                tar.addfile(info)
+                continue
+            try:
+                with open(os.path.join(real_root, entry.rel), "rb") as handle:
+                    # The file may have changed since the walk: archive what is there now.
+                    info.size = os.fstat(handle.fileno()).st_size
+                    written += info.size
+                    if written > limit:
+                        raise TooLarge(
+                            f"context directory {label} grew past the limit while being packed "
+                            f"({entry.rel} is now {info.size} bytes); try again"
+                        )
+                    tar.addfile(info, handle)
+            except OSError as exc:
+                raise InvalidContext(
+                    f"could not read {entry.rel} in context directory {label}: "
+                    f"{exc.strerror or exc}"
+                ) from None
+    return buffer.getvalue(), written

@@ -1,0 +1,137 @@
+"""Checkpoints as directories on a local or shared file system: ``base/<uuid>/``."""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import ClassVar
+
+from assay.errors import Conflict, InvalidRequest, NotFound
+from assay.storage._base import check_uuid, list_directory
+
+
+class SharedFSStorage:
+    """Checkpoint storage in a directory every machine sees at the same path (Determined's
+    ``shared_fs``): checkpoint ``uuid`` is the directory ``base/<uuid>/``.
+
+    Writes go to a dot-named sibling of the final directory and are renamed into place, which
+    is atomic on one file system, so readers never see half a checkpoint. ``base`` is created
+    on the first write.
+    """
+
+    kind: ClassVar[str] = "shared_fs"
+
+    def __init__(self, base: Path) -> None:
+        self.base = Path(base)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.base)!r})"
+
+    @contextmanager
+    def store_path(self, uuid: str) -> Iterator[Path]:
+        check_uuid(uuid)
+        self._refuse_existing(uuid)
+        staging = self._staging(uuid)
+        try:
+            yield staging
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        self._commit(staging, uuid)
+
+    def upload(self, src: Path, uuid: str) -> None:
+        check_uuid(uuid)
+        if not src.is_dir():
+            raise InvalidRequest(
+                f"cannot upload {src} as checkpoint {uuid}: it is not a directory; pass the "
+                "directory the checkpoint was written to"
+            )
+        with self.store_path(uuid) as staging:
+            # Links are followed so the stored checkpoint does not depend on anything outside it.
+            shutil.copytree(src, staging, dirs_exist_ok=True)
+
+    def download(self, uuid: str, dst: Path) -> None:
+        source = self._existing(uuid)
+        shutil.copytree(source, dst, symlinks=True, dirs_exist_ok=True)
+
+    @contextmanager
+    def restore_path(self, uuid: str) -> Iterator[Path]:
+        yield self._existing(uuid)
+
+    def delete(self, uuid: str) -> None:
+        source = self._existing(uuid)
+        doomed = self.base / f".deleting-{uuid}-{secrets.token_hex(6)}"
+        try:
+            # Renamed away first so the uuid vanishes at once even if removal is slow or fails.
+            os.rename(source, doomed)
+        except FileNotFoundError:
+            raise self._not_found(uuid) from None
+        shutil.rmtree(doomed)
+
+    def list_files(self, uuid: str) -> dict[str, int]:
+        return list_directory(self._existing(uuid))
+
+    def exists(self, uuid: str) -> bool:
+        return (self.base / check_uuid(uuid)).is_dir()
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _existing(self, uuid: str) -> Path:
+        path = self.base / check_uuid(uuid)
+        if not path.is_dir():
+            raise self._not_found(uuid)
+        return path
+
+    def _not_found(self, uuid: str) -> NotFound:
+        return NotFound(f"checkpoint {uuid} not found in {self.kind} storage at {self.base}")
+
+    def _conflict(self, uuid: str) -> Conflict:
+        return Conflict(
+            f"checkpoint {uuid} already exists in {self.kind} storage at {self.base}; "
+            "checkpoints are immutable, store under a new uuid"
+        )
+
+    def _refuse_existing(self, uuid: str) -> None:
+        if (self.base / uuid).exists():
+            raise self._conflict(uuid)
+
+    def _staging(self, uuid: str) -> Path:
+        self.base.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".writing-{uuid}-", dir=self.base))
+        # mkdtemp makes it private (0700); a checkpoint on shared storage must be readable by
+        # the master and other agents once committed.
+        staging.chmod(0o755)
+        return staging
+
+    def _commit(self, staging: Path, uuid: str) -> None:
+        target = self.base / uuid
+        try:
+            if target.exists():
+                raise self._conflict(uuid)
+            # rename would silently replace an empty directory created in the instant since
+            # the check above; only two writers racing on one fresh uuid could hit that.
+            os.rename(staging, target)
+        except OSError as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            if exc.errno in (errno.EEXIST, errno.ENOTEMPTY):
+                raise self._conflict(uuid) from None
+            raise
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+
+class DirectoryStorage(SharedFSStorage):
+    """Determined's ``directory`` checkpoint storage: a directory at the same path on every
+    machine (``container_path``), with the same semantics as :class:`SharedFSStorage`."""
+
+    kind: ClassVar[str] = "directory"
+
+    def __init__(self, container_path: Path) -> None:
+        super().__init__(container_path)
