@@ -1,1 +1,22 @@
-"""The master: orchestration of experiments, trials, scheduling, agents and storage."""
+"""The master: orchestration of experiments, trials, scheduling, agents and storage.
+
+Pure policies (searchers, schedulers) are composed here with the database and the agents; the
+HTTP layer in ``assay.api`` calls into :class:`Master` and nothing below it.
+"""
+
+from __future__ import annotations
+
+from assay.master._harness import Caller
+from assay.master._master import Master
+from assay.master._states import AllocationState, ExperimentState, PreemptReason, TrialState
+from assay.master._submit import Submission
+
+__all__ = [
+    "AllocationState",
+    "Caller",
+    "ExperimentState",
+    "Master",
+    "PreemptReason",
+    "Submission",
+    "TrialState",
+]

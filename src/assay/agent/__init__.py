@@ -1,0 +1,9 @@
+"""The agent: runs trial processes on one machine's slots for the master."""
+
+from __future__ import annotations
+
+from assay.agent._daemon import Agent
+from assay.agent._runner import startup_script
+from assay.agent._slots import Slot, detect_slots, visible_devices
+
+__all__ = ["Agent", "Slot", "detect_slots", "startup_script", "visible_devices"]

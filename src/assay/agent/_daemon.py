@@ -1,0 +1,210 @@
+"""The agent daemon: one WebSocket to the master, the allocations it runs, their logs and exits.
+
+The agent outlives master restarts: while disconnected it keeps its processes running, buffers
+their output and exit codes, and reconnects with backoff; its hello after a reconnect lists what
+still runs and what exited meanwhile, so the master re-attaches them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+import socket
+import urllib.parse
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
+
+import assay
+from assay.agent._runner import AgentEnv, AllocationRunner
+from assay.agent._slots import Slot
+from assay.client import HttpSession
+
+log = logging.getLogger(__name__)
+
+LOG_BATCH = 500
+LOG_INTERVAL = 0.05
+MAX_BUFFERED_LINES = 200_000
+
+
+class Agent:
+    def __init__(
+        self,
+        *,
+        agent_id: str,
+        master_url: str,
+        slots: list[Slot],
+        pool: str = "default",
+        labels: list[str] | None = None,
+        work_root: Path,
+        kill_grace: float = 10.0,
+    ) -> None:
+        self.agent_id = agent_id
+        self.pool = pool
+        self.labels = labels or []
+        self.slots = slots
+        self.env = AgentEnv(
+            agent_id=agent_id,
+            master_url=master_url.rstrip("/"),
+            work_root=work_root,
+            http=HttpSession(master_url, timeout=60.0),
+            slots={s.id: s for s in slots},
+            kill_grace=kill_grace,
+        )
+        self.runners: dict[str, AllocationRunner] = {}
+        self.unacked_exits: dict[str, dict[str, Any]] = {}
+        self.logs: deque[dict[str, Any]] = deque(maxlen=MAX_BUFFERED_LINES)
+        self.ws: ClientConnection | None = None
+        self._stop = asyncio.Event()
+        self._log_ready = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def ws_url(self) -> str:
+        parts = urllib.parse.urlsplit(self.env.master_url)
+        scheme = "wss" if parts.scheme == "https" else "ws"
+        return f"{scheme}://{parts.netloc}/api/v1/agents/ws"
+
+    def hello(self) -> dict[str, Any]:
+        return {
+            "type": "hello",
+            "agent_id": self.agent_id,
+            "pool": self.pool,
+            "labels": self.labels,
+            "slots": [s.to_json() for s in self.slots],
+            "running": [a for a, r in self.runners.items() if a not in self.unacked_exits],
+            "exited": list(self.unacked_exits.values()),
+            "version": assay.__version__,
+            "address": socket.gethostname(),
+        }
+
+    async def run(self) -> None:
+        """Stay connected until stopped; then stop every allocation and report their exits."""
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self._stop.set)
+        flusher = asyncio.create_task(self._flush_logs())
+        connector = asyncio.create_task(self._stay_connected())
+        await self._stop.wait()
+        log.info("agent %s stopping: ending %d allocations", self.agent_id, len(self.runners))
+        await asyncio.gather(
+            *(r.kill() for r in list(self.runners.values())), return_exceptions=True
+        )
+        deadline = loop.time() + 5.0
+        while (self.unacked_exits or self.logs) and self.ws is not None and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        connector.cancel()
+        flusher.cancel()
+        for task in (connector, flusher):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self.ws is not None:
+            with contextlib.suppress(Exception):
+                await self.ws.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def _stay_connected(self) -> None:
+        backoff = 0.1
+        warned = False
+        while not self._stop.is_set():
+            try:
+                async with connect(
+                    self.ws_url, ping_interval=5, ping_timeout=20, max_size=2**26, open_timeout=10
+                ) as ws:
+                    await ws.send(json.dumps(self.hello()))
+                    self.ws = ws
+                    backoff = 0.1
+                    warned = False
+                    log.info("agent %s connected to %s", self.agent_id, self.env.master_url)
+                    self._log_ready.set()
+                    await self._receive(ws)
+            except (OSError, ConnectionClosed, InvalidStatus, InvalidURI, TimeoutError) as exc:
+                if not warned:
+                    log.warning("master at %s unreachable (%s); retrying", self.env.master_url, exc)
+                    warned = True
+            finally:
+                self.ws = None
+            if self._stop.is_set():
+                return
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 2.0)
+
+    async def _receive(self, ws: ClientConnection) -> None:
+        async for raw in ws:
+            msg = json.loads(raw)
+            kind = msg.get("type")
+            if kind == "start":
+                self._start(msg)
+            elif kind == "kill":
+                runner = self.runners.get(str(msg["allocation_id"]))
+                if runner is not None:
+                    task = asyncio.create_task(runner.kill())
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+            elif kind == "ack_exit":
+                alloc_id = str(msg["allocation_id"])
+                self.unacked_exits.pop(alloc_id, None)
+                self.runners.pop(alloc_id, None)
+            elif kind == "welcome":
+                pass
+            else:
+                log.warning("unknown message from master: %r", kind)
+
+    def _start(self, msg: dict[str, Any]) -> None:
+        alloc_id = str(msg["allocation_id"])
+        if alloc_id in self.runners:
+            return
+        runner = AllocationRunner(
+            self.env, msg, on_log=self._on_log, on_start=self._on_start, on_exit=self._on_exit
+        )
+        self.runners[alloc_id] = runner
+        task = asyncio.create_task(runner.run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _on_start(self, alloc_id: str) -> None:
+        await self._send({"type": "started", "allocation_id": alloc_id})
+
+    def _on_log(self, entry: dict[str, Any]) -> None:
+        self.logs.append(entry)
+        if len(self.logs) >= LOG_BATCH:
+            self._log_ready.set()
+
+    async def _on_exit(self, alloc_id: str, code: int | None, reason: str) -> None:
+        await self._drain_logs()
+        event = {"allocation_id": alloc_id, "exit_code": code, "reason": reason}
+        self.unacked_exits[alloc_id] = event
+        await self._send({"type": "exited", **event})
+
+    async def _send(self, message: dict[str, Any]) -> bool:
+        ws = self.ws
+        if ws is None:
+            return False
+        try:
+            await ws.send(json.dumps(message))
+        except ConnectionClosed:
+            return False
+        return True
+
+    async def _flush_logs(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._log_ready.wait(), LOG_INTERVAL)
+            self._log_ready.clear()
+            await self._drain_logs()
+
+    async def _drain_logs(self) -> None:
+        while self.logs and self.ws is not None:
+            batch = [self.logs.popleft() for _ in range(min(LOG_BATCH, len(self.logs)))]
+            if not await self._send({"type": "logs", "entries": batch}):
+                self.logs.extendleft(reversed(batch))
+                return

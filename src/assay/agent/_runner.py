@@ -1,0 +1,216 @@
+"""Running one allocation: unpack the context, start the entrypoint, stream its output, stop it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import shlex
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.agent._slots import Slot, visible_devices
+from assay.client import HttpSession
+from assay.context import extract_archive
+
+log = logging.getLogger(__name__)
+
+LogSink = Callable[[dict[str, Any]], None]
+ExitSink = Callable[[str, int | None, str], Awaitable[None]]
+StartSink = Callable[[str], Awaitable[None]]
+
+_LEGACY_TRIAL_CLASS = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+_MAX_LINE = 64 * 1024
+
+
+@dataclass
+class AgentEnv:
+    """What every allocation on this agent shares."""
+
+    agent_id: str
+    master_url: str
+    work_root: Path
+    http: HttpSession
+    slots: dict[str, Slot]
+    kill_grace: float = 10.0
+
+
+def startup_script(entrypoint: str | list[str]) -> str:
+    """The shell script an allocation runs: ``startup-hook.sh`` (sourced, so it can set
+    variables) if the context has one, then the entrypoint in place of the shell."""
+    command = entrypoint if isinstance(entrypoint, str) else shlex.join(entrypoint)
+    return (
+        "if [ -f startup-hook.sh ]; then\n"
+        '  . ./startup-hook.sh || { rc=$?; echo "startup-hook.sh failed (exit code $rc)" >&2; '
+        "exit $rc; }\n"
+        "fi\n"
+        f"exec {command}\n"
+    )
+
+
+class AllocationRunner:
+    def __init__(
+        self,
+        env: AgentEnv,
+        message: dict[str, Any],
+        *,
+        on_log: LogSink,
+        on_start: StartSink,
+        on_exit: ExitSink,
+    ) -> None:
+        self.env = env
+        self.message = message
+        self.allocation_id = str(message["allocation_id"])
+        self.trial_id = int(message["trial_id"])
+        self.on_log = on_log
+        self.on_start = on_start
+        self.on_exit = on_exit
+        self.process: asyncio.subprocess.Process | None = None
+        self.killing = False
+        self.started_at = time.time()
+        self.dir = env.work_root / "allocations" / self.allocation_id
+
+    async def run(self) -> None:
+        try:
+            code_dir = await self._prepare()
+        except Exception as exc:
+            self._log(
+                "stderr", f"assay agent {self.env.agent_id}: could not start the trial: {exc}"
+            )
+            await self.on_exit(self.allocation_id, 1, f"could not start: {exc}")
+            return
+        if self.killing:
+            await self.on_exit(self.allocation_id, None, "killed before it started")
+            return
+        entrypoint = self.message["entrypoint"]
+        if isinstance(entrypoint, str) and _LEGACY_TRIAL_CLASS.match(entrypoint.strip()):
+            reason = (
+                f"entrypoint {entrypoint!r} names a Trial class (the legacy Trial API); assay runs "
+                "a command such as 'python3 train.py' that uses the Core API"
+            )
+            self._log("stderr", reason)
+            await self.on_exit(self.allocation_id, 1, reason)
+            return
+        self.process = await asyncio.create_subprocess_exec(
+            "/bin/bash",
+            "-c",
+            startup_script(entrypoint),
+            cwd=str(code_dir),
+            env=self._environment(),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            limit=_MAX_LINE,
+        )
+        assert self.process.stdout is not None and self.process.stderr is not None
+        await self.on_start(self.allocation_id)
+        readers = [
+            asyncio.create_task(self._pump(self.process.stdout, "stdout")),
+            asyncio.create_task(self._pump(self.process.stderr, "stderr")),
+        ]
+        code = await self.process.wait()
+        # Helpers the trial left behind would hold its output pipes open and its slots busy.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        await asyncio.gather(*readers, return_exceptions=True)
+        reason = "killed" if self.killing else ""
+        await self.on_exit(self.allocation_id, code, reason)
+
+    async def _prepare(self) -> Path:
+        context = self.message["context"]
+        data = await asyncio.to_thread(
+            self._context_bytes, int(context["id"]), str(context["sha256"])
+        )
+        if self.dir.exists():
+            await asyncio.to_thread(shutil.rmtree, self.dir, True)
+        code_dir = self.dir / "code"
+        await asyncio.to_thread(extract_archive, data, code_dir)
+        info = dict(self.message["cluster_info"])
+        info["master_url"] = self.env.master_url
+        (self.dir / "cluster_info.json").write_text(json.dumps(info))
+        return code_dir
+
+    def _context_bytes(self, context_id: int, sha256: str) -> bytes:
+        """The context archive, from this agent's cache or downloaded once from the master."""
+        cache = self.env.work_root / "contexts" / f"{sha256}.tar.gz"
+        if cache.exists():
+            return cache.read_bytes()
+        data: bytes = self.env.http.get(f"/api/v1/contexts/{context_id}", raw=True, timeout=300.0)
+        actual = hashlib.sha256(data).hexdigest()
+        if actual != sha256:
+            raise RuntimeError(
+                f"context {context_id} arrived corrupted (sha256 {actual}, expected {sha256})"
+            )
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, cache)
+        return data
+
+    def _environment(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+        if "ASSAY_HOME" in os.environ:
+            env["ASSAY_HOME"] = os.environ["ASSAY_HOME"]
+        python_bin = str(Path(sys.executable).parent)
+        env["PATH"] = python_bin + os.pathsep + env.get("PATH", "")
+        env["PYTHONUNBUFFERED"] = "1"
+        slots = [self.env.slots[s] for s in self.message.get("slots", []) if s in self.env.slots]
+        env["CUDA_VISIBLE_DEVICES"] = visible_devices(slots)
+        env.update({str(k): str(v) for k, v in self.message.get("env", {}).items()})
+        env["ASSAY_MASTER"] = self.env.master_url
+        env["ASSAY_CLUSTER_INFO"] = str(self.dir / "cluster_info.json")
+        env["ASSAY_AGENT_ID"] = self.env.agent_id
+        return env
+
+    async def _pump(self, stream: asyncio.StreamReader, name: str) -> None:
+        while True:
+            try:
+                raw = await stream.readuntil(b"\n")
+            except asyncio.IncompleteReadError as exc:
+                if exc.partial:
+                    self._log(name, exc.partial.decode(errors="replace"))
+                return
+            except asyncio.LimitOverrunError as exc:
+                raw = await stream.read(exc.consumed)
+            self._log(name, raw.decode(errors="replace").rstrip("\n"))
+
+    def _log(self, stream: str, line: str) -> None:
+        self.on_log(
+            {
+                "allocation_id": self.allocation_id,
+                "trial_id": self.trial_id,
+                "rank": 0,
+                "stream": stream,
+                "time": time.time(),
+                "line": line,
+            }
+        )
+
+    async def kill(self) -> None:
+        """SIGTERM to the whole process group, SIGKILL after the grace period."""
+        self.killing = True
+        proc = self.process
+        if proc is None or proc.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.wait(), self.env.kill_grace)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
+    @property
+    def running(self) -> bool:
+        return self.process is None or self.process.returncode is None

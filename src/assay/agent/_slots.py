@@ -1,0 +1,62 @@
+"""What an agent offers: one slot per GPU ``nvidia-smi`` lists, else CPU slots."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Slot:
+    id: str
+    type: str
+    """``cuda`` for a GPU, ``cpu`` for a CPU slot."""
+    uuid: str = ""
+    name: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def detect_gpus() -> list[Slot]:
+    """The GPUs ``nvidia-smi`` reports, or none when it is missing or fails."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return []
+    try:
+        out = subprocess.run(
+            [exe, "--query-gpu=index,uuid,name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    slots = []
+    for line in out.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) >= 3 and parts[0].isdigit():
+            slots.append(Slot(id=parts[0], type="cuda", uuid=parts[1], name=parts[2]))
+    return slots
+
+
+def detect_slots(cpu_slots: int | None = None) -> list[Slot]:
+    """GPU slots if there are GPUs; otherwise ``cpu_slots`` CPU slots (default: the core count).
+
+    An explicit ``cpu_slots`` on a GPU machine is ignored: GPUs are what trials need slots for.
+    """
+    gpus = detect_gpus()
+    if gpus:
+        return gpus
+    count = cpu_slots if cpu_slots is not None else (os.cpu_count() or 1)
+    return [Slot(id=str(i), type="cpu", name="cpu") for i in range(count)]
+
+
+def visible_devices(slots: list[Slot]) -> str:
+    """``CUDA_VISIBLE_DEVICES`` for a process given these slots: its GPUs, or none at all."""
+    gpus = [s for s in slots if s.type == "cuda"]
+    return ",".join(s.uuid or s.id for s in gpus)

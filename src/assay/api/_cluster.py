@@ -1,0 +1,110 @@
+"""The cluster: master info, agents (and their WebSocket), resource pools, contexts for agents."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from fastapi.responses import Response
+from sqlalchemy.orm import Session
+
+import assay
+from assay.api._deps import MasterDep
+from assay.api._serialize import agent_json
+from assay.db import Context
+from assay.db import _queries as q
+from assay.errors import NotFound
+from assay.master import Master
+
+log = logging.getLogger(__name__)
+
+router = APIRouter(prefix="/api/v1", tags=["cluster"])
+
+
+@router.get("/master")
+async def master_info(master: MasterDep) -> dict[str, Any]:
+    return {
+        "version": assay.__version__,
+        "cluster_id": master.cluster_id,
+        "started_at": master.started_at,
+        "database": "sqlite" if master.db.is_sqlite else "postgresql",
+    }
+
+
+@router.get("/agents")
+async def list_agents(master: MasterDep) -> dict[str, Any]:
+    def read(session: Session) -> dict[str, Any]:
+        used: dict[str, set[str]] = {}
+        for alloc in q.live_allocations(session):
+            for agent_id, slots in (alloc.slots or {}).items():
+                used.setdefault(agent_id, set()).update(str(s) for s in slots)
+        return {
+            "agents": [
+                agent_json(
+                    a,
+                    connected=master.hub.is_connected(a.id),
+                    used_slots=used.get(a.id, set()),
+                )
+                for a in q.agents(session)
+            ]
+        }
+
+    return await master.db.run(read)
+
+
+@router.get("/resource-pools")
+async def list_pools(master: MasterDep) -> dict[str, Any]:
+    views = master.hub.connected_views()
+    pools = []
+    for pool in master.settings.resource_pools:
+        agents = [a for a in views if a.pool == pool.pool_name]
+        pools.append(
+            {
+                "name": pool.pool_name,
+                "description": pool.description,
+                "scheduler": pool.scheduler.type,
+                "preemption": pool.scheduler.preemption,
+                "agents": len(agents),
+                "slots": sum(len(a.slots) for a in agents),
+            }
+        )
+    return {"resource_pools": pools}
+
+
+@router.get("/contexts/{context_id}")
+async def get_context(context_id: int, master: MasterDep) -> Response:
+    def read(session: Session) -> bytes:
+        ctx = session.get(Context, context_id)
+        if ctx is None:
+            raise NotFound(f"context {context_id} not found")
+        return ctx.data
+
+    data = await master.db.run(read)
+    return Response(content=data, media_type="application/gzip")
+
+
+@router.websocket("/agents/ws")
+async def agent_socket(ws: WebSocket) -> None:
+    master: Master = ws.app.state.master
+    await ws.accept()
+    try:
+        hello = await ws.receive_json()
+    except WebSocketDisconnect:
+        return
+    if not isinstance(hello, dict) or hello.get("type") != "hello":
+        await ws.close(code=1002, reason="the first message must be a hello")
+        return
+    conn = await master.agent_connected(hello, ws.send_json)
+    agent_id = conn.view.id
+    log.info("agent %s connected with %d slots", agent_id, len(conn.view.slots))
+    try:
+        while True:
+            msg = await ws.receive_json()
+            if isinstance(msg, dict):
+                await master.on_agent_message(agent_id, msg)
+    except WebSocketDisconnect:
+        pass
+    finally:
+        log.info("agent %s disconnected", agent_id)
+        await master.agent_disconnected(conn)

@@ -1,0 +1,44 @@
+"""Running the master process: database, orchestration and the HTTP server together."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import uvicorn
+
+from assay.api._app import create_app
+from assay.config import MasterConfig
+from assay.db import Database, sqlite_url
+from assay.master import Master
+
+log = logging.getLogger("assay.master")
+
+
+def run_master(settings: MasterConfig, assay_home: Path) -> None:
+    """Serve until interrupted. SQLite under ``assay_home`` unless ``settings.db`` names a URL."""
+    assay_home.mkdir(parents=True, exist_ok=True)
+    url = settings.db or sqlite_url(assay_home / "assay.db")
+    db = Database(url)
+    master = Master(settings, db, assay_home)
+    app = create_app(master)
+    log.info("master on http://%s:%d (database: %s)", settings.host, settings.port, _safe(url))
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+        ws_ping_interval=5.0,
+        ws_ping_timeout=20.0,
+        timeout_graceful_shutdown=5,
+    )
+
+
+def _safe(url: str) -> str:
+    """The database URL without its password, for logs."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        user = creds.split(":", 1)[0]
+        return f"{scheme}://{user}@{host}"
+    return url

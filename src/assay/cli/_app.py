@@ -1,0 +1,43 @@
+"""The ``assay`` command."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from assay.cli import _cluster, _experiment, _trial
+from assay.cli._common import state
+
+app = typer.Typer(
+    name="assay",
+    help="Train deep-learning models on your own machines.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+@app.callback()
+def _root(
+    master: Annotated[
+        str | None,
+        typer.Option(
+            "--master",
+            "-m",
+            help="master URL (default: $ASSAY_MASTER, the cluster `assay up` started, or "
+            "http://127.0.0.1:8080)",
+        ),
+    ] = None,
+) -> None:
+    state.master = master
+
+
+app.command()(_cluster.up)
+app.command()(_cluster.down)
+app.command(context_settings={"allow_extra_args": False})(_cluster.master)
+app.command()(_cluster.agent)
+app.add_typer(_experiment.app, name="experiment")
+app.add_typer(_experiment.app, name="e", hidden=True)
+app.add_typer(_trial.app, name="trial")
+app.add_typer(_trial.app, name="t", hidden=True)

@@ -1,0 +1,109 @@
+"""What every command shares: the client, the console, JSON output, error reporting."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+
+from assay.client import DEFAULT_MASTER, Client
+from assay.errors import AssayError, MasterUnreachable
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def assay_home() -> Path:
+    return Path(os.environ.get("ASSAY_HOME", "~/.assay")).expanduser().resolve()
+
+
+def cluster_file() -> Path:
+    return assay_home() / "run" / "cluster.json"
+
+
+def default_master() -> str:
+    """``$ASSAY_MASTER``, else the cluster ``assay up`` started, else the local default."""
+    env = os.environ.get("ASSAY_MASTER")
+    if env:
+        return env
+    try:
+        return str(json.loads(cluster_file().read_text())["master"])
+    except (OSError, ValueError, KeyError):
+        return DEFAULT_MASTER
+
+
+class State:
+    master: str | None = None
+
+
+state = State()
+
+
+def client() -> Client:
+    return Client(state.master or default_master())
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def report_error(exc: AssayError) -> NoReturn:
+    if isinstance(exc, MasterUnreachable):
+        fail(f"{exc.message}; start a cluster with `assay up` or point at one with -m URL")
+    lines = [exc.message, *(f"  {d}" for d in exc.details)]
+    fail("\n".join(lines))
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def when(ts: float | None) -> str:
+    if ts is None:
+        return ""
+    return datetime.fromtimestamp(ts, UTC).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def fmt_metric(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def fmt_hparams(hparams: dict[str, Any], limit: int = 60) -> str:
+    def flat(d: dict[str, Any], prefix: str = "") -> list[str]:
+        out = []
+        for k, v in d.items():
+            if isinstance(v, dict):
+                out += flat(v, f"{prefix}{k}.")
+            else:
+                out.append(f"{prefix}{k}={fmt_metric(v)}")
+        return out
+
+    text = ", ".join(flat(hparams))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+STATE_STYLE = {
+    "ACTIVE": "cyan",
+    "RUNNING": "cyan",
+    "QUEUED": "yellow",
+    "PAUSED": "magenta",
+    "COMPLETED": "green",
+    "CANCELED": "dim",
+    "ERROR": "red",
+}
+
+
+def styled_state(value: str) -> str:
+    style = STATE_STYLE.get(value, "yellow" if value.startswith("STOPPING") else "")
+    return f"[{style}]{value}[/]" if style else value

@@ -1,0 +1,255 @@
+"""``assay experiment`` (alias ``e``): create, inspect and control experiments."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from assay.cli._common import (
+    client,
+    console,
+    fail,
+    fmt_hparams,
+    fmt_metric,
+    print_json,
+    styled_state,
+    when,
+)
+from assay.cli._follow import follow_experiment, print_outcome
+from assay.config import load_experiment_config, parse_yaml
+from assay.context import format_size, pack_context
+
+app = typer.Typer(help="Create, inspect and control experiments.", no_args_is_help=True)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="machine-readable output")]
+ExpId = Annotated[int, typer.Argument(help="experiment id")]
+
+
+@app.command()
+def create(
+    config_file: Annotated[Path, typer.Argument(help="experiment config (YAML)", exists=False)],
+    context_dir: Annotated[Path, typer.Argument(help="directory with the training code")],
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="follow it to the end")] = False,
+    paused: Annotated[bool, typer.Option("--paused", help="create it PAUSED")] = False,
+    config: Annotated[
+        list[str] | None, typer.Option("--config", help="override: key.path=value (repeatable)")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Submit an experiment: validate the config, pack the context, send both."""
+    try:
+        text = config_file.read_text()
+    except OSError as exc:
+        fail(f"cannot read config file {config_file}: {exc.strerror}")
+    overrides = tuple(config or ())
+    # Validate here first: a bad config should not cost an upload.
+    load_experiment_config(parse_yaml(text, str(config_file)), overrides=overrides)
+    packed = pack_context(context_dir)
+    c = client()
+    exp = c.create_experiment(text, packed.data, overrides=overrides, activate=not paused)
+    if as_json and not follow:
+        print_json(exp)
+        return
+    console.print(
+        f"created experiment {exp['id']} ({exp['name']}) from {packed.files} files "
+        f"({format_size(packed.size)}); state {styled_state(exp['state'])}"
+    )
+    if follow:
+        final = follow_experiment(c, exp["id"])
+        print_outcome(c, final)
+        if final["state"] != "COMPLETED":
+            raise typer.Exit(1)
+
+
+@app.command("list")
+def list_(
+    all_: Annotated[bool, typer.Option("--all", "-a", help="include archived")] = False,
+    limit: Annotated[int, typer.Option(help="at most this many")] = 100,
+    as_json: JsonFlag = False,
+) -> None:
+    """List experiments, newest first (archived ones hidden unless --all)."""
+    answer = client().list_experiments(archived=all_, limit=limit)
+    if as_json:
+        print_json(answer)
+        return
+    table = Table(box=None, header_style="bold")
+    for col in ("ID", "Name", "State", "Progress", "Trials", "Searcher", "Created", "Archived"):
+        table.add_column(col)
+    for e in answer["experiments"]:
+        total = sum(e["trials"].values())
+        table.add_row(
+            str(e["id"]),
+            e["name"],
+            styled_state(e["state"]),
+            f"{e['progress'] * 100:.0f}%",
+            str(total),
+            str(e["searcher"]["name"]),
+            when(e["created_at"]),
+            "yes" if e["archived"] else "",
+        )
+    console.print(table)
+    page = answer["pagination"]
+    if page["total"] > len(answer["experiments"]):
+        console.print(f"[dim]{len(answer['experiments'])} of {page['total']} shown[/]")
+
+
+@app.command()
+def describe(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
+    """An experiment, its trials and its best result."""
+    c = client()
+    exp = c.experiment(experiment_id)
+    trials = c.trials(experiment_id)
+    if as_json:
+        print_json({**exp, "trial_list": trials})
+        return
+    searcher = exp["searcher"]
+    console.print(
+        f"[bold]experiment {exp['id']}[/] {exp['name']}  {styled_state(exp['state'])}  "
+        f"{exp['progress'] * 100:.0f}%  searcher {searcher['name']} on {searcher['metric']} "
+        f"({'min' if searcher['smaller_is_better'] else 'max'})"
+    )
+    if exp.get("message"):
+        console.print(f"  {exp['message']}")
+    console.print(trial_table(trials, searcher["metric"]))
+
+
+def trial_table(trials: list[dict[str, Any]], metric: str | None) -> Table:
+    table = Table(box=None, header_style="bold")
+    for col, justify in (
+        ("Trial", "left"),
+        ("State", "left"),
+        ("Steps", "right"),
+        (f"Best {metric or 'metric'}", "right"),
+        ("Restarts", "right"),
+        ("Checkpoint", "left"),
+        ("Hyperparameters", "left"),
+    ):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    room = max(16, console.width - 70)
+    for t in trials:
+        state = styled_state(t["state"]) + (" (early stop)" if t.get("early_stopped") else "")
+        table.add_row(
+            str(t["id"]),
+            state,
+            str(t["steps_completed"]),
+            fmt_metric(t["best_validation"]),
+            str(t["restarts"]),
+            (t["latest_checkpoint"] or "")[:8],
+            fmt_hparams(t["hparams"], limit=room),
+        )
+    return table
+
+
+@app.command()
+def config(experiment_id: ExpId) -> None:
+    """The config the experiment runs with (defaults filled in)."""
+    import yaml
+
+    exp = client().experiment(experiment_id)
+    console.print(yaml.safe_dump(exp["config"], sort_keys=False), highlight=False, end="")
+
+
+@app.command("list-trials")
+def list_trials(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
+    """The experiment's trials."""
+    c = client()
+    trials = c.trials(experiment_id)
+    if as_json:
+        print_json(trials)
+        return
+    exp = c.experiment(experiment_id)
+    console.print(trial_table(trials, exp["searcher"]["metric"]))
+
+
+@app.command("list-checkpoints")
+def list_checkpoints(
+    experiment_id: ExpId,
+    best: Annotated[
+        int | None, typer.Option(help="only the N best (by the searcher metric)")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """The experiment's checkpoints."""
+    c = client()
+    ckpts = c.experiment_checkpoints(experiment_id)
+    if best is not None:
+        trials = {t["id"]: t for t in c.trials(experiment_id)}
+        exp = c.experiment(experiment_id)
+        sign = 1 if exp["searcher"]["smaller_is_better"] else -1
+        scored = [ck for ck in ckpts if trials[ck["trial_id"]]["best_validation"] is not None]
+        scored.sort(key=lambda ck: sign * trials[ck["trial_id"]]["best_validation"])
+        ckpts = scored[:best]
+    if as_json:
+        print_json(ckpts)
+        return
+    table = Table(box=None, header_style="bold")
+    for col in ("UUID", "Trial", "Steps", "State", "Size", "Reported"):
+        table.add_column(col)
+    for ck in ckpts:
+        table.add_row(
+            ck["uuid"],
+            str(ck["trial_id"]),
+            str(ck["steps_completed"]),
+            ck["state"],
+            format_size(ck["size"]),
+            when(ck["reported_at"]),
+        )
+    console.print(table)
+
+
+@app.command()
+def logs(
+    experiment_id: ExpId,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="keep streaming")] = False,
+) -> None:
+    """Logs of every trial of the experiment, each line prefixed with its trial."""
+    c = client()
+    trials = c.trials(experiment_id)
+    for t in trials:
+        for entry in c.logs(t["id"]):
+            _print_line(t["id"], entry)
+    if follow:
+        fail("use `assay trial logs -f TRIAL` to follow one trial's logs", code=2)
+
+
+def _print_line(trial_id: int, entry: dict[str, Any]) -> None:
+    console.print(f"[dim][trial {trial_id}][/] {entry['line']}", highlight=False, markup=False)
+
+
+@app.command()
+def wait(
+    experiment_id: ExpId,
+    timeout: Annotated[float | None, typer.Option(help="give up after this many seconds")] = None,
+) -> None:
+    """Block until the experiment ends; exit 0 only if it COMPLETED."""
+    c = client()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        remaining = 30.0 if deadline is None else max(0.0, min(30.0, deadline - time.monotonic()))
+        state = c.wait(experiment_id, remaining)
+        if state in ("COMPLETED", "CANCELED", "ERROR"):
+            console.print(f"experiment {experiment_id} {styled_state(state)}")
+            raise typer.Exit(0 if state == "COMPLETED" else 1)
+        if deadline is not None and time.monotonic() >= deadline:
+            fail(f"experiment {experiment_id} is still {state} after {timeout}s")
+
+
+def _transition(action: str, past: str) -> Any:
+    def command(experiment_id: ExpId) -> None:
+        exp = client().transition(experiment_id, action)
+        console.print(f"experiment {experiment_id} {past}; now {styled_state(exp['state'])}")
+
+    command.__doc__ = f"{action.capitalize()} an experiment."
+    return command
+
+
+app.command("pause")(_transition("pause", "paused"))
+app.command("activate")(_transition("activate", "activated"))
+app.command("cancel")(_transition("cancel", "canceled"))
+app.command("kill")(_transition("kill", "killed"))
+app.command("archive")(_transition("archive", "archived"))
+app.command("unarchive")(_transition("unarchive", "unarchived"))

@@ -1,0 +1,198 @@
+"""JSON over HTTP to the master, on the standard library.
+
+Trial processes import this at start-up, so it must be cheap to import: ``http.client`` costs
+about a quarter of what a full-featured HTTP client costs, and every trial pays it. Connections
+are kept alive, one per thread.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+import urllib.parse
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from assay.errors import AssayError, MasterUnreachable, error_from_payload
+
+DEFAULT_MASTER = "http://127.0.0.1:8080"
+
+
+class HttpSession:
+    """Requests to one master. Raises :class:`MasterUnreachable` when nothing answers at the URL
+    and the error the master sent (``NotFound``, ``InvalidConfig``...) for 4xx/5xx answers."""
+
+    def __init__(self, base_url: str, *, token: str | None = None, timeout: float = 30.0) -> None:
+        parsed = urllib.parse.urlsplit(base_url if "://" in base_url else f"http://{base_url}")
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise AssayError(f"not a master URL: {base_url!r} (expected http://host:port)")
+        self.base_url = f"{parsed.scheme}://{parsed.netloc}"
+        self._https = parsed.scheme == "https"
+        self._host = parsed.hostname
+        self._port = parsed.port or (443 if self._https else 80)
+        self.token = token
+        self.timeout = timeout
+        self._local = threading.local()
+
+    def _connection(self, timeout: float) -> http.client.HTTPConnection:
+        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+            conn = cls(self._host, self._port, timeout=timeout)
+            self._local.conn = conn
+        conn.timeout = timeout
+        if conn.sock is not None:
+            conn.sock.settimeout(timeout)
+        return conn
+
+    def _drop(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+        self._local.conn = None
+
+    def _headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        headers = {"Accept": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        if extra:
+            headers.update(extra)
+        return headers
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None,
+        body: bytes | None,
+        headers: dict[str, str],
+        timeout: float,
+    ) -> http.client.HTTPResponse:
+        target = path
+        if params:
+            query = urllib.parse.urlencode(
+                [(k, v) for k, v in params.items() if v is not None], doseq=True
+            )
+            target = f"{path}?{query}"
+        for attempt in (1, 2):
+            conn = self._connection(timeout)
+            try:
+                conn.request(method, target, body=body, headers=headers)
+                return conn.getresponse()
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
+                # A kept-alive connection the server closed: retry once on a fresh one.
+                self._drop()
+                if attempt == 2:
+                    raise MasterUnreachable(
+                        f"master at {self.base_url} closed the connection: {exc}"
+                    ) from exc
+            except (ConnectionRefusedError, socket.gaierror, OSError) as exc:
+                self._drop()
+                raise MasterUnreachable(
+                    f"no master answering at {self.base_url} ({_reason(exc)})"
+                ) from exc
+        raise AssertionError("unreachable")
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        params: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+        raw: bool = False,
+    ) -> Any:
+        """One request; the decoded JSON answer (or bytes with ``raw=True``)."""
+        body = None
+        headers = self._headers(None)
+        if json_body is not None:
+            body = json.dumps(json_body).encode()
+            headers["Content-Type"] = "application/json"
+        response = self._send(
+            method,
+            path,
+            params=params,
+            body=body,
+            headers=headers,
+            timeout=timeout if timeout is not None else self.timeout,
+        )
+        try:
+            data = response.read()
+        except (TimeoutError, OSError) as exc:
+            self._drop()
+            raise MasterUnreachable(f"master at {self.base_url} stopped answering: {exc}") from exc
+        if response.status >= 400:
+            try:
+                payload: Any = json.loads(data)
+            except ValueError:
+                payload = data.decode(errors="replace")
+            raise error_from_payload(response.status, payload)
+        if raw:
+            return data
+        return json.loads(data) if data else None
+
+    def get(self, path: str, **kwargs: Any) -> Any:
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path: str, json_body: Any = None, **kwargs: Any) -> Any:
+        return self.request(
+            "POST", path, json_body=json_body if json_body is not None else {}, **kwargs
+        )
+
+    def events(
+        self, path: str, *, params: Mapping[str, Any] | None = None, timeout: float = 60.0
+    ) -> Iterator[tuple[str, Any]]:
+        """Server-sent events from ``path`` as ``(event, data)`` pairs, until the stream ends."""
+        response = self._send(
+            "GET",
+            path,
+            params=params,
+            body=None,
+            headers=self._headers({"Accept": "text/event-stream"}),
+            timeout=timeout,
+        )
+        if response.status >= 400:
+            data = response.read()
+            try:
+                payload: Any = json.loads(data)
+            except ValueError:
+                payload = data.decode(errors="replace")
+            raise error_from_payload(response.status, payload)
+        event = "message"
+        lines: list[str] = []
+        try:
+            while True:
+                raw_line = response.readline()
+                if not raw_line:
+                    return
+                line = raw_line.decode(errors="replace").rstrip("\r\n")
+                if not line:
+                    if lines:
+                        yield event, json.loads("\n".join(lines))
+                    event, lines = "message", []
+                elif line.startswith(":"):
+                    continue
+                elif line.startswith("event:"):
+                    event = line[6:].strip()
+                elif line.startswith("data:"):
+                    lines.append(line[5:].strip())
+        finally:
+            # A stream is never reused for another request.
+            self._drop()
+
+    def close(self) -> None:
+        self._drop()
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, socket.gaierror):
+        return f"cannot resolve host: {exc.strerror}"
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,33 @@
+"""The harness ("Core API"): what training code imports to run under assay.
+
+Mirrors Determined's Core API: ``with assay.core.init() as ctx:`` gives ``ctx.train``,
+``ctx.checkpoint``, ``ctx.preempt``, ``ctx.searcher``, ``ctx.distributed`` and ``ctx.info``.
+Importing it pulls in neither the server stack nor numpy.
+"""
+
+from __future__ import annotations
+
+from assay.core._checkpoint import CheckpointContext
+from assay.core._context import Context, init
+from assay.core._distributed import DistributedContext
+from assay.core._info import ClusterInfo, TrialInfo, get_cluster_info
+from assay.core._preempt import PreemptContext, PreemptMode
+from assay.core._searcher import SearcherContext, SearcherMode, SearcherOperation
+from assay.core._train import EarlyExitReason, TrainContext
+
+__all__ = [
+    "CheckpointContext",
+    "ClusterInfo",
+    "Context",
+    "DistributedContext",
+    "EarlyExitReason",
+    "PreemptContext",
+    "PreemptMode",
+    "SearcherContext",
+    "SearcherMode",
+    "SearcherOperation",
+    "TrainContext",
+    "TrialInfo",
+    "get_cluster_info",
+    "init",
+]

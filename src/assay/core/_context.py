@@ -1,0 +1,131 @@
+"""``assay.core.init()``: the context a training script works through."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from assay.core._checkpoint import CheckpointContext
+from assay.core._distributed import DistributedContext
+from assay.core._info import ClusterInfo, get_cluster_info
+from assay.core._preempt import PreemptContext, PreemptMode
+from assay.core._searcher import SearcherContext
+from assay.core._session import MasterSession
+from assay.core._train import TrainContext
+
+log = logging.getLogger("assay.core")
+
+
+class Context:
+    """Everything a trial talks to: ``train``, ``checkpoint``, ``preempt``, ``searcher``,
+    ``distributed`` and ``info`` (None off-cluster). Use it as a context manager so pending
+    reports are delivered before the process exits."""
+
+    def __init__(
+        self,
+        *,
+        info: ClusterInfo | None,
+        train: TrainContext,
+        checkpoint: CheckpointContext,
+        preempt: PreemptContext,
+        searcher: SearcherContext,
+        distributed: DistributedContext,
+        session: MasterSession | None,
+    ) -> None:
+        self.info = info
+        self.train = train
+        self.checkpoint = checkpoint
+        self.preempt = preempt
+        self.searcher = searcher
+        self.distributed = distributed
+        self._session = session
+        self._closed = False
+
+    def __enter__(self) -> Context:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.preempt.close()
+        try:
+            self.train._close()
+        finally:
+            self.distributed.close()
+            if self._session is not None:
+                self._session.http.close()
+
+
+def init(
+    *,
+    distributed: DistributedContext | None = None,
+    checkpoint_storage: str | dict[str, Any] | None = None,
+    preempt_mode: PreemptMode = PreemptMode.WorkersAskChief,
+    tensorboard_mode: Any = None,
+    async_checkpointing: bool = False,
+) -> Context:
+    """Connect this process to its trial, or, run outside a cluster, to local stand-ins:
+    checkpoints go to ``checkpoint_storage`` (a directory, default ``./checkpoints``), metrics
+    to the log, and the searcher yields one operation."""
+    del preempt_mode, tensorboard_mode, async_checkpointing
+    info = get_cluster_info()
+    distributed = distributed or DistributedContext()
+    if info is None or info.trial is None:
+        return _offcluster(distributed, checkpoint_storage)
+    session = MasterSession(info.master_url, info.session_token)
+    chief = distributed.rank == 0
+    trial = info.trial
+    storage = _storage_config(checkpoint_storage) or info.checkpoint_storage
+    if storage is None:
+        raise RuntimeError("the cluster gave this trial no checkpoint storage")
+    train = TrainContext(session if chief else None, trial.trial_id, trial.experiment_id)
+    return Context(
+        info=info,
+        train=train,
+        checkpoint=CheckpointContext(session, trial.trial_id, storage, on_report=train._flush),
+        preempt=PreemptContext(session, info.allocation_id),
+        searcher=SearcherContext(session, trial.trial_id),
+        distributed=distributed,
+        session=session,
+    )
+
+
+def _storage_config(value: str | dict[str, Any] | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return value
+    return {"type": "shared_fs", "host_path": str(Path(value).resolve())}
+
+
+def _offcluster(
+    distributed: DistributedContext, checkpoint_storage: str | dict[str, Any] | None
+) -> Context:
+    storage = _storage_config(checkpoint_storage) or _storage_config(
+        os.environ.get("ASSAY_CHECKPOINT_DIR", "checkpoints")
+    )
+    assert storage is not None
+    log.info(
+        "running outside a cluster: checkpoints in %s, metrics logged", storage.get("host_path")
+    )
+    return Context(
+        info=None,
+        train=TrainContext(None, None, None),
+        checkpoint=CheckpointContext(None, None, storage),
+        preempt=PreemptContext(None, ""),
+        searcher=SearcherContext(None, None, int(os.environ.get("ASSAY_OFFCLUSTER_LENGTH", "1"))),
+        distributed=distributed,
+        session=None,
+    )

@@ -1,0 +1,92 @@
+"""``ctx.searcher``: the operations the experiment's searcher gives this trial."""
+
+from __future__ import annotations
+
+import enum
+import logging
+import math
+from collections.abc import Iterator
+
+from assay.core._session import MasterSession
+
+log = logging.getLogger("assay.core")
+
+
+class SearcherMode(enum.Enum):
+    WorkersAskChief = "WORKERS_ASK_CHIEF"
+    ChiefOnly = "CHIEF_ONLY"
+
+
+class SearcherOperation:
+    """Train to ``length`` units (absolute: the total since the trial began), then validate
+    and call :meth:`report_completed` with the searcher metric."""
+
+    def __init__(self, context: SearcherContext | None, length: int) -> None:
+        self._context = context
+        self._length = length
+        self._completed = False
+
+    @property
+    def length(self) -> int:
+        return self._length
+
+    def report_progress(self, length: float) -> None:
+        """How many units of this operation are done (shown as the trial's progress)."""
+        if self._context is not None:
+            self._context._progress(length / max(self._length, 1))
+
+    def report_completed(self, searcher_metric: float) -> None:
+        if self._completed:
+            raise RuntimeError("report_completed() was already called for this operation")
+        value = float(searcher_metric)
+        if math.isnan(value) or math.isinf(value):
+            raise ValueError(f"searcher_metric must be a finite number, got {searcher_metric!r}")
+        self._completed = True
+        if self._context is not None:
+            self._context._complete(self._length, value)
+
+
+class SearcherContext:
+    def __init__(
+        self, session: MasterSession | None, trial_id: int | None, offcluster_length: int = 1
+    ) -> None:
+        self._session = session
+        self._trial_id = trial_id
+        self._offcluster_length = offcluster_length
+
+    def operations(
+        self, searcher_mode: SearcherMode = SearcherMode.WorkersAskChief, auto_ack: bool = True
+    ) -> Iterator[SearcherOperation]:
+        """Operations until the searcher needs no more from this trial.
+
+        Each must be completed (``op.report_completed(metric)``) before the next is asked for.
+        Off-cluster, a single operation of ``offcluster_length`` units is yielded.
+        """
+        del searcher_mode, auto_ack
+        if self._session is None:
+            op = SearcherOperation(None, self._offcluster_length)
+            yield op
+            return
+        path = f"/api/v1/trials/{self._trial_id}/searcher/operation"
+        while True:
+            answer = self._session.call(lambda h: h.get(path, params={"timeout": 60}, timeout=120))
+            if answer.get("done"):
+                return
+            op = SearcherOperation(self, int(answer["length"]))
+            yield op
+            if not op._completed:
+                raise RuntimeError(
+                    "call op.report_completed(metric) before asking for the next operation"
+                )
+
+    def _complete(self, length: int, metric: float) -> None:
+        assert self._session is not None
+        path = f"/api/v1/trials/{self._trial_id}/searcher/completed_operation"
+        self._session.call(lambda h: h.post(path, {"length": length, "metric": metric}))
+
+    def _progress(self, fraction: float) -> None:
+        if self._session is None:
+            return
+        path = f"/api/v1/trials/{self._trial_id}/progress"
+        value = min(1.0, max(0.0, fraction))
+        self._session.call(lambda h: h.post(path, {"progress": value}))

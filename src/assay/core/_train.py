@@ -1,0 +1,126 @@
+"""``ctx.train``: report metrics, progress and early exits."""
+
+from __future__ import annotations
+
+import enum
+import logging
+import math
+import time
+from typing import Any
+
+from assay.core._session import MasterSession, Reporter
+
+log = logging.getLogger("assay.core")
+
+
+class EarlyExitReason(enum.Enum):
+    """Why a trial stops before its searcher is done with it."""
+
+    INVALID_HP = "invalid_hp"
+    """These hyperparameters cannot work: the searcher replaces the trial (it does not count
+    toward ``max_trials``)."""
+    USER_REQUESTED_STOP = "user_canceled"
+
+
+def _check(steps_completed: int, metrics: dict[str, Any]) -> None:
+    if isinstance(steps_completed, bool) or not isinstance(steps_completed, int):
+        raise TypeError(f"steps_completed must be an int, got {type(steps_completed).__name__}")
+    if steps_completed < 0:
+        raise ValueError(f"steps_completed must be >= 0, got {steps_completed}")
+    if not isinstance(metrics, dict):
+        raise TypeError(f"metrics must be a dict, got {type(metrics).__name__}")
+
+
+def _plain(value: Any) -> Any:
+    """Numbers from numpy or torch scalars become Python numbers the report can carry."""
+    if isinstance(value, bool | int | float | str) or value is None:
+        return value
+    item = getattr(value, "item", None)
+    if callable(item):
+        try:
+            return item()
+        except (TypeError, ValueError):
+            pass
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
+class TrainContext:
+    def __init__(
+        self,
+        session: MasterSession | None,
+        trial_id: int | None,
+        experiment_id: int | None,
+    ) -> None:
+        self._session = session
+        self._trial_id = trial_id
+        self._experiment_id = experiment_id
+        self._reporter = Reporter(session, trial_id) if session and trial_id is not None else None
+
+    def report_metrics(self, group: str, steps_completed: int, metrics: dict[str, Any]) -> None:
+        """Report ``metrics`` of ``group`` at ``steps_completed`` (returns at once; sent in the
+        background). Reporting the same group and step twice in one run keeps the first."""
+        _check(steps_completed, metrics)
+        values = {str(k): _plain(v) for k, v in metrics.items()}
+        if self._reporter is None:
+            log.info("%s metrics at step %d: %s", group, steps_completed, values)
+            return
+        self._reporter.put(
+            {
+                "group": group,
+                "steps_completed": steps_completed,
+                "metrics": values,
+                "time": time.time(),
+            }
+        )
+
+    def report_training_metrics(
+        self,
+        steps_completed: int,
+        metrics: dict[str, Any],
+        batch_metrics: list[dict[str, Any]] | None = None,
+    ) -> None:
+        del batch_metrics  # per-batch detail is not stored; the aggregate is
+        self.report_metrics("training", steps_completed, metrics)
+
+    def report_validation_metrics(self, steps_completed: int, metrics: dict[str, Any]) -> None:
+        self.report_metrics("validation", steps_completed, metrics)
+
+    def report_progress(self, progress: float) -> None:
+        """Fraction of the trial done, from 0.0 to 1.0 (shown in the CLI and UI)."""
+        if not 0.0 <= float(progress) <= 1.0 or math.isnan(progress):
+            raise ValueError(f"progress must be between 0 and 1, got {progress}")
+        if self._session is None:
+            return
+        path = f"/api/v1/trials/{self._trial_id}/progress"
+        self._session.call(lambda h: h.post(path, {"progress": float(progress)}))
+
+    def report_early_exit(self, reason: EarlyExitReason) -> None:
+        """Tell the searcher why this trial is about to stop on its own."""
+        if self._session is None:
+            log.info("early exit: %s", reason.name)
+            return
+        path = f"/api/v1/trials/{self._trial_id}/early_exit"
+        self._session.call(lambda h: h.post(path, {"reason": reason.value}))
+
+    def get_experiment_best_validation(self) -> float | None:
+        if self._session is None:
+            return None
+        path = f"/api/v1/experiments/{self._experiment_id}/searcher/best_validation"
+        value = self._session.call(lambda h: h.get(path))["best_validation"]
+        return None if value is None else float(value)
+
+    def set_status(self, status: str) -> None:
+        log.info("status: %s", status)
+
+    def _flush(self) -> None:
+        if self._reporter is not None:
+            self._reporter.flush()
+
+    def _close(self) -> None:
+        if self._reporter is not None:
+            self._reporter.flush()
+            self._reporter.close()

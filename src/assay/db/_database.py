@@ -1,0 +1,93 @@
+"""Engine set-up, migrations on start, and sessions."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio.to_thread
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite:///{path}"
+
+
+class Database:
+    """One database: a SQLAlchemy engine, migrated to the newest schema when opened.
+
+    SQLite runs in WAL mode (readers never block the writer) with a busy timeout, so the API's
+    threads and the orchestrator can share it; PostgreSQL is selected by a
+    ``postgresql+psycopg://`` URL.
+    """
+
+    def __init__(self, url: str, *, migrate: bool = True) -> None:
+        self.url = url
+        self.is_sqlite = url.startswith("sqlite")
+        kwargs: dict[str, Any] = {}
+        if self.is_sqlite:
+            kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+        else:
+            kwargs["pool_size"] = 10
+            kwargs["max_overflow"] = 20
+            kwargs["pool_pre_ping"] = True
+        self.engine: Engine = create_engine(url, **kwargs)
+        if self.is_sqlite:
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        if migrate:
+            self.migrate()
+
+    def migrate(self) -> None:
+        """Bring the schema to the newest revision (a no-op when it already is)."""
+        cfg = Config()
+        cfg.set_main_option("script_location", str(_MIGRATIONS))
+        with self.engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A session whose work is committed on a clean exit and rolled back on an error."""
+        session = self._sessions()
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
+
+    def run_sync(self, fn: Callable[[Session], T]) -> T:
+        with self.session() as session:
+            return fn(session)
+
+    async def run(self, fn: Callable[[Session], T]) -> T:
+        """Run ``fn`` in one transaction on a worker thread, keeping the event loop free."""
+        return await anyio.to_thread.run_sync(self.run_sync, fn)
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cursor = dbapi_conn.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()

@@ -1,0 +1,226 @@
+"""SQLAlchemy models: the tables of the master's database.
+
+Times are seconds since the epoch (floats): cheap to compare and sort on both SQLite and
+PostgreSQL, and the API formats them. JSON columns hold configs, hyperparameters, metric values
+and searcher snapshots.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON(none_as_null=True), list[Any]: JSON}
+
+
+class Context(Base):
+    """A context directory as uploaded (tar.gz), shared by experiments with the same content."""
+
+    __tablename__ = "contexts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    size: Mapped[int] = mapped_column(Integer)
+    files: Mapped[int] = mapped_column(Integer)
+    data: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[float] = mapped_column(Float)
+
+
+class Job(Base):
+    """What the queue orders: an experiment (or, later, a generic task)."""
+
+    __tablename__ = "jobs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    type: Mapped[str] = mapped_column(String(32))
+    name: Mapped[str] = mapped_column(String(256))
+    pool: Mapped[str] = mapped_column(String(128))
+    priority: Mapped[int] = mapped_column(Integer)
+    weight: Mapped[float] = mapped_column(Float)
+    max_slots: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    queue_position: Mapped[float] = mapped_column(Float)
+    submitted_at: Mapped[float] = mapped_column(Float)
+    owner: Mapped[str] = mapped_column(String(128))
+    done: Mapped[bool] = mapped_column(Boolean, default=False)
+
+    __table_args__ = (Index("ix_jobs_pool_done", "pool", "done"),)
+
+
+class Experiment(Base):
+    __tablename__ = "experiments"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(256))
+    description: Mapped[str] = mapped_column(Text, default="")
+    state: Mapped[str] = mapped_column(String(32))
+    archived: Mapped[bool] = mapped_column(Boolean, default=False)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    original_config: Mapped[str] = mapped_column(Text)
+    context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id"))
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"))
+    seed: Mapped[int] = mapped_column(Integer)
+    searcher_state: Mapped[dict[str, Any] | None] = mapped_column(
+        JSON(none_as_null=True), nullable=True
+    )
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    owner: Mapped[str] = mapped_column(String(128))
+    message: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[float] = mapped_column(Float)
+    ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+    __table_args__ = (
+        Index("ix_experiments_state", "state"),
+        Index("ix_experiments_archived_id", "archived", "id"),
+    )
+
+
+class Trial(Base):
+    __tablename__ = "trials"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id"))
+    request_id: Mapped[str] = mapped_column(String(64))
+    hparams: Mapped[dict[str, Any]] = mapped_column(JSON)
+    seed: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(32))
+    restarts: Mapped[int] = mapped_column(Integer, default=0)
+    runs: Mapped[int] = mapped_column(Integer, default=0)
+    steps_completed: Mapped[int] = mapped_column(Integer, default=0)
+    latest_checkpoint: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    source_checkpoint: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    best_validation: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # The searcher metric normalised so smaller is better; what "best trial" sorts on.
+    best_score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    progress: Mapped[float] = mapped_column(Float, default=0.0)
+    early_stopped: Mapped[bool] = mapped_column(Boolean, default=False)
+    early_exit: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    message: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[float] = mapped_column(Float)
+    ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+    __table_args__ = (
+        UniqueConstraint("experiment_id", "request_id"),
+        Index("ix_trials_experiment_state", "experiment_id", "state"),
+        Index("ix_trials_experiment_score", "experiment_id", "best_score"),
+        Index("ix_trials_state", "state"),
+    )
+
+
+class Allocation(Base):
+    """One run of a trial on concrete slots; a restart is a new allocation."""
+
+    __tablename__ = "allocations"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id"))
+    run: Mapped[int] = mapped_column(Integer)
+    pool: Mapped[str] = mapped_column(String(128))
+    slots: Mapped[dict[str, Any]] = mapped_column(JSON)
+    state: Mapped[str] = mapped_column(String(32))
+    token: Mapped[str] = mapped_column(String(64), unique=True)
+    preempt: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    kill_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    released: Mapped[bool] = mapped_column(Boolean, default=False)
+    exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    exit_reason: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[float] = mapped_column(Float)
+    started_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+    __table_args__ = (
+        Index("ix_allocations_trial", "trial_id"),
+        Index("ix_allocations_state", "state"),
+    )
+
+
+class Metric(Base):
+    """One report of one metric group at one step. The unique key makes retries harmless."""
+
+    __tablename__ = "metrics"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id"))
+    run: Mapped[int] = mapped_column(Integer)
+    group: Mapped[str] = mapped_column(String(64))
+    steps_completed: Mapped[int] = mapped_column(Integer)
+    values: Mapped[dict[str, Any]] = mapped_column(JSON)
+    reported_at: Mapped[float] = mapped_column(Float)
+    archived: Mapped[bool] = mapped_column(Boolean, default=False)
+
+    __table_args__ = (
+        UniqueConstraint("trial_id", "run", "group", "steps_completed", name="uq_metric_report"),
+        Index("ix_metrics_trial_group_steps", "trial_id", "group", "steps_completed"),
+    )
+
+
+class Checkpoint(Base):
+    __tablename__ = "checkpoints"
+
+    uuid: Mapped[str] = mapped_column(String(64), primary_key=True)
+    trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id"))
+    experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id"))
+    allocation_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    steps_completed: Mapped[int] = mapped_column(Integer)
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON)
+    resources: Mapped[dict[str, Any]] = mapped_column(JSON)
+    size: Mapped[int] = mapped_column(Integer, default=0)
+    state: Mapped[str] = mapped_column(String(16))
+    reported_at: Mapped[float] = mapped_column(Float)
+
+    __table_args__ = (
+        Index("ix_checkpoints_trial_steps", "trial_id", "steps_completed"),
+        Index("ix_checkpoints_experiment", "experiment_id"),
+    )
+
+
+class TaskLog(Base):
+    __tablename__ = "task_logs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    trial_id: Mapped[int] = mapped_column(Integer)
+    allocation_id: Mapped[str] = mapped_column(String(64))
+    rank: Mapped[int] = mapped_column(Integer, default=0)
+    stream: Mapped[str] = mapped_column(String(8))
+    time: Mapped[float] = mapped_column(Float)
+    line: Mapped[str] = mapped_column(Text)
+
+    __table_args__ = (Index("ix_task_logs_trial_id", "trial_id", "id"),)
+
+
+class AgentRecord(Base):
+    __tablename__ = "agents"
+
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    pool: Mapped[str] = mapped_column(String(128))
+    labels: Mapped[list[Any]] = mapped_column(JSON)
+    slots: Mapped[list[Any]] = mapped_column(JSON)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    connected: Mapped[bool] = mapped_column(Boolean, default=False)
+    address: Mapped[str] = mapped_column(String(256), default="")
+    version: Mapped[str] = mapped_column(String(64), default="")
+    registered_at: Mapped[float] = mapped_column(Float)
+    last_seen: Mapped[float] = mapped_column(Float)
+
+
+class ClusterRecord(Base):
+    """One row: the cluster's identity, made on first start."""
+
+    __tablename__ = "cluster"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    created_at: Mapped[float] = mapped_column(Float)

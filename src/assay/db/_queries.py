@@ -1,0 +1,236 @@
+"""Queries the master and the API share. Every SELECT and bulk statement lives here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
+
+from sqlalchemy import Table, and_, func, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from assay.db._models import (
+    AgentRecord,
+    Allocation,
+    Checkpoint,
+    Context,
+    Experiment,
+    Job,
+    Metric,
+    TaskLog,
+    Trial,
+)
+
+LIVE_ALLOCATION_STATES = ("ASSIGNED", "RUNNING")
+TERMINAL_TRIAL_STATES = ("COMPLETED", "CANCELED", "ERROR")
+TERMINAL_EXPERIMENT_STATES = ("COMPLETED", "CANCELED", "ERROR")
+
+
+def context_by_sha(session: Session, sha256: str) -> Context | None:
+    return session.scalars(select(Context).where(Context.sha256 == sha256)).first()
+
+
+def trial_by_request(session: Session, experiment_id: int, request_id: str) -> Trial | None:
+    return session.scalars(
+        select(Trial).where(Trial.experiment_id == experiment_id, Trial.request_id == request_id)
+    ).first()
+
+
+def live_trials(session: Session, experiment_id: int) -> Sequence[Trial]:
+    return session.scalars(
+        select(Trial)
+        .where(Trial.experiment_id == experiment_id, Trial.state.not_in(TERMINAL_TRIAL_STATES))
+        .order_by(Trial.id)
+    ).all()
+
+
+def trials_of(session: Session, experiment_id: int) -> Sequence[Trial]:
+    return session.scalars(
+        select(Trial).where(Trial.experiment_id == experiment_id).order_by(Trial.id)
+    ).all()
+
+
+def live_allocation(session: Session, trial_id: int) -> Allocation | None:
+    return session.scalars(
+        select(Allocation)
+        .where(Allocation.trial_id == trial_id, Allocation.state.in_(LIVE_ALLOCATION_STATES))
+        .order_by(Allocation.created_at.desc())
+    ).first()
+
+
+def live_allocations(session: Session) -> Sequence[Allocation]:
+    return session.scalars(
+        select(Allocation).where(Allocation.state.in_(LIVE_ALLOCATION_STATES))
+    ).all()
+
+
+def live_experiments(session: Session) -> Sequence[Experiment]:
+    return session.scalars(
+        select(Experiment).where(Experiment.state.not_in(TERMINAL_EXPERIMENT_STATES))
+    ).all()
+
+
+def queued_trials(session: Session) -> Sequence[tuple[Trial, Experiment, Job]]:
+    rows = session.execute(
+        select(Trial, Experiment, Job)
+        .join(Experiment, Trial.experiment_id == Experiment.id)
+        .join(Job, Experiment.job_id == Job.id)
+        .where(Trial.state == "QUEUED", Experiment.state == "ACTIVE")
+        .order_by(Trial.id)
+    ).all()
+    return [(t, e, j) for t, e, j in rows]
+
+
+def running_allocations_with_jobs(
+    session: Session,
+) -> Sequence[tuple[Allocation, Trial, Job]]:
+    rows = session.execute(
+        select(Allocation, Trial, Job)
+        .join(Trial, Allocation.trial_id == Trial.id)
+        .join(Experiment, Trial.experiment_id == Experiment.id)
+        .join(Job, Experiment.job_id == Job.id)
+        .where(Allocation.state.in_(LIVE_ALLOCATION_STATES))
+    ).all()
+    return [(a, t, j) for a, t, j in rows]
+
+
+def latest_checkpoint(session: Session, trial_id: int) -> Checkpoint | None:
+    return session.scalars(
+        select(Checkpoint)
+        .where(Checkpoint.trial_id == trial_id, Checkpoint.state == "ACTIVE")
+        .order_by(Checkpoint.steps_completed.desc(), Checkpoint.reported_at.desc())
+    ).first()
+
+
+def archive_metrics_after(session: Session, trial_id: int, steps: int, before_run: int) -> None:
+    """Mark reports of earlier runs past the step a restarted run resumes from as archived:
+    the new run will report those steps again, and the series must not show both."""
+    session.execute(
+        update(Metric)
+        .where(
+            Metric.trial_id == trial_id,
+            Metric.run < before_run,
+            Metric.steps_completed > steps,
+            Metric.archived.is_(False),
+        )
+        .values(archived=True)
+    )
+
+
+def insert_metrics(session: Session, rows: list[dict[str, Any]]) -> int:
+    """Insert metric reports, ignoring ones already stored (same trial, run, group, step)."""
+    if not rows:
+        return 0
+    dialect = session.get_bind().dialect.name
+    table = cast(Table, Metric.__table__)
+    stmt: Any
+    if dialect == "postgresql":
+        stmt = postgresql.insert(table).values(rows).on_conflict_do_nothing()
+    else:
+        stmt = sqlite.insert(table).values(rows).on_conflict_do_nothing()
+    result = session.execute(stmt)
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+def improve_best_validation(session: Session, trial_id: int, value: float, score: float) -> bool:
+    """Record ``value`` as the trial's best validation if it beats the stored one."""
+    result = session.execute(
+        update(Trial)
+        .where(Trial.id == trial_id, or_(Trial.best_score.is_(None), Trial.best_score > score))
+        .values(best_validation=value, best_score=score)
+    )
+    return bool(getattr(result, "rowcount", 0))
+
+
+def metric_series(
+    session: Session, trial_id: int, group: str | None, *, include_archived: bool = False
+) -> Sequence[Metric]:
+    conditions = [Metric.trial_id == trial_id]
+    if group is not None:
+        conditions.append(Metric.group == group)
+    if not include_archived:
+        conditions.append(Metric.archived.is_(False))
+    return session.scalars(
+        select(Metric).where(and_(*conditions)).order_by(Metric.steps_completed, Metric.run)
+    ).all()
+
+
+def insert_logs(session: Session, rows: list[dict[str, Any]]) -> None:
+    if rows:
+        session.execute(cast(Table, TaskLog.__table__).insert(), rows)
+
+
+def logs_after(session: Session, trial_id: int, after_id: int, limit: int) -> Sequence[TaskLog]:
+    return session.scalars(
+        select(TaskLog)
+        .where(TaskLog.trial_id == trial_id, TaskLog.id > after_id)
+        .order_by(TaskLog.id)
+        .limit(limit)
+    ).all()
+
+
+def list_experiments(
+    session: Session,
+    *,
+    states: Iterable[str] = (),
+    include_archived: bool = False,
+    limit: int = 100,
+    offset: int = 0,
+) -> tuple[Sequence[Experiment], int]:
+    conditions = []
+    states = list(states)
+    if states:
+        conditions.append(Experiment.state.in_(states))
+    if not include_archived:
+        conditions.append(Experiment.archived.is_(False))
+    where = and_(*conditions) if conditions else and_(True)
+    total = session.scalar(select(func.count()).select_from(Experiment).where(where)) or 0
+    rows = session.scalars(
+        select(Experiment).where(where).order_by(Experiment.id.desc()).limit(limit).offset(offset)
+    ).all()
+    return rows, int(total)
+
+
+def trial_counts(session: Session, experiment_ids: Sequence[int]) -> dict[int, dict[str, int]]:
+    counts: dict[int, dict[str, int]] = {i: {} for i in experiment_ids}
+    if not experiment_ids:
+        return counts
+    for exp_id, state, n in session.execute(
+        select(Trial.experiment_id, Trial.state, func.count())
+        .where(Trial.experiment_id.in_(experiment_ids))
+        .group_by(Trial.experiment_id, Trial.state)
+    ):
+        counts[exp_id][state] = int(n)
+    return counts
+
+
+def best_trial(session: Session, experiment_id: int) -> Trial | None:
+    return session.scalars(
+        select(Trial)
+        .where(Trial.experiment_id == experiment_id, Trial.best_score.is_not(None))
+        .order_by(Trial.best_score, Trial.id)
+    ).first()
+
+
+def checkpoints_of(
+    session: Session, *, experiment_id: int | None = None, trial_id: int | None = None
+) -> Sequence[Checkpoint]:
+    stmt = select(Checkpoint)
+    if experiment_id is not None:
+        stmt = stmt.where(Checkpoint.experiment_id == experiment_id)
+    if trial_id is not None:
+        stmt = stmt.where(Checkpoint.trial_id == trial_id)
+    return session.scalars(stmt.order_by(Checkpoint.trial_id, Checkpoint.steps_completed)).all()
+
+
+def agents(session: Session) -> Sequence[AgentRecord]:
+    return session.scalars(select(AgentRecord).order_by(AgentRecord.id)).all()
+
+
+def allocations_on_agent(session: Session, agent_id: str) -> list[Allocation]:
+    """Live allocations holding slots on ``agent_id`` (slots is ``{agent_id: [slot ids]}``)."""
+    return [a for a in live_allocations(session) if agent_id in (a.slots or {})]
+
+
+def max_queue_position(session: Session) -> float:
+    return float(session.scalar(select(func.max(Job.queue_position))) or 0.0)

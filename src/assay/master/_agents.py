@@ -1,0 +1,98 @@
+"""The agent hub: the agents connected over WebSocket, and how to reach them."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.master._scheduling import AgentView, SlotView
+
+log = logging.getLogger(__name__)
+
+Sender = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+@dataclass
+class AgentConnection:
+    view: AgentView
+    send: Sender
+    connected: bool = True
+    disconnected_at: float | None = None
+    version: str = ""
+    generation: int = 0
+    """Bumped on each reconnect, so a stale connection's clean-up does not undo a newer one."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class AgentHub:
+    def __init__(self) -> None:
+        self.agents: dict[str, AgentConnection] = {}
+        self._generation = 0
+
+    def register(
+        self, hello: dict[str, Any], send: Sender, enabled: bool = True
+    ) -> AgentConnection:
+        slots = tuple(
+            SlotView(
+                id=str(s["id"]),
+                type=str(s.get("type", "cpu")),
+                uuid=str(s.get("uuid", "")),
+                name=str(s.get("name", "")),
+            )
+            for s in hello.get("slots", [])
+        )
+        view = AgentView(
+            id=str(hello["agent_id"]),
+            pool=str(hello.get("pool") or "default"),
+            slots=slots,
+            labels=frozenset(str(x) for x in hello.get("labels", [])),
+            enabled=enabled,
+            address=str(hello.get("address", "")),
+        )
+        self._generation += 1
+        conn = AgentConnection(
+            view=view, send=send, version=str(hello.get("version", "")), generation=self._generation
+        )
+        self.agents[view.id] = conn
+        return conn
+
+    def disconnect(self, agent_id: str, generation: int, now: float) -> bool:
+        conn = self.agents.get(agent_id)
+        if conn is None or conn.generation != generation:
+            return False
+        conn.connected = False
+        conn.disconnected_at = now
+        return True
+
+    def connected_views(self) -> list[AgentView]:
+        return [c.view for c in self.agents.values() if c.connected]
+
+    def is_connected(self, agent_id: str) -> bool:
+        conn = self.agents.get(agent_id)
+        return conn is not None and conn.connected
+
+    def disconnected_since(self, agent_id: str) -> float | None:
+        conn = self.agents.get(agent_id)
+        if conn is None:
+            return None
+        return None if conn.connected else conn.disconnected_at
+
+    def set_enabled(self, agent_id: str, enabled: bool) -> None:
+        conn = self.agents.get(agent_id)
+        if conn is not None:
+            v = conn.view
+            conn.view = AgentView(v.id, v.pool, v.slots, v.labels, enabled, v.address)
+
+    async def send(self, agent_id: str, message: dict[str, Any]) -> bool:
+        conn = self.agents.get(agent_id)
+        if conn is None or not conn.connected:
+            log.warning("cannot send %s to agent %s: not connected", message.get("type"), agent_id)
+            return False
+        try:
+            await conn.send(message)
+        except Exception as exc:  # a dying socket; the disconnect handler cleans up
+            log.warning("sending %s to agent %s failed: %s", message.get("type"), agent_id, exc)
+            return False
+        return True

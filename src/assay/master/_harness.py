@@ -1,0 +1,228 @@
+"""What trial processes report: metrics, checkpoints, searcher results, early exits.
+
+Reports are idempotent: a metric report is keyed by (trial, run, group, steps_completed), a
+checkpoint by its uuid, a searcher result by (trial, length); a retried request changes nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from assay.db import Allocation, Checkpoint, Experiment, Trial
+from assay.db import _queries as q
+from assay.errors import InvalidRequest, NotFound, Unauthorized
+from assay.master._lifecycle import apply_ops, get_experiment, get_trial
+from assay.master._states import LIVE_ALLOCATION_STATES
+from assay.master._tx import Tx, Wake
+from assay.searcher import ExitedReason
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The allocation a trial process proved it is, by its token."""
+
+    allocation_id: str
+    trial_id: int
+    run: int
+
+
+def authenticate(session: Session, token: str | None, trial_id: int | None = None) -> Caller:
+    if not token:
+        raise Unauthorized("this endpoint is for trial processes: send the allocation's token")
+    alloc = session.scalars(select(Allocation).where(Allocation.token == token)).first()
+    if alloc is None:
+        raise Unauthorized("unknown allocation token")
+    if trial_id is not None and alloc.trial_id != trial_id:
+        raise Unauthorized(f"this token belongs to trial {alloc.trial_id}, not trial {trial_id}")
+    return Caller(alloc.id, alloc.trial_id, alloc.run)
+
+
+@dataclass(frozen=True)
+class MetricReport:
+    group: str
+    steps_completed: int
+    values: dict[str, Any]
+    time: float
+
+
+def parse_reports(raw: Any) -> list[MetricReport]:
+    if not isinstance(raw, list):
+        raise InvalidRequest("reports: must be a list of {group, steps_completed, metrics}")
+    reports = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise InvalidRequest(f"reports[{i}]: must be an object")
+        group = item.get("group")
+        steps = item.get("steps_completed")
+        values = item.get("metrics")
+        if not isinstance(group, str) or not group:
+            raise InvalidRequest(f"reports[{i}].group: must be a non-empty string")
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+            raise InvalidRequest(f"reports[{i}].steps_completed: must be an integer >= 0")
+        if not isinstance(values, dict):
+            raise InvalidRequest(f"reports[{i}].metrics: must be an object")
+        reports.append(MetricReport(group, steps, values, float(item.get("time") or 0.0)))
+    return reports
+
+
+def ingest_metrics(
+    session: Session, caller: Caller, reports: list[MetricReport], now: float
+) -> list[MetricReport]:
+    """Store reports (ignoring repeats) and keep the trial's best validation up to date.
+
+    Returns the validation reports that carry the searcher metric, for code-driven searchers.
+    """
+    rows = [
+        {
+            "trial_id": caller.trial_id,
+            "run": caller.run,
+            "group": r.group,
+            "steps_completed": r.steps_completed,
+            "values": _json_safe(r.values),
+            "reported_at": r.time or now,
+            "archived": False,
+        }
+        for r in reports
+    ]
+    q.insert_metrics(session, rows)
+    validations = [r for r in reports if r.group == "validation"]
+    if not validations:
+        return []
+    trial = session.get(Trial, caller.trial_id)
+    assert trial is not None
+    exp = session.get(Experiment, trial.experiment_id)
+    assert exp is not None
+    searcher_cfg = exp.config.get("searcher", {})
+    metric = searcher_cfg.get("metric")
+    smaller = searcher_cfg.get("smaller_is_better", True)
+    relevant = []
+    for r in validations:
+        value = r.values.get(metric) if metric else None
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            score = float(value) if smaller else -float(value)
+            q.improve_best_validation(session, trial.id, float(value), score)
+            relevant.append(r)
+    if validations:
+        top = max(r.steps_completed for r in validations)
+        trial.steps_completed = max(trial.steps_completed, top)
+    return relevant
+
+
+def _json_safe(values: dict[str, Any]) -> dict[str, Any]:
+    """NaN and infinities are not JSON; store them as strings the API returns unchanged."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            out[str(key)] = str(value)
+        else:
+            out[str(key)] = value
+    return out
+
+
+def feed_code_driven(tx: Tx, caller: Caller, reports: list[MetricReport]) -> None:
+    """Code-driven searchers watch validations; the length is the time metric (or the step)."""
+    trial = get_trial(tx, caller.trial_id)
+    exp = get_experiment(tx, trial.experiment_id)
+    searcher = tx.searchers.searcher(exp)
+    if not searcher.code_driven:
+        return
+    cfg = tx.searchers.config(exp)
+    metric_name = getattr(cfg.searcher, "metric", None)
+    time_metric = getattr(cfg.searcher, "time_metric", None)
+    for r in sorted(reports, key=lambda r: r.steps_completed):
+        value = r.values.get(metric_name) if metric_name else None
+        if not isinstance(value, int | float):
+            continue
+        length_raw = r.values.get(time_metric) if time_metric else r.steps_completed
+        if not isinstance(length_raw, int | float):
+            continue
+        apply_ops(
+            tx, exp, searcher.validation_completed(trial.request_id, float(value), int(length_raw))
+        )
+
+
+def complete_operation(tx: Tx, caller: Caller, length: int, metric: float) -> None:
+    trial = get_trial(tx, caller.trial_id)
+    exp = get_experiment(tx, trial.experiment_id)
+    searcher = tx.searchers.searcher(exp)
+    trial.steps_completed = max(trial.steps_completed, length)
+    apply_ops(tx, exp, searcher.validation_completed(trial.request_id, metric, length))
+    tx.act(Wake(("op", trial.id)))
+
+
+def release_if_idle(tx: Tx, caller: Caller) -> bool:
+    """The trial asked for an operation and none came: let it exit and free its slots.
+
+    Returns True if released (no operation appeared in the meantime).
+    """
+    trial = get_trial(tx, caller.trial_id)
+    exp = get_experiment(tx, trial.experiment_id)
+    searcher = tx.searchers.searcher(exp)
+    if searcher.pending_length(trial.request_id) is not None:
+        return False
+    alloc = tx.session.get(Allocation, caller.allocation_id)
+    if alloc is not None and alloc.state in LIVE_ALLOCATION_STATES:
+        alloc.released = True
+    return True
+
+
+def report_checkpoint(tx: Tx, caller: Caller, body: dict[str, Any]) -> Checkpoint:
+    uuid = body.get("uuid")
+    steps = body.get("steps_completed")
+    if not isinstance(uuid, str) or not uuid:
+        raise InvalidRequest("uuid: required")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise InvalidRequest("steps_completed: must be an integer >= 0")
+    existing = tx.session.get(Checkpoint, uuid)
+    if existing is not None:
+        return existing
+    trial = get_trial(tx, caller.trial_id)
+    resources = body.get("resources") or {}
+    if not isinstance(resources, dict):
+        raise InvalidRequest("resources: must map file names to sizes")
+    ckpt = Checkpoint(
+        uuid=uuid,
+        trial_id=trial.id,
+        experiment_id=trial.experiment_id,
+        allocation_id=caller.allocation_id,
+        steps_completed=steps,
+        meta=dict(body.get("metadata") or {}),
+        resources=resources,
+        size=sum(int(v) for v in resources.values() if isinstance(v, int)),
+        state="ACTIVE",
+        reported_at=tx.now,
+    )
+    tx.session.add(ckpt)
+    current = (
+        tx.session.get(Checkpoint, trial.latest_checkpoint) if trial.latest_checkpoint else None
+    )
+    if current is None or steps >= current.steps_completed or current.trial_id != trial.id:
+        trial.latest_checkpoint = uuid
+    trial.steps_completed = max(trial.steps_completed, steps)
+    return ckpt
+
+
+def report_early_exit(tx: Tx, caller: Caller, reason: str) -> None:
+    try:
+        parsed = ExitedReason(reason)
+    except ValueError:
+        valid = ", ".join(r.value for r in ExitedReason)
+        raise InvalidRequest(
+            f"reason: unknown early-exit reason {reason!r}; one of: {valid}"
+        ) from None
+    trial = get_trial(tx, caller.trial_id)
+    trial.early_exit = parsed.value
+
+
+def report_progress(tx: Tx, caller: Caller, progress: float) -> None:
+    if not 0.0 <= progress <= 1.0:
+        raise InvalidRequest(f"progress: must be between 0 and 1, got {progress}")
+    trial = tx.session.get(Trial, caller.trial_id)
+    if trial is None:
+        raise NotFound(f"trial {caller.trial_id} not found")
+    trial.progress = progress

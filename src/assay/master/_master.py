@@ -1,0 +1,417 @@
+"""The master's asynchronous shell: one lock, handlers run as transactions, actions after commit."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy.orm import Session
+
+from assay.config import MasterConfig
+from assay.db import AgentRecord, Allocation, ClusterRecord, Database, Experiment, Trial
+from assay.db import _queries as q
+from assay.errors import InvalidRequest, NotFound
+from assay.master import _harness as harness
+from assay.master import _lifecycle as life
+from assay.master._agents import AgentConnection, AgentHub, Sender
+from assay.master._scheduling import PassResult, schedule_pass
+from assay.master._searchers import SearcherCache
+from assay.master._submit import Submission, create_experiment, validate_submission
+from assay.master._tx import (
+    Action,
+    ExperimentEnded,
+    KillAllocation,
+    Reschedule,
+    StartAllocation,
+    Tx,
+    Wake,
+)
+from assay.master._waiters import Waiters
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+IDLE_RELEASE_SECONDS = 5.0
+"""How long a trial that asked for its next operation may hold its slots waiting for one."""
+
+
+class Master:
+    """Orchestrates experiments, trials, agents and scheduling over one database.
+
+    Every change runs as a handler in :meth:`transact`: under one lock, in one transaction on a
+    worker thread; the actions it records (start a process, wake a long-poll) are performed only
+    after the commit.
+    """
+
+    def __init__(
+        self,
+        settings: MasterConfig,
+        db: Database,
+        assay_home: Path,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.db = db
+        self.assay_home = assay_home
+        self.clock = clock
+        self.lock = asyncio.Lock()
+        self.searchers = SearcherCache()
+        self.hub = AgentHub()
+        self.waiters = Waiters()
+        self.cluster_id = ""
+        self.started_at = clock()
+        self._wakeup = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.started_at = self.clock()
+        self.cluster_id = await self.db.run(self._init_cluster)
+        self._tasks = [
+            asyncio.create_task(self._scheduling_loop(), name="scheduler"),
+            asyncio.create_task(self._reaper_loop(), name="lost-agent-reaper"),
+        ]
+        self._wakeup.set()
+
+    def _init_cluster(self, session: Session) -> str:
+        row = session.query(ClusterRecord).first()
+        if row is None:
+            row = ClusterRecord(id=secrets.token_hex(8), created_at=self.clock())
+            session.add(row)
+        for agent in q.agents(session):
+            agent.connected = False
+        return row.id
+
+    async def stop(self) -> None:
+        self._stopping = True
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    # -- transactions -----------------------------------------------------------------------------
+
+    async def transact(self, handler: Callable[..., T], *args: Any) -> T:
+        async with self.lock:
+            now = self.clock()
+            holder: dict[str, Tx] = {}
+
+            def run(session: Session) -> T:
+                tx = Tx(session=session, now=now, searchers=self.searchers)
+                holder["tx"] = tx
+                return handler(tx, *args)
+
+            try:
+                result = await self.db.run(run)
+            except BaseException:
+                tx = holder.get("tx")
+                if tx is not None:
+                    for exp_id in tx.touched:
+                        self.searchers.drop(exp_id)
+                raise
+            actions = holder["tx"].actions
+        await self._perform(actions)
+        return result
+
+    async def _perform(self, actions: list[Action]) -> None:
+        for action in actions:
+            if isinstance(action, StartAllocation):
+                await self.hub.send(action.agent_id, action.message)
+            elif isinstance(action, KillAllocation):
+                await self.hub.send(
+                    action.agent_id, {"type": "kill", "allocation_id": action.allocation_id}
+                )
+            elif isinstance(action, Wake):
+                self.waiters.notify(action.key)
+            elif isinstance(action, Reschedule):
+                self._wakeup.set()
+            elif isinstance(action, ExperimentEnded):
+                self.waiters.notify(("experiment", action.experiment_id))
+
+    # -- scheduling -------------------------------------------------------------------------------
+
+    async def _scheduling_loop(self) -> None:
+        while not self._stopping:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), timeout=1.0)
+            self._wakeup.clear()
+            try:
+                await self.schedule_once()
+            except Exception:
+                log.exception("scheduling pass failed")
+                await asyncio.sleep(0.5)
+
+    async def schedule_once(self) -> PassResult:
+        agents = self.hub.connected_views()
+        return await self.transact(schedule_pass, agents, self.settings, self.cluster_id)
+
+    async def _reaper_loop(self) -> None:
+        while not self._stopping:
+            await asyncio.sleep(1.0)
+            try:
+                await self.reap_lost_allocations()
+            except Exception:
+                log.exception("checking for lost agents failed")
+
+    async def reap_lost_allocations(self) -> None:
+        """Fail the allocations of agents gone longer than ``agent_lost_after_seconds``."""
+        now = self.clock()
+        limit = self.settings.agent_lost_after_seconds
+        allocations = await self.db.run(q.live_allocations)
+        for alloc in allocations:
+            for agent_id in alloc.slots or {}:
+                if self.hub.is_connected(agent_id):
+                    continue
+                since = self.hub.disconnected_since(agent_id) or self.started_at
+                if now - since >= limit:
+                    await self.transact(
+                        life.allocation_exited, alloc.id, None, f"agent {agent_id} was lost"
+                    )
+                    break
+
+    # -- experiments ------------------------------------------------------------------------------
+
+    async def submit(self, sub: Submission) -> int:
+        valid = await asyncio.to_thread(validate_submission, sub, self.settings, self.assay_home)
+
+        def handler(tx: Tx) -> int:
+            return create_experiment(tx, valid, self.settings).id
+
+        return await self.transact(handler)
+
+    async def pause(self, experiment_id: int) -> None:
+        await self.transact(life.pause_experiment, experiment_id)
+
+    async def activate(self, experiment_id: int) -> None:
+        await self.transact(life.activate_experiment, experiment_id)
+
+    async def cancel(self, experiment_id: int) -> None:
+        await self.transact(life.cancel_experiment, experiment_id)
+
+    async def kill(self, experiment_id: int) -> None:
+        await self.transact(life.kill_experiment, experiment_id)
+
+    async def set_archived(self, experiment_id: int, archived: bool) -> None:
+        await self.transact(life.set_archived, experiment_id, archived)
+
+    async def kill_trial(self, trial_id: int) -> None:
+        await self.transact(life.kill_trial, trial_id)
+
+    async def wait_experiment(self, experiment_id: int, timeout: float) -> str:
+        """Wait up to ``timeout`` seconds for the experiment to end; return its state."""
+        key = ("experiment", experiment_id)
+        since = self.waiters.version(key)
+
+        def state(session: Session) -> str:
+            exp = session.get(Experiment, experiment_id)
+            if exp is None:
+                raise NotFound(f"experiment {experiment_id} not found")
+            return exp.state
+
+        current = await self.db.run(state)
+        if current in ("COMPLETED", "CANCELED", "ERROR"):
+            return current
+        await self.waiters.wait(key, since, timeout)
+        return await self.db.run(state)
+
+    # -- trial processes ---------------------------------------------------------------------
+
+    async def caller(self, token: str | None, trial_id: int | None = None) -> harness.Caller:
+        return await self.db.run(lambda s: harness.authenticate(s, token, trial_id))
+
+    async def next_operation(self, caller: harness.Caller, timeout: float) -> dict[str, Any]:
+        """The trial's next length to train to; ``done`` once the searcher needs no more.
+
+        Waits up to ``timeout`` for the searcher; a trial left waiting past
+        ``IDLE_RELEASE_SECONDS`` is released: told it is done for now, so it exits and frees
+        its slots, and it is queued again if the searcher later asks for more (ASHA promotion).
+        """
+        key = ("op", caller.trial_id)
+        deadline = self.clock() + min(timeout, IDLE_RELEASE_SECONDS)
+        while True:
+            since = self.waiters.version(key)
+            answer = await self._op_answer(caller)
+            if answer is not None:
+                return answer
+            remaining = deadline - self.clock()
+            if remaining <= 0:
+                break
+            await self.waiters.wait(key, since, remaining)
+        released = await self.transact(harness.release_if_idle, caller)
+        if not released:
+            answer = await self._op_answer(caller)
+            if answer is not None:
+                return answer
+        return {"length": None, "done": True, "released": True}
+
+    async def _op_answer(self, caller: harness.Caller) -> dict[str, Any] | None:
+        def read(session: Session) -> dict[str, Any] | None:
+            trial = session.get(Trial, caller.trial_id)
+            exp = session.get(Experiment, trial.experiment_id) if trial else None
+            if trial is None or exp is None:
+                return {"length": None, "done": True}
+            searcher = self.searchers.searcher(exp)
+            pending = searcher.pending_length(trial.request_id)
+            if pending is not None:
+                return {"length": pending, "done": False}
+            if searcher.is_closed(trial.request_id) or searcher.shutdown is not None:
+                return {"length": None, "done": True}
+            return None
+
+        async with self.lock:
+            return await self.db.run(read)
+
+    async def complete_operation(self, caller: harness.Caller, length: int, metric: float) -> None:
+        await self.transact(harness.complete_operation, caller, length, metric)
+
+    async def report_metrics(self, caller: harness.Caller, raw: Any) -> None:
+        reports = harness.parse_reports(raw)
+        now = self.clock()
+        relevant = await self.db.run(lambda s: harness.ingest_metrics(s, caller, reports, now))
+        if relevant:
+            await self.transact(harness.feed_code_driven, caller, relevant)
+
+    async def report_checkpoint(self, caller: harness.Caller, body: dict[str, Any]) -> None:
+        await self.transact(harness.report_checkpoint, caller, body)
+
+    async def report_early_exit(self, caller: harness.Caller, reason: str) -> None:
+        await self.transact(harness.report_early_exit, caller, reason)
+
+    async def report_progress(self, caller: harness.Caller, progress: float) -> None:
+        await self.transact(harness.report_progress, caller, progress)
+
+    async def preemption(self, allocation_id: str, timeout: float) -> bool:
+        key = ("preempt", allocation_id)
+
+        def read(session: Session) -> bool:
+            alloc = session.get(Allocation, allocation_id)
+            return alloc is None or alloc.preempt is not None or alloc.state == "TERMINATED"
+
+        since = self.waiters.version(key)
+        if await self.db.run(read):
+            return True
+        await self.waiters.wait(key, since, timeout)
+        return await self.db.run(read)
+
+    # -- agents ------------------------------------------------------------------------------
+
+    async def agent_connected(self, hello: dict[str, Any], send: Sender) -> AgentConnection:
+        agent_id = str(hello.get("agent_id") or "")
+        if not agent_id:
+            raise InvalidRequest("agent hello without an agent_id")
+        now = self.clock()
+
+        def upsert(session: Session) -> bool:
+            row = session.get(AgentRecord, agent_id)
+            if row is None:
+                row = AgentRecord(
+                    id=agent_id,
+                    pool=str(hello.get("pool") or "default"),
+                    labels=list(hello.get("labels", [])),
+                    slots=list(hello.get("slots", [])),
+                    enabled=True,
+                    connected=True,
+                    address=str(hello.get("address", "")),
+                    version=str(hello.get("version", "")),
+                    registered_at=now,
+                    last_seen=now,
+                )
+                session.add(row)
+            else:
+                row.pool = str(hello.get("pool") or "default")
+                row.labels = list(hello.get("labels", []))
+                row.slots = list(hello.get("slots", []))
+                row.connected = True
+                row.last_seen = now
+                row.address = str(hello.get("address", ""))
+            return row.enabled
+
+        enabled = await self.db.run(upsert)
+        conn = self.hub.register(hello, send, enabled)
+        await send({"type": "welcome", "cluster_id": self.cluster_id})
+        await self._reconcile(conn, hello)
+        self._wakeup.set()
+        return conn
+
+    async def _reconcile(self, conn: AgentConnection, hello: dict[str, Any]) -> None:
+        """After a (re)connect, agree with the agent on which allocations are still alive."""
+        agent_id = conn.view.id
+        running = {str(x) for x in hello.get("running", [])}
+        exited = {str(e["allocation_id"]): e for e in hello.get("exited", [])}
+        ours = await self.db.run(lambda s: q.allocations_on_agent(s, agent_id))
+        known = {a.id for a in ours}
+        for alloc in ours:
+            if alloc.id in exited:
+                continue
+            if alloc.id not in running:
+                await self.transact(
+                    life.allocation_exited,
+                    alloc.id,
+                    None,
+                    f"agent {agent_id} no longer runs it after reconnecting",
+                )
+        for event in exited.values():
+            await self.on_agent_message(agent_id, {"type": "exited", **event})
+        for alloc_id in running - known:
+            await conn.send({"type": "kill", "allocation_id": alloc_id})
+
+    async def agent_disconnected(self, conn: AgentConnection) -> None:
+        now = self.clock()
+        if self.hub.disconnect(conn.view.id, conn.generation, now):
+
+            def mark(session: Session) -> None:
+                row = session.get(AgentRecord, conn.view.id)
+                if row is not None:
+                    row.connected = False
+                    row.last_seen = now
+
+            await self.db.run(mark)
+
+    async def on_agent_message(self, agent_id: str, msg: dict[str, Any]) -> None:
+        kind = msg.get("type")
+        if kind == "started":
+            await self.transact(life.allocation_started, str(msg["allocation_id"]))
+        elif kind == "exited":
+            alloc_id = str(msg["allocation_id"])
+            code = msg.get("exit_code")
+            await self.transact(
+                life.allocation_exited,
+                alloc_id,
+                int(code) if code is not None else None,
+                str(msg.get("reason", "")),
+            )
+            await self.hub.send(agent_id, {"type": "ack_exit", "allocation_id": alloc_id})
+        elif kind == "logs":
+            await self._ingest_logs(msg.get("entries", []))
+        elif kind == "heartbeat":
+            pass
+        else:
+            log.warning("agent %s sent an unknown message type %r", agent_id, kind)
+
+    async def _ingest_logs(self, entries: list[dict[str, Any]]) -> None:
+        rows = [
+            {
+                "trial_id": int(e["trial_id"]),
+                "allocation_id": str(e["allocation_id"]),
+                "rank": int(e.get("rank", 0)),
+                "stream": str(e.get("stream", "stdout"))[:8],
+                "time": float(e.get("time", 0.0)),
+                "line": str(e.get("line", "")),
+            }
+            for e in entries
+        ]
+        if not rows:
+            return
+        await self.db.run(lambda s: q.insert_logs(s, rows))
+        for trial_id in {r["trial_id"] for r in rows}:
+            self.waiters.notify(("logs", trial_id))

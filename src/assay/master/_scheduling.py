@@ -1,0 +1,264 @@
+"""The scheduling pass: build each pool's snapshot, ask the pure policy, carry out its decision."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.config import MasterConfig, ResourcePoolConfig
+from assay.db import Allocation, Checkpoint, Context, Experiment, Job, Trial
+from assay.db import _queries as q
+from assay.master._lifecycle import request_preemption
+from assay.master._states import PreemptReason, TrialState
+from assay.master._tx import StartAllocation, Tx
+from assay.scheduler import (
+    Agent,
+    Decision,
+    Fitting,
+    PolicyKind,
+    PoolSnapshot,
+    Request,
+    Running,
+    schedule,
+)
+from assay.scheduler import Job as JobView
+
+
+@dataclass(frozen=True)
+class SlotView:
+    id: str
+    type: str = "cpu"
+    uuid: str = ""
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class AgentView:
+    """What the scheduler needs of a connected agent."""
+
+    id: str
+    pool: str
+    slots: tuple[SlotView, ...]
+    labels: frozenset[str] = frozenset()
+    enabled: bool = True
+    address: str = ""
+
+
+@dataclass
+class PassResult:
+    started: list[str] = field(default_factory=list)
+    preempted: list[str] = field(default_factory=list)
+
+
+def schedule_pass(
+    tx: Tx, agents: list[AgentView], settings: MasterConfig, cluster_id: str
+) -> PassResult:
+    result = PassResult()
+    live = q.running_allocations_with_jobs(tx.session)
+    queued = q.queued_trials(tx.session)
+    if not queued and not live:
+        return result
+    used: dict[str, set[str]] = {}
+    for alloc, _trial, _job in live:
+        for agent_id, slot_ids in (alloc.slots or {}).items():
+            used.setdefault(agent_id, set()).update(slot_ids)
+    for pool in settings.resource_pools:
+        name = pool.pool_name
+        pool_agents = [a for a in agents if a.pool == name]
+        pool_live = [row for row in live if row[2].pool == name]
+        pool_queued = [row for row in queued if row[2].pool == name]
+        if not pool_queued:
+            continue
+        snapshot = _snapshot(tx, pool, pool_agents, used, pool_live, pool_queued)
+        decision: Decision = schedule(snapshot, tx.now)
+        trials = {str(t.id): (t, e) for t, e, _ in pool_queued}
+        for request_id, assigned in decision.assign.items():
+            trial, exp = trials[request_id]
+            placement = assigned or _aux_placement(pool_agents, used)
+            if placement is None:
+                continue
+            for agent_id, slot_ids in placement.items():
+                used.setdefault(agent_id, set()).update(slot_ids)
+            views = {a.id: a for a in pool_agents}
+            alloc = start_trial(tx, trial, exp, placement, name, views, cluster_id)
+            result.started.append(alloc.id)
+        allocs = {a.id: a for a, _, _ in pool_live}
+        for alloc_id in decision.preempt:
+            victim = allocs.get(alloc_id)
+            if victim is not None:
+                request_preemption(tx, victim, PreemptReason.SCHEDULER)
+                result.preempted.append(alloc_id)
+    return result
+
+
+def _snapshot(
+    tx: Tx,
+    pool: ResourcePoolConfig,
+    agents: list[AgentView],
+    used: dict[str, set[str]],
+    live: list[tuple[Allocation, Trial, Job]],
+    queued: list[tuple[Trial, Experiment, Job]],
+) -> PoolSnapshot:
+    jobs: dict[str, JobView] = {}
+    for _, _, job in [*live, *queued]:
+        jobs[job.id] = JobView(
+            id=job.id,
+            priority=job.priority,
+            weight=job.weight,
+            queue_position=job.queue_position,
+            submitted=job.submitted_at,
+            max_slots=job.max_slots,
+        )
+    pending = []
+    for trial, exp, job in queued:
+        resources = tx.searchers.config(exp).resources
+        pending.append(
+            Request(
+                id=str(trial.id),
+                job_id=job.id,
+                slots=resources.slots_per_trial,
+                submitted=trial.created_at,
+                label=resources.agent_label or None,
+                is_single_node=bool(resources.is_single_node),
+            )
+        )
+    running = [
+        Running(
+            id=alloc.id,
+            job_id=job.id,
+            assignment={k: tuple(v) for k, v in (alloc.slots or {}).items()},
+            started=alloc.created_at,
+            preempting=alloc.preempt is not None,
+        )
+        for alloc, _, job in live
+    ]
+    return PoolSnapshot(
+        name=pool.pool_name,
+        agents=tuple(
+            Agent(
+                id=a.id,
+                slots=tuple(s.id for s in a.slots),
+                free=tuple(s.id for s in a.slots if s.id not in used.get(a.id, set())),
+                labels=a.labels,
+                enabled=a.enabled,
+            )
+            for a in agents
+        ),
+        jobs=jobs,
+        pending=tuple(pending),
+        running=tuple(running),
+        policy=PolicyKind(pool.scheduler.type),
+        preemption=pool.scheduler.preemption,
+        fitting=Fitting(pool.scheduler.fitting_policy),
+    )
+
+
+def _aux_placement(
+    agents: list[AgentView], used: dict[str, set[str]]
+) -> dict[str, tuple[str, ...]] | None:
+    """Zero-slot work still runs somewhere: the enabled agent with the most free slots."""
+    candidates = [a for a in agents if a.enabled]
+    if not candidates:
+        return None
+    best = max(candidates, key=lambda a: (len(a.slots) - len(used.get(a.id, set())), a.id))
+    return {best.id: ()}
+
+
+def start_trial(
+    tx: Tx,
+    trial: Trial,
+    exp: Experiment,
+    placement: dict[str, tuple[str, ...]],
+    pool: str,
+    agents: dict[str, AgentView],
+    cluster_id: str,
+) -> Allocation:
+    """Reserve slots for a new run of ``trial`` and tell its agents to start it."""
+    trial.runs += 1
+    checkpoint = (
+        tx.session.get(Checkpoint, trial.latest_checkpoint) if trial.latest_checkpoint else None
+    )
+    steps = checkpoint.steps_completed if checkpoint is not None else 0
+    if trial.source_checkpoint is not None and trial.latest_checkpoint == trial.source_checkpoint:
+        steps = 0
+    q.archive_metrics_after(tx.session, trial.id, steps, before_run=trial.runs)
+    alloc = Allocation(
+        id=f"{trial.id}.{trial.runs}",
+        trial_id=trial.id,
+        run=trial.runs,
+        pool=pool,
+        slots={agent_id: list(slots) for agent_id, slots in placement.items()},
+        state="ASSIGNED",
+        token=secrets.token_urlsafe(24),
+        preempt=None,
+        kill_requested=False,
+        released=False,
+        exit_reason="",
+        created_at=tx.now,
+    )
+    tx.session.add(alloc)
+    trial.state = TrialState.RUNNING.value
+    context = tx.session.get(Context, exp.context_id)
+    assert context is not None
+    cfg = tx.searchers.config(exp)
+    searcher = tx.searchers.searcher(exp)
+    for rank, (agent_id, slot_ids) in enumerate(sorted(placement.items())):
+        agent = agents.get(agent_id)
+        slot_views = [s for s in agent.slots if s.id in slot_ids] if agent else []
+        info: dict[str, Any] = {
+            "cluster_id": cluster_id,
+            "agent_id": agent_id,
+            "slot_ids": list(slot_ids),
+            "task_id": f"trial-{trial.id}",
+            "allocation_id": alloc.id,
+            "task_type": "TRIAL",
+            "latest_checkpoint": trial.latest_checkpoint,
+            "container_addrs": [],
+            "container_rank": rank,
+            "gpu_uuids": [s.uuid for s in slot_views if s.type == "cuda" and s.uuid],
+            "user_data": {},
+            "trial": {
+                "trial_id": trial.id,
+                "experiment_id": exp.id,
+                "trial_seed": trial.seed,
+                "hparams": trial.hparams,
+                "steps_completed": steps,
+                "trial_run_id": trial.runs,
+                "restarts": trial.restarts,
+                "config": exp.config,
+            },
+            "checkpoint_storage": exp.config.get("checkpoint_storage"),
+            "searcher": {
+                "metric": getattr(cfg.searcher, "metric", None),
+                "smaller_is_better": getattr(cfg.searcher, "smaller_is_better", True),
+                "code_driven": searcher.code_driven,
+                "pending_length": searcher.pending_length(trial.request_id),
+            },
+        }
+        env = cfg.environment.variables(
+            "cuda" if any(s.type == "cuda" for s in slot_views) else "cpu"
+        )
+        env.update(
+            {
+                "ASSAY_TRIAL_ID": str(trial.id),
+                "ASSAY_EXPERIMENT_ID": str(exp.id),
+                "ASSAY_ALLOCATION_ID": alloc.id,
+                "ASSAY_TOKEN": alloc.token,
+                "ASSAY_TRIAL_SEED": str(trial.seed),
+            }
+        )
+        message = {
+            "type": "start",
+            "allocation_id": alloc.id,
+            "trial_id": trial.id,
+            "experiment_id": exp.id,
+            "run": trial.runs,
+            "context": {"id": context.id, "sha256": context.sha256},
+            "entrypoint": cfg.entrypoint,
+            "env": env,
+            "slots": list(slot_ids),
+            "cluster_info": info,
+        }
+        tx.act(StartAllocation(agent_id, message))
+    return alloc

@@ -1,0 +1,162 @@
+"""Submitting an experiment: validate everything first, then create it in one transaction."""
+
+from __future__ import annotations
+
+import random
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.config import (
+    ExperimentConfig,
+    InvalidConfig,
+    MasterConfig,
+    default_checkpoint_storage,
+    load_experiment_config,
+    parse_yaml,
+)
+from assay.context import ContextInfo, inspect_archive
+from assay.db import Context, Experiment, Job
+from assay.db import _queries as q
+from assay.errors import ErrorDetail
+from assay.master._basic_factory import make_searcher
+from assay.master._lifecycle import apply_ops
+from assay.master._states import ExperimentState
+from assay.master._tx import Tx
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What a client sends to create an experiment."""
+
+    config_text: str
+    context: bytes
+    overrides: tuple[str, ...] = ()
+    activate: bool = True
+    owner: str = "admin"
+
+
+@dataclass(frozen=True)
+class ValidSubmission:
+    config: ExperimentConfig
+    config_text: str
+    context: ContextInfo
+    context_data: bytes
+    activate: bool
+    owner: str
+
+
+def validate_submission(
+    sub: Submission, settings: MasterConfig, assay_home: Path
+) -> ValidSubmission:
+    """Check the config and the context; raise before anything is stored.
+
+    Config problems (the schema, the semantic checks and an unknown resource pool) are reported
+    together in one :class:`InvalidConfig`.
+    """
+    raw: Any = parse_yaml(sub.config_text, "<config>")
+    problems: list[ErrorDetail] = []
+    config: ExperimentConfig | None = None
+    try:
+        config = load_experiment_config(raw, overrides=sub.overrides)
+    except InvalidConfig as exc:
+        problems.extend(exc.details)
+    pool = _requested_pool(raw, sub.overrides, config)
+    pools = [p.pool_name for p in settings.resource_pools]
+    if pool and pool not in pools:
+        problems.append(
+            ErrorDetail(
+                "resources.resource_pool",
+                f"unknown resource pool {pool!r}; this cluster has: {', '.join(pools)}",
+            )
+        )
+    if problems or config is None:
+        noun = "problem" if len(problems) == 1 else "problems"
+        raise InvalidConfig(f"invalid experiment config: {len(problems)} {noun}", problems)
+    info = inspect_archive(sub.context)
+    if config.checkpoint_storage is None:
+        storage = settings.checkpoint_storage or default_checkpoint_storage(assay_home)
+        config = config.model_copy(update={"checkpoint_storage": storage})
+    if config.reproducibility.experiment_seed is None:
+        seed = random.SystemRandom().randrange(0, 2**31 - 1)
+        config = config.model_copy(
+            update={
+                "reproducibility": config.reproducibility.model_copy(
+                    update={"experiment_seed": seed}
+                )
+            }
+        )
+    return ValidSubmission(config, sub.config_text, info, sub.context, sub.activate, sub.owner)
+
+
+def _requested_pool(raw: Any, overrides: tuple[str, ...], config: ExperimentConfig | None) -> str:
+    if config is not None:
+        return config.resources.resource_pool
+    for item in overrides:
+        if item.startswith("resources.resource_pool="):
+            return item.split("=", 1)[1]
+    if isinstance(raw, dict) and isinstance(raw.get("resources"), dict):
+        pool = raw["resources"].get("resource_pool")
+        return pool if isinstance(pool, str) else ""
+    return ""
+
+
+def create_experiment(tx: Tx, sub: ValidSubmission, settings: MasterConfig) -> Experiment:
+    cfg = sub.config
+    context = q.context_by_sha(tx.session, sub.context.sha256)
+    if context is None:
+        context = Context(
+            sha256=sub.context.sha256,
+            size=sub.context.size,
+            files=sub.context.files,
+            data=sub.context_data,
+            created_at=tx.now,
+        )
+        tx.session.add(context)
+        tx.session.flush()
+    pool_name = cfg.resources.resource_pool or settings.default_compute_pool
+    pool = next(p for p in settings.resource_pools if p.pool_name == pool_name)
+    priority = cfg.resources.priority or pool.scheduler.default_priority
+    job = Job(
+        id=secrets.token_hex(4),
+        type="EXPERIMENT",
+        name=cfg.name or "experiment",
+        pool=pool_name,
+        priority=priority,
+        weight=cfg.resources.weight,
+        max_slots=cfg.resources.max_slots,
+        queue_position=q.max_queue_position(tx.session) + 1.0,
+        submitted_at=tx.now,
+        owner=sub.owner,
+        done=False,
+    )
+    tx.session.add(job)
+    tx.session.flush()
+    seed = cfg.reproducibility.experiment_seed
+    assert seed is not None
+    exp = Experiment(
+        name=cfg.name or "experiment",
+        description=cfg.description or "",
+        state=(ExperimentState.ACTIVE if sub.activate else ExperimentState.PAUSED).value,
+        archived=False,
+        config=cfg.to_json(),
+        original_config=sub.config_text,
+        context_id=context.id,
+        job_id=job.id,
+        seed=seed,
+        searcher_state=None,
+        progress=0.0,
+        owner=sub.owner,
+        message="",
+        created_at=tx.now,
+    )
+    tx.session.add(exp)
+    tx.session.flush()
+    job.name = f"{exp.name} ({exp.id})" if cfg.name is None else cfg.name
+    searcher = make_searcher(cfg, seed)
+    tx.searchers.put(exp.id, cfg, searcher)
+    tx.touched.add(exp.id)
+    ops = searcher.initial_operations() if sub.activate else []
+    apply_ops(tx, exp, ops)
+    return exp
