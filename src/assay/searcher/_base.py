@@ -9,7 +9,9 @@ closed, idempotence) and normalises the metric so methods always minimise.
 
 from __future__ import annotations
 
+import math
 import random
+import sys
 import uuid
 from typing import Any, Protocol, runtime_checkable
 
@@ -94,6 +96,23 @@ def set_rng_state(rng: random.Random, state: list[Any]) -> None:
     rng.setstate((version, tuple(internal), gauss))
 
 
+WORST_METRIC = sys.float_info.max
+"""The metric a method gives a trial that exited without one: worse than any real result, and
+finite so snapshots stay strict JSON."""
+
+
+def normalize_metric(metric: float, *, smaller_is_better: bool) -> float:
+    """The metric as a method sees it: smaller is better and finite.
+
+    NaN (a diverged run) counts as the worst result; infinities are clamped to the largest finite
+    floats so that sorting and JSON both keep working.
+    """
+    if math.isnan(metric):
+        return WORST_METRIC
+    value = metric if smaller_is_better else -metric
+    return max(-WORST_METRIC, min(WORST_METRIC, value))
+
+
 class Searcher:
     """One experiment's search: a method plus the bookkeeping the master relies on.
 
@@ -136,7 +155,7 @@ class Searcher:
         else:
             record.pending = [p for p in record.pending if p > length]
         record.completed_length = max(record.completed_length, length)
-        normalized = metric if self.smaller_is_better else -metric
+        normalized = normalize_metric(metric, smaller_is_better=self.smaller_is_better)
         if record.best_metric is None or normalized < record.best_metric:
             record.best_metric = normalized
         return self._apply(self.method.validation_completed(request_id, normalized, length))
@@ -166,6 +185,17 @@ class Searcher:
         if record is None or not record.pending:
             return None
         return record.pending[0]
+
+    def active_count(self) -> int:
+        """How many trials hold (or are owed) a slot: the number ``max_concurrent_trials`` caps.
+
+        Searcher-driven, a trial is active while it has an operation pending; one that finished
+        its operation and waits for a promotion is open but idle. Code-driven, every open trial
+        is training.
+        """
+        if self.code_driven:
+            return sum(1 for r in self.trials.values() if not (r.closed or r.exited))
+        return sum(1 for r in self.trials.values() if r.pending and not (r.closed or r.exited))
 
     def is_closed(self, request_id: str) -> bool:
         record = self.trials.get(request_id)

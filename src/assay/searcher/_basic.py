@@ -1,4 +1,6 @@
-"""The simple search methods: ``single``, ``random`` and ``grid``."""
+"""The pool search methods: ``single``, ``random``, ``grid``, and the model-based ones
+(``tpe``, ``cmaes``, ``qmc``, ``gp``, ``nsga2``), which are a random search whose hyperparameters
+come from an Optuna sampler."""
 
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from assay.searcher._ops import (
     Shutdown,
     ValidateAfter,
 )
-from assay.searcher._space import grid, sample
+from assay.searcher._source import Outcome, ParamSource, RandomSource
+from assay.searcher._space import grid
 
 
 class _PoolSearch:
@@ -42,15 +45,19 @@ class _PoolSearch:
         self.errored = 0
         self.running: list[str] = []
         self.progress_by_trial: dict[str, float] = {}
+        self.last_metric: dict[str, tuple[int, float]] = {}
 
-    def _next_hparams(self) -> dict[str, Any] | None:
+    def _next_hparams(self, request_id: str) -> dict[str, Any] | None:
         raise NotImplementedError
 
+    def _finished(self, request_id: str, outcome: Outcome, metric: float | None) -> None:
+        """Hook: trial ``request_id`` will report nothing more."""
+
     def _create(self) -> list[Operation]:
-        hparams = self._next_hparams()
+        request_id = new_request_id(self.rng)
+        hparams = self._next_hparams(request_id)
         if hparams is None:
             return []
-        request_id = new_request_id(self.rng)
         self.created += 1
         self.running.append(request_id)
         return [
@@ -79,6 +86,7 @@ class _PoolSearch:
         return [ValidateAfter(request_id, self.max_length)]
 
     def validation_completed(self, request_id: str, metric: float, length: int) -> list[Operation]:
+        self.last_metric[request_id] = (length, metric)
         if self.max_length is None:
             return []
         self.progress_by_trial[request_id] = min(1.0, length / max(self.max_length, 1))
@@ -86,13 +94,25 @@ class _PoolSearch:
             return [Close(request_id)]
         return []
 
-    def _end(self, request_id: str) -> None:
+    def _end(self, request_id: str, outcome: Outcome | None) -> None:
         if request_id in self.running:
             self.running.remove(request_id)
         self.progress_by_trial.pop(request_id, None)
+        last = self.last_metric.pop(request_id, None)
+        if outcome is None:
+            # Closed: complete when it trained the full length (or, code-driven, as long as its
+            # code chose); a trial closed short of max_length was stopped early.
+            full = last is not None and (self.max_length is None or last[0] >= self.max_length)
+            outcome = Outcome.COMPLETE if full else Outcome.PRUNED
+        if outcome is Outcome.PRUNED and last is None:
+            outcome = Outcome.FAIL
+        self._finished(request_id, outcome, None if last is None else last[1])
 
     def trial_exited_early(self, request_id: str, reason: ExitedReason) -> list[Operation]:
-        self._end(request_id)
+        self._end(
+            request_id,
+            Outcome.PRUNED if reason is ExitedReason.USER_CANCELED else Outcome.FAIL,
+        )
         if reason is ExitedReason.INVALID_HP:
             self.created -= 1
         else:
@@ -102,7 +122,7 @@ class _PoolSearch:
         return self._fill()
 
     def trial_closed(self, request_id: str) -> list[Operation]:
-        self._end(request_id)
+        self._end(request_id, None)
         self.finished += 1
         return self._fill()
 
@@ -120,6 +140,7 @@ class _PoolSearch:
             "errored": self.errored,
             "running": list(self.running),
             "progress_by_trial": dict(self.progress_by_trial),
+            "last_metric": {k: list(v) for k, v in self.last_metric.items()},
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -129,10 +150,13 @@ class _PoolSearch:
         self.errored = state["errored"]
         self.running = list(state["running"])
         self.progress_by_trial = dict(state["progress_by_trial"])
+        self.last_metric = {k: (int(v[0]), float(v[1])) for k, v in state["last_metric"].items()}
 
 
 class RandomSearch(_PoolSearch):
-    """``random``: ``max_trials`` trials with hyperparameters drawn at random."""
+    """``random``: ``max_trials`` trials with hyperparameters drawn at random, or from
+    ``source`` (``sampler:`` in the config; ``tpe`` and friends are this with an Optuna source).
+    """
 
     def __init__(
         self,
@@ -143,6 +167,7 @@ class RandomSearch(_PoolSearch):
         max_concurrent: int,
         rng: random.Random,
         source_checkpoint: str | None = None,
+        source: ParamSource | None = None,
     ) -> None:
         super().__init__(
             max_trials=max_trials,
@@ -152,9 +177,20 @@ class RandomSearch(_PoolSearch):
             source_checkpoint=source_checkpoint,
         )
         self.space = space
+        self.source: ParamSource = source if source is not None else RandomSource(space, rng)
 
-    def _next_hparams(self) -> dict[str, Any] | None:
-        return sample(self.space, self.rng)
+    def _next_hparams(self, request_id: str) -> dict[str, Any] | None:
+        return self.source.suggest(request_id)
+
+    def _finished(self, request_id: str, outcome: Outcome, metric: float | None) -> None:
+        self.source.finish(request_id, outcome, metric)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {**super().snapshot(), "source": self.source.snapshot()}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        super().restore(state)
+        self.source.restore(state["source"])
 
 
 class SingleSearch(RandomSearch):
@@ -200,7 +236,7 @@ class GridSearch(_PoolSearch):
         )
         self.next_point = 0
 
-    def _next_hparams(self) -> dict[str, Any] | None:
+    def _next_hparams(self, request_id: str) -> dict[str, Any] | None:
         if self.next_point >= len(self.points):
             return None
         point = self.points[self.next_point]

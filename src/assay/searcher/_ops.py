@@ -11,9 +11,12 @@ from typing import Any, TypeAlias
 class Create:
     """Create a trial with these hyperparameters.
 
-    ``checkpoint`` names a checkpoint the trial starts from instead of from scratch (PBT's
-    exploit, ``source_checkpoint_uuid``); ``seed`` is the trial's seed, drawn from the
-    experiment seed so runs are reproducible.
+    ``checkpoint`` names a checkpoint the trial starts from instead of from scratch: either a
+    checkpoint uuid (``source_checkpoint_uuid``), or ``"trial:<request id>"`` (see
+    :func:`parent_checkpoint`), which PBT's exploit uses because a search method never sees
+    checkpoint uuids. The trial loads the weights of that checkpoint but counts its own length
+    from zero, so its operations are lengths of its own training. ``seed`` is the trial's seed,
+    drawn from the experiment seed so runs are reproducible.
     """
 
     request_id: str
@@ -50,6 +53,26 @@ class Shutdown:
 
 Operation: TypeAlias = Create | ValidateAfter | Close | Shutdown
 
+PARENT_CHECKPOINT_PREFIX = "trial:"
+
+
+def parent_checkpoint(request_id: str) -> str:
+    """The ``Create.checkpoint`` value meaning "the latest checkpoint of trial ``request_id``".
+
+    The master resolves it when it creates the trial, to the newest checkpoint that trial has
+    reported (a trial checkpoints at the end of every operation, so this is the state it
+    validated with). A trial that has none cannot be copied: the master creates the new trial
+    from scratch and logs why.
+    """
+    return f"{PARENT_CHECKPOINT_PREFIX}{request_id}"
+
+
+def checkpoint_parent(checkpoint: str | None) -> str | None:
+    """The request id named by a :func:`parent_checkpoint` value, or None for anything else."""
+    if checkpoint is None or not checkpoint.startswith(PARENT_CHECKPOINT_PREFIX):
+        return None
+    return checkpoint[len(PARENT_CHECKPOINT_PREFIX) :]
+
 
 class ExitedReason(StrEnum):
     """Why a trial ended before the searcher closed it."""
@@ -66,6 +89,36 @@ def op_to_json(op: Operation) -> dict[str, Any]:
     """The JSON form of an operation (for logs, previews and the searcher's event log)."""
     kind = type(op).__name__
     return {"type": kind, **{k: v for k, v in op.__dict__.items()}}
+
+
+def op_from_json(raw: dict[str, Any]) -> Operation:
+    """Inverse of :func:`op_to_json`; raises ``ValueError`` naming what is wrong."""
+    if not isinstance(raw, dict):
+        raise ValueError(f"an operation must be a JSON object, got {raw!r}")
+    kind = raw.get("type")
+    fields = {k: v for k, v in raw.items() if k != "type"}
+    try:
+        if kind == "Create":
+            op: Operation = Create(
+                str(fields["request_id"]),
+                dict(fields["hparams"]),
+                int(fields["seed"]),
+                None if fields.get("checkpoint") is None else str(fields["checkpoint"]),
+            )
+        elif kind == "ValidateAfter":
+            op = ValidateAfter(str(fields["request_id"]), int(fields["length"]))
+        elif kind == "Close":
+            op = Close(str(fields["request_id"]))
+        elif kind == "Shutdown":
+            op = Shutdown(bool(fields.get("failure", False)), str(fields.get("message", "")))
+        else:
+            raise ValueError(
+                f"unknown operation type {kind!r}; expected Create, ValidateAfter, Close or "
+                "Shutdown"
+            )
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"malformed {kind} operation {raw!r}: missing or bad {exc}") from exc
+    return op
 
 
 @dataclass

@@ -1,0 +1,313 @@
+"""Model-based hyperparameter suggestions through Optuna's samplers.
+
+Optuna does the modelling (TPE, CMA-ES, QMC, GP, NSGA-II); this module maps assay's
+hyperparameter space onto Optuna distributions and drives an in-memory study with ask/tell.
+
+Snapshots keep the study's history (each asked trial's parameters, state, value and the
+system attributes samplers store on trials and on the study) rather than pickling Optuna
+objects, and a restore rebuilds the study by replaying it. The sampler is rebuilt before every
+ask and tell with the seed ``seed + number of asks so far``, so the RNG a sampler draws with is a
+function of the history alone and a restored source suggests exactly what the original would
+have.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import optuna
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
+from optuna.storages import InMemoryStorage
+from optuna.trial import TrialState, create_trial
+
+from assay.config._hparams import (
+    CategoricalHP,
+    ConstHP,
+    DoubleHP,
+    IntHP,
+    LogHP,
+    flatten,
+    unflatten,
+)
+from assay.errors import InvalidConfig
+from assay.searcher._source import Outcome
+
+SAMPLER_NAMES = ("random", "tpe", "cmaes", "qmc", "gp", "nsga2")
+
+# The extra package each sampler needs beyond Optuna itself, checked when the source is built so
+# a missing one is a config error at submission rather than a crash mid-search.
+_NEEDS = {"cmaes": "cmaes", "qmc": "scipy", "gp": "torch"}
+
+_STARTUP_AWARE = {"tpe", "cmaes", "gp"}
+
+_OUTCOME_STATE = {
+    Outcome.COMPLETE: TrialState.COMPLETE,
+    Outcome.PRUNED: TrialState.PRUNED,
+    Outcome.FAIL: TrialState.FAIL,
+}
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+@dataclass(frozen=True)
+class FlatParam:
+    """One searchable hyperparameter under its flattened (dotted) name."""
+
+    name: str
+    distribution: BaseDistribution
+    choices: tuple[Any, ...] | None = None
+    """For a categorical whose values Optuna cannot hold (lists, maps, values equal to each
+    other such as ``1`` and ``true``): the values, which Optuna then sees as indices."""
+
+    def to_optuna(self, value: Any) -> Any:
+        if self.choices is None:
+            return value
+        for index, choice in enumerate(self.choices):
+            if _same(choice, value):
+                return index
+        raise ValueError(f"{value!r} is not one of the values of {self.name}")
+
+    def from_optuna(self, value: Any) -> Any:
+        if self.choices is None:
+            return value
+        return self.choices[int(value)]
+
+
+def _same(a: Any, b: Any) -> bool:
+    return type(a) is type(b) and json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _categorical_needs_indices(vals: list[Any]) -> bool:
+    if not all(isinstance(v, _JSON_SCALARS) for v in vals):
+        return True
+    # Optuna finds a choice with ``==``, under which 1, 1.0 and True are one value.
+    return any(vals[i] == vals[j] for i in range(len(vals)) for j in range(i + 1, len(vals)))
+
+
+def flat_params(space: dict[str, Any]) -> tuple[dict[str, FlatParam], dict[str, Any]]:
+    """Map a hyperparameter space onto Optuna distributions.
+
+    Returns the searchable parameters by flattened name and the constants (which are fixed
+    values, not part of Optuna's space). ``int`` is inclusive at both ends as in assay;
+    ``log`` with base ``b`` over exponents ``[lo, hi]`` is log-uniform over ``[b**lo, b**hi]``,
+    whatever the base, which is exactly Optuna's ``log=True``.
+    """
+    params: dict[str, FlatParam] = {}
+    constants: dict[str, Any] = {}
+    for name, hp in flatten(space).items():
+        if isinstance(hp, ConstHP):
+            constants[name] = hp.val
+        elif isinstance(hp, IntHP):
+            params[name] = FlatParam(name, IntDistribution(hp.minval, hp.maxval))
+        elif isinstance(hp, DoubleHP):
+            params[name] = FlatParam(name, FloatDistribution(hp.minval, hp.maxval))
+        elif isinstance(hp, LogHP):
+            ends = sorted((float(hp.base**hp.minval), float(hp.base**hp.maxval)))
+            params[name] = FlatParam(name, FloatDistribution(ends[0], ends[1], log=True))
+        elif isinstance(hp, CategoricalHP):
+            vals = list(hp.vals)
+            if _categorical_needs_indices(vals):
+                indices = CategoricalDistribution(list(range(len(vals))))
+                params[name] = FlatParam(name, indices, tuple(vals))
+            else:
+                params[name] = FlatParam(name, CategoricalDistribution(vals))
+        else:
+            raise TypeError(f"not a hyperparameter definition at {name}: {hp!r}")
+    return params, constants
+
+
+def distributions(space: dict[str, Any]) -> dict[str, BaseDistribution]:
+    """The Optuna distributions of the searchable hyperparameters, by flattened name."""
+    params, _ = flat_params(space)
+    return {name: p.distribution for name, p in params.items()}
+
+
+def check_sampler(name: str) -> None:
+    """Raise :class:`InvalidConfig` when ``name`` is unknown or its package is not installed."""
+    if name not in SAMPLER_NAMES:
+        raise InvalidConfig(
+            f"unknown sampler {name!r}; expected one of: {', '.join(SAMPLER_NAMES)}"
+        )
+    package = _NEEDS.get(name)
+    if package is not None and importlib.util.find_spec(package) is None:
+        raise InvalidConfig(
+            f"the {name!r} sampler needs the Python package {package!r}, which is not "
+            f"installed in the master's environment; install it (pip install {package}) "
+            "or choose another sampler"
+        )
+
+
+def make_sampler(
+    name: str, seed: int, options: dict[str, Any], n_startup_trials: int | None
+) -> optuna.samplers.BaseSampler:
+    """An Optuna sampler by assay's name, with ``options`` passed as keyword arguments."""
+    kwargs = dict(options)
+    if n_startup_trials is not None and name in _STARTUP_AWARE:
+        kwargs.setdefault("n_startup_trials", n_startup_trials)
+    if name == "random":
+        return optuna.samplers.RandomSampler(seed=seed, **kwargs)
+    if name == "tpe":
+        return optuna.samplers.TPESampler(seed=seed, **kwargs)
+    if name == "cmaes":
+        kwargs.setdefault("warn_independent_sampling", False)
+        kwargs.setdefault("independent_sampler", optuna.samplers.RandomSampler(seed=seed))
+        return optuna.samplers.CmaEsSampler(seed=seed, **kwargs)
+    if name == "gp":
+        kwargs.setdefault("warn_independent_sampling", False)
+        kwargs.setdefault("independent_sampler", optuna.samplers.RandomSampler(seed=seed))
+        return optuna.samplers.GPSampler(seed=seed, **kwargs)
+    if name == "nsga2":
+        return optuna.samplers.NSGAIISampler(seed=seed, **kwargs)
+    raise InvalidConfig(f"unknown sampler {name!r}")
+
+
+class OptunaSource:
+    """A :class:`~assay.searcher.ParamSource` backed by one Optuna sampler.
+
+    Values told to Optuna are the method's metrics, already "smaller is better".
+    """
+
+    def __init__(
+        self,
+        space: dict[str, Any],
+        *,
+        sampler: str,
+        seed: int,
+        options: dict[str, Any] | None = None,
+        n_startup_trials: int | None = None,
+    ) -> None:
+        check_sampler(sampler)
+        self.space = space
+        self.sampler_name = sampler
+        self.seed = seed
+        self.options = dict(options or {})
+        self.n_startup_trials = n_startup_trials
+        self.params, self.constants = flat_params(space)
+        self.order = list(flatten(space))
+        self.fixed = {name: p.distribution for name, p in self.params.items()}
+        # One entry per ask, in ask order (so trial numbers are list indices).
+        self.history: list[dict[str, Any]] = []
+        self.numbers: dict[str, int] = {}
+        self._sampler_key: int | None = None
+        self._new_study()
+
+    # -- ParamSource ---------------------------------------------------------------------------
+
+    def suggest(self, request_id: str) -> dict[str, Any]:
+        self._use_sampler()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trial = self.study.ask(self.fixed)
+        number = trial.number
+        internal = {
+            name: self.params[name].distribution.to_internal_repr(value)
+            for name, value in trial.params.items()
+        }
+        self.history.append({"id": request_id, "params": internal, "state": "running"})
+        self.numbers[request_id] = number
+        values = {name: self.params[name].from_optuna(v) for name, v in trial.params.items()}
+        return unflatten(
+            {n: self.constants[n] if n in self.constants else values[n] for n in self.order}
+        )
+
+    def finish(self, request_id: str, outcome: Outcome, metric: float | None) -> None:
+        number = self.numbers.pop(request_id, None)
+        if number is None:
+            return
+        self._use_sampler()
+        state = _OUTCOME_STATE[outcome]
+        value = metric if state is TrialState.COMPLETE else None
+        if state is TrialState.COMPLETE and value is None:
+            state, outcome = TrialState.FAIL, Outcome.FAIL
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.study.tell(number, value, state=state)
+        entry = self.history[number]
+        entry["state"] = outcome.value
+        entry["value"] = value
+
+    def snapshot(self) -> dict[str, Any]:
+        trials = self.study.get_trials(deepcopy=False)
+        history = []
+        for entry, trial in zip(self.history, trials, strict=True):
+            history.append({**entry, "system_attrs": dict(trial.system_attrs)})
+        return {
+            "history": history,
+            "numbers": dict(self.numbers),
+            "study_system_attrs": self.storage.get_study_system_attrs(self.study_id),
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self._new_study()
+        self.history = []
+        for raw in state["history"]:
+            entry = {k: v for k, v in raw.items() if k != "system_attrs"}
+            params = {
+                name: self.params[name].distribution.to_external_repr(value)
+                for name, value in entry["params"].items()
+            }
+            dists = {name: self.params[name].distribution for name in params}
+            status = entry["state"]
+            trial_state = (
+                TrialState.RUNNING if status == "running" else _OUTCOME_STATE[Outcome(status)]
+            )
+            frozen = create_trial(
+                state=trial_state,
+                params=params,
+                distributions=dists,
+                value=entry.get("value") if trial_state is TrialState.COMPLETE else None,
+                system_attrs=dict(raw.get("system_attrs") or {}),
+            )
+            self.study.add_trial(frozen)
+            self.history.append(entry)
+        for key, value in state["study_system_attrs"].items():
+            self.storage.set_study_system_attr(self.study_id, key, value)
+        self.numbers = dict(state["numbers"])
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _new_study(self) -> None:
+        # Optuna logs a line per finished trial at INFO; the master logs searcher events itself.
+        optuna.logging.set_verbosity(logging.WARNING)
+        self.storage = InMemoryStorage()
+        self.study = optuna.create_study(storage=self.storage, direction="minimize")
+        self.study_id = self.storage.get_study_id_from_name(self.study.study_name)
+        self._sampler_key = None
+
+    def _use_sampler(self) -> None:
+        key = len(self.history)
+        if self._sampler_key == key:
+            return
+        self._sampler_key = key
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if self.sampler_name == "qmc":
+                # QMC's sequence position lives in the study; its scramble seed must stay fixed
+                # across asks or the low-discrepancy property is lost.
+                opts = dict(self.options)
+                opts.setdefault("warn_independent_sampling", False)
+                opts.setdefault("warn_asynchronous_seeding", False)
+                opts["independent_sampler"] = optuna.samplers.RandomSampler(
+                    seed=(self.seed + key) % 2**32
+                )
+                sampler: optuna.samplers.BaseSampler = optuna.samplers.QMCSampler(
+                    seed=self.seed, **opts
+                )
+            else:
+                sampler = make_sampler(
+                    self.sampler_name,
+                    (self.seed + key) % 2**32,
+                    self.options,
+                    self.n_startup_trials,
+                )
+        self.study.sampler = sampler
