@@ -7,38 +7,33 @@ list, null) is a constant.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
-from pydantic import (
-    BeforeValidator,
-    Discriminator,
-    Field,
-    Tag,
-    TypeAdapter,
-    model_validator,
-)
-from pydantic_core import PydanticCustomError
+from pydantic import BeforeValidator, Discriminator, Field, Tag, TypeAdapter
 from typing_extensions import TypeAliasType
 
-from assay.config._base import ConfigModel
+from assay.config._base import ConfigModel, Problem, raise_problems, show
 
 HP_TYPES = ("const", "int", "double", "log", "categorical")
 
 
 class ConstHP(ConfigModel):
-    """A fixed value."""
+    """A fixed value (``val: null`` is a legitimate constant: the default is None too)."""
 
     type: Literal["const"] = "const"
     val: Any = None
 
-    @model_validator(mode="before")
+
+class _RangeHP(ConfigModel):
     @classmethod
-    def _keep_null_val(cls, data: Any) -> Any:
-        # ``val: null`` is a legitimate constant; the base class would drop it.
-        return data
+    def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:
+        low, high = data.get("minval"), data.get("maxval")
+        if isinstance(low, int | float) and isinstance(high, int | float) and low > high:
+            return [(("maxval",), f"must be >= minval ({low}), got {high}")]
+        return []
 
 
-class IntHP(ConfigModel):
+class IntHP(_RangeHP):
     """An integer drawn from ``[minval, maxval]``, both ends included. ``count`` is for grid."""
 
     type: Literal["int"]
@@ -46,14 +41,8 @@ class IntHP(ConfigModel):
     maxval: int
     count: Annotated[int, Field(ge=1)] | None = None
 
-    @model_validator(mode="after")
-    def _ordered(self) -> IntHP:
-        if self.minval > self.maxval:
-            raise ValueError(f"minval ({self.minval}) must be <= maxval ({self.maxval})")
-        return self
 
-
-class DoubleHP(ConfigModel):
+class DoubleHP(_RangeHP):
     """A float drawn uniformly from ``[minval, maxval]``."""
 
     type: Literal["double"]
@@ -61,29 +50,15 @@ class DoubleHP(ConfigModel):
     maxval: float
     count: Annotated[int, Field(ge=1)] | None = None
 
-    @model_validator(mode="after")
-    def _ordered(self) -> DoubleHP:
-        if self.minval > self.maxval:
-            raise ValueError(f"minval ({self.minval}) must be <= maxval ({self.maxval})")
-        return self
 
-
-class LogHP(ConfigModel):
+class LogHP(_RangeHP):
     """``base ** u`` with ``u`` drawn uniformly from ``[minval, maxval]`` (the exponents)."""
 
     type: Literal["log"]
     minval: float
     maxval: float
-    base: float = 10.0
+    base: Annotated[float, Field(gt=0)] = 10.0
     count: Annotated[int, Field(ge=1)] | None = None
-
-    @model_validator(mode="after")
-    def _ordered(self) -> LogHP:
-        if self.minval > self.maxval:
-            raise ValueError(f"minval ({self.minval}) must be <= maxval ({self.maxval})")
-        if self.base <= 0:
-            raise ValueError(f"base must be > 0, got {self.base}")
-        return self
 
 
 class CategoricalHP(ConfigModel):
@@ -94,14 +69,15 @@ class CategoricalHP(ConfigModel):
 
 
 def _kind(value: Any) -> str:
+    # Tags are written "<...>" so error paths can drop them (see ``_errors.py``).
     if isinstance(value, ConfigModel):
-        return str(getattr(value, "type", "nested"))
+        return f"<{getattr(value, 'type', 'nested')}>"
     if isinstance(value, dict):
         if "type" not in value:
-            return "nested"
+            return "<nested>"
         kind = value["type"]
-        return kind if kind in HP_TYPES else "unknown"
-    return "implicit"
+        return f"<{kind}>" if kind in HP_TYPES else "<unknown>"
+    return "<implicit>"
 
 
 def _implicit_const(value: Any) -> ConstHP:
@@ -109,29 +85,41 @@ def _implicit_const(value: Any) -> ConstHP:
 
 
 def _unknown_type(value: Any) -> Any:
-    raise PydanticCustomError(
-        "hp_type",
-        "unknown hyperparameter type '{got}'; expected one of: {expected}, "
-        "or a map without 'type' to nest hyperparameters",
-        {"got": value.get("type"), "expected": ", ".join(HP_TYPES)},
+    expected = ", ".join(HP_TYPES)
+    raise_problems(
+        [
+            (
+                ("type",),
+                f"unknown hyperparameter type {show(value.get('type'))}; expected one of: "
+                f"{expected}, or a map without 'type' to nest hyperparameters",
+            )
+        ],
+        value,
+        "Hyperparameter",
     )
 
 
-Hyperparameter = TypeAliasType(
-    "Hyperparameter",
-    Annotated[
-        Annotated[ConstHP, Tag("const")]
-        | Annotated[IntHP, Tag("int")]
-        | Annotated[DoubleHP, Tag("double")]
-        | Annotated[LogHP, Tag("log")]
-        | Annotated[CategoricalHP, Tag("categorical")]
-        | Annotated[dict[str, "Hyperparameter"], Tag("nested")]
-        | Annotated[ConstHP, BeforeValidator(_implicit_const), Tag("implicit")]
-        | Annotated[Any, BeforeValidator(_unknown_type), Tag("unknown")],
-        Discriminator(_kind),
-    ],
-)
-"""One hyperparameter definition, or a nested map of them."""
+if TYPE_CHECKING:
+    # What a validated definition is; mypy cannot follow the recursive TypeAliasType below.
+    Hyperparameter: TypeAlias = (
+        "ConstHP | IntHP | DoubleHP | LogHP | CategoricalHP | dict[str, Hyperparameter]"
+    )
+else:
+    Hyperparameter = TypeAliasType(
+        "Hyperparameter",
+        Annotated[
+            Annotated[ConstHP, Tag("<const>")]
+            | Annotated[IntHP, Tag("<int>")]
+            | Annotated[DoubleHP, Tag("<double>")]
+            | Annotated[LogHP, Tag("<log>")]
+            | Annotated[CategoricalHP, Tag("<categorical>")]
+            | Annotated[dict[str, "Hyperparameter"], Tag("<nested>")]
+            | Annotated[ConstHP, BeforeValidator(_implicit_const), Tag("<implicit>")]
+            | Annotated[Any, BeforeValidator(_unknown_type), Tag("<unknown>")],
+            Discriminator(_kind),
+        ],
+    )
+    """One hyperparameter definition, or a nested map of them."""
 
 Hyperparameters: TypeAlias = dict[str, Hyperparameter]
 
@@ -147,7 +135,8 @@ def parse_hyperparameters(raw: dict[str, Any]) -> dict[str, Any]:
 
 def hyperparameters_to_json(hps: dict[str, Any]) -> dict[str, Any]:
     """The JSON form of a hyperparameter map: every leaf explicit (``{type: const, val: ...}``)."""
-    return _ADAPTER.dump_python(hps, mode="json")
+    out: dict[str, Any] = _ADAPTER.dump_python(hps, mode="json")
+    return out
 
 
 def flatten(hps: dict[str, Any], prefix: str = "") -> dict[str, Any]:

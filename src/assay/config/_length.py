@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    ModelWrapValidatorHandler,
+    model_serializer,
+    model_validator,
+)
+
+from assay.config._base import Problem, config_error, raise_problems, show
 
 _LENGTH_ERROR = 'a length object must have one attribute named "batches", "records", or "epochs"'
+_UNITS = ("batches", "records", "epochs")
 
 
 class Unit(StrEnum):
@@ -21,7 +31,8 @@ class Length(BaseModel):
     """A training length in one unit. Lengths are absolute ("train to L"), never increments.
 
     Accepts ``{batches: 100}`` and friends, or a bare integer, which is unitless (the searcher's
-    ``time_metric`` names what it counts).
+    ``time_metric`` names what it counts). Problems are reported at the unit's key
+    (``min_validation_period.batches: must be >= 0, got -1``).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -29,32 +40,18 @@ class Length(BaseModel):
     unit: Unit
     value: int
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _parse(cls, data: Any) -> Any:
+    def _parse(cls, data: Any, handler: ModelWrapValidatorHandler[Length]) -> Length:
         if isinstance(data, Length):
             return data
-        if isinstance(data, bool):
-            raise ValueError(f"a length must be an integer or {_LENGTH_ERROR}, got {data!r}")
-        if isinstance(data, int):
-            return {"unit": Unit.UNITLESS, "value": data}
-        if isinstance(data, dict) and set(data) <= {"unit", "value"} and "unit" in data:
-            return data
-        if not isinstance(data, dict):
-            raise ValueError(f"{_LENGTH_ERROR}, got {data!r}")
-        keys = [k for k in data if data[k] is not None]
-        if len(keys) != 1 or keys[0] not in ("batches", "records", "epochs"):
-            raise ValueError(_LENGTH_ERROR)
-        value = data[keys[0]]
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValueError(f"{keys[0]} must be an integer, got {value!r}")
-        return {"unit": keys[0], "value": value}
-
-    @model_validator(mode="after")
-    def _non_negative(self) -> Length:
-        if self.value < 0:
-            raise ValueError(f"{self.unit.value} must be >= 0, got {self.value}")
-        return self
+        if isinstance(data, dict) and "unit" in data and set(data) <= {"unit", "value"}:
+            length = handler(data)
+            if length.value < 0:
+                where: tuple[str, ...] = () if length.unit is Unit.UNITLESS else ("value",)
+                raise_problems([(where, f"must be >= 0, got {length.value}")], data, "Length")
+            return length
+        return handler(_parse_length(data))
 
     @model_serializer
     def _serialize(self) -> Any:
@@ -66,3 +63,39 @@ class Length(BaseModel):
         if self.unit is Unit.UNITLESS:
             return str(self.value)
         return f"{self.value} {self.unit.value}"
+
+
+def _parse_length(data: Any) -> dict[str, Any]:
+    if isinstance(data, bool):
+        raise config_error(f"must be an integer or {_LENGTH_ERROR}, got {show(data)}")
+    if isinstance(data, int):
+        if data < 0:
+            raise config_error(f"must be >= 0, got {data}")
+        return {"unit": Unit.UNITLESS, "value": data}
+    if not isinstance(data, dict):
+        raise config_error(f"{_LENGTH_ERROR}, got {show(data)}")
+    keys = [k for k in data if data[k] is not None]
+    if len(keys) != 1 or keys[0] not in _UNITS:
+        raise config_error(_LENGTH_ERROR)
+    key = keys[0]
+    value = data[key]
+    problems: list[Problem] = []
+    if isinstance(value, bool) or not isinstance(value, int):
+        problems.append(((key,), f"must be an integer, got {show(value)}"))
+    elif value < 0:
+        problems.append(((key,), f"must be >= 0, got {value}"))
+    if problems:
+        raise_problems(problems, data, "Length")
+    return {"unit": key, "value": value}
+
+
+def _positive(length: Length) -> Length:
+    if length.value <= 0:
+        # Point at the unit's key, as Determined's check-positive-length does.
+        where: tuple[str, ...] = () if length.unit is Unit.UNITLESS else (length.unit.value,)
+        raise_problems([(where, f"must be > 0, got {length.value}")], length, "Length")
+    return length
+
+
+PositiveLength = Annotated[Length, AfterValidator(_positive)]
+"""A :class:`Length` that must be more than zero (PBT's ``length_per_round``...)."""

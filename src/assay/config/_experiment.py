@@ -1,0 +1,121 @@
+"""The experiment config: Determined's expconf, every top-level key, extended.
+
+Keys assay acts on are typed strictly. Keys accepted only so that Determined configs load
+unchanged (optimizations, integrations, data_layer, internal, slurm, pbs, log_policies,
+tensorboard_storage) are loose sections.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field
+
+from assay.config._base import ConfigModel, OpenSection, Problem, config_error, show
+from assay.config._environment import BindMount, EnvironmentConfig
+from assay.config._hparams import Hyperparameter
+from assay.config._length import Length, Unit
+from assay.config._resources import ResourcesConfig
+from assay.config._searcher import SearcherConfig
+from assay.config._storage import CheckpointStorageConfig
+
+_NO_LENGTH = Length(unit=Unit.BATCHES, value=0)
+
+
+def _entrypoint_input(value: Any) -> Any:
+    # Checked here so that a wrong type gets one message rather than one per union member.
+    if isinstance(value, str):
+        if not value.strip():
+            raise config_error("must not be empty: give a command such as python3 train.py")
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        if not value:
+            raise config_error("must not be empty: give a command such as [python3, train.py]")
+        return value
+    raise config_error(
+        f"must be a command string or a list of strings (its arguments), got {show(value)}"
+    )
+
+
+Entrypoint = Annotated[str | list[str], BeforeValidator(_entrypoint_input)]
+
+
+class ReproducibilityConfig(ConfigModel):
+    """``experiment_seed`` seeds every trial's RNGs; None means the master draws one."""
+
+    experiment_seed: Annotated[int, Field(ge=0)] | None = None
+
+
+class ProfilingConfig(ConfigModel):
+    """Determined's profiler settings (accepted; the harness records system metrics when
+    ``enabled``)."""
+
+    enabled: bool = False
+    begin_on_batch: Annotated[int, Field(ge=0)] = 0
+    end_after_batch: Annotated[int, Field(ge=0)] | None = None
+    sync_timings: bool = True
+
+    @classmethod
+    def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:
+        begin, end = data.get("begin_on_batch", 0), data.get("end_after_batch")
+        if isinstance(begin, int) and isinstance(end, int) and end < begin:
+            return [
+                (
+                    ("end_after_batch",),
+                    f"must be >= begin_on_batch ({begin}), got {end}",
+                )
+            ]
+        return []
+
+
+class KerberosConfig(ConfigModel):
+    config_file: str
+
+
+class SecurityConfig(ConfigModel):
+    """Determined's security section (accepted for compatibility)."""
+
+    kerberos: KerberosConfig | None = None
+
+
+class ExperimentConfig(ConfigModel):
+    """One experiment: what to run, over which hyperparameters, searched how, on what.
+
+    ``entrypoint`` is a shell command run from the context directory (``python3 train.py``), a
+    list of arguments, or a legacy ``module:TrialClass``.
+    """
+
+    name: str | None = None
+    description: str | None = None
+    labels: list[str] = []
+    project: str = ""
+    workspace: str = ""
+    debug: bool = False
+    entrypoint: Entrypoint
+    hyperparameters: dict[str, Hyperparameter] = {}
+    searcher: SearcherConfig
+    resources: ResourcesConfig = ResourcesConfig()
+    checkpoint_storage: CheckpointStorageConfig | None = None
+    max_restarts: Annotated[int, Field(ge=0)] = 5
+    min_validation_period: Length = _NO_LENGTH
+    min_checkpoint_period: Length = _NO_LENGTH
+    records_per_epoch: Annotated[int, Field(ge=0)] = 0
+    scheduling_unit: Annotated[int, Field(ge=1)] = 100
+    perform_initial_validation: bool = False
+    checkpoint_policy: Literal["best", "all", "none"] = "best"
+    preemption_timeout: Annotated[int, Field(ge=0)] | None = None
+    environment: EnvironmentConfig = EnvironmentConfig()
+    bind_mounts: list[BindMount] = []
+    data: dict[str, Any] = {}
+    reproducibility: ReproducibilityConfig = ReproducibilityConfig()
+    profiling: ProfilingConfig = ProfilingConfig()
+    security: SecurityConfig | None = None
+    # Accepted so Determined configs load unchanged; assay does not act on them.
+    optimizations: OpenSection | None = None
+    integrations: OpenSection | None = None
+    data_layer: OpenSection | None = None
+    internal: OpenSection | None = None
+    slurm: OpenSection | None = None
+    pbs: OpenSection | None = None
+    tensorboard_storage: OpenSection | None = None
+    log_policies: list[dict[str, Any]] | None = None

@@ -1,0 +1,182 @@
+"""The master's settings (``assay master --config master.yaml``) and its resource pools."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field
+
+from assay.config._base import ConfigModel, Problem, config_error, show
+from assay.config._errors import invalid, validate_as
+from assay.config._load import overrides_applied, parse_yaml
+from assay.config._storage import CheckpointStorageConfig
+from assay.errors import ErrorDetail, InvalidConfig
+
+_WHAT = "master config"
+
+
+def _command_input(value: Any) -> Any:
+    # Checked here so that a wrong type gets one message rather than one per union member.
+    if isinstance(value, str) and value.strip():
+        return value
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return value
+    raise config_error(
+        f"must be a command string or a non-empty list of strings, got {show(value)}"
+    )
+
+
+Command = Annotated[str | list[str], BeforeValidator(_command_input)]
+Seconds = Annotated[float, Field(ge=0)]
+
+
+class SchedulerConfig(ConfigModel):
+    """How a pool orders its queue and fits jobs onto agents."""
+
+    type: Literal["priority", "fair_share"] = "priority"
+    preemption: bool = True
+    fitting_policy: Literal["best", "worst"] = "best"
+    default_priority: Annotated[int, Field(ge=1, le=99)] = 42
+
+
+class ProviderConfig(ConfigModel):
+    """Starts and stops agents on demand by running commands (a cloud CLI, a script).
+
+    ``launch_command`` is run to start one instance; ``terminate_command`` gets the agent id to
+    stop as its last argument.
+    """
+
+    type: Literal["command"]
+    launch_command: Command
+    terminate_command: Command
+    min_instances: Annotated[int, Field(ge=0)] = 0
+    max_instances: Annotated[int, Field(ge=0)] = 1
+    idle_timeout: Seconds = 300
+    startup_timeout: Seconds = 600
+    slots_per_instance: Annotated[int, Field(ge=0)] = 1
+
+    @classmethod
+    def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:
+        low, high = data.get("min_instances", 0), data.get("max_instances", 1)
+        if _is_int(low) and _is_int(high) and low > high:
+            return [(("max_instances",), f"must be >= min_instances ({low}), got {high}")]
+        return []
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class ResourcePoolConfig(ConfigModel):
+    """A named set of agents with its own scheduler."""
+
+    pool_name: Annotated[str, Field(min_length=1)]
+    description: str = ""
+    scheduler: SchedulerConfig = SchedulerConfig()
+    preemption_timeout: Annotated[int, Field(ge=0)] = 3600
+    max_slots: Annotated[int, Field(ge=0)] | None = None
+    provider: ProviderConfig | None = None
+
+
+def _default_pools() -> list[ResourcePoolConfig]:
+    return [ResourcePoolConfig(pool_name="default")]
+
+
+class MasterConfig(ConfigModel):
+    """The master's settings. ``db`` is an SQLAlchemy URL (None: SQLite under ``assay_home``);
+    ``checkpoint_storage`` applies to experiments that name none."""
+
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(ge=0, le=65535)] = 8080
+    db: str | None = None
+    assay_home: Annotated[Path, Field(strict=False)] | None = None
+    checkpoint_storage: CheckpointStorageConfig | None = None
+    resource_pools: list[ResourcePoolConfig] = Field(default_factory=_default_pools)
+    default_compute_pool: str = "default"
+    default_aux_pool: str = "default"
+    agent_heartbeat_seconds: Annotated[float, Field(gt=0)] = 5.0
+    agent_lost_after_seconds: Annotated[float, Field(gt=0)] = 30.0
+
+    @classmethod
+    def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:
+        pools = data.get("resource_pools")
+        names: list[Any]
+        if pools is None:
+            names = ["default"]
+        elif isinstance(pools, list):
+            names = [p.get("pool_name") if isinstance(p, dict) else None for p in pools]
+        else:
+            return []
+        problems: list[Problem] = []
+        first: dict[str, int] = {}
+        for i, name in enumerate(names):
+            if not isinstance(name, str):
+                continue
+            if name in first:
+                problems.append(
+                    (
+                        ("resource_pools", i, "pool_name"),
+                        f"duplicate pool name {name!r} (also resource_pools[{first[name]}]); "
+                        "pool names must be unique",
+                    )
+                )
+            else:
+                first[name] = i
+        known = ", ".join(first) or "none"
+        # With a pool whose name is itself wrong, whether a default names it is unknowable.
+        unnamed = any(not isinstance(name, str) for name in names)
+        for key in () if unnamed else ("default_compute_pool", "default_aux_pool"):
+            chosen = data.get(key, "default")
+            if isinstance(chosen, str) and chosen not in first:
+                problems.append(
+                    ((key,), f"names no resource pool: got {show(chosen)}, pools are: {known}")
+                )
+        heartbeat = data.get("agent_heartbeat_seconds", 5.0)
+        lost = data.get("agent_lost_after_seconds", 30.0)
+        if _is_number(heartbeat) and _is_number(lost) and lost <= heartbeat:
+            problems.append(
+                (
+                    ("agent_lost_after_seconds",),
+                    f"must be > agent_heartbeat_seconds ({heartbeat}), got {lost}",
+                )
+            )
+        return problems
+
+    def pool(self, name: str) -> ResourcePoolConfig | None:
+        """The pool called ``name``, if there is one."""
+        return next((p for p in self.resource_pools if p.pool_name == name), None)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def load_master_config(path: Path | None, *, overrides: Sequence[str] = ()) -> MasterConfig:
+    """The master's settings from the YAML file at ``path`` (defaults when None), with
+    ``key.path=value`` overrides applied. Raises :class:`InvalidConfig` listing every problem."""
+    raw: Any = {}
+    if path is not None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InvalidConfig(
+                f"cannot read the master config {path}: {exc.strerror or exc}"
+            ) from None
+        raw = parse_yaml(text, str(path))
+        if raw is None:
+            raw = {}
+    if not isinstance(raw, dict):
+        detail = ErrorDetail("", f"must be a map of keys to values, got {show(raw)}")
+        raise invalid(_WHAT, [detail])
+    problems: list[ErrorDetail] = []
+    if overrides:
+        raw, problems = overrides_applied(raw, overrides)
+    try:
+        config: MasterConfig = validate_as(MasterConfig, raw, what=_WHAT)
+    except InvalidConfig as exc:
+        raise invalid(_WHAT, problems + exc.details) from None
+    if problems:
+        raise invalid(_WHAT, problems)
+    return config

@@ -1,0 +1,278 @@
+"""Searcher sections: a union chosen by ``name``, plus samplers and early stopping.
+
+Determined's searchers (single, random, grid, async_halving, adaptive_asha, custom, pbt, and the
+end-of-life sync_halving, adaptive and adaptive_simple, accepted here and refused at submission)
+and assay's additions (hyperband, and tpe, cmaes, qmc, gp, nsga2 backed by Optuna).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AliasChoices, ConfigDict, Field, Tag
+
+from assay.config._base import ConfigModel, Problem, tagged
+from assay.config._length import Length, PositiveLength
+
+NonNegative = Annotated[int, Field(ge=0)]
+AtLeastOne = Annotated[int, Field(ge=1)]
+Divisor = Annotated[float, Field(gt=1)]
+Fraction = Annotated[float, Field(ge=0, le=1)]
+
+SAMPLER_NAMES = ("random", "tpe", "cmaes", "qmc", "gp", "nsga2")
+OPTUNA_SEARCHERS = ("tpe", "cmaes", "qmc", "gp", "nsga2")
+EOL_SEARCHERS = ("sync_halving", "adaptive", "adaptive_simple")
+# Searchers that decide how long trials train: they need max_length, or time_metric + max_time.
+LENGTH_DRIVEN = ("async_halving", "adaptive_asha", "hyperband")
+
+
+class SamplerConfig(ConfigModel):
+    """How a searcher draws new hyperparameters (Optuna's samplers; ``random`` by default)."""
+
+    name: Literal["random", "tpe", "cmaes", "qmc", "gp", "nsga2"]
+    seed: int | None = None
+    options: dict[str, Any] = {}
+
+
+class MedianStopConfig(ConfigModel):
+    """Stop a trial whose best result so far is worse than the median of other trials' running
+    averages at the same step (NNI's Medianstop)."""
+
+    name: Literal["medianstop"]
+    start_step: NonNegative = 0
+    min_trials: AtLeastOne = 3
+
+
+class CurveFittingConfig(ConfigModel):
+    """Stop a trial whose fitted learning curve predicts it will not beat ``threshold`` times the
+    best so far (NNI's Curvefitting)."""
+
+    name: Literal["curvefitting"]
+    epoch_num: AtLeastOne
+    start_step: NonNegative = 6
+    threshold: Fraction = 0.95
+    gap: AtLeastOne = 1
+
+
+EarlyStoppingConfig = Annotated[
+    Annotated[MedianStopConfig, Tag("<medianstop>")]
+    | Annotated[CurveFittingConfig, Tag("<curvefitting>")],
+    tagged(
+        "name",
+        {"medianstop": "<medianstop>", "curvefitting": "<curvefitting>"},
+        "early stopping rule",
+    ),
+]
+
+
+class _Searcher(ConfigModel):
+    """What every searcher takes."""
+
+    metric: str
+    smaller_is_better: bool = True
+    source_trial_id: int | None = None
+    source_checkpoint_uuid: str | None = None
+
+
+class _EarlyStopping(_Searcher):
+    early_stopping: EarlyStoppingConfig | None = None
+
+
+class SingleConfig(_EarlyStopping):
+    """One trial with the constant (or first) hyperparameters."""
+
+    name: Literal["single"]
+    max_length: Length | None = None
+
+
+class RandomConfig(_EarlyStopping):
+    """``max_trials`` trials with sampled hyperparameters."""
+
+    name: Literal["random"]
+    max_trials: AtLeastOne
+    max_concurrent_trials: NonNegative = 16
+    max_length: Length | None = None
+    sampler: SamplerConfig | None = None
+
+
+class GridConfig(_Searcher):
+    """One trial per point of the grid (every int/double/log hyperparameter needs ``count``)."""
+
+    name: Literal["grid"]
+    max_concurrent_trials: NonNegative = 16
+    max_length: Length | None = None
+
+
+class _TimeBound(_EarlyStopping):
+    max_length: Length | None = None
+    time_metric: str | None = None
+    max_time: NonNegative | None = None
+
+
+class AsyncHalvingConfig(_TimeBound):
+    """Asynchronous successive halving over ``num_rungs`` rungs."""
+
+    name: Literal["async_halving"]
+    num_rungs: AtLeastOne
+    max_trials: AtLeastOne
+    divisor: Divisor = 4.0
+    max_concurrent_trials: NonNegative = 16
+    stop_once: bool = False
+    sampler: SamplerConfig | None = None
+
+
+class AdaptiveASHAConfig(_TimeBound):
+    """Brackets of asynchronous successive halving (Determined's default tuner)."""
+
+    name: Literal["adaptive_asha"]
+    max_trials: AtLeastOne
+    mode: Literal["standard", "aggressive", "conservative"] = "standard"
+    divisor: Divisor = 4.0
+    max_rungs: AtLeastOne = 5
+    bracket_rungs: list[int] = []
+    max_concurrent_trials: NonNegative = 16
+    stop_once: bool = False
+    sampler: SamplerConfig | None = None
+
+
+class HyperbandConfig(_TimeBound):
+    """Hyperband (NNI's and the paper's), with ``eta`` accepted for ``divisor``."""
+
+    name: Literal["hyperband"]
+    divisor: Divisor = Field(default=3.0, validation_alias=AliasChoices("divisor", "eta"))
+    max_trials: AtLeastOne | None = None
+    max_concurrent_trials: NonNegative = 16
+    sampler: SamplerConfig | None = None
+
+    @classmethod
+    def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:
+        if "divisor" in data and "eta" in data:
+            return [(("eta",), "eta is another name for divisor; give one of them, not both")]
+        return []
+
+    @classmethod
+    def _normalize(cls, data: dict[str, Any]) -> dict[str, Any]:
+        if "divisor" in data and "eta" in data:
+            return {k: v for k, v in data.items() if k != "eta"}  # reported by _cross_checks
+        return data
+
+
+class OptunaConfig(_TimeBound):
+    """A model-based searcher backed by an Optuna sampler of the same name."""
+
+    name: Literal["tpe", "cmaes", "qmc", "gp", "nsga2"]
+    max_trials: AtLeastOne
+    max_concurrent_trials: NonNegative = 16
+    n_startup_trials: NonNegative = 10
+    sampler_options: dict[str, Any] = {}
+
+
+class ReplaceFunction(ConfigModel):
+    """PBT's exploit step: the worst ``truncate_fraction`` of the population copies the best."""
+
+    truncate_fraction: Annotated[float, Field(gt=0, le=0.5)]
+
+
+class ExploreFunction(ConfigModel):
+    """PBT's explore step: resample a copied hyperparameter, else perturb it by a factor."""
+
+    resample_probability: Fraction
+    perturb_factor: Fraction
+
+
+class PBTConfig(_Searcher):
+    """Population-based training."""
+
+    name: Literal["pbt"]
+    population_size: AtLeastOne
+    num_rounds: AtLeastOne
+    length_per_round: PositiveLength
+    replace_function: ReplaceFunction
+    explore_function: ExploreFunction
+
+
+class CustomConfig(ConfigModel):
+    """A searcher written by the user (``class``: ``module:Class`` in the context directory).
+
+    Unknown keys are kept, as in Determined: they are the custom searcher's own settings.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    name: Literal["custom"]
+    metric: str | None = None
+    smaller_is_better: bool = True
+    source_trial_id: int | None = None
+    source_checkpoint_uuid: str | None = None
+    class_: str | None = Field(default=None, alias="class")
+    unit: Literal["batches", "records", "epochs"] | None = None
+
+
+class SyncHalvingConfig(_EarlyStopping):
+    """End of life in Determined; accepted so old configs parse, refused at submission."""
+
+    name: Literal["sync_halving"]
+    max_length: Length
+    num_rungs: AtLeastOne
+    budget: Length
+    divisor: Divisor = 4.0
+    train_stragglers: bool = True
+
+
+class AdaptiveConfig(_EarlyStopping):
+    """End of life in Determined; accepted so old configs parse, refused at submission."""
+
+    name: Literal["adaptive"]
+    max_length: Length
+    budget: Length
+    bracket_rungs: list[int] = []
+    divisor: Divisor = 4.0
+    train_stragglers: bool = True
+    mode: Literal["standard", "aggressive", "conservative"] = "standard"
+    max_rungs: AtLeastOne = 5
+
+
+class AdaptiveSimpleConfig(_EarlyStopping):
+    """End of life in Determined; accepted so old configs parse, refused at submission."""
+
+    name: Literal["adaptive_simple"]
+    max_length: Length
+    max_trials: AtLeastOne
+    divisor: Divisor = 4.0
+    mode: Literal["standard", "aggressive", "conservative"] = "standard"
+    max_rungs: AtLeastOne = 5
+
+
+_TAGS = {
+    "single": "<single>",
+    "random": "<random>",
+    "grid": "<grid>",
+    "async_halving": "<async_halving>",
+    "adaptive_asha": "<adaptive_asha>",
+    "hyperband": "<hyperband>",
+    **{name: "<optuna>" for name in OPTUNA_SEARCHERS},
+    "pbt": "<pbt>",
+    "custom": "<custom>",
+    "sync_halving": "<sync_halving>",
+    "adaptive": "<adaptive>",
+    "adaptive_simple": "<adaptive_simple>",
+}
+
+SearcherConfig = Annotated[
+    Annotated[SingleConfig, Tag("<single>")]
+    | Annotated[RandomConfig, Tag("<random>")]
+    | Annotated[GridConfig, Tag("<grid>")]
+    | Annotated[AsyncHalvingConfig, Tag("<async_halving>")]
+    | Annotated[AdaptiveASHAConfig, Tag("<adaptive_asha>")]
+    | Annotated[HyperbandConfig, Tag("<hyperband>")]
+    | Annotated[OptunaConfig, Tag("<optuna>")]
+    | Annotated[PBTConfig, Tag("<pbt>")]
+    | Annotated[CustomConfig, Tag("<custom>")]
+    | Annotated[SyncHalvingConfig, Tag("<sync_halving>")]
+    | Annotated[AdaptiveConfig, Tag("<adaptive>")]
+    | Annotated[AdaptiveSimpleConfig, Tag("<adaptive_simple>")],
+    tagged("name", _TAGS, "searcher"),
+]
+"""The ``searcher`` section; chosen by ``name``."""
+
+SEARCHER_NAMES = tuple(_TAGS)
