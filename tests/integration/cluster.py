@@ -1,0 +1,187 @@
+"""A real cluster for tests: master and agent processes on loopback, driven like a user would."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from assay.client import Client
+from assay.errors import AssayError
+
+T = TypeVar("T")
+
+ROOT = Path(__file__).resolve().parents[2]
+CONTEXTS = Path(__file__).parent / "contexts"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(
+    what: str, check: Callable[[], T | None], timeout: float = 60.0, interval: float = 0.1
+) -> T:
+    """Poll ``check`` until it returns something truthy; fail with ``what`` on timeout."""
+    deadline = time.monotonic() + timeout
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = check()
+        except AssayError as exc:
+            last = exc
+            value = None
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last error: {last})")
+
+
+class Cluster:
+    """A master and agents as separate processes, with their logs kept for failure reports."""
+
+    def __init__(
+        self, home: Path, *, db: str | None = None, master_config: Path | None = None
+    ) -> None:
+        self.home = home
+        self.db = db
+        self.master_config = master_config
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.master: subprocess.Popen[bytes] | None = None
+        self.agents: dict[str, subprocess.Popen[bytes]] = {}
+        self.client = Client(self.url, timeout=30)
+        self.env = {
+            **os.environ,
+            "ASSAY_HOME": str(home),
+            "ASSAY_MASTER": self.url,
+            "PYTHONUNBUFFERED": "1",
+        }
+
+    def _log(self, name: str) -> Any:
+        (self.home / "logs").mkdir(parents=True, exist_ok=True)
+        return (self.home / "logs" / f"{name}.log").open("ab")
+
+    def start_master(self) -> None:
+        args = [
+            sys.executable,
+            "-m",
+            "assay.api",
+            "--port",
+            str(self.port),
+            "--home",
+            str(self.home),
+        ]
+        if self.db:
+            args += ["--db", self.db]
+        if self.master_config:
+            args += ["--config", str(self.master_config)]
+        self.master = subprocess.Popen(
+            args, env=self.env, stdout=self._log("master"), stderr=subprocess.STDOUT
+        )
+        wait_for("the master to answer", self._master_ready, timeout=60)
+
+    def _master_ready(self) -> bool:
+        assert self.master is not None
+        if self.master.poll() is not None:
+            raise AssertionError(
+                f"master exited with {self.master.returncode}:\n{self.log('master')}"
+            )
+        return bool(self.client.info())
+
+    def start_agent(
+        self,
+        agent_id: str = "agent-1",
+        slots: int = 2,
+        pool: str = "default",
+        labels: tuple[str, ...] = (),
+    ) -> None:
+        args = [
+            sys.executable, "-m", "assay.agent",
+            "--master", self.url, "--id", agent_id, "--slots", str(slots),
+            "--pool", pool, "--home", str(self.home), "--kill-grace", "3",
+        ]  # fmt: skip
+        for label in labels:
+            args += ["--label", label]
+        self.agents[agent_id] = subprocess.Popen(
+            args, env=self.env, stdout=self._log(f"agent-{agent_id}"), stderr=subprocess.STDOUT
+        )
+        wait_for(
+            f"agent {agent_id} to connect",
+            lambda: any(a["id"] == agent_id and a["connected"] for a in self.client.agents()),
+        )
+
+    def kill_master(self, sig: int = signal.SIGKILL) -> None:
+        assert self.master is not None
+        self.master.send_signal(sig)
+        self.master.wait(timeout=30)
+
+    def stop(self) -> None:
+        for proc in self.agents.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.agents.values():
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        if self.master is not None and self.master.poll() is None:
+            self.master.send_signal(signal.SIGTERM)
+            try:
+                self.master.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.master.kill()
+        self.client.close()
+
+    def log(self, name: str) -> str:
+        path = self.home / "logs" / f"{name}.log"
+        with contextlib.suppress(OSError):
+            return path.read_text(errors="replace")[-6000:]
+        return ""
+
+    def cli(
+        self, *args: str, timeout: float = 300, check: bool = False
+    ) -> subprocess.CompletedProcess[str]:
+        """Run the ``assay`` command as a user would."""
+        result = subprocess.run(
+            [sys.executable, "-c", "from assay.cli import main; main()", *args],
+            check=False,
+            env={**self.env, "COLUMNS": "160"},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=ROOT,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(
+                f"assay {' '.join(args)} exited {result.returncode}\n"
+                f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+            )
+        return result
+
+    # -- helpers tests share -------------------------------------------------------------------
+
+    def submit(self, config: str, context: Path = CONTEXTS / "counter", **kwargs: Any) -> int:
+        from assay.context import pack_context
+
+        exp = self.client.create_experiment(config, pack_context(context).data, **kwargs)
+        return int(exp["id"])
+
+    def wait_state(self, experiment_id: int, *states: str, timeout: float = 120) -> dict[str, Any]:
+        return wait_for(
+            f"experiment {experiment_id} to reach {states}",
+            lambda: (e := self.client.experiment(experiment_id))["state"] in states and e,
+            timeout=timeout,
+        )
+
+    def trial_logs(self, trial_id: int) -> list[str]:
+        return [entry["line"] for entry in self.client.logs(trial_id)]

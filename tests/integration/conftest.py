@@ -1,0 +1,31 @@
+"""Integration fixtures: a real master and agent on loopback ports, on SQLite by default."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.cluster import Cluster
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    c = Cluster(tmp_path / "home")
+    c.start_master()
+    c.start_agent("agent-1", slots=2)
+    try:
+        yield c
+    finally:
+        c.stop()
+        if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
+            print("--- master log ---\n" + c.log("master"))
+            print("--- agent log ---\n" + c.log("agent-agent-1"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    setattr(item, f"rep_{report.when}", report)
