@@ -31,6 +31,7 @@ from assay.searcher._early_stop import (
     extrapolate,
     fit_power_law,
 )
+from assay.searcher._factory import make_searcher, search_length
 from assay.searcher._hyperband import Bracket, SuccessiveHalving, hyperband, hyperband_brackets
 from assay.searcher._ops import (
     Close,
@@ -47,6 +48,7 @@ from assay.searcher._ops import (
 )
 from assay.searcher._optuna import SAMPLER_NAMES, OptunaSource, distributions, flat_params
 from assay.searcher._pbt import PBT, explore
+from assay.searcher._preview import BracketPreview, SearchPreview, preview_search
 from assay.searcher._source import Outcome, ParamSource, RandomSource
 from assay.searcher._space import grid, grid_axis, grid_size, sample, sample_one
 from assay.searcher._tournament import Tournament
@@ -59,6 +61,7 @@ __all__ = [
     "AsyncHalving",
     "AsyncHalvingStopping",
     "Bracket",
+    "BracketPreview",
     "Close",
     "Create",
     "CurveFitRule",
@@ -75,6 +78,7 @@ __all__ = [
     "RandomSource",
     "SearchContext",
     "SearchMethod",
+    "SearchPreview",
     "Searcher",
     "Shutdown",
     "SingleSearch",
@@ -98,13 +102,16 @@ __all__ = [
     "grid_size",
     "hyperband",
     "hyperband_brackets",
+    "make_searcher",
     "new_request_id",
     "new_trial_seed",
     "normalize_metric",
     "op_from_json",
     "op_to_json",
     "parent_checkpoint",
+    "preview_search",
     "rung_lengths",
     "sample",
     "sample_one",
+    "search_length",
 ]

@@ -5,10 +5,10 @@ hyperparameter space onto Optuna distributions and drives an in-memory study wit
 
 Snapshots keep the study's history (each asked trial's parameters, state, value and the
 system attributes samplers store on trials and on the study) rather than pickling Optuna
-objects, and a restore rebuilds the study by replaying it. The sampler is rebuilt before every
-ask and tell with the seed ``seed + number of asks so far``, so the RNG a sampler draws with is a
-function of the history alone and a restored source suggests exactly what the original would
-have.
+objects, and a restore rebuilds the study by replaying it. Before every ask and tell the sampler's
+random states are reset from ``seed + number of asks so far`` (or, for a sampler whose states
+cannot be found, it is rebuilt with that seed), so what it draws is a function of the history
+alone and a restored source suggests exactly what the original would have.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import optuna
 from optuna.distributions import (
     BaseDistribution,
@@ -27,6 +28,7 @@ from optuna.distributions import (
     FloatDistribution,
     IntDistribution,
 )
+from optuna.samplers._lazy_random_state import LazyRandomState
 from optuna.storages import InMemoryStorage
 from optuna.trial import TrialState, create_trial
 
@@ -171,6 +173,28 @@ def make_sampler(
     raise InvalidConfig(f"unknown sampler {name!r}")
 
 
+def _reseed(sampler: Any, seed: int, *, depth: int = 0) -> int:
+    """Reset every random state a sampler holds (its own and its inner samplers') from
+    ``seed``, in place; returns how many it found (0: it must be rebuilt to be reseeded).
+
+    Only RNG objects are touched, never integer seeds, so QMC's scramble seed stays fixed.
+    """
+    if depth > 3:
+        return 0
+    found = 0
+    for index, (name, value) in enumerate(sorted(vars(sampler).items())):
+        derived = (seed + 7919 * (index + 1) * (depth + 1)) % 2**32
+        if isinstance(value, LazyRandomState):
+            value.rng.seed(seed if name == "_rng" else derived)
+            found += 1
+        elif isinstance(value, np.random.RandomState):
+            value.seed(derived)
+            found += 1
+        elif isinstance(value, optuna.samplers.BaseSampler):
+            found += _reseed(value, derived, depth=depth + 1)
+    return found
+
+
 class OptunaSource:
     """A :class:`~assay.searcher.ParamSource` backed by one Optuna sampler.
 
@@ -199,6 +223,7 @@ class OptunaSource:
         self.history: list[dict[str, Any]] = []
         self.numbers: dict[str, int] = {}
         self._sampler_key: int | None = None
+        self._reseedable = False
         self._new_study()
 
     # -- ParamSource ---------------------------------------------------------------------------
@@ -283,31 +308,31 @@ class OptunaSource:
         self.study = optuna.create_study(storage=self.storage, direction="minimize")
         self.study_id = self.storage.get_study_id_from_name(self.study.study_name)
         self._sampler_key = None
+        self._reseedable = False
 
     def _use_sampler(self) -> None:
         key = len(self.history)
         if self._sampler_key == key:
             return
         self._sampler_key = key
+        seed = (self.seed + key) % 2**32
+        if self._reseedable and _reseed(self.study.sampler, seed) > 0:
+            return
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            if self.sampler_name == "qmc":
-                # QMC's sequence position lives in the study; its scramble seed must stay fixed
-                # across asks or the low-discrepancy property is lost.
-                opts = dict(self.options)
-                opts.setdefault("warn_independent_sampling", False)
-                opts.setdefault("warn_asynchronous_seeding", False)
-                opts["independent_sampler"] = optuna.samplers.RandomSampler(
-                    seed=(self.seed + key) % 2**32
-                )
-                sampler: optuna.samplers.BaseSampler = optuna.samplers.QMCSampler(
-                    seed=self.seed, **opts
-                )
-            else:
-                sampler = make_sampler(
-                    self.sampler_name,
-                    (self.seed + key) % 2**32,
-                    self.options,
-                    self.n_startup_trials,
-                )
+            sampler = self._build_sampler(seed)
+        # Reusing one sampler keeps its caches (TPE recomputes the intersection search space
+        # over every trial when built afresh); that is only safe when its RNGs can be reset.
+        self._reseedable = _reseed(sampler, seed) > 0
         self.study.sampler = sampler
+
+    def _build_sampler(self, seed: int) -> optuna.samplers.BaseSampler:
+        if self.sampler_name == "qmc":
+            # QMC's sequence position lives in the study; its scramble seed must stay fixed
+            # across asks or the low-discrepancy property is lost.
+            opts = dict(self.options)
+            opts.setdefault("warn_independent_sampling", False)
+            opts.setdefault("warn_asynchronous_seeding", False)
+            opts["independent_sampler"] = optuna.samplers.RandomSampler(seed=seed)
+            return optuna.samplers.QMCSampler(seed=self.seed, **opts)
+        return make_sampler(self.sampler_name, seed, self.options, self.n_startup_trials)
