@@ -37,6 +37,9 @@ def authenticate(session: Session, token: str | None, trial_id: int | None = Non
     alloc = session.scalars(select(Allocation).where(Allocation.token == token)).first()
     if alloc is None:
         raise Unauthorized("unknown allocation token")
+    if alloc.state == "TERMINATED":
+        # A process its agent lost track of must not report into the trial's next run.
+        raise Unauthorized(f"allocation {alloc.id} has ended; its reports are no longer accepted")
     if trial_id is not None and alloc.trial_id != trial_id:
         raise Unauthorized(f"this token belongs to trial {alloc.trial_id}, not trial {trial_id}")
     return Caller(alloc.id, alloc.trial_id, alloc.run)

@@ -1,0 +1,204 @@
+"""The ``assay`` command against a real cluster, as a user runs it."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from assay.errors import InvalidConfig, InvalidContext
+from tests.integration.cluster import CONTEXTS, ROOT, Cluster, wait_for
+
+pytestmark = pytest.mark.integration
+
+COUNTER = CONTEXTS / "counter"
+
+
+def write_config(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.yaml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def no_experiments(cluster: Cluster) -> bool:
+    return cluster.client.list_experiments(archived=True)["pagination"]["total"] == 0
+
+
+def test_digits_example_completes_through_the_cli(cluster: Cluster) -> None:
+    examples = ROOT / "examples" / "digits"
+    result = cluster.cli("e", "create", str(examples / "random.yaml"), str(examples), "--follow")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "ended COMPLETED" in result.stdout
+    assert "best trial:" in result.stdout
+    assert "best checkpoint:" in result.stdout
+    listing = json.loads(cluster.cli("e", "list", "--json", check=True).stdout)
+    exp = listing["experiments"][0]
+    assert exp["state"] == "COMPLETED" and exp["trials"] == {"COMPLETED": 8}
+    described = json.loads(
+        cluster.cli("e", "describe", str(exp["id"]), "--json", check=True).stdout
+    )
+    assert len(described["trial_list"]) == 8
+    assert all(t["steps_completed"] == 400 for t in described["trial_list"])
+    best = described["best_trial"]
+    assert best["best_validation"] == min(t["best_validation"] for t in described["trial_list"])
+    assert best["best_validation"] < 0.5, "the network should learn the digits"
+    logs = cluster.cli("t", "logs", str(best["id"]), check=True).stdout
+    assert "training to the searcher's lengths" in logs
+    ckpts = cluster.cli(
+        "e", "list-checkpoints", str(exp["id"]), "--best", "1", "--json", check=True
+    )
+    assert json.loads(ckpts.stdout)[0]["trial_id"] == best["id"]
+
+
+def test_config_with_three_mistakes_gets_one_message_naming_all_three(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    config = write_config(
+        tmp_path,
+        """
+        name: three-mistakes
+        entrypoint: python3 train.py
+        max_restart: 3
+        resources:
+          slots_per_trial: two
+        searcher:
+          name: random
+          metric: loss
+          max_trials: 0
+        """,
+    )
+    result = cluster.cli("e", "create", str(config), str(COUNTER))
+    assert result.returncode == 1
+    err = result.stderr
+    assert "3 problems" in err, err
+    assert "max_restart: unknown key (did you mean max_restarts?)" in err
+    assert "resources.slots_per_trial: must be an integer" in err
+    assert "searcher.max_trials: must be >= 1, got 0" in err
+    assert no_experiments(cluster)
+    # The master checks too, for clients that skip the CLI's own check.
+    with pytest.raises(InvalidConfig) as caught:
+        cluster.client.create_experiment(config.read_text(), b"")
+    assert {d.path for d in caught.value.details} == {
+        "max_restart",
+        "resources.slots_per_trial",
+        "searcher.max_trials",
+    }
+    assert no_experiments(cluster)
+
+
+def test_unknown_resource_pool_is_refused_with_the_pools_there_are(cluster: Cluster) -> None:
+    config = textwrap.dedent(
+        """
+        entrypoint: python3 train.py
+        resources: {resource_pool: gpus}
+        searcher: {name: single, metric: loss, max_length: {batches: 1}}
+        """
+    )
+    with pytest.raises(
+        InvalidConfig, match="unknown resource pool 'gpus'; this cluster has: default"
+    ):
+        cluster.submit(config)
+    assert no_experiments(cluster)
+
+
+def test_oversized_context_is_refused_before_upload(cluster: Cluster, tmp_path: Path) -> None:
+    context = tmp_path / "big"
+    context.mkdir()
+    (context / "train.py").write_text("print('hi')\n")
+    with (context / "weights.bin").open("wb") as f:
+        f.truncate(120 * 2**20)  # sparse: costs no disk
+    config = write_config(
+        tmp_path,
+        """
+        entrypoint: python3 train.py
+        searcher: {name: single, metric: loss, max_length: {batches: 1}}
+        """,
+    )
+    result = cluster.cli("e", "create", str(config), str(context))
+    assert result.returncode == 1
+    assert "over the 95 MiB limit" in result.stderr
+    assert "weights.bin (120.0 MiB)" in result.stderr
+    assert ".assayignore" in result.stderr
+    assert no_experiments(cluster)
+    (context / ".assayignore").write_text("*.bin\n")
+    ok = cluster.cli("e", "create", str(config), str(context), "--follow")
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_tarball_escaping_its_root_is_refused_and_nothing_is_created(cluster: Cluster) -> None:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        payload = b"owned\n"
+        info = tarfile.TarInfo("../../outside.txt")
+        info.size = len(payload)
+        tar.addfile(info, io.BytesIO(payload))
+    config = "entrypoint: python3 train.py\nsearcher: {name: single, metric: loss}\n"
+    with pytest.raises(InvalidContext, match=r"\.\./\.\./outside\.txt"):
+        cluster.client.create_experiment(config, buf.getvalue())
+    assert no_experiments(cluster)
+
+
+def test_cli_says_in_one_line_when_no_master_answers(cluster: Cluster) -> None:
+    result = cluster.cli("-m", "http://127.0.0.1:9", "e", "list")
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "http://127.0.0.1:9" in lines[0] and "connection refused" in lines[0]
+
+
+def test_paused_creation_then_activate_wait_and_follow_logs(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    config = write_config(
+        tmp_path,
+        """
+        entrypoint: python3 train.py
+        hyperparameters: {step_seconds: 0.01}
+        searcher: {name: single, metric: loss, max_length: {batches: 60}}
+        """,
+    )
+    created = cluster.cli(
+        "e", "create", str(config), str(COUNTER), "--paused", "--json", check=True
+    )
+    exp = json.loads(created.stdout)
+    assert exp["state"] == "PAUSED"
+    assert cluster.client.trials(exp["id"]) == [], "a paused experiment starts no trial"
+    cluster.cli("e", "activate", str(exp["id"]), check=True)
+    trial_id = wait_for("a trial", lambda: cluster.client.trials(exp["id"]))[0]["id"]
+    followed = cluster.cli("t", "logs", str(trial_id), "--follow", check=True)
+    assert "done at step 60" in followed.stdout
+    waited = cluster.cli("e", "wait", str(exp["id"]))
+    assert waited.returncode == 0 and "COMPLETED" in waited.stdout
+
+
+def test_config_overrides_apply_and_config_shows_the_result(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    config = write_config(
+        tmp_path,
+        """
+        entrypoint: python3 train.py
+        searcher: {name: single, metric: loss, max_length: {batches: 500}}
+        """,
+    )
+    created = cluster.cli(
+        "e",
+        "create",
+        str(config),
+        str(COUNTER),
+        "--config",
+        "searcher.max_length.batches=20",
+        "--config",
+        "hyperparameters.step_seconds=0.001",
+        "--follow",
+    )
+    assert created.returncode == 0, created.stderr
+    exp_id = cluster.client.list_experiments()["experiments"][0]["id"]
+    shown = cluster.cli("e", "config", str(exp_id), check=True).stdout
+    assert "batches: 20" in shown
+    trial = cluster.client.trials(exp_id)[0]
+    assert trial["steps_completed"] == 20
