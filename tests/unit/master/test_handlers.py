@@ -1,0 +1,243 @@
+"""The master's transitions on a real database (SQLite and PostgreSQL), without HTTP or agents'
+processes: an in-process agent connection records what the master sends it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+from sqlalchemy import func, select
+
+from assay.config import MasterConfig
+from assay.context import pack_context
+from assay.db import Allocation, Database, Experiment, Job, Metric, Trial
+from assay.errors import InvalidConfig, InvalidTransition
+from assay.master import Master, Submission
+from assay.master._harness import Caller
+
+T = TypeVar("T")
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+class Recorder:
+    """Stands in for an agent's WebSocket: keeps what the master sends."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    async def __call__(self, message: dict[str, Any]) -> None:
+        self.sent.append(message)
+
+    def starts(self) -> list[dict[str, Any]]:
+        return [m for m in self.sent if m["type"] == "start"]
+
+
+@pytest.fixture
+def context(tmp_path: Path) -> bytes:
+    root = tmp_path / "ctx"
+    root.mkdir()
+    (root / "train.py").write_text("print('hello')\n")
+    return pack_context(root).data
+
+
+@pytest.fixture
+def master(db_url: str, tmp_path: Path) -> Iterator[Master]:
+    db = Database(db_url)
+    m = Master(MasterConfig(), db, tmp_path / "home")
+    m.cluster_id = "test"
+    yield m
+    db.dispose()
+
+
+def config(**searcher: Any) -> str:
+    return yaml.safe_dump(
+        {
+            "entrypoint": "python3 train.py",
+            "hyperparameters": {"lr": {"type": "double", "minval": 0.1, "maxval": 1.0}},
+            "searcher": {"metric": "loss", "max_length": {"batches": 100}, **searcher},
+            "max_restarts": 1,
+        }
+    )
+
+
+def count(master: Master, model: type[Any]) -> int:
+    return int(master.db.run_sync(lambda s: s.scalar(select(func.count()).select_from(model))))
+
+
+def trials(master: Master) -> list[Trial]:
+    return list(master.db.run_sync(lambda s: s.scalars(select(Trial).order_by(Trial.id)).all()))
+
+
+def connect_agent(master: Master, slots: int = 1) -> Recorder:
+    recorder = Recorder()
+    hello = {
+        "type": "hello",
+        "agent_id": "a1",
+        "slots": [{"id": str(i), "type": "cpu"} for i in range(slots)],
+    }
+    run(master.agent_connected(hello, recorder))
+    return recorder
+
+
+def caller_for(master: Master, alloc_id: str) -> Caller:
+    alloc = master.db.run_sync(lambda s: s.get(Allocation, alloc_id))
+    assert alloc is not None
+    return Caller(alloc.id, alloc.trial_id, alloc.run)
+
+
+def test_invalid_config_creates_nothing(master: Master, context: bytes) -> None:
+    bad = config(name="random", max_trials=0)
+    with pytest.raises(InvalidConfig, match="searcher.max_trials"):
+        run(master.submit(Submission(bad, context)))
+    assert count(master, Experiment) == count(master, Job) == count(master, Trial) == 0
+
+
+def test_submission_creates_initial_trials_and_snapshots_the_searcher(
+    master: Master, context: bytes
+) -> None:
+    exp_id = run(
+        master.submit(
+            Submission(config(name="random", max_trials=3, max_concurrent_trials=2), context)
+        )
+    )
+    exp = master.db.run_sync(lambda s: s.get(Experiment, exp_id))
+    assert exp is not None and exp.state == "ACTIVE"
+    assert exp.searcher_state is not None and len(exp.searcher_state["trials"]) == 2
+    assert [t.state for t in trials(master)] == ["QUEUED", "QUEUED"]
+    assert count(master, Job) == 1
+
+
+def test_scheduling_starts_queued_trials_on_free_slots_only(master: Master, context: bytes) -> None:
+    run(master.submit(Submission(config(name="random", max_trials=2), context)))
+    agent = connect_agent(master, slots=1)
+    run(master.schedule_once())
+    starts = agent.starts()
+    assert len(starts) == 1
+    start = starts[0]
+    assert start["env"]["ASSAY_TRIAL_ID"] == str(start["trial_id"])
+    assert start["cluster_info"]["trial"]["hparams"]["lr"] >= 0.1
+    assert start["cluster_info"]["latest_checkpoint"] is None
+    assert sorted(t.state for t in trials(master)) == ["QUEUED", "RUNNING"]
+    run(master.schedule_once())
+    assert len(agent.starts()) == 1, "one slot, one allocation"
+
+
+def test_completed_trial_frees_its_slot_for_the_next(master: Master, context: bytes) -> None:
+    run(
+        master.submit(
+            Submission(config(name="random", max_trials=2, max_concurrent_trials=1), context)
+        )
+    )
+    agent = connect_agent(master, slots=1)
+    run(master.schedule_once())
+    first = agent.starts()[0]
+    caller = caller_for(master, first["allocation_id"])
+    answer = run(master.next_operation(caller, timeout=1))
+    assert answer == {"length": 100, "done": False}
+    run(master.complete_operation(caller, 100, 0.5))
+    assert run(master.next_operation(caller, timeout=1))["done"] is True
+    run(
+        master.on_agent_message(
+            "a1", {"type": "exited", "allocation_id": first["allocation_id"], "exit_code": 0}
+        )
+    )
+    states = [t.state for t in trials(master)]
+    assert states == ["COMPLETED", "QUEUED"], "the random searcher made the second trial"
+    run(master.schedule_once())
+    assert len(agent.starts()) == 2
+    assert agent.sent[-1] == {"type": "start", **agent.starts()[-1]}
+
+
+def test_crash_restarts_until_max_restarts_then_errors(master: Master, context: bytes) -> None:
+    exp_id = run(master.submit(Submission(config(name="single"), context)))
+    agent = connect_agent(master)
+    for attempt in (1, 2):
+        run(master.schedule_once())
+        alloc_id = agent.starts()[-1]["allocation_id"]
+        run(
+            master.on_agent_message(
+                "a1", {"type": "exited", "allocation_id": alloc_id, "exit_code": 1}
+            )
+        )
+        trial = trials(master)[0]
+        assert trial.restarts == attempt
+    assert trials(master)[0].state == "ERROR"
+    exp = master.db.run_sync(lambda s: s.get(Experiment, exp_id))
+    assert exp is not None and exp.state == "ERROR"
+    assert "every trial failed" in exp.message
+
+
+def test_pause_asks_running_trials_to_stop_and_activate_requeues_them(
+    master: Master, context: bytes
+) -> None:
+    exp_id = run(master.submit(Submission(config(name="single"), context)))
+    agent = connect_agent(master)
+    run(master.schedule_once())
+    alloc_id = agent.starts()[0]["allocation_id"]
+    assert run(master.preemption(alloc_id, timeout=0)) is False
+    run(master.pause(exp_id))
+    assert run(master.preemption(alloc_id, timeout=0)) is True
+    run(
+        master.on_agent_message("a1", {"type": "exited", "allocation_id": alloc_id, "exit_code": 0})
+    )
+    assert trials(master)[0].state == "PAUSED"
+    with pytest.raises(InvalidTransition):
+        run(master.set_archived(exp_id, True))
+    run(master.activate(exp_id))
+    assert trials(master)[0].state == "QUEUED"
+    run(master.schedule_once())
+    assert len(agent.starts()) == 2
+    assert trials(master)[0].restarts == 0
+
+
+def test_searcher_state_survives_a_new_master(
+    master: Master, context: bytes, db_url: str, tmp_path: Path
+) -> None:
+    run(
+        master.submit(
+            Submission(config(name="random", max_trials=4, max_concurrent_trials=2), context)
+        )
+    )
+    agent = connect_agent(master, slots=2)
+    run(master.schedule_once())
+    allocs = [s["allocation_id"] for s in agent.starts()]
+    reborn = Master(MasterConfig(), Database(db_url), tmp_path / "home")
+    caller = caller_for(reborn, allocs[0])
+    assert run(reborn.next_operation(caller, timeout=1)) == {"length": 100, "done": False}
+    run(reborn.complete_operation(caller, 100, 0.25))
+    run(
+        reborn.on_agent_message(
+            "a1", {"type": "exited", "allocation_id": allocs[0], "exit_code": 0}
+        )
+    )
+    assert [t.state for t in trials(reborn)] == ["COMPLETED", "RUNNING", "QUEUED"]
+    reborn.db.dispose()
+
+
+def test_metric_reports_are_stored_once_however_often_they_are_sent(
+    master: Master, context: bytes
+) -> None:
+    run(master.submit(Submission(config(name="single"), context)))
+    agent = connect_agent(master)
+    run(master.schedule_once())
+    caller = caller_for(master, agent.starts()[0]["allocation_id"])
+    reports = [
+        {"group": "training", "steps_completed": s, "metrics": {"loss": 1 / s}} for s in (1, 2, 3)
+    ] + [{"group": "validation", "steps_completed": 3, "metrics": {"loss": 0.3}}]
+    for _ in range(3):
+        run(master.report_metrics(caller, reports))
+    assert count(master, Metric) == 4
+    assert trials(master)[0].best_validation == pytest.approx(0.3)
+    run(
+        master.report_metrics(
+            caller, [{"group": "validation", "steps_completed": 4, "metrics": {"loss": 0.7}}]
+        )
+    )
+    assert trials(master)[0].best_validation == pytest.approx(0.3), "best keeps the best"
