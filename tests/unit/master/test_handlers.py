@@ -94,7 +94,7 @@ def caller_for(master: Master, alloc_id: str) -> Caller:
 
 def test_invalid_config_creates_nothing(master: Master, context: bytes) -> None:
     bad = config(name="random", max_trials=0)
-    with pytest.raises(InvalidConfig, match="searcher.max_trials"):
+    with pytest.raises(InvalidConfig, match=r"searcher\.max_trials"):
         run(master.submit(Submission(bad, context)))
     assert count(master, Experiment) == count(master, Job) == count(master, Trial) == 0
 
