@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.db import AgentRecord, Checkpoint, Experiment, Metric, TaskLog, Trial
+from assay.db import AgentRecord, Allocation, Checkpoint, Experiment, Metric, TaskLog, Trial
 
 
 def experiment_json(
@@ -69,6 +69,22 @@ def trial_json(trial: Trial) -> dict[str, Any]:
         "message": trial.message,
         "created_at": trial.created_at,
         "ended_at": trial.ended_at,
+    }
+
+
+def allocation_json(alloc: Allocation) -> dict[str, Any]:
+    return {
+        "id": alloc.id,
+        "run": alloc.run,
+        "pool": alloc.pool,
+        "slots": alloc.slots,
+        "state": alloc.state,
+        "preempt": alloc.preempt,
+        "exit_code": alloc.exit_code,
+        "exit_reason": alloc.exit_reason,
+        "created_at": alloc.created_at,
+        "started_at": alloc.started_at,
+        "ended_at": alloc.ended_at,
     }
 
 

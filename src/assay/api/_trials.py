@@ -11,7 +11,7 @@ from fastapi.responses import StreamingResponse
 from sqlalchemy.orm import Session
 
 from assay.api._deps import MasterDep
-from assay.api._serialize import checkpoint_json, log_json, metric_json, trial_json
+from assay.api._serialize import allocation_json, checkpoint_json, log_json, metric_json, trial_json
 from assay.db import Trial
 from assay.db import _queries as q
 from assay.errors import NotFound
@@ -31,7 +31,14 @@ def _load(session: Session, trial_id: int) -> Trial:
 
 @router.get("/{trial_id}")
 async def get_trial(trial_id: int, master: MasterDep) -> dict[str, Any]:
-    return await master.db.run(lambda s: trial_json(_load(s, trial_id)))
+    """A trial, with its allocations (one per run: where and when it ran, how it ended)."""
+
+    def read(session: Session) -> dict[str, Any]:
+        out = trial_json(_load(session, trial_id))
+        out["allocations"] = [allocation_json(a) for a in q.allocations_of(session, trial_id)]
+        return out
+
+    return await master.db.run(read)
 
 
 @router.get("/{trial_id}/metrics")

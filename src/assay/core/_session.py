@@ -51,11 +51,14 @@ class MasterSession:
 class Reporter:
     """Sends metric reports from a background thread, in batches, in order.
 
-    :meth:`put` only appends to a queue, so reporting costs the training loop microseconds;
-    whatever piles up while a request is in flight goes out in the next batch.
+    :meth:`put` only appends to a queue, so reporting costs the training loop microseconds.
+    The first report goes out at once; after each send the thread waits ``INTERVAL`` (unless
+    asked to flush), so a loop reporting every step pays for one request per interval, not one
+    per step.
     """
 
     MAX_BATCH = 1000
+    INTERVAL = 0.25
 
     def __init__(self, session: MasterSession, trial_id: int) -> None:
         self.session = session
@@ -65,6 +68,7 @@ class Reporter:
         self._idle = threading.Event()
         self._idle.set()
         self._lock = threading.Lock()
+        self._urgent = threading.Event()
         self._closed = False
         self._failure: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="assay-reporter", daemon=True)
@@ -95,6 +99,8 @@ class Reporter:
                     break
                 for _ in batch:
                     self._queue.popleft()
+                if not self._closed:
+                    self._urgent.wait(self.INTERVAL)
             with self._lock:
                 if not self._queue:
                     self._idle.set()
@@ -109,12 +115,16 @@ class Reporter:
 
     def flush(self, timeout: float = RETRY_DEADLINE) -> None:
         """Block until every report put so far has been stored by the master."""
-        if not self._idle.wait(timeout):
+        self._urgent.set()
+        done = self._idle.wait(timeout)
+        self._urgent.clear()
+        if not done:
             raise TimeoutError(f"metric reports not delivered within {timeout:.0f}s")
         if self._failure is not None:
             raise RuntimeError(f"metric reporting failed: {self._failure}") from self._failure
 
     def close(self, timeout: float = RETRY_DEADLINE) -> None:
         self._closed = True
+        self._urgent.set()
         self._wake.set()
         self._thread.join(timeout)

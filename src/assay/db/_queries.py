@@ -58,6 +58,12 @@ def live_allocation(session: Session, trial_id: int) -> Allocation | None:
     ).first()
 
 
+def allocations_of(session: Session, trial_id: int) -> Sequence[Allocation]:
+    return session.scalars(
+        select(Allocation).where(Allocation.trial_id == trial_id).order_by(Allocation.run)
+    ).all()
+
+
 def live_allocations(session: Session) -> Sequence[Allocation]:
     return session.scalars(
         select(Allocation).where(Allocation.state.in_(LIVE_ALLOCATION_STATES))

@@ -1,0 +1,150 @@
+"""Shared by the benchmarks: a local cluster of real processes, statistics, and RESULTS.md."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from assay.client import Client
+from assay.errors import AssayError
+
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+HEADER = (
+    "# Benchmark results\n\n"
+    "Figures written by the scripts in `benchmarks/`; each section says how it was made.\n"
+)
+
+
+def machine() -> str:
+    model = platform.processor() or "unknown CPU"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return (
+        f"{model}, {os.cpu_count()} cores visible (shared with other work), "
+        f"Python {platform.python_version()}, {platform.system()} {platform.release()}"
+    )
+
+
+def stamp(command: str) -> str:
+    today = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"- machine: {machine()}\n- date: {today}\n- command: `{command}`\n"
+
+
+def write_section(key: str, body: str, path: Path = RESULTS) -> None:
+    """Replace the section between ``<!-- key:start -->`` and ``<!-- key:end -->`` (appending it
+    when absent), leaving the other sections as they are."""
+    text = path.read_text() if path.exists() else HEADER
+    block = f"<!-- {key}:start -->\n{body.rstrip()}\n<!-- {key}:end -->"
+    pattern = re.compile(rf"<!-- {re.escape(key)}:start -->.*?<!-- {re.escape(key)}:end -->", re.S)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: block, text)
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    path.write_text(text)
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = (len(ordered) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def summary(values: Sequence[float]) -> str:
+    """``median (min-max)`` of a sample."""
+    return f"{statistics.median(values):.3g} ({min(values):.3g}-{max(values):.3g})"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LocalCluster:
+    """A master and one agent as real processes on loopback, in a throw-away home."""
+
+    def __init__(self, slots: int = 2, db: str | None = None) -> None:
+        self.home = Path(tempfile.mkdtemp(prefix="assay-bench-"))
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.slots = slots
+        self.db = db
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.client = Client(self.url, timeout=60)
+
+    def __enter__(self) -> LocalCluster:
+        env = {**os.environ, "ASSAY_HOME": str(self.home)}
+        master = [
+            sys.executable,
+            "-m",
+            "assay.api",
+            "--port",
+            str(self.port),
+            "--home",
+            str(self.home),
+        ]
+        if self.db:
+            master += ["--db", self.db]
+        log = (self.home / "master.log").open("ab")
+        self.procs.append(subprocess.Popen(master, env=env, stdout=log, stderr=subprocess.STDOUT))
+        self._wait(lambda: bool(self.client.info()))
+        agent = [
+            sys.executable, "-m", "assay.agent", "--master", self.url, "--id", "bench",
+            "--slots", str(self.slots), "--home", str(self.home),
+        ]  # fmt: skip
+        log = (self.home / "agent.log").open("ab")
+        self.procs.append(subprocess.Popen(agent, env=env, stdout=log, stderr=subprocess.STDOUT))
+        self._wait(lambda: any(a["connected"] for a in self.client.agents()))
+        return self
+
+    def _wait(self, ready: object, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with contextlib.suppress(AssayError):
+                if ready():  # type: ignore[operator]
+                    return
+            time.sleep(0.05)
+        raise RuntimeError(f"cluster did not start; see {self.home}")
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in reversed(self.procs):
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        self.client.close()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+    def wait_done(self, experiment_id: int, timeout: float = 600.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            state = self.client.wait(experiment_id, 30)
+            if state in ("COMPLETED", "CANCELED", "ERROR"):
+                return state
+        raise RuntimeError(f"experiment {experiment_id} did not end within {timeout}s")
+
+
+@contextlib.contextmanager
+def cluster(slots: int = 2) -> Iterator[LocalCluster]:
+    with LocalCluster(slots) as c:
+        yield c
