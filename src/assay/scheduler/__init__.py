@@ -1,36 +1,87 @@
-"""Scheduling policies: pure functions of a pool snapshot and the time, returning decisions."""
+"""Scheduling policies: pure functions of a pool snapshot and the time, returning decisions.
+
+:func:`schedule` runs the pool's policy: ``priority`` (strict queue order with backfilling and
+preemption, :func:`schedule_priority`) or ``fair_share`` (weighted max-min shares,
+:func:`schedule_fair_share`). The job-queue rules behind ``assay job update`` and the
+autoscaling decisions of provider-backed pools live here too, equally free of IO.
+"""
 
 from __future__ import annotations
 
+from assay.scheduler._autoscale import Instance, ProviderSettings, ScalingDecision, decide_scaling
+from assay.scheduler._fair_share import schedule_fair_share
 from assay.scheduler._fit import fit
 from assay.scheduler._model import (
+    DEFAULT_PRIORITY,
+    MAX_PRIORITY,
+    MIN_PRIORITY,
     Agent,
     Decision,
     Fitting,
+    InconsistentSnapshot,
     Job,
+    JobKind,
+    Placement,
     PolicyKind,
     PoolSnapshot,
     Request,
     Running,
 )
 from assay.scheduler._priority import schedule_priority
+from assay.scheduler._queue import (
+    JobUpdate,
+    QueueMove,
+    move_ahead_of,
+    move_behind_of,
+    order_jobs,
+    priority_key,
+    queue_key,
+    validate_batch,
+    validate_update,
+)
+from assay.scheduler._shares import Claim, fair_shares, slot_targets
 
 
 def schedule(pool: PoolSnapshot, now: float) -> Decision:
-    """Decide what to start and what to preempt in ``pool`` under its policy."""
+    """Decide what to start, what waits for slots and what to preempt in ``pool``."""
+    if pool.policy is PolicyKind.FAIR_SHARE:
+        return schedule_fair_share(pool, now)
     return schedule_priority(pool, now)
 
 
 __all__ = [
+    "DEFAULT_PRIORITY",
+    "MAX_PRIORITY",
+    "MIN_PRIORITY",
     "Agent",
+    "Claim",
     "Decision",
     "Fitting",
+    "InconsistentSnapshot",
+    "Instance",
     "Job",
+    "JobKind",
+    "JobUpdate",
+    "Placement",
     "PolicyKind",
     "PoolSnapshot",
+    "ProviderSettings",
+    "QueueMove",
     "Request",
     "Running",
+    "ScalingDecision",
+    "decide_scaling",
+    "fair_shares",
     "fit",
+    "move_ahead_of",
+    "move_behind_of",
+    "order_jobs",
+    "priority_key",
+    "queue_key",
     "schedule",
+    "schedule_fair_share",
     "schedule_priority",
+    "slot_targets",
+    "validate_batch",
+    "validate_update",
 ]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from assay.errors import AssayError
+
 
 class PolicyKind(StrEnum):
     PRIORITY = "priority"
@@ -16,6 +18,33 @@ class Fitting(StrEnum):
     """Pack: prefer the agent with the fewest free slots that still fits."""
     WORST = "worst"
     """Spread: prefer the agent with the most free slots."""
+
+
+class JobKind(StrEnum):
+    """What a job runs. Only experiments may change resource pool while queued."""
+
+    EXPERIMENT = "experiment"
+    COMMAND = "command"
+    NOTEBOOK = "notebook"
+    SHELL = "shell"
+    TENSORBOARD = "tensorboard"
+    CHECKPOINT_GC = "checkpoint_gc"
+    GENERIC = "generic"
+
+
+MIN_PRIORITY = 1
+"""The most urgent priority a job can have (lower numbers are scheduled first)."""
+MAX_PRIORITY = 99
+"""The least urgent priority; preemption looks for victims here first."""
+DEFAULT_PRIORITY = 42
+
+
+class InconsistentSnapshot(AssayError):
+    """Raised when a pool snapshot contradicts itself (a request naming a job it does not carry).
+
+    This is a defect of whoever built the snapshot, hence the generic 500 status."""
+
+    type = "InconsistentSnapshot"
 
 
 @dataclass(frozen=True)
@@ -35,12 +64,14 @@ class Job:
     weight and ``max_slots``."""
 
     id: str
-    priority: int = 42
+    priority: int = DEFAULT_PRIORITY
     weight: float = 1.0
     queue_position: float = 0.0
     submitted: float = 0.0
     max_slots: int | None = None
     preemptible: bool = True
+    kind: JobKind = JobKind.EXPERIMENT
+    pool: str = "default"
 
 
 @dataclass(frozen=True)
@@ -84,10 +115,22 @@ class PoolSnapshot:
     fitting: Fitting = Fitting.BEST
 
 
+Placement = dict[str, tuple[str, ...]]
+"""Slot ids per agent id."""
+
+
 @dataclass(frozen=True)
 class Decision:
     """What to do now: start these requests on these slots; ask these allocations to give their
-    slots back (they checkpoint and exit, then their trials are queued again)."""
+    slots back (they checkpoint and exit, then their trials are queued again).
 
-    assign: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+    ``reserve`` names requests that will start on the given slots once the allocations holding
+    some of them have exited (those being preempted now or earlier); nothing else is placed on
+    those slots in this pass. ``victims`` says, per waiting request, which allocations of
+    ``preempt`` were chosen to make room for it.
+    """
+
+    assign: dict[str, Placement] = field(default_factory=dict)
     preempt: tuple[str, ...] = ()
+    reserve: dict[str, Placement] = field(default_factory=dict)
+    victims: dict[str, tuple[str, ...]] = field(default_factory=dict)

@@ -1,36 +1,76 @@
-"""Priority scheduling (first version: strict priority order, no preemption yet)."""
+"""Priority scheduling: strict queue order, backfilling only for preemptible work, and
+preemption of work behind the requester in the queue."""
 
 from __future__ import annotations
 
-from assay.scheduler._fit import fit
 from assay.scheduler._model import Decision, PoolSnapshot
+from assay.scheduler._pass import Pass, Shape, shape
+from assay.scheduler._preempt import VictimIndex
+from assay.scheduler._queue import priority_key
 
 
 def schedule_priority(pool: PoolSnapshot, now: float) -> Decision:
-    """Start pending requests in (priority, queue position, submission) order while they fit.
+    """Start pending requests in queue order: (priority, queue position, submission).
 
-    A request that does not fit blocks everything behind it, so a big job is not starved by a
-    stream of small ones.
+    A request that fits on free slots starts. One that would fit on slots already being given
+    back waits for them. Otherwise, with preemption on, it may preempt running allocations of
+    jobs *behind* it in the queue: lowest priority (99) first, newest first within a level,
+    never a job ahead of it at equal priority, and never more allocations than needed. The
+    slots it waits for are held for it; nothing else is placed on them in the pass.
+
+    A request that can be placed in none of these ways blocks everything behind it, so a big
+    job is not starved by a stream of small ones; with preemption on, preemptible work may
+    still start behind it ("backfilling"), as it can be taken back when the slots are needed.
+    A request whose job would exceed its ``max_slots`` is skipped and blocks nothing.
     """
     del now
-    free = {a.id: list(a.free) for a in pool.agents if a.enabled}
-    assign: dict[str, dict[str, tuple[str, ...]]] = {}
+    run = Pass.open(pool)
+    pending = run.start_zero_slot()
+    jobs = pool.jobs
+    rank = {job.id: i for i, job in enumerate(sorted(jobs.values(), key=priority_key))}
+    pending.sort(key=lambda r: (rank[r.job_id], r.submitted, r.id))
+    victims = _victim_index(run, rank) if pool.preemption else None
 
-    keyed = []
-    for req in pool.pending:
-        job = pool.jobs[req.job_id]
-        keyed.append(
-            ((job.priority, job.queue_position, job.submitted, req.submitted, req.id), req)
-        )
-    keyed.sort(key=lambda kv: kv[0])
-    for _, req in keyed:
-        if req.slots == 0:
-            assign[req.id] = {}
+    blocked = False
+    failed: set[Shape] = set()
+    for req in pending:
+        job = jobs[req.job_id]
+        if blocked and not (victims is not None and job.preemptible):
             continue
-        placement = fit(req, pool.agents, free, pool.fitting)
-        if placement is None:
+        if not run.within_max_slots(job, req):
+            continue
+        if shape(req) in failed:
+            continue
+        placement = run.state.fit_now(req)
+        if placement is not None:
+            run.start(req, placement)
+            continue
+        placement = run.state.fit_soon(req)
+        if placement is not None:
+            run.wait(req, placement, [])
+            continue
+        if victims is not None:
+            chosen = victims.choose(req, rank[job.id])
+            if chosen is not None:
+                run.wait(req, chosen[1], chosen[0])
+                continue
+        # The slots on offer only shrink during a pass and the victims a later request may take
+        # are a subset of this one's, so every later request of this shape fails too.
+        failed.add(shape(req))
+        blocked = True
+        if victims is None:
             break
-        for agent_id, slots in placement.items():
-            free[agent_id] = [s for s in free[agent_id] if s not in slots]
-        assign[req.id] = placement
-    return Decision(assign=assign)
+    return run.decision()
+
+
+def _victim_index(run: Pass, rank: dict[str, int]) -> VictimIndex:
+    """Allocations that may be preempted, in the order victims are taken: lowest priority
+    first, newest first within a priority."""
+    jobs = run.pool.jobs
+    allowed = [
+        alloc
+        for alloc in run.pool.running
+        if not alloc.preempting and alloc.slots and jobs[alloc.job_id].preemptible
+    ]
+    allowed.sort(key=lambda a: (-jobs[a.job_id].priority, -a.started, a.id))
+    return VictimIndex(run.state, allowed, [rank[a.job_id] for a in allowed])

@@ -1,0 +1,202 @@
+"""B6 scheduler pass: one scheduling decision over 10,000 queued jobs and 1,000 agents of 8 slots.
+
+The pool is built once from a fixed seed: agents ~90 % busy with running allocations of 1, 2, 4
+and 8 slots (mixed priorities, most preemptible, a few already giving their slots back), and
+10,000 queued jobs of one request each (1/2/4/8 slots, mixed priorities). Each run times one
+call of ``assay.scheduler.schedule`` on that snapshot (building the snapshot is not timed) for
+the priority scheduler with preemption on, and for fair share (weights mixed, preemption on).
+
+    .venv/bin/python benchmarks/scheduler/bench_b6.py            # 7 runs each, writes RESULTS.md
+    .venv/bin/python benchmarks/scheduler/bench_b6.py --quick    # small pool, prints only
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import random
+import re
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from assay.scheduler import (
+    Agent,
+    Decision,
+    Job,
+    PolicyKind,
+    PoolSnapshot,
+    Request,
+    Running,
+    schedule,
+)
+
+RESULTS = Path(__file__).resolve().parent.parent / "RESULTS.md"
+PRIORITIES = [1, 10, 20, 42, 42, 42, 42, 60, 80, 99]
+SIZES = [1, 1, 1, 1, 2, 2, 2, 4, 4, 8]
+WEIGHTS = [0.5, 1.0, 1.0, 1.0, 2.0, 4.0]
+
+
+def build_pool(agents: int, queued: int, seed: int = 6) -> PoolSnapshot:
+    """A busy pool: ~90 % of slots held, ``queued`` single-request jobs waiting."""
+    rng = random.Random(seed)
+    jobs: dict[str, Job] = {}
+    running: list[Running] = []
+    agent_list: list[Agent] = []
+    n_alloc = 0
+    for a in range(agents):
+        agent_id = f"agent-{a:05d}"
+        slots = tuple(f"{agent_id}/gpu{s}" for s in range(8))
+        at = 0
+        held: set[str] = set()
+        while at < 8:
+            size = rng.choice(SIZES)
+            if at + size > 8 or rng.random() < 0.1:
+                at += 1
+                continue
+            job_id = f"run-{n_alloc:06d}"
+            jobs[job_id] = Job(
+                job_id,
+                priority=rng.choice(PRIORITIES),
+                weight=rng.choice(WEIGHTS),
+                submitted=rng.uniform(0, 1000),
+                preemptible=rng.random() < 0.85,
+            )
+            running.append(
+                Running(
+                    f"alloc-{n_alloc:06d}",
+                    job_id,
+                    {agent_id: slots[at : at + size]},
+                    started=rng.uniform(0, 1000),
+                    preempting=rng.random() < 0.02,
+                )
+            )
+            held.update(slots[at : at + size])
+            n_alloc += 1
+            at += size
+        free = tuple(s for s in slots if s not in held)
+        agent_list.append(Agent(agent_id, slots, free))
+    pending = []
+    for q in range(queued):
+        job_id = f"queued-{q:06d}"
+        jobs[job_id] = Job(
+            job_id,
+            priority=rng.choice(PRIORITIES),
+            weight=rng.choice(WEIGHTS),
+            queue_position=float(q),
+            submitted=1000.0 + q,
+            preemptible=rng.random() < 0.85,
+        )
+        pending.append(Request(f"trial-{q:06d}", job_id, rng.choice(SIZES), submitted=1000.0 + q))
+    return PoolSnapshot(
+        name="default",
+        agents=tuple(agent_list),
+        jobs=jobs,
+        pending=tuple(pending),
+        running=tuple(running),
+        policy=PolicyKind.PRIORITY,
+        preemption=True,
+    )
+
+
+def time_passes(pool: PoolSnapshot, runs: int) -> tuple[list[float], Decision]:
+    times = []
+    decision = Decision()
+    for _ in range(runs):
+        start = time.perf_counter()
+        decision = schedule(pool, now=2000.0)
+        times.append((time.perf_counter() - start) * 1000)
+    return times, decision
+
+
+def describe(pool: PoolSnapshot) -> str:
+    held = sum(r.slots for r in pool.running)
+    total = sum(len(a.slots) for a in pool.agents)
+    return (
+        f"{len(pool.agents)} agents x 8 slots, {len(pool.running)} running allocations holding "
+        f"{held}/{total} slots ({sum(r.preempting for r in pool.running)} already preempting), "
+        f"{len(pool.pending)} queued jobs of one request each"
+    )
+
+
+def machine() -> str:
+    model = platform.processor() or "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (
+        f"{model}, {os.cpu_count()} cores visible (shared with other work), "
+        f"Python {platform.python_version()}, {platform.system()} {platform.release()}"
+    )
+
+
+def write_section(body: str, path: Path = RESULTS) -> None:
+    """Replace the B6 section of RESULTS.md (between its markers), leaving the rest as it is."""
+    text = path.read_text() if path.exists() else "# Benchmark results\n"
+    block = f"<!-- B6:start -->\n{body.rstrip()}\n<!-- B6:end -->"
+    pattern = re.compile(r"<!-- B6:start -->.*?<!-- B6:end -->", re.S)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: block, text)
+    else:
+        text = f"{text.rstrip()}\n\n{block}\n"
+    path.write_text(text)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small pool, print only")
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    agents, queued = (50, 500) if args.quick else (1000, 10_000)
+    runs = max(5, args.runs)
+    pool = build_pool(agents, queued)
+    rows = []
+    for label, variant in (
+        ("priority, preemption on", pool),
+        ("fair share, preemption on", replace(pool, policy=PolicyKind.FAIR_SHARE)),
+    ):
+        times, decision = time_passes(variant, runs)
+        started = sum(1 for p in decision.assign.values() if p)
+        row = (
+            f"| {label} | {statistics.median(times):.1f} ms | {min(times):.1f}-{max(times):.1f} ms "
+            f"| {runs} | {started} started, {len(decision.reserve)} waiting, "
+            f"{len(decision.preempt)} preempted |"
+        )
+        rows.append(row)
+        print(row, flush=True)
+    if args.quick:
+        return 0
+    command = "python benchmarks/scheduler/bench_b6.py" + (
+        f" --runs {args.runs}" if args.runs != 7 else ""
+    )
+    today = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    body = "\n".join(
+        [
+            "## B6: one scheduling pass",
+            "",
+            f"- machine: {machine()}",
+            f"- date: {today}",
+            f"- command: `{command}`",
+            f"- pool: {describe(pool)}; seed 6",
+            "- target: < 100 ms per pass (Determined runs one pass per 500 ms)",
+            "",
+            "| policy | median | min-max | runs | decision |",
+            "|---|---|---|---|---|",
+            *rows,
+        ]
+    )
+    write_section(body)
+    print(f"wrote the B6 section of {RESULTS.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
