@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from assay.scheduler._model import Decision, Job, PoolSnapshot, Request, Running
 from assay.scheduler._pass import Pass, Shape, shape
 from assay.scheduler._queue import queue_key
-from assay.scheduler._shares import Claim, slot_targets
+from assay.scheduler._shares import water_fill, whole_slots
 from assay.scheduler._victims import choose_victims
 
 
@@ -34,7 +34,6 @@ def schedule_fair_share(pool: PoolSnapshot, now: float) -> Decision:
     run = Pass.open(pool)
     pending = run.start_zero_slot()
     jobs = pool.jobs
-    rank = {job.id: i for i, job in enumerate(sorted(jobs.values(), key=queue_key))}
 
     # Fair share counts what each job keeps: allocations giving slots back are leaving.
     keeps: dict[str, int] = {}
@@ -42,32 +41,34 @@ def schedule_fair_share(pool: PoolSnapshot, now: float) -> Decision:
     for alloc in pool.running:
         if alloc.preempting:
             continue
-        keeps[alloc.job_id] = keeps.get(alloc.job_id, 0) + alloc.slots
+        slots = alloc.slots
+        keeps[alloc.job_id] = keeps.get(alloc.job_id, 0) + slots
         if not jobs[alloc.job_id].preemptible:
-            floor[alloc.job_id] = floor.get(alloc.job_id, 0) + alloc.slots
+            floor[alloc.job_id] = floor.get(alloc.job_id, 0) + slots
     wants: dict[str, list[Request]] = {}
-    for req in sorted(pending, key=lambda r: (rank[r.job_id], r.submitted, r.id)):
+    for req in pending:
         wants.setdefault(req.job_id, []).append(req)
     demand = dict(keeps)
     for job_id, reqs in wants.items():
+        if len(reqs) > 1:
+            reqs.sort(key=lambda r: (r.submitted, r.id))
         demand[job_id] = demand.get(job_id, 0) + sum(r.slots for r in reqs)
-    claims = {
-        job_id: Claim(
-            weight=jobs[job_id].weight,
-            cap=_capped(d, jobs[job_id].max_slots),
-            floor=floor.get(job_id, 0),
-        )
-        for job_id, d in demand.items()
-    }
-    capacity = sum(run.state.size.values())
-    order = sorted(claims, key=lambda k: rank[k])
-    target = slot_targets(capacity, claims, order)
-
-    victims = _over_target(pool, keeps, target, rank) if pool.preemption else None
-    left, starved = _within_targets(
-        run, jobs, wants, keeps=keeps, target=target, rank=rank, victims=victims
+    ids = list(demand)
+    caps = [_capped(demand[j], jobs[j].max_slots) for j in ids]
+    shares = water_fill(
+        sum(run.state.size.values()),
+        [jobs[j].weight for j in ids],
+        [floor.get(j, 0) for j in ids],
+        caps,
     )
-    _lend(run, jobs, left, keeps, rank, starved=starved)
+    ties = [queue_key(jobs[j]) for j in ids]
+    target = dict(
+        zip(ids, whole_slots(sum(run.state.size.values()), shares, caps, ties), strict=True)
+    )
+
+    victims = _over_target(pool, keeps, target) if pool.preemption else None
+    left, starved = _within_targets(run, jobs, wants, keeps=keeps, target=target, victims=victims)
+    _lend(run, jobs, left, keeps, starved=starved)
     return run.decision()
 
 
@@ -86,7 +87,6 @@ def _within_targets(
     *,
     keeps: dict[str, int],
     target: dict[str, int],
-    rank: dict[str, int],
     victims: list[Running] | None,
 ) -> tuple[list[Request], bool]:
     """Serve jobs below their target, least served first; return the requests left over and
@@ -95,30 +95,52 @@ def _within_targets(
     starved = False
     failed: set[Shape] = set()
     taken: set[str] = set()
-    heap = [(_usage(keeps.get(j, 0), jobs[j]), rank[j], j) for j in wants]
+    # Only jobs that may give slots back in this pass can see what they keep shrink; for every
+    # other job a request beyond its target now stays beyond it, so it can be set aside at once.
+    shrinking = {v.job_id for v in victims or ()}
+    serve: dict[str, list[Request]] = {}
+    for job_id, reqs in wants.items():
+        room = target.get(job_id, 0) - keeps.get(job_id, 0)
+        if len(reqs) == 1 and job_id not in shrinking:
+            if reqs[0].slots <= room:
+                serve[job_id] = reqs
+            else:
+                left.append(reqs[0])
+            continue
+        if job_id in shrinking or all(r.slots <= room for r in reqs):
+            serve[job_id] = reqs
+            continue
+        left.extend(r for r in reqs if r.slots > room)
+        kept = [r for r in reqs if r.slots <= room]
+        if kept:
+            serve[job_id] = kept
+    order = sorted(serve, key=lambda j: queue_key(jobs[j]))
+    heap = [(_usage(keeps.get(j, 0), jobs[j]), i, j) for i, j in enumerate(order)]
     heapq.heapify(heap)
+    wants = serve
     cursor = dict.fromkeys(wants, 0)
     while heap:
-        _, job_rank, job_id = heapq.heappop(heap)
+        _, job_key, job_id = heapq.heappop(heap)
         job = jobs[job_id]
         reqs = wants[job_id]
         req = reqs[cursor[job_id]]
         cursor[job_id] += 1
         more = cursor[job_id] < len(reqs)
         within = keeps.get(job_id, 0) + req.slots <= target.get(job_id, 0)
+        kind = (req.slots, req.label, req.is_single_node)
         if not within or not run.within_max_slots(job, req):
             # Over its target by this request (slots come in requests, targets in slots):
             # it may still be lent free slots later.
             left.append(req)
-        elif shape(req) in failed or not _place(run, req, victims, taken, keeps):
-            failed.add(shape(req))
+        elif kind in failed or not _place(run, req, victims, taken, keeps):
+            failed.add(kind)
             starved = True
             left.extend(reqs[cursor[job_id] - 1 :])
             more = False
         else:
             keeps[job_id] = keeps.get(job_id, 0) + req.slots
         if more:
-            heapq.heappush(heap, (_usage(keeps.get(job_id, 0), job), job_rank, job_id))
+            heapq.heappush(heap, (_usage(keeps.get(job_id, 0), job), job_key, job_id))
     return left, starved
 
 
@@ -156,19 +178,24 @@ def _untaken(victims: list[Running], taken: set[str], job_id: str) -> Iterator[R
 
 
 def _over_target(
-    pool: PoolSnapshot, keeps: dict[str, int], target: dict[str, int], rank: dict[str, int]
+    pool: PoolSnapshot, keeps: dict[str, int], target: dict[str, int]
 ) -> list[Running]:
     """Allocations jobs over their target may give back: per job, newest first, each one while
-    the job is still over its target before giving it; most over-served jobs first."""
+    the job is still over its target before giving it; most over-served jobs first, then the
+    job furthest back in the queue."""
+    jobs = pool.jobs
+    over_by = {
+        job_id: held - target.get(job_id, 0)
+        for job_id, held in keeps.items()
+        if held > target.get(job_id, 0) and jobs[job_id].preemptible
+    }
     by_job: dict[str, list[Running]] = {}
     for alloc in pool.running:
-        if not alloc.preempting and alloc.slots and pool.jobs[alloc.job_id].preemptible:
+        if alloc.job_id in over_by and not alloc.preempting and alloc.slots:
             by_job.setdefault(alloc.job_id, []).append(alloc)
-    groups: list[tuple[float, int, list[Running]]] = []
+    groups: list[tuple[float, tuple[float, float, str], list[Running]]] = []
     for job_id, allocs in by_job.items():
-        over = keeps.get(job_id, 0) - target.get(job_id, 0)
-        if over <= 0:
-            continue
+        over = over_by[job_id]
         allocs.sort(key=lambda a: (-a.started, a.id))
         chosen: list[Running] = []
         given = 0
@@ -177,10 +204,11 @@ def _over_target(
                 break
             chosen.append(alloc)
             given += alloc.slots
-        job = pool.jobs[job_id]
+        job = jobs[job_id]
         excess = over / job.weight if job.weight > 0 else float("inf")
-        groups.append((-excess, -rank[job_id], chosen))
-    groups.sort(key=lambda g: (g[0], g[1]))
+        groups.append((excess, queue_key(job), chosen))
+    groups.sort(key=lambda g: g[1], reverse=True)
+    groups.sort(key=lambda g: g[0], reverse=True)
     return [alloc for _, _, chosen in groups for alloc in chosen]
 
 
@@ -189,13 +217,21 @@ def _lend(
     jobs: dict[str, Job],
     left: list[Request],
     keeps: dict[str, int],
-    rank: dict[str, int],
     *,
     starved: bool,
 ) -> None:
     """Place left-over requests on slots still free, least-served job first."""
+    if run.state.free_now == 0:
+        return
     failed: set[Shape] = set()
-    left.sort(key=lambda r: (_usage(keeps.get(r.job_id, 0), jobs[r.job_id]), rank[r.job_id]))
+    left.sort(
+        key=lambda r: (
+            _usage(keeps.get(r.job_id, 0), jobs[r.job_id]),
+            queue_key(jobs[r.job_id]),
+            r.submitted,
+            r.id,
+        )
+    )
     for req in left:
         job = jobs[req.job_id]
         if starved and not (run.pool.preemption and job.preemptible):

@@ -97,10 +97,11 @@ class Running:
     assignment: dict[str, tuple[str, ...]]
     started: float = 0.0
     preempting: bool = False
+    slots: int = field(init=False, repr=False, compare=False)
+    """How many slots it holds (counted once: a pass reads it for every allocation often)."""
 
-    @property
-    def slots(self) -> int:
-        return sum(len(s) for s in self.assignment.values())
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "slots", sum(len(s) for s in self.assignment.values()))
 
 
 @dataclass(frozen=True)

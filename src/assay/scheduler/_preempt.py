@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 from assay.scheduler._index import PoolState
 from assay.scheduler._model import Placement, Request, Running
+from assay.scheduler._queue import QueueKey
 from assay.scheduler._victims import choose_victims, settle
 
 
@@ -47,7 +48,7 @@ class VictimIndex:
         self,
         state: PoolState,
         candidates: Sequence[Running],
-        ranks: Sequence[int],
+        ranks: Sequence[QueueKey],
     ) -> None:
         self.state = state
         self.allocs = list(candidates)
@@ -62,13 +63,13 @@ class VictimIndex:
             for agent_id, _ in parts:
                 self.by_agent.setdefault(agent_id, []).append(i)
         self.position = {alloc.id: i for i, alloc in enumerate(self.allocs)}
-        self.by_rank = sorted(range(len(self.allocs)), key=lambda i: ranks[i])
+        self.by_rank = sorted(range(len(self.allocs)), key=ranks.__getitem__)
         self.ranks = list(ranks)
         self.retired = 0
         self.trackers: dict[tuple[int, str | None], _Tracker] = {}
         state.dirty.clear()
 
-    def choose(self, req: Request, job_rank: int) -> tuple[list[Running], Placement] | None:
+    def choose(self, req: Request, job_rank: QueueKey) -> tuple[list[Running], Placement] | None:
         """Victims for ``req`` (of a job at ``job_rank`` in the queue) and its placement, exactly
         as :func:`choose_victims` would pick them from the live candidates in order."""
         self._retire(job_rank)
@@ -174,7 +175,7 @@ class VictimIndex:
                     tracker.acc[agent_id] -= n
                     self.state.dirty.add(agent_id)
 
-    def _retire(self, job_rank: int) -> None:
+    def _retire(self, job_rank: QueueKey) -> None:
         """Candidates of jobs at or ahead of ``job_rank`` may not be taken any more."""
         by_rank = self.by_rank
         while self.retired < len(by_rank) and self.ranks[by_rank[self.retired]] <= job_rank:

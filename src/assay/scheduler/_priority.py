@@ -4,7 +4,7 @@ preemption of work behind the requester in the queue."""
 from __future__ import annotations
 
 from assay.scheduler._model import Decision, PoolSnapshot
-from assay.scheduler._pass import Pass, Shape, shape
+from assay.scheduler._pass import Pass, Shape
 from assay.scheduler._preempt import VictimIndex
 from assay.scheduler._queue import priority_key
 
@@ -27,19 +27,20 @@ def schedule_priority(pool: PoolSnapshot, now: float) -> Decision:
     run = Pass.open(pool)
     pending = run.start_zero_slot()
     jobs = pool.jobs
-    rank = {job.id: i for i, job in enumerate(sorted(jobs.values(), key=priority_key))}
-    pending.sort(key=lambda r: (rank[r.job_id], r.submitted, r.id))
-    victims = _victim_index(run, rank) if pool.preemption else None
+    pending.sort(key=lambda r: (*priority_key(jobs[r.job_id]), r.submitted, r.id))
+    victims: VictimIndex | None = None
 
     blocked = False
     failed: set[Shape] = set()
+    held = run.held
     for req in pending:
         job = jobs[req.job_id]
-        if blocked and not (victims is not None and job.preemptible):
+        if blocked and not (pool.preemption and job.preemptible):
             continue
-        if not run.within_max_slots(job, req):
+        if job.max_slots is not None and held.get(job.id, 0) + req.slots > job.max_slots:
             continue
-        if shape(req) in failed:
+        kind = (req.slots, req.label, req.is_single_node)
+        if kind in failed:
             continue
         placement = run.state.fit_now(req)
         if placement is not None:
@@ -49,21 +50,24 @@ def schedule_priority(pool: PoolSnapshot, now: float) -> Decision:
         if placement is not None:
             run.wait(req, placement, [])
             continue
-        if victims is not None:
-            chosen = victims.choose(req, rank[job.id])
+        if pool.preemption:
+            if victims is None:
+                # Built on first need: most passes preempt nothing.
+                victims = _victim_index(run)
+            chosen = victims.choose(req, priority_key(job))
             if chosen is not None:
                 run.wait(req, chosen[1], chosen[0])
                 continue
         # The slots on offer only shrink during a pass and the victims a later request may take
         # are a subset of this one's, so every later request of this shape fails too.
-        failed.add(shape(req))
+        failed.add(kind)
         blocked = True
-        if victims is None:
+        if not pool.preemption:
             break
     return run.decision()
 
 
-def _victim_index(run: Pass, rank: dict[str, int]) -> VictimIndex:
+def _victim_index(run: Pass) -> VictimIndex:
     """Allocations that may be preempted, in the order victims are taken: lowest priority
     first, newest first within a priority."""
     jobs = run.pool.jobs
@@ -73,4 +77,4 @@ def _victim_index(run: Pass, rank: dict[str, int]) -> VictimIndex:
         if not alloc.preempting and alloc.slots and jobs[alloc.job_id].preemptible
     ]
     allowed.sort(key=lambda a: (-jobs[a.job_id].priority, -a.started, a.id))
-    return VictimIndex(run.state, allowed, [rank[a.job_id] for a in allowed])
+    return VictimIndex(run.state, allowed, [priority_key(jobs[a.job_id]) for a in allowed])

@@ -18,8 +18,11 @@ from typing import Literal
 from assay.errors import Conflict, ErrorDetail, InvalidRequest, NotFound
 from assay.scheduler._model import MAX_PRIORITY, MIN_PRIORITY, Job, JobKind, PolicyKind
 
+QueueKey = tuple[int, float, float, str]
+"""Where a job stands in the priority scheduler's queue; smaller is served first."""
 
-def priority_key(job: Job) -> tuple[int, float, float, str]:
+
+def priority_key(job: Job) -> QueueKey:
     """Scheduling order under the priority scheduler (smaller first)."""
     return (job.priority, job.queue_position, job.submitted, job.id)
 

@@ -219,10 +219,10 @@ def test_fair_share_preempts_only_over_share_jobs_and_only_for_jobs_under_theirs
         victims.sort(key=lambda a: (-a.started, a.id))
         assert sum(v.slots for v in victims[:-1]) < over, f"{job_id} gave back too much"
     reserved = _slots_per_job(pool, decision.reserve)
+    given = {j: sum(v.slots for v in vs) for j, vs in by_job.items()}
     for job_id, count in reserved.items():
-        assert keeps.get(job_id, 0) + count <= target[job_id], (
-            f"{job_id} waits for slots beyond its share"
-        )
+        after = keeps.get(job_id, 0) - given.get(job_id, 0) + count
+        assert after <= target[job_id], f"{job_id} waits for slots beyond its share"
     # Work conservation: preemptible work that fits on what is left free was started.
     left = {a.id: set(a.free) for a in pool.agents if a.enabled}
     for placement in [*decision.assign.values(), *decision.reserve.values()]:

@@ -4,6 +4,8 @@ zero-slot requests always started, victims that may be preempted."""
 
 from __future__ import annotations
 
+import gc
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -95,3 +97,16 @@ def test_victims_are_running_preemptible_allocations_preempted_once_for_a_waitin
         alloc = running[alloc_id]
         assert not alloc.preempting, "an allocation already giving slots back is not asked again"
         assert pool.jobs[alloc.job_id].preemptible
+
+
+def test_a_pass_leaves_the_garbage_collector_as_it_found_it() -> None:
+    pool = PoolSnapshot("default", (), {}, (), ())
+    assert gc.isenabled()
+    schedule(pool, now=0.0)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        schedule(pool, now=0.0)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

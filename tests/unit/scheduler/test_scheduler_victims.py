@@ -9,8 +9,14 @@ from hypothesis import strategies as st
 from assay.scheduler import Fitting, PoolSnapshot, Request, Running, fit
 from assay.scheduler._index import PoolState
 from assay.scheduler._preempt import VictimIndex
+from assay.scheduler._queue import QueueKey
 from assay.scheduler._victims import choose_victims
 from tests.unit.scheduler.scheduler_strategies import agents_of, snapshots, used
+
+
+def _key(rank: int) -> QueueKey:
+    """A queue position standing for ``rank`` (only the order matters)."""
+    return (rank, 0.0, 0.0, "")
 
 
 def _free_with(state: PoolState, victims: list[Running]) -> dict[str, list[str]]:
@@ -117,7 +123,7 @@ def test_indexed_victim_search_picks_what_the_plain_walk_picks_over_a_whole_pass
         st.lists(st.integers(0, 6), min_size=len(candidates), max_size=len(candidates))
     )
     rank_of = {c.id: r for c, r in zip(candidates, ranks, strict=True)}
-    index = VictimIndex(state, candidates, ranks)
+    index = VictimIndex(state, candidates, [_key(r) for r in ranks])
     consumed: set[str] = set()
     job_rank = -1
     shapes = st.tuples(
@@ -136,7 +142,7 @@ def test_indexed_victim_search_picks_what_the_plain_walk_picks_over_a_whole_pass
             continue
         live = [c for c in candidates if c.id not in consumed and rank_of[c.id] > job_rank]
         expected = choose_victims(req, state, iter(live))
-        got = index.choose(req, job_rank)
+        got = index.choose(req, _key(job_rank))
         assert got == expected
         if got is not None:
             victims, placement = got
@@ -154,11 +160,11 @@ def test_agents_made_ready_by_returning_slots_are_taken_in_order_of_their_victim
     first = Running("first", "j", {"a0": used(a0, 1)})
     second = Running("second", "j", {"a1": used(a1, 2)})
     state = PoolState((a0, a1), Fitting.BEST)
-    index = VictimIndex(state, [first, second], [5, 5])
+    index = VictimIndex(state, [first, second], [_key(5), _key(5)])
     req = Request("r", "k", 4)
-    assert index.choose(req, 0) is None
+    assert index.choose(req, _key(0)) is None
     state.add_coming({"a0": used(a0, 3, 1)})
     state.add_coming({"a1": used(a1, 2, 2)})
     expected = choose_victims(req, state, iter([first, second]))
     assert expected is not None and [v.id for v in expected[0]] == ["first"]
-    assert index.choose(req, 0) == expected
+    assert index.choose(req, _key(0)) == expected
