@@ -16,7 +16,7 @@ class ProviderSettings:
 
     slots_per_instance: int
     min_instances: int = 0
-    max_instances: int = 5
+    max_instances: int = 1
     idle_timeout: float = 300.0
     startup_timeout: float = 600.0
 
