@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from assay.cli import _cluster, _experiment, _trial
+from assay.cli import _cluster, _experiment, _preview, _trial
 from assay.cli._common import state
 
 app = typer.Typer(
@@ -37,6 +37,7 @@ app.command()(_cluster.up)
 app.command()(_cluster.down)
 app.command(context_settings={"allow_extra_args": False})(_cluster.master)
 app.command()(_cluster.agent)
+app.command("preview-search")(_preview.preview)
 app.add_typer(_experiment.app, name="experiment")
 app.add_typer(_experiment.app, name="e", hidden=True)
 app.add_typer(_trial.app, name="trial")

@@ -204,7 +204,13 @@ class CustomSearchMethod:
 
     def _died(self, what: str) -> str:
         proc = self._proc
-        code = None if proc is None else proc.poll()
+        code = None
+        if proc is not None:
+            # Its stdout closed first; the exit status follows a moment later.
+            try:
+                code = proc.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:
+                code = None
         tail = ""
         if self._stderr is not None:
             self._stderr.seek(0, os.SEEK_END)

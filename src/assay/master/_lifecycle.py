@@ -26,13 +26,11 @@ from assay.searcher import (
     Searcher,
     Shutdown,
     ValidateAfter,
+    checkpoint_parent,
+    search_length,
 )
 
 log = logging.getLogger(__name__)
-
-CHECKPOINT_OF_TRIAL = "trial:"
-"""A ``Create.checkpoint`` of the form ``trial:<request id>`` means "that trial's latest
-checkpoint" (PBT's exploit), resolved here when the new trial is made."""
 
 
 def get_experiment(tx: Tx, experiment_id: int) -> Experiment:
@@ -72,8 +70,10 @@ def apply_ops(tx: Tx, exp: Experiment, ops: list[Operation]) -> None:
 
 def _create_trial(tx: Tx, exp: Experiment, op: Create) -> None:
     source = op.checkpoint
-    if source is not None and source.startswith(CHECKPOINT_OF_TRIAL):
-        parent = q.trial_by_request(tx.session, exp.id, source[len(CHECKPOINT_OF_TRIAL) :])
+    parent_request = checkpoint_parent(source)
+    if parent_request is not None:
+        # PBT's exploit: the new trial starts from its parent's latest checkpoint.
+        parent = q.trial_by_request(tx.session, exp.id, parent_request)
         source = parent.latest_checkpoint if parent is not None else None
     state = TrialState.QUEUED if exp.state == ExperimentState.ACTIVE else TrialState.PAUSED
     trial = Trial(
@@ -125,8 +125,9 @@ def _close_trial(tx: Tx, exp: Experiment, searcher: Searcher, op: Close) -> None
         if searcher.code_driven:
             request_preemption(tx, alloc, PreemptReason.EARLY_STOP)
         return
-    early = trial.runs > 0 and searcher.code_driven
-    _finish_trial(tx, trial, TrialState.COMPLETED, early_stopped=early)
+    _finish_trial(
+        tx, trial, TrialState.COMPLETED, early_stopped=_stopped_early(tx, exp, searcher, trial)
+    )
     apply_ops(tx, exp, searcher.trial_closed(trial.request_id))
 
 
@@ -361,9 +362,8 @@ def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason:
     ):
         _requeue_or_pause(trial, exp)
     elif searcher.is_closed(rid) or preempt in (PreemptReason.EARLY_STOP, PreemptReason.SHUTDOWN):
-        _finish_trial(
-            tx, trial, TrialState.COMPLETED, early_stopped=preempt is PreemptReason.EARLY_STOP
-        )
+        early = _stopped_early(tx, exp, searcher, trial, preempt is PreemptReason.EARLY_STOP)
+        _finish_trial(tx, trial, TrialState.COMPLETED, early_stopped=early)
         ops = searcher.trial_closed(rid)
     elif exit_code == 0:
         if alloc.released:
@@ -399,6 +399,21 @@ def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason:
             )
             ops = searcher.trial_exited_early(rid, ExitedReason.ERRORED)
     apply_ops(tx, exp, ops)
+
+
+def _stopped_early(
+    tx: Tx, exp: Experiment, searcher: Searcher, trial: Trial, told_to_stop: bool = False
+) -> bool:
+    """Closed by its searcher before the length the search plans trials for (an ASHA trial
+    left in a lower rung, a trial a stopping rule cut short). With no planned length, a trial
+    counts as stopped early when it was told to stop while running."""
+    if trial.runs == 0:
+        return False
+    planned, _ = search_length(tx.searchers.config(exp).searcher)
+    record = searcher.trials.get(trial.request_id)
+    if planned is None or record is None:
+        return told_to_stop
+    return record.completed_length < planned
 
 
 def _requeue_or_pause(trial: Trial, exp: Experiment) -> None:

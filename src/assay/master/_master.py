@@ -62,7 +62,7 @@ class Master:
         self.assay_home = assay_home
         self.clock = clock
         self.lock = asyncio.Lock()
-        self.searchers = SearcherCache()
+        self.searchers = SearcherCache(assay_home / "searchers")
         self.hub = AgentHub()
         self.waiters = Waiters()
         self.cluster_id = ""
@@ -136,6 +136,7 @@ class Master:
             elif isinstance(action, Reschedule):
                 self._wakeup.set()
             elif isinstance(action, ExperimentEnded):
+                self.searchers.release(action.experiment_id)
                 self.waiters.notify(("experiment", action.experiment_id))
 
     # -- scheduling -------------------------------------------------------------------------------

@@ -20,7 +20,6 @@ from assay.context import ContextInfo, inspect_archive
 from assay.db import Context, Experiment, Job
 from assay.db import _queries as q
 from assay.errors import ErrorDetail
-from assay.master._basic_factory import make_searcher
 from assay.master._lifecycle import apply_ops
 from assay.master._states import ExperimentState
 from assay.master._tx import Tx
@@ -154,8 +153,7 @@ def create_experiment(tx: Tx, sub: ValidSubmission, settings: MasterConfig) -> E
     tx.session.add(exp)
     tx.session.flush()
     job.name = f"{exp.name} ({exp.id})" if cfg.name is None else cfg.name
-    searcher = make_searcher(cfg, seed)
-    tx.searchers.put(exp.id, cfg, searcher)
+    searcher = tx.searchers.build(exp, cfg, sub.context_data)
     tx.touched.add(exp.id)
     ops = searcher.initial_operations() if sub.activate else []
     apply_ops(tx, exp, ops)

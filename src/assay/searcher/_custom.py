@@ -25,8 +25,8 @@ with no arguments, then driven by these calls, each with a :class:`SearchContext
         def on_trial_exited_early(self, ctx, request_id, reason):   # reason: "errored", ...
             return [ctx.create_trial(ctx.sample())]
 
-        def progress(self, ctx) -> float: ...
-        def save_state(self): return {"best": self.best}     # any JSON value
+        def progress(self, ctx) -> float: ...                 # optional
+        def save_state(self): return {"best": self.best}     # optional; any JSON value
         def load_state(self, state): self.best = state["best"]
 
 Every ``on_*`` call returns a list of operations, built with the context's helpers. ``metric``
@@ -83,7 +83,8 @@ class SearchContext:
 
 
 class CustomSearcher(Protocol):
-    """The methods a custom searcher class implements (``on_trial_created`` is optional)."""
+    """The methods a custom searcher class implements (``on_trial_created``, ``progress``,
+    ``save_state`` and ``load_state`` are optional)."""
 
     def initial_operations(self, ctx: SearchContext) -> list[Operation]: ...
 

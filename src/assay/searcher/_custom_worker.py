@@ -50,7 +50,9 @@ class _Session:
         saved = request.get("state")
         if saved is not None:
             set_rng_state(self.ctx.rng, saved["rng"])
-            self.searcher.load_state(saved["user"])
+            load = getattr(self.searcher, "load_state", None)
+            if callable(load) and saved["user"] is not None:
+                load(saved["user"])
 
     def handle(self, request: dict[str, Any]) -> list[Operation]:
         op = request["op"]
@@ -73,8 +75,12 @@ class _Session:
         return _operations(op, result)
 
     def answer(self, ops: list[Operation]) -> dict[str, Any]:
-        progress = float(self.searcher.progress(self.ctx))
-        state = {"user": self.searcher.save_state(), "rng": rng_state(self.ctx.rng)}
+        # progress and save_state are optional: a searcher without them reports no progress
+        # and keeps no state across master restarts beyond its RNG.
+        report = getattr(self.searcher, "progress", None)
+        progress = float(report(self.ctx)) if callable(report) else 0.0
+        save = getattr(self.searcher, "save_state", None)
+        state = {"user": save() if callable(save) else None, "rng": rng_state(self.ctx.rng)}
         return {
             "ok": True,
             "ops": [op_to_json(op) for op in ops],

@@ -14,8 +14,8 @@ class Create:
     ``checkpoint`` names a checkpoint the trial starts from instead of from scratch: either a
     checkpoint uuid (``source_checkpoint_uuid``), or ``"trial:<request id>"`` (see
     :func:`parent_checkpoint`), which PBT's exploit uses because a search method never sees
-    checkpoint uuids. The trial loads the weights of that checkpoint but counts its own length
-    from zero, so its operations are lengths of its own training. ``seed`` is the trial's seed,
+    checkpoint uuids. The trial resumes from that checkpoint, progress included, so its
+    operations' absolute lengths continue from its parent's. ``seed`` is the trial's seed,
     drawn from the experiment seed so runs are reproducible.
     """
 

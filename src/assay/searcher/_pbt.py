@@ -127,6 +127,7 @@ class PBT:
         self.members: list[str] = []
         self.hparams: dict[str, dict[str, Any]] = {}
         self.rounds_trained: dict[str, int] = {}
+        self.inherited: dict[str, int] = {}
         self.results: dict[str, float] = {}
         self.exited: set[str] = set()
         self.closed: set[str] = set()
@@ -135,15 +136,22 @@ class PBT:
         self.complete = False
         self.shut = False
 
-    def _new_trial(self, hparams: dict[str, Any], checkpoint: str | None) -> Create:
+    def _new_trial(
+        self, hparams: dict[str, Any], checkpoint: str | None, parent: str | None = None
+    ) -> Create:
         request_id = new_request_id(self.rng)
         self.hparams[request_id] = hparams
+        # A copy resumes from its parent's checkpoint, which holds the parent's progress;
+        # lengths are absolute, so the copy's next length continues from there.
         self.rounds_trained[request_id] = 0
+        if parent is not None:
+            self.inherited[request_id] = self.inherited.get(parent, 0) + self.rounds_trained[parent]
         self.members.append(request_id)
         return Create(request_id, hparams, new_trial_seed(self.rng), checkpoint=checkpoint)
 
     def _next_length(self, request_id: str) -> int:
-        return (self.rounds_trained[request_id] + 1) * self.length_per_round
+        rounds = self.inherited.get(request_id, 0) + self.rounds_trained[request_id]
+        return (rounds + 1) * self.length_per_round
 
     def _close(self, request_id: str) -> list[Operation]:
         if request_id in self.closed or request_id in self.exited:
@@ -196,7 +204,7 @@ class PBT:
                 resample_probability=self.resample_probability,
                 perturb_factor=self.perturb_factor,
             )
-            children.append(self._new_trial(hparams, parent_checkpoint(parent)))
+            children.append(self._new_trial(hparams, parent_checkpoint(parent), parent))
         for request_id in self.members:
             if request_id in self.rounds_trained and self.rounds_trained[request_id] > 0:
                 ops.append(ValidateAfter(request_id, self._next_length(request_id)))
@@ -246,6 +254,7 @@ class PBT:
             "members": list(self.members),
             "hparams": dict(self.hparams),
             "rounds_trained": dict(self.rounds_trained),
+            "inherited": dict(self.inherited),
             "results": dict(self.results),
             "exited": sorted(self.exited),
             "closed": sorted(self.closed),
@@ -260,6 +269,7 @@ class PBT:
         self.members = list(state["members"])
         self.hparams = {k: dict(v) for k, v in state["hparams"].items()}
         self.rounds_trained = {k: int(v) for k, v in state["rounds_trained"].items()}
+        self.inherited = {k: int(v) for k, v in state.get("inherited", {}).items()}
         self.results = {k: float(v) for k, v in state["results"].items()}
         self.exited = set(state["exited"])
         self.closed = set(state["closed"])

@@ -86,9 +86,9 @@ def test_bottom_fraction_is_replaced_by_copies_of_the_top() -> None:
     assert [op.request_id for op in ops if isinstance(op, Close)] == [worst]
     (child,) = [op for op in ops if isinstance(op, Create)]
     assert checkpoint_parent(child.checkpoint) == best
-    assert searcher.pending_length(child.request_id) == 100, "a copy counts its own length"
+    assert searcher.pending_length(child.request_id) == 200, "a copy continues from its parent"
     continuing = {op.request_id: op.length for op in ops if isinstance(op, ValidateAfter)}
-    assert continuing == {m: 200 for m in members if m != worst} | {child.request_id: 100}
+    assert continuing == {m: 200 for m in members if m != worst} | {child.request_id: 200}
 
 
 def test_every_member_closes_after_the_last_round() -> None:

@@ -1,7 +1,10 @@
 """A test trial that "trains" by counting steps: fast, deterministic, checkpointed.
 
 Hyperparameters: ``step_seconds`` (sleep per step), ``checkpoint_every`` (steps), ``fail_once_at``
-(exit with code 3 at that step in the first run only). It prints ``started at step S run R pid P``
+(exit with code 3 at that step in the first run only), ``invalid_above`` (declare the
+hyperparameters invalid when ``x`` exceeds it), ``code_driven_steps`` (ignore the searcher's
+operations: train that many steps, validating every ``checkpoint_every`` steps with the step
+count as the ``batches`` metric, until told to stop). It prints ``started at step S run R pid P``
 so tests can see where each run resumed and signal the process.
 """
 
@@ -34,6 +37,25 @@ def main() -> None:
             with core.checkpoint.store_path({"steps_completed": steps}) as (path, _):
                 (path / "state.json").write_text(json.dumps({"steps": steps}))
 
+        invalid_above = hp.get("invalid_above")
+        if invalid_above is not None and float(hp.get("x", 0)) > float(invalid_above):
+            print("invalid hyperparameters", flush=True)
+            core.train.report_early_exit(assay.core.EarlyExitReason.INVALID_HP)
+            return
+        if hp.get("code_driven_steps") is not None:
+            while steps < int(hp["code_driven_steps"]):
+                time.sleep(step_seconds)
+                steps += 1
+                if steps % every == 0:
+                    loss = float(hp.get("x", 1.0)) / steps
+                    core.train.report_validation_metrics(steps, {"loss": loss, "batches": steps})
+                    checkpoint()
+                if core.preempt.should_preempt():
+                    checkpoint()
+                    print(f"preempted at step {steps}", flush=True)
+                    return
+            print(f"done at step {steps}", flush=True)
+            return
         for op in core.searcher.operations():
             while steps < op.length:
                 time.sleep(step_seconds)

@@ -1,0 +1,80 @@
+"""A test trial that "trains" by counting steps: fast, deterministic, checkpointed.
+
+Hyperparameters: ``step_seconds`` (sleep per step), ``checkpoint_every`` (steps), ``fail_once_at``
+(exit with code 3 at that step in the first run only), ``invalid_above`` (declare the
+hyperparameters invalid when ``x`` exceeds it), ``code_driven_steps`` (ignore the searcher's
+operations: train that many steps, validating every ``checkpoint_every`` steps with the step
+count as the ``batches`` metric, until told to stop). It prints ``started at step S run R pid P``
+so tests can see where each run resumed and signal the process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+import assay
+
+
+def main() -> None:
+    info = assay.get_cluster_info()
+    assert info is not None and info.trial is not None
+    hp = info.trial.hparams
+    step_seconds = float(hp.get("step_seconds", 0.01))
+    every = int(hp.get("checkpoint_every", 10))
+    fail_once_at = hp.get("fail_once_at")
+    with assay.core.init() as core:
+        steps = 0
+        if info.latest_checkpoint:
+            with core.checkpoint.restore_path(info.latest_checkpoint) as path:
+                steps = json.loads((path / "state.json").read_text())["steps"]
+        run = info.trial.trial_run_id
+        print(f"started at step {steps} run {run} pid {os.getpid()}", flush=True)
+
+        def checkpoint() -> None:
+            with core.checkpoint.store_path({"steps_completed": steps}) as (path, _):
+                (path / "state.json").write_text(json.dumps({"steps": steps}))
+
+        invalid_above = hp.get("invalid_above")
+        if invalid_above is not None and float(hp.get("x", 0)) > float(invalid_above):
+            print("invalid hyperparameters", flush=True)
+            core.train.report_early_exit(assay.core.EarlyExitReason.INVALID_HP)
+            return
+        if hp.get("code_driven_steps") is not None:
+            while steps < int(hp["code_driven_steps"]):
+                time.sleep(step_seconds)
+                steps += 1
+                if steps % every == 0:
+                    loss = float(hp.get("x", 1.0)) / steps
+                    core.train.report_validation_metrics(steps, {"loss": loss, "batches": steps})
+                    checkpoint()
+                if core.preempt.should_preempt():
+                    checkpoint()
+                    print(f"preempted at step {steps}", flush=True)
+                    return
+            print(f"done at step {steps}", flush=True)
+            return
+        for op in core.searcher.operations():
+            while steps < op.length:
+                time.sleep(step_seconds)
+                steps += 1
+                core.train.report_training_metrics(steps, {"loss": 1.0 / steps, "run": run})
+                if steps % every == 0:
+                    checkpoint()
+                if fail_once_at is not None and steps == int(fail_once_at) and run == 1:
+                    print(f"failing on purpose at step {steps}", flush=True)
+                    sys.exit(3)
+                if core.preempt.should_preempt():
+                    checkpoint()
+                    print(f"preempted at step {steps}", flush=True)
+                    return
+            metric = float(hp.get("x", 1.0)) / steps
+            core.train.report_validation_metrics(steps, {"loss": metric})
+            op.report_completed(metric)
+        print(f"done at step {steps}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
