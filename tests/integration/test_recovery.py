@@ -56,7 +56,7 @@ def test_master_killed_mid_experiment_finishes_it_with_nothing_lost(
         trials = cluster.client.trials(exp_id)
         assert len(trials) == 4
         for trial in trials:
-            assert trial["state"] == "COMPLETED"
+            assert trial["state"] == "COMPLETED", trial
             assert trial["restarts"] == 0, "the running trials were re-attached, not restarted"
             steps = [m["steps_completed"] for m in cluster.client.metrics(trial["id"], "training")]
             assert steps == list(range(1, 151)), f"trial {trial['id']} lost or repeated reports"

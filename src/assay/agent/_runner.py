@@ -13,6 +13,7 @@ import shlex
 import shutil
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -153,8 +154,11 @@ class AllocationRunner:
                 f"context {context_id} arrived corrupted (sha256 {actual}, expected {sha256})"
             )
         cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_bytes(data)
+        # Allocations of one experiment may fetch the same context at once: each writes its own
+        # temporary file, and whichever lands last replaces an identical one.
+        fd, tmp = tempfile.mkstemp(dir=cache.parent, prefix=f".{sha256[:12]}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
         os.replace(tmp, cache)
         return data
 

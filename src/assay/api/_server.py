@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
+from types import FrameType
 
 import uvicorn
 
@@ -23,7 +25,7 @@ def run_master(settings: MasterConfig, assay_home: Path) -> None:
     master = Master(settings, db, assay_home)
     app = create_app(master)
     log.info("master on http://%s:%d (database: %s)", settings.host, settings.port, _safe(url))
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
@@ -32,6 +34,21 @@ def run_master(settings: MasterConfig, assay_home: Path) -> None:
         ws_ping_timeout=20.0,
         timeout_graceful_shutdown=5,
     )
+    _Server(config, master).run()
+
+
+class _Server(uvicorn.Server):
+    """Answers the open long-polls as soon as a stop is asked for: uvicorn waits for open
+    requests before it shuts the application down, and a long-poll would hold it up."""
+
+    def __init__(self, config: uvicorn.Config, master: Master) -> None:
+        super().__init__(config)
+        self.master = master
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        loop = asyncio.get_event_loop()
+        loop.call_soon_threadsafe(self.master.begin_shutdown)
+        super().handle_exit(sig, frame)
 
 
 def _safe(url: str) -> str:

@@ -118,5 +118,7 @@ async def _follow(master: MasterDep, trial_id: int, after: int) -> AsyncIterator
             return
         if not rows:
             changed = await master.waiters.wait(key, since, 15.0)
+            if master.waiters.closed:
+                return
             if not changed:
                 yield ": keep-alive\n\n"

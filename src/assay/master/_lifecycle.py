@@ -329,6 +329,7 @@ def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason:
     alloc = tx.session.get(Allocation, allocation_id)
     if alloc is None or alloc.state == "TERMINATED":
         return
+    never_started = alloc.state == "ASSIGNED" and exit_code is None
     alloc.state = "TERMINATED"
     alloc.exit_code = exit_code
     alloc.exit_reason = reason
@@ -383,6 +384,11 @@ def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason:
                 message="its code exited before finishing the searcher's operation",
             )
             ops = searcher.trial_exited_early(rid, ExitedReason.USER_CANCELED)
+    elif never_started:
+        # Its start was lost (a master restart between reserving the slots and telling the
+        # agent): not the code's failure, so it does not count against max_restarts.
+        trial.message = f"started again: {_describe_exit(exit_code, reason)}"
+        _requeue_or_pause(trial, exp)
     else:
         trial.restarts += 1
         detail = _describe_exit(exit_code, reason)

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from assay.config import MasterConfig
 from assay.db import AgentRecord, Allocation, ClusterRecord, Database, Experiment, Trial
 from assay.db import _queries as q
-from assay.errors import InvalidRequest, NotFound
+from assay.errors import InvalidRequest, MasterUnreachable, NotFound
 from assay.master import _harness as harness
 from assay.master import _lifecycle as life
 from assay.master._agents import AgentConnection, AgentHub, Sender
@@ -91,8 +91,18 @@ class Master:
             agent.connected = False
         return row.id
 
-    async def stop(self) -> None:
+    def begin_shutdown(self) -> None:
+        """Answer every long-poll now (with 503, so clients retry against the next master)."""
         self._stopping = True
+        self.waiters.close()
+
+    async def _wait(self, key: tuple[Any, ...], since: int, timeout: float) -> None:
+        await self.waiters.wait(key, since, timeout)
+        if self.waiters.closed:
+            raise MasterUnreachable("the master is shutting down; try again shortly")
+
+    async def stop(self) -> None:
+        self.begin_shutdown()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -222,7 +232,7 @@ class Master:
         current = await self.db.run(state)
         if current in ("COMPLETED", "CANCELED", "ERROR"):
             return current
-        await self.waiters.wait(key, since, timeout)
+        await self._wait(key, since, timeout)
         return await self.db.run(state)
 
     # -- trial processes ---------------------------------------------------------------------
@@ -247,7 +257,7 @@ class Master:
             remaining = deadline - self.clock()
             if remaining <= 0:
                 break
-            await self.waiters.wait(key, since, remaining)
+            await self._wait(key, since, remaining)
         released = await self.transact(harness.release_if_idle, caller)
         if not released:
             answer = await self._op_answer(caller)
@@ -301,7 +311,7 @@ class Master:
         since = self.waiters.version(key)
         if await self.db.run(read):
             return True
-        await self.waiters.wait(key, since, timeout)
+        await self._wait(key, since, timeout)
         return await self.db.run(read)
 
     # -- agents ------------------------------------------------------------------------------

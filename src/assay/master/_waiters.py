@@ -15,6 +15,14 @@ class Waiters:
     def __init__(self) -> None:
         self._versions: dict[Hashable, int] = {}
         self._events: dict[Hashable, asyncio.Event] = {}
+        self.closed = False
+
+    def close(self) -> None:
+        """Wake every waiter now and from then on: the master is going away."""
+        self.closed = True
+        for event in self._events.values():
+            event.set()
+        self._events.clear()
 
     def version(self, key: Hashable) -> int:
         return self._versions.get(key, 0)
@@ -30,7 +38,7 @@ class Waiters:
 
         Returns True if it changed.
         """
-        if self._versions.get(key, 0) != since:
+        if self._versions.get(key, 0) != since or self.closed:
             return True
         if timeout <= 0:
             return False
