@@ -78,6 +78,7 @@ class AllocationRunner:
         self.on_exit = on_exit
         self.process: asyncio.subprocess.Process | None = None
         self.killing = False
+        self._kill_task: asyncio.Task[None] | None = None
         self.started_at = time.time()
         self.dir = env.work_root / "allocations" / self.allocation_id
 
@@ -116,6 +117,9 @@ class AllocationRunner:
         )
         assert self.process.stdout is not None and self.process.stderr is not None
         await self.on_start(self.allocation_id)
+        if self.killing:
+            # The kill came while the process was being created.
+            self._kill_task = asyncio.create_task(self.kill())
         readers = [
             asyncio.create_task(self._pump(self.process.stdout, "stdout")),
             asyncio.create_task(self._pump(self.process.stderr, "stderr")),

@@ -134,6 +134,11 @@ class Allocation(Base):
     state: Mapped[str] = mapped_column(String(32))
     token: Mapped[str] = mapped_column(String(64), unique=True)
     preempt: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    preempt_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # Exit codes by agent for allocations spanning several agents (``{agent_id: code}``).
+    exits: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # The port rank 0 listens on for the processes of a distributed trial to meet.
+    rendezvous_port: Mapped[int | None] = mapped_column(Integer, nullable=True)
     kill_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     released: Mapped[bool] = mapped_column(Boolean, default=False)
     exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
@@ -215,6 +220,22 @@ class AgentRecord(Base):
     version: Mapped[str] = mapped_column(String(64), default="")
     registered_at: Mapped[float] = mapped_column(Float)
     last_seen: Mapped[float] = mapped_column(Float)
+
+
+class Instance(Base):
+    """A machine an autoscaling provider launched for a pool; its agent takes its id."""
+
+    __tablename__ = "instances"
+
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    pool: Mapped[str] = mapped_column(String(128))
+    state: Mapped[str] = mapped_column(String(32))
+    launched_at: Mapped[float] = mapped_column(Float)
+    idle_since: Mapped[float | None] = mapped_column(Float, nullable=True)
+    ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    message: Mapped[str] = mapped_column(Text, default="")
+
+    __table_args__ = (Index("ix_instances_pool_state", "pool", "state"),)
 
 
 class ClusterRecord(Base):

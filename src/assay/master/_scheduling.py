@@ -194,6 +194,7 @@ def start_trial(
         preempt=None,
         kill_requested=False,
         released=False,
+        exits={},
         exit_reason="",
         created_at=tx.now,
     )
