@@ -11,7 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 import assay
-from assay.api import _cluster, _experiments, _harness, _trials
+from assay.api import _cluster, _experiments, _harness, _jobs, _trials
 from assay.errors import AssayError, ErrorDetail, InvalidRequest
 from assay.master import Master
 
@@ -34,7 +34,7 @@ def create_app(master: Master) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.master = master
-    for module in (_experiments, _trials, _harness, _cluster):
+    for module in (_experiments, _trials, _harness, _jobs, _cluster):
         app.include_router(module.router)
 
     @app.exception_handler(AssayError)

@@ -14,8 +14,9 @@ from assay.api._deps import MasterDep
 from assay.api._serialize import agent_json
 from assay.db import Context
 from assay.db import _queries as q
-from assay.errors import NotFound
+from assay.errors import AssayError, NotFound
 from assay.master import Master
+from assay.master._autoscaler import instances_json
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,12 @@ async def list_agents(master: MasterDep) -> dict[str, Any]:
 @router.get("/resource-pools")
 async def list_pools(master: MasterDep) -> dict[str, Any]:
     views = master.hub.connected_views()
+    names = [p.pool_name for p in master.settings.resource_pools if p.provider is not None]
+
+    def read(session: Session) -> dict[str, list[dict[str, Any]]]:
+        return {name: instances_json(session, name) for name in names}
+
+    instances = await master.db.run(read)
     pools = []
     for pool in master.settings.resource_pools:
         agents = [a for a in views if a.pool == pool.pool_name]
@@ -67,6 +74,7 @@ async def list_pools(master: MasterDep) -> dict[str, Any]:
                 "preemption": pool.scheduler.preemption,
                 "agents": len(agents),
                 "slots": sum(len(a.slots) for a in agents),
+                "instances": instances.get(pool.pool_name, []),
             }
         )
     return {"resource_pools": pools}
@@ -95,7 +103,13 @@ async def agent_socket(ws: WebSocket) -> None:
     if not isinstance(hello, dict) or hello.get("type") != "hello":
         await ws.close(code=1002, reason="the first message must be a hello")
         return
-    conn = await master.agent_connected(hello, ws.send_json)
+    try:
+        conn = await master.agent_connected(hello, ws.send_json)
+    except AssayError as exc:
+        log.warning("refused an agent: %s", exc.message)
+        await ws.send_json({"type": "error", "message": exc.message})
+        await ws.close(code=1008, reason=exc.message[:120])
+        return
     agent_id = conn.view.id
     log.info("agent %s connected with %d slots", agent_id, len(conn.view.slots))
     try:

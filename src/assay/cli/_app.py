@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from assay.cli import _cluster, _experiment, _preview, _trial
+from assay.cli import _cluster, _experiment, _job, _preview, _trial
 from assay.cli._common import state
 
 app = typer.Typer(
@@ -40,5 +40,7 @@ app.command()(_cluster.agent)
 app.command("preview-search")(_preview.preview)
 app.add_typer(_experiment.app, name="experiment")
 app.add_typer(_experiment.app, name="e", hidden=True)
+app.add_typer(_job.app, name="job")
+app.add_typer(_job.app, name="j", hidden=True)
 app.add_typer(_trial.app, name="trial")
 app.add_typer(_trial.app, name="t", hidden=True)

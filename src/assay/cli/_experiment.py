@@ -27,6 +27,7 @@ app = typer.Typer(help="Create, inspect and control experiments.", no_args_is_he
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="machine-readable output")]
 ExpId = Annotated[int, typer.Argument(help="experiment id")]
+NewValue = Annotated[str, typer.Argument(help="the new value")]
 
 
 @app.command()
@@ -246,6 +247,29 @@ def _transition(action: str, past: str) -> Any:
     command.__doc__ = f"{action.capitalize()} an experiment."
     return command
 
+
+set_app = typer.Typer(
+    help="Change an experiment's priority, weight or max slots.", no_args_is_help=True
+)
+app.add_typer(set_app, name="set")
+
+
+def _setter(field: str, kind: type) -> Any:
+    def command(experiment_id: ExpId, value: NewValue) -> None:
+        try:
+            parsed = kind(value)
+        except ValueError:
+            fail(f"{field.replace('_', '-')} must be a {kind.__name__}, got {value!r}")
+        client().set_experiment(experiment_id, **{field: parsed})
+        console.print(f"experiment {experiment_id}: {field.replace('_', '-')} set to {parsed}")
+
+    command.__doc__ = f"Set the experiment's {field.replace('_', ' ')}."
+    return command
+
+
+set_app.command("priority")(_setter("priority", int))
+set_app.command("weight")(_setter("weight", float))
+set_app.command("max-slots")(_setter("max_slots", int))
 
 app.command("pause")(_transition("pause", "paused"))
 app.command("activate")(_transition("activate", "activated"))

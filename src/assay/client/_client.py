@@ -90,6 +90,23 @@ class Client:
         )
         return str(answer["state"])
 
+    def set_experiment(self, experiment_id: int, **resources: Any) -> dict[str, Any]:
+        """Change ``priority``, ``weight`` or ``max_slots`` of an experiment."""
+        return dict(
+            self.http.request("PATCH", f"/api/v1/experiments/{experiment_id}", json_body=resources)
+        )
+
+    # -- job queue -----------------------------------------------------------------------------
+    def jobs(self, resource_pool: str | None = None) -> dict[str, Any]:
+        return dict(self.http.get("/api/v1/jobs", params={"resource_pool": resource_pool}))
+
+    def update_job(self, job_id: str, **changes: Any) -> dict[str, Any]:
+        return dict(self.http.request("PATCH", f"/api/v1/jobs/{job_id}", json_body=changes))
+
+    def update_jobs(self, updates: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """All-or-nothing: each update is ``{"job_id": ..., <field>: <value>}``."""
+        return dict(self.http.post("/api/v1/jobs/update-batch", {"updates": list(updates)}))
+
     # -- trials --------------------------------------------------------------------------------
     def trial(self, trial_id: int) -> dict[str, Any]:
         return dict(self.http.get(f"/api/v1/trials/{trial_id}"))

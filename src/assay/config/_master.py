@@ -44,8 +44,11 @@ class SchedulerConfig(ConfigModel):
 class ProviderConfig(ConfigModel):
     """Starts and stops agents on demand by running commands (a cloud CLI, a script).
 
-    ``launch_command`` is run to start one instance; ``terminate_command`` gets the agent id to
-    stop as its last argument.
+    ``launch_command`` starts one instance whose agent must take ``$ASSAY_INSTANCE_ID`` as its
+    id (``assay agent --id "$ASSAY_INSTANCE_ID" --pool "$ASSAY_POOL" --master "$ASSAY_MASTER"``);
+    ``terminate_command`` stops the instance named by ``$ASSAY_INSTANCE_ID``. A list is run as
+    is; a string is run by ``/bin/sh -c``. Both also see ``ASSAY_POOL``, ``ASSAY_MASTER`` and
+    ``ASSAY_SLOTS`` (``slots_per_instance``).
     """
 
     type: Literal["command"]
@@ -55,7 +58,7 @@ class ProviderConfig(ConfigModel):
     max_instances: Annotated[int, Field(ge=0)] = 1
     idle_timeout: Seconds = 300
     startup_timeout: Seconds = 600
-    slots_per_instance: Annotated[int, Field(ge=0)] = 1
+    slots_per_instance: Annotated[int, Field(ge=1)] = 1
 
     @classmethod
     def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:

@@ -15,6 +15,7 @@ from assay.db._models import (
     Checkpoint,
     Context,
     Experiment,
+    Instance,
     Job,
     Metric,
     TaskLog,
@@ -68,6 +69,22 @@ def live_allocations(session: Session) -> Sequence[Allocation]:
     return session.scalars(
         select(Allocation).where(Allocation.state.in_(LIVE_ALLOCATION_STATES))
     ).all()
+
+
+def preempting_allocations(session: Session) -> Sequence[tuple[Allocation, Trial, Experiment]]:
+    """Live allocations asked to give their slots back and not yet killed."""
+    rows = session.execute(
+        select(Allocation, Trial, Experiment)
+        .join(Trial, Allocation.trial_id == Trial.id)
+        .join(Experiment, Trial.experiment_id == Experiment.id)
+        .where(
+            Allocation.state.in_(LIVE_ALLOCATION_STATES),
+            Allocation.preempt.is_not(None),
+            Allocation.kill_requested.is_(False),
+            Allocation.exit_reason == "",
+        )
+    ).all()
+    return [(a, t, e) for a, t, e in rows]
 
 
 def live_experiments(session: Session) -> Sequence[Experiment]:
@@ -236,6 +253,86 @@ def agents(session: Session) -> Sequence[AgentRecord]:
 def allocations_on_agent(session: Session, agent_id: str) -> list[Allocation]:
     """Live allocations holding slots on ``agent_id`` (slots is ``{agent_id: [slot ids]}``)."""
     return [a for a in live_allocations(session) if agent_id in (a.slots or {})]
+
+
+def active_jobs(
+    session: Session, pool: str | None, states: Sequence[str]
+) -> list[tuple[Job, Experiment]]:
+    """Jobs not done whose experiment is in one of ``states`` (in ``pool`` when given)."""
+    stmt = (
+        select(Job, Experiment)
+        .join(Experiment, Experiment.job_id == Job.id)
+        .where(Job.done.is_(False), Experiment.state.in_(states))
+    )
+    if pool is not None:
+        stmt = stmt.where(Job.pool == pool)
+    return [(j, e) for j, e in session.execute(stmt).all()]
+
+
+def job_slot_usage(session: Session, job_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """Per job: slots its live allocations hold, and slots its queued trials ask for."""
+    usage: dict[str, list[int]] = {job_id: [0, 0] for job_id in job_ids}
+    if not job_ids:
+        return {}
+    held = session.execute(
+        select(Experiment.job_id, Allocation.slots)
+        .join(Trial, Allocation.trial_id == Trial.id)
+        .join(Experiment, Trial.experiment_id == Experiment.id)
+        .where(Experiment.job_id.in_(job_ids), Allocation.state.in_(LIVE_ALLOCATION_STATES))
+    ).all()
+    for job_id, slots in held:
+        usage[job_id][0] += sum(len(s) for s in (slots or {}).values())
+    queued = session.execute(
+        select(Experiment.job_id, Experiment.config, func.count())
+        .join(Trial, Trial.experiment_id == Experiment.id)
+        .where(Experiment.job_id.in_(job_ids), Trial.state == "QUEUED")
+        .group_by(Experiment.job_id, Experiment.id)
+    ).all()
+    for job_id, config, n in queued:
+        per_trial = int((config.get("resources") or {}).get("slots_per_trial", 1))
+        usage[job_id][1] += per_trial * int(n)
+    return {job_id: (a, b) for job_id, (a, b) in usage.items()}
+
+
+def queued_slot_demand(session: Session, pool: str) -> int:
+    """Slots the queued trials of ``pool``'s active experiments ask for."""
+    rows = session.execute(
+        select(Experiment.config, func.count())
+        .join(Trial, Trial.experiment_id == Experiment.id)
+        .join(Job, Experiment.job_id == Job.id)
+        .where(Job.pool == pool, Trial.state == "QUEUED", Experiment.state == "ACTIVE")
+        .group_by(Experiment.id)
+    ).all()
+    return sum(int((c.get("resources") or {}).get("slots_per_trial", 1)) * int(n) for c, n in rows)
+
+
+def used_slots(session: Session) -> dict[str, set[str]]:
+    """Slot ids held by live allocations, per agent."""
+    used: dict[str, set[str]] = {}
+    for alloc in live_allocations(session):
+        for agent_id, slots in (alloc.slots or {}).items():
+            used.setdefault(agent_id, set()).update(str(s) for s in slots)
+    return used
+
+
+def busy_agents(session: Session) -> set[str]:
+    """Agents running at least one live allocation (zero-slot ones included)."""
+    return {agent for alloc in live_allocations(session) for agent in (alloc.slots or {})}
+
+
+def instances(
+    session: Session, pool: str | None, states: Sequence[str] | None
+) -> Sequence[Instance]:
+    stmt = select(Instance)
+    if pool is not None:
+        stmt = stmt.where(Instance.pool == pool)
+    if states is not None:
+        stmt = stmt.where(Instance.state.in_(states))
+    return session.scalars(stmt.order_by(Instance.launched_at, Instance.id)).all()
+
+
+def experiments_of_job(session: Session, job_id: str) -> Sequence[Experiment]:
+    return session.scalars(select(Experiment).where(Experiment.job_id == job_id)).all()
 
 
 def max_queue_position(session: Session) -> float:

@@ -208,6 +208,7 @@ def activate_experiment(tx: Tx, experiment_id: int) -> Experiment:
         if alloc is not None and alloc.preempt == PreemptReason.PAUSE:
             # Activated again before it stopped: let it go on running.
             alloc.preempt = None
+            alloc.preempt_at = None
             tx.act(Wake(("preempt", alloc.id)))
     tx.act(Reschedule())
     return exp
@@ -297,6 +298,8 @@ def request_preemption(tx: Tx, alloc: Allocation, reason: PreemptReason) -> None
     current = PreemptReason(alloc.preempt) if alloc.preempt else None
     if current is not None and _STRENGTH[current] >= _STRENGTH[reason]:
         return
+    if current is None:
+        alloc.preempt_at = tx.now
     alloc.preempt = reason.value
     tx.act(Wake(("preempt", alloc.id)))
     tx.act(Wake(("op", alloc.trial_id)))
@@ -309,6 +312,27 @@ _STRENGTH = {
     PreemptReason.SHUTDOWN: 3,
     PreemptReason.CANCEL: 4,
 }
+
+
+def enforce_preemption_timeouts(tx: Tx, timeouts: dict[str, float]) -> list[str]:
+    """Kill allocations asked to stop longer ago than their ``preemption_timeout`` (the
+    experiment's, else their pool's, from ``timeouts``). Returns the ones killed."""
+    killed = []
+    for alloc, _trial, exp in q.preempting_allocations(tx.session):
+        own = exp.config.get("preemption_timeout")
+        limit = float(own) if own is not None else timeouts.get(alloc.pool, 3600.0)
+        if alloc.preempt_at is not None and tx.now - alloc.preempt_at >= limit:
+            # Not a user's kill (kill_requested stays false): the trial goes where its
+            # preemption sends it (paused, queued again, canceled) and resumes from its latest
+            # checkpoint.
+            alloc.exit_reason = OVERDUE
+            for agent_id in alloc.slots or {}:
+                tx.act(KillAllocation(agent_id, alloc.id))
+            killed.append(alloc.id)
+    return killed
+
+
+OVERDUE = "did not stop within its preemption timeout; killed"
 
 
 def kill_allocation(tx: Tx, alloc: Allocation) -> None:
@@ -332,7 +356,7 @@ def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason:
     never_started = alloc.state == "ASSIGNED" and exit_code is None
     alloc.state = "TERMINATED"
     alloc.exit_code = exit_code
-    alloc.exit_reason = reason
+    alloc.exit_reason = alloc.exit_reason if alloc.exit_reason == OVERDUE else reason
     alloc.ended_at = tx.now
     tx.act(Reschedule())
     tx.act(Wake(("op", alloc.trial_id)))
@@ -359,7 +383,10 @@ def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason:
         _finish_trial(tx, trial, TrialState.COMPLETED, message="invalid hyperparameters")
         ops = searcher.trial_exited_early(rid, ExitedReason.INVALID_HP)
     elif preempt in (PreemptReason.PAUSE, PreemptReason.SCHEDULER) and (
-        exit_code == 0 or exit_code is None or preempt is PreemptReason.PAUSE
+        exit_code == 0
+        or exit_code is None
+        or preempt is PreemptReason.PAUSE
+        or alloc.exit_reason == OVERDUE
     ):
         _requeue_or_pause(trial, exp)
     elif searcher.is_closed(rid) or preempt in (PreemptReason.EARLY_STOP, PreemptReason.SHUTDOWN):

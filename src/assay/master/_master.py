@@ -18,8 +18,10 @@ from assay.db import AgentRecord, Allocation, ClusterRecord, Database, Experimen
 from assay.db import _queries as q
 from assay.errors import InvalidRequest, MasterUnreachable, NotFound
 from assay.master import _harness as harness
+from assay.master import _jobs as jobs
 from assay.master import _lifecycle as life
 from assay.master._agents import AgentConnection, AgentHub, Sender
+from assay.master._autoscaler import Autoscaler
 from assay.master._scheduling import PassResult, schedule_pass
 from assay.master._searchers import SearcherCache
 from assay.master._submit import Submission, create_experiment, validate_submission
@@ -33,6 +35,7 @@ from assay.master._tx import (
     Wake,
 )
 from assay.master._waiters import Waiters
+from assay.scheduler import JobUpdate
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +73,11 @@ class Master:
         self._wakeup = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
+        self.waiting_jobs: set[str] = set()
+        self.autoscaler = Autoscaler(self)
+        self._preemption_timeouts = {
+            p.pool_name: float(p.preemption_timeout) for p in settings.resource_pools
+        }
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -91,6 +99,14 @@ class Master:
             agent.connected = False
         return row.id
 
+    @property
+    def url(self) -> str:
+        """Where agents and trial processes reach this master."""
+        host = self.settings.host
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        return f"http://{host}:{self.settings.port}"
+
     def begin_shutdown(self) -> None:
         """Answer every long-poll now (with 503, so clients retry against the next master)."""
         self._stopping = True
@@ -103,6 +119,7 @@ class Master:
 
     async def stop(self) -> None:
         self.begin_shutdown()
+        await self.autoscaler.close()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -164,15 +181,19 @@ class Master:
 
     async def schedule_once(self) -> PassResult:
         agents = self.hub.connected_views()
-        return await self.transact(schedule_pass, agents, self.settings, self.cluster_id)
+        result = await self.transact(schedule_pass, agents, self.settings, self.cluster_id)
+        self.waiting_jobs = result.waiting_jobs
+        return result
 
     async def _reaper_loop(self) -> None:
         while not self._stopping:
             await asyncio.sleep(1.0)
             try:
+                await self.autoscaler.step()
                 await self.reap_lost_allocations()
+                await self.transact(life.enforce_preemption_timeouts, self._preemption_timeouts)
             except Exception:
-                log.exception("checking for lost agents failed")
+                log.exception("checking for lost agents and overdue preemptions failed")
 
     async def reap_lost_allocations(self) -> None:
         """Fail the allocations of agents gone longer than ``agent_lost_after_seconds``."""
@@ -217,6 +238,19 @@ class Master:
 
     async def kill_trial(self, trial_id: int) -> None:
         await self.transact(life.kill_trial, trial_id)
+
+    async def list_jobs(self, pool: str | None) -> dict[str, Any]:
+        name = pool or self.settings.default_compute_pool
+        waiting = set(self.waiting_jobs)
+        return await self.db.run(lambda s: jobs.list_jobs(s, name, self.settings, waiting))
+
+    async def update_jobs(self, updates: list[JobUpdate]) -> list[str]:
+        return await self.transact(jobs.update_jobs, updates, self.settings)
+
+    async def set_experiment_resource(self, experiment_id: int, field: str, value: Any) -> None:
+        await self.transact(
+            jobs.update_experiment_resources, experiment_id, field, value, self.settings
+        )
 
     async def wait_experiment(self, experiment_id: int, timeout: float) -> str:
         """Wait up to ``timeout`` seconds for the experiment to end; return its state."""
@@ -320,6 +354,13 @@ class Master:
         agent_id = str(hello.get("agent_id") or "")
         if not agent_id:
             raise InvalidRequest("agent hello without an agent_id")
+        pool = str(hello.get("pool") or "default")
+        pools = [p.pool_name for p in self.settings.resource_pools]
+        if pool not in pools:
+            raise InvalidRequest(
+                f"agent {agent_id} asked to join resource pool {pool!r}, which this master does "
+                f"not have; its pools: {', '.join(pools)} (start the agent with --pool NAME)"
+            )
         now = self.clock()
 
         def upsert(session: Session) -> bool:

@@ -16,6 +16,7 @@ from assay.scheduler import (
     Agent,
     Decision,
     Fitting,
+    JobKind,
     PolicyKind,
     PoolSnapshot,
     Request,
@@ -49,6 +50,8 @@ class AgentView:
 class PassResult:
     started: list[str] = field(default_factory=list)
     preempted: list[str] = field(default_factory=list)
+    waiting_jobs: set[str] = field(default_factory=set)
+    """Jobs with requests holding a reservation: they start when the preempted slots free."""
 
 
 def schedule_pass(
@@ -83,6 +86,8 @@ def schedule_pass(
             views = {a.id: a for a in pool_agents}
             alloc = start_trial(tx, trial, exp, placement, name, views, cluster_id)
             result.started.append(alloc.id)
+        for request_id in decision.reserve:
+            result.waiting_jobs.add(trials[request_id][1].job_id)
         allocs = {a.id: a for a, _, _ in pool_live}
         for alloc_id in decision.preempt:
             victim = allocs.get(alloc_id)
@@ -109,6 +114,8 @@ def _snapshot(
             queue_position=job.queue_position,
             submitted=job.submitted_at,
             max_slots=job.max_slots,
+            kind=JobKind.EXPERIMENT,
+            pool=job.pool,
         )
     pending = []
     for trial, exp, job in queued:

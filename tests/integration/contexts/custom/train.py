@@ -4,7 +4,8 @@ Hyperparameters: ``step_seconds`` (sleep per step), ``checkpoint_every`` (steps)
 (exit with code 3 at that step in the first run only), ``invalid_above`` (declare the
 hyperparameters invalid when ``x`` exceeds it), ``code_driven_steps`` (ignore the searcher's
 operations: train that many steps, validating every ``checkpoint_every`` steps with the step
-count as the ``batches`` metric, until told to stop). It prints ``started at step S run R pid P``
+count as the ``batches`` metric, until told to stop), ``ignore_preempt`` (never look at
+``should_preempt()``, to be killed at the preemption timeout). It prints ``started at step S run R pid P``
 so tests can see where each run resumed and signal the process.
 """
 
@@ -66,7 +67,7 @@ def main() -> None:
                 if fail_once_at is not None and steps == int(fail_once_at) and run == 1:
                     print(f"failing on purpose at step {steps}", flush=True)
                     sys.exit(3)
-                if core.preempt.should_preempt():
+                if not hp.get("ignore_preempt") and core.preempt.should_preempt():
                     checkpoint()
                     print(f"preempted at step {steps}", flush=True)
                     return

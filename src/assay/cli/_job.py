@@ -1,0 +1,140 @@
+"""``assay job`` (alias ``j``): the job queue of a resource pool, and changing it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from assay.cli._common import client, console, fail, print_json, when
+
+app = typer.Typer(help="View and change the job queue.", no_args_is_help=True)
+
+PoolOption = Annotated[
+    str | None, typer.Option("--resource-pool", "-p", help="pool (default: the default pool)")
+]
+
+# update-batch keys as the seed writes them -> API fields and value parsers.
+_FIELDS: dict[str, tuple[str, Any]] = {
+    "priority": ("priority", int),
+    "weight": ("weight", float),
+    "resource-pool": ("resource_pool", str),
+    "resource_pool": ("resource_pool", str),
+    "ahead-of": ("ahead_of", str),
+    "ahead_of": ("ahead_of", str),
+    "behind-of": ("behind_of", str),
+    "behind_of": ("behind_of", str),
+}
+
+
+def _list(resource_pool: str | None, as_json: bool) -> None:
+    answer = client().jobs(resource_pool)
+    if as_json:
+        print_json(answer)
+        return
+    fair = answer["scheduler"] == "fair_share"
+    table = Table(box=None, header_style="bold")
+    for col in (
+        "#",
+        "ID",
+        "Type",
+        "Job Name",
+        "Weight" if fair else "Priority",
+        "Submitted",
+        "Slots (acquired/needed)",
+        "Status",
+        "User",
+    ):
+        table.add_column(col)
+    for job in answer["jobs"]:
+        table.add_row(
+            str(job["position"]),
+            job["id"],
+            job["type"],
+            job["name"],
+            f"{job['weight']:g}" if fair else str(job["priority"]),
+            when(job["submitted_at"]),
+            f"{job['slots_acquired']}/{job['slots_needed']}",
+            job["status"],
+            job["user"],
+        )
+    console.print(table)
+
+
+@app.command("list")
+def list_(
+    resource_pool: PoolOption = None, as_json: Annotated[bool, typer.Option("--json")] = False
+) -> None:
+    """The pool's active jobs in scheduling order."""
+    _list(resource_pool, as_json)
+
+
+@app.command("ls", hidden=True)
+def ls(
+    resource_pool: PoolOption = None, as_json: Annotated[bool, typer.Option("--json")] = False
+) -> None:
+    """Alias of list."""
+    _list(resource_pool, as_json)
+
+
+@app.command()
+def update(
+    job_id: Annotated[str, typer.Argument(help="job id (see `assay job list`)")],
+    priority: Annotated[
+        int | None, typer.Option(help="1 (first) to 99; priority scheduler")
+    ] = None,
+    weight: Annotated[float | None, typer.Option(help="share weight; fair-share scheduler")] = None,
+    resource_pool: Annotated[
+        str | None, typer.Option("--resource-pool", help="move to a pool")
+    ] = None,
+    ahead_of: Annotated[
+        str | None, typer.Option("--ahead-of", help="place ahead of this job")
+    ] = None,
+    behind_of: Annotated[
+        str | None, typer.Option("--behind-of", help="place behind this job")
+    ] = None,
+) -> None:
+    """Change one job: its priority or weight, pool, or place in the queue."""
+    changes = {
+        k: v
+        for k, v in (
+            ("priority", priority),
+            ("weight", weight),
+            ("resource_pool", resource_pool),
+            ("ahead_of", ahead_of),
+            ("behind_of", behind_of),
+        )
+        if v is not None
+    }
+    if not changes:
+        fail(
+            "nothing to change: give --priority, --weight, --resource-pool, --ahead-of "
+            "or --behind-of"
+        )
+    client().update_job(job_id, **changes)
+    console.print(f"job {job_id} updated")
+
+
+@app.command("update-batch")
+def update_batch(
+    updates: Annotated[list[str], typer.Argument(help="JOB.FIELD=VALUE, e.g. 73853c5c.priority=1")],
+) -> None:
+    """Change several jobs at once: all of the changes are made, or none."""
+    parsed: dict[str, dict[str, Any]] = {}
+    for item in updates:
+        target, sep, raw = item.partition("=")
+        job_id, dot, key = target.partition(".")
+        if not sep or not dot or not job_id or key not in _FIELDS:
+            fail(
+                f"cannot read {item!r}: expected JOB.FIELD=VALUE with FIELD one of "
+                "priority, weight, resource-pool, ahead-of, behind-of"
+            )
+        field, parse = _FIELDS[key]
+        try:
+            value = parse(raw.strip().strip('"'))
+        except ValueError:
+            fail(f"cannot read {item!r}: {key} must be a {parse.__name__}, got {raw!r}")
+        parsed.setdefault(job_id, {"job_id": job_id})[field] = value
+    client().update_jobs(list(parsed.values()))
+    console.print(f"updated {len(parsed)} job(s)")

@@ -1,0 +1,183 @@
+"""Autoscaling: pools with a ``provider`` grow when work waits and shrink when agents idle.
+
+Each step reads the pool (queued demand, free slots, its instances), asks the pure
+``decide_scaling``, records launches and terminations in the database, and only then runs the
+provider's commands. An instance's agent connects with the instance's id, which is how the two
+are matched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.orm import Session
+
+from assay.config import ProviderConfig, ResourcePoolConfig
+from assay.db import Instance
+from assay.db import _queries as q
+from assay.master._tx import Tx
+from assay.scheduler import Instance as InstanceView
+from assay.scheduler import ProviderSettings, decide_scaling
+
+if TYPE_CHECKING:
+    from assay.master._master import Master
+
+log = logging.getLogger(__name__)
+
+LIVE_INSTANCE_STATES = ("LAUNCHING", "RUNNING")
+
+
+class Autoscaler:
+    def __init__(self, master: Master) -> None:
+        self.master = master
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def pools(self) -> list[ResourcePoolConfig]:
+        return [p for p in self.master.settings.resource_pools if p.provider is not None]
+
+    async def step(self) -> None:
+        for pool in self.pools():
+            await self._step_pool(pool)
+
+    async def _step_pool(self, pool: ResourcePoolConfig) -> None:
+        provider = pool.provider
+        assert provider is not None
+        connected = {a.id: a for a in self.master.hub.connected_views() if a.pool == pool.pool_name}
+
+        def plan(tx: Tx) -> tuple[list[str], list[str]]:
+            demand = q.queued_slot_demand(tx.session, pool.pool_name)
+            busy = q.busy_agents(tx.session)
+            used = q.used_slots(tx.session)
+            free = sum(
+                len([s for s in a.slots if s.id not in used.get(a.id, set())])
+                for a in connected.values()
+                if a.enabled
+            )
+            views = []
+            for row in q.instances(tx.session, pool.pool_name, LIVE_INSTANCE_STATES):
+                if row.id in connected:
+                    row.state = "RUNNING"
+                    if row.id in busy:
+                        row.idle_since = None
+                    elif row.idle_since is None:
+                        row.idle_since = tx.now
+                views.append(
+                    InstanceView(
+                        id=row.id,
+                        launched_at=row.launched_at,
+                        agent_id=row.id if row.id in connected else None,
+                        idle_since=row.idle_since if row.id in connected else None,
+                    )
+                )
+            decision = decide_scaling(demand, free, _settings(provider), views, tx.now)
+            launched = []
+            for _ in range(decision.launch):
+                instance_id = f"{pool.pool_name}-{secrets.token_hex(4)}"
+                tx.session.add(
+                    Instance(
+                        id=instance_id,
+                        pool=pool.pool_name,
+                        state="LAUNCHING",
+                        launched_at=tx.now,
+                        idle_since=None,
+                        ended_at=None,
+                        message="",
+                    )
+                )
+                launched.append(instance_id)
+            for instance_id in decision.terminate:
+                ending = tx.session.get(Instance, instance_id)
+                if ending is not None:
+                    ending.state = "TERMINATING"
+            return launched, list(decision.terminate)
+
+        launched, terminated = await self.master.transact(plan)
+        for instance_id in launched:
+            log.info("launching instance %s for pool %s", instance_id, pool.pool_name)
+            self._run(provider.launch_command, instance_id, pool, ending=False)
+        for instance_id in terminated:
+            log.info("terminating instance %s of pool %s", instance_id, pool.pool_name)
+            self._run(provider.terminate_command, instance_id, pool, ending=True)
+
+    def _run(
+        self, command: str | list[str], instance_id: str, pool: ResourcePoolConfig, *, ending: bool
+    ) -> None:
+        task = asyncio.create_task(self._command(command, instance_id, pool, ending))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _command(
+        self, command: str | list[str], instance_id: str, pool: ResourcePoolConfig, ending: bool
+    ) -> None:
+        provider = pool.provider
+        assert provider is not None
+        env = {
+            **os.environ,
+            "ASSAY_INSTANCE_ID": instance_id,
+            "ASSAY_POOL": pool.pool_name,
+            "ASSAY_MASTER": self.master.url,
+            "ASSAY_SLOTS": str(provider.slots_per_instance),
+        }
+        args = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *args,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+            )
+            output, _ = await proc.communicate()
+            code = proc.returncode
+            text = output.decode(errors="replace").strip()[-2000:]
+        except OSError as exc:
+            code, text = None, str(exc)
+        what = "terminate" if ending else "launch"
+        if code != 0:
+            log.warning("%s command for %s failed (%s): %s", what, instance_id, code, text)
+
+        def record(tx: Tx) -> None:
+            row = tx.session.get(Instance, instance_id)
+            if row is None:
+                return
+            if code != 0:
+                row.message = f"{what} command exited {code}: {text}"
+            if ending:
+                row.state = "TERMINATED"
+                row.ended_at = tx.now
+
+        await self.master.transact(record)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+
+
+def _settings(provider: ProviderConfig) -> ProviderSettings:
+    return ProviderSettings(
+        slots_per_instance=provider.slots_per_instance,
+        min_instances=provider.min_instances,
+        max_instances=provider.max_instances,
+        idle_timeout=float(provider.idle_timeout),
+        startup_timeout=float(provider.startup_timeout),
+    )
+
+
+def instances_json(session: Session, pool: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": row.id,
+            "pool": row.pool,
+            "state": row.state,
+            "launched_at": row.launched_at,
+            "idle_since": row.idle_since,
+            "ended_at": row.ended_at,
+            "message": row.message,
+        }
+        for row in q.instances(session, pool, None)
+    ]

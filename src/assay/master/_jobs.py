@@ -1,0 +1,142 @@
+"""The job queue as users see and change it: ``assay job list`` and ``assay job update``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from assay.config import MasterConfig
+from assay.db import Experiment, Job
+from assay.db import _queries as q
+from assay.errors import NotFound
+from assay.master._states import ExperimentState
+from assay.master._tx import Reschedule, Tx
+from assay.scheduler import Job as JobView
+from assay.scheduler import (
+    JobKind,
+    JobUpdate,
+    PolicyKind,
+    move_ahead_of,
+    move_behind_of,
+    order_jobs,
+    validate_batch,
+)
+
+_ACTIVE = (ExperimentState.ACTIVE.value, *(s.value for s in ExperimentState if s.stopping))
+_UPDATABLE = (*_ACTIVE, ExperimentState.PAUSED.value)
+
+
+def _view(job: Job) -> JobView:
+    return JobView(
+        id=job.id,
+        priority=job.priority,
+        weight=job.weight,
+        queue_position=job.queue_position,
+        submitted=job.submitted_at,
+        max_slots=job.max_slots,
+        kind=JobKind.EXPERIMENT,
+        pool=job.pool,
+    )
+
+
+def policies(settings: MasterConfig) -> dict[str, PolicyKind]:
+    return {p.pool_name: PolicyKind(p.scheduler.type) for p in settings.resource_pools}
+
+
+def list_jobs(
+    session: Session, pool: str, settings: MasterConfig, waiting: set[str]
+) -> dict[str, Any]:
+    """The active jobs of ``pool`` in scheduling order, with their slots and status.
+
+    SCHEDULED means slots are allocated or reserved for it (it runs, or starts as soon as the
+    slots it preempted come free); QUEUED means it waits for slots.
+    """
+    policy = policies(settings).get(pool)
+    if policy is None:
+        names = ", ".join(policies(settings))
+        raise NotFound(f"resource pool {pool!r} does not exist; this cluster has: {names}")
+    rows = q.active_jobs(session, pool, _ACTIVE)
+    usage = q.job_slot_usage(session, [job.id for job, _ in rows])
+    by_id = {job.id: (job, exp) for job, exp in rows}
+    out = []
+    for position, view in enumerate(order_jobs([_view(j) for j, _ in rows], policy)):
+        job, exp = by_id[view.id]
+        acquired, queued = usage.get(job.id, (0, 0))
+        status = "SCHEDULED" if acquired > 0 or job.id in waiting else "QUEUED"
+        out.append(
+            {
+                "position": position,
+                "id": job.id,
+                "type": job.type,
+                "name": job.name,
+                "experiment_id": exp.id,
+                "priority": job.priority,
+                "weight": job.weight,
+                "max_slots": job.max_slots,
+                "submitted_at": job.submitted_at,
+                "slots_acquired": acquired,
+                "slots_needed": acquired + queued,
+                "status": status,
+                "user": job.owner,
+                "resource_pool": job.pool,
+            }
+        )
+    return {"resource_pool": pool, "scheduler": policy.value, "jobs": out}
+
+
+def update_jobs(tx: Tx, updates: list[JobUpdate], settings: MasterConfig) -> list[str]:
+    """Apply ``updates`` all together or not at all (every problem reported at once)."""
+    pools = policies(settings)
+    jobs = {job.id: job for job, _ in q.active_jobs(tx.session, None, _UPDATABLE)}
+    views = {job_id: _view(job) for job_id, job in jobs.items()}
+    validate_batch(updates, views, pools, pools=list(pools))
+    for update in updates:
+        job = jobs[update.job_id]
+        if update.priority is not None:
+            job.priority = update.priority
+        if update.weight is not None:
+            job.weight = update.weight
+        if update.resource_pool is not None and update.resource_pool != job.pool:
+            job.pool = update.resource_pool
+            _set_config(tx, job, "resource_pool", update.resource_pool)
+        anchor = update.ahead_of or update.behind_of
+        if anchor is not None:
+            current = [_view(j) for j in jobs.values() if j.pool == job.pool]
+            mover = move_ahead_of if update.ahead_of else move_behind_of
+            move = mover(current, job.id, anchor)
+            job.queue_position = move.queue_position
+            job.priority = move.priority
+            for other_id, position in move.renumbered.items():
+                jobs[other_id].queue_position = position
+        views[job.id] = _view(job)
+    tx.act(Reschedule())
+    return [u.job_id for u in updates]
+
+
+def update_experiment_resources(
+    tx: Tx, experiment_id: int, field: str, value: Any, settings: MasterConfig
+) -> None:
+    """``assay experiment set priority|weight|max-slots``: the same rules as the job queue."""
+    exp = tx.session.get(Experiment, experiment_id)
+    if exp is None:
+        raise NotFound(f"experiment {experiment_id} not found")
+    job = tx.session.get(Job, exp.job_id)
+    assert job is not None
+    if field == "max_slots":
+        job.max_slots = value
+        _set_config(tx, job, "max_slots", value)
+        tx.act(Reschedule())
+        return
+    update = JobUpdate(job_id=job.id, **{field: value})
+    update_jobs(tx, [update], settings)
+    _set_config(tx, job, field, value)
+
+
+def _set_config(tx: Tx, job: Job, key: str, value: Any) -> None:
+    """Keep the experiment's shown config in step with its job."""
+    for exp in q.experiments_of_job(tx.session, job.id):
+        config = dict(exp.config)
+        config["resources"] = {**config.get("resources", {}), key: value}
+        exp.config = config
+        tx.searchers.drop(exp.id)
