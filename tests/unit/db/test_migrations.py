@@ -1,0 +1,66 @@
+"""Migrations run on SQLite and PostgreSQL, from empty and over existing data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+
+from assay.db import Allocation, Database
+
+MIGRATIONS = Path(__file__).resolve().parents[3] / "src" / "assay" / "db" / "migrations"
+
+
+def alembic_config(url: str) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.set_main_option("sqlalchemy.url", url)
+    return cfg
+
+
+def test_opening_a_database_migrates_it_to_the_newest_schema(db_url: str) -> None:
+    db = Database(db_url)
+    tables = set(sa.inspect(db.engine).get_table_names())
+    assert {"experiments", "trials", "allocations", "metrics", "instances"} <= tables
+    Database(db_url).dispose()  # a second open finds nothing to do
+    db.dispose()
+
+
+def test_upgrade_keeps_rows_written_under_the_first_schema(db_url: str) -> None:
+    command.upgrade(alembic_config(db_url), "0001")
+    engine = sa.create_engine(db_url)
+    rows = {
+        "contexts": dict(id=1, sha256="x", size=1, files=1, data=b"z", created_at=0),
+        "jobs": dict(
+            id="j", type="EXPERIMENT", name="n", pool="default", priority=42, weight=1,
+            queue_position=1, submitted_at=0, owner="u", done=False,
+        ),
+        "experiments": dict(
+            id=1, name="e", description="", state="ACTIVE", archived=False, config="{}",
+            original_config="", context_id=1, job_id="j", seed=1, progress=0, owner="u",
+            message="", created_at=0,
+        ),
+        "trials": dict(
+            id=1, experiment_id=1, request_id="r", hparams="{}", seed=1, state="RUNNING",
+            restarts=0, runs=1, steps_completed=0, progress=0, early_stopped=False, message="",
+            created_at=0,
+        ),
+        "allocations": dict(
+            id="1.1", trial_id=1, run=1, pool="default", slots="{}", state="RUNNING", token="t",
+            kill_requested=False, released=False, exit_reason="", created_at=0,
+        ),
+    }  # fmt: skip
+    with engine.begin() as conn:
+        for table, values in rows.items():
+            columns = ", ".join(values)
+            params = ", ".join(f":{name}" for name in values)
+            conn.execute(sa.text(f"INSERT INTO {table} ({columns}) VALUES ({params})"), values)
+    engine.dispose()
+    db = Database(db_url)
+    with db.session() as session:
+        alloc = session.get(Allocation, "1.1")
+        assert alloc is not None
+        assert alloc.exits == {} and alloc.preempt_at is None and alloc.rendezvous_port is None
+    db.dispose()
