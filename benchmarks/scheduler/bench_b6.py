@@ -21,16 +21,16 @@ Two scenarios:
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import os
-import platform
 import random
-import re
 import statistics
 import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks._common import stamp, write_section
 
 from assay.scheduler import (
     Agent,
@@ -43,7 +43,6 @@ from assay.scheduler import (
     schedule,
 )
 
-RESULTS = Path(__file__).resolve().parent.parent / "RESULTS.md"
 PRIORITIES = [1, 10, 20, 42, 42, 42, 42, 60, 80, 99]
 SETTLED = [1, 10, 20, 42, 42, 42]
 WAITING = [42, 42, 60, 80, 99]
@@ -139,33 +138,6 @@ def describe(pool: PoolSnapshot) -> str:
     )
 
 
-def machine() -> str:
-    model = platform.processor() or "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (
-        f"{model}, {os.cpu_count()} cores visible (shared with other work), "
-        f"Python {platform.python_version()}, {platform.system()} {platform.release()}"
-    )
-
-
-def write_section(body: str, path: Path = RESULTS) -> None:
-    """Replace the B6 section of RESULTS.md (between its markers), leaving the rest as it is."""
-    text = path.read_text() if path.exists() else "# Benchmark results\n"
-    block = f"<!-- B6:start -->\n{body.rstrip()}\n<!-- B6:end -->"
-    pattern = re.compile(r"<!-- B6:start -->.*?<!-- B6:end -->", re.S)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: block, text)
-    else:
-        text = f"{text.rstrip()}\n\n{block}\n"
-    path.write_text(text)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small pool, print only")
@@ -196,14 +168,11 @@ def main() -> int:
     command = "python benchmarks/scheduler/bench_b6.py" + (
         f" --runs {args.runs}" if args.runs != 21 else ""
     )
-    today = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     body = "\n".join(
         [
             "## B6: one scheduling pass",
             "",
-            f"- machine: {machine()}",
-            f"- date: {today}",
-            f"- command: `{command}`",
+            stamp(command).rstrip(),
             *(f"- {name} pool: {describe(p)}; seed 6" for name, p in pools.items()),
             "- preemption on in every run; the scenarios are described in the script's docstring",
             "- target: < 100 ms per pass (Determined runs one pass per 500 ms)",
@@ -213,8 +182,8 @@ def main() -> int:
             *rows,
         ]
     )
-    write_section(body)
-    print(f"wrote the B6 section of {RESULTS.name}")
+    write_section("B6", body)
+    print("wrote the B6 section of benchmarks/RESULTS.md")
     return 0
 
 

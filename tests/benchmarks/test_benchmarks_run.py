@@ -1,0 +1,35 @@
+"""Every benchmark runs in its quick mode (figures come from full runs, never from tests)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+
+QUICK = [
+    "benchmarks/runtime/bench_b2_b4.py",
+    "benchmarks/scheduler/bench_b6.py",
+    "benchmarks/searchers/b5_suggest_cost.py",
+    "benchmarks/searchers/b9_search_quality.py",
+]
+
+
+@pytest.mark.parametrize("script", QUICK)
+def test_benchmark_runs_in_quick_mode_and_writes_nothing(script: str) -> None:
+    before = RESULTS.read_text() if RESULTS.exists() else None
+    result = subprocess.run(
+        [sys.executable, script, "--quick"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    after = RESULTS.read_text() if RESULTS.exists() else None
+    assert before == after, "quick mode must not overwrite the recorded figures"
