@@ -84,7 +84,7 @@ def test_higher_priority_preempts_and_the_victim_resumes_from_its_checkpoint(
     trial = pools.client.trial(low_trial)
     assert trial["restarts"] == 0 and trial["runs"] == 2
     assert trial["allocations"][0]["preempt"] == "scheduler"
-    first, second = starts(pools, low_trial)
+    _, second = starts(pools, low_trial)
     resumed = int(second.split()[3])
     assert resumed >= 20, "resumed from its checkpoint, not from zero"
     high_alloc = pools.client.trial(only_trial(pools, high)["id"])["allocations"][0]

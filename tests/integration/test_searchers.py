@@ -3,6 +3,7 @@ hyperparameters, and a master killed in the middle of an ASHA search."""
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections import Counter
 from pathlib import Path
@@ -138,17 +139,20 @@ def _first_start(cluster: Cluster, trial: dict[str, Any]) -> int:
 
 
 def test_custom_searcher_runs_and_a_broken_one_fails_only_its_experiment(
-    cluster: Cluster,
+    cluster: Cluster, tmp_path: Path
 ) -> None:
+    context = tmp_path / "context"
+    shutil.copytree(CONTEXTS / "counter", context)
+    shutil.copy(CONTEXTS / "custom" / "my_searcher.py", context)
     good = config({"name": "custom", "class": "my_searcher:TwoTrials"})
-    exp_id = cluster.submit(good, context=CONTEXTS / "custom")
+    exp_id = cluster.submit(good, context=context)
     exp = cluster.wait_state(exp_id, "COMPLETED", "ERROR", timeout=120)
     assert exp["state"] == "COMPLETED", exp
     trials = cluster.client.trials(exp_id)
     assert [t["steps_completed"] for t in trials] == [20, 20]
 
     bad = config({"name": "custom", "class": "my_searcher:Broken"})
-    bad_id = cluster.submit(bad, context=CONTEXTS / "custom")
+    bad_id = cluster.submit(bad, context=context)
     failed = cluster.wait_state(bad_id, "ERROR", timeout=60)
     assert "this searcher is broken on purpose" in failed["message"]
     assert "Traceback" in failed["message"]

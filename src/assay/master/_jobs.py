@@ -27,7 +27,8 @@ _ACTIVE = (ExperimentState.ACTIVE.value, *(s.value for s in ExperimentState if s
 _UPDATABLE = (*_ACTIVE, ExperimentState.PAUSED.value)
 
 
-def _view(job: Job) -> JobView:
+def job_view(job: Job) -> JobView:
+    """What the scheduler and the queue rules see of a job."""
     return JobView(
         id=job.id,
         priority=job.priority,
@@ -60,7 +61,7 @@ def list_jobs(
     usage = q.job_slot_usage(session, [job.id for job, _ in rows])
     by_id = {job.id: (job, exp) for job, exp in rows}
     out = []
-    for position, view in enumerate(order_jobs([_view(j) for j, _ in rows], policy)):
+    for position, view in enumerate(order_jobs([job_view(j) for j, _ in rows], policy)):
         job, exp = by_id[view.id]
         acquired, queued = usage.get(job.id, (0, 0))
         status = "SCHEDULED" if acquired > 0 or job.id in waiting else "QUEUED"
@@ -89,7 +90,7 @@ def update_jobs(tx: Tx, updates: list[JobUpdate], settings: MasterConfig) -> lis
     """Apply ``updates`` all together or not at all (every problem reported at once)."""
     pools = policies(settings)
     jobs = {job.id: job for job, _ in q.active_jobs(tx.session, None, _UPDATABLE)}
-    views = {job_id: _view(job) for job_id, job in jobs.items()}
+    views = {job_id: job_view(job) for job_id, job in jobs.items()}
     validate_batch(updates, views, pools, pools=list(pools))
     for update in updates:
         job = jobs[update.job_id]
@@ -102,14 +103,14 @@ def update_jobs(tx: Tx, updates: list[JobUpdate], settings: MasterConfig) -> lis
             _set_config(tx, job, "resource_pool", update.resource_pool)
         anchor = update.ahead_of or update.behind_of
         if anchor is not None:
-            current = [_view(j) for j in jobs.values() if j.pool == job.pool]
+            current = [job_view(j) for j in jobs.values() if j.pool == job.pool]
             mover = move_ahead_of if update.ahead_of else move_behind_of
             move = mover(current, job.id, anchor)
             job.queue_position = move.queue_position
             job.priority = move.priority
             for other_id, position in move.renumbered.items():
                 jobs[other_id].queue_position = position
-        views[job.id] = _view(job)
+        views[job.id] = job_view(job)
     tx.act(Reschedule())
     return [u.job_id for u in updates]
 

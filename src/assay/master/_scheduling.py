@@ -9,6 +9,8 @@ from typing import Any
 from assay.config import MasterConfig, ResourcePoolConfig
 from assay.db import Allocation, Checkpoint, Context, Experiment, Job, Trial
 from assay.db import _queries as q
+from assay.master import _gang as gang
+from assay.master._jobs import job_view
 from assay.master._lifecycle import request_preemption
 from assay.master._states import PreemptReason, TrialState
 from assay.master._tx import StartAllocation, Tx
@@ -16,14 +18,12 @@ from assay.scheduler import (
     Agent,
     Decision,
     Fitting,
-    JobKind,
     PolicyKind,
     PoolSnapshot,
     Request,
     Running,
     schedule,
 )
-from assay.scheduler import Job as JobView
 
 
 @dataclass(frozen=True)
@@ -105,18 +105,7 @@ def _snapshot(
     live: list[tuple[Allocation, Trial, Job]],
     queued: list[tuple[Trial, Experiment, Job]],
 ) -> PoolSnapshot:
-    jobs: dict[str, JobView] = {}
-    for _, _, job in [*live, *queued]:
-        jobs[job.id] = JobView(
-            id=job.id,
-            priority=job.priority,
-            weight=job.weight,
-            queue_position=job.queue_position,
-            submitted=job.submitted_at,
-            max_slots=job.max_slots,
-            kind=JobKind.EXPERIMENT,
-            pool=job.pool,
-        )
+    jobs = {job.id: job_view(job) for _, _, job in [*live, *queued]}
     pending = []
     for trial, exp, job in queued:
         resources = tx.searchers.config(exp).resources
@@ -211,6 +200,8 @@ def start_trial(
     assert context is not None
     cfg = tx.searchers.config(exp)
     searcher = tx.searchers.searcher(exp)
+    layouts = gang.plan(tx, alloc, placement, agents)
+    addrs = gang.container_addrs(placement, agents) if layouts else []
     for rank, (agent_id, slot_ids) in enumerate(sorted(placement.items())):
         agent = agents.get(agent_id)
         slot_views = [s for s in agent.slots if s.id in slot_ids] if agent else []
@@ -222,7 +213,7 @@ def start_trial(
             "allocation_id": alloc.id,
             "task_type": "TRIAL",
             "latest_checkpoint": trial.latest_checkpoint,
-            "container_addrs": [],
+            "container_addrs": addrs,
             "container_rank": rank,
             "gpu_uuids": [s.uuid for s in slot_views if s.type == "cuda" and s.uuid],
             "user_data": {},
@@ -268,5 +259,7 @@ def start_trial(
             "slots": list(slot_ids),
             "cluster_info": info,
         }
+        if agent_id in layouts:
+            message["distributed"] = layouts[agent_id]
         tx.act(StartAllocation(agent_id, message))
     return alloc

@@ -5,8 +5,8 @@ Hyperparameters: ``step_seconds`` (sleep per step), ``checkpoint_every`` (steps)
 hyperparameters invalid when ``x`` exceeds it), ``code_driven_steps`` (ignore the searcher's
 operations: train that many steps, validating every ``checkpoint_every`` steps with the step
 count as the ``batches`` metric, until told to stop), ``ignore_preempt`` (never look at
-``should_preempt()``, to be killed at the preemption timeout). It prints ``started at step S run R pid P``
-so tests can see where each run resumed and signal the process.
+``should_preempt()``, to be killed at the preemption timeout). It prints
+``started at step S run R pid P`` so tests can see where each run resumed and signal the process.
 """
 
 from __future__ import annotations
