@@ -162,6 +162,31 @@ def test_random_search_runs_every_trial(cluster: Cluster) -> None:
     assert exp["progress"] == 1.0
 
 
+def test_ended_experiment_keeps_only_the_checkpoints_its_policy_asks_for(
+    cluster: Cluster,
+) -> None:
+    config = yaml.safe_load(counter_config(length=30, searcher={"name": "random", "max_trials": 2}))
+    config["hyperparameters"]["x"] = {"type": "double", "minval": 1, "maxval": 10}
+    exp_id = cluster.submit(yaml.safe_dump(config))
+    cluster.wait_state(exp_id, "COMPLETED")
+    storage = cluster.home / "checkpoints"
+
+    def collected() -> bool:
+        return all(
+            c["state"] != "ACTIVE" or c["steps_completed"] == 30
+            for c in cluster.client.experiment_checkpoints(exp_id)
+        )
+
+    wait_for("garbage collection", collected)
+    ckpts = cluster.client.experiment_checkpoints(exp_id)
+    assert len(ckpts) == 6
+    for ckpt in ckpts:
+        # Defaults: each trial's best (validated at 30) and latest (30) are kept.
+        kept = ckpt["steps_completed"] == 30
+        assert ckpt["state"] == ("ACTIVE" if kept else "DELETED")
+        assert (storage / ckpt["uuid"]).exists() == kept
+
+
 def test_cancel_stops_running_trials_and_kill_ends_them(cluster: Cluster) -> None:
     exp_id = cluster.submit(counter_config(length=10_000, step_seconds=0.02))
     trial_id = wait_for("the trial to start", lambda: cluster.client.trials(exp_id))[0]["id"]

@@ -331,6 +331,32 @@ def instances(
     return session.scalars(stmt.order_by(Instance.launched_at, Instance.id)).all()
 
 
+def validation_values(
+    session: Session, experiment_id: int, metric: str | None
+) -> list[tuple[int, int, Any]]:
+    """``(trial, steps_completed, value of metric)`` of the experiment's current validations."""
+    if metric is None:
+        return []
+    rows = session.execute(
+        select(Metric.trial_id, Metric.steps_completed, Metric.values)
+        .join(Trial, Metric.trial_id == Trial.id)
+        .where(
+            Trial.experiment_id == experiment_id,
+            Metric.group == "validation",
+            Metric.archived.is_(False),
+        )
+    ).all()
+    return [(t, s, (v or {}).get(metric)) for t, s, v in rows]
+
+
+def experiments_collecting(session: Session) -> list[int]:
+    """Experiments with checkpoints marked for deletion that were not deleted yet."""
+    rows = session.execute(
+        select(Checkpoint.experiment_id).where(Checkpoint.state == "DELETING").distinct()
+    ).all()
+    return [int(r[0]) for r in rows]
+
+
 def experiments_of_job(session: Session, job_id: str) -> Sequence[Experiment]:
     return session.scalars(select(Experiment).where(Experiment.job_id == job_id)).all()
 

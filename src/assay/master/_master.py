@@ -7,7 +7,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -17,6 +17,8 @@ from assay.config import MasterConfig
 from assay.db import AgentRecord, Allocation, ClusterRecord, Database, Experiment, Trial
 from assay.db import _queries as q
 from assay.errors import InvalidRequest, MasterUnreachable, NotFound
+from assay.master import _gang as gang
+from assay.master import _gc as gc
 from assay.master import _harness as harness
 from assay.master import _jobs as jobs
 from assay.master import _lifecycle as life
@@ -74,6 +76,7 @@ class Master:
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
         self.waiting_jobs: set[str] = set()
+        self._work: set[asyncio.Task[Any]] = set()
         self.autoscaler = Autoscaler(self)
         self._preemption_timeouts = {
             p.pool_name: float(p.preemption_timeout) for p in settings.resource_pools
@@ -89,6 +92,9 @@ class Master:
             asyncio.create_task(self._reaper_loop(), name="lost-agent-reaper"),
         ]
         self._wakeup.set()
+        # Finish checkpoint deletions a previous master marked but did not complete.
+        for experiment_id in await self.db.run(q.experiments_collecting):
+            self._background(gc.collect(self, experiment_id))
 
     def _init_cluster(self, session: Session) -> str:
         row = session.query(ClusterRecord).first()
@@ -116,6 +122,12 @@ class Master:
         await self.waiters.wait(key, since, timeout)
         if self.waiters.closed:
             raise MasterUnreachable("the master is shutting down; try again shortly")
+
+    def _background(self, work: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.create_task(work)
+        self._work.add(task)
+        task.add_done_callback(self._work.discard)
+        task.add_done_callback(_log_failure)
 
     async def stop(self) -> None:
         self.begin_shutdown()
@@ -164,6 +176,7 @@ class Master:
                 self._wakeup.set()
             elif isinstance(action, ExperimentEnded):
                 self.searchers.release(action.experiment_id)
+                self._background(gc.collect(self, action.experiment_id))
                 self.waiters.notify(("experiment", action.experiment_id))
 
     # -- scheduling -------------------------------------------------------------------------------
@@ -437,7 +450,8 @@ class Master:
             alloc_id = str(msg["allocation_id"])
             code = msg.get("exit_code")
             await self.transact(
-                life.allocation_exited,
+                gang.agent_exited,
+                agent_id,
                 alloc_id,
                 int(code) if code is not None else None,
                 str(msg.get("reason", "")),
@@ -467,3 +481,8 @@ class Master:
         await self.db.run(lambda s: q.insert_logs(s, rows))
         for trial_id in {r["trial_id"] for r in rows}:
             self.waiters.notify(("logs", trial_id))
+
+
+def _log_failure(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("background work failed", exc_info=task.exception())

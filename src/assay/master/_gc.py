@@ -1,0 +1,125 @@
+"""Checkpoint garbage collection: which checkpoints an ended experiment keeps.
+
+A checkpoint is kept if it is among the experiment's ``save_experiment_best``, its trial's
+``save_trial_best`` or its trial's ``save_trial_latest`` checkpoints. "Best" ranks checkpoints by
+the searcher metric of the validation reported at the same ``steps_completed`` (checkpoints with
+no such validation are never "best"); "latest" ranks them by ``steps_completed``. The rest are
+deleted from storage, then marked DELETED.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from assay.db import Checkpoint, Experiment
+from assay.db import _queries as q
+from assay.master._tx import Tx
+from assay.storage import storage_from_config
+
+if TYPE_CHECKING:
+    from assay.master._master import Master
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CheckpointFacts:
+    uuid: str
+    trial_id: int
+    steps_completed: int
+    score: float | None
+    """The searcher metric at that step, normalised so smaller is better."""
+
+
+def to_delete(
+    checkpoints: Iterable[CheckpointFacts],
+    *,
+    save_experiment_best: int,
+    save_trial_best: int,
+    save_trial_latest: int,
+) -> set[str]:
+    """The uuids the policy does not keep."""
+    items = list(checkpoints)
+    keep: set[str] = set()
+    scored = sorted((c for c in items if c.score is not None), key=lambda c: (c.score, c.uuid))
+    keep.update(c.uuid for c in scored[:save_experiment_best])
+    by_trial: dict[int, list[CheckpointFacts]] = {}
+    for c in items:
+        by_trial.setdefault(c.trial_id, []).append(c)
+    for trial_items in by_trial.values():
+        best = sorted(
+            (c for c in trial_items if c.score is not None), key=lambda c: (c.score, c.uuid)
+        )
+        keep.update(c.uuid for c in best[:save_trial_best])
+        latest = sorted(trial_items, key=lambda c: (-c.steps_completed, c.uuid))
+        keep.update(c.uuid for c in latest[:save_trial_latest])
+    return {c.uuid for c in items} - keep
+
+
+def plan_collection(tx: Tx, experiment_id: int) -> tuple[list[str], dict[str, Any]]:
+    """Mark the checkpoints an ended experiment does not keep as DELETING (written before any
+    file is removed, so a master restart finishes the job) and return them with the storage."""
+    exp = tx.session.get(Experiment, experiment_id)
+    if exp is None:
+        return [], {}
+    storage = dict(exp.config.get("checkpoint_storage") or {})
+    searcher = exp.config.get("searcher") or {}
+    metric = searcher.get("metric")
+    sign = 1.0 if searcher.get("smaller_is_better", True) else -1.0
+    scores = _scores(q.validation_values(tx.session, experiment_id, metric), sign)
+    rows = list(q.checkpoints_of(tx.session, experiment_id=experiment_id))
+    facts = [
+        CheckpointFacts(
+            c.uuid, c.trial_id, c.steps_completed, scores.get((c.trial_id, c.steps_completed))
+        )
+        for c in rows
+        if c.state in ("ACTIVE", "DELETING")
+    ]
+    doomed = to_delete(
+        facts,
+        save_experiment_best=int(storage.get("save_experiment_best", 0)),
+        save_trial_best=int(storage.get("save_trial_best", 1)),
+        save_trial_latest=int(storage.get("save_trial_latest", 1)),
+    )
+    for c in rows:
+        if c.uuid in doomed:
+            c.state = "DELETING"
+    return sorted(doomed), storage
+
+
+def _scores(values: Iterable[tuple[int, int, Any]], sign: float) -> Mapping[tuple[int, int], float]:
+    out: dict[tuple[int, int], float] = {}
+    for trial_id, steps, value in values:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            score = sign * float(value)
+            key = (trial_id, steps)
+            out[key] = min(score, out.get(key, score))
+    return out
+
+
+def mark_deleted(tx: Tx, uuids: list[str]) -> None:
+    for uuid in uuids:
+        ckpt = tx.session.get(Checkpoint, uuid)
+        if ckpt is not None:
+            ckpt.state = "DELETED"
+
+
+async def collect(master: Master, experiment_id: int) -> int:
+    """Run the experiment's GC policy; returns how many checkpoints were deleted."""
+    uuids, storage = await master.transact(plan_collection, experiment_id)
+    if not uuids:
+        return 0
+    manager = storage_from_config(storage)
+    gone = []
+    for uuid in uuids:
+        try:
+            if manager.exists(uuid):
+                manager.delete(uuid)
+            gone.append(uuid)
+        except Exception as exc:  # one bad directory must not stop the rest
+            log.warning("could not delete checkpoint %s: %s", uuid, exc)
+    await master.transact(mark_deleted, gone)
+    return len(gone)
