@@ -27,6 +27,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--home", type=Path, help="state directory (default $ASSAY_HOME or ~/.assay)"
     )
+    parser.add_argument(
+        "--address",
+        help="address other agents reach this one at, for distributed trials (default: the "
+        "address this agent's connection to the master comes from)",
+    )
     parser.add_argument("--kill-grace", type=float, default=10.0, help="SIGTERM to SIGKILL seconds")
     args = parser.parse_args(argv)
     if args.slots is not None and args.slots < 0:
@@ -44,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         labels=args.label,
         work_root=home / "agents" / agent_id,
         kill_grace=args.kill_grace,
+        address=args.address,
     )
     asyncio.run(agent.run())
     return 0

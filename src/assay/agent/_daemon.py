@@ -44,8 +44,12 @@ class Agent:
         labels: list[str] | None = None,
         work_root: Path,
         kill_grace: float = 10.0,
+        address: str | None = None,
     ) -> None:
         self.agent_id = agent_id
+        self.address = address
+        """Where the other agents of a distributed trial reach this one; by default the address
+        this agent's connection to the master leaves from (the one the master sees)."""
         self.pool = pool
         self.labels = labels or []
         self.slots = slots
@@ -71,7 +75,7 @@ class Agent:
         scheme = "wss" if parts.scheme == "https" else "ws"
         return f"{scheme}://{parts.netloc}/api/v1/agents/ws"
 
-    def hello(self) -> dict[str, Any]:
+    def hello(self, local_address: str = "") -> dict[str, Any]:
         return {
             "type": "hello",
             "agent_id": self.agent_id,
@@ -81,7 +85,7 @@ class Agent:
             "running": [a for a, r in self.runners.items() if a not in self.unacked_exits],
             "exited": list(self.unacked_exits.values()),
             "version": assay.__version__,
-            "address": socket.gethostname(),
+            "address": self.address or local_address or socket.gethostname(),
         }
 
     async def run(self) -> None:
@@ -120,7 +124,7 @@ class Agent:
                 async with connect(
                     self.ws_url, ping_interval=5, ping_timeout=20, max_size=2**26, open_timeout=10
                 ) as ws:
-                    await ws.send(json.dumps(self.hello()))
+                    await ws.send(json.dumps(self.hello(_local_host(ws))))
                     self.ws = ws
                     backoff = 0.1
                     warned = False
@@ -208,3 +212,12 @@ class Agent:
             if not await self._send({"type": "logs", "entries": batch}):
                 self.logs.extendleft(reversed(batch))
                 return
+
+
+def _local_host(ws: ClientConnection) -> str:
+    """The address this end of the master's WebSocket has: what the master sees as its peer."""
+    try:
+        sockname = ws.local_address
+    except (AttributeError, OSError):
+        return ""
+    return str(sockname[0]) if isinstance(sockname, tuple) and sockname else ""

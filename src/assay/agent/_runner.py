@@ -1,4 +1,9 @@
-"""Running one allocation: unpack the context, start the entrypoint, stream its output, stop it."""
+"""Running one allocation: unpack the context, start the entrypoint, stream its output, stop it.
+
+A distributed allocation runs one process per slot of this agent, each with its rank's
+variables; they live and die together: when one fails the others are stopped, and the
+allocation's exit is reported once, after all of them ended, with the first failing code.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assay.agent._ranks import RankLayout, process_env
 from assay.agent._slots import Slot, visible_devices
 from assay.client import HttpSession
 from assay.context import extract_archive
@@ -76,14 +82,18 @@ class AllocationRunner:
         self.on_log = on_log
         self.on_start = on_start
         self.on_exit = on_exit
-        self.process: asyncio.subprocess.Process | None = None
+        self.layout: RankLayout | None = None
+        self.processes: list[tuple[int, asyncio.subprocess.Process]] = []
+        """(rank, process) of each process started so far."""
         self.killing = False
         self._kill_task: asyncio.Task[None] | None = None
+        self._stop_task: asyncio.Task[None] | None = None
         self.started_at = time.time()
         self.dir = env.work_root / "allocations" / self.allocation_id
 
     async def run(self) -> None:
         try:
+            self.layout = RankLayout.from_message(self.message.get("distributed"))
             code_dir = await self._prepare()
         except Exception as exc:
             self._log(
@@ -103,34 +113,68 @@ class AllocationRunner:
             self._log("stderr", reason)
             await self.on_exit(self.allocation_id, 1, reason)
             return
-        self.process = await asyncio.create_subprocess_exec(
-            "/bin/bash",
-            "-c",
-            startup_script(entrypoint),
-            cwd=str(code_dir),
-            env=self._environment(),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-            limit=_MAX_LINE,
-        )
-        assert self.process.stdout is not None and self.process.stderr is not None
+        env = self._environment()
+        count = self.layout.local_world_size if self.layout else 1
+        for local_rank in range(count):
+            if self.killing and self.processes:
+                break
+            rank = self.layout.rank(local_rank) if self.layout else 0
+            proc_env = {**env, **process_env(self.layout, local_rank)} if self.layout else env
+            process = await asyncio.create_subprocess_exec(
+                "/bin/bash",
+                "-c",
+                startup_script(entrypoint),
+                cwd=str(code_dir),
+                env=proc_env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+                limit=_MAX_LINE,
+            )
+            self.processes.append((rank, process))
         await self.on_start(self.allocation_id)
         if self.killing:
-            # The kill came while the process was being created.
+            # The kill came while the processes were being created.
             self._kill_task = asyncio.create_task(self.kill())
+        code, reason = await self._wait_all()
+        await self.on_exit(self.allocation_id, code, reason)
+
+    async def _wait_all(self) -> tuple[int | None, str]:
+        """Wait for every process; stop the others once one fails. The first failing code (0
+        when all succeed) and why."""
+        tasks = {
+            asyncio.create_task(self._wait_one(rank, proc)): rank for rank, proc in self.processes
+        }
+        failed: tuple[int, int] | None = None
+        pending = set(tasks)
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                code = task.result()
+                if code != 0 and failed is None:
+                    failed = (tasks[task], code)
+                    if pending and not self.killing:
+                        self._stop_task = asyncio.create_task(self._stop_processes())
+        first = failed[1] if failed else 0
+        if self.killing:
+            return first, "killed"
+        if failed is None or self.layout is None:
+            return first, ""
+        return first, f"rank {failed[0]} failed; the other ranks were stopped"
+
+    async def _wait_one(self, rank: int, process: asyncio.subprocess.Process) -> int:
+        assert process.stdout is not None and process.stderr is not None
         readers = [
-            asyncio.create_task(self._pump(self.process.stdout, "stdout")),
-            asyncio.create_task(self._pump(self.process.stderr, "stderr")),
+            asyncio.create_task(self._pump(process.stdout, "stdout", rank)),
+            asyncio.create_task(self._pump(process.stderr, "stderr", rank)),
         ]
-        code = await self.process.wait()
+        code = await process.wait()
         # Helpers the trial left behind would hold its output pipes open and its slots busy.
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
+            os.killpg(process.pid, signal.SIGKILL)
         await asyncio.gather(*readers, return_exceptions=True)
-        reason = "killed" if self.killing else ""
-        await self.on_exit(self.allocation_id, code, reason)
+        return code
 
     async def _prepare(self) -> Path:
         context = self.message["context"]
@@ -173,6 +217,8 @@ class AllocationRunner:
         python_bin = str(Path(sys.executable).parent)
         env["PATH"] = python_bin + os.pathsep + env.get("PATH", "")
         env["PYTHONUNBUFFERED"] = "1"
+        # Every process of a distributed allocation sees all of its slots on this agent, as
+        # torchrun's do: each picks its device by LOCAL_RANK.
         slots = [self.env.slots[s] for s in self.message.get("slots", []) if s in self.env.slots]
         env["CUDA_VISIBLE_DEVICES"] = visible_devices(slots)
         env.update({str(k): str(v) for k, v in self.message.get("env", {}).items()})
@@ -181,24 +227,26 @@ class AllocationRunner:
         env["ASSAY_AGENT_ID"] = self.env.agent_id
         return env
 
-    async def _pump(self, stream: asyncio.StreamReader, name: str) -> None:
+    async def _pump(self, stream: asyncio.StreamReader, name: str, rank: int) -> None:
+        # Determined's prefix, so the ranks' interleaved lines read apart in a plain log.
+        prefix = f"[rank={rank}] " if self.layout is not None else ""
         while True:
             try:
                 raw = await stream.readuntil(b"\n")
             except asyncio.IncompleteReadError as exc:
                 if exc.partial:
-                    self._log(name, exc.partial.decode(errors="replace"))
+                    self._log(name, prefix + exc.partial.decode(errors="replace"), rank)
                 return
             except asyncio.LimitOverrunError as exc:
                 raw = await stream.read(exc.consumed)
-            self._log(name, raw.decode(errors="replace").rstrip("\n"))
+            self._log(name, prefix + raw.decode(errors="replace").rstrip("\n"), rank)
 
-    def _log(self, stream: str, line: str) -> None:
+    def _log(self, stream: str, line: str, rank: int = 0) -> None:
         self.on_log(
             {
                 "allocation_id": self.allocation_id,
                 "trial_id": self.trial_id,
-                "rank": 0,
+                "rank": rank,
                 "stream": stream,
                 "time": time.time(),
                 "line": line,
@@ -206,19 +254,27 @@ class AllocationRunner:
         )
 
     async def kill(self) -> None:
-        """SIGTERM to the whole process group, SIGKILL after the grace period."""
+        """SIGTERM to every process group, SIGKILL after the grace period."""
         self.killing = True
-        proc = self.process
-        if proc is None or proc.returncode is not None:
+        await self._stop_processes()
+
+    async def _stop_processes(self) -> None:
+        live = [proc for _, proc in self.processes if proc.returncode is None]
+        if not live:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
+        for proc in live:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGTERM)
         try:
-            await asyncio.wait_for(proc.wait(), self.env.kill_grace)
+            await asyncio.wait_for(
+                asyncio.gather(*(proc.wait() for proc in live)), self.env.kill_grace
+            )
         except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            for proc in live:
+                if proc.returncode is None:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(proc.pid, signal.SIGKILL)
 
     @property
     def running(self) -> bool:
-        return self.process is None or self.process.returncode is None
+        return not self.processes or any(p.returncode is None for _, p in self.processes)

@@ -1,14 +1,26 @@
-"""``ctx.checkpoint``: save and load checkpoints, registered with the master."""
+"""``ctx.checkpoint``: save and load checkpoints, registered with the master.
+
+In a distributed trial (as in Determined) ``store_path(metadata)`` and ``upload(dir, metadata)``
+belong to the chief: on any other rank they raise, so a worker never writes a second copy of the
+model; guard them with ``if ctx.distributed.rank == 0``. With ``shard=True`` they are collectives
+instead: every rank must call them, each writes its own part into its own directory, and the
+chief commits the union as one checkpoint (files travel to the chief over the ranks'
+connections, so shards are meant to be modest; two ranks writing the same file is an error).
+Reading (``restore_path``, ``download``) works on every rank on its own.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import tempfile
 import uuid as uuidlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from assay.core._distributed import DistributedContext
 from assay.core._session import MasterSession
 
 if TYPE_CHECKING:
@@ -34,12 +46,14 @@ class CheckpointContext:
         trial_id: int | None,
         storage_config: dict[str, Any],
         on_report: Any = None,
+        distributed: DistributedContext | None = None,
     ) -> None:
         self._session = session
         self._trial_id = trial_id
         self._storage_config = storage_config
         self._manager: StorageManager | None = None
         self._on_report = on_report
+        self._dist = distributed or DistributedContext()
 
     @property
     def storage(self) -> StorageManager:
@@ -52,27 +66,115 @@ class CheckpointContext:
         self, metadata: dict[str, Any], shard: bool = False
     ) -> Iterator[tuple[Path, str]]:
         """A directory to write a checkpoint into, and its uuid. On a clean exit the checkpoint
-        is committed to storage and registered with the master before this returns."""
-        del shard
+        is committed to storage and registered with the master before this returns.
+
+        Only the chief may call it, unless ``shard=True``: then every rank must, together."""
+        if shard:
+            with self._store_sharded(metadata) as found:
+                yield found
+            return
+        self._chief_only("store_path")
         steps = _steps(metadata)
         storage_id = str(uuidlib.uuid4())
         with self.storage.store_path(storage_id) as path:
             yield path, storage_id
         self._report(storage_id, steps, metadata)
 
-    def upload(self, ckpt_dir: str | Path, metadata: dict[str, Any], *, shard: bool = False) -> str:
-        del shard
+    def upload(
+        self, ckpt_dir: str | Path | None, metadata: dict[str, Any], *, shard: bool = False
+    ) -> str:
+        """Store the directory ``ckpt_dir`` as a new checkpoint; its uuid. Only the chief may
+        call it, unless ``shard=True``: then every rank must, each with its own directory (or
+        None when it has nothing to add)."""
+        if shard:
+            storage_id = self._dist.broadcast(str(uuidlib.uuid4()))
+            self._commit_shards(Path(ckpt_dir) if ckpt_dir else None, storage_id, metadata)
+            return storage_id
+        self._chief_only("upload")
+        if ckpt_dir is None:
+            raise ValueError("upload() needs the directory to store (ckpt_dir)")
         steps = _steps(metadata)
         storage_id = str(uuidlib.uuid4())
         self.storage.upload(Path(ckpt_dir), storage_id)
         self._report(storage_id, steps, metadata)
         return storage_id
 
-    def download(self, storage_id: str, ckpt_dir: str | Path) -> None:
+    def _chief_only(self, what: str) -> None:
+        if self._dist.rank != 0:
+            raise RuntimeError(
+                f"cannot call checkpoint.{what}(shard=False) on rank {self._dist.rank}: only the "
+                f"chief (rank 0) stores checkpoints; call it under `if "
+                f"ctx.distributed.rank == 0`, or pass shard=True on every rank"
+            )
+
+    @contextlib.contextmanager
+    def _store_sharded(self, metadata: dict[str, Any]) -> Iterator[tuple[Path, str]]:
+        storage_id = self._dist.broadcast(str(uuidlib.uuid4()))
+        with tempfile.TemporaryDirectory(prefix="assay-shard-") as tmp:
+            yield Path(tmp), storage_id
+            self._commit_shards(Path(tmp), storage_id, metadata)
+
+    def _commit_shards(
+        self, ckpt_dir: Path | None, storage_id: str, metadata: dict[str, Any]
+    ) -> None:
+        parts = self._dist.gather((_read_tree(ckpt_dir) if ckpt_dir else {}, metadata))
+        problem: str | None = None
+        error: Exception | None = None
+        if parts is not None:
+            try:
+                problem = self._merge_and_store(parts, storage_id)
+            except Exception as exc:
+                problem, error = f"the chief could not store sharded checkpoint: {exc}", exc
+        # Every rank learns the outcome, so a failure raises everywhere, not on the chief alone.
+        problem = self._dist.broadcast(problem)
+        if error is not None:
+            raise error
+        if problem:
+            raise RuntimeError(problem)
+
+    def _merge_and_store(
+        self, parts: list[tuple[dict[str, bytes], dict[str, Any]]], storage_id: str
+    ) -> str | None:
+        files: dict[str, bytes] = {}
+        owners: dict[str, list[int]] = {}
+        merged: dict[str, Any] = {}
+        clashes: list[str] = []
+        for rank, (tree, meta) in enumerate(parts):
+            for name, data in tree.items():
+                owners.setdefault(name, []).append(rank)
+                files[name] = data
+            for key, value in (meta or {}).items():
+                if key in merged and merged[key] != value:
+                    clashes.append(f"metadata {key!r}: {merged[key]!r} vs {value!r}")
+                merged.setdefault(key, value)
+        clashes += [
+            f"{name} written by ranks {ranks}"
+            for name, ranks in sorted(owners.items())
+            if len(ranks) > 1 and not name.endswith("/")
+        ]
+        if clashes:
+            return "refusing to store a sharded checkpoint with conflicts: " + "; ".join(clashes)
+        steps = _steps(merged)
+        with self.storage.store_path(storage_id) as path:
+            for name, data in sorted(files.items()):
+                target = path / name
+                if name.endswith("/"):
+                    target.mkdir(parents=True, exist_ok=True)
+                else:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(data)
+        self._report(storage_id, steps, merged)
+        return None
+
+    def download(self, storage_id: str, ckpt_dir: str | Path, download_mode: Any = None) -> None:
+        del download_mode
         self.storage.download(storage_id, Path(ckpt_dir))
 
     @contextlib.contextmanager
-    def restore_path(self, storage_id: str) -> Iterator[Path]:
+    def restore_path(self, storage_id: str, download_mode: Any = None) -> Iterator[Path]:
+        """The checkpoint's directory, for reading. Every rank may call it, each on its own
+        (``download_mode`` is accepted for compatibility with Determined)."""
+        del download_mode
         with self.storage.restore_path(storage_id) as path:
             yield path
 
@@ -109,3 +211,16 @@ def _steps(metadata: dict[str, Any]) -> int:
             "{'steps_completed': 500}: a resumed trial continues from it"
         )
     return steps
+
+
+def _read_tree(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` by relative ``/``-separated path; directories as ``name/``."""
+    tree: dict[str, bytes] = {}
+    for current, dirs, names in os.walk(root):
+        rel = Path(current).relative_to(root).as_posix()
+        prefix = "" if rel == "." else f"{rel}/"
+        for name in dirs:
+            tree[f"{prefix}{name}/"] = b""
+        for name in names:
+            tree[f"{prefix}{name}"] = Path(current, name).read_bytes()
+    return tree

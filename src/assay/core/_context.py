@@ -9,7 +9,7 @@ from types import TracebackType
 from typing import Any
 
 from assay.core._checkpoint import CheckpointContext
-from assay.core._distributed import DistributedContext
+from assay.core._distributed import DistributedContext, from_environment
 from assay.core._info import ClusterInfo, get_cluster_info
 from assay.core._preempt import PreemptContext, PreemptMode
 from assay.core._searcher import SearcherContext
@@ -78,25 +78,31 @@ def init(
 ) -> Context:
     """Connect this process to its trial, or, run outside a cluster, to local stand-ins:
     checkpoints go to ``checkpoint_storage`` (a directory, default ``./checkpoints``), metrics
-    to the log, and the searcher yields one operation."""
-    del preempt_mode, tensorboard_mode, async_checkpointing
+    to the log, and the searcher yields one operation.
+
+    In a distributed trial (``WORLD_SIZE`` > 1, as the agent and ``torchrun`` set it) the ranks
+    meet here, unless a ``distributed`` context is passed: this returns once all of them have
+    connected to the chief. Only the chief reports metrics and checkpoints and talks to the
+    searcher; see ``preempt_mode`` for ``should_preempt()``."""
+    del tensorboard_mode, async_checkpointing
     info = get_cluster_info()
-    distributed = distributed or DistributedContext()
+    distributed = distributed or from_environment() or DistributedContext()
     if info is None or info.trial is None:
-        return _offcluster(distributed, checkpoint_storage)
+        return _offcluster(distributed, checkpoint_storage, preempt_mode)
     session = MasterSession(info.master_url, info.session_token)
-    chief = distributed.rank == 0
     trial = info.trial
     storage = _storage_config(checkpoint_storage) or info.checkpoint_storage
     if storage is None:
         raise RuntimeError("the cluster gave this trial no checkpoint storage")
-    train = TrainContext(session if chief else None, trial.trial_id, trial.experiment_id)
+    train = TrainContext(session, trial.trial_id, trial.experiment_id, distributed)
     return Context(
         info=info,
         train=train,
-        checkpoint=CheckpointContext(session, trial.trial_id, storage, on_report=train._flush),
-        preempt=PreemptContext(session, info.allocation_id),
-        searcher=SearcherContext(session, trial.trial_id),
+        checkpoint=CheckpointContext(
+            session, trial.trial_id, storage, on_report=train._flush, distributed=distributed
+        ),
+        preempt=PreemptContext(session, info.allocation_id, distributed, preempt_mode),
+        searcher=SearcherContext(session, trial.trial_id, distributed=distributed),
         distributed=distributed,
         session=session,
     )
@@ -111,7 +117,9 @@ def _storage_config(value: str | dict[str, Any] | None) -> dict[str, Any] | None
 
 
 def _offcluster(
-    distributed: DistributedContext, checkpoint_storage: str | dict[str, Any] | None
+    distributed: DistributedContext,
+    checkpoint_storage: str | dict[str, Any] | None,
+    preempt_mode: PreemptMode,
 ) -> Context:
     storage = _storage_config(checkpoint_storage) or _storage_config(
         os.environ.get("ASSAY_CHECKPOINT_DIR", "checkpoints")
@@ -120,12 +128,13 @@ def _offcluster(
     log.info(
         "running outside a cluster: checkpoints in %s, metrics logged", storage.get("host_path")
     )
+    length = int(os.environ.get("ASSAY_OFFCLUSTER_LENGTH", "1"))
     return Context(
         info=None,
-        train=TrainContext(None, None, None),
-        checkpoint=CheckpointContext(None, None, storage),
-        preempt=PreemptContext(None, ""),
-        searcher=SearcherContext(None, None, int(os.environ.get("ASSAY_OFFCLUSTER_LENGTH", "1"))),
+        train=TrainContext(None, None, None, distributed),
+        checkpoint=CheckpointContext(None, None, storage, distributed=distributed),
+        preempt=PreemptContext(None, "", distributed, preempt_mode),
+        searcher=SearcherContext(None, None, length, distributed),
         distributed=distributed,
         session=None,
     )

@@ -6,6 +6,7 @@ import enum
 import logging
 import threading
 
+from assay.core._distributed import DistributedContext
 from assay.core._session import MasterSession
 from assay.errors import AssayError
 
@@ -15,7 +16,10 @@ LONG_POLL_SECONDS = 60.0
 
 
 class PreemptMode(enum.Enum):
-    """Which processes ask the master (kept for Core API compatibility)."""
+    """Which processes of a distributed trial ask the master, and who may call
+    ``should_preempt()``: every rank together, getting the chief's answer (``WorkersAskChief``,
+    the default), only the chief (``ChiefOnly``), or every rank on its own
+    (``WorkersAskMaster``)."""
 
     WorkersAskChief = "WORKERS_ASK_CHIEF"
     ChiefOnly = "CHIEF_ONLY"
@@ -28,16 +32,31 @@ class PreemptContext:
     A background thread long-polls the master, so the check itself is a flag read: call it as
     often as every batch. On a preemption the code should checkpoint and exit; its trial resumes
     from that checkpoint later.
+
+    In a distributed trial with ``PreemptMode.WorkersAskChief`` (the default), only the chief
+    watches the master and ``should_preempt()`` is a collective: **every rank must call it
+    together**, at the same point of its loop, and all get the chief's answer, so all ranks stop
+    at the same step. It then costs a round trip between the ranks: call it every few batches
+    rather than every one when batches are very short.
     """
 
-    def __init__(self, session: MasterSession | None, allocation_id: str) -> None:
+    def __init__(
+        self,
+        session: MasterSession | None,
+        allocation_id: str,
+        distributed: DistributedContext | None = None,
+        mode: PreemptMode = PreemptMode.WorkersAskChief,
+    ) -> None:
         self._session = session
         self._path = f"/api/v1/allocations/{allocation_id}/signals/preemption"
+        self._dist = distributed or DistributedContext()
+        self._mode = PreemptMode(mode)
         self._flag = threading.Event()
         self._closed = threading.Event()
         self._acknowledged = False
         self._thread: threading.Thread | None = None
-        if session is not None:
+        watches = self._dist.rank == 0 or self._mode is PreemptMode.WorkersAskMaster
+        if session is not None and watches:
             self._thread = threading.Thread(target=self._watch, name="assay-preempt", daemon=True)
             self._thread.start()
 
@@ -63,6 +82,16 @@ class PreemptContext:
 
     def should_preempt(self, auto_ack: bool = True) -> bool:
         preempt = self._flag.is_set()
+        if self._dist.size > 1 and self._mode is not PreemptMode.WorkersAskMaster:
+            if self._mode is PreemptMode.ChiefOnly:
+                if self._dist.rank != 0:
+                    raise RuntimeError(
+                        f"rank {self._dist.rank} called should_preempt() with preempt_mode="
+                        "ChiefOnly: then only the chief (rank 0) may; use WorkersAskChief (the "
+                        "default) to call it on every rank together"
+                    )
+            else:
+                preempt = bool(self._dist.broadcast(preempt))
         if preempt and auto_ack:
             self._acknowledged = True
         return preempt

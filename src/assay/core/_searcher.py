@@ -1,4 +1,11 @@
-"""``ctx.searcher``: the operations the experiment's searcher gives this trial."""
+"""``ctx.searcher``: the operations the experiment's searcher gives this trial.
+
+In a distributed trial only the chief (rank 0) talks to the master. With the default
+``SearcherMode.WorkersAskChief`` every rank iterates ``operations()`` together: the chief asks the
+master for each operation and broadcasts it (and the end) to the other ranks, so all of them
+train to the same lengths; ``op.report_completed`` and ``op.report_progress`` send only from the
+chief and do nothing on the others.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ import logging
 import math
 from collections.abc import Iterator
 
+from assay.core._distributed import DistributedContext
 from assay.core._session import MasterSession
 
 log = logging.getLogger("assay.core")
@@ -22,6 +30,7 @@ class SearcherOperation:
     and call :meth:`report_completed` with the searcher metric."""
 
     def __init__(self, context: SearcherContext | None, length: int) -> None:
+        # None off-cluster and on the ranks other than the chief: nothing is sent from there.
         self._context = context
         self._length = length
         self._completed = False
@@ -48,36 +57,66 @@ class SearcherOperation:
 
 class SearcherContext:
     def __init__(
-        self, session: MasterSession | None, trial_id: int | None, offcluster_length: int = 1
+        self,
+        session: MasterSession | None,
+        trial_id: int | None,
+        offcluster_length: int = 1,
+        distributed: DistributedContext | None = None,
     ) -> None:
         self._session = session
         self._trial_id = trial_id
         self._offcluster_length = offcluster_length
+        self._dist = distributed or DistributedContext()
 
     def operations(
         self, searcher_mode: SearcherMode = SearcherMode.WorkersAskChief, auto_ack: bool = True
     ) -> Iterator[SearcherOperation]:
         """Operations until the searcher needs no more from this trial.
 
-        Each must be completed (``op.report_completed(metric)``) before the next is asked for.
-        Off-cluster, a single operation of ``offcluster_length`` units is yielded.
+        Each must be completed (``op.report_completed(metric)`` on the chief) before the next is
+        asked for. Off-cluster, a single operation of ``offcluster_length`` units is yielded. In
+        a distributed trial every rank must iterate together (``WorkersAskChief``), or only the
+        chief iterates (``ChiefOnly``).
         """
-        del searcher_mode, auto_ack
-        if self._session is None:
-            op = SearcherOperation(None, self._offcluster_length)
+        del auto_ack
+        searcher_mode = SearcherMode(searcher_mode)
+        chief = self._dist.rank == 0
+        together = self._dist.size > 1 and searcher_mode is SearcherMode.WorkersAskChief
+        if not chief and not together:
+            raise RuntimeError(
+                f"rank {self._dist.rank} iterated searcher operations with searcher_mode="
+                "ChiefOnly: then only the chief (rank 0) may; use WorkersAskChief (the default) "
+                "to iterate on every rank"
+            )
+        if not chief:
+            while True:
+                length = self._dist.broadcast(None)
+                if length is None:
+                    return
+                yield SearcherOperation(None, int(length))
+        for length in self._lengths():
+            if together:
+                self._dist.broadcast(length)
+            op = SearcherOperation(self if self._session is not None else None, length)
             yield op
-            return
-        path = f"/api/v1/trials/{self._trial_id}/searcher/operation"
-        while True:
-            answer = self._session.call(lambda h: h.get(path, params={"timeout": 60}, timeout=120))
-            if answer.get("done"):
-                return
-            op = SearcherOperation(self, int(answer["length"]))
-            yield op
-            if not op._completed:
+            if self._session is not None and not op._completed:
                 raise RuntimeError(
                     "call op.report_completed(metric) before asking for the next operation"
                 )
+        if together:
+            self._dist.broadcast(None)
+
+    def _lengths(self) -> Iterator[int]:
+        if self._session is None:
+            yield self._offcluster_length
+            return
+        path = f"/api/v1/trials/{self._trial_id}/searcher/operation"
+        session = self._session
+        while True:
+            answer = session.call(lambda h: h.get(path, params={"timeout": 60}, timeout=120))
+            if answer.get("done"):
+                return
+            yield int(answer["length"])
 
     def _complete(self, length: int, metric: float) -> None:
         assert self._session is not None

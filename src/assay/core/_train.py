@@ -1,4 +1,8 @@
-"""``ctx.train``: report metrics, progress and early exits."""
+"""``ctx.train``: report metrics, progress and early exits.
+
+In a distributed trial only the chief (rank 0) reports; on the other ranks the report calls
+check their arguments and do nothing, so the same code runs on every rank.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import math
 import time
 from typing import Any
 
+from assay.core._distributed import DistributedContext
 from assay.core._session import MasterSession, Reporter
 
 log = logging.getLogger("assay.core")
@@ -54,16 +59,24 @@ class TrainContext:
         session: MasterSession | None,
         trial_id: int | None,
         experiment_id: int | None,
+        distributed: DistributedContext | None = None,
     ) -> None:
         self._session = session
         self._trial_id = trial_id
         self._experiment_id = experiment_id
-        self._reporter = Reporter(session, trial_id) if session and trial_id is not None else None
+        self._chief = (distributed or DistributedContext()).rank == 0
+        self._reporter = (
+            Reporter(session, trial_id)
+            if session is not None and trial_id is not None and self._chief
+            else None
+        )
 
     def report_metrics(self, group: str, steps_completed: int, metrics: dict[str, Any]) -> None:
         """Report ``metrics`` of ``group`` at ``steps_completed`` (returns at once; sent in the
         background). Reporting the same group and step twice in one run keeps the first."""
         _check(steps_completed, metrics)
+        if not self._chief:
+            return
         values = {str(k): _plain(v) for k, v in metrics.items()}
         if self._reporter is None:
             log.info("%s metrics at step %d: %s", group, steps_completed, values)
@@ -93,13 +106,15 @@ class TrainContext:
         """Fraction of the trial done, from 0.0 to 1.0 (shown in the CLI and UI)."""
         if not 0.0 <= float(progress) <= 1.0 or math.isnan(progress):
             raise ValueError(f"progress must be between 0 and 1, got {progress}")
-        if self._session is None:
+        if self._session is None or not self._chief:
             return
         path = f"/api/v1/trials/{self._trial_id}/progress"
         self._session.call(lambda h: h.post(path, {"progress": float(progress)}))
 
     def report_early_exit(self, reason: EarlyExitReason) -> None:
-        """Tell the searcher why this trial is about to stop on its own."""
+        """Tell the searcher why this trial is about to stop on its own (from the chief)."""
+        if not self._chief:
+            return
         if self._session is None:
             log.info("early exit: %s", reason.name)
             return

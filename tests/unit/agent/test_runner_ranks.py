@@ -1,0 +1,191 @@
+"""An agent running a distributed allocation: one process per slot with its rank's variables,
+living and dying together, its exit reported once."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.agent import Slot
+from assay.agent._ranks import RankLayout
+from assay.agent._runner import AgentEnv, AllocationRunner
+from assay.client import HttpSession
+from assay.context import pack_context
+from assay.errors import InvalidRequest
+
+ECHO_RANK = (
+    "import json, os\n"
+    "keys = ['RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE', 'GROUP_RANK', 'NODE_RANK',\n"
+    "        'MASTER_ADDR', 'MASTER_PORT', 'ASSAY_RENDEZVOUS_PORT', 'CUDA_VISIBLE_DEVICES']\n"
+    "print(json.dumps({k: os.environ.get(k) for k in keys}))\n"
+)
+
+FAIL_RANK_ONE = (
+    "import os, sys, time\n"
+    "if os.environ['RANK'] == '1':\n"
+    "    time.sleep(0.2)\n"
+    "    sys.exit(3)\n"
+    "print('waiting', flush=True)\n"
+    "time.sleep(60)\n"
+)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.logs: list[dict[str, Any]] = []
+        self.starts: list[str] = []
+        self.exits: list[tuple[str, int | None, str]] = []
+
+    def on_log(self, entry: dict[str, Any]) -> None:
+        self.logs.append(entry)
+
+    async def on_start(self, alloc_id: str) -> None:
+        self.starts.append(alloc_id)
+
+    async def on_exit(self, alloc_id: str, code: int | None, reason: str) -> None:
+        self.exits.append((alloc_id, code, reason))
+
+
+def layout(local: int = 2, first: int = 2, world: int = 4) -> dict[str, Any]:
+    return {
+        "world_size": world,
+        "node_rank": 1,
+        "num_nodes": 2,
+        "first_rank": first,
+        "local_world_size": local,
+        "master_addr": "10.1.2.3",
+        "master_port": 29500,
+        "rendezvous_port": 29501,
+    }
+
+
+def make_runner(
+    tmp_path: Path, script: str, distributed: dict[str, Any] | None, slots: int = 2
+) -> tuple[AllocationRunner, Recorder]:
+    ctx_dir = tmp_path / "ctx"
+    ctx_dir.mkdir(exist_ok=True)
+    (ctx_dir / "main.py").write_text(script)
+    data = pack_context(ctx_dir).data
+    sha = hashlib.sha256(data).hexdigest()
+    work = tmp_path / "agent"
+    # A cached context is used without asking the master.
+    (work / "contexts").mkdir(parents=True, exist_ok=True)
+    (work / "contexts" / f"{sha}.tar.gz").write_bytes(data)
+    gpus = [Slot(id=str(i), type="cuda", uuid=f"GPU-{i}") for i in range(slots)]
+    env = AgentEnv(
+        agent_id="a1",
+        master_url="http://127.0.0.1:9",
+        work_root=work,
+        http=HttpSession("http://127.0.0.1:9"),
+        slots={s.id: s for s in gpus},
+        kill_grace=2.0,
+    )
+    message: dict[str, Any] = {
+        "allocation_id": "7.1",
+        "trial_id": 7,
+        "context": {"id": 1, "sha256": sha},
+        "entrypoint": "python3 main.py",
+        "env": {"ASSAY_TOKEN": "tok"},
+        "slots": [s.id for s in gpus],
+        "cluster_info": {},
+    }
+    if distributed is not None:
+        message["distributed"] = distributed
+    rec = Recorder()
+    runner = AllocationRunner(
+        env, message, on_log=rec.on_log, on_start=rec.on_start, on_exit=rec.on_exit
+    )
+    return runner, rec
+
+
+def test_each_slot_runs_a_process_with_its_ranks_variables(tmp_path: Path) -> None:
+    runner, rec = make_runner(tmp_path, ECHO_RANK, layout())
+    asyncio.run(runner.run())
+    assert rec.starts == ["7.1"]
+    assert rec.exits == [("7.1", 0, "")]
+    seen = {}
+    for entry in rec.logs:
+        tag = f"[rank={entry['rank']}] "
+        assert entry["line"].startswith(tag), entry
+        seen[entry["rank"]] = json.loads(entry["line"][len(tag) :])
+    assert sorted(seen) == [2, 3]
+    for rank, env in seen.items():
+        assert env == {
+            "RANK": str(rank),
+            "WORLD_SIZE": "4",
+            "LOCAL_RANK": str(rank - 2),
+            "LOCAL_WORLD_SIZE": "2",
+            "GROUP_RANK": "1",
+            "NODE_RANK": "1",
+            "MASTER_ADDR": "10.1.2.3",
+            "MASTER_PORT": "29500",
+            "ASSAY_RENDEZVOUS_PORT": "29501",
+            "CUDA_VISIBLE_DEVICES": "GPU-0,GPU-1",
+        }
+
+
+def test_a_single_slot_allocation_runs_one_untagged_process(tmp_path: Path) -> None:
+    runner, rec = make_runner(tmp_path, ECHO_RANK, None, slots=1)
+    asyncio.run(runner.run())
+    assert rec.exits == [("7.1", 0, "")]
+    (entry,) = rec.logs
+    assert entry["rank"] == 0
+    assert json.loads(entry["line"])["RANK"] is None
+
+
+def test_a_failing_rank_stops_the_others_and_its_code_is_reported_once(tmp_path: Path) -> None:
+    runner, rec = make_runner(tmp_path, FAIL_RANK_ONE, layout(local=2, first=0, world=2))
+    asyncio.run(asyncio.wait_for(runner.run(), 30))
+    assert rec.exits == [("7.1", 3, "rank 1 failed; the other ranks were stopped")]
+    assert all(p.returncode is not None for _, p in runner.processes)
+    assert not runner.running
+
+
+def test_killing_a_distributed_allocation_stops_every_rank(tmp_path: Path) -> None:
+    runner, rec = make_runner(
+        tmp_path, "import time\ntime.sleep(60)\n", layout(local=3, world=3, first=0), slots=3
+    )
+
+    async def scenario() -> None:
+        task = asyncio.create_task(runner.run())
+        while len(runner.processes) < 3 or not rec.starts:
+            await asyncio.sleep(0.02)
+        await runner.kill()
+        await asyncio.wait_for(task, 30)
+
+    asyncio.run(scenario())
+    ((alloc, code, reason),) = rec.exits
+    assert (alloc, reason) == ("7.1", "killed")
+    assert code is not None and code < 0
+    assert all(p.returncode is not None for _, p in runner.processes)
+
+
+def test_a_garbled_layout_fails_the_allocation_with_the_reason(tmp_path: Path) -> None:
+    bad = layout()
+    del bad["master_port"]
+    runner, rec = make_runner(tmp_path, ECHO_RANK, bad)
+    asyncio.run(runner.run())
+    ((_, code, reason),) = rec.exits
+    assert code == 1
+    assert "master_port" in reason
+    assert runner.processes == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("node_rank", 2, "node_rank 2 is outside 0..1"),
+        ("first_rank", 3, "does not fit a world of 4"),
+        ("local_world_size", 0, "must be at least 1"),
+        ("master_addr", "", "master_addr is empty"),
+    ],
+)
+def test_a_layout_that_cannot_hold_is_refused(field: str, value: Any, problem: str) -> None:
+    raw = {**layout(), field: value}
+    with pytest.raises(InvalidRequest, match=problem):
+        RankLayout.from_message(raw)
