@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from assay.agent import Slot
+from assay.agent import Agent, Slot
 from assay.agent._ranks import RankLayout
 from assay.agent._runner import AgentEnv, AllocationRunner
 from assay.client import HttpSession
@@ -189,3 +189,17 @@ def test_a_layout_that_cannot_hold_is_refused(field: str, value: Any, problem: s
     raw = {**layout(), field: value}
     with pytest.raises(InvalidRequest, match=problem):
         RankLayout.from_message(raw)
+
+
+def test_agent_offers_the_address_its_master_connection_comes_from(tmp_path: Path) -> None:
+    def agent(address: str | None) -> Agent:
+        return Agent(
+            agent_id="a1",
+            master_url="http://127.0.0.1:9",
+            slots=[],
+            work_root=tmp_path,
+            address=address,
+        )
+
+    assert agent(None).hello("10.0.0.5")["address"] == "10.0.0.5"
+    assert agent("gpu-7.cluster").hello("10.0.0.5")["address"] == "gpu-7.cluster"
