@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -179,6 +180,16 @@ def test_unknown_pools_are_refused_for_experiments_and_agents(pools: Cluster) ->
     answer = asyncio.run(hello())
     assert answer["type"] == "error"
     assert "resource pool 'nope'" in answer["message"] and "default, shared" in answer["message"]
+    agent = subprocess.run(
+        [sys.executable, "-m", "assay.agent", "--master", pools.url, "--pool", "nope"],
+        env=pools.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert agent.returncode == 1, "an agent refused by the master stops instead of retrying"
+    assert "start the agent with --pool NAME" in agent.stderr
 
 
 def test_fair_share_splits_a_pool_between_experiments(pools: Cluster) -> None:

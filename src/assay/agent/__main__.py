@@ -52,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
         address=args.address,
     )
     asyncio.run(agent.run())
+    if agent.refusal is not None:
+        print(f"error: {agent.refusal}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -66,6 +66,7 @@ class Agent:
         self.logs: deque[dict[str, Any]] = deque(maxlen=MAX_BUFFERED_LINES)
         self.ws: ClientConnection | None = None
         self._stop = asyncio.Event()
+        self.refusal: str | None = None
         self._log_ready = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -160,6 +161,12 @@ class Agent:
                 self.runners.pop(alloc_id, None)
             elif kind == "welcome":
                 pass
+            elif kind == "error":
+                # The master refused this agent (an unknown pool, say): retrying cannot help.
+                self.refusal = str(msg.get("message", "refused by the master"))
+                log.error("master refused this agent: %s", self.refusal)
+                self._stop.set()
+                return
             else:
                 log.warning("unknown message from master: %r", kind)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from assay.core._checkpoint import CheckpointContext
 from assay.core._context import Context, init
-from assay.core._distributed import DistributedContext
+from assay.core._distributed import DistributedContext, DistributedError
 from assay.core._info import ClusterInfo, TrialInfo, get_cluster_info
 from assay.core._preempt import PreemptContext, PreemptMode
 from assay.core._searcher import SearcherContext, SearcherMode, SearcherOperation
@@ -20,6 +20,7 @@ __all__ = [
     "ClusterInfo",
     "Context",
     "DistributedContext",
+    "DistributedError",
     "EarlyExitReason",
     "PreemptContext",
     "PreemptMode",

@@ -215,14 +215,14 @@ class Master:
         allocations = await self.db.run(q.live_allocations)
         for alloc in allocations:
             for agent_id in alloc.slots or {}:
-                if self.hub.is_connected(agent_id):
+                if self.hub.is_connected(agent_id) or agent_id in (alloc.exits or {}):
                     continue
                 since = self.hub.disconnected_since(agent_id) or self.started_at
                 if now - since >= limit:
+                    # Through the gang, so the allocation's processes on other agents stop too.
                     await self.transact(
-                        life.allocation_exited, alloc.id, None, f"agent {agent_id} was lost"
+                        gang.agent_exited, agent_id, alloc.id, None, f"agent {agent_id} was lost"
                     )
-                    break
 
     # -- experiments ------------------------------------------------------------------------------
 
@@ -418,9 +418,10 @@ class Master:
         for alloc in ours:
             if alloc.id in exited:
                 continue
-            if alloc.id not in running:
+            if alloc.id not in running and agent_id not in (alloc.exits or {}):
                 await self.transact(
-                    life.allocation_exited,
+                    gang.agent_exited,
+                    agent_id,
                     alloc.id,
                     None,
                     f"agent {agent_id} no longer runs it after reconnecting",
