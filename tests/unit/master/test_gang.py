@@ -3,58 +3,15 @@ port, and one allocation's exit gathered from all its agents."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Coroutine, Iterator
-from pathlib import Path
-from typing import Any, TypeVar
-
-import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay.agent._ranks import RankLayout, process_env
-from assay.config import MasterConfig
-from assay.context import pack_context
-from assay.db import Allocation, Database, Trial
+from assay.db import Allocation, Trial
 from assay.master import Master, Submission
 from assay.master._gang import first_failure, pick_port, rank_layouts
-
-T = TypeVar("T")
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
-
-
-class Recorder:
-    """Stands in for an agent's WebSocket: keeps what the master sends."""
-
-    def __init__(self) -> None:
-        self.sent: list[dict[str, Any]] = []
-
-    async def __call__(self, message: dict[str, Any]) -> None:
-        self.sent.append(message)
-
-    def of(self, kind: str) -> list[dict[str, Any]]:
-        return [m for m in self.sent if m["type"] == kind]
-
-
-@pytest.fixture
-def master(db_url: str, tmp_path: Path) -> Iterator[Master]:
-    db = Database(db_url)
-    m = Master(MasterConfig(), db, tmp_path / "home")
-    m.cluster_id = "test"
-    yield m
-    db.dispose()
-
-
-@pytest.fixture
-def context(tmp_path: Path) -> bytes:
-    root = tmp_path / "ctx"
-    root.mkdir()
-    (root / "train.py").write_text("print('hello')\n")
-    return pack_context(root).data
+from tests.unit.master.support import Recorder, run
 
 
 def submit(master: Master, context: bytes, slots: int, trials: int = 1) -> int:

@@ -3,57 +3,19 @@ processes: an in-process agent connection records what the master sends it."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Coroutine, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 import yaml
 from sqlalchemy import func, select
 
 from assay.config import MasterConfig
-from assay.context import pack_context
 from assay.db import Allocation, Database, Experiment, Job, Metric, Trial
 from assay.errors import InvalidConfig, InvalidTransition
 from assay.master import Master, Submission
 from assay.master._harness import Caller
-
-T = TypeVar("T")
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
-
-
-class Recorder:
-    """Stands in for an agent's WebSocket: keeps what the master sends."""
-
-    def __init__(self) -> None:
-        self.sent: list[dict[str, Any]] = []
-
-    async def __call__(self, message: dict[str, Any]) -> None:
-        self.sent.append(message)
-
-    def starts(self) -> list[dict[str, Any]]:
-        return [m for m in self.sent if m["type"] == "start"]
-
-
-@pytest.fixture
-def context(tmp_path: Path) -> bytes:
-    root = tmp_path / "ctx"
-    root.mkdir()
-    (root / "train.py").write_text("print('hello')\n")
-    return pack_context(root).data
-
-
-@pytest.fixture
-def master(db_url: str, tmp_path: Path) -> Iterator[Master]:
-    db = Database(db_url)
-    m = Master(MasterConfig(), db, tmp_path / "home")
-    m.cluster_id = "test"
-    yield m
-    db.dispose()
+from tests.unit.master.support import Recorder, run
 
 
 def config(**searcher: Any) -> str:

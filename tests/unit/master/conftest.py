@@ -1,0 +1,30 @@
+"""Fixtures of the master's tests: a master on each database, a small context."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from assay.config import MasterConfig
+from assay.context import pack_context
+from assay.db import Database
+from assay.master import Master
+
+
+@pytest.fixture
+def master(db_url: str, tmp_path: Path) -> Iterator[Master]:
+    db = Database(db_url)
+    m = Master(MasterConfig(), db, tmp_path / "home")
+    m.cluster_id = "test"
+    yield m
+    db.dispose()
+
+
+@pytest.fixture
+def context(tmp_path: Path) -> bytes:
+    root = tmp_path / "ctx"
+    root.mkdir()
+    (root / "train.py").write_text("print('hello')\n")
+    return pack_context(root).data
