@@ -67,6 +67,7 @@ class Agent:
         self.ws: ClientConnection | None = None
         self._stop = asyncio.Event()
         self.refusal: str | None = None
+        self.killed_early: set[str] = set()
         self._log_ready = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -151,14 +152,21 @@ class Agent:
                 self._start(msg)
             elif kind == "kill":
                 runner = self.runners.get(str(msg["allocation_id"]))
-                if runner is not None:
+                if runner is None:
+                    # A kill can overtake its start (they leave the master from different
+                    # tasks): remember it, and end the allocation when the start arrives.
+                    self.killed_early.add(str(msg["allocation_id"]))
+                else:
                     task = asyncio.create_task(runner.kill())
                     self._tasks.add(task)
                     task.add_done_callback(self._tasks.discard)
             elif kind == "ack_exit":
                 alloc_id = str(msg["allocation_id"])
                 self.unacked_exits.pop(alloc_id, None)
-                self.runners.pop(alloc_id, None)
+                self.killed_early.discard(alloc_id)
+                done = self.runners.pop(alloc_id, None)
+                if done is not None:
+                    await asyncio.to_thread(done.remove_files)
             elif kind == "welcome":
                 pass
             elif kind == "error":
@@ -178,6 +186,8 @@ class Agent:
             self.env, msg, on_log=self._on_log, on_start=self._on_start, on_exit=self._on_exit
         )
         self.runners[alloc_id] = runner
+        if alloc_id in self.killed_early:
+            runner.killing = True  # it reports its exit as killed without starting a process
         task = asyncio.create_task(runner.run())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

@@ -120,18 +120,29 @@ class AllocationRunner:
                 break
             rank = self.layout.rank(local_rank) if self.layout else 0
             proc_env = {**env, **process_env(self.layout, local_rank)} if self.layout else env
-            process = await asyncio.create_subprocess_exec(
-                "/bin/bash",
-                "-c",
-                startup_script(entrypoint),
-                cwd=str(code_dir),
-                env=proc_env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-                limit=_MAX_LINE,
-            )
+            try:
+                process = await asyncio.create_subprocess_exec(
+                    "/bin/bash",
+                    "-c",
+                    startup_script(entrypoint),
+                    cwd=str(code_dir),
+                    env=proc_env,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    start_new_session=True,
+                    limit=_MAX_LINE,
+                )
+            except OSError as exc:
+                # Out of processes or file descriptors: stop the ranks already started and
+                # report the failure rather than leave the allocation running forever.
+                self._log("stderr", f"assay agent {self.env.agent_id}: could not start: {exc}")
+                self.killing = True
+                await self._stop_processes()
+                for _, started in self.processes:
+                    await started.wait()
+                await self.on_exit(self.allocation_id, 1, f"could not start: {exc}")
+                return
             self.processes.append((rank, process))
         await self.on_start(self.allocation_id)
         if self.killing:
@@ -274,6 +285,10 @@ class AllocationRunner:
                 if proc.returncode is None:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.killpg(proc.pid, signal.SIGKILL)
+
+    def remove_files(self) -> None:
+        """The allocation's unpacked context and cluster info, once its exit is recorded."""
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     @property
     def running(self) -> bool:

@@ -104,12 +104,13 @@ async def agent_socket(ws: WebSocket) -> None:
         await ws.close(code=1002, reason="the first message must be a hello")
         return
     try:
-        conn = await master.agent_connected(hello, ws.send_json)
+        master.check_agent(hello)
     except AssayError as exc:
         log.warning("refused an agent: %s", exc.message)
         await ws.send_json({"type": "error", "message": exc.message})
         await ws.close(code=1008, reason=exc.message[:120])
         return
+    conn = await master.agent_connected(hello, ws.send_json)
     agent_id = conn.view.id
     log.info("agent %s connected with %d slots", agent_id, len(conn.view.slots))
     try:

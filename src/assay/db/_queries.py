@@ -165,6 +165,16 @@ def improve_best_validation(session: Session, trial_id: int, value: float, score
     return bool(getattr(result, "rowcount", 0))
 
 
+def raise_steps_completed(session: Session, trial_id: int, steps: int) -> None:
+    """``steps_completed = max(steps_completed, steps)`` in one statement, so concurrent reports
+    (metrics outside the master's lock, checkpoints inside it) never move it backwards."""
+    session.execute(
+        update(Trial)
+        .where(Trial.id == trial_id, Trial.steps_completed < steps)
+        .values(steps_completed=steps)
+    )
+
+
 def metric_series(
     session: Session, trial_id: int, group: str | None, *, include_archived: bool = False
 ) -> Sequence[Metric]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.orm import Session
 
 from assay.config import ProviderConfig, ResourcePoolConfig
-from assay.db import Instance
+from assay.db import AgentRecord, Instance
 from assay.db import _queries as q
 from assay.master._tx import Tx
 from assay.scheduler import Instance as InstanceView
@@ -93,9 +93,15 @@ class Autoscaler:
                 ending = tx.session.get(Instance, instance_id)
                 if ending is not None:
                     ending.state = "TERMINATING"
+                agent = tx.session.get(AgentRecord, instance_id)
+                if agent is not None:
+                    # Nothing new may start on a machine about to go away.
+                    agent.enabled = False
             return launched, list(decision.terminate)
 
         launched, terminated = await self.master.transact(plan)
+        for instance_id in terminated:
+            self.master.hub.set_enabled(instance_id, False)
         for instance_id in launched:
             log.info("launching instance %s for pool %s", instance_id, pool.pool_name)
             self._run(provider.launch_command, instance_id, pool, ending=False)
@@ -152,6 +158,19 @@ class Autoscaler:
                 row.ended_at = tx.now
 
         await self.master.transact(record)
+
+    async def resume(self) -> None:
+        """Terminate what a previous master decided to terminate but may not have."""
+        pools = {p.pool_name: p for p in self.pools()}
+
+        def read(tx: Tx) -> list[tuple[str, str]]:
+            rows = q.instances(tx.session, None, ("TERMINATING",))
+            return [(row.id, row.pool) for row in rows]
+
+        for instance_id, pool_name in await self.master.transact(read):
+            pool = pools.get(pool_name)
+            if pool is not None and pool.provider is not None:
+                self._run(pool.provider.terminate_command, instance_id, pool, ending=True)
 
     async def close(self) -> None:
         for task in list(self._tasks):

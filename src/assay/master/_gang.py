@@ -146,9 +146,6 @@ def agent_exited(
     if alloc is None or alloc.state == "TERMINATED":
         return
     agents = sorted(alloc.slots or {})
-    if len(agents) <= 1:
-        allocation_exited(tx, allocation_id, exit_code, reason)
-        return
     if agent_id not in agents:
         log.warning(
             "agent %s reported an exit of allocation %s, which runs on %s only; ignored",
@@ -156,6 +153,9 @@ def agent_exited(
             allocation_id,
             ", ".join(agents),
         )
+        return
+    if len(agents) == 1:
+        allocation_exited(tx, allocation_id, exit_code, reason)
         return
     exits: dict[str, int | None] = dict(alloc.exits or {})
     if agent_id in exits:

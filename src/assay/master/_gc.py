@@ -59,18 +59,15 @@ def to_delete(
     return {c.uuid for c in items} - keep
 
 
-def plan_collection(tx: Tx, experiment_id: int) -> tuple[list[str], dict[str, Any]]:
-    """Mark the checkpoints an ended experiment does not keep as DELETING (written before any
-    file is removed, so a master restart finishes the job) and return them with the storage."""
-    exp = tx.session.get(Experiment, experiment_id)
-    if exp is None:
-        return [], {}
+def mark_for_collection(tx: Tx, exp: Experiment) -> None:
+    """Mark the checkpoints an ended experiment does not keep as DELETING, in the transaction
+    that ends it, so a master killed right after still deletes them when it comes back."""
     storage = dict(exp.config.get("checkpoint_storage") or {})
     searcher = exp.config.get("searcher") or {}
     metric = searcher.get("metric")
     sign = 1.0 if searcher.get("smaller_is_better", True) else -1.0
-    scores = _scores(q.validation_values(tx.session, experiment_id, metric), sign)
-    rows = list(q.checkpoints_of(tx.session, experiment_id=experiment_id))
+    scores = _scores(q.validation_values(tx.session, exp.id, metric), sign)
+    rows = list(q.checkpoints_of(tx.session, experiment_id=exp.id))
     facts = [
         CheckpointFacts(
             c.uuid, c.trial_id, c.steps_completed, scores.get((c.trial_id, c.steps_completed))
@@ -87,7 +84,15 @@ def plan_collection(tx: Tx, experiment_id: int) -> tuple[list[str], dict[str, An
     for c in rows:
         if c.uuid in doomed:
             c.state = "DELETING"
-    return sorted(doomed), storage
+
+
+def pending_deletions(tx: Tx, experiment_id: int) -> tuple[list[str], dict[str, Any]]:
+    exp = tx.session.get(Experiment, experiment_id)
+    if exp is None:
+        return [], {}
+    rows = q.checkpoints_of(tx.session, experiment_id=experiment_id)
+    doomed = sorted(c.uuid for c in rows if c.state == "DELETING")
+    return doomed, dict(exp.config.get("checkpoint_storage") or {})
 
 
 def _scores(values: Iterable[tuple[int, int, Any]], sign: float) -> Mapping[tuple[int, int], float]:
@@ -109,7 +114,7 @@ def mark_deleted(tx: Tx, uuids: list[str]) -> None:
 
 async def collect(master: Master, experiment_id: int) -> int:
     """Run the experiment's GC policy; returns how many checkpoints were deleted."""
-    uuids, storage = await master.transact(plan_collection, experiment_id)
+    uuids, storage = await master.transact(pending_deletions, experiment_id)
     if not uuids:
         return 0
     manager = storage_from_config(storage)

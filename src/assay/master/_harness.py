@@ -20,6 +20,7 @@ from assay.master._lifecycle import apply_ops, get_experiment, get_trial
 from assay.master._states import LIVE_ALLOCATION_STATES
 from assay.master._tx import Tx, Wake
 from assay.searcher import ExitedReason
+from assay.storage import check_uuid
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,11 @@ def ingest_metrics(
 
     Returns the validation reports that carry the searcher metric, for code-driven searchers.
     """
+    alloc = session.get(Allocation, caller.allocation_id)
+    if alloc is None or alloc.state == "TERMINATED":
+        # Checked again in the writing transaction: the run may have ended since the token
+        # was checked, and its late reports must not mix with the next run's.
+        raise Unauthorized(f"allocation {caller.allocation_id} has ended")
     rows = [
         {
             "trial_id": caller.trial_id,
@@ -111,8 +117,7 @@ def ingest_metrics(
             q.improve_best_validation(session, trial.id, float(value), score)
             relevant.append(r)
     if validations:
-        top = max(r.steps_completed for r in validations)
-        trial.steps_completed = max(trial.steps_completed, top)
+        q.raise_steps_completed(session, trial.id, max(r.steps_completed for r in validations))
     return relevant
 
 
@@ -153,7 +158,7 @@ def complete_operation(tx: Tx, caller: Caller, length: int, metric: float) -> No
     trial = get_trial(tx, caller.trial_id)
     exp = get_experiment(tx, trial.experiment_id)
     searcher = tx.searchers.searcher(exp)
-    trial.steps_completed = max(trial.steps_completed, length)
+    q.raise_steps_completed(tx.session, trial.id, length)
     apply_ops(tx, exp, searcher.validation_completed(trial.request_id, metric, length))
     tx.act(Wake(("op", trial.id)))
 
@@ -179,6 +184,7 @@ def report_checkpoint(tx: Tx, caller: Caller, body: dict[str, Any]) -> Checkpoin
     steps = body.get("steps_completed")
     if not isinstance(uuid, str) or not uuid:
         raise InvalidRequest("uuid: required")
+    check_uuid(uuid)
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
         raise InvalidRequest("steps_completed: must be an integer >= 0")
     existing = tx.session.get(Checkpoint, uuid)
@@ -206,7 +212,7 @@ def report_checkpoint(tx: Tx, caller: Caller, body: dict[str, Any]) -> Checkpoin
     )
     if current is None or steps >= current.steps_completed or current.trial_id != trial.id:
         trial.latest_checkpoint = uuid
-    trial.steps_completed = max(trial.steps_completed, steps)
+    q.raise_steps_completed(tx.session, trial.id, steps)
     return ckpt
 
 

@@ -11,6 +11,7 @@ import logging
 from assay.db import Allocation, Experiment, Job, Trial
 from assay.db import _queries as q
 from assay.errors import InvalidTransition, NotFound
+from assay.master._gc import mark_for_collection
 from assay.master._states import (
     STOPPING_TO_TERMINAL,
     ExperimentState,
@@ -164,6 +165,7 @@ def maybe_finish_experiment(tx: Tx, exp: Experiment) -> None:
     job = tx.session.get(Job, exp.job_id)
     if job is not None:
         job.done = True
+    mark_for_collection(tx, exp)
     tx.act(ExperimentEnded(exp.id))
     tx.act(Reschedule())
 
@@ -202,14 +204,16 @@ def activate_experiment(tx: Tx, experiment_id: int) -> Experiment:
     if not searcher.started:
         apply_ops(tx, exp, searcher.initial_operations())
     for trial in q.live_trials(tx.session, exp.id):
-        alloc = q.live_allocation(tx.session, trial.id)
-        if trial.state == TrialState.PAUSED and alloc is None and _has_work(searcher, trial):
+        if trial.state != TrialState.PAUSED or q.live_allocation(tx.session, trial.id):
+            # A trial still stopping from the pause keeps stopping (its code may already
+            # have seen the signal); its exit queues it again, as the experiment is active.
+            continue
+        if searcher.is_closed(trial.request_id) and trial.runs > 0:
+            # Closed by the searcher while the pause stopped it: it is done.
+            _finish_trial(tx, trial, TrialState.COMPLETED)
+            apply_ops(tx, exp, searcher.trial_closed(trial.request_id))
+        elif _has_work(searcher, trial):
             trial.state = TrialState.QUEUED.value
-        if alloc is not None and alloc.preempt == PreemptReason.PAUSE:
-            # Activated again before it stopped: let it go on running.
-            alloc.preempt = None
-            alloc.preempt_at = None
-            tx.act(Wake(("preempt", alloc.id)))
     tx.act(Reschedule())
     return exp
 
@@ -335,15 +339,21 @@ def enforce_preemption_timeouts(tx: Tx, timeouts: dict[str, float]) -> list[str]
 OVERDUE = "did not stop within its preemption timeout; killed"
 
 
+def needs_kill(alloc: Allocation) -> bool:
+    """Whether a live allocation's processes must be killed (a kill not yet obeyed)."""
+    failed = any(code is None or code != 0 for code in (alloc.exits or {}).values())
+    return alloc.kill_requested or alloc.exit_reason == OVERDUE or failed
+
+
 def kill_allocation(tx: Tx, alloc: Allocation) -> None:
     alloc.kill_requested = True
     for agent_id in alloc.slots or {}:
         tx.act(KillAllocation(agent_id, alloc.id))
 
 
-def allocation_started(tx: Tx, allocation_id: str) -> None:
+def allocation_started(tx: Tx, allocation_id: str, agent_id: str) -> None:
     alloc = tx.session.get(Allocation, allocation_id)
-    if alloc is not None and alloc.state == "ASSIGNED":
+    if alloc is not None and alloc.state == "ASSIGNED" and agent_id in (alloc.slots or {}):
         alloc.state = "RUNNING"
         alloc.started_at = tx.now
 
@@ -382,6 +392,12 @@ def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason:
     elif trial.early_exit == ExitedReason.INVALID_HP:
         _finish_trial(tx, trial, TrialState.COMPLETED, message="invalid hyperparameters")
         ops = searcher.trial_exited_early(rid, ExitedReason.INVALID_HP)
+    elif searcher.is_closed(rid) or preempt in (PreemptReason.EARLY_STOP, PreemptReason.SHUTDOWN):
+        # Checked before pauses and preemptions: a trial its searcher is done with is done,
+        # whatever else asked it to stop meanwhile.
+        early = _stopped_early(tx, exp, searcher, trial, preempt is PreemptReason.EARLY_STOP)
+        _finish_trial(tx, trial, TrialState.COMPLETED, early_stopped=early)
+        ops = searcher.trial_closed(rid)
     elif preempt in (PreemptReason.PAUSE, PreemptReason.SCHEDULER) and (
         exit_code == 0
         or exit_code is None
@@ -389,18 +405,17 @@ def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason:
         or alloc.exit_reason == OVERDUE
     ):
         _requeue_or_pause(trial, exp)
-    elif searcher.is_closed(rid) or preempt in (PreemptReason.EARLY_STOP, PreemptReason.SHUTDOWN):
-        early = _stopped_early(tx, exp, searcher, trial, preempt is PreemptReason.EARLY_STOP)
-        _finish_trial(tx, trial, TrialState.COMPLETED, early_stopped=early)
-        ops = searcher.trial_closed(rid)
     elif exit_code == 0:
-        if alloc.released:
+        if searcher.code_driven:
+            _finish_trial(tx, trial, TrialState.COMPLETED)
+            ops = searcher.trial_closed(rid)
+        elif alloc.released:
             # It finished its operation and asked for another that has not come yet.
             if searcher.pending_length(rid) is not None:
                 _requeue_or_pause(trial, exp)
             else:
                 trial.state = TrialState.PAUSED.value
-        elif searcher.code_driven or searcher.pending_length(rid) is None:
+        elif searcher.pending_length(rid) is None:
             _finish_trial(tx, trial, TrialState.COMPLETED)
             ops = searcher.trial_closed(rid)
         else:

@@ -7,7 +7,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -92,6 +92,7 @@ class Master:
             asyncio.create_task(self._reaper_loop(), name="lost-agent-reaper"),
         ]
         self._wakeup.set()
+        await self.autoscaler.resume()
         # Finish checkpoint deletions a previous master marked but did not complete.
         for experiment_id in await self.db.run(q.experiments_collecting):
             self._background(gc.collect(self, experiment_id))
@@ -198,15 +199,33 @@ class Master:
         self.waiting_jobs = result.waiting_jobs
         return result
 
+    async def _prune_waiters(self) -> None:
+        self.waiters.prune()
+
     async def _reaper_loop(self) -> None:
+        ticks = 0
         while not self._stopping:
             await asyncio.sleep(1.0)
-            try:
-                await self.autoscaler.step()
-                await self.reap_lost_allocations()
-                await self.transact(life.enforce_preemption_timeouts, self._preemption_timeouts)
-            except Exception:
-                log.exception("checking for lost agents and overdue preemptions failed")
+            ticks += 1
+            steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
+                ("autoscaling", self.autoscaler.step),
+                ("checking for lost agents", self.reap_lost_allocations),
+                (
+                    "enforcing preemption timeouts",
+                    lambda: self.transact(
+                        life.enforce_preemption_timeouts, self._preemption_timeouts
+                    ),
+                ),
+            ]
+            if ticks % 5 == 0:
+                steps.append(("repeating kills", self.resend_kills))
+            if ticks % 60 == 0:
+                steps.append(("pruning long-poll records", self._prune_waiters))
+            for what, step in steps:
+                try:
+                    await step()
+                except Exception:
+                    log.exception("%s failed", what)
 
     async def reap_lost_allocations(self) -> None:
         """Fail the allocations of agents gone longer than ``agent_lost_after_seconds``."""
@@ -322,6 +341,9 @@ class Master:
             pending = searcher.pending_length(trial.request_id)
             if pending is not None:
                 return {"length": pending, "done": False}
+            if searcher.code_driven:
+                # Its code decides how long to train; the searcher gives it no lengths.
+                return {"length": None, "done": True}
             if searcher.is_closed(trial.request_id) or searcher.shutdown is not None:
                 return {"length": None, "done": True}
             return None
@@ -363,7 +385,8 @@ class Master:
 
     # -- agents ------------------------------------------------------------------------------
 
-    async def agent_connected(self, hello: dict[str, Any], send: Sender) -> AgentConnection:
+    def check_agent(self, hello: dict[str, Any]) -> None:
+        """Refuse an agent this master cannot take (raises with the reason it is told)."""
         agent_id = str(hello.get("agent_id") or "")
         if not agent_id:
             raise InvalidRequest("agent hello without an agent_id")
@@ -374,51 +397,54 @@ class Master:
                 f"agent {agent_id} asked to join resource pool {pool!r}, which this master does "
                 f"not have; its pools: {', '.join(pools)} (start the agent with --pool NAME)"
             )
+
+    async def agent_connected(self, hello: dict[str, Any], send: Sender) -> AgentConnection:
+        self.check_agent(hello)
+        agent_id = str(hello["agent_id"])
         now = self.clock()
 
         def upsert(session: Session) -> bool:
             row = session.get(AgentRecord, agent_id)
             if row is None:
-                row = AgentRecord(
-                    id=agent_id,
-                    pool=str(hello.get("pool") or "default"),
-                    labels=list(hello.get("labels", [])),
-                    slots=list(hello.get("slots", [])),
-                    enabled=True,
-                    connected=True,
-                    address=str(hello.get("address", "")),
-                    version=str(hello.get("version", "")),
-                    registered_at=now,
-                    last_seen=now,
-                )
+                row = AgentRecord(id=agent_id, enabled=True, registered_at=now)
                 session.add(row)
-            else:
-                row.pool = str(hello.get("pool") or "default")
-                row.labels = list(hello.get("labels", []))
-                row.slots = list(hello.get("slots", []))
-                row.connected = True
-                row.last_seen = now
-                row.address = str(hello.get("address", ""))
-            return row.enabled
+            row.pool = str(hello.get("pool") or "default")
+            row.labels = list(hello.get("labels", []))
+            row.slots = list(hello.get("slots", []))
+            row.connected = True
+            row.last_seen = now
+            row.address = str(hello.get("address", ""))
+            row.version = str(hello.get("version", ""))
+            return bool(row.enabled)
 
         enabled = await self.db.run(upsert)
-        conn = self.hub.register(hello, send, enabled)
+        async with self.lock:
+            # What this agent should be running, read before it can be given anything new: an
+            # allocation started after this point is not in its hello and must not look lost.
+            ours = await self.db.run(lambda s: q.allocations_on_agent(s, agent_id))
+            conn = self.hub.register(hello, send, enabled)
         await send({"type": "welcome", "cluster_id": self.cluster_id})
-        await self._reconcile(conn, hello)
+        await self._reconcile(conn, hello, ours)
         self._wakeup.set()
         return conn
 
-    async def _reconcile(self, conn: AgentConnection, hello: dict[str, Any]) -> None:
+    async def _reconcile(
+        self, conn: AgentConnection, hello: dict[str, Any], ours: Sequence[Allocation]
+    ) -> None:
         """After a (re)connect, agree with the agent on which allocations are still alive."""
         agent_id = conn.view.id
         running = {str(x) for x in hello.get("running", [])}
         exited = {str(e["allocation_id"]): e for e in hello.get("exited", [])}
-        ours = await self.db.run(lambda s: q.allocations_on_agent(s, agent_id))
-        known = {a.id for a in ours}
         for alloc in ours:
-            if alloc.id in exited:
+            if alloc.id in exited or agent_id in (alloc.exits or {}):
                 continue
-            if alloc.id not in running and agent_id not in (alloc.exits or {}):
+            if alloc.id in running:
+                if alloc.state == "ASSIGNED":
+                    # Its "started" was lost with the old connection.
+                    await self.transact(life.allocation_started, alloc.id, agent_id)
+                if life.needs_kill(alloc):
+                    await conn.send({"type": "kill", "allocation_id": alloc.id})
+            else:
                 await self.transact(
                     gang.agent_exited,
                     agent_id,
@@ -428,8 +454,19 @@ class Master:
                 )
         for event in exited.values():
             await self.on_agent_message(agent_id, {"type": "exited", **event})
+        known = {a.id for a in ours}
         for alloc_id in running - known:
             await conn.send({"type": "kill", "allocation_id": alloc_id})
+
+    async def resend_kills(self) -> None:
+        """Kills are messages and can be lost (a dropped connection, a master restart): repeat
+        them until the allocation has ended."""
+        for alloc in await self.db.run(q.live_allocations):
+            if not life.needs_kill(alloc):
+                continue
+            for agent_id in alloc.slots or {}:
+                if agent_id not in (alloc.exits or {}) and self.hub.is_connected(agent_id):
+                    await self.hub.send(agent_id, {"type": "kill", "allocation_id": alloc.id})
 
     async def agent_disconnected(self, conn: AgentConnection) -> None:
         now = self.clock()
@@ -446,7 +483,7 @@ class Master:
     async def on_agent_message(self, agent_id: str, msg: dict[str, Any]) -> None:
         kind = msg.get("type")
         if kind == "started":
-            await self.transact(life.allocation_started, str(msg["allocation_id"]))
+            await self.transact(life.allocation_started, str(msg["allocation_id"]), agent_id)
         elif kind == "exited":
             alloc_id = str(msg["allocation_id"])
             code = msg.get("exit_code")

@@ -15,6 +15,7 @@ class Waiters:
     def __init__(self) -> None:
         self._versions: dict[Hashable, int] = {}
         self._events: dict[Hashable, asyncio.Event] = {}
+        self._waiting: dict[Hashable, int] = {}
         self.closed = False
 
     def close(self) -> None:
@@ -45,11 +46,26 @@ class Waiters:
         event = self._events.get(key)
         if event is None:
             event = self._events[key] = asyncio.Event()
+        self._waiting[key] = self._waiting.get(key, 0) + 1
         try:
             await asyncio.wait_for(event.wait(), timeout)
         except TimeoutError:
             return self._versions.get(key, 0) != since
+        finally:
+            left = self._waiting[key] - 1
+            if left:
+                self._waiting[key] = left
+            else:
+                del self._waiting[key]
+                if self._events.get(key) is event:
+                    del self._events[key]
         return True
+
+    def prune(self) -> None:
+        """Drop the records of keys nobody waits on, so they do not pile up over the life of
+        the master. A waiter that read a dropped version sees a change and checks again."""
+        for key in [k for k in self._versions if k not in self._events]:
+            del self._versions[key]
 
     def forget(self, key: Hashable) -> None:
         self._versions.pop(key, None)

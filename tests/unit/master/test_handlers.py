@@ -37,12 +37,15 @@ def trials(master: Master) -> list[Trial]:
     return list(master.db.run_sync(lambda s: s.scalars(select(Trial).order_by(Trial.id)).all()))
 
 
-def connect_agent(master: Master, slots: int = 1) -> Recorder:
+def connect_agent(
+    master: Master, slots: int = 1, running: list[str] | None = None, agent_id: str = "a1"
+) -> Recorder:
     recorder = Recorder()
     hello = {
         "type": "hello",
-        "agent_id": "a1",
+        "agent_id": agent_id,
         "slots": [{"id": str(i), "type": "cpu"} for i in range(slots)],
+        "running": running or [],
     }
     run(master.agent_connected(hello, recorder))
     return recorder
@@ -203,3 +206,97 @@ def test_metric_reports_are_stored_once_however_often_they_are_sent(
         )
     )
     assert trials(master)[0].best_validation == pytest.approx(0.3), "best keeps the best"
+
+
+def exited(master: Master, alloc_id: str, code: int | None, agent_id: str = "a1") -> None:
+    message = {"type": "exited", "allocation_id": alloc_id, "exit_code": code}
+    run(master.on_agent_message(agent_id, message))
+
+
+def test_activating_before_a_paused_trial_stops_lets_it_stop_and_resume(
+    master: Master, context: bytes
+) -> None:
+    exp_id = run(master.submit(Submission(config(name="single"), context)))
+    agent = connect_agent(master)
+    run(master.schedule_once())
+    alloc_id = agent.starts()[0]["allocation_id"]
+    run(master.pause(exp_id))
+    assert run(master.preemption(alloc_id, timeout=0)) is True  # the harness saw it
+    run(master.activate(exp_id))
+    exited(master, alloc_id, 0)  # it checkpointed and stopped as it was told
+    assert trials(master)[0].state == "QUEUED", "not completed: it had training left to do"
+    run(master.schedule_once())
+    assert len(agent.starts()) == 2
+
+
+def test_a_trial_its_searcher_closed_completes_even_when_paused_meanwhile(
+    master: Master, context: bytes
+) -> None:
+    exp_id = run(master.submit(Submission(config(name="single"), context)))
+    agent = connect_agent(master)
+    run(master.schedule_once())
+    alloc_id = agent.starts()[0]["allocation_id"]
+    caller = caller_for(master, alloc_id)
+    run(master.complete_operation(caller, 100, 0.5))
+    run(master.pause(exp_id))
+    exited(master, alloc_id, 0)
+    assert trials(master)[0].state == "COMPLETED"
+    exp = master.db.run_sync(lambda s: s.get(Experiment, exp_id))
+    assert exp is not None and exp.state == "COMPLETED"
+
+
+def test_a_code_driven_trial_asking_for_operations_is_told_it_has_none(
+    master: Master, context: bytes
+) -> None:
+    code_driven = yaml.safe_dump(
+        {"entrypoint": "python3 train.py", "searcher": {"name": "single", "metric": "loss"}}
+    )
+    exp_id = run(master.submit(Submission(code_driven, context)))
+    agent = connect_agent(master)
+    run(master.schedule_once())
+    alloc_id = agent.starts()[0]["allocation_id"]
+    answer = run(master.next_operation(caller_for(master, alloc_id), timeout=30))
+    assert answer == {"length": None, "done": True}
+    exited(master, alloc_id, 0)
+    exp = master.db.run_sync(lambda s: s.get(Experiment, exp_id))
+    assert exp is not None and exp.state == "COMPLETED"
+
+
+def test_a_kill_lost_while_the_agent_was_away_is_sent_again(master: Master, context: bytes) -> None:
+    exp_id = run(master.submit(Submission(config(name="single"), context)))
+    agent = connect_agent(master)
+    run(master.schedule_once())
+    alloc_id = agent.starts()[0]["allocation_id"]
+    run(master.agent_disconnected(master.hub.agents["a1"]))
+    run(master.kill(exp_id))
+    back = connect_agent(master, running=[alloc_id])
+    assert {"type": "kill", "allocation_id": alloc_id} in back.sent
+    run(master.resend_kills())
+    assert back.of("kill") == [{"type": "kill", "allocation_id": alloc_id}] * 2
+
+
+def test_a_lost_started_message_is_recovered_from_the_agents_hello(
+    master: Master, context: bytes
+) -> None:
+    run(master.submit(Submission(config(name="single"), context)))
+    agent = connect_agent(master)
+    run(master.schedule_once())
+    alloc_id = agent.starts()[0]["allocation_id"]
+    run(master.agent_disconnected(master.hub.agents["a1"]))
+    connect_agent(master, running=[alloc_id])
+    alloc = master.db.run_sync(lambda s: s.get(Allocation, alloc_id))
+    assert alloc is not None and alloc.state == "RUNNING"
+    exited(master, alloc_id, None)  # now lost while running: a failure that counts
+    assert trials(master)[0].restarts == 1
+
+
+def test_exit_reports_from_an_agent_that_does_not_run_the_allocation_are_ignored(
+    master: Master, context: bytes
+) -> None:
+    run(master.submit(Submission(config(name="single"), context)))
+    agent = connect_agent(master)
+    run(master.schedule_once())
+    alloc_id = agent.starts()[0]["allocation_id"]
+    connect_agent(master, agent_id="stranger")
+    exited(master, alloc_id, 0, agent_id="stranger")
+    assert trials(master)[0].state == "RUNNING"
