@@ -173,6 +173,8 @@ def test_paused_creation_then_activate_wait_and_follow_logs(
     assert "done at step 60" in followed.stdout
     waited = cluster.cli("e", "wait", str(exp["id"]))
     assert waited.returncode == 0 and "COMPLETED" in waited.stdout
+    all_logs = cluster.cli("e", "logs", str(exp["id"]), "--follow", check=True).stdout
+    assert f"[trial {trial_id}] done at step 60" in all_logs
 
 
 def test_config_overrides_apply_and_config_shows_the_result(

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from assay.cli._common import (
     client,
@@ -205,20 +206,36 @@ def list_checkpoints(
 @app.command()
 def logs(
     experiment_id: ExpId,
-    follow: Annotated[bool, typer.Option("--follow", "-f", help="keep streaming")] = False,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="until it ends")] = False,
 ) -> None:
     """Logs of every trial of the experiment, each line prefixed with its trial."""
     c = client()
-    trials = c.trials(experiment_id)
-    for t in trials:
-        for entry in c.logs(t["id"]):
-            _print_line(t["id"], entry)
-    if follow:
-        fail("use `assay trial logs -f TRIAL` to follow one trial's logs", code=2)
+    seen: dict[int, int] = {}
+    last_pass = not follow
+    while True:
+        printed = 0
+        for t in c.trials(experiment_id):
+            while True:
+                page = c.logs(t["id"], after=seen.get(t["id"], 0))
+                for entry in page:
+                    _print_line(t["id"], entry)
+                if page:
+                    seen[t["id"]] = page[-1]["id"]
+                printed += len(page)
+                if len(page) < 10_000:
+                    break
+        if last_pass:
+            return
+        if printed == 0:
+            # One more pass after the end: lines stored just before it still show.
+            ended = c.experiment(experiment_id)["state"] in ("COMPLETED", "CANCELED", "ERROR")
+            last_pass = ended
+            if not ended:
+                c.wait(experiment_id, 1.0)
 
 
 def _print_line(trial_id: int, entry: dict[str, Any]) -> None:
-    console.print(f"[dim][trial {trial_id}][/] {entry['line']}", highlight=False, markup=False)
+    console.print(Text(f"[trial {trial_id}] ", style="dim") + Text(entry["line"]))
 
 
 @app.command()
