@@ -282,3 +282,23 @@ def test_autoscaling_launches_an_agent_for_queued_work_and_stops_it_when_idle(
         )
     finally:
         cluster.stop()
+
+
+def test_a_master_with_an_agent_token_takes_only_agents_that_present_it(tmp_path: Path) -> None:
+    config = tmp_path / "master.yaml"
+    config.write_text("agent_token: s3cret\n")
+    cluster = Cluster(tmp_path / "home", master_config=config)
+    cluster.start_master()
+    try:
+        base = [sys.executable, "-m", "assay.agent", "--master", cluster.url, "--id", "a"]
+        refused = subprocess.run(
+            base, env=cluster.env, capture_output=True, text=True, timeout=60, check=False
+        )
+        assert refused.returncode == 1
+        assert "did not present this cluster's agent token" in refused.stderr
+        cluster.env["ASSAY_AGENT_TOKEN"] = "s3cret"
+        cluster.start_agent("a", slots=1)
+        exp = cluster.submit(counter(10))
+        cluster.wait_state(exp, "COMPLETED", timeout=120)
+    finally:
+        cluster.stop()

@@ -32,6 +32,11 @@ def main(argv: list[str] | None = None) -> int:
         help="address other agents reach this one at, for distributed trials (default: the "
         "address this agent's connection to the master comes from)",
     )
+    parser.add_argument(
+        "--token",
+        help="the cluster's agent token, if its master requires one (default "
+        "$ASSAY_AGENT_TOKEN, else the one `assay up` wrote in ASSAY_HOME)",
+    )
     parser.add_argument("--kill-grace", type=float, default=10.0, help="SIGTERM to SIGKILL seconds")
     args = parser.parse_args(argv)
     if args.slots is not None and args.slots < 0:
@@ -41,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     home = (args.home or Path(os.environ.get("ASSAY_HOME", "~/.assay"))).expanduser().resolve()
     agent_id = args.agent_id or socket.gethostname()
+    token = args.token or os.environ.get("ASSAY_AGENT_TOKEN") or _local_token(home)
     agent = Agent(
         agent_id=agent_id,
         master_url=master_url(args.master),
@@ -50,12 +56,20 @@ def main(argv: list[str] | None = None) -> int:
         work_root=home / "agents" / agent_id,
         kill_grace=args.kill_grace,
         address=args.address,
+        token=token,
     )
     asyncio.run(agent.run())
     if agent.refusal is not None:
         print(f"error: {agent.refusal}", file=sys.stderr)
         return 1
     return 0
+
+
+def _local_token(home: Path) -> str | None:
+    try:
+        return (home / "run" / "agent-token").read_text().strip() or None
+    except OSError:
+        return None
 
 
 if __name__ == "__main__":

@@ -45,8 +45,10 @@ class Agent:
         work_root: Path,
         kill_grace: float = 10.0,
         address: str | None = None,
+        token: str | None = None,
     ) -> None:
         self.agent_id = agent_id
+        self.token = token
         self.address = address
         """Where the other agents of a distributed trial reach this one; by default the address
         this agent's connection to the master leaves from (the one the master sees)."""
@@ -88,6 +90,7 @@ class Agent:
             "exited": list(self.unacked_exits.values()),
             "version": assay.__version__,
             "address": self.address or local_address or socket.gethostname(),
+            "token": self.token,
         }
 
     async def run(self) -> None:

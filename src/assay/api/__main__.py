@@ -38,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
         updates["port"] = args.port
     if args.db:
         updates["db"] = args.db
+    if settings.agent_token is None and os.environ.get("ASSAY_AGENT_TOKEN"):
+        updates["agent_token"] = os.environ["ASSAY_AGENT_TOKEN"]
     if updates:
         settings = settings.model_copy(update=updates)
     home = args.home or settings.assay_home or Path(os.environ.get("ASSAY_HOME", "~/.assay"))

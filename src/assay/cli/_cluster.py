@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -85,7 +86,7 @@ def _read_pid(name: str) -> int | None:
     return pid if _alive(pid) else None
 
 
-def _spawn(name: str, args: list[str]) -> subprocess.Popen[bytes]:
+def _spawn(name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
     logs = assay_home() / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     log_file = (logs / f"{name}.log").open("ab")
@@ -95,6 +96,7 @@ def _spawn(name: str, args: list[str]) -> subprocess.Popen[bytes]:
         stdout=log_file,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        env=env,
     )
     _pid_file(name).write_text(str(proc.pid))
     return proc
@@ -132,13 +134,19 @@ def up(
         master_args += ["--config", str(config)]
     if db is not None:
         master_args += ["--db", db]
-    proc = _spawn("master", master_args)
+    # Only agents holding this token may join: other local processes cannot pose as one.
+    token_file = home / "run" / "agent-token"
+    token = secrets.token_urlsafe(24)
+    token_file.write_text(token)
+    token_file.chmod(0o600)
+    env = {**os.environ, "ASSAY_AGENT_TOKEN": token}
+    proc = _spawn("master", master_args, env)
     client = Client(url, timeout=2)
     _wait(lambda: bool(client.info()), proc, "master", f"the master did not answer at {url}")
     agent_args = [sys.executable, "-m", "assay.agent", "--master", url, "--home", str(home)]
     if slots is not None:
         agent_args += ["--slots", str(slots)]
-    agent_proc = _spawn("agent", agent_args)
+    agent_proc = _spawn("agent", agent_args, env)
     _wait(
         lambda: any(a["connected"] for a in client.agents()),
         agent_proc,
@@ -184,6 +192,7 @@ def down() -> None:
         stopped.append(name)
         _pid_file(name).unlink(missing_ok=True)
     cluster_file().unlink(missing_ok=True)
+    (assay_home() / "run" / "agent-token").unlink(missing_ok=True)
     if stopped:
         console.print(f"stopped: {', '.join(stopped)}")
     else:

@@ -101,6 +101,9 @@ class MasterConfig(ConfigModel):
     default_aux_pool: str = "default"
     agent_heartbeat_seconds: Annotated[float, Field(gt=0)] = 5.0
     agent_lost_after_seconds: Annotated[float, Field(gt=0)] = 30.0
+    agent_token: str | None = None
+    """A secret agents must present to join (``assay agent --token`` or ``ASSAY_AGENT_TOKEN``).
+    Without one, any process that reaches the master can act as an agent."""
 
     @classmethod
     def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:

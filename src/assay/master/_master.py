@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from assay.config import MasterConfig
 from assay.db import AgentRecord, Allocation, ClusterRecord, Database, Experiment, Trial
 from assay.db import _queries as q
-from assay.errors import InvalidRequest, MasterUnreachable, NotFound
+from assay.errors import InvalidRequest, MasterUnreachable, NotFound, Unauthorized
 from assay.master import _gang as gang
 from assay.master import _gc as gc
 from assay.master import _harness as harness
@@ -390,6 +390,12 @@ class Master:
         agent_id = str(hello.get("agent_id") or "")
         if not agent_id:
             raise InvalidRequest("agent hello without an agent_id")
+        expected = self.settings.agent_token
+        if expected and not secrets.compare_digest(str(hello.get("token") or ""), expected):
+            raise Unauthorized(
+                f"agent {agent_id} did not present this cluster's agent token (give it with "
+                "--token or ASSAY_AGENT_TOKEN)"
+            )
         pool = str(hello.get("pool") or "default")
         pools = [p.pool_name for p in self.settings.resource_pools]
         if pool not in pools:
