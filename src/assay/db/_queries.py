@@ -87,12 +87,6 @@ def preempting_allocations(session: Session) -> Sequence[tuple[Allocation, Trial
     return [(a, t, e) for a, t, e in rows]
 
 
-def live_experiments(session: Session) -> Sequence[Experiment]:
-    return session.scalars(
-        select(Experiment).where(Experiment.state.not_in(TERMINAL_EXPERIMENT_STATES))
-    ).all()
-
-
 def queued_trials(session: Session) -> Sequence[tuple[Trial, Experiment, Job]]:
     rows = session.execute(
         select(Trial, Experiment, Job)

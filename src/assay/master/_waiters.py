@@ -66,9 +66,3 @@ class Waiters:
         the master. A waiter that read a dropped version sees a change and checks again."""
         for key in [k for k in self._versions if k not in self._events]:
             del self._versions[key]
-
-    def forget(self, key: Hashable) -> None:
-        self._versions.pop(key, None)
-        event = self._events.pop(key, None)
-        if event is not None:
-            event.set()

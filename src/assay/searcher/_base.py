@@ -156,8 +156,6 @@ class Searcher:
             record.pending = [p for p in record.pending if p > length]
         record.completed_length = max(record.completed_length, length)
         normalized = normalize_metric(metric, smaller_is_better=self.smaller_is_better)
-        if record.best_metric is None or normalized < record.best_metric:
-            record.best_metric = normalized
         return self._apply(self.method.validation_completed(request_id, normalized, length))
 
     def trial_exited_early(self, request_id: str, reason: ExitedReason) -> list[Operation]:

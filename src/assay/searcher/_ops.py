@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, TypeAlias
 
@@ -130,11 +130,12 @@ class TrialRecord:
     completed_length: int = 0
     closed: bool = False
     exited: bool = False
-    best_metric: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> TrialRecord:
-        return cls(**raw)
+        # Snapshots written before a field was dropped still restore.
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in raw.items() if k in known})

@@ -14,7 +14,6 @@ alone and a restored source suggests exactly what the original would have.
 from __future__ import annotations
 
 import importlib.util
-import json
 import logging
 import warnings
 from dataclasses import dataclass
@@ -71,22 +70,10 @@ class FlatParam:
     """For a categorical whose values Optuna cannot hold (lists, maps, values equal to each
     other such as ``1`` and ``true``): the values, which Optuna then sees as indices."""
 
-    def to_optuna(self, value: Any) -> Any:
-        if self.choices is None:
-            return value
-        for index, choice in enumerate(self.choices):
-            if _same(choice, value):
-                return index
-        raise ValueError(f"{value!r} is not one of the values of {self.name}")
-
     def from_optuna(self, value: Any) -> Any:
         if self.choices is None:
             return value
         return self.choices[int(value)]
-
-
-def _same(a: Any, b: Any) -> bool:
-    return type(a) is type(b) and json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
 def _categorical_needs_indices(vals: list[Any]) -> bool:
