@@ -140,6 +140,10 @@ class Allocation(Base):
     # The port rank 0 listens on for the processes of a distributed trial to meet.
     rendezvous_port: Mapped[int | None] = mapped_column(Integer, nullable=True)
     kill_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    """A user killed it (its trial ends CANCELED)."""
+    overdue: Mapped[bool] = mapped_column(Boolean, default=False)
+    """It outlived its preemption timeout and was killed; its trial goes where the
+    preemption sent it, as if it had stopped in time."""
     released: Mapped[bool] = mapped_column(Boolean, default=False)
     exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
     exit_reason: Mapped[str] = mapped_column(Text, default="")

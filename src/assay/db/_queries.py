@@ -81,7 +81,7 @@ def preempting_allocations(session: Session) -> Sequence[tuple[Allocation, Trial
             Allocation.state.in_(LIVE_ALLOCATION_STATES),
             Allocation.preempt.is_not(None),
             Allocation.kill_requested.is_(False),
-            Allocation.exit_reason == "",
+            Allocation.overdue.is_(False),
         )
     ).all()
     return [(a, t, e) for a, t, e in rows]

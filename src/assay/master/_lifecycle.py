@@ -326,10 +326,7 @@ def enforce_preemption_timeouts(tx: Tx, timeouts: dict[str, float]) -> list[str]
         own = exp.config.get("preemption_timeout")
         limit = float(own) if own is not None else timeouts.get(alloc.pool, 3600.0)
         if alloc.preempt_at is not None and tx.now - alloc.preempt_at >= limit:
-            # Not a user's kill (kill_requested stays false): the trial goes where its
-            # preemption sends it (paused, queued again, canceled) and resumes from its latest
-            # checkpoint.
-            alloc.exit_reason = OVERDUE
+            alloc.overdue = True
             for agent_id in alloc.slots or {}:
                 tx.act(KillAllocation(agent_id, alloc.id))
             killed.append(alloc.id)
@@ -342,7 +339,7 @@ OVERDUE = "did not stop within its preemption timeout; killed"
 def needs_kill(alloc: Allocation) -> bool:
     """Whether a live allocation's processes must be killed (a kill not yet obeyed)."""
     failed = any(code is None or code != 0 for code in (alloc.exits or {}).values())
-    return alloc.kill_requested or alloc.exit_reason == OVERDUE or failed
+    return alloc.kill_requested or alloc.overdue or failed
 
 
 def kill_allocation(tx: Tx, alloc: Allocation) -> None:
@@ -366,7 +363,7 @@ def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason:
     never_started = alloc.state == "ASSIGNED" and exit_code is None
     alloc.state = "TERMINATED"
     alloc.exit_code = exit_code
-    alloc.exit_reason = alloc.exit_reason if alloc.exit_reason == OVERDUE else reason
+    alloc.exit_reason = OVERDUE if alloc.overdue else reason
     alloc.ended_at = tx.now
     tx.act(Reschedule())
     tx.act(Wake(("op", alloc.trial_id)))
@@ -399,10 +396,7 @@ def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason:
         _finish_trial(tx, trial, TrialState.COMPLETED, early_stopped=early)
         ops = searcher.trial_closed(rid)
     elif preempt in (PreemptReason.PAUSE, PreemptReason.SCHEDULER) and (
-        exit_code == 0
-        or exit_code is None
-        or preempt is PreemptReason.PAUSE
-        or alloc.exit_reason == OVERDUE
+        exit_code == 0 or exit_code is None or preempt is PreemptReason.PAUSE or alloc.overdue
     ):
         _requeue_or_pause(trial, exp)
     elif exit_code == 0:

@@ -191,6 +191,7 @@ def start_trial(
         kill_requested=False,
         released=False,
         exits={},
+        overdue=False,
         exit_reason="",
         created_at=tx.now,
     )

@@ -49,7 +49,8 @@ def test_upgrade_keeps_rows_written_under_the_first_schema(db_url: str) -> None:
         ),
         "allocations": dict(
             id="1.1", trial_id=1, run=1, pool="default", slots="{}", state="RUNNING", token="t",
-            kill_requested=False, released=False, exit_reason="", created_at=0,
+            kill_requested=False, released=False, created_at=0,
+            exit_reason="did not stop within its preemption timeout; killed",
         ),
     }  # fmt: skip
     with engine.begin() as conn:
@@ -63,4 +64,5 @@ def test_upgrade_keeps_rows_written_under_the_first_schema(db_url: str) -> None:
         alloc = session.get(Allocation, "1.1")
         assert alloc is not None
         assert alloc.exits == {} and alloc.preempt_at is None and alloc.rendezvous_port is None
+        assert alloc.overdue, "0003 turns 0002's overdue exit reason into the flag"
     db.dispose()
