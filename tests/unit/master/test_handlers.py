@@ -51,6 +51,19 @@ def connect_agent(
     return recorder
 
 
+def start_single(
+    master: Master, context: bytes, config_text: str | None = None
+) -> tuple[int, Recorder, str]:
+    """Submit a one-trial experiment and start it on agent ``a1``.
+
+    Returns the experiment id, the agent and the allocation id.
+    """
+    exp_id = run(master.submit(Submission(config_text or config(name="single"), context)))
+    agent = connect_agent(master)
+    run(master.schedule_once())
+    return exp_id, agent, agent.starts()[0]["allocation_id"]
+
+
 def caller_for(master: Master, alloc_id: str) -> Caller:
     alloc = master.db.run_sync(lambda s: s.get(Allocation, alloc_id))
     assert alloc is not None
@@ -142,10 +155,7 @@ def test_crash_restarts_until_max_restarts_then_errors(master: Master, context: 
 def test_pause_asks_running_trials_to_stop_and_activate_requeues_them(
     master: Master, context: bytes
 ) -> None:
-    exp_id = run(master.submit(Submission(config(name="single"), context)))
-    agent = connect_agent(master)
-    run(master.schedule_once())
-    alloc_id = agent.starts()[0]["allocation_id"]
+    exp_id, agent, alloc_id = start_single(master, context)
     assert run(master.preemption(alloc_id, timeout=0)) is False
     run(master.pause(exp_id))
     assert run(master.preemption(alloc_id, timeout=0)) is True
@@ -216,10 +226,7 @@ def exited(master: Master, alloc_id: str, code: int | None, agent_id: str = "a1"
 def test_activating_before_a_paused_trial_stops_lets_it_stop_and_resume(
     master: Master, context: bytes
 ) -> None:
-    exp_id = run(master.submit(Submission(config(name="single"), context)))
-    agent = connect_agent(master)
-    run(master.schedule_once())
-    alloc_id = agent.starts()[0]["allocation_id"]
+    exp_id, agent, alloc_id = start_single(master, context)
     run(master.pause(exp_id))
     assert run(master.preemption(alloc_id, timeout=0)) is True  # the harness saw it
     run(master.activate(exp_id))
@@ -232,10 +239,7 @@ def test_activating_before_a_paused_trial_stops_lets_it_stop_and_resume(
 def test_a_trial_its_searcher_closed_completes_even_when_paused_meanwhile(
     master: Master, context: bytes
 ) -> None:
-    exp_id = run(master.submit(Submission(config(name="single"), context)))
-    agent = connect_agent(master)
-    run(master.schedule_once())
-    alloc_id = agent.starts()[0]["allocation_id"]
+    exp_id, _agent, alloc_id = start_single(master, context)
     caller = caller_for(master, alloc_id)
     run(master.complete_operation(caller, 100, 0.5))
     run(master.pause(exp_id))
@@ -251,10 +255,7 @@ def test_a_code_driven_trial_asking_for_operations_is_told_it_has_none(
     code_driven = yaml.safe_dump(
         {"entrypoint": "python3 train.py", "searcher": {"name": "single", "metric": "loss"}}
     )
-    exp_id = run(master.submit(Submission(code_driven, context)))
-    agent = connect_agent(master)
-    run(master.schedule_once())
-    alloc_id = agent.starts()[0]["allocation_id"]
+    exp_id, _, alloc_id = start_single(master, context, code_driven)
     answer = run(master.next_operation(caller_for(master, alloc_id), timeout=30))
     assert answer == {"length": None, "done": True}
     exited(master, alloc_id, 0)
@@ -263,10 +264,7 @@ def test_a_code_driven_trial_asking_for_operations_is_told_it_has_none(
 
 
 def test_a_kill_lost_while_the_agent_was_away_is_sent_again(master: Master, context: bytes) -> None:
-    exp_id = run(master.submit(Submission(config(name="single"), context)))
-    agent = connect_agent(master)
-    run(master.schedule_once())
-    alloc_id = agent.starts()[0]["allocation_id"]
+    exp_id, _agent, alloc_id = start_single(master, context)
     run(master.agent_disconnected(master.hub.agents["a1"]))
     run(master.kill(exp_id))
     back = connect_agent(master, running=[alloc_id])
@@ -278,10 +276,7 @@ def test_a_kill_lost_while_the_agent_was_away_is_sent_again(master: Master, cont
 def test_a_lost_started_message_is_recovered_from_the_agents_hello(
     master: Master, context: bytes
 ) -> None:
-    run(master.submit(Submission(config(name="single"), context)))
-    agent = connect_agent(master)
-    run(master.schedule_once())
-    alloc_id = agent.starts()[0]["allocation_id"]
+    _, _agent, alloc_id = start_single(master, context)
     run(master.agent_disconnected(master.hub.agents["a1"]))
     connect_agent(master, running=[alloc_id])
     alloc = master.db.run_sync(lambda s: s.get(Allocation, alloc_id))
@@ -293,10 +288,7 @@ def test_a_lost_started_message_is_recovered_from_the_agents_hello(
 def test_exit_reports_from_an_agent_that_does_not_run_the_allocation_are_ignored(
     master: Master, context: bytes
 ) -> None:
-    run(master.submit(Submission(config(name="single"), context)))
-    agent = connect_agent(master)
-    run(master.schedule_once())
-    alloc_id = agent.starts()[0]["allocation_id"]
+    _, _agent, alloc_id = start_single(master, context)
     connect_agent(master, agent_id="stranger")
     exited(master, alloc_id, 0, agent_id="stranger")
     assert trials(master)[0].state == "RUNNING"
