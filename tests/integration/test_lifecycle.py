@@ -63,6 +63,9 @@ def test_single_trial_runs_to_completion_and_reports(cluster: Cluster) -> None:
     logs = cluster.trial_logs(int(trial["id"]))
     assert any(line.startswith("started at step 0 run 1") for line in logs)
     assert "done at step 30" in logs
+    assert 'metadata {"steps_completed": 30, "run": 1}' in logs  # checkpoint.get_metadata
+    # train.get_experiment_best_validation: the validation the trial just reported.
+    assert f"best validation {1.0 / 30}" in logs
 
 
 def test_pause_resumes_from_checkpointed_step(cluster: Cluster) -> None:

@@ -122,8 +122,11 @@ class TrainContext:
         self._session.call(lambda h: h.post(path, {"reason": reason.value}))
 
     def get_experiment_best_validation(self) -> float | None:
+        """The best searcher metric any trial of the experiment has reported, this one's
+        reports so far included (they are delivered first)."""
         if self._session is None:
             return None
+        self._flush()
         path = f"/api/v1/experiments/{self._experiment_id}/searcher/best_validation"
         value = self._session.call(lambda h: h.get(path))["best_validation"]
         return None if value is None else float(value)

@@ -34,9 +34,13 @@ def main() -> None:
         run = info.trial.trial_run_id
         print(f"started at step {steps} run {run} pid {os.getpid()}", flush=True)
 
+        saved: list[str] = []
+
         def checkpoint() -> None:
-            with core.checkpoint.store_path({"steps_completed": steps}) as (path, _):
+            metadata = {"steps_completed": steps, "run": run}
+            with core.checkpoint.store_path(metadata) as (path, uuid):
                 (path / "state.json").write_text(json.dumps({"steps": steps}))
+            saved.append(uuid)
 
         invalid_above = hp.get("invalid_above")
         if invalid_above is not None and float(hp.get("x", 0)) > float(invalid_above):
@@ -74,6 +78,9 @@ def main() -> None:
             metric = float(hp.get("x", 1.0)) / steps
             core.train.report_validation_metrics(steps, {"loss": metric})
             op.report_completed(metric)
+        if saved:
+            print(f"metadata {json.dumps(core.checkpoint.get_metadata(saved[-1]))}", flush=True)
+        print(f"best validation {core.train.get_experiment_best_validation()}", flush=True)
         print(f"done at step {steps}", flush=True)
 
 
