@@ -292,3 +292,17 @@ def test_exit_reports_from_an_agent_that_does_not_run_the_allocation_are_ignored
     connect_agent(master, agent_id="stranger")
     exited(master, alloc_id, 0, agent_id="stranger")
     assert trials(master)[0].state == "RUNNING"
+
+
+def test_a_zero_slot_trial_starts_beside_work_holding_every_slot(
+    master: Master, context: bytes
+) -> None:
+    _, agent, _ = start_single(master, context)
+    helper = yaml.safe_load(config(name="single"))
+    helper["resources"] = {"slots_per_trial": 0}
+    run(master.submit(Submission(yaml.safe_dump(helper), context)))
+    run(master.schedule_once())
+    starts = agent.starts()
+    assert len(starts) == 2, "the zero-slot trial does not wait for a slot"
+    assert starts[1]["slots"] == []
+    assert all(t.state == "RUNNING" for t in trials(master))
