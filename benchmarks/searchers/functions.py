@@ -104,11 +104,12 @@ MF_HARTMANN = Task(
 
 
 def digits_task(path: Path = CURVES) -> Task:
-    """Replay the recorded learning curves (``record_digits_curves.py``): validation error of
-    an MLP on sklearn's digits after each epoch, for every point of a grid of hyperparameters."""
+    """Replay the recorded learning curves (``record_digits_curves.py``): validation
+    cross-entropy of an MLP on sklearn's digits after each epoch, for every point of a grid of
+    hyperparameters."""
     data = json.loads(path.read_text())
     axes: dict[str, list[Any]] = data["axes"]
-    curves: dict[str, list[float]] = data["curves"]
+    curves: dict[str, list[float]] = data[data["objective"]]
     space = {name: {"type": "categorical", "vals": vals} for name, vals in axes.items()}
 
     def key(hp: dict[str, Any]) -> str:
