@@ -44,5 +44,13 @@ unit: install-dev
 integration: install-dev
 	$(BIN)/pytest tests/integration
 
+## make bench: every benchmark at full size; each rewrites its section of benchmarks/RESULTS.md.
+bench: install-dev
+	$(BIN)/pip install -q -e '.[dev,examples,bench]'
+	$(BIN)/python benchmarks/runtime/bench_b2_b4.py
+	$(BIN)/python benchmarks/scheduler/bench_b6.py
+	$(BIN)/python benchmarks/searchers/b5_suggest_cost.py
+	$(BIN)/python benchmarks/searchers/b9_search_quality.py
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

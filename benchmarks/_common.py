@@ -27,6 +27,9 @@ HEADER = (
     "Figures written by the scripts in `benchmarks/`; each section says how it was made.\n"
 )
 
+# Timings on a shared machine move with its load; each section records the load its run met.
+LOAD_AT_START = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
 
 def machine() -> str:
     model = platform.processor() or "unknown CPU"
@@ -43,7 +46,10 @@ def machine() -> str:
 
 def stamp(command: str) -> str:
     today = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return f"- machine: {machine()}\n- date: {today}\n- command: `{command}`\n"
+    return (
+        f"- machine: {machine()}\n- date: {today}\n- command: `{command}`\n"
+        f"- load average (1 min) when the run began: {LOAD_AT_START:.2f}\n"
+    )
 
 
 def write_section(key: str, body: str, path: Path = RESULTS) -> None:

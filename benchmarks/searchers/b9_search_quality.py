@@ -260,7 +260,8 @@ def main() -> None:
         + "- regret = best full-length value found - optimum; median over seeds [quartiles]; "
         "compute in length units (Branin/Hartmann6: 1 per trial; MF-Hartmann6: 81 per full "
         "trial; digits-MLP: 27 epochs per full trial, validation cross-entropy of 720 "
-        "configurations recorded by `record_digits_curves.py`)\n\n"
+        "configurations recorded by `record_digits_curves.py`); in the plot a regret of 0 is "
+        "drawn at 1e-6\n\n"
         + table
         + "\n\n"
         + notes
