@@ -175,8 +175,9 @@ def test_ended_experiment_keeps_only_the_checkpoints_its_policy_asks_for(
     storage = cluster.home / "checkpoints"
 
     def collected() -> bool:
+        # DELETING is the marked-but-not-yet-removed state; wait until the files are gone.
         return all(
-            c["state"] != "ACTIVE" or c["steps_completed"] == 30
+            c["state"] == "DELETED" or (c["state"] == "ACTIVE" and c["steps_completed"] == 30)
             for c in cluster.client.experiment_checkpoints(exp_id)
         )
 
