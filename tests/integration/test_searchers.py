@@ -101,9 +101,15 @@ def test_code_driven_asha_stops_trials_that_fall_behind(cluster: Cluster) -> Non
         assert any("preempted at step" in ln for ln in cluster.trial_logs(trial["id"]))
 
 
-def test_invalid_hyperparameters_are_replaced_and_do_not_count(cluster: Cluster) -> None:
+@pytest.mark.parametrize("invalid_by", ["report", "raise"])
+def test_invalid_hyperparameters_are_replaced_and_do_not_count(
+    cluster: Cluster, invalid_by: str
+) -> None:
     searcher = {"name": "random", "max_trials": 4, "max_length": {"batches": 10}}
-    exp_id = cluster.submit(config(searcher, invalid_above=5.5))
+    submitted = yaml.safe_load(config(searcher, invalid_above=5.5, invalid_by=invalid_by))
+    # A fixed seed whose first draws include invalid points, so both kinds are always seen.
+    submitted["reproducibility"] = {"experiment_seed": 3}
+    exp_id = cluster.submit(yaml.safe_dump(submitted))
     exp = cluster.wait_state(exp_id, "COMPLETED", "ERROR", timeout=180)
     assert exp["state"] == "COMPLETED"
     trials = cluster.client.trials(exp_id)
@@ -111,7 +117,12 @@ def test_invalid_hyperparameters_are_replaced_and_do_not_count(cluster: Cluster)
     invalid = [t for t in trials if t["early_exit"] == "invalid_hp"]
     assert len(valid) == 4 and all(t["steps_completed"] == 10 for t in valid)
     assert all(t["hparams"]["x"] <= 5.5 for t in valid)
-    assert all(t["hparams"]["x"] > 5.5 for t in invalid)
+    assert invalid and all(t["hparams"]["x"] > 5.5 for t in invalid)
+    if invalid_by == "raise":
+        for trial in invalid:
+            logs = "\n".join(cluster.trial_logs(trial["id"]))
+            assert "invalid hyperparameters: x = " in logs
+            assert "Traceback" not in logs, "InvalidHP ends the trial cleanly"
 
 
 def test_pbt_copies_good_trials_from_their_checkpoints(cluster: Cluster) -> None:

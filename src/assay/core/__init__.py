@@ -1,7 +1,8 @@
 """The harness ("Core API"): what training code imports to run under assay.
 
 Mirrors Determined's Core API: ``with assay.core.init() as ctx:`` gives ``ctx.train``,
-``ctx.checkpoint``, ``ctx.preempt``, ``ctx.searcher``, ``ctx.distributed`` and ``ctx.info``.
+``ctx.checkpoint``, ``ctx.preempt``, ``ctx.searcher``, ``ctx.distributed`` and ``ctx.info``;
+raising :class:`InvalidHP` inside it ends the trial as one with unusable hyperparameters.
 Importing it pulls in neither the server stack nor numpy.
 """
 
@@ -13,7 +14,7 @@ from assay.core._distributed import DistributedContext, DistributedError
 from assay.core._info import ClusterInfo, TrialInfo, get_cluster_info
 from assay.core._preempt import PreemptContext, PreemptMode
 from assay.core._searcher import SearcherContext, SearcherMode, SearcherOperation
-from assay.core._train import EarlyExitReason, TrainContext
+from assay.core._train import EarlyExitReason, InvalidHP, TrainContext
 
 __all__ = [
     "CheckpointContext",
@@ -22,6 +23,7 @@ __all__ = [
     "DistributedContext",
     "DistributedError",
     "EarlyExitReason",
+    "InvalidHP",
     "PreemptContext",
     "PreemptMode",
     "SearcherContext",

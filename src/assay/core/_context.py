@@ -14,7 +14,7 @@ from assay.core._info import ClusterInfo, get_cluster_info
 from assay.core._preempt import PreemptContext, PreemptMode
 from assay.core._searcher import SearcherContext
 from assay.core._session import MasterSession
-from assay.core._train import TrainContext
+from assay.core._train import EarlyExitReason, InvalidHP, TrainContext
 
 log = logging.getLogger("assay.core")
 
@@ -52,8 +52,16 @@ class Context:
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> None:
+    ) -> bool:
+        if isinstance(exc, InvalidHP):
+            log.warning("invalid hyperparameters: %s", exc or "raised InvalidHP")
+            try:
+                self.train.report_early_exit(EarlyExitReason.INVALID_HP)
+            finally:
+                self.close()
+            return True
         self.close()
+        return False
 
     def close(self) -> None:
         if self._closed:

@@ -14,6 +14,7 @@ from typing import Any
 
 from assay.core._distributed import DistributedContext
 from assay.core._session import MasterSession, Reporter
+from assay.errors import AssayError
 
 log = logging.getLogger("assay.core")
 
@@ -25,6 +26,15 @@ class EarlyExitReason(enum.Enum):
     """These hyperparameters cannot work: the searcher replaces the trial (it does not count
     toward ``max_trials``)."""
     USER_REQUESTED_STOP = "user_canceled"
+
+
+class InvalidHP(AssayError):
+    """Raised by training code, inside ``with assay.core.init() as ctx:``, when its
+    hyperparameters cannot work (Determined's ``det.InvalidHP``).
+
+    The context reports :attr:`EarlyExitReason.INVALID_HP` and swallows the exception, so the
+    process ends normally and the searcher replaces the trial without counting it.
+    """
 
 
 def _check(steps_completed: int, metrics: dict[str, Any]) -> None:

@@ -2,7 +2,8 @@
 
 Hyperparameters: ``step_seconds`` (sleep per step), ``checkpoint_every`` (steps), ``fail_once_at``
 (exit with code 3 at that step in the first run only), ``invalid_above`` (declare the
-hyperparameters invalid when ``x`` exceeds it), ``code_driven_steps`` (ignore the searcher's
+hyperparameters invalid when ``x`` exceeds it, by ``report_early_exit`` or, with
+``invalid_by: raise``, by raising ``assay.InvalidHP``), ``code_driven_steps`` (ignore the searcher's
 operations: train that many steps, validating every ``checkpoint_every`` steps with the step
 count as the ``batches`` metric, until told to stop), ``ignore_preempt`` (never look at
 ``should_preempt()``, to be killed at the preemption timeout). It prints
@@ -45,6 +46,8 @@ def main() -> None:
         invalid_above = hp.get("invalid_above")
         if invalid_above is not None and float(hp.get("x", 0)) > float(invalid_above):
             print("invalid hyperparameters", flush=True)
+            if hp.get("invalid_by") == "raise":
+                raise assay.InvalidHP(f"x = {hp['x']} is above {invalid_above}")
             core.train.report_early_exit(assay.core.EarlyExitReason.INVALID_HP)
             return
         if hp.get("code_driven_steps") is not None:
