@@ -54,7 +54,7 @@ class Context:
         tb: TracebackType | None,
     ) -> bool:
         if isinstance(exc, InvalidHP):
-            log.warning("invalid hyperparameters: %s", exc or "raised InvalidHP")
+            log.warning("invalid hyperparameters: %s", str(exc) or "no reason given")
             try:
                 self.train.report_early_exit(EarlyExitReason.INVALID_HP)
             finally:

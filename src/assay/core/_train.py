@@ -36,6 +36,10 @@ class InvalidHP(AssayError):
     process ends normally and the searcher replaces the trial without counting it.
     """
 
+    def __init__(self, message: str = "") -> None:
+        # The reason is optional, as with ``det.InvalidHP()``.
+        super().__init__(message)
+
 
 def _check(steps_completed: int, metrics: dict[str, Any]) -> None:
     if isinstance(steps_completed, bool) or not isinstance(steps_completed, int):

@@ -23,6 +23,15 @@ def test_invalid_hp_raised_inside_the_context_is_reported_and_swallowed(
     assert "early exit: INVALID_HP" in caplog.text
 
 
+def test_invalid_hp_without_a_message_still_says_why_the_trial_ended(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="assay.core")
+    with assay.core.init():
+        raise assay.InvalidHP()
+    assert "invalid hyperparameters: no reason given" in caplog.text
+
+
 def test_other_errors_inside_the_context_propagate() -> None:
     with pytest.raises(ZeroDivisionError), assay.core.init():
         _ = 1 / 0
