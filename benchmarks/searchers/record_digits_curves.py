@@ -15,6 +15,7 @@ luck and regret comparisons turn into coin flips.
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import time
@@ -40,6 +41,7 @@ AXES: dict[str, list[Any]] = {
 EPOCHS = 27
 
 
+@functools.cache  # once per worker process, not once per configuration
 def _data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     x, y = load_digits(return_X_y=True)
     x_tr, x_va, y_tr, y_va = train_test_split(x, y, test_size=0.3, random_state=0, stratify=y)

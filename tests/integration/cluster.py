@@ -9,9 +9,11 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
+
+import pytest
 
 from assay.client import Client
 from assay.errors import AssayError
@@ -185,3 +187,16 @@ class Cluster:
 
     def trial_logs(self, trial_id: int) -> list[str]:
         return [entry["line"] for entry in self.client.logs(trial_id)]
+
+
+def serve(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    """For fixtures: yield the started ``cluster`` to the test, stop it afterwards and, when the
+    test failed, print the master's and every agent's log (``conftest`` records the outcome)."""
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        report = getattr(request.node, "rep_call", None)
+        if report is not None and report.failed:
+            for name in ["master", *(f"agent-{agent}" for agent in cluster.agents)]:
+                print(f"--- {name} log ---\n" + cluster.log(name))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.cluster import Cluster
+from tests.integration.cluster import Cluster, serve
 
 
 @pytest.fixture
@@ -15,13 +15,7 @@ def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Cluster]
     c = Cluster(tmp_path / "home")
     c.start_master()
     c.start_agent("agent-1", slots=2)
-    try:
-        yield c
-    finally:
-        c.stop()
-        if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
-            print("--- master log ---\n" + c.log("master"))
-            print("--- agent log ---\n" + c.log("agent-agent-1"))
+    yield from serve(c, request)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration.cluster import CONTEXTS, Cluster
+from tests.integration.cluster import CONTEXTS, Cluster, serve
 
 pytestmark = pytest.mark.integration
 
@@ -36,13 +36,7 @@ def two_agents(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Clust
     c.start_master()
     c.start_agent("agent-1", slots=1)
     c.start_agent("agent-2", slots=1)
-    try:
-        yield c
-    finally:
-        c.stop()
-        if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
-            for name in ("master", "agent-agent-1", "agent-agent-2"):
-                print(f"--- {name} log ---\n" + c.log(name))
+    yield from serve(c, request)
 
 
 def ddp_config(**hparams: Any) -> str:

@@ -17,7 +17,7 @@ import yaml
 from websockets.asyncio.client import connect
 
 from assay.errors import Conflict, InvalidConfig
-from tests.integration.cluster import Cluster, wait_for
+from tests.integration.cluster import Cluster, serve, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -53,16 +53,13 @@ def counter(
 
 
 @pytest.fixture
-def pools(tmp_path: Path) -> Iterator[Cluster]:
+def pools(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Cluster]:
     config = tmp_path / "master.yaml"
     config.write_text(MASTER_YAML)
     cluster = Cluster(tmp_path / "home", master_config=config)
     cluster.start_master()
     cluster.start_agent("solo", slots=1)
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+    yield from serve(cluster, request)
 
 
 def only_trial(cluster: Cluster, exp_id: int) -> dict[str, Any]:

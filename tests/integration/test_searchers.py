@@ -17,6 +17,17 @@ from tests.integration.cluster import CONTEXTS, Cluster, wait_for
 pytestmark = pytest.mark.integration
 
 
+# Promotion-mode ASHA with rungs at 10, 20 and 40 batches.
+ASHA_EIGHT_TRIALS: dict[str, Any] = {
+    "name": "adaptive_asha",
+    "max_trials": 8,
+    "max_length": {"batches": 40},
+    "divisor": 2,
+    "max_rungs": 3,
+    "mode": "aggressive",
+}
+
+
 def config(searcher: dict[str, Any], **hparams: Any) -> str:
     return yaml.safe_dump(
         {
@@ -50,14 +61,7 @@ def assert_asha_ran_each_length_once(cluster: Cluster, exp_id: int, max_trials: 
 
 
 def test_asha_promotes_the_best_trials_to_longer_lengths(cluster: Cluster) -> None:
-    searcher = {
-        "name": "adaptive_asha",
-        "max_trials": 8,
-        "max_length": {"batches": 40},
-        "divisor": 2,
-        "max_rungs": 3,
-        "mode": "aggressive",
-    }
+    searcher = ASHA_EIGHT_TRIALS
     exp_id = cluster.submit(config(searcher))
     exp = cluster.wait_state(exp_id, "COMPLETED", "ERROR", timeout=240)
     assert exp["state"] == "COMPLETED", exp
@@ -174,14 +178,7 @@ def test_master_killed_during_asha_finishes_with_exactly_max_trials(tmp_path: Pa
     cluster = Cluster(tmp_path / "home")
     cluster.start_master()
     cluster.start_agent("agent-1", slots=2)
-    searcher = {
-        "name": "adaptive_asha",
-        "max_trials": 8,
-        "max_length": {"batches": 40},
-        "divisor": 2,
-        "max_rungs": 3,
-        "mode": "aggressive",
-    }
+    searcher = ASHA_EIGHT_TRIALS
     try:
         exp_id = cluster.submit(config(searcher, step_seconds=0.01))
         wait_for(
