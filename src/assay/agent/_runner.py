@@ -86,6 +86,7 @@ class AllocationRunner:
         self.processes: list[tuple[int, asyncio.subprocess.Process]] = []
         """(rank, process) of each process started so far."""
         self.killing = False
+        # Held so the event loop's weak reference is not the only one to a running task.
         self._kill_task: asyncio.Task[None] | None = None
         self._stop_task: asyncio.Task[None] | None = None
         self.started_at = time.time()

@@ -53,7 +53,6 @@ class PreemptContext:
         self._mode = PreemptMode(mode)
         self._flag = threading.Event()
         self._closed = threading.Event()
-        self._acknowledged = False
         self._thread: threading.Thread | None = None
         watches = self._dist.rank == 0 or self._mode is PreemptMode.WorkersAskMaster
         if session is not None and watches:
@@ -81,6 +80,9 @@ class PreemptContext:
                 return
 
     def should_preempt(self, auto_ack: bool = True) -> bool:
+        """Whether the trial should checkpoint and exit now (a pause, a preemption or an early
+        stop). ``auto_ack`` is accepted for Determined compatibility and has no effect (see
+        :meth:`acknowledge_preemption_signal`)."""
         preempt = self._flag.is_set()
         if self._dist.size > 1 and self._mode is not PreemptMode.WorkersAskMaster:
             if self._mode is PreemptMode.ChiefOnly:
@@ -92,12 +94,11 @@ class PreemptContext:
                     )
             else:
                 preempt = bool(self._dist.broadcast(preempt))
-        if preempt and auto_ack:
-            self._acknowledged = True
         return preempt
 
     def acknowledge_preemption_signal(self) -> None:
-        self._acknowledged = True
+        """Accepted for Determined compatibility; assay's master needs no acknowledgement (it
+        waits for the trial to exit, up to the pool's ``preemption_timeout``)."""
 
     def _simulate(self) -> None:
         """Make :meth:`should_preempt` true (for tests of user code off-cluster)."""
