@@ -24,7 +24,6 @@ from assay.db._models import (
 
 LIVE_ALLOCATION_STATES = ("ASSIGNED", "RUNNING")
 TERMINAL_TRIAL_STATES = ("COMPLETED", "CANCELED", "ERROR")
-TERMINAL_EXPERIMENT_STATES = ("COMPLETED", "CANCELED", "ERROR")
 
 
 def context_by_sha(session: Session, sha256: str) -> Context | None:

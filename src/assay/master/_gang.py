@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from assay.db import Allocation
 from assay.db import _queries as q
 from assay.master._lifecycle import allocation_exited
+from assay.master._states import AllocationState
 from assay.master._tx import KillAllocation, Tx
 
 log = logging.getLogger(__name__)
@@ -143,7 +144,7 @@ def agent_exited(
     ends once every agent has reported, with the first failing code (0 if none failed).
     """
     alloc = tx.session.get(Allocation, allocation_id)
-    if alloc is None or alloc.state == "TERMINATED":
+    if alloc is None or alloc.state == AllocationState.TERMINATED:
         return
     agents = sorted(alloc.slots or {})
     if agent_id not in agents:

@@ -17,7 +17,7 @@ from assay.db import Allocation, Checkpoint, Experiment, Trial
 from assay.db import _queries as q
 from assay.errors import InvalidRequest, NotFound, Unauthorized
 from assay.master._lifecycle import apply_ops, get_experiment, get_trial
-from assay.master._states import LIVE_ALLOCATION_STATES
+from assay.master._states import AllocationState
 from assay.master._tx import Tx, Wake
 from assay.searcher import ExitedReason
 from assay.storage import check_uuid
@@ -38,7 +38,7 @@ def authenticate(session: Session, token: str | None, trial_id: int | None = Non
     alloc = session.scalars(select(Allocation).where(Allocation.token == token)).first()
     if alloc is None:
         raise Unauthorized("unknown allocation token")
-    if alloc.state == "TERMINATED":
+    if alloc.state == AllocationState.TERMINATED:
         # A process its agent lost track of must not report into the trial's next run.
         raise Unauthorized(f"allocation {alloc.id} has ended; its reports are no longer accepted")
     if trial_id is not None and alloc.trial_id != trial_id:
@@ -82,7 +82,7 @@ def ingest_metrics(
     Returns the validation reports that carry the searcher metric, for code-driven searchers.
     """
     alloc = session.get(Allocation, caller.allocation_id)
-    if alloc is None or alloc.state == "TERMINATED":
+    if alloc is None or alloc.state == AllocationState.TERMINATED:
         # Checked again in the writing transaction: the run may have ended since the token
         # was checked, and its late reports must not mix with the next run's.
         raise Unauthorized(f"allocation {caller.allocation_id} has ended")
@@ -174,7 +174,7 @@ def release_if_idle(tx: Tx, caller: Caller) -> bool:
     if searcher.pending_length(trial.request_id) is not None:
         return False
     alloc = tx.session.get(Allocation, caller.allocation_id)
-    if alloc is not None and alloc.state in LIVE_ALLOCATION_STATES:
+    if alloc is not None and alloc.state != AllocationState.TERMINATED:
         alloc.released = True
     return True
 

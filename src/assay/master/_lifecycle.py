@@ -14,6 +14,7 @@ from assay.errors import InvalidTransition, NotFound
 from assay.master._gc import mark_for_collection
 from assay.master._states import (
     STOPPING_TO_TERMINAL,
+    AllocationState,
     ExperimentState,
     PreemptReason,
     TrialState,
@@ -350,18 +351,22 @@ def kill_allocation(tx: Tx, alloc: Allocation) -> None:
 
 def allocation_started(tx: Tx, allocation_id: str, agent_id: str) -> None:
     alloc = tx.session.get(Allocation, allocation_id)
-    if alloc is not None and alloc.state == "ASSIGNED" and agent_id in (alloc.slots or {}):
-        alloc.state = "RUNNING"
+    if (
+        alloc is not None
+        and alloc.state == AllocationState.ASSIGNED
+        and agent_id in (alloc.slots or {})
+    ):
+        alloc.state = AllocationState.RUNNING
         alloc.started_at = tx.now
 
 
 def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason: str) -> None:
     """An allocation's process ended (or was lost): decide where its trial goes next."""
     alloc = tx.session.get(Allocation, allocation_id)
-    if alloc is None or alloc.state == "TERMINATED":
+    if alloc is None or alloc.state == AllocationState.TERMINATED:
         return
-    never_started = alloc.state == "ASSIGNED" and exit_code is None
-    alloc.state = "TERMINATED"
+    never_started = alloc.state == AllocationState.ASSIGNED and exit_code is None
+    alloc.state = AllocationState.TERMINATED
     alloc.exit_code = exit_code
     alloc.exit_reason = OVERDUE if alloc.overdue else reason
     alloc.ended_at = tx.now

@@ -26,6 +26,7 @@ from assay.master._agents import AgentConnection, AgentHub, Sender
 from assay.master._autoscaler import Autoscaler
 from assay.master._scheduling import PassResult, schedule_pass
 from assay.master._searchers import SearcherCache
+from assay.master._states import AllocationState
 from assay.master._submit import Submission, create_experiment, validate_submission
 from assay.master._tx import (
     Action,
@@ -375,7 +376,11 @@ class Master:
 
         def read(session: Session) -> bool:
             alloc = session.get(Allocation, allocation_id)
-            return alloc is None or alloc.preempt is not None or alloc.state == "TERMINATED"
+            return (
+                alloc is None
+                or alloc.preempt is not None
+                or alloc.state == AllocationState.TERMINATED
+            )
 
         since = self.waiters.version(key)
         if await self.db.run(read):
@@ -445,7 +450,7 @@ class Master:
             if alloc.id in exited or agent_id in (alloc.exits or {}):
                 continue
             if alloc.id in running:
-                if alloc.state == "ASSIGNED":
+                if alloc.state == AllocationState.ASSIGNED:
                     # Its "started" was lost with the old connection.
                     await self.transact(life.allocation_started, alloc.id, agent_id)
                 if life.needs_kill(alloc):

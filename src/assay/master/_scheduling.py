@@ -12,7 +12,7 @@ from assay.db import _queries as q
 from assay.master import _gang as gang
 from assay.master._jobs import job_view
 from assay.master._lifecycle import request_preemption
-from assay.master._states import PreemptReason, TrialState
+from assay.master._states import AllocationState, PreemptReason, TrialState
 from assay.master._tx import StartAllocation, Tx
 from assay.scheduler import (
     Agent,
@@ -185,7 +185,7 @@ def start_trial(
         run=trial.runs,
         pool=pool,
         slots={agent_id: list(slots) for agent_id, slots in placement.items()},
-        state="ASSIGNED",
+        state=AllocationState.ASSIGNED,
         token=secrets.token_urlsafe(24),
         preempt=None,
         kill_requested=False,

@@ -59,7 +59,6 @@ class TrialState(StrEnum):
 
 
 _TERMINAL_TRIAL = frozenset({TrialState.COMPLETED, TrialState.CANCELED, TrialState.ERROR})
-LIVE_TRIAL_STATES = tuple(s.value for s in TrialState if not s.terminal)
 
 
 class AllocationState(StrEnum):
@@ -69,9 +68,6 @@ class AllocationState(StrEnum):
     """The agent started the process."""
     TERMINATED = "TERMINATED"
     """The process exited (or was lost with its agent)."""
-
-
-LIVE_ALLOCATION_STATES = (AllocationState.ASSIGNED.value, AllocationState.RUNNING.value)
 
 
 class PreemptReason(StrEnum):

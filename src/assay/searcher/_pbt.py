@@ -132,7 +132,6 @@ class PBT:
         self.exited: set[str] = set()
         self.closed: set[str] = set()
         self.done: set[str] = set()
-        self.invalid_pending = 0
         self.complete = False
         self.shut = False
 
