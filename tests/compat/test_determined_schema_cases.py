@@ -11,7 +11,6 @@ must load too.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -41,19 +40,11 @@ from assay.config import (
     parse_yaml,
     validate_as,
 )
+from tests.corpus import compat_dir, corpus_dir, missing
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _compat_dir() -> Path:
-    configured = Path(os.environ.get("ASSAY_COMPAT_DIR", "../shared/compat"))
-    return configured if configured.is_absolute() else (REPO / configured).resolve()
-
-
-COMPAT = _compat_dir()
+COMPAT = compat_dir()
 CASES_DIR = COMPAT / "determined" / "schema-cases"
 EXPERIMENTS_DIR = COMPAT / "determined" / "experiments"
-MISSING = f"compat corpus not found at {COMPAT} (set ASSAY_COMPAT_DIR to its location)"
 URL = "http://determined.ai/schemas/expconf/v0/"
 
 # Cases assay deliberately treats differently, by (file, case name).
@@ -221,7 +212,7 @@ def _matches_defaults(expected: Any, actual: Any, where: str = "") -> list[str]:
 
 def _load_cases() -> list[Any]:
     if not CASES_DIR.is_dir():
-        return [pytest.param(None, None, marks=pytest.mark.skip(reason=MISSING), id="missing")]
+        return [pytest.param(None, None, id="missing")]
     params = []
     for path in sorted(CASES_DIR.glob("*.yaml")):
         for case in yaml.safe_load(path.read_text()) or []:
@@ -241,7 +232,9 @@ def _checks(case: dict[str, Any]) -> tuple[list[tuple[str, bool, list[str]]], li
 
 
 @pytest.mark.parametrize(("file", "case"), _load_cases())
-def test_determined_schema_case(file: str, case: dict[str, Any]) -> None:
+def test_determined_schema_case(file: str | None, case: dict[str, Any] | None) -> None:
+    if file is None or case is None:
+        missing(CASES_DIR)
     case_id = f"{file}::{case['name']}"
     reason = SKIPPED_CASES.get((file, case["name"]))
     if reason:
@@ -287,20 +280,20 @@ def _why_not_run(case: dict[str, Any], unmodeled: list[str]) -> str:
 
 def _experiment_files() -> list[Any]:
     if not EXPERIMENTS_DIR.is_dir():
-        return [pytest.param(None, marks=pytest.mark.skip(reason=MISSING), id="missing")]
+        return [pytest.param(None, id="missing")]
     return [pytest.param(p, id=p.name) for p in sorted(EXPERIMENTS_DIR.glob("*.yaml"))]
 
 
 @pytest.mark.parametrize("path", _experiment_files())
-def test_real_determined_experiment_loads_and_round_trips(path: Path) -> None:
+def test_real_determined_experiment_loads_and_round_trips(path: Path | None) -> None:
+    if path is None:
+        missing(EXPERIMENTS_DIR)
     cfg = load_experiment_config(parse_yaml(path.read_text(), path.name))
     assert load_experiment_config(cfg.to_json()) == cfg
 
 
 def test_hyperparameter_maps_of_schema_cases_parse() -> None:
     # Keeps parse_hyperparameters (the searcher's entry point) in step with the model.
-    if not CASES_DIR.is_dir():
-        pytest.skip(MISSING)
-    cases = yaml.safe_load((CASES_DIR / "misc.yaml").read_text())
+    cases = yaml.safe_load((corpus_dir("determined", "schema-cases") / "misc.yaml").read_text())
     grid = next(c for c in cases if c["name"] == "check counts for grid (valid)")
     assert set(parse_hyperparameters(grid["case"])) == set(grid["case"])

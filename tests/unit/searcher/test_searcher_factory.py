@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import random
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +22,7 @@ from assay.searcher import (
     preview_search,
 )
 from assay.searcher.testing import check_method
+from tests.corpus import corpus_dir
 
 HPARAMS = {
     "lr": {"type": "log", "minval": -4, "maxval": -1, "count": 2},
@@ -165,14 +164,8 @@ def test_preview_of_a_custom_searcher_is_refused_with_a_reason() -> None:
         preview_search(_config({"name": "custom", "class": "my:Searcher"}), 1)
 
 
-def _compat_dir() -> Path:
-    return Path(os.environ.get("ASSAY_COMPAT_DIR", "../shared/compat"))
-
-
 def test_every_determined_example_config_builds_and_previews() -> None:
-    experiments = _compat_dir() / "determined" / "experiments"
-    if not experiments.is_dir():
-        pytest.skip(f"the compat corpus is not at {experiments} (set ASSAY_COMPAT_DIR)")
+    experiments = corpus_dir("determined", "experiments")
     checked = 0
     for path in sorted(experiments.glob("*.yaml")):
         raw = yaml.safe_load(path.read_text())

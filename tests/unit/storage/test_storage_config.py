@@ -21,6 +21,7 @@ from assay.storage import (
     shared_fs_path,
     storage_from_config,
 )
+from tests.corpus import corpus_dir
 
 
 def test_shared_fs_joins_a_relative_storage_path_to_host_path() -> None:
@@ -154,14 +155,8 @@ def test_shared_fs_path_never_leaves_host_path(
 # -- Determined's own schema test cases for shared_fs and cloud storage ----------------------
 
 
-def _compat_dir() -> Path:
-    return Path(os.environ.get("ASSAY_COMPAT_DIR", "../shared/compat"))
-
-
 def _storage_cases() -> list[dict[str, Any]]:
-    cases_dir = _compat_dir() / "determined" / "schema-cases"
-    if not cases_dir.is_dir():
-        return []
+    cases_dir = corpus_dir("determined", "schema-cases")
     found: list[dict[str, Any]] = []
     for path in sorted(cases_dir.glob("*.yaml")):
         for case in yaml.safe_load(path.read_text()) or []:
@@ -175,11 +170,7 @@ def _storage_cases() -> list[dict[str, Any]]:
 
 def test_determined_schema_cases_for_checkpoint_storage_are_judged_alike() -> None:
     cases = _storage_cases()
-    if not cases:
-        pytest.skip(
-            f"Determined schema cases not found under {_compat_dir()} "
-            "(set ASSAY_COMPAT_DIR to the compat corpus)"
-        )
+    assert cases, "the corpus has no checkpoint-storage schema cases"
     judged = 0
     for case in cases:
         body = case["case"]
