@@ -14,6 +14,7 @@ from starlette.exceptions import HTTPException
 import assay
 from assay.api import _cluster, _experiments, _harness, _jobs, _trials
 from assay.api._limits import DEFAULT_BODY_LIMIT, BodyLimit
+from assay.api._upload import UPLOAD_ROUTE_LIMIT
 from assay.errors import AssayError, ErrorDetail, InvalidRequest, NotFound, TooLarge
 from assay.master import Master
 
@@ -45,7 +46,11 @@ def create_app(master: Master) -> FastAPI:
     app.state.master = master
     for module in (_experiments, _trials, _harness, _jobs, _cluster):
         app.include_router(module.router)
-    app.add_middleware(BodyLimit, default=DEFAULT_BODY_LIMIT)
+    app.add_middleware(
+        BodyLimit,
+        default=DEFAULT_BODY_LIMIT,
+        routes={("POST", "/api/v1/experiments"): UPLOAD_ROUTE_LIMIT},
+    )
 
     @app.exception_handler(AssayError)
     async def assay_error(_request: Request, exc: AssayError) -> JSONResponse:
