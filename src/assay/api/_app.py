@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException
 
 import assay
 from assay.api import _cluster, _experiments, _harness, _jobs, _trials
+from assay.api._docs import install_docs
 from assay.api._limits import DEFAULT_BODY_LIMIT, BodyLimit
 from assay.api._upload import UPLOAD_ROUTE_LIMIT
 from assay.errors import AssayError, ErrorDetail, InvalidRequest, NotFound, TooLarge
@@ -42,10 +43,14 @@ def create_app(master: Master) -> FastAPI:
         version=assay.__version__,
         description="REST API of the assay master.",
         lifespan=lifespan,
+        # Served by install_docs from packaged assets instead of FastAPI's CDN pages.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.master = master
     for module in (_experiments, _trials, _harness, _jobs, _cluster):
         app.include_router(module.router)
+    install_docs(app)
     app.add_middleware(
         BodyLimit,
         default=DEFAULT_BODY_LIMIT,

@@ -48,7 +48,12 @@ async def create_experiment(
         str, Form(description="The experiment config as written (YAML or JSON text).")
     ],
     context: Annotated[
-        UploadFile, File(description="The context directory as a tar.gz (`tar czf`).")
+        UploadFile,
+        File(
+            description="The context directory as a tar.gz (`tar czf`).",
+            # Swagger UI offers a file picker only for this spelling of "a file".
+            json_schema_extra={"format": "binary"},
+        ),
     ],
     overrides: Annotated[
         list[str], Form(default_factory=list, description="`key.path=value`, one per field.")
