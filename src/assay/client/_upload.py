@@ -64,11 +64,23 @@ class MultipartBody:
         self._head = head + self._file_header(file)
         self._tail = f"\r\n--{self.boundary}--\r\n".encode()
         self.file = file
-        self.length = len(self._head) + file.size() + len(self._tail)
+        self._file_size = file.size()
+        self.length = len(self._head) + self._file_size + len(self._tail)
 
     def chunks(self) -> Iterator[bytes | memoryview]:
         yield self._head
-        yield from self.file.chunks()
+        sent = 0
+        for chunk in self.file.chunks():
+            sent += len(chunk)
+            if sent > self._file_size:
+                break
+            yield chunk
+        if sent != self._file_size:
+            # The declared length is already on the wire: a file that changed cannot be sent.
+            raise AssayError(
+                f"{self.file.filename} changed while it was being sent "
+                f"({self._file_size} bytes were declared); try again"
+            )
         yield self._tail
 
     def _field(self, name: str, value: str) -> bytes:
@@ -122,13 +134,14 @@ def post_multipart(
             raise MasterUnreachable(f"no master answering at {base_url} ({_reason(exc)})") from exc
         try:
             _send(conn, path, headers, body, progress)
-        except (BrokenPipeError, ConnectionResetError) as exc:
-            # The master may have refused the body early (413) and stopped reading: its answer
-            # says why, when it can still be read.
-            response = _early_response(conn)
+        except OSError as exc:
+            # The master may have refused the body early (413) and closed the connection: its
+            # answer says why, when it can still be read.
+            closed = isinstance(exc, (BrokenPipeError, ConnectionResetError))
+            response = _early_response(conn) if closed else None
             if response is None:
                 raise MasterUnreachable(
-                    f"master at {base_url} closed the connection during the upload: {exc}"
+                    f"master at {base_url} stopped taking the upload: {_reason(exc)}"
                 ) from exc
             return _decode(response)
         try:

@@ -12,6 +12,7 @@ from starlette.datastructures import FormData, Headers, UploadFile
 from starlette.formparsers import MultiPartParser
 
 from assay.client._upload import CHUNK, FilePart, MultipartBody
+from assay.errors import AssayError
 
 
 def parse(body: MultipartBody) -> tuple[FormData, bytes]:
@@ -74,3 +75,15 @@ def test_a_quote_or_newline_in_a_name_cannot_break_the_header() -> None:
     assert form["con%22fig%0D%0AX-Evil: 1"] == "v"
     upload = form["context"]
     assert isinstance(upload, UploadFile) and upload.filename == "a%22b%0Ac.tgz"
+
+
+def test_a_file_that_changes_after_its_length_was_declared_is_not_sent(tmp_path: Path) -> None:
+    path = tmp_path / "context.tar.gz"
+    path.write_bytes(b"x" * 100)
+    body = MultipartBody(FIELDS, FilePart("context", "context.tar.gz", "application/gzip", path))
+    path.write_bytes(b"x" * 50)
+    with pytest.raises(AssayError, match=r"changed while it was being sent \(100 bytes"):
+        list(body.chunks())
+    path.write_bytes(b"x" * (CHUNK + 1))
+    with pytest.raises(AssayError, match="changed while it was being sent"):
+        list(body.chunks())
