@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import pty
+import shutil
+import subprocess
+import sys
 import tarfile
 import textwrap
 from pathlib import Path
@@ -204,3 +209,59 @@ def test_config_overrides_apply_and_config_shows_the_result(
     assert "batches: 20" in shown
     trial = cluster.client.trials(exp_id)[0]
     assert trial["steps_completed"] == 20
+
+
+def run_with_terminal_stderr(cluster: Cluster, *args: str) -> tuple[int, str, str]:
+    """Run ``assay`` with stderr on a pseudo-terminal (stdout piped): exit code, stdout, and what
+    the terminal received."""
+    main_fd, term_fd = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from assay.cli import main; main()", *args],
+        env={**cluster.env, "COLUMNS": "120", "TERM": "xterm-256color"},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=term_fd,
+        cwd=ROOT,
+    )
+    os.close(term_fd)
+    screen = bytearray()
+    while True:
+        try:
+            data = os.read(main_fd, 65536)
+        except OSError:  # EIO: the command closed its end
+            break
+        if not data:
+            break
+        screen += data
+    os.close(main_fd)
+    stdout = proc.communicate(timeout=120)[0]
+    return proc.returncode, stdout.decode(), screen.decode(errors="replace")
+
+
+def test_big_context_upload_shows_a_progress_bar_on_a_terminal_only(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    context = tmp_path / "big"
+    shutil.copytree(COUNTER, context)
+    (context / "noise.bin").write_bytes(os.urandom(6 * 2**20))  # does not compress
+    config = write_config(
+        tmp_path,
+        """
+        entrypoint: python3 train.py
+        searcher: {name: single, metric: loss, max_length: {batches: 1}}
+        """,
+    )
+    code, out, screen = run_with_terminal_stderr(
+        cluster, "e", "create", str(config), str(context), "--paused"
+    )
+    assert code == 0, out + screen
+    assert "uploading context" in screen and "MiB" in screen, screen
+    assert "created experiment" in out
+    piped = cluster.cli("e", "create", str(config), str(context), "--paused", check=True)
+    assert piped.stderr == "", "nothing but errors goes to a stderr that is not a terminal"
+    assert "created experiment" in piped.stdout
+    (context / "noise.bin").unlink()
+    code, out, screen = run_with_terminal_stderr(
+        cluster, "e", "create", str(config), str(context), "--paused"
+    )
+    assert code == 0 and "uploading context" not in screen, "a small context needs no bar"

@@ -9,13 +9,24 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
 
 import assay
 from assay.api import _cluster, _experiments, _harness, _jobs, _trials
-from assay.errors import AssayError, ErrorDetail, InvalidRequest
+from assay.api._docs import install_docs
+from assay.api._limits import DEFAULT_BODY_LIMIT, BodyLimit
+from assay.api._upload import UPLOAD_ROUTE_LIMIT
+from assay.errors import AssayError, ErrorDetail, InvalidRequest, NotFound, TooLarge
 from assay.master import Master
 
 log = logging.getLogger(__name__)
+
+
+_HTTP_ERRORS: dict[int, type[AssayError]] = {
+    400: InvalidRequest,
+    404: NotFound,
+    413: TooLarge,
+}
 
 
 def create_app(master: Master) -> FastAPI:
@@ -32,14 +43,30 @@ def create_app(master: Master) -> FastAPI:
         version=assay.__version__,
         description="REST API of the assay master.",
         lifespan=lifespan,
+        # Served by install_docs from packaged assets instead of FastAPI's CDN pages.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.master = master
     for module in (_experiments, _trials, _harness, _jobs, _cluster):
         app.include_router(module.router)
+    install_docs(app)
+    app.add_middleware(
+        BodyLimit,
+        default=DEFAULT_BODY_LIMIT,
+        routes={("POST", "/api/v1/experiments"): UPLOAD_ROUTE_LIMIT},
+    )
 
     @app.exception_handler(AssayError)
     async def assay_error(_request: Request, exc: AssayError) -> JSONResponse:
         return JSONResponse(exc.to_json(), status_code=exc.status)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+        # Raised by the framework itself: an unknown path, a malformed multipart body...
+        kind = _HTTP_ERRORS.get(exc.status_code, AssayError)
+        error = kind(str(exc.detail))
+        return JSONResponse(error.to_json(), status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:

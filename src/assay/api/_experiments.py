@@ -2,29 +2,20 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
-from pydantic import BaseModel, Field
+from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
 from sqlalchemy.orm import Session
 
 from assay.api._deps import MasterDep
 from assay.api._serialize import checkpoint_json, experiment_json, trial_json
+from assay.api._upload import UPLOAD_DESCRIPTION, UPLOAD_OPENAPI, read_context, require_multipart
 from assay.db import Experiment
 from assay.db import _queries as q
-from assay.errors import InvalidRequest, NotFound
+from assay.errors import NotFound
 from assay.master import Submission
 
 router = APIRouter(prefix="/api/v1/experiments", tags=["experiments"])
-
-
-class CreateExperiment(BaseModel):
-    config: str = Field(description="The experiment config as written (YAML or JSON text).")
-    context: str = Field(description="The context directory as a base64-encoded tar.gz.")
-    overrides: list[str] = Field(default_factory=list, description="`key.path=value` overrides.")
-    activate: bool = Field(default=True, description="False creates the experiment PAUSED.")
 
 
 def _load(session: Session, experiment_id: int) -> Experiment:
@@ -42,20 +33,39 @@ def _describe(session: Session, experiment_id: int, with_config: bool = True) ->
     )
 
 
-@router.post("", status_code=201)
-async def create_experiment(body: CreateExperiment, master: MasterDep) -> dict[str, Any]:
-    try:
-        context = base64.b64decode(body.context, validate=True)
-    except (binascii.Error, ValueError):
-        raise InvalidRequest(
-            "context: not valid base64 (expected a base64-encoded tar.gz)"
-        ) from None
+@router.post(
+    "",
+    status_code=201,
+    description=UPLOAD_DESCRIPTION,
+    dependencies=[Depends(require_multipart)],
+    form_limits={"max_files": 1},
+    openapi_extra=UPLOAD_OPENAPI,
+    responses={413: {"description": "The body or the context archive is over its limit."}},
+)
+async def create_experiment(
+    master: MasterDep,
+    config: Annotated[
+        str, Form(description="The experiment config as written (YAML or JSON text).")
+    ],
+    context: Annotated[
+        UploadFile,
+        File(
+            description="The context directory as a tar.gz (`tar czf`).",
+            # Swagger UI offers a file picker only for this spelling of "a file".
+            json_schema_extra={"format": "binary"},
+        ),
+    ],
+    overrides: Annotated[
+        list[str], Form(default_factory=list, description="`key.path=value`, one per field.")
+    ],
+    activate: Annotated[bool, Form(description="False creates the experiment PAUSED.")] = True,
+) -> dict[str, Any]:
     exp_id = await master.submit(
         Submission(
-            config_text=body.config,
-            context=context,
-            overrides=tuple(body.overrides),
-            activate=body.activate,
+            config_text=config,
+            context=await read_context(context),
+            overrides=tuple(overrides),
+            activate=activate,
         )
     )
     return await master.db.run(lambda s: _describe(s, exp_id))

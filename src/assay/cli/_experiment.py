@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,6 +15,7 @@ from rich.text import Text
 from assay.cli._common import (
     client,
     console,
+    err_console,
     fail,
     fmt_hparams,
     fmt_metric,
@@ -29,6 +32,9 @@ app = typer.Typer(help="Create, inspect and control experiments.", no_args_is_he
 JsonFlag = Annotated[bool, typer.Option("--json", help="machine-readable output")]
 ExpId = Annotated[int, typer.Argument(help="experiment id")]
 NewValue = Annotated[str, typer.Argument(help="the new value")]
+
+# Smaller contexts go up in a blink; a bar would only flicker.
+PROGRESS_FROM = 4 * 2**20
 
 
 @app.command()
@@ -52,7 +58,10 @@ def create(
     load_experiment_config(parse_yaml(text, str(config_file)), overrides=overrides)
     packed = pack_context(context_dir)
     c = client()
-    exp = c.create_experiment(text, packed.data, overrides=overrides, activate=not paused)
+    with upload_progress(len(packed.data)) as progress:
+        exp = c.create_experiment(
+            text, packed.data, overrides=overrides, activate=not paused, progress=progress
+        )
     if as_json and not follow:
         print_json(exp)
         return
@@ -65,6 +74,39 @@ def create(
         print_outcome(c, final)
         if final["state"] != "COMPLETED":
             raise typer.Exit(1)
+
+
+@contextmanager
+def upload_progress(size: int) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on stderr for an upload of ``size`` bytes, when stderr is a terminal and
+    the upload is big enough to wait for; otherwise nothing is shown (``None``)."""
+    if size < PROGRESS_FROM or not err_console.is_terminal:
+        yield None
+        return
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    with Progress(
+        TextColumn("uploading context"),
+        BarColumn(),
+        DownloadColumn(binary_units=True),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("upload", total=size)
+
+        def advance(sent: int, total: int) -> None:
+            bar.update(task, completed=sent, total=total)
+
+        yield advance
 
 
 @app.command("list")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import base64
 import os
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from assay.client._http import DEFAULT_MASTER, HttpSession
+from assay.client._upload import FilePart, MultipartBody, Progress, post_multipart
 
 
 def master_url(explicit: str | None = None) -> str:
@@ -39,18 +40,32 @@ class Client:
     def create_experiment(
         self,
         config_text: str,
-        context: bytes,
+        context: bytes | Path,
         *,
         overrides: Sequence[str] = (),
         activate: bool = True,
+        progress: Progress | None = None,
     ) -> dict[str, Any]:
-        body = {
-            "config": config_text,
-            "context": base64.b64encode(context).decode(),
-            "overrides": list(overrides),
-            "activate": activate,
-        }
-        return dict(self.http.post("/api/v1/experiments", body, timeout=300.0))
+        """Create an experiment from its config text and its context as a tar.gz (the bytes, or
+        a file to stream from). The upload streams; ``progress`` is called with (bytes sent,
+        bytes in all) as it goes."""
+        fields = [
+            ("config", config_text),
+            *(("overrides", item) for item in overrides),
+            ("activate", "true" if activate else "false"),
+        ]
+        body = MultipartBody(
+            fields, FilePart("context", "context.tar.gz", "application/gzip", context)
+        )
+        answer = post_multipart(
+            self.http.base_url,
+            "/api/v1/experiments",
+            body,
+            token=self.http.token,
+            timeout=300.0,
+            progress=progress,
+        )
+        return dict(answer)
 
     def list_experiments(
         self,

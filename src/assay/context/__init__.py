@@ -12,9 +12,18 @@ from assay.context._archive import ContextInfo, extract_archive, inspect_archive
 from assay.context._ignore import IGNORE_FILES, IgnoreRules
 from assay.context._members import MemberChecker, MemberInfo, MemberKind
 from assay.context._pack import PackedContext, pack_context
-from assay.context._sizes import DEFAULT_CONTEXT_LIMIT, format_size, too_large_message
+from assay.context._sizes import (
+    ARCHIVE_ALLOWANCE,
+    DEFAULT_CONTEXT_LIMIT,
+    archive_limit,
+    archive_too_large_message,
+    format_limit,
+    format_size,
+    too_large_message,
+)
 
 __all__ = [
+    "ARCHIVE_ALLOWANCE",
     "DEFAULT_CONTEXT_LIMIT",
     "IGNORE_FILES",
     "ContextInfo",
@@ -23,7 +32,10 @@ __all__ = [
     "MemberInfo",
     "MemberKind",
     "PackedContext",
+    "archive_limit",
+    "archive_too_large_message",
     "extract_archive",
+    "format_limit",
     "format_size",
     "inspect_archive",
     "pack_context",

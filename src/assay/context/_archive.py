@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assay.context._members import MemberChecker, MemberInfo
-from assay.context._sizes import DEFAULT_CONTEXT_LIMIT
+from assay.context._sizes import DEFAULT_CONTEXT_LIMIT, archive_limit, archive_too_large_message
 from assay.context._stream import BoundedGunzip
-from assay.errors import InvalidContext
+from assay.errors import InvalidContext, TooLarge
 
 # Allowance for what a tar stream holds besides file data: a header block, padding and often a
 # PAX record per member, plus the end-of-archive record and read-ahead.
@@ -84,8 +84,11 @@ def inspect_archive(data: bytes, *, limit: int = DEFAULT_CONTEXT_LIMIT) -> Conte
 
     Raises :class:`~assay.errors.InvalidContext` naming the first bad member and why (absolute
     path, ``..``, device or fifo, a link resolving outside the root, not a gzip'd tar), and
-    :class:`~assay.errors.TooLarge` once the file data passes ``limit``, without inflating more.
+    :class:`~assay.errors.TooLarge` for an archive over :func:`~assay.context.archive_limit`
+    and once the file data passes ``limit``, without inflating more.
     """
+    if len(data) > archive_limit(limit):
+        raise TooLarge(archive_too_large_message("the context archive", len(data), limit))
     checker = MemberChecker(limit)
     members = [member for _, _, member in _scan(data, checker)]
     return ContextInfo(

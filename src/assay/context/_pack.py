@@ -15,7 +15,12 @@ from typing import Literal
 
 from assay.context._ignore import IgnoreRules, read_ignore_lines
 from assay.context._members import MemberChecker, normalize_mode
-from assay.context._sizes import DEFAULT_CONTEXT_LIMIT, too_large_message
+from assay.context._sizes import (
+    DEFAULT_CONTEXT_LIMIT,
+    archive_limit,
+    archive_too_large_message,
+    too_large_message,
+)
 from assay.errors import InvalidContext, TooLarge
 
 # Every header carries the same time and owner, so the archive (and its sha256, by which the
@@ -55,7 +60,8 @@ def pack_context(root: Path, *, limit: int = DEFAULT_CONTEXT_LIMIT) -> PackedCon
     Raises :class:`~assay.errors.InvalidContext` for a missing root, a root that is not a
     directory, or a link, special file or unreadable file inside it, and
     :class:`~assay.errors.TooLarge` (before building anything) when the files kept add up to
-    more than ``limit`` bytes.
+    more than ``limit`` bytes, or (after) when the archive is over
+    :func:`~assay.context.archive_limit`, the most the master accepts.
     """
     label = str(root)
     if not root.exists():
@@ -81,6 +87,11 @@ def pack_context(root: Path, *, limit: int = DEFAULT_CONTEXT_LIMIT) -> PackedCon
         raise TooLarge(too_large_message(label, total, limit, sizes))
     _self_check(entries, limit, label)
     data, size = _build(real_root, entries, limit, label)
+    if len(data) > archive_limit(limit):
+        # Only tens of thousands of incompressible files get here; the master would refuse it.
+        raise TooLarge(
+            archive_too_large_message(f"the packed context directory {label}", len(data), limit)
+        )
     return PackedContext(
         data=data,
         files=sum(1 for entry in entries if entry.kind != "dir"),

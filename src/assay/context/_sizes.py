@@ -1,4 +1,4 @@
-"""Byte counts as people read them, and the message that refuses an oversized context."""
+"""Byte counts as people read them, the limits on a context, and the messages that refuse one."""
 
 from __future__ import annotations
 
@@ -6,6 +6,12 @@ from collections.abc import Iterable
 
 DEFAULT_CONTEXT_LIMIT = 95 * 2**20
 """The most a context directory may hold, uncompressed (Determined's 95 MiB)."""
+
+ARCHIVE_ALLOWANCE = 5 * 2**20
+"""Room a packed context gets beyond its file data, for tar headers, padding and gzip framing.
+
+Gzip grows incompressible data by a fraction of a percent and a tar header packs to well under
+a hundred bytes, so only tens of thousands of incompressible files could need more."""
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 _SHOWN_BIGGEST = 5
@@ -28,6 +34,23 @@ def format_limit(n: int) -> str:
     text = format_size(n)
     number, _, unit = text.partition(" ")
     return f"{number.removesuffix('.0')} {unit}"
+
+
+def archive_limit(limit: int = DEFAULT_CONTEXT_LIMIT) -> int:
+    """The most bytes the packed tar.gz of a context may have when its files may hold ``limit``
+    bytes: what the master accepts as an upload."""
+    return limit + ARCHIVE_ALLOWANCE
+
+
+def archive_too_large_message(what: str, size: int, limit: int = DEFAULT_CONTEXT_LIMIT) -> str:
+    """Why a packed context of ``size`` bytes is refused; ``what`` names it (``the context
+    archive``, ``context directory ./code packed``)."""
+    return (
+        f"{what} is {format_size(size)}, over the {format_limit(archive_limit(limit))} limit on a "
+        f"packed context ({format_limit(limit)} of files plus {format_limit(ARCHIVE_ALLOWANCE)} "
+        "for the archive's headers); leave big files, or very many small ones, out of the "
+        "context (.assayignore) and load data from outside it"
+    )
 
 
 def biggest(sizes: Iterable[tuple[str, int]], count: int = _SHOWN_BIGGEST) -> list[tuple[str, int]]:

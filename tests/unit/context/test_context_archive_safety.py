@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.context import extract_archive, inspect_archive
+from assay.context import archive_limit, extract_archive, inspect_archive
 from assay.errors import InvalidContext, TooLarge
 
 Member = tuple[tarfile.TarInfo, bytes | None]
@@ -226,6 +226,18 @@ def test_huge_tar_header_is_refused_without_inflating_it() -> None:
         inspect_archive(bomb, limit=MIB)
     with pytest.raises(TooLarge, match="inflates to more than"):
         inspect_archive(bomb[: len(bomb) // 2], limit=MIB)
+
+
+def test_archive_bigger_than_the_upload_limit_is_refused_before_it_is_read() -> None:
+    # Random data does not compress: the archive is as big as its file data.
+    data = tar_gz(reg("noise.bin", os.urandom(6 * MIB + 1)))
+    assert len(data) > archive_limit(MIB)
+    with pytest.raises(TooLarge) as refused:
+        inspect_archive(data[:-100], limit=MIB)  # cut short: reading it would fail otherwise
+    assert refused.value.message.startswith(
+        "the context archive is 6.0 MiB, over the 6 MiB limit on a packed context "
+        "(1 MiB of files plus 5 MiB for the archive's headers)"
+    )
 
 
 def test_inflation_after_the_end_of_the_tar_is_capped_too() -> None:
