@@ -12,17 +12,10 @@ import yaml
 
 from assay.config import load_experiment_config
 from assay.errors import InvalidConfig
-from assay.searcher import (
-    AsyncHalving,
-    AsyncHalvingStopping,
-    EarlyStopping,
-    OptunaSource,
-    RandomSearch,
-    Searcher,
-    Tournament,
-    make_searcher,
-    preview_search,
-)
+from assay.searcher import OptunaSource, RandomSearch, Searcher, make_searcher, preview_search
+from assay.searcher._asha import AsyncHalving, AsyncHalvingStopping
+from assay.searcher._early_stop import EarlyStopping
+from assay.searcher._tournament import Tournament
 from assay.searcher.testing import check_method
 
 HPARAMS = {
