@@ -157,7 +157,9 @@ def simulate(
                 trained[op.request_id] = 0
             elif isinstance(op, Shutdown) and shutdown is None:
                 shutdown = op
-        touched = {getattr(op, "request_id", None) for op in ops} - {None}
+        # In the order the operations name them: a set's order changes with the process's
+        # string hashing, and with it the order of simultaneous events, so the figures.
+        touched = [r for r in dict.fromkeys(getattr(op, "request_id", None) for op in ops) if r]
         for request_id in touched:
             if isinstance(request_id, str) and request_id in trained:
                 plan(request_id)
