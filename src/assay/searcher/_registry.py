@@ -2,7 +2,8 @@
 
 A searcher is its config class (in ``assay.config``, which also says how long it plans trials
 to train: ``plan()``), its method module here, and one entry in :data:`_ENTRIES`. The factory,
-the preview and the master ask this table and the config's plan; nothing else names searchers.
+the preview and the master build searchers through this table and read lengths from the
+config's plan, so none of them lists searchers itself.
 """
 
 from __future__ import annotations
