@@ -32,8 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import stamp, write_section
 
 from assay.config import parse_hyperparameters
-from assay.searcher import OptunaSource, Outcome
-from assay.searcher._optuna import distributions
+from assay.searcher import OptunaSource, Outcome, distributions
 
 SPACE = {f"x{i}": {"type": "double", "minval": -5.0, "maxval": 5.0} for i in range(5)}
 

@@ -44,7 +44,9 @@ from assay.config._master import (
 from assay.config._resources import DeviceConfig, ResourcesConfig, parse_memory_size
 from assay.config._searcher import (
     EOL_SEARCHERS,
+    OPTUNA_SEARCHERS,
     SAMPLER_NAMES,
+    SEARCHER_CONFIGS,
     SEARCHER_NAMES,
     AdaptiveASHAConfig,
     AdaptiveConfig,
@@ -62,7 +64,9 @@ from assay.config._searcher import (
     RandomConfig,
     ReplaceFunction,
     SamplerConfig,
+    SamplerName,
     SearcherConfig,
+    SearchPlan,
     SingleConfig,
     SyncHalvingConfig,
 )
@@ -80,7 +84,9 @@ from assay.errors import ErrorDetail, InvalidConfig
 __all__ = [
     "EOL_SEARCHERS",
     "GRID_COUNT_MESSAGE",
+    "OPTUNA_SEARCHERS",
     "SAMPLER_NAMES",
+    "SEARCHER_CONFIGS",
     "SEARCHER_NAMES",
     "AdaptiveASHAConfig",
     "AdaptiveConfig",
@@ -129,7 +135,9 @@ __all__ = [
     "ResourcesConfig",
     "S3Config",
     "SamplerConfig",
+    "SamplerName",
     "SchedulerConfig",
+    "SearchPlan",
     "SearcherConfig",
     "SecurityConfig",
     "SharedFSConfig",

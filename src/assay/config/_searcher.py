@@ -7,7 +7,8 @@ and assay's additions (hyperband, and tpe, cmaes, qmc, gp, nsga2 backed by Optun
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AliasChoices, ConfigDict, Field, Tag
 
@@ -19,17 +20,50 @@ AtLeastOne = Annotated[int, Field(ge=1)]
 Divisor = Annotated[float, Field(gt=1)]
 Fraction = Annotated[float, Field(ge=0, le=1)]
 
-SAMPLER_NAMES = ("random", "tpe", "cmaes", "qmc", "gp", "nsga2")
-OPTUNA_SEARCHERS = ("tpe", "cmaes", "qmc", "gp", "nsga2")
-EOL_SEARCHERS = ("sync_halving", "adaptive", "adaptive_simple")
-# Searchers that decide how long trials train: they need max_length, or time_metric + max_time.
-LENGTH_DRIVEN = ("async_halving", "adaptive_asha", "hyperband")
+OptunaSearcherName = Literal["tpe", "cmaes", "qmc", "gp", "nsga2"]
+"""The Optuna samplers that are also searchers of their own (:class:`OptunaConfig`)."""
+SamplerName = Literal["random", OptunaSearcherName]
+"""Every sampler a ``sampler:`` section may name: the one list of sampler names."""
+
+SAMPLER_NAMES: tuple[SamplerName, ...] = get_args(SamplerName)
+OPTUNA_SEARCHERS: tuple[OptunaSearcherName, ...] = get_args(OptunaSearcherName)
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """How long a searcher plans its trials to train, counted in what."""
+
+    length: int | None
+    """The length every trial is planned to reach (``max_length``, or ``max_time`` with a
+    ``time_metric``). None when trials train as long as their code chooses, and for PBT, whose
+    copies count their own training from the round they join in."""
+    unit: str
+    """What lengths count: ``batches``, ``records``, ``epochs`` or ``unitless``, the
+    ``time_metric``'s name, or ``units`` when nothing says."""
+    code_driven: bool
+    """Trials train as long as their code chooses and report; the searcher only stops them."""
+    longest: int | None
+    """The longest any one trial may train (PBT: ``num_rounds * length_per_round``)."""
+
+
+def _planned(
+    max_length: Length | None, time_metric: str | None = None, max_time: int | None = None
+) -> SearchPlan:
+    # time_metric + max_time: code-driven with max_time as the length; else max_length; with
+    # neither, trials train as long as their code chooses.
+    if time_metric is not None:
+        return SearchPlan(max_time, time_metric, code_driven=True, longest=max_time)
+    if max_length is not None:
+        return SearchPlan(
+            max_length.value, max_length.unit.value, code_driven=False, longest=max_length.value
+        )
+    return SearchPlan(None, "units", code_driven=True, longest=None)
 
 
 class SamplerConfig(ConfigModel):
     """How a searcher draws new hyperparameters (Optuna's samplers; ``random`` by default)."""
 
-    name: Literal["random", "tpe", "cmaes", "qmc", "gp", "nsga2"]
+    name: SamplerName
     seed: int | None = None
     options: dict[str, Any] = {}
 
@@ -84,6 +118,9 @@ class SingleConfig(_EarlyStopping):
     name: Literal["single"]
     max_length: Length | None = None
 
+    def plan(self) -> SearchPlan:
+        return _planned(self.max_length)
+
 
 class RandomConfig(_EarlyStopping):
     """``max_trials`` trials with sampled hyperparameters."""
@@ -94,6 +131,9 @@ class RandomConfig(_EarlyStopping):
     max_length: Length | None = None
     sampler: SamplerConfig | None = None
 
+    def plan(self) -> SearchPlan:
+        return _planned(self.max_length)
+
 
 class GridConfig(_Searcher):
     """One trial per point of the grid (every int/double/log hyperparameter needs ``count``)."""
@@ -102,11 +142,17 @@ class GridConfig(_Searcher):
     max_concurrent_trials: NonNegative = 16
     max_length: Length | None = None
 
+    def plan(self) -> SearchPlan:
+        return _planned(self.max_length)
+
 
 class _TimeBound(_EarlyStopping):
     max_length: Length | None = None
     time_metric: str | None = None
     max_time: NonNegative | None = None
+
+    def plan(self) -> SearchPlan:
+        return _planned(self.max_length, self.time_metric, self.max_time)
 
 
 class AsyncHalvingConfig(_TimeBound):
@@ -160,7 +206,7 @@ class HyperbandConfig(_TimeBound):
 class OptunaConfig(_TimeBound):
     """A model-based searcher backed by an Optuna sampler of the same name."""
 
-    name: Literal["tpe", "cmaes", "qmc", "gp", "nsga2"]
+    name: OptunaSearcherName
     max_trials: AtLeastOne
     max_concurrent_trials: NonNegative = 16
     n_startup_trials: NonNegative = 10
@@ -190,6 +236,13 @@ class PBTConfig(_Searcher):
     replace_function: ReplaceFunction
     explore_function: ExploreFunction
 
+    def plan(self) -> SearchPlan:
+        # Searcher-driven, but no one planned length: a copy made after round k counts its own
+        # training from there (see assay.searcher's PBT).
+        per_round = self.length_per_round
+        longest = per_round.value * self.num_rounds
+        return SearchPlan(None, per_round.unit.value, code_driven=False, longest=longest)
+
 
 class CustomConfig(ConfigModel):
     """A searcher written by the user (``class``: ``module:Class`` in the context directory).
@@ -207,6 +260,10 @@ class CustomConfig(ConfigModel):
     class_: str | None = Field(default=None, alias="class")
     unit: Literal["batches", "records", "epochs"] | None = None
 
+    def plan(self) -> SearchPlan:
+        # The user's class decides every length; the master drives its operations.
+        return SearchPlan(None, self.unit or "units", code_driven=False, longest=None)
+
 
 class SyncHalvingConfig(_EarlyStopping):
     """End of life in Determined; accepted so old configs parse, refused at submission."""
@@ -217,6 +274,9 @@ class SyncHalvingConfig(_EarlyStopping):
     budget: Length
     divisor: Divisor = 4.0
     train_stragglers: bool = True
+
+    def plan(self) -> SearchPlan:
+        return _planned(self.max_length)
 
 
 class AdaptiveConfig(_EarlyStopping):
@@ -231,6 +291,9 @@ class AdaptiveConfig(_EarlyStopping):
     mode: Literal["standard", "aggressive", "conservative"] = "standard"
     max_rungs: AtLeastOne = 5
 
+    def plan(self) -> SearchPlan:
+        return _planned(self.max_length)
+
 
 class AdaptiveSimpleConfig(_EarlyStopping):
     """End of life in Determined; accepted so old configs parse, refused at submission."""
@@ -242,23 +305,11 @@ class AdaptiveSimpleConfig(_EarlyStopping):
     mode: Literal["standard", "aggressive", "conservative"] = "standard"
     max_rungs: AtLeastOne = 5
 
+    def plan(self) -> SearchPlan:
+        return _planned(self.max_length)
 
-_TAGS = {
-    "single": "<single>",
-    "random": "<random>",
-    "grid": "<grid>",
-    "async_halving": "<async_halving>",
-    "adaptive_asha": "<adaptive_asha>",
-    "hyperband": "<hyperband>",
-    **{name: "<optuna>" for name in OPTUNA_SEARCHERS},
-    "pbt": "<pbt>",
-    "custom": "<custom>",
-    "sync_halving": "<sync_halving>",
-    "adaptive": "<adaptive>",
-    "adaptive_simple": "<adaptive_simple>",
-}
 
-SearcherConfig = Annotated[
+_Members = (
     Annotated[SingleConfig, Tag("<single>")]
     | Annotated[RandomConfig, Tag("<random>")]
     | Annotated[GridConfig, Tag("<grid>")]
@@ -270,9 +321,40 @@ SearcherConfig = Annotated[
     | Annotated[CustomConfig, Tag("<custom>")]
     | Annotated[SyncHalvingConfig, Tag("<sync_halving>")]
     | Annotated[AdaptiveConfig, Tag("<adaptive>")]
-    | Annotated[AdaptiveSimpleConfig, Tag("<adaptive_simple>")],
-    tagged("name", _TAGS, "searcher"),
-]
+    | Annotated[AdaptiveSimpleConfig, Tag("<adaptive_simple>")]
+)
+
+
+def _names(cls: type[ConfigModel]) -> tuple[str, ...]:
+    """The ``name`` values a section class accepts (its ``Literal``)."""
+    return get_args(cls.model_fields["name"].annotation)
+
+
+def _tags(members: object) -> dict[str, str]:
+    # Each member's names come from its own Literal, so no searcher name is written twice.
+    tags: dict[str, str] = {}
+    for member in get_args(members):
+        cls, tag = get_args(member)
+        tags.update(dict.fromkeys(_names(cls), tag.tag))
+    return tags
+
+
+_TAGS = _tags(_Members)
+
+SearcherConfig = Annotated[_Members, tagged("name", _TAGS, "searcher")]
 """The ``searcher`` section; chosen by ``name``."""
 
+SEARCHER_CONFIGS: tuple[type[ConfigModel], ...] = tuple(get_args(m)[0] for m in get_args(_Members))
+"""Every class the ``searcher`` section may be, in the order of :data:`SearcherConfig`."""
 SEARCHER_NAMES = tuple(_TAGS)
+EOL_SEARCHERS = (
+    *_names(SyncHalvingConfig),
+    *_names(AdaptiveConfig),
+    *_names(AdaptiveSimpleConfig),
+)
+# Searchers that decide how long trials train: they need max_length, or time_metric + max_time.
+LENGTH_DRIVEN = (
+    *_names(AsyncHalvingConfig),
+    *_names(AdaptiveASHAConfig),
+    *_names(HyperbandConfig),
+)

@@ -1,9 +1,10 @@
 """Scheduling policies: pure functions of a pool snapshot and the time, returning decisions.
 
 :func:`schedule` runs the pool's policy: ``priority`` (strict queue order with backfilling and
-preemption, :func:`schedule_priority`) or ``fair_share`` (weighted max-min shares,
-:func:`schedule_fair_share`). The job-queue rules behind ``assay job update`` and the
-autoscaling decisions of provider-backed pools live here too, equally free of IO.
+preemption) or ``fair_share`` (weighted max-min shares); ``assay.scheduler.testing`` checks any
+:data:`Policy` against the rules every decision keeps. The job-queue rules behind ``assay job
+update`` and the autoscaling decisions of provider-backed pools live here too, equally free of
+IO.
 """
 
 from __future__ import annotations
@@ -14,11 +15,7 @@ from contextlib import contextmanager
 
 from assay.scheduler._autoscale import Instance, ProviderSettings, ScalingDecision, decide_scaling
 from assay.scheduler._fair_share import schedule_fair_share
-from assay.scheduler._fit import fit
 from assay.scheduler._model import (
-    DEFAULT_PRIORITY,
-    MAX_PRIORITY,
-    MIN_PRIORITY,
     Agent,
     Decision,
     Fitting,
@@ -26,6 +23,7 @@ from assay.scheduler._model import (
     Job,
     JobKind,
     Placement,
+    Policy,
     PolicyKind,
     PoolSnapshot,
     Request,
@@ -38,20 +36,20 @@ from assay.scheduler._queue import (
     move_ahead_of,
     move_behind_of,
     order_jobs,
-    priority_key,
-    queue_key,
     validate_batch,
-    validate_update,
 )
-from assay.scheduler._shares import Claim, fair_shares, slot_targets
+
+_POLICIES: dict[PolicyKind, Policy] = {
+    PolicyKind.PRIORITY: schedule_priority,
+    PolicyKind.FAIR_SHARE: schedule_fair_share,
+}
 
 
 def schedule(pool: PoolSnapshot, now: float) -> Decision:
-    """Decide what to start, what waits for slots and what to preempt in ``pool``."""
+    """Decide what to start, what waits for slots and what to preempt in ``pool`` (by the
+    pool's policy)."""
     with _collector_paused():
-        if pool.policy is PolicyKind.FAIR_SHARE:
-            return schedule_fair_share(pool, now)
-        return schedule_priority(pool, now)
+        return _POLICIES[pool.policy](pool, now)
 
 
 @contextmanager
@@ -74,11 +72,7 @@ def _collector_paused() -> Iterator[None]:
 
 
 __all__ = [
-    "DEFAULT_PRIORITY",
-    "MAX_PRIORITY",
-    "MIN_PRIORITY",
     "Agent",
-    "Claim",
     "Decision",
     "Fitting",
     "InconsistentSnapshot",
@@ -87,6 +81,7 @@ __all__ = [
     "JobKind",
     "JobUpdate",
     "Placement",
+    "Policy",
     "PolicyKind",
     "PoolSnapshot",
     "ProviderSettings",
@@ -95,17 +90,9 @@ __all__ = [
     "Running",
     "ScalingDecision",
     "decide_scaling",
-    "fair_shares",
-    "fit",
     "move_ahead_of",
     "move_behind_of",
     "order_jobs",
-    "priority_key",
-    "queue_key",
     "schedule",
-    "schedule_fair_share",
-    "schedule_priority",
-    "slot_targets",
     "validate_batch",
-    "validate_update",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -135,3 +136,9 @@ class Decision:
     preempt: tuple[str, ...] = ()
     reserve: dict[str, Placement] = field(default_factory=dict)
     victims: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+Policy = Callable[[PoolSnapshot, float], Decision]
+"""A scheduling policy: what to start, hold and preempt in a pool snapshot at time ``now``.
+Pure: the same snapshot and time give the same decision (``assay.scheduler.testing`` checks
+a policy against the rules every decision keeps)."""

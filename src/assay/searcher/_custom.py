@@ -41,7 +41,7 @@ from __future__ import annotations
 import random
 from typing import Any, Protocol
 
-from assay.config._hparams import parse_hyperparameters
+from assay.config import parse_hyperparameters
 from assay.searcher._base import new_request_id, new_trial_seed
 from assay.searcher._ops import Close, Create, Operation, Shutdown, ValidateAfter
 from assay.searcher._space import sample

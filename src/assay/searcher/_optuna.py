@@ -16,8 +16,9 @@ from __future__ import annotations
 import importlib.util
 import logging
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import optuna
@@ -31,25 +32,19 @@ from optuna.samplers._lazy_random_state import LazyRandomState
 from optuna.storages import InMemoryStorage
 from optuna.trial import TrialState, create_trial
 
-from assay.config._hparams import (
+from assay.config import (
+    SAMPLER_NAMES,
     CategoricalHP,
     ConstHP,
     DoubleHP,
     IntHP,
     LogHP,
+    SamplerName,
     flatten,
     unflatten,
 )
 from assay.errors import InvalidConfig
 from assay.searcher._source import Outcome
-
-SAMPLER_NAMES = ("random", "tpe", "cmaes", "qmc", "gp", "nsga2")
-
-# The extra package each sampler needs beyond Optuna itself, checked when the source is built so
-# a missing one is a config error at submission rather than a crash mid-search.
-_NEEDS = {"cmaes": "cmaes", "qmc": "scipy", "gp": "torch"}
-
-_STARTUP_AWARE = {"tpe", "cmaes", "gp"}
 
 _OUTCOME_STATE = {
     Outcome.COMPLETE: TrialState.COMPLETE,
@@ -121,43 +116,86 @@ def distributions(space: dict[str, Any]) -> dict[str, BaseDistribution]:
     return {name: p.distribution for name, p in params.items()}
 
 
-def check_sampler(name: str) -> None:
-    """Raise :class:`InvalidConfig` when ``name`` is unknown or its package is not installed."""
-    if name not in SAMPLER_NAMES:
+SamplerFactory = Callable[[int, int, dict[str, Any]], optuna.samplers.BaseSampler]
+"""Builds a sampler from (the seed of this ask, the source's own seed, keyword options)."""
+
+
+@dataclass(frozen=True)
+class _Sampler:
+    """How assay builds one of Optuna's samplers."""
+
+    build: SamplerFactory
+    package: str | None = None
+    """The package it needs beyond Optuna, checked when the source is built so a missing one is
+    a config error at submission rather than a crash mid-search."""
+    counts_startup: bool = False
+    """It takes ``n_startup_trials`` (random draws before the model is used)."""
+
+
+def _random(seed: int, first_seed: int, kwargs: dict[str, Any]) -> optuna.samplers.BaseSampler:
+    return optuna.samplers.RandomSampler(seed=seed, **kwargs)
+
+
+def _tpe(seed: int, first_seed: int, kwargs: dict[str, Any]) -> optuna.samplers.BaseSampler:
+    return optuna.samplers.TPESampler(seed=seed, **kwargs)
+
+
+def _cmaes(seed: int, first_seed: int, kwargs: dict[str, Any]) -> optuna.samplers.BaseSampler:
+    kwargs.setdefault("warn_independent_sampling", False)
+    kwargs.setdefault("independent_sampler", optuna.samplers.RandomSampler(seed=seed))
+    return optuna.samplers.CmaEsSampler(seed=seed, **kwargs)
+
+
+def _qmc(seed: int, first_seed: int, kwargs: dict[str, Any]) -> optuna.samplers.BaseSampler:
+    # QMC's sequence position lives in the study; its scramble seed must stay fixed across
+    # asks or the low-discrepancy property is lost.
+    kwargs.setdefault("warn_independent_sampling", False)
+    kwargs.setdefault("warn_asynchronous_seeding", False)
+    kwargs["independent_sampler"] = optuna.samplers.RandomSampler(seed=seed)
+    return optuna.samplers.QMCSampler(seed=first_seed, **kwargs)
+
+
+def _gp(seed: int, first_seed: int, kwargs: dict[str, Any]) -> optuna.samplers.BaseSampler:
+    kwargs.setdefault("warn_independent_sampling", False)
+    kwargs.setdefault("independent_sampler", optuna.samplers.RandomSampler(seed=seed))
+    return optuna.samplers.GPSampler(seed=seed, **kwargs)
+
+
+def _nsga2(seed: int, first_seed: int, kwargs: dict[str, Any]) -> optuna.samplers.BaseSampler:
+    return optuna.samplers.NSGAIISampler(seed=seed, **kwargs)
+
+
+_SAMPLERS: dict[SamplerName, _Sampler] = {
+    "random": _Sampler(_random),
+    "tpe": _Sampler(_tpe, counts_startup=True),
+    "cmaes": _Sampler(_cmaes, package="cmaes", counts_startup=True),
+    "qmc": _Sampler(_qmc, package="scipy"),
+    "gp": _Sampler(_gp, package="torch", counts_startup=True),
+    "nsga2": _Sampler(_nsga2),
+}
+"""Every name of ``assay.config.SAMPLER_NAMES``, and how to build it."""
+
+
+def _is_sampler_name(name: str) -> TypeGuard[SamplerName]:
+    return name in SAMPLER_NAMES
+
+
+def check_sampler(name: str) -> _Sampler:
+    """The sampler ``name``; :class:`InvalidConfig` when it is unknown or its package is not
+    installed."""
+    if not _is_sampler_name(name):
         raise InvalidConfig(
             f"unknown sampler {name!r}; expected one of: {', '.join(SAMPLER_NAMES)}"
         )
-    package = _NEEDS.get(name)
+    sampler = _SAMPLERS[name]
+    package = sampler.package
     if package is not None and importlib.util.find_spec(package) is None:
         raise InvalidConfig(
             f"the {name!r} sampler needs the Python package {package!r}, which is not "
             f"installed in the master's environment; install it (pip install {package}) "
             "or choose another sampler"
         )
-
-
-def make_sampler(
-    name: str, seed: int, options: dict[str, Any], n_startup_trials: int | None
-) -> optuna.samplers.BaseSampler:
-    """An Optuna sampler by assay's name, with ``options`` passed as keyword arguments."""
-    kwargs = dict(options)
-    if n_startup_trials is not None and name in _STARTUP_AWARE:
-        kwargs.setdefault("n_startup_trials", n_startup_trials)
-    if name == "random":
-        return optuna.samplers.RandomSampler(seed=seed, **kwargs)
-    if name == "tpe":
-        return optuna.samplers.TPESampler(seed=seed, **kwargs)
-    if name == "cmaes":
-        kwargs.setdefault("warn_independent_sampling", False)
-        kwargs.setdefault("independent_sampler", optuna.samplers.RandomSampler(seed=seed))
-        return optuna.samplers.CmaEsSampler(seed=seed, **kwargs)
-    if name == "gp":
-        kwargs.setdefault("warn_independent_sampling", False)
-        kwargs.setdefault("independent_sampler", optuna.samplers.RandomSampler(seed=seed))
-        return optuna.samplers.GPSampler(seed=seed, **kwargs)
-    if name == "nsga2":
-        return optuna.samplers.NSGAIISampler(seed=seed, **kwargs)
-    raise InvalidConfig(f"unknown sampler {name!r}")
+    return sampler
 
 
 def _reseed(sampler: Any, seed: int, *, depth: int = 0) -> int:
@@ -197,9 +235,9 @@ class OptunaSource:
         options: dict[str, Any] | None = None,
         n_startup_trials: int | None = None,
     ) -> None:
-        check_sampler(sampler)
-        self.space = space
+        self.sampler = check_sampler(sampler)
         self.sampler_name = sampler
+        self.space = space
         self.seed = seed
         self.options = dict(options or {})
         self.n_startup_trials = n_startup_trials
@@ -314,12 +352,7 @@ class OptunaSource:
         self.study.sampler = sampler
 
     def _build_sampler(self, seed: int) -> optuna.samplers.BaseSampler:
-        if self.sampler_name == "qmc":
-            # QMC's sequence position lives in the study; its scramble seed must stay fixed
-            # across asks or the low-discrepancy property is lost.
-            opts = dict(self.options)
-            opts.setdefault("warn_independent_sampling", False)
-            opts.setdefault("warn_asynchronous_seeding", False)
-            opts["independent_sampler"] = optuna.samplers.RandomSampler(seed=seed)
-            return optuna.samplers.QMCSampler(seed=self.seed, **opts)
-        return make_sampler(self.sampler_name, seed, self.options, self.n_startup_trials)
+        kwargs = dict(self.options)
+        if self.n_startup_trials is not None and self.sampler.counts_startup:
+            kwargs.setdefault("n_startup_trials", self.n_startup_trials)
+        return self.sampler.build(seed, self.seed, kwargs)

@@ -21,7 +21,7 @@ import math
 import random
 from typing import Any
 
-from assay.config._hparams import (
+from assay.config import (
     CategoricalHP,
     ConstHP,
     DoubleHP,

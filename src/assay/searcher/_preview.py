@@ -17,12 +17,12 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.config import ExperimentConfig
+from assay.config import CustomConfig, ExperimentConfig
 from assay.errors import InvalidConfig
 from assay.searcher._asha import AsyncHalving, AsyncHalvingStopping
 from assay.searcher._base import Searcher, SearchMethod
 from assay.searcher._early_stop import EarlyStopping
-from assay.searcher._factory import make_searcher, search_length
+from assay.searcher._factory import make_searcher
 from assay.searcher._hyperband import SuccessiveHalving
 from assay.searcher._ops import Close, Create, Shutdown
 from assay.searcher._tournament import Tournament
@@ -157,7 +157,9 @@ def simulate(
                 trained[op.request_id] = 0
             elif isinstance(op, Shutdown) and shutdown is None:
                 shutdown = op
-        touched = {getattr(op, "request_id", None) for op in ops} - {None}
+        # In the order the operations name them: a set's order changes with the process's
+        # string hashing, and with it the order of simultaneous events, so the figures.
+        touched = [r for r in dict.fromkeys(getattr(op, "request_id", None) for op in ops) if r]
         for request_id in touched:
             if isinstance(request_id, str) and request_id in trained:
                 plan(request_id)
@@ -192,35 +194,23 @@ def simulate(
 def preview_search(cfg: ExperimentConfig, seed: int) -> SearchPreview:
     """Simulate ``cfg``'s searcher (see the module docstring)."""
     sc = cfg.searcher
-    if sc.name == "custom":
+    if isinstance(sc, CustomConfig):
         raise InvalidConfig(
             "a custom searcher cannot be previewed: its behaviour is the code of "
-            f"{getattr(sc, 'class_', None) or 'its class'}, which only runs in the master"
+            f"{sc.class_ or 'its class'}, which only runs in the master"
         )
     searcher = make_searcher(cfg, seed)
-    length, code_driven = search_length(sc)
-    if sc.name == "pbt":
-        length = sc.length_per_round.value * sc.num_rounds
-    time_metric = getattr(sc, "time_metric", None)
-    max_length = getattr(sc, "max_length", None)
-    if time_metric is not None:
-        unit = str(time_metric)
-    elif max_length is not None:
-        unit = max_length.unit.value
-    elif sc.name == "pbt":
-        unit = sc.length_per_round.unit.value
-    else:
-        unit = "units"
+    plan = sc.plan()
     trained, lengths, max_active, shutdown = simulate(
         searcher,
         seed=seed,
-        max_length=length,
-        smaller_is_better=bool(getattr(sc, "smaller_is_better", True)),
+        max_length=plan.longest,
+        smaller_is_better=sc.smaller_is_better,
     )
     return SearchPreview(
         searcher=sc.name,
-        unit=unit,
-        code_driven=code_driven,
+        unit=plan.unit,
+        code_driven=plan.code_driven,
         trials=len(trained),
         lengths=lengths,
         brackets=describe_brackets(searcher.method),

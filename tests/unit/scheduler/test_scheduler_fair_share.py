@@ -7,18 +7,10 @@ import math
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.scheduler import (
-    Claim,
-    Job,
-    PolicyKind,
-    PoolSnapshot,
-    Request,
-    Running,
-    fair_shares,
-    schedule,
-    slot_targets,
-)
-from tests.unit.scheduler.scheduler_strategies import agents_of, snapshots, used
+from assay.scheduler import Job, PolicyKind, PoolSnapshot, Request, Running, schedule
+from assay.scheduler._shares import Claim, fair_shares, slot_targets
+from assay.scheduler.testing import snapshots
+from tests.unit.scheduler.scheduler_strategies import agents_of, used
 
 EPS = 1e-6
 

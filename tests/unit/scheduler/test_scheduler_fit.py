@@ -5,9 +5,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.scheduler import Agent, Fitting, PoolSnapshot, Request, fit
+from assay.scheduler import Agent, Fitting, PoolSnapshot, Request
+from assay.scheduler._fit import fit
 from assay.scheduler._index import PoolState
-from tests.unit.scheduler.scheduler_strategies import agents_of, snapshots
+from assay.scheduler.testing import snapshots
+from tests.unit.scheduler.scheduler_strategies import agents_of
 
 
 def _reference_free(state: PoolState, soon: bool) -> dict[str, list[str]]:

@@ -18,8 +18,10 @@ from collections.abc import Iterable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.scheduler import PolicyKind, PoolSnapshot, Request, Running, fit, priority_key, schedule
-from tests.unit.scheduler.scheduler_strategies import snapshots
+from assay.scheduler import PolicyKind, PoolSnapshot, Request, Running, schedule
+from assay.scheduler._fit import fit
+from assay.scheduler._queue import priority_key
+from assay.scheduler.testing import snapshots
 
 
 def _union(*parts: dict[str, set[str]]) -> dict[str, list[str]]:

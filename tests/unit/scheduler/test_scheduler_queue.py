@@ -19,8 +19,8 @@ from assay.scheduler import (
     move_behind_of,
     order_jobs,
     validate_batch,
-    validate_update,
 )
+from assay.scheduler._queue import validate_update
 
 
 def _apply(jobs: list[Job], move: QueueMove) -> list[Job]:

@@ -6,12 +6,14 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.scheduler import Fitting, PoolSnapshot, Request, Running, fit
+from assay.scheduler import Fitting, PoolSnapshot, Request, Running
+from assay.scheduler._fit import fit
 from assay.scheduler._index import PoolState
 from assay.scheduler._preempt import VictimIndex
 from assay.scheduler._queue import QueueKey
 from assay.scheduler._victims import choose_victims
-from tests.unit.scheduler.scheduler_strategies import agents_of, snapshots, used
+from assay.scheduler.testing import snapshots
+from tests.unit.scheduler.scheduler_strategies import agents_of, used
 
 
 def _key(rank: int) -> QueueKey:

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from assay.config._hparams import parse_hyperparameters
+from assay.config import parse_hyperparameters
 
 
 @pytest.fixture

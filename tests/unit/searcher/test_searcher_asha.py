@@ -10,23 +10,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay.searcher import (
-    AsyncHalving,
-    AsyncHalvingStopping,
     Close,
     Create,
     Operation,
     Searcher,
     Shutdown,
-    SuccessiveHalving,
     ValidateAfter,
     adaptive_asha,
-    adaptive_brackets,
-    bracket_max_concurrent,
-    bracket_max_trials,
-    hyperband,
-    hyperband_brackets,
-    rung_lengths,
 )
+from assay.searcher._adaptive import adaptive_brackets, bracket_max_concurrent, bracket_max_trials
+from assay.searcher._asha import AsyncHalving, AsyncHalvingStopping, rung_lengths
+from assay.searcher._hyperband import SuccessiveHalving, hyperband, hyperband_brackets
 
 
 def _creates(ops: list[Operation]) -> list[str]:

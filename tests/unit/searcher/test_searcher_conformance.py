@@ -10,23 +10,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assay.config._hparams import parse_hyperparameters
-from assay.searcher import (
-    PBT,
-    AsyncHalving,
-    AsyncHalvingStopping,
-    CurveFitRule,
-    EarlyStopping,
-    GridSearch,
-    MedianStopRule,
-    OptunaSource,
-    RandomSearch,
-    Searcher,
-    SearchMethod,
-    SingleSearch,
-    adaptive_asha,
-    hyperband,
-)
+from assay.config import parse_hyperparameters
+from assay.searcher import OptunaSource, RandomSearch, Searcher, SearchMethod, adaptive_asha
+from assay.searcher._asha import AsyncHalving, AsyncHalvingStopping
+from assay.searcher._basic import GridSearch, SingleSearch
+from assay.searcher._early_stop import CurveFitRule, EarlyStopping, MedianStopRule
+from assay.searcher._hyperband import hyperband
+from assay.searcher._pbt import PBT
 from assay.searcher.testing import ContractViolation, check_method
 
 SPACE = parse_hyperparameters(

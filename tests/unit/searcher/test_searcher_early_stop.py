@@ -8,14 +8,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.searcher import (
-    Close,
-    Create,
+from assay.searcher import Close, Create, RandomSearch, Searcher
+from assay.searcher._early_stop import (
     CurveFitRule,
     EarlyStopping,
     MedianStopRule,
-    RandomSearch,
-    Searcher,
     extrapolate,
     fit_power_law,
 )

@@ -2,25 +2,24 @@
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+import assay
 from assay.config import load_experiment_config
 from assay.errors import InvalidConfig
-from assay.searcher import (
-    AsyncHalving,
-    AsyncHalvingStopping,
-    EarlyStopping,
-    OptunaSource,
-    RandomSearch,
-    Searcher,
-    Tournament,
-    make_searcher,
-    preview_search,
-)
+from assay.searcher import OptunaSource, RandomSearch, Searcher, make_searcher, preview_search
+from assay.searcher._asha import AsyncHalving, AsyncHalvingStopping
+from assay.searcher._early_stop import EarlyStopping
+from assay.searcher._tournament import Tournament
 from assay.searcher.testing import check_method
 from tests.corpus import corpus_dir
 
@@ -177,3 +176,32 @@ def test_every_determined_example_config_builds_and_previews() -> None:
         assert preview.failure is None, path.name
         checked += 1
     assert checked >= 10
+
+
+def test_preview_figures_do_not_depend_on_the_processes_string_hashing() -> None:
+    # Simultaneous events are ordered as the searcher's operations name the trials; a set's
+    # order (which changes with PYTHONHASHSEED) once leaked into the figures.
+    searcher = {**SEARCHERS["async_halving"], "stop_once": True, "max_length": {"batches": 300}}
+    code = (
+        "import dataclasses, json, sys\n"
+        "from assay.config import load_experiment_config\n"
+        "from assay.searcher import preview_search\n"
+        "cfg = load_experiment_config(json.loads(sys.argv[1]))\n"
+        "print(json.dumps(dataclasses.asdict(preview_search(cfg, 2)), sort_keys=True))\n"
+    )
+    raw = json.dumps(
+        {"entrypoint": "x", "hyperparameters": HPARAMS, "searcher": {"metric": "l", **searcher}}
+    )
+    src = str(Path(assay.__file__).resolve().parents[1])
+    outputs = set()
+    for hash_seed in ("0", "1", "2", "3"):
+        env = {
+            **os.environ,
+            "PYTHONHASHSEED": hash_seed,
+            "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]),
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", code, raw], env=env, capture_output=True, text=True, check=True
+        )
+        outputs.add(done.stdout)
+    assert len(outputs) == 1

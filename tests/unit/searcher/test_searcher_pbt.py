@@ -8,18 +8,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.config._hparams import parse_hyperparameters
-from assay.searcher import (
-    PBT,
-    Close,
-    Create,
-    Searcher,
-    Shutdown,
-    ValidateAfter,
-    checkpoint_parent,
-    explore,
-    sample,
-)
+from assay.config import parse_hyperparameters
+from assay.searcher import Close, Create, Searcher, Shutdown, ValidateAfter, checkpoint_parent
+from assay.searcher._pbt import PBT, explore
+from assay.searcher._space import sample
 
 SPACE = parse_hyperparameters(
     {
