@@ -5,17 +5,31 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 
 import assay
+from assay import rest
 from assay.api import _cluster, _experiments, _harness, _jobs, _trials
 from assay.errors import AssayError, ErrorDetail, InvalidRequest
 from assay.master import Master
 
 log = logging.getLogger(__name__)
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": rest.ErrorResponse, "description": description}
+    for status, description in (
+        (400, "The request is not valid: `details` names each bad field."),
+        (401, "A trial-process endpoint without its allocation's token."),
+        (404, "No such experiment, trial, checkpoint, job or pool."),
+        (409, "Not possible in the object's current state."),
+        (413, "The upload is over its size limit."),
+    )
+}
 
 
 def create_app(master: Master) -> FastAPI:
@@ -35,11 +49,25 @@ def create_app(master: Master) -> FastAPI:
     )
     app.state.master = master
     for module in (_experiments, _trials, _harness, _jobs, _cluster):
-        app.include_router(module.router)
+        app.include_router(module.router, responses=_ERRORS)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = _without_422(
+                get_openapi(
+                    title=app.title,
+                    version=app.version,
+                    description=app.description,
+                    routes=app.routes,
+                )
+            )
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
     @app.exception_handler(AssayError)
     async def assay_error(_request: Request, exc: AssayError) -> JSONResponse:
-        return JSONResponse(exc.to_json(), status_code=exc.status)
+        return _error(exc)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -49,13 +77,28 @@ def create_app(master: Master) -> FastAPI:
             )
             for err in exc.errors()
         ]
-        error = InvalidRequest("the request is not valid", details)
-        return JSONResponse(error.to_json(), status_code=400)
+        return _error(InvalidRequest("the request is not valid", details), status=400)
 
     @app.exception_handler(Exception)
     async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error", exc_info=exc)
-        error = AssayError(f"internal error: {type(exc).__name__}: {exc}")
-        return JSONResponse(error.to_json(), status_code=500)
+        return _error(AssayError(f"internal error: {type(exc).__name__}: {exc}"))
 
     return app
+
+
+def _error(exc: AssayError, status: int | None = None) -> JSONResponse:
+    body = rest.ErrorResponse.of(exc).model_dump(mode="json")
+    return JSONResponse(body, status_code=status or exc.status)
+
+
+def _without_422(schema: dict[str, Any]) -> dict[str, Any]:
+    """FastAPI documents a 422 for every route with parameters; this API answers invalid
+    requests with 400 and the error shape, which every route documents instead."""
+    for path in schema.get("paths", {}).values():
+        for operation in path.values():
+            operation.get("responses", {}).pop("422", None)
+    components = schema.get("components", {}).get("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        components.pop(name, None)
+    return schema

@@ -148,14 +148,14 @@ def up(
         agent_args += ["--slots", str(slots)]
     agent_proc = _spawn("agent", agent_args, env)
     _wait(
-        lambda: any(a["connected"] for a in client.agents()),
+        lambda: any(a.connected for a in client.agents()),
         agent_proc,
         "agent",
         "the local agent did not connect",
     )
     cluster_file().write_text(json.dumps({"master": url}))
-    agents = [a for a in client.agents() if a["connected"]]
-    total = sum(len(a["slots"]) for a in agents)
+    agents = [a for a in client.agents() if a.connected]
+    total = sum(len(a.slots) for a in agents)
     console.print(
         f"cluster up: master {url}, {len(agents)} agent(s), {total} slot(s); "
         f"state in {home}; stop it with `assay down`"

@@ -7,13 +7,18 @@ import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import typer
+from pydantic import BaseModel, ValidationError
+from pydantic_core import to_jsonable_python
 from rich.console import Console
 
 from assay.client import DEFAULT_MASTER, Client
 from assay.errors import AssayError, MasterUnreachable
+from assay.rest import ExperimentState, TrialState
+
+M = TypeVar("M", bound=BaseModel)
 
 console = Console()
 err_console = Console(stderr=True)
@@ -61,8 +66,22 @@ def report_error(exc: AssayError) -> NoReturn:
     fail("\n".join(lines))
 
 
+def request(model: type[M], **fields: Any) -> M:
+    """A request body built from the command's arguments; an invalid one ends the command with
+    what is wrong with each field."""
+    try:
+        return model(**fields)
+    except ValidationError as exc:
+        problems = [
+            f"{'.'.join(str(p) for p in err['loc']).replace('_', '-')}: {err['msg']}"
+            for err in exc.errors()
+        ]
+        fail("\n".join(problems))
+
+
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    """``data`` (resources, lists and dicts of them) as indented JSON on stdout."""
+    sys.stdout.write(json.dumps(to_jsonable_python(data), indent=2, default=str) + "\n")
 
 
 def when(ts: float | None) -> str:
@@ -93,17 +112,20 @@ def fmt_hparams(hparams: dict[str, Any], limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-STATE_STYLE = {
-    "ACTIVE": "cyan",
-    "RUNNING": "cyan",
-    "QUEUED": "yellow",
-    "PAUSED": "magenta",
-    "COMPLETED": "green",
-    "CANCELED": "dim",
-    "ERROR": "red",
+STATE_STYLE: dict[str, str] = {
+    ExperimentState.ACTIVE: "cyan",
+    TrialState.RUNNING: "cyan",
+    TrialState.QUEUED: "yellow",
+    ExperimentState.PAUSED: "magenta",
+    ExperimentState.COMPLETED: "green",
+    ExperimentState.CANCELED: "dim",
+    ExperimentState.ERROR: "red",
 }
+"""Colours by state name; the STOPPING_ states are yellow. Experiments and trials share the
+names of their ending states."""
 
 
 def styled_state(value: str) -> str:
-    style = STATE_STYLE.get(value, "yellow" if value.startswith("STOPPING") else "")
+    stopping = value.startswith("STOPPING_")
+    style = STATE_STYLE.get(value, "yellow" if stopping else "")
     return f"[{style}]{value}[/]" if style else value
