@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -11,11 +11,20 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
 
 import assay
 from assay import rest
 from assay.api import _cluster, _experiments, _harness, _jobs, _trials
-from assay.errors import AssayError, ErrorDetail, InvalidRequest
+from assay.errors import (
+    AssayError,
+    Conflict,
+    ErrorDetail,
+    InvalidRequest,
+    NotFound,
+    TooLarge,
+    Unauthorized,
+)
 from assay.master import Master
 
 log = logging.getLogger(__name__)
@@ -72,12 +81,17 @@ def create_app(master: Master) -> FastAPI:
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
         details = [
-            ErrorDetail(
-                ".".join(str(p) for p in err.get("loc", ()) if p != "body"), str(err.get("msg"))
-            )
+            ErrorDetail(".".join(str(p) for p in err.get("loc", ()) if p != "body"), _says(err))
             for err in exc.errors()
         ]
         return _error(InvalidRequest("the request is not valid", details), status=400)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+        # What the framework refuses itself (a body that is not JSON, an unknown path) gets
+        # the same error shape as everything else.
+        kind = _BY_STATUS.get(exc.status_code, AssayError)
+        return _error(kind(str(exc.detail)), status=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(Exception)
     async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
@@ -87,9 +101,28 @@ def create_app(master: Master) -> FastAPI:
     return app
 
 
-def _error(exc: AssayError, status: int | None = None) -> JSONResponse:
+_BY_STATUS: dict[int, type[AssayError]] = {
+    400: InvalidRequest,
+    401: Unauthorized,
+    404: NotFound,
+    409: Conflict,
+    413: TooLarge,
+}
+
+
+def _says(err: dict[str, Any]) -> str:
+    """What a validation error says, in words for the patterns the wire shapes use."""
+    pattern = (err.get("ctx") or {}).get("pattern")
+    if err.get("type") == "string_pattern_mismatch" and pattern == rest.NO_NUL:
+        return "must not contain NUL characters"
+    return str(err.get("msg"))
+
+
+def _error(
+    exc: AssayError, status: int | None = None, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
     body = rest.ErrorResponse.of(exc).model_dump(mode="json")
-    return JSONResponse(body, status_code=status or exc.status)
+    return JSONResponse(body, status_code=status or exc.status, headers=headers)
 
 
 def _without_422(schema: dict[str, Any]) -> dict[str, Any]:

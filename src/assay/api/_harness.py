@@ -19,7 +19,9 @@ from assay.errors import NotFound, Unauthorized
 
 router = APIRouter(prefix="/api/v1", tags=["harness"])
 
-CheckpointUuid = Annotated[str, Path(max_length=64, description="The checkpoint's uuid.")]
+CheckpointUuid = Annotated[
+    str, Path(max_length=64, pattern=rest.NO_NUL, description="The checkpoint's uuid.")
+]
 
 
 @router.get("/trials/{trial_id}/searcher/operation")

@@ -43,7 +43,9 @@ async def get_trial(trial_id: TrialId, master: MasterDep) -> rest.TrialDetail:
 async def get_metrics(
     trial_id: TrialId,
     master: MasterDep,
-    group: str | None = None,
+    group: Annotated[
+        str | None, Query(max_length=64, pattern=rest.NO_NUL, description="Only this group.")
+    ] = None,
     include_archived: bool = False,
 ) -> rest.MetricList:
     def read(session: Session) -> rest.MetricList:

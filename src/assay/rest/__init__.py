@@ -18,7 +18,9 @@ from assay.rest._cluster import (
 )
 from assay.rest._common import (
     INT_MAX,
+    NO_NUL,
     DbInt,
+    DbText,
     ErrorBody,
     ErrorDetail,
     ErrorResponse,
@@ -65,6 +67,7 @@ from assay.rest._trials import (
 
 __all__ = [
     "INT_MAX",
+    "NO_NUL",
     "SIZE_MAX",
     "Agent",
     "AgentList",
@@ -79,6 +82,7 @@ __all__ = [
     "CheckpointReport",
     "CompletedOperation",
     "DbInt",
+    "DbText",
     "EarlyExitReport",
     "ErrorBody",
     "ErrorDetail",

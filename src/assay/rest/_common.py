@@ -16,6 +16,13 @@ the field, instead of failing in the database."""
 DbInt = Annotated[int, Field(ge=0, le=INT_MAX)]
 """A non-negative integer that fits the database: an id, an offset, a step count."""
 
+NO_NUL = r"^[^\x00]*$"
+"""The pattern of a string the database can compare and store: PostgreSQL text holds no NUL
+characters."""
+
+DbText = Annotated[str, Field(pattern=NO_NUL)]
+"""A string without NUL characters."""
+
 
 class Resource(BaseModel):
     """Base of every REST resource.

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
-from assay.rest._common import DbInt, Request, Resource
+from assay.rest._common import DbInt, DbText, Request, Resource
 
 SIZE_MAX = 2**63 - 1
 """The largest byte count a checkpoint's files may add up to."""
@@ -27,7 +27,7 @@ class CompletedOperation(Request):
 
 
 class MetricReport(Request):
-    group: str = Field(min_length=1, max_length=64, description="training, validation, ...")
+    group: DbText = Field(min_length=1, max_length=64, description="training, validation, ...")
     steps_completed: DbInt
     metrics: dict[str, Any]
     time: float | None = Field(default=None, description="Seconds since the epoch.")
@@ -46,7 +46,7 @@ class EarlyExitReport(Request):
 
 
 class CheckpointReport(Request):
-    uuid: str = Field(min_length=1, max_length=64, description="Its directory in storage.")
+    uuid: DbText = Field(min_length=1, max_length=64, description="Its directory in storage.")
     steps_completed: DbInt
     metadata: dict[str, Any] | None = Field(default=None, description="Anything JSON.")
     resources: dict[str, Annotated[int, Field(ge=0, le=SIZE_MAX)]] | None = Field(
