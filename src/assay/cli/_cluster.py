@@ -16,7 +16,6 @@ from typing import Annotated
 import typer
 
 from assay.cli._common import assay_home, cluster_file, console, fail
-from assay.client import Client
 from assay.errors import AssayError
 
 STARTUP_TIMEOUT = 60.0
@@ -121,6 +120,8 @@ def up(
     ] = None,
 ) -> None:
     """Start a single-machine cluster in the background: a master and one local agent."""
+    from assay.client import Client
+
     home = assay_home()
     (home / "run").mkdir(parents=True, exist_ok=True)
     url = f"http://127.0.0.1:{port}"

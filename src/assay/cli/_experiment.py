@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from assay import rest
 from assay.cli._common import (
     client,
     console,
@@ -24,6 +23,8 @@ from assay.cli._common import (
 
 if TYPE_CHECKING:
     from rich.table import Table
+
+    from assay import rest
 
 app = typer.Typer(help="Create, inspect and control experiments.", no_args_is_help=True)
 
@@ -44,6 +45,7 @@ def create(
     as_json: JsonFlag = False,
 ) -> None:
     """Submit an experiment: validate the config, pack the context, send both."""
+    from assay import rest
     from assay.cli._follow import follow_experiment, print_outcome
     from assay.config import load_experiment_config, parse_yaml
     from assay.context import format_size, pack_context
@@ -258,6 +260,8 @@ def wait(
     timeout: Annotated[float | None, typer.Option(help="give up after this many seconds")] = None,
 ) -> None:
     """Block until the experiment ends; exit 0 only if it COMPLETED."""
+    from assay import rest
+
     c = client()
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
@@ -287,6 +291,8 @@ app.add_typer(set_app, name="set")
 
 def _setter(field: str, kind: type) -> Any:
     def command(experiment_id: ExpId, value: NewValue) -> None:
+        from assay import rest
+
         try:
             parsed = kind(value)
         except ValueError:

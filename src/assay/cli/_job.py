@@ -6,7 +6,6 @@ from typing import Annotated, Any
 
 import typer
 
-from assay import rest
 from assay.cli._common import client, console, fail, print_json, request, when
 
 app = typer.Typer(help="View and change the job queue.", no_args_is_help=True)
@@ -114,6 +113,8 @@ def update(
             "nothing to change: give --priority, --weight, --resource-pool, --ahead-of "
             "or --behind-of"
         )
+    from assay import rest
+
     client().update_job(job_id, request(rest.JobChange, **changes))
     console.print(f"job {job_id} updated")
 
@@ -123,6 +124,8 @@ def update_batch(
     updates: Annotated[list[str], typer.Argument(help="JOB.FIELD=VALUE, e.g. 73853c5c.priority=1")],
 ) -> None:
     """Change several jobs at once: all of the changes are made, or none."""
+    from assay import rest
+
     parsed: dict[str, dict[str, Any]] = {}
     for item in updates:
         target, sep, raw = item.partition("=")
