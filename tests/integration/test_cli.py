@@ -166,6 +166,11 @@ def test_paused_creation_then_activate_wait_and_follow_logs(
     )
     exp = json.loads(created.stdout)
     assert exp["state"] == "PAUSED"
+    listed = json.loads(cluster.cli("e", "list", "--json", check=True).stdout)
+    params = {"archived": "false", "limit": 100, "offset": 0}
+    assert listed == cluster.client.http.get("/api/v1/experiments", params=params), (
+        "--json prints what the master answered"
+    )
     assert cluster.client.trials(exp["id"]) == [], "a paused experiment starts no trial"
     cluster.cli("e", "activate", str(exp["id"]), check=True)
     trial_id = wait_for("a trial", lambda: cluster.client.trials(exp["id"]))[0].id
