@@ -47,7 +47,7 @@ def _summary(session: Session, experiment_id: int) -> rest.ExperimentSummary:
     return out.experiment_summary(exp, counts=counts, best=q.best_trial(session, exp.id))
 
 
-@router.post("", status_code=201, response_model=rest.Experiment)
+@router.post("", status_code=201)
 async def create_experiment(body: CreateExperiment, master: MasterDep) -> rest.Experiment:
     try:
         context = base64.b64decode(body.context, validate=True)
