@@ -51,6 +51,7 @@ bench: install-dev
 	$(BIN)/python benchmarks/scheduler/bench_b6.py
 	$(BIN)/python benchmarks/searchers/b5_suggest_cost.py
 	$(BIN)/python benchmarks/searchers/b9_search_quality.py
+	$(BIN)/python benchmarks/cli/bench_b11.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

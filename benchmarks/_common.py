@@ -119,7 +119,7 @@ class LocalCluster:
         ]  # fmt: skip
         log = (self.home / "agent.log").open("ab")
         self.procs.append(subprocess.Popen(agent, env=env, stdout=log, stderr=subprocess.STDOUT))
-        self._wait(lambda: any(a["connected"] for a in self.client.agents()))
+        self._wait(lambda: any(a.connected for a in self.client.agents()))
         return self
 
     def _wait(self, ready: object, timeout: float = 60.0) -> None:

@@ -56,14 +56,14 @@ def measure_launch(cluster: LocalCluster, runs: int) -> tuple[list[float], list[
     for _ in range(runs):
         submitted = time.time()
         exp = cluster.client.create_experiment(config, context)
-        state = cluster.wait_done(exp["id"])
+        state = cluster.wait_done(exp.id)
         if state != "COMPLETED":
-            raise RuntimeError(f"launch experiment {exp['id']} ended {state}")
-        trial = cluster.client.trials(exp["id"])[0]
-        alloc = cluster.client.trial(trial["id"])["allocations"][0]
-        metric = cluster.client.metrics(trial["id"], "training")[0]
-        to_first_line.append(metric["metrics"]["first_line"] - alloc["created_at"])
-        to_first_metric.append(metric["time"] - submitted)
+            raise RuntimeError(f"launch experiment {exp.id} ended {state}")
+        trial = cluster.client.trials(exp.id)[0]
+        alloc = cluster.client.trial(trial.id).allocations[0]
+        metric = cluster.client.metrics(trial.id, "training")[0]
+        to_first_line.append(metric.metrics["first_line"] - alloc.created_at)
+        to_first_metric.append(metric.time - submitted)
     return to_first_line, to_first_metric
 
 
@@ -71,12 +71,12 @@ def measure_harness(cluster: LocalCluster) -> dict[str, object]:
     exp = cluster.client.create_experiment(
         (HARNESS / "harness.yaml").read_text(), pack_context(HARNESS).data
     )
-    state = cluster.wait_done(exp["id"])
-    trial = cluster.client.trials(exp["id"])[0]
-    for entry in cluster.client.logs(trial["id"]):
-        if entry["line"].startswith("B4RESULT "):
-            result: dict[str, object] = json.loads(entry["line"][len("B4RESULT ") :])
-            stored = len(cluster.client.metrics(trial["id"], "training"))
+    state = cluster.wait_done(exp.id)
+    trial = cluster.client.trials(exp.id)[0]
+    for entry in cluster.client.logs(trial.id):
+        if entry.line.startswith("B4RESULT "):
+            result: dict[str, object] = json.loads(entry.line[len("B4RESULT ") :])
+            stored = len(cluster.client.metrics(trial.id, "training"))
             result["stored"] = stored
             return result
     raise RuntimeError(f"the harness benchmark trial ended {state} without a result")

@@ -16,6 +16,7 @@ QUICK = [
     "benchmarks/scheduler/bench_b6.py",
     "benchmarks/searchers/b5_suggest_cost.py",
     "benchmarks/searchers/b9_search_quality.py",
+    "benchmarks/cli/bench_b11.py",
 ]
 
 

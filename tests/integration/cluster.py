@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from assay import rest
 from assay.client import Client
 from assay.errors import AssayError
 
@@ -119,7 +120,7 @@ class Cluster:
         )
         wait_for(
             f"agent {agent_id} to connect",
-            lambda: any(a["id"] == agent_id and a["connected"] for a in self.client.agents()),
+            lambda: any(a.id == agent_id and a.connected for a in self.client.agents()),
         )
 
     def kill_master(self, sig: int = signal.SIGKILL) -> None:
@@ -176,17 +177,17 @@ class Cluster:
         from assay.context import pack_context
 
         exp = self.client.create_experiment(config, pack_context(context).data, **kwargs)
-        return int(exp["id"])
+        return int(exp.id)
 
-    def wait_state(self, experiment_id: int, *states: str, timeout: float = 120) -> dict[str, Any]:
+    def wait_state(self, experiment_id: int, *states: str, timeout: float = 120) -> rest.Experiment:
         return wait_for(
             f"experiment {experiment_id} to reach {states}",
-            lambda: (e := self.client.experiment(experiment_id))["state"] in states and e,
+            lambda: (e := self.client.experiment(experiment_id)).state in states and e,
             timeout=timeout,
         )
 
     def trial_logs(self, trial_id: int) -> list[str]:
-        return [entry["line"] for entry in self.client.logs(trial_id)]
+        return [entry.line for entry in self.client.logs(trial_id)]
 
 
 def serve(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[Cluster]:

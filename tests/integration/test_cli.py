@@ -30,7 +30,7 @@ def write_config(tmp_path: Path, text: str) -> Path:
 
 
 def no_experiments(cluster: Cluster) -> bool:
-    return cluster.client.list_experiments(archived=True)["pagination"]["total"] == 0
+    return cluster.client.list_experiments(archived=True).pagination.total == 0
 
 
 def test_digits_example_completes_through_the_cli(cluster: Cluster) -> None:
@@ -171,9 +171,14 @@ def test_paused_creation_then_activate_wait_and_follow_logs(
     )
     exp = json.loads(created.stdout)
     assert exp["state"] == "PAUSED"
+    listed = json.loads(cluster.cli("e", "list", "--json", check=True).stdout)
+    params = {"archived": "false", "limit": 100, "offset": 0}
+    assert listed == cluster.client.http.get("/api/v1/experiments", params=params), (
+        "--json prints what the master answered"
+    )
     assert cluster.client.trials(exp["id"]) == [], "a paused experiment starts no trial"
     cluster.cli("e", "activate", str(exp["id"]), check=True)
-    trial_id = wait_for("a trial", lambda: cluster.client.trials(exp["id"]))[0]["id"]
+    trial_id = wait_for("a trial", lambda: cluster.client.trials(exp["id"]))[0].id
     followed = cluster.cli("t", "logs", str(trial_id), "--follow", check=True)
     assert "done at step 60" in followed.stdout
     waited = cluster.cli("e", "wait", str(exp["id"]))
@@ -204,11 +209,11 @@ def test_config_overrides_apply_and_config_shows_the_result(
         "--follow",
     )
     assert created.returncode == 0, created.stderr
-    exp_id = cluster.client.list_experiments()["experiments"][0]["id"]
+    exp_id = cluster.client.list_experiments().experiments[0].id
     shown = cluster.cli("e", "config", str(exp_id), check=True).stdout
     assert "batches: 20" in shown
     trial = cluster.client.trials(exp_id)[0]
-    assert trial["steps_completed"] == 20
+    assert trial.steps_completed == 20
 
 
 def run_with_terminal_stderr(cluster: Cluster, *args: str) -> tuple[int, str, str]:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from assay import rest
 from tests.integration.cluster import CONTEXTS, Cluster, serve
 
 pytestmark = pytest.mark.integration
@@ -52,31 +53,31 @@ def ddp_config(**hparams: Any) -> str:
     )
 
 
-def run_ddp(cluster: Cluster, **hparams: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def run_ddp(cluster: Cluster, **hparams: Any) -> tuple[rest.TrialDetail, list[rest.LogEntry]]:
     exp_id = cluster.submit(ddp_config(**hparams), CONTEXTS / "distributed")
     exp = cluster.wait_state(exp_id, "COMPLETED", "ERROR", "CANCELED", timeout=240)
     trials = cluster.client.trials(exp_id)
     assert len(trials) == 1, trials
-    trial = cluster.client.trial(int(trials[0]["id"]))
-    logs = cluster.client.logs(int(trial["id"]))
-    assert exp["state"] == "COMPLETED", (trial, [e["line"] for e in logs][-60:])
+    trial = cluster.client.trial(int(trials[0].id))
+    logs = cluster.client.logs(int(trial.id))
+    assert exp.state == "COMPLETED", (trial, [e.line for e in logs][-60:])
     return trial, logs
 
 
-def lines_of(logs: list[dict[str, Any]], rank: int, pattern: str) -> list[re.Match[str]]:
+def lines_of(logs: list[rest.LogEntry], rank: int, pattern: str) -> list[re.Match[str]]:
     """Matches of ``pattern`` in the lines rank ``rank`` printed (after its ``[rank=N]`` tag)."""
     tag = f"[rank={rank}] "
     found = []
     for entry in logs:
-        line = str(entry["line"])
-        if entry["rank"] == rank and line.startswith(tag):
+        line = str(entry.line)
+        if entry.rank == rank and line.startswith(tag):
             match = re.fullmatch(pattern, line[len(tag) :])
             if match:
                 found.append(match)
     return found
 
 
-def assert_ranks_agree(trial: dict[str, Any], logs: list[dict[str, Any]]) -> None:
+def assert_ranks_agree(trial: rest.TrialDetail, logs: list[rest.LogEntry]) -> None:
     digests = {}
     for rank in (0, 1):
         found = lines_of(logs, rank, r"digest (\w+) at step (\d+)")
@@ -86,28 +87,28 @@ def assert_ranks_agree(trial: dict[str, Any], logs: list[dict[str, Any]]) -> Non
         gathered = lines_of(logs, rank, r"allgather (.*)")
         assert gathered and all(m.group(1) == "[0, 1]" for m in gathered), gathered
     assert digests[0] == digests[1], f"ranks ended with different parameters: {digests}"
-    assert trial["steps_completed"] == LENGTH
-    assert trial["state"] == "COMPLETED"
+    assert trial.steps_completed == LENGTH
+    assert trial.state == "COMPLETED"
 
 
 def test_two_slots_on_one_agent_train_the_same_parameters(cluster: Cluster) -> None:
     trial, logs = run_ddp(cluster)
     assert_ranks_agree(trial, logs)
-    assert trial["restarts"] == 0
+    assert trial.restarts == 0
     for rank in (0, 1):
         assert lines_of(logs, rank, r"started at step 0 run 1 world 2")
-    checkpoints = cluster.client.trial_checkpoints(int(trial["id"]))
-    assert [c["steps_completed"] for c in checkpoints] == [4, 8, 12], "only the chief stores"
-    training = cluster.client.metrics(int(trial["id"]), "training")
-    assert [m["steps_completed"] for m in training] == list(range(1, LENGTH + 1))
+    checkpoints = cluster.client.trial_checkpoints(int(trial.id))
+    assert [c.steps_completed for c in checkpoints] == [4, 8, 12], "only the chief stores"
+    training = cluster.client.metrics(int(trial.id), "training")
+    assert [m.steps_completed for m in training] == list(range(1, LENGTH + 1))
 
 
 def test_gang_of_two_agents_trains_the_same_parameters(two_agents: Cluster) -> None:
     trial, logs = run_ddp(two_agents)
     assert_ranks_agree(trial, logs)
-    (allocation,) = trial["allocations"]
-    assert sorted(allocation["slots"]) == ["agent-1", "agent-2"], "one slot on each agent"
-    assert allocation["exit_code"] == 0
+    (allocation,) = trial.allocations
+    assert sorted(allocation.slots) == ["agent-1", "agent-2"], "one slot on each agent"
+    assert allocation.exit_code == 0
 
 
 def test_a_dying_rank_ends_the_gang_and_the_trial_resumes_from_its_checkpoint(
@@ -115,15 +116,15 @@ def test_a_dying_rank_ends_the_gang_and_the_trial_resumes_from_its_checkpoint(
 ) -> None:
     trial, logs = run_ddp(two_agents, fail_rank=1, fail_at=6)
     assert_ranks_agree(trial, logs)
-    assert trial["restarts"] == 1
+    assert trial.restarts == 1
     assert lines_of(logs, 1, r"failing on purpose at step 6")
     for rank in (0, 1):
         assert lines_of(logs, rank, r"started at step 4 run 2 world 2"), (
             f"rank {rank} did not resume from the step-4 checkpoint"
         )
-    first, second = trial["allocations"]
+    first, second = trial.allocations
     # Usually agent-2's exit 3 arrives first; rank 0 may fail on its own first (gloo sees its
     # peer gone), so which code leads is left to the master's unit tests.
-    assert first["exit_code"] != 0, first
-    assert "failed first" in first["exit_reason"], first
-    assert second["exit_code"] == 0, second
+    assert first.exit_code != 0, first
+    assert "failed first" in first.exit_reason, first
+    assert second.exit_code == 0, second

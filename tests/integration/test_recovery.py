@@ -46,22 +46,22 @@ def test_master_killed_mid_experiment_finishes_it_with_nothing_lost(
         exp_id = cluster.submit(random_config(trials=4, length=150, step_seconds=0.02))
         wait_for(
             "two trials in progress",
-            lambda: sum(t["steps_completed"] >= 20 for t in cluster.client.trials(exp_id)) >= 2,
+            lambda: sum(t.steps_completed >= 20 for t in cluster.client.trials(exp_id)) >= 2,
         )
         cluster.kill_master()
         time.sleep(1.0)  # trials keep training and reporting into the void meanwhile
         cluster.start_master()
         exp = cluster.wait_state(exp_id, "COMPLETED", "ERROR", timeout=180)
-        assert exp["state"] == "COMPLETED", cluster.log("master")
+        assert exp.state == "COMPLETED", cluster.log("master")
         trials = cluster.client.trials(exp_id)
         assert len(trials) == 4
         for trial in trials:
-            assert trial["state"] == "COMPLETED", trial
-            assert trial["restarts"] == 0, "the running trials were re-attached, not restarted"
-            steps = [m["steps_completed"] for m in cluster.client.metrics(trial["id"], "training")]
+            assert trial.state == "COMPLETED", trial
+            assert trial.restarts == 0, "the running trials were re-attached, not restarted"
+            steps = [m.steps_completed for m in cluster.client.metrics(trial.id, "training")]
             assert steps == list(range(1, 151)), f"trial {trial['id']} lost or repeated reports"
-            validations = cluster.client.metrics(trial["id"], "validation")
-            assert [v["steps_completed"] for v in validations] == [150]
+            validations = cluster.client.metrics(trial.id, "validation")
+            assert [v.steps_completed for v in validations] == [150]
     finally:
         cluster.stop()
 
@@ -76,8 +76,8 @@ def test_agent_lost_for_good_restarts_its_trials_elsewhere(tmp_path: Path) -> No
         exp_id = cluster.submit(
             random_config(trials=1, length=200, step_seconds=0.02, max_restarts=1)
         )
-        trial_id = wait_for("the trial", lambda: cluster.client.trials(exp_id))[0]["id"]
-        wait_for("a checkpoint", lambda: cluster.client.trial(trial_id)["latest_checkpoint"])
+        trial_id = wait_for("the trial", lambda: cluster.client.trials(exp_id))[0].id
+        wait_for("a checkpoint", lambda: cluster.client.trial(trial_id).latest_checkpoint)
         doomed = cluster.agents["doomed"]
         doomed.kill()
         doomed.wait()
@@ -85,8 +85,8 @@ def test_agent_lost_for_good_restarts_its_trials_elsewhere(tmp_path: Path) -> No
         cluster.start_agent("rescuer", slots=1)
         exp = cluster.wait_state(exp_id, "COMPLETED", "ERROR", timeout=120)
         trial = cluster.client.trial(trial_id)
-        assert exp["state"] == "COMPLETED", trial
-        assert trial["runs"] == 2
-        assert "agent doomed was lost" in trial["message"]
+        assert exp.state == "COMPLETED", trial
+        assert trial.runs == 2
+        assert "agent doomed was lost" in trial.message
     finally:
         cluster.stop()

@@ -16,6 +16,7 @@ import pytest
 import yaml
 from websockets.asyncio.client import connect
 
+from assay import rest
 from assay.errors import Conflict, InvalidConfig
 from tests.integration.cluster import Cluster, serve, wait_for
 
@@ -62,7 +63,7 @@ def pools(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Cluster]:
     yield from serve(cluster, request)
 
 
-def only_trial(cluster: Cluster, exp_id: int) -> dict[str, Any]:
+def only_trial(cluster: Cluster, exp_id: int) -> rest.Trial:
     return wait_for("its trial", lambda: cluster.client.trials(exp_id))[0]
 
 
@@ -74,50 +75,50 @@ def test_higher_priority_preempts_and_the_victim_resumes_from_its_checkpoint(
     pools: Cluster,
 ) -> None:
     low = pools.submit(counter(300, priority=60, name="low"))
-    low_trial = only_trial(pools, low)["id"]
-    wait_for("low to train", lambda: pools.client.trial(low_trial)["steps_completed"] >= 20)
+    low_trial = only_trial(pools, low).id
+    wait_for("low to train", lambda: pools.client.trial(low_trial).steps_completed >= 20)
     high = pools.submit(counter(30, priority=10, name="high"))
     pools.wait_state(high, "COMPLETED", timeout=120)
     pools.wait_state(low, "COMPLETED", timeout=180)
     trial = pools.client.trial(low_trial)
-    assert trial["restarts"] == 0 and trial["runs"] == 2
-    assert trial["allocations"][0]["preempt"] == "scheduler"
+    assert trial.restarts == 0 and trial.runs == 2
+    assert trial.allocations[0].preempt == "scheduler"
     _, second = starts(pools, low_trial)
     resumed = int(second.split()[3])
     assert resumed >= 20, "resumed from its checkpoint, not from zero"
-    high_alloc = pools.client.trial(only_trial(pools, high)["id"])["allocations"][0]
-    assert high_alloc["created_at"] >= trial["allocations"][0]["ended_at"] - 0.5
+    high_alloc = pools.client.trial(only_trial(pools, high).id).allocations[0]
+    assert high_alloc.created_at >= trial.allocations[0].ended_at - 0.5
 
 
 def test_a_trial_ignoring_preemption_is_killed_after_the_timeout_and_requeued(
     pools: Cluster,
 ) -> None:
     stubborn = pools.submit(counter(400, priority=60, ignore_preempt=True, name="stubborn"))
-    trial_id = only_trial(pools, stubborn)["id"]
-    wait_for("a checkpoint", lambda: pools.client.trial(trial_id)["latest_checkpoint"])
+    trial_id = only_trial(pools, stubborn).id
+    wait_for("a checkpoint", lambda: pools.client.trial(trial_id).latest_checkpoint)
     urgent = pools.submit(counter(10, priority=5, name="urgent"))
     pools.wait_state(urgent, "COMPLETED", timeout=120)
-    first = pools.client.trial(trial_id)["allocations"][0]
-    assert "preemption timeout" in first["exit_reason"]
-    assert first["ended_at"] - 3 >= first["created_at"]
+    first = pools.client.trial(trial_id).allocations[0]
+    assert "preemption timeout" in first.exit_reason
+    assert first.ended_at - 3 >= first.created_at
     pools.client.transition(stubborn, "kill")
     trial = pools.client.trial(trial_id)
-    assert trial["restarts"] == 0, "a preemption kill is not a failure"
+    assert trial.restarts == 0, "a preemption kill is not a failure"
 
 
 def test_job_queue_lists_reorders_and_refuses_what_the_pool_does_not_allow(
     pools: Cluster,
 ) -> None:
     first = pools.submit(counter(2000, name="first_job"))
-    wait_for("first to run", lambda: only_trial(pools, first)["state"] == "RUNNING")
+    wait_for("first to run", lambda: only_trial(pools, first).state == "RUNNING")
     second = pools.submit(counter(20, name="second_job"))
     queue = wait_for(
         "both jobs listed",
-        lambda: len(q := pools.client.jobs()["jobs"]) == 2 and q,
+        lambda: len(q := pools.client.jobs().jobs) == 2 and q,
     )
-    assert [j["name"] for j in queue] == ["first_job", "second_job"]
-    assert [j["status"] for j in queue] == ["SCHEDULED", "QUEUED"]
-    assert [(j["slots_acquired"], j["slots_needed"]) for j in queue] == [(1, 1), (0, 1)]
+    assert [j.name for j in queue] == ["first_job", "second_job"]
+    assert [j.status for j in queue] == ["SCHEDULED", "QUEUED"]
+    assert [(j.slots_acquired, j.slots_needed) for j in queue] == [(1, 1), (0, 1)]
     shown = pools.cli("job", "list", check=True).stdout
     for column in (
         "#",
@@ -131,34 +132,37 @@ def test_job_queue_lists_reorders_and_refuses_what_the_pool_does_not_allow(
         "User",
     ):
         assert column in shown
-    first_id, second_id = queue[0]["id"], queue[1]["id"]
+    first_id, second_id = queue[0].id, queue[1].id
 
     refused = pools.cli("job", "update", second_id, "--weight", "2")
     assert refused.returncode == 1
     assert "uses the priority scheduler" in refused.stderr and "--priority" in refused.stderr
 
     pools.cli("job", "update", second_id, "--ahead-of", first_id, check=True)
-    reordered = pools.client.jobs()["jobs"]
-    assert [j["name"] for j in reordered] == ["second_job", "first_job"]
+    reordered = pools.client.jobs().jobs
+    assert [j.name for j in reordered] == ["second_job", "first_job"]
     pools.wait_state(second, "COMPLETED", timeout=120)
 
     pools.cli("job", "update-batch", f"{first_id}.priority=1", check=True)
-    assert pools.client.jobs()["jobs"][0]["priority"] == 1
+    assert pools.client.jobs().jobs[0].priority == 1
     with pytest.raises(Conflict):
         pools.client.update_jobs(
-            [{"job_id": first_id, "priority": 3}, {"job_id": first_id, "weight": 2.0}]
+            [
+                rest.BatchChange(job_id=first_id, priority=3),
+                rest.BatchChange(job_id=first_id, weight=2.0),
+            ]
         )
-    assert pools.client.jobs()["jobs"][0]["priority"] == 1, "a refused batch changes nothing"
+    assert pools.client.jobs().jobs[0].priority == 1, "a refused batch changes nothing"
 
     pools.cli("e", "set", "max-slots", str(first), "0", check=True)
     pools.cli("e", "set", "priority", str(first), "7", check=True)
     exp = pools.client.experiment(first)
-    assert pools.client.jobs()["jobs"][0]["priority"] == 7
-    assert exp["resource_pool"] == ""
+    assert pools.client.jobs().jobs[0].priority == 7
+    assert exp.resource_pool == ""
     pools.cli("job", "update", first_id, "--resource-pool", "shared", check=True)
     shared = pools.client.jobs("shared")
-    assert [j["id"] for j in shared["jobs"]] == [first_id]
-    assert shared["scheduler"] == "fair_share"
+    assert [j.id for j in shared.jobs] == [first_id]
+    assert shared.scheduler == "fair_share"
     pools.client.transition(first, "kill")
 
 
@@ -202,7 +206,7 @@ def test_fair_share_splits_a_pool_between_experiments(pools: Cluster) -> None:
     )
     wait_for(
         "greedy to hold both slots",
-        lambda: pools.client.jobs("shared")["jobs"][0]["slots_acquired"] == 2,
+        lambda: pools.client.jobs("shared").jobs[0].slots_acquired == 2,
     )
     polite = pools.submit(counter(30, pool="shared", name="polite"))
     pools.wait_state(polite, "COMPLETED", timeout=120)
@@ -210,7 +214,7 @@ def test_fair_share_splits_a_pool_between_experiments(pools: Cluster) -> None:
     preempted = [
         t
         for t in trials
-        if any(a["preempt"] == "scheduler" for a in pools.client.trial(t["id"])["allocations"])
+        if any(a.preempt == "scheduler" for a in pools.client.trial(t.id).allocations)
     ]
     assert len(preempted) == 1, "exactly one slot was given back"
     pools.client.transition(greedy, "kill")
@@ -257,24 +261,24 @@ def test_autoscaling_launches_an_agent_for_queued_work_and_stops_it_when_idle(
     try:
         exp = cluster.submit(counter(20, pool="cloud", name="elastic"))
         cluster.wait_state(exp, "COMPLETED", timeout=120)
-        pool = next(p for p in cluster.client.resource_pools() if p["name"] == "cloud")
-        assert len(pool["instances"]) == 1
-        instance = pool["instances"][0]
-        trial = cluster.client.trial(cluster.client.trials(exp)[0]["id"])
-        assert list(trial["allocations"][0]["slots"]) == [instance["id"]]
+        pool = next(p for p in cluster.client.resource_pools() if p.name == "cloud")
+        assert len(pool.instances) == 1
+        instance = pool.instances[0]
+        trial = cluster.client.trial(cluster.client.trials(exp)[0].id)
+        assert list(trial.allocations[0].slots) == [instance.id]
         wait_for(
             "the idle instance to be terminated",
             lambda: (
-                next(p for p in cluster.client.resource_pools() if p["name"] == "cloud")[
-                    "instances"
-                ][0]["state"]
+                next(p for p in cluster.client.resource_pools() if p.name == "cloud")
+                .instances[0]
+                .state
                 == "TERMINATED"
             ),
             timeout=60,
         )
         wait_for(
             "its agent to go",
-            lambda: not any(a["connected"] for a in cluster.client.agents()),
+            lambda: not any(a.connected for a in cluster.client.agents()),
             timeout=30,
         )
     finally:

@@ -19,7 +19,15 @@ FORBIDDEN = {
     "cli": {"db", "api", "master", "scheduler"},
     "client": {"db", "api", "master", "scheduler"},
     "master": {"api"},
+    # The wire shapes: pydantic and the standard library only, so clients stay light.
+    "rest": {"db", "api", "master", "agent", "scheduler", "searcher", "config", "core"}
+    | {"cli", "client", "context", "storage"},
 }
+
+# Module -> packages it may import despite its layer. The state enums live in the master's
+# standard-library-only ``_states`` module, which ``rest._states`` loads without the master
+# package (see there) until the enums move to a package of their own.
+EXEMPT = {"rest/_states.py": {"master"}}
 
 
 def imported_packages(package: str) -> dict[str, set[str]]:
@@ -42,9 +50,9 @@ def imported_packages(package: str) -> dict[str, set[str]]:
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_package_imports_only_what_its_layer_may(package: str) -> None:
     violations = {
-        module: sorted(imports & FORBIDDEN[package])
+        module: sorted(imports & FORBIDDEN[package] - EXEMPT.get(module, set()))
         for module, imports in imported_packages(package).items()
-        if imports & FORBIDDEN[package]
+        if imports & FORBIDDEN[package] - EXEMPT.get(module, set())
     }
     assert not violations, f"{package} must not import {sorted(FORBIDDEN[package])}: {violations}"
 

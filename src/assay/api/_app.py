@@ -3,29 +3,44 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 import assay
+from assay import rest
 from assay.api import _cluster, _experiments, _harness, _jobs, _trials
 from assay.api._docs import install_docs
 from assay.api._limits import DEFAULT_BODY_LIMIT, BodyLimit
 from assay.api._upload import UPLOAD_ROUTE_LIMIT
-from assay.errors import AssayError, ErrorDetail, InvalidRequest, NotFound, TooLarge
+from assay.errors import (
+    AssayError,
+    Conflict,
+    ErrorDetail,
+    InvalidRequest,
+    NotFound,
+    TooLarge,
+    Unauthorized,
+)
 from assay.master import Master
 
 log = logging.getLogger(__name__)
 
-
-_HTTP_ERRORS: dict[int, type[AssayError]] = {
-    400: InvalidRequest,
-    404: NotFound,
-    413: TooLarge,
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": rest.ErrorResponse, "description": description}
+    for status, description in (
+        (400, "The request is not valid: `details` names each bad field."),
+        (401, "A trial-process endpoint without its allocation's token."),
+        (404, "No such experiment, trial, checkpoint, job or pool."),
+        (409, "Not possible in the object's current state."),
+        (413, "The upload is over its size limit."),
+    )
 }
 
 
@@ -49,7 +64,7 @@ def create_app(master: Master) -> FastAPI:
     )
     app.state.master = master
     for module in (_experiments, _trials, _harness, _jobs, _cluster):
-        app.include_router(module.router)
+        app.include_router(module.router, responses=_ERRORS)
     install_docs(app)
     app.add_middleware(
         BodyLimit,
@@ -57,32 +72,79 @@ def create_app(master: Master) -> FastAPI:
         routes={("POST", "/api/v1/experiments"): UPLOAD_ROUTE_LIMIT},
     )
 
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = _without_422(
+                get_openapi(
+                    title=app.title,
+                    version=app.version,
+                    description=app.description,
+                    routes=app.routes,
+                )
+            )
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
     @app.exception_handler(AssayError)
     async def assay_error(_request: Request, exc: AssayError) -> JSONResponse:
-        return JSONResponse(exc.to_json(), status_code=exc.status)
-
-    @app.exception_handler(HTTPException)
-    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
-        # Raised by the framework itself: an unknown path, a malformed multipart body...
-        kind = _HTTP_ERRORS.get(exc.status_code, AssayError)
-        error = kind(str(exc.detail))
-        return JSONResponse(error.to_json(), status_code=exc.status_code, headers=exc.headers)
+        return _error(exc)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
         details = [
-            ErrorDetail(
-                ".".join(str(p) for p in err.get("loc", ()) if p != "body"), str(err.get("msg"))
-            )
+            ErrorDetail(".".join(str(p) for p in err.get("loc", ()) if p != "body"), _says(err))
             for err in exc.errors()
         ]
-        error = InvalidRequest("the request is not valid", details)
-        return JSONResponse(error.to_json(), status_code=400)
+        return _error(InvalidRequest("the request is not valid", details), status=400)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+        # What the framework refuses itself (a body that is not JSON, a malformed
+        # multipart body, an unknown path) gets
+        # the same error shape as everything else.
+        kind = _BY_STATUS.get(exc.status_code, AssayError)
+        return _error(kind(str(exc.detail)), status=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(Exception)
     async def unexpected(_request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error", exc_info=exc)
-        error = AssayError(f"internal error: {type(exc).__name__}: {exc}")
-        return JSONResponse(error.to_json(), status_code=500)
+        return _error(AssayError(f"internal error: {type(exc).__name__}: {exc}"))
 
     return app
+
+
+_BY_STATUS: dict[int, type[AssayError]] = {
+    400: InvalidRequest,
+    401: Unauthorized,
+    404: NotFound,
+    409: Conflict,
+    413: TooLarge,
+}
+
+
+def _says(err: dict[str, Any]) -> str:
+    """What a validation error says, in words for the patterns the wire shapes use."""
+    pattern = (err.get("ctx") or {}).get("pattern")
+    if err.get("type") == "string_pattern_mismatch" and pattern == rest.NO_NUL:
+        return "must not contain NUL characters"
+    return str(err.get("msg"))
+
+
+def _error(
+    exc: AssayError, status: int | None = None, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    body = rest.ErrorResponse.of(exc).model_dump(mode="json")
+    return JSONResponse(body, status_code=status or exc.status, headers=headers)
+
+
+def _without_422(schema: dict[str, Any]) -> dict[str, Any]:
+    """FastAPI documents a 422 for every route with parameters; this API answers invalid
+    requests with 400 and the error shape, which every route documents instead."""
+    for path in schema.get("paths", {}).values():
+        for operation in path.values():
+            operation.get("responses", {}).pop("422", None)
+    components = schema.get("components", {}).get("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        components.pop(name, None)
+    return schema

@@ -10,8 +10,9 @@ from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
 import assay
-from assay.api._deps import MasterDep
-from assay.api._serialize import agent_json
+from assay import rest
+from assay.api import _serialize as out
+from assay.api._deps import ContextId, MasterDep
 from assay.db import Context
 from assay.db import _queries as q
 from assay.errors import AssayError, NotFound
@@ -24,38 +25,38 @@ router = APIRouter(prefix="/api/v1", tags=["cluster"])
 
 
 @router.get("/master")
-async def master_info(master: MasterDep) -> dict[str, Any]:
-    return {
-        "version": assay.__version__,
-        "cluster_id": master.cluster_id,
-        "started_at": master.started_at,
-        "database": "sqlite" if master.db.is_sqlite else "postgresql",
-    }
+async def master_info(master: MasterDep) -> rest.MasterInfo:
+    return rest.MasterInfo(
+        version=assay.__version__,
+        cluster_id=master.cluster_id,
+        started_at=master.started_at,
+        database="sqlite" if master.db.is_sqlite else "postgresql",
+    )
 
 
 @router.get("/agents")
-async def list_agents(master: MasterDep) -> dict[str, Any]:
-    def read(session: Session) -> dict[str, Any]:
+async def list_agents(master: MasterDep) -> rest.AgentList:
+    def read(session: Session) -> rest.AgentList:
         used: dict[str, set[str]] = {}
         for alloc in q.live_allocations(session):
             for agent_id, slots in (alloc.slots or {}).items():
                 used.setdefault(agent_id, set()).update(str(s) for s in slots)
-        return {
-            "agents": [
-                agent_json(
+        return rest.AgentList(
+            agents=[
+                out.agent(
                     a,
                     connected=master.hub.is_connected(a.id),
                     used_slots=used.get(a.id, set()),
                 )
                 for a in q.agents(session)
             ]
-        }
+        )
 
     return await master.db.run(read)
 
 
 @router.get("/resource-pools")
-async def list_pools(master: MasterDep) -> dict[str, Any]:
+async def list_pools(master: MasterDep) -> rest.ResourcePoolList:
     views = master.hub.connected_views()
     names = [p.pool_name for p in master.settings.resource_pools if p.provider is not None]
 
@@ -67,21 +68,29 @@ async def list_pools(master: MasterDep) -> dict[str, Any]:
     for pool in master.settings.resource_pools:
         agents = [a for a in views if a.pool == pool.pool_name]
         pools.append(
-            {
-                "name": pool.pool_name,
-                "description": pool.description,
-                "scheduler": pool.scheduler.type,
-                "preemption": pool.scheduler.preemption,
-                "agents": len(agents),
-                "slots": sum(len(a.slots) for a in agents),
-                "instances": instances.get(pool.pool_name, []),
-            }
+            rest.ResourcePool(
+                name=pool.pool_name,
+                description=pool.description,
+                scheduler=pool.scheduler.type,
+                preemption=pool.scheduler.preemption,
+                agents=len(agents),
+                slots=sum(len(a.slots) for a in agents),
+                instances=[
+                    rest.Instance.model_validate(i) for i in instances.get(pool.pool_name, [])
+                ],
+            )
         )
-    return {"resource_pools": pools}
+    return rest.ResourcePoolList(resource_pools=pools)
 
 
-@router.get("/contexts/{context_id}")
-async def get_context(context_id: int, master: MasterDep) -> Response:
+_GZIP = {
+    "description": "The context directory as uploaded (tar.gz).",
+    "content": {"application/gzip": {"schema": {"type": "string", "format": "binary"}}},
+}
+
+
+@router.get("/contexts/{context_id}", response_class=Response, responses={200: _GZIP})
+async def get_context(context_id: ContextId, master: MasterDep) -> Response:
     def read(session: Session) -> bytes:
         ctx = session.get(Context, context_id)
         if ctx is None:

@@ -1,11 +1,13 @@
-"""Dependencies shared by the routes: the master, and the bearer token of trial processes."""
+"""Dependencies shared by the routes: the master, the bearer token of trial processes, and the
+integer path parameters (bounded, so an id the database cannot hold is a 400, not a crash)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Header, Path, Request
 
+from assay import rest
 from assay.master import Master
 
 
@@ -22,3 +24,7 @@ def bearer_token(authorization: Annotated[str | None, Header()] = None) -> str |
 
 MasterDep = Annotated[Master, Depends(get_master)]
 TokenDep = Annotated[str | None, Depends(bearer_token)]
+
+ExperimentId = Annotated[int, Path(ge=0, le=rest.INT_MAX, description="An experiment's id.")]
+TrialId = Annotated[int, Path(ge=0, le=rest.INT_MAX, description="A trial's id.")]
+ContextId = Annotated[int, Path(ge=0, le=rest.INT_MAX, description="A context's id.")]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
 from sqlalchemy.orm import Session
 
-from assay.api._deps import MasterDep
-from assay.api._serialize import checkpoint_json, experiment_json, trial_json
+from assay import rest
+from assay.api import _serialize as out
+from assay.api._deps import ExperimentId, MasterDep
 from assay.api._upload import UPLOAD_DESCRIPTION, UPLOAD_OPENAPI, read_context, require_multipart
 from assay.db import Experiment
 from assay.db import _queries as q
@@ -25,12 +26,16 @@ def _load(session: Session, experiment_id: int) -> Experiment:
     return exp
 
 
-def _describe(session: Session, experiment_id: int, with_config: bool = True) -> dict[str, Any]:
+def _describe(session: Session, experiment_id: int) -> rest.Experiment:
     exp = _load(session, experiment_id)
     counts = q.trial_counts(session, [exp.id])[exp.id]
-    return experiment_json(
-        exp, counts=counts, best=q.best_trial(session, exp.id), with_config=with_config
-    )
+    return out.experiment(exp, counts=counts, best=q.best_trial(session, exp.id))
+
+
+def _summary(session: Session, experiment_id: int) -> rest.ExperimentSummary:
+    exp = _load(session, experiment_id)
+    counts = q.trial_counts(session, [exp.id])[exp.id]
+    return out.experiment_summary(exp, counts=counts, best=q.best_trial(session, exp.id))
 
 
 @router.post(
@@ -59,7 +64,7 @@ async def create_experiment(
         list[str], Form(default_factory=list, description="`key.path=value`, one per field.")
     ],
     activate: Annotated[bool, Form(description="False creates the experiment PAUSED.")] = True,
-) -> dict[str, Any]:
+) -> rest.Experiment:
     exp_id = await master.submit(
         Submission(
             config_text=config,
@@ -74,57 +79,64 @@ async def create_experiment(
 @router.get("")
 async def list_experiments(
     master: MasterDep,
-    state: list[str] = Query(default=[]),
+    state: Annotated[list[rest.ExperimentState], Query()] = [],  # noqa: B006
     archived: bool = False,
-    limit: int = Query(default=100, ge=1, le=1000),
-    offset: int = Query(default=0, ge=0),
-) -> dict[str, Any]:
-    def read(session: Session) -> dict[str, Any]:
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0, le=rest.INT_MAX)] = 0,
+) -> rest.ExperimentList:
+    def read(session: Session) -> rest.ExperimentList:
         rows, total = q.list_experiments(
-            session, states=state, include_archived=archived, limit=limit, offset=offset
+            session,
+            states=[s.value for s in state],
+            include_archived=archived,
+            limit=limit,
+            offset=offset,
         )
         counts = q.trial_counts(session, [e.id for e in rows])
-        return {
-            "experiments": [experiment_json(e, counts=counts[e.id]) for e in rows],
-            "pagination": {"total": total, "limit": limit, "offset": offset},
-        }
+        return rest.ExperimentList(
+            experiments=[out.experiment_summary(e, counts=counts[e.id]) for e in rows],
+            pagination=rest.Pagination(total=total, limit=limit, offset=offset),
+        )
 
     return await master.db.run(read)
 
 
 @router.get("/{experiment_id}")
-async def get_experiment(experiment_id: int, master: MasterDep) -> dict[str, Any]:
+async def get_experiment(experiment_id: ExperimentId, master: MasterDep) -> rest.Experiment:
     return await master.db.run(lambda s: _describe(s, experiment_id))
 
 
 @router.get("/{experiment_id}/trials")
-async def list_trials(experiment_id: int, master: MasterDep) -> dict[str, Any]:
-    def read(session: Session) -> dict[str, Any]:
+async def list_trials(experiment_id: ExperimentId, master: MasterDep) -> rest.TrialList:
+    def read(session: Session) -> rest.TrialList:
         _load(session, experiment_id)
-        return {"trials": [trial_json(t) for t in q.trials_of(session, experiment_id)]}
+        return rest.TrialList(trials=[out.trial(t) for t in q.trials_of(session, experiment_id)])
 
     return await master.db.run(read)
 
 
 @router.get("/{experiment_id}/checkpoints")
-async def list_checkpoints(experiment_id: int, master: MasterDep) -> dict[str, Any]:
-    def read(session: Session) -> dict[str, Any]:
+async def list_checkpoints(experiment_id: ExperimentId, master: MasterDep) -> rest.CheckpointList:
+    def read(session: Session) -> rest.CheckpointList:
         _load(session, experiment_id)
         rows = q.checkpoints_of(session, experiment_id=experiment_id)
-        return {"checkpoints": [checkpoint_json(c) for c in rows]}
+        return rest.CheckpointList(checkpoints=[out.checkpoint(c) for c in rows])
 
     return await master.db.run(read)
 
 
 @router.get("/{experiment_id}/wait")
 async def wait_experiment(
-    experiment_id: int, master: MasterDep, timeout: float = Query(default=30.0, ge=0, le=300)
-) -> dict[str, Any]:
+    experiment_id: ExperimentId,
+    master: MasterDep,
+    timeout: Annotated[float, Query(ge=0, le=300)] = 30.0,
+) -> rest.ExperimentStateAnswer:
+    """Wait up to ``timeout`` seconds for the experiment to end; its state then."""
     state = await master.wait_experiment(experiment_id, timeout)
-    return {"id": experiment_id, "state": state}
+    return rest.ExperimentStateAnswer(id=experiment_id, state=state)
 
 
-async def _transition(master: MasterDep, experiment_id: int, action: str) -> dict[str, Any]:
+async def _transition(master: MasterDep, experiment_id: int, action: str) -> rest.ExperimentSummary:
     if action == "pause":
         await master.pause(experiment_id)
     elif action == "activate":
@@ -137,34 +149,34 @@ async def _transition(master: MasterDep, experiment_id: int, action: str) -> dic
         await master.set_archived(experiment_id, True)
     elif action == "unarchive":
         await master.set_archived(experiment_id, False)
-    return await master.db.run(lambda s: _describe(s, experiment_id, with_config=False))
+    return await master.db.run(lambda s: _summary(s, experiment_id))
 
 
 @router.post("/{experiment_id}/pause")
-async def pause(experiment_id: int, master: MasterDep) -> dict[str, Any]:
+async def pause(experiment_id: ExperimentId, master: MasterDep) -> rest.ExperimentSummary:
     return await _transition(master, experiment_id, "pause")
 
 
 @router.post("/{experiment_id}/activate")
-async def activate(experiment_id: int, master: MasterDep) -> dict[str, Any]:
+async def activate(experiment_id: ExperimentId, master: MasterDep) -> rest.ExperimentSummary:
     return await _transition(master, experiment_id, "activate")
 
 
 @router.post("/{experiment_id}/cancel")
-async def cancel(experiment_id: int, master: MasterDep) -> dict[str, Any]:
+async def cancel(experiment_id: ExperimentId, master: MasterDep) -> rest.ExperimentSummary:
     return await _transition(master, experiment_id, "cancel")
 
 
 @router.post("/{experiment_id}/kill")
-async def kill(experiment_id: int, master: MasterDep) -> dict[str, Any]:
+async def kill(experiment_id: ExperimentId, master: MasterDep) -> rest.ExperimentSummary:
     return await _transition(master, experiment_id, "kill")
 
 
 @router.post("/{experiment_id}/archive")
-async def archive(experiment_id: int, master: MasterDep) -> dict[str, Any]:
+async def archive(experiment_id: ExperimentId, master: MasterDep) -> rest.ExperimentSummary:
     return await _transition(master, experiment_id, "archive")
 
 
 @router.post("/{experiment_id}/unarchive")
-async def unarchive(experiment_id: int, master: MasterDep) -> dict[str, Any]:
+async def unarchive(experiment_id: ExperimentId, master: MasterDep) -> rest.ExperimentSummary:
     return await _transition(master, experiment_id, "unarchive")

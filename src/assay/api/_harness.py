@@ -1,87 +1,71 @@
-"""Endpoints for trial processes (the harness), authenticated by their allocation's token."""
+"""Endpoints for trial processes (the harness), authenticated by their allocation's token.
+
+Reports answer 204 No Content: the harness needs to know only that they were stored.
+"""
 
 from __future__ import annotations
 
-import math
-from typing import Any
+from typing import Annotated
 
-from fastapi import APIRouter, Query
-from pydantic import BaseModel, Field
+from fastapi import APIRouter, Path, Query
 from sqlalchemy.orm import Session
 
-from assay.api._deps import MasterDep, TokenDep
-from assay.api._serialize import checkpoint_json
+from assay import rest
+from assay.api import _serialize as out
+from assay.api._deps import ExperimentId, MasterDep, TokenDep, TrialId
 from assay.db import Checkpoint, Experiment, Trial
 from assay.db import _queries as q
-from assay.errors import InvalidRequest, NotFound, Unauthorized
+from assay.errors import NotFound, Unauthorized
 
 router = APIRouter(prefix="/api/v1", tags=["harness"])
 
-
-class CompletedOperation(BaseModel):
-    length: int = Field(ge=0)
-    metric: float
-
-
-class MetricsBatch(BaseModel):
-    reports: list[dict[str, Any]]
-
-
-class Progress(BaseModel):
-    progress: float
-
-
-class EarlyExit(BaseModel):
-    reason: str
+CheckpointUuid = Annotated[
+    str, Path(max_length=64, pattern=rest.NO_NUL, description="The checkpoint's uuid.")
+]
 
 
 @router.get("/trials/{trial_id}/searcher/operation")
 async def next_operation(
-    trial_id: int,
+    trial_id: TrialId,
     master: MasterDep,
     token: TokenDep,
-    timeout: float = Query(default=60.0, ge=0, le=600),
-) -> dict[str, Any]:
+    timeout: Annotated[float, Query(ge=0, le=600)] = 60.0,
+) -> rest.SearcherOperation:
+    """Long-poll: the trial's next length to train to, waiting up to ``timeout`` seconds."""
     caller = await master.caller(token, trial_id)
-    return await master.next_operation(caller, timeout)
+    return rest.SearcherOperation.model_validate(await master.next_operation(caller, timeout))
 
 
-@router.post("/trials/{trial_id}/searcher/completed_operation")
+@router.post("/trials/{trial_id}/searcher/completed_operation", status_code=204)
 async def completed_operation(
-    trial_id: int, body: CompletedOperation, master: MasterDep, token: TokenDep
-) -> dict[str, Any]:
-    if not math.isfinite(body.metric):
-        raise InvalidRequest(f"metric: must be a finite number, got {body.metric}")
+    trial_id: TrialId, body: rest.CompletedOperation, master: MasterDep, token: TokenDep
+) -> None:
     caller = await master.caller(token, trial_id)
     await master.complete_operation(caller, body.length, body.metric)
-    return {}
 
 
-@router.post("/trials/{trial_id}/metrics")
+@router.post("/trials/{trial_id}/metrics", status_code=204)
 async def report_metrics(
-    trial_id: int, body: MetricsBatch, master: MasterDep, token: TokenDep
-) -> dict[str, Any]:
+    trial_id: TrialId, body: rest.MetricsBatch, master: MasterDep, token: TokenDep
+) -> None:
     caller = await master.caller(token, trial_id)
-    await master.report_metrics(caller, body.reports)
-    return {}
+    await master.report_metrics(caller, [r.model_dump() for r in body.reports])
 
 
-@router.post("/trials/{trial_id}/progress")
+@router.post("/trials/{trial_id}/progress", status_code=204)
 async def report_progress(
-    trial_id: int, body: Progress, master: MasterDep, token: TokenDep
-) -> dict[str, Any]:
+    trial_id: TrialId, body: rest.ProgressReport, master: MasterDep, token: TokenDep
+) -> None:
     caller = await master.caller(token, trial_id)
     await master.report_progress(caller, body.progress)
-    return {}
 
 
-@router.post("/trials/{trial_id}/early_exit")
+@router.post("/trials/{trial_id}/early_exit", status_code=204)
 async def report_early_exit(
-    trial_id: int, body: EarlyExit, master: MasterDep, token: TokenDep
-) -> dict[str, Any]:
+    trial_id: TrialId, body: rest.EarlyExitReport, master: MasterDep, token: TokenDep
+) -> None:
     caller = await master.caller(token, trial_id)
     await master.report_early_exit(caller, body.reason)
-    return {}
 
 
 @router.get("/allocations/{allocation_id}/signals/preemption")
@@ -89,22 +73,23 @@ async def preemption(
     allocation_id: str,
     master: MasterDep,
     token: TokenDep,
-    timeout_seconds: float = Query(default=60.0, ge=0, le=600),
-) -> dict[str, Any]:
+    timeout_seconds: Annotated[float, Query(ge=0, le=600)] = 60.0,
+) -> rest.PreemptionSignal:
+    """Long-poll: whether the allocation should checkpoint and exit, waiting up to
+    ``timeout_seconds`` for the answer to become yes."""
     caller = await master.caller(token)
     if caller.allocation_id != allocation_id:
         raise Unauthorized(f"this token belongs to allocation {caller.allocation_id}")
-    return {"preempt": await master.preemption(allocation_id, timeout_seconds)}
+    return rest.PreemptionSignal(preempt=await master.preemption(allocation_id, timeout_seconds))
 
 
 @router.post("/checkpoints")
 async def report_checkpoint(
-    body: dict[str, Any], master: MasterDep, token: TokenDep
-) -> dict[str, Any]:
+    body: rest.CheckpointReport, master: MasterDep, token: TokenDep
+) -> rest.Checkpoint:
     caller = await master.caller(token)
-    await master.report_checkpoint(caller, body)
-    uuid = str(body.get("uuid"))
-    return await master.db.run(lambda s: checkpoint_json(_checkpoint(s, uuid)))
+    await master.report_checkpoint(caller, body.model_dump())
+    return await master.db.run(lambda s: out.checkpoint(_checkpoint(s, body.uuid)))
 
 
 def _checkpoint(session: Session, uuid: str) -> Checkpoint:
@@ -115,17 +100,17 @@ def _checkpoint(session: Session, uuid: str) -> Checkpoint:
 
 
 @router.get("/checkpoints/{uuid}")
-async def get_checkpoint(uuid: str, master: MasterDep) -> dict[str, Any]:
-    return await master.db.run(lambda s: checkpoint_json(_checkpoint(s, uuid)))
+async def get_checkpoint(uuid: CheckpointUuid, master: MasterDep) -> rest.Checkpoint:
+    return await master.db.run(lambda s: out.checkpoint(_checkpoint(s, uuid)))
 
 
 @router.get("/experiments/{experiment_id}/searcher/best_validation")
-async def best_validation(experiment_id: int, master: MasterDep) -> dict[str, Any]:
-    def read(session: Session) -> dict[str, Any]:
+async def best_validation(experiment_id: ExperimentId, master: MasterDep) -> rest.BestValidation:
+    def read(session: Session) -> rest.BestValidation:
         exp = session.get(Experiment, experiment_id)
         if exp is None:
             raise NotFound(f"experiment {experiment_id} not found")
         best: Trial | None = q.best_trial(session, experiment_id)
-        return {"best_validation": None if best is None else best.best_validation}
+        return rest.BestValidation(best_validation=None if best is None else best.best_validation)
 
     return await master.db.run(read)

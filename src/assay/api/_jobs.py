@@ -2,74 +2,43 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
 
-from assay.api._deps import MasterDep
+from assay import rest
+from assay.api._deps import ExperimentId, MasterDep
 from assay.scheduler import JobUpdate
 
 router = APIRouter(prefix="/api/v1", tags=["jobs"])
 
 
-class JobChange(BaseModel):
-    """One change to a job (set exactly the fields to change)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    priority: int | None = None
-    weight: float | None = None
-    resource_pool: str | None = None
-    ahead_of: str | None = None
-    behind_of: str | None = None
-
-    def update(self, job_id: str) -> JobUpdate:
-        fields = self.model_dump(exclude={"job_id"})
-        return JobUpdate(job_id=job_id, **fields)
-
-
-class BatchChange(JobChange):
-    job_id: str
-
-
-class Batch(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    updates: list[BatchChange] = Field(min_length=1)
-
-
-class ExperimentResources(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    priority: int | None = None
-    weight: float | None = None
-    max_slots: int | None = Field(default=None, ge=0)
+def _update(job_id: str, change: rest.JobChange) -> JobUpdate:
+    fields = change.model_dump(exclude={"job_id"})
+    return JobUpdate(job_id=job_id, **fields)
 
 
 @router.get("/jobs")
-async def list_jobs(master: MasterDep, resource_pool: str | None = None) -> dict[str, Any]:
+async def list_jobs(master: MasterDep, resource_pool: str | None = None) -> rest.JobQueue:
     """Active jobs of a pool (the default compute pool unless named), in scheduling order."""
-    return await master.list_jobs(resource_pool)
+    return rest.JobQueue.model_validate(await master.list_jobs(resource_pool))
 
 
 @router.patch("/jobs/{job_id}")
-async def update_job(job_id: str, body: JobChange, master: MasterDep) -> dict[str, Any]:
-    await master.update_jobs([body.update(job_id)])
-    return {"updated": [job_id]}
+async def update_job(job_id: str, body: rest.JobChange, master: MasterDep) -> rest.JobsUpdated:
+    await master.update_jobs([_update(job_id, body)])
+    return rest.JobsUpdated(updated=[job_id])
 
 
 @router.post("/jobs/update-batch")
-async def update_batch(body: Batch, master: MasterDep) -> dict[str, Any]:
+async def update_batch(body: rest.JobBatch, master: MasterDep) -> rest.JobsUpdated:
     """Apply every update or none: all problems are reported together."""
-    updates = [change.update(change.job_id) for change in body.updates]
-    return {"updated": await master.update_jobs(updates)}
+    updates = [_update(change.job_id, change) for change in body.updates]
+    return rest.JobsUpdated(updated=await master.update_jobs(updates))
 
 
 @router.patch("/experiments/{experiment_id}")
 async def set_experiment_resources(
-    experiment_id: int, body: ExperimentResources, master: MasterDep
-) -> dict[str, Any]:
+    experiment_id: ExperimentId, body: rest.ExperimentResources, master: MasterDep
+) -> rest.ExperimentRef:
     for field, value in body.model_dump(exclude_unset=True).items():
         await master.set_experiment_resource(experiment_id, field, value)
-    return {"id": experiment_id}
+    return rest.ExperimentRef(id=experiment_id)

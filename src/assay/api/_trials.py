@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 from sqlalchemy.orm import Session
 
-from assay.api._deps import MasterDep
-from assay.api._serialize import allocation_json, checkpoint_json, log_json, metric_json, trial_json
+from assay import rest
+from assay.api import _serialize as out
+from assay.api._deps import MasterDep, TrialId
 from assay.db import Trial
 from assay.db import _queries as q
 from assay.errors import NotFound
@@ -30,66 +30,76 @@ def _load(session: Session, trial_id: int) -> Trial:
 
 
 @router.get("/{trial_id}")
-async def get_trial(trial_id: int, master: MasterDep) -> dict[str, Any]:
+async def get_trial(trial_id: TrialId, master: MasterDep) -> rest.TrialDetail:
     """A trial, with its allocations (one per run: where and when it ran, how it ended)."""
 
-    def read(session: Session) -> dict[str, Any]:
-        out = trial_json(_load(session, trial_id))
-        out["allocations"] = [allocation_json(a) for a in q.allocations_of(session, trial_id)]
-        return out
+    def read(session: Session) -> rest.TrialDetail:
+        return out.trial_detail(_load(session, trial_id), q.allocations_of(session, trial_id))
 
     return await master.db.run(read)
 
 
 @router.get("/{trial_id}/metrics")
 async def get_metrics(
-    trial_id: int,
+    trial_id: TrialId,
     master: MasterDep,
-    group: str | None = None,
+    group: Annotated[
+        str | None, Query(max_length=64, pattern=rest.NO_NUL, description="Only this group.")
+    ] = None,
     include_archived: bool = False,
-) -> dict[str, Any]:
-    def read(session: Session) -> dict[str, Any]:
+) -> rest.MetricList:
+    def read(session: Session) -> rest.MetricList:
         _load(session, trial_id)
         rows = q.metric_series(session, trial_id, group, include_archived=include_archived)
-        return {"metrics": [metric_json(m) for m in rows]}
+        return rest.MetricList(metrics=[out.metric(m) for m in rows])
 
     return await master.db.run(read)
 
 
 @router.get("/{trial_id}/checkpoints")
-async def get_checkpoints(trial_id: int, master: MasterDep) -> dict[str, Any]:
-    def read(session: Session) -> dict[str, Any]:
+async def get_checkpoints(trial_id: TrialId, master: MasterDep) -> rest.CheckpointList:
+    def read(session: Session) -> rest.CheckpointList:
         _load(session, trial_id)
-        return {
-            "checkpoints": [
-                checkpoint_json(c) for c in q.checkpoints_of(session, trial_id=trial_id)
-            ]
-        }
+        rows = q.checkpoints_of(session, trial_id=trial_id)
+        return rest.CheckpointList(checkpoints=[out.checkpoint(c) for c in rows])
 
     return await master.db.run(read)
 
 
 @router.post("/{trial_id}/kill")
-async def kill_trial(trial_id: int, master: MasterDep) -> dict[str, Any]:
+async def kill_trial(trial_id: TrialId, master: MasterDep) -> rest.Trial:
     await master.kill_trial(trial_id)
-    return await master.db.run(lambda s: trial_json(_load(s, trial_id)))
+    return await master.db.run(lambda s: out.trial(_load(s, trial_id)))
 
 
-@router.get("/{trial_id}/logs", response_model=None)
+_EVENT_STREAM = {
+    "description": "With follow=true: a server-sent event stream of `log` events (each a "
+    "LogEntry), ending with an `end` event once the trial has ended.",
+    "content": {"text/event-stream": {"schema": {"type": "string"}}},
+}
+
+
+@router.get(
+    "/{trial_id}/logs",
+    response_model=rest.LogPage,
+    responses={200: _EVENT_STREAM},
+)
 async def get_logs(
-    trial_id: int,
+    trial_id: TrialId,
     master: MasterDep,
     follow: bool = False,
-    after: int = Query(default=0, ge=0, description="Only lines with an id above this."),
-    limit: int = Query(default=LOG_PAGE, ge=1, le=100_000),
-) -> dict[str, Any] | StreamingResponse:
-    """Log lines of all the trial's runs. With ``follow=true``, a server-sent event stream of
-    ``log`` events that ends with an ``end`` event once the trial has ended."""
+    after: Annotated[
+        int, Query(ge=0, le=rest.INT_MAX, description="Only lines with an id above this.")
+    ] = 0,
+    limit: Annotated[int, Query(ge=1, le=100_000)] = LOG_PAGE,
+) -> rest.LogPage | StreamingResponse:
+    """Log lines of all the trial's runs, oldest first."""
     if not follow:
 
-        def read(session: Session) -> dict[str, Any]:
+        def read(session: Session) -> rest.LogPage:
             _load(session, trial_id)
-            return {"logs": [log_json(e) for e in q.logs_after(session, trial_id, after, limit)]}
+            rows = q.logs_after(session, trial_id, after, limit)
+            return rest.LogPage(logs=[out.log_entry(e) for e in rows])
 
         return await master.db.run(read)
     await master.db.run(lambda s: _load(s, trial_id))
@@ -102,15 +112,15 @@ async def _follow(master: MasterDep, trial_id: int, after: int) -> AsyncIterator
     while True:
         since = master.waiters.version(key)
 
-        def read(session: Session, last: int = last) -> tuple[list[dict[str, Any]], bool]:
-            rows = [log_json(e) for e in q.logs_after(session, trial_id, last, LOG_PAGE)]
+        def read(session: Session, last: int = last) -> tuple[list[rest.LogEntry], bool]:
+            rows = [out.log_entry(e) for e in q.logs_after(session, trial_id, last, LOG_PAGE)]
             trial = _load(session, trial_id)
             return rows, TrialState(trial.state).terminal
 
         rows, ended = await master.db.run(read)
         for row in rows:
-            last = row["id"]
-            yield f"event: log\ndata: {json.dumps(row)}\n\n"
+            last = row.id
+            yield f"event: log\ndata: {row.model_dump_json()}\n\n"
         if rows and len(rows) == LOG_PAGE:
             continue
         if ended and not rows:

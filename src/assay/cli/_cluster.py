@@ -16,7 +16,6 @@ from typing import Annotated
 import typer
 
 from assay.cli._common import assay_home, cluster_file, console, fail
-from assay.client import Client
 from assay.errors import AssayError
 
 STARTUP_TIMEOUT = 60.0
@@ -121,6 +120,8 @@ def up(
     ] = None,
 ) -> None:
     """Start a single-machine cluster in the background: a master and one local agent."""
+    from assay.client import Client
+
     home = assay_home()
     (home / "run").mkdir(parents=True, exist_ok=True)
     url = f"http://127.0.0.1:{port}"
@@ -148,14 +149,14 @@ def up(
         agent_args += ["--slots", str(slots)]
     agent_proc = _spawn("agent", agent_args, env)
     _wait(
-        lambda: any(a["connected"] for a in client.agents()),
+        lambda: any(a.connected for a in client.agents()),
         agent_proc,
         "agent",
         "the local agent did not connect",
     )
     cluster_file().write_text(json.dumps({"master": url}))
-    agents = [a for a in client.agents() if a["connected"]]
-    total = sum(len(a["slots"]) for a in agents)
+    agents = [a for a in client.agents() if a.connected]
+    total = sum(len(a.slots) for a in agents)
     console.print(
         f"cluster up: master {url}, {len(agents)} agent(s), {total} slot(s); "
         f"state in {home}; stop it with `assay down`"

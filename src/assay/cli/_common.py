@@ -1,4 +1,8 @@
-"""What every command shares: the client, the console, JSON output, error reporting."""
+"""What every command shares: the client, the console, JSON output, error reporting.
+
+The client and the REST models (pydantic) load when a command first talks to the master, so
+``assay --help`` and the commands that need neither start without them.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,21 @@ import json
 import os
 import sys
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
 
-from assay.client import DEFAULT_MASTER, Client
 from assay.errors import AssayError, MasterUnreachable
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from assay.client import Client
+
+M = TypeVar("M", bound="BaseModel")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -29,6 +40,8 @@ def cluster_file() -> Path:
 
 def default_master() -> str:
     """``$ASSAY_MASTER``, else the cluster ``assay up`` started, else the local default."""
+    from assay.client import DEFAULT_MASTER
+
     env = os.environ.get("ASSAY_MASTER")
     if env:
         return env
@@ -46,6 +59,8 @@ state = State()
 
 
 def client() -> Client:
+    from assay.client import Client
+
     return Client(state.master or default_master())
 
 
@@ -61,8 +76,26 @@ def report_error(exc: AssayError) -> NoReturn:
     fail("\n".join(lines))
 
 
+def request(model: type[M], **fields: Any) -> M:
+    """A request body built from the command's arguments; an invalid one ends the command with
+    what is wrong with each field."""
+    from pydantic import ValidationError
+
+    try:
+        return model(**fields)
+    except ValidationError as exc:
+        problems = [
+            f"{'.'.join(str(p) for p in err['loc']).replace('_', '-')}: {err['msg']}"
+            for err in exc.errors()
+        ]
+        fail("\n".join(problems))
+
+
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    """``data`` (resources, lists and dicts of them) as indented JSON on stdout."""
+    from pydantic_core import to_jsonable_python
+
+    sys.stdout.write(json.dumps(to_jsonable_python(data), indent=2, default=str) + "\n")
 
 
 def when(ts: float | None) -> str:
@@ -93,17 +126,24 @@ def fmt_hparams(hparams: dict[str, Any], limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-STATE_STYLE = {
-    "ACTIVE": "cyan",
-    "RUNNING": "cyan",
-    "QUEUED": "yellow",
-    "PAUSED": "magenta",
-    "COMPLETED": "green",
-    "CANCELED": "dim",
-    "ERROR": "red",
-}
+@cache
+def state_styles() -> dict[str, str]:
+    """Colours by state name; the STOPPING_ states are yellow. Experiments and trials share the
+    names of their ending states."""
+    from assay.rest import ExperimentState, TrialState
+
+    return {
+        ExperimentState.ACTIVE: "cyan",
+        TrialState.RUNNING: "cyan",
+        TrialState.QUEUED: "yellow",
+        ExperimentState.PAUSED: "magenta",
+        ExperimentState.COMPLETED: "green",
+        ExperimentState.CANCELED: "dim",
+        ExperimentState.ERROR: "red",
+    }
 
 
 def styled_state(value: str) -> str:
-    style = STATE_STYLE.get(value, "yellow" if value.startswith("STOPPING") else "")
+    stopping = value.startswith("STOPPING_")
+    style = state_styles().get(value, "yellow" if stopping else "")
     return f"[{style}]{value}[/]" if style else value

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
 from assay.cli._common import (
     client,
@@ -20,12 +18,15 @@ from assay.cli._common import (
     fmt_hparams,
     fmt_metric,
     print_json,
+    request,
     styled_state,
     when,
 )
-from assay.cli._follow import follow_experiment, print_outcome
-from assay.config import load_experiment_config, parse_yaml
-from assay.context import format_size, pack_context
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from assay import rest
 
 app = typer.Typer(help="Create, inspect and control experiments.", no_args_is_help=True)
 
@@ -49,6 +50,11 @@ def create(
     as_json: JsonFlag = False,
 ) -> None:
     """Submit an experiment: validate the config, pack the context, send both."""
+    from assay import rest
+    from assay.cli._follow import follow_experiment, print_outcome
+    from assay.config import load_experiment_config, parse_yaml
+    from assay.context import format_size, pack_context
+
     try:
         text = config_file.read_text()
     except OSError as exc:
@@ -66,13 +72,13 @@ def create(
         print_json(exp)
         return
     console.print(
-        f"created experiment {exp['id']} ({exp['name']}) from {packed.files} files "
-        f"({format_size(packed.size)}); state {styled_state(exp['state'])}"
+        f"created experiment {exp.id} ({exp.name}) from {packed.files} files "
+        f"({format_size(packed.size)}); state {styled_state(exp.state)}"
     )
     if follow:
-        final = follow_experiment(c, exp["id"])
+        final = follow_experiment(c, exp.id)
         print_outcome(c, final)
-        if final["state"] != "COMPLETED":
+        if final.state != rest.ExperimentState.COMPLETED:
             raise typer.Exit(1)
 
 
@@ -116,6 +122,8 @@ def list_(
     as_json: JsonFlag = False,
 ) -> None:
     """List experiments, newest first (archived ones hidden unless --all)."""
+    from rich.table import Table
+
     answer = client().list_experiments(archived=all_, limit=limit)
     if as_json:
         print_json(answer)
@@ -123,22 +131,21 @@ def list_(
     table = Table(box=None, header_style="bold")
     for col in ("ID", "Name", "State", "Progress", "Trials", "Searcher", "Created", "Archived"):
         table.add_column(col)
-    for e in answer["experiments"]:
-        total = sum(e["trials"].values())
+    for e in answer.experiments:
         table.add_row(
-            str(e["id"]),
-            e["name"],
-            styled_state(e["state"]),
-            f"{e['progress'] * 100:.0f}%",
-            str(total),
-            str(e["searcher"]["name"]),
-            when(e["created_at"]),
-            "yes" if e["archived"] else "",
+            str(e.id),
+            e.name,
+            styled_state(e.state),
+            f"{e.progress * 100:.0f}%",
+            str(sum(e.trials.values())),
+            str(e.searcher.name),
+            when(e.created_at),
+            "yes" if e.archived else "",
         )
     console.print(table)
-    page = answer["pagination"]
-    if page["total"] > len(answer["experiments"]):
-        console.print(f"[dim]{len(answer['experiments'])} of {page['total']} shown[/]")
+    shown, total = len(answer.experiments), answer.pagination.total
+    if total > shown:
+        console.print(f"[dim]{shown} of {total} shown[/]")
 
 
 @app.command()
@@ -148,20 +155,22 @@ def describe(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
     exp = c.experiment(experiment_id)
     trials = c.trials(experiment_id)
     if as_json:
-        print_json({**exp, "trial_list": trials})
+        print_json({**exp.model_dump(mode="json"), "trial_list": trials})
         return
-    searcher = exp["searcher"]
+    searcher = exp.searcher
     console.print(
-        f"[bold]experiment {exp['id']}[/] {exp['name']}  {styled_state(exp['state'])}  "
-        f"{exp['progress'] * 100:.0f}%  searcher {searcher['name']} on {searcher['metric']} "
-        f"({'min' if searcher['smaller_is_better'] else 'max'})"
+        f"[bold]experiment {exp.id}[/] {exp.name}  {styled_state(exp.state)}  "
+        f"{exp.progress * 100:.0f}%  searcher {searcher.name} on {searcher.metric} "
+        f"({'min' if searcher.smaller_is_better else 'max'})"
     )
-    if exp.get("message"):
-        console.print(f"  {exp['message']}")
-    console.print(trial_table(trials, searcher["metric"]))
+    if exp.message:
+        console.print(f"  {exp.message}")
+    console.print(trial_table(trials, searcher.metric))
 
 
-def trial_table(trials: list[dict[str, Any]], metric: str | None) -> Table:
+def trial_table(trials: Sequence[rest.Trial], metric: str | None) -> Table:
+    from rich.table import Table
+
     table = Table(box=None, header_style="bold")
     for col, justify in (
         ("Trial", "left"),
@@ -175,15 +184,15 @@ def trial_table(trials: list[dict[str, Any]], metric: str | None) -> Table:
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     room = max(16, console.width - 70)
     for t in trials:
-        state = styled_state(t["state"]) + (" (early stop)" if t.get("early_stopped") else "")
+        state = styled_state(t.state) + (" (early stop)" if t.early_stopped else "")
         table.add_row(
-            str(t["id"]),
+            str(t.id),
             state,
-            str(t["steps_completed"]),
-            fmt_metric(t["best_validation"]),
-            str(t["restarts"]),
-            (t["latest_checkpoint"] or "")[:8],
-            fmt_hparams(t["hparams"], limit=room),
+            str(t.steps_completed),
+            fmt_metric(t.best_validation),
+            str(t.restarts),
+            (t.latest_checkpoint or "")[:8],
+            fmt_hparams(t.hparams, limit=room),
         )
     return table
 
@@ -194,7 +203,7 @@ def config(experiment_id: ExpId) -> None:
     import yaml
 
     exp = client().experiment(experiment_id)
-    console.print(yaml.safe_dump(exp["config"], sort_keys=False), highlight=False, end="")
+    console.print(yaml.safe_dump(exp.config, sort_keys=False), highlight=False, end="")
 
 
 @app.command("list-trials")
@@ -206,7 +215,7 @@ def list_trials(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
         print_json(trials)
         return
     exp = c.experiment(experiment_id)
-    console.print(trial_table(trials, exp["searcher"]["metric"]))
+    console.print(trial_table(trials, exp.searcher.metric))
 
 
 @app.command("list-checkpoints")
@@ -218,15 +227,19 @@ def list_checkpoints(
     as_json: JsonFlag = False,
 ) -> None:
     """The experiment's checkpoints."""
+    from rich.table import Table
+
+    from assay.context import format_size
+
     c = client()
     ckpts = c.experiment_checkpoints(experiment_id)
     if best is not None:
-        trials = {t["id"]: t for t in c.trials(experiment_id)}
+        scores = {t.id: t.best_validation for t in c.trials(experiment_id)}
         exp = c.experiment(experiment_id)
-        sign = 1 if exp["searcher"]["smaller_is_better"] else -1
-        scored = [ck for ck in ckpts if trials[ck["trial_id"]]["best_validation"] is not None]
-        scored.sort(key=lambda ck: sign * trials[ck["trial_id"]]["best_validation"])
-        ckpts = scored[:best]
+        sign = 1 if exp.searcher.smaller_is_better else -1
+        scored = [(sign * s, ck) for ck in ckpts if (s := scores[ck.trial_id]) is not None]
+        scored.sort(key=lambda pair: pair[0])
+        ckpts = [ck for _, ck in scored[:best]]
     if as_json:
         print_json(ckpts)
         return
@@ -235,12 +248,12 @@ def list_checkpoints(
         table.add_column(col)
     for ck in ckpts:
         table.add_row(
-            ck["uuid"],
-            str(ck["trial_id"]),
-            str(ck["steps_completed"]),
-            ck["state"],
-            format_size(ck["size"]),
-            when(ck["reported_at"]),
+            ck.uuid,
+            str(ck.trial_id),
+            str(ck.steps_completed),
+            ck.state,
+            format_size(ck.size),
+            when(ck.reported_at),
         )
     console.print(table)
 
@@ -258,11 +271,11 @@ def logs(
         printed = 0
         for t in c.trials(experiment_id):
             while True:
-                page = c.logs(t["id"], after=seen.get(t["id"], 0))
+                page = c.logs(t.id, after=seen.get(t.id, 0))
                 for entry in page:
-                    _print_line(t["id"], entry)
+                    _print_line(t.id, entry)
                 if page:
-                    seen[t["id"]] = page[-1]["id"]
+                    seen[t.id] = page[-1].id
                 printed += len(page)
                 if len(page) < 10_000:
                     break
@@ -270,14 +283,16 @@ def logs(
             return
         if printed == 0:
             # One more pass after the end: lines stored just before it still show.
-            ended = c.experiment(experiment_id)["state"] in ("COMPLETED", "CANCELED", "ERROR")
+            ended = c.experiment(experiment_id).state.terminal
             last_pass = ended
             if not ended:
                 c.wait(experiment_id, 1.0)
 
 
-def _print_line(trial_id: int, entry: dict[str, Any]) -> None:
-    console.print(Text(f"[trial {trial_id}] ", style="dim") + Text(entry["line"]))
+def _print_line(trial_id: int, entry: rest.LogEntry) -> None:
+    from rich.text import Text
+
+    console.print(Text(f"[trial {trial_id}] ", style="dim") + Text(entry.line))
 
 
 @app.command()
@@ -286,14 +301,16 @@ def wait(
     timeout: Annotated[float | None, typer.Option(help="give up after this many seconds")] = None,
 ) -> None:
     """Block until the experiment ends; exit 0 only if it COMPLETED."""
+    from assay import rest
+
     c = client()
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         remaining = 30.0 if deadline is None else max(0.0, min(30.0, deadline - time.monotonic()))
         state = c.wait(experiment_id, remaining)
-        if state in ("COMPLETED", "CANCELED", "ERROR"):
+        if state.terminal:
             console.print(f"experiment {experiment_id} {styled_state(state)}")
-            raise typer.Exit(0 if state == "COMPLETED" else 1)
+            raise typer.Exit(0 if state == rest.ExperimentState.COMPLETED else 1)
         if deadline is not None and time.monotonic() >= deadline:
             fail(f"experiment {experiment_id} is still {state} after {timeout}s")
 
@@ -301,7 +318,7 @@ def wait(
 def _transition(action: str, past: str) -> Any:
     def command(experiment_id: ExpId) -> None:
         exp = client().transition(experiment_id, action)
-        console.print(f"experiment {experiment_id} {past}; now {styled_state(exp['state'])}")
+        console.print(f"experiment {experiment_id} {past}; now {styled_state(exp.state)}")
 
     command.__doc__ = f"{action.capitalize()} an experiment."
     return command
@@ -315,11 +332,13 @@ app.add_typer(set_app, name="set")
 
 def _setter(field: str, kind: type) -> Any:
     def command(experiment_id: ExpId, value: NewValue) -> None:
+        from assay import rest
+
         try:
             parsed = kind(value)
         except ValueError:
             fail(f"{field.replace('_', '-')} must be a {kind.__name__}, got {value!r}")
-        client().set_experiment(experiment_id, **{field: parsed})
+        client().set_experiment(experiment_id, request(rest.ExperimentResources, **{field: parsed}))
         console.print(f"experiment {experiment_id}: {field.replace('_', '-')} set to {parsed}")
 
     command.__doc__ = f"Set the experiment's {field.replace('_', ' ')}."

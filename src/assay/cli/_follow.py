@@ -3,22 +3,27 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
-from rich.console import Group
-from rich.live import Live
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
-
+from assay import rest
 from assay.cli._common import console, fmt_metric, styled_state
 from assay.client import Client
 from assay.errors import MasterUnreachable
 
-TERMINAL = ("COMPLETED", "CANCELED", "ERROR")
 REFRESH = 0.5
 
 
-def follow_experiment(client: Client, experiment_id: int) -> dict[str, Any]:
+def follow_experiment(client: Client, experiment_id: int) -> rest.Experiment:
     """Show the experiment live until it ends; returns its final description."""
+    from rich.console import Group
+    from rich.live import Live
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     from assay.cli._experiment import trial_table
 
     progress = Progress(
@@ -30,7 +35,7 @@ def follow_experiment(client: Client, experiment_id: int) -> dict[str, Any]:
         console=console,
     )
     task = progress.add_task("", total=1.0, exp_id=experiment_id, state="", summary="")
-    exp: dict[str, Any] = client.experiment(experiment_id)
+    exp = client.experiment(experiment_id)
     with Live(console=console, refresh_per_second=4, transient=False) as live:
         while True:
             try:
@@ -40,16 +45,15 @@ def follow_experiment(client: Client, experiment_id: int) -> dict[str, Any]:
                 # The master may be restarting; keep showing the last view.
                 time.sleep(1.0)
                 continue
-            counts = exp["trials"]
-            summary = "  ".join(f"{k.lower()} {v}" for k, v in sorted(counts.items()))
+            summary = "  ".join(f"{k.lower()} {v}" for k, v in sorted(exp.trials.items()))
             progress.update(
                 task,
-                completed=exp["progress"],
-                state=styled_state(exp["state"]),
+                completed=exp.progress,
+                state=styled_state(exp.state),
                 summary=summary,
             )
-            live.update(Group(progress, trial_table(trials[-20:], exp["searcher"]["metric"])))
-            if exp["state"] in TERMINAL:
+            live.update(Group(progress, trial_table(trials[-20:], exp.searcher.metric)))
+            if exp.state.terminal:
                 break
             client.wait(experiment_id, REFRESH)
     if not console.is_terminal:
@@ -57,24 +61,21 @@ def follow_experiment(client: Client, experiment_id: int) -> dict[str, Any]:
     return exp
 
 
-def print_outcome(client: Client, exp: dict[str, Any]) -> None:
-    state = exp["state"]
-    console.print(f"experiment {exp['id']} ended {styled_state(state)}")
-    if exp.get("message"):
-        console.print(f"  {exp['message']}")
-    best = exp.get("best_trial")
+def print_outcome(client: Client, exp: rest.Experiment) -> None:
+    console.print(f"experiment {exp.id} ended {styled_state(exp.state)}")
+    if exp.message:
+        console.print(f"  {exp.message}")
+    best = exp.best_trial
     if best is None:
         console.print("no trial reported the searcher metric")
         return
-    metric = exp["searcher"]["metric"]
     console.print(
-        f"best trial: {best['id']}  {metric} = {fmt_metric(best['best_validation'])}  "
-        f"hyperparameters: {best['hparams']}"
+        f"best trial: {best.id}  {exp.searcher.metric} = {fmt_metric(best.best_validation)}  "
+        f"hyperparameters: {best.hparams}"
     )
-    uuid = best.get("latest_checkpoint")
+    uuid = best.latest_checkpoint
     if uuid:
         ckpt = client.checkpoint(uuid)
-        storage = client.experiment(exp["id"]).get("config", {}).get("checkpoint_storage", {})
-        where = storage.get("host_path")
+        where = exp.config.get("checkpoint_storage", {}).get("host_path")
         location = f" in {where}/{uuid}" if where else ""
-        console.print(f"best checkpoint: {uuid} (step {ckpt['steps_completed']}){location}")
+        console.print(f"best checkpoint: {uuid} (step {ckpt.steps_completed}){location}")

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
-from assay.cli._common import client, console, fail, print_json, when
+from assay.cli._common import client, console, fail, print_json, request, when
 
 app = typer.Typer(help="View and change the job queue.", no_args_is_help=True)
 
@@ -29,11 +28,13 @@ _FIELDS: dict[str, tuple[str, Any]] = {
 
 
 def _list(resource_pool: str | None, as_json: bool) -> None:
+    from rich.table import Table
+
     answer = client().jobs(resource_pool)
     if as_json:
         print_json(answer)
         return
-    fair = answer["scheduler"] == "fair_share"
+    fair = answer.scheduler == "fair_share"
     table = Table(box=None, header_style="bold")
     for col in (
         "#",
@@ -47,17 +48,17 @@ def _list(resource_pool: str | None, as_json: bool) -> None:
         "User",
     ):
         table.add_column(col)
-    for job in answer["jobs"]:
+    for job in answer.jobs:
         table.add_row(
-            str(job["position"]),
-            job["id"],
-            job["type"],
-            job["name"],
-            f"{job['weight']:g}" if fair else str(job["priority"]),
-            when(job["submitted_at"]),
-            f"{job['slots_acquired']}/{job['slots_needed']}",
-            job["status"],
-            job["user"],
+            str(job.position),
+            job.id,
+            job.type,
+            job.name,
+            f"{job.weight:g}" if fair else str(job.priority),
+            when(job.submitted_at),
+            f"{job.slots_acquired}/{job.slots_needed}",
+            job.status,
+            job.user,
         )
     console.print(table)
 
@@ -112,7 +113,9 @@ def update(
             "nothing to change: give --priority, --weight, --resource-pool, --ahead-of "
             "or --behind-of"
         )
-    client().update_job(job_id, **changes)
+    from assay import rest
+
+    client().update_job(job_id, request(rest.JobChange, **changes))
     console.print(f"job {job_id} updated")
 
 
@@ -121,6 +124,8 @@ def update_batch(
     updates: Annotated[list[str], typer.Argument(help="JOB.FIELD=VALUE, e.g. 73853c5c.priority=1")],
 ) -> None:
     """Change several jobs at once: all of the changes are made, or none."""
+    from assay import rest
+
     parsed: dict[str, dict[str, Any]] = {}
     for item in updates:
         target, sep, raw = item.partition("=")
@@ -136,5 +141,5 @@ def update_batch(
         except ValueError:
             fail(f"cannot read {item!r}: {key} must be a {parse.__name__}, got {raw!r}")
         parsed.setdefault(job_id, {"job_id": job_id})[field] = value
-    client().update_jobs(list(parsed.values()))
+    client().update_jobs([request(rest.BatchChange, **fields) for fields in parsed.values()])
     console.print(f"updated {len(parsed)} job(s)")

@@ -9,8 +9,6 @@ from typing import Annotated
 import typer
 
 from assay.cli._common import console, fail, print_json
-from assay.config import load_experiment_config, parse_yaml
-from assay.searcher import preview_search
 
 
 def preview(
@@ -22,6 +20,10 @@ def preview(
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
 ) -> None:
     """Simulate the searcher with made-up metrics: trials, rungs, lengths, total compute."""
+    # The searchers (Optuna, numpy) load only for this command.
+    from assay.config import load_experiment_config, parse_yaml
+    from assay.searcher import preview_search
+
     try:
         text = config_file.read_text()
     except OSError as exc:

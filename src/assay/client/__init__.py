@@ -1,8 +1,24 @@
-"""Talking to the master over HTTP. Never imports server code."""
+"""Talking to the master over HTTP. Never imports server code.
+
+:class:`Client` answers with ``assay.rest`` resources (pydantic models); it is loaded on first
+use, so trial processes, which need only :class:`HttpSession`, never import pydantic.
+"""
 
 from __future__ import annotations
 
-from assay.client._client import Client, master_url
-from assay.client._http import DEFAULT_MASTER, HttpSession
+from typing import TYPE_CHECKING, Any
+
+from assay.client._http import DEFAULT_MASTER, HttpSession, master_url
+
+if TYPE_CHECKING:
+    from assay.client._client import Client
 
 __all__ = ["DEFAULT_MASTER", "Client", "HttpSession", "master_url"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Client":
+        from assay.client import _client
+
+        return _client.Client
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
-from assay.client._http import DEFAULT_MASTER, HttpSession
+from assay import rest
+from assay.client._http import HttpSession, master_url
 from assay.client._upload import FilePart, MultipartBody, Progress, post_multipart
 
 
-def master_url(explicit: str | None = None) -> str:
-    """The master to talk to: ``explicit``, else ``$ASSAY_MASTER``, else the local default."""
-    return explicit or os.environ.get("ASSAY_MASTER") or DEFAULT_MASTER
-
-
 class Client:
-    """Every method returns the master's JSON answer; errors raise ``assay.errors`` types."""
+    """Every method returns the master's answer as an ``assay.rest`` resource; errors raise
+    ``assay.errors`` types."""
 
     def __init__(self, url: str | None = None, *, timeout: float = 30.0) -> None:
         self.http = HttpSession(master_url(url), timeout=timeout)
@@ -27,14 +22,15 @@ class Client:
         return self.http.base_url
 
     # -- cluster -------------------------------------------------------------------------------
-    def info(self) -> dict[str, Any]:
-        return dict(self.http.get("/api/v1/master"))
+    def info(self) -> rest.MasterInfo:
+        return rest.MasterInfo.model_validate(self.http.get("/api/v1/master"))
 
-    def agents(self) -> list[dict[str, Any]]:
-        return list(self.http.get("/api/v1/agents")["agents"])
+    def agents(self) -> list[rest.Agent]:
+        return rest.AgentList.model_validate(self.http.get("/api/v1/agents")).agents
 
-    def resource_pools(self) -> list[dict[str, Any]]:
-        return list(self.http.get("/api/v1/resource-pools")["resource_pools"])
+    def resource_pools(self) -> list[rest.ResourcePool]:
+        answer = self.http.get("/api/v1/resource-pools")
+        return rest.ResourcePoolList.model_validate(answer).resource_pools
 
     # -- experiments ---------------------------------------------------------------------------
     def create_experiment(
@@ -45,7 +41,7 @@ class Client:
         overrides: Sequence[str] = (),
         activate: bool = True,
         progress: Progress | None = None,
-    ) -> dict[str, Any]:
+    ) -> rest.Experiment:
         """Create an experiment from its config text and its context as a tar.gz (the bytes, or
         a file to stream from). The upload streams; ``progress`` is called with (bytes sent,
         bytes in all) as it goes."""
@@ -65,7 +61,7 @@ class Client:
             timeout=300.0,
             progress=progress,
         )
-        return dict(answer)
+        return rest.Experiment.model_validate(answer)
 
     def list_experiments(
         self,
@@ -74,86 +70,102 @@ class Client:
         states: Sequence[str] = (),
         limit: int = 100,
         offset: int = 0,
-    ) -> dict[str, Any]:
+    ) -> rest.ExperimentList:
         params = {
             "archived": str(archived).lower(),
             "state": list(states),
             "limit": limit,
             "offset": offset,
         }
-        return dict(self.http.get("/api/v1/experiments", params=params))
+        answer = self.http.get("/api/v1/experiments", params=params)
+        return rest.ExperimentList.model_validate(answer)
 
-    def experiment(self, experiment_id: int) -> dict[str, Any]:
-        return dict(self.http.get(f"/api/v1/experiments/{experiment_id}"))
+    def experiment(self, experiment_id: int) -> rest.Experiment:
+        answer = self.http.get(f"/api/v1/experiments/{experiment_id}")
+        return rest.Experiment.model_validate(answer)
 
-    def trials(self, experiment_id: int) -> list[dict[str, Any]]:
-        return list(self.http.get(f"/api/v1/experiments/{experiment_id}/trials")["trials"])
+    def trials(self, experiment_id: int) -> list[rest.Trial]:
+        answer = self.http.get(f"/api/v1/experiments/{experiment_id}/trials")
+        return rest.TrialList.model_validate(answer).trials
 
-    def experiment_checkpoints(self, experiment_id: int) -> list[dict[str, Any]]:
-        path = f"/api/v1/experiments/{experiment_id}/checkpoints"
-        return list(self.http.get(path)["checkpoints"])
+    def experiment_checkpoints(self, experiment_id: int) -> list[rest.Checkpoint]:
+        answer = self.http.get(f"/api/v1/experiments/{experiment_id}/checkpoints")
+        return rest.CheckpointList.model_validate(answer).checkpoints
 
-    def transition(self, experiment_id: int, action: str) -> dict[str, Any]:
+    def transition(self, experiment_id: int, action: str) -> rest.ExperimentSummary:
         """``action``: pause, activate, cancel, kill, archive or unarchive."""
-        return dict(self.http.post(f"/api/v1/experiments/{experiment_id}/{action}"))
+        answer = self.http.post(f"/api/v1/experiments/{experiment_id}/{action}")
+        return rest.ExperimentSummary.model_validate(answer)
 
-    def wait(self, experiment_id: int, timeout: float = 30.0) -> str:
+    def wait(self, experiment_id: int, timeout: float = 30.0) -> rest.ExperimentState:
+        """The experiment's state once it has ended, or when ``timeout`` seconds have passed."""
         answer = self.http.get(
             f"/api/v1/experiments/{experiment_id}/wait",
             params={"timeout": timeout},
             timeout=timeout + 30.0,
         )
-        return str(answer["state"])
+        return rest.ExperimentStateAnswer.model_validate(answer).state
 
-    def set_experiment(self, experiment_id: int, **resources: Any) -> dict[str, Any]:
-        """Change ``priority``, ``weight`` or ``max_slots`` of an experiment."""
-        return dict(
-            self.http.request("PATCH", f"/api/v1/experiments/{experiment_id}", json_body=resources)
+    def set_experiment(
+        self, experiment_id: int, change: rest.ExperimentResources
+    ) -> rest.ExperimentRef:
+        """Change the experiment's priority, weight or max slots (the fields ``change`` sets)."""
+        answer = self.http.request(
+            "PATCH",
+            f"/api/v1/experiments/{experiment_id}",
+            json_body=change.model_dump(exclude_unset=True),
         )
+        return rest.ExperimentRef.model_validate(answer)
 
     # -- job queue -----------------------------------------------------------------------------
-    def jobs(self, resource_pool: str | None = None) -> dict[str, Any]:
-        return dict(self.http.get("/api/v1/jobs", params={"resource_pool": resource_pool}))
+    def jobs(self, resource_pool: str | None = None) -> rest.JobQueue:
+        answer = self.http.get("/api/v1/jobs", params={"resource_pool": resource_pool})
+        return rest.JobQueue.model_validate(answer)
 
-    def update_job(self, job_id: str, **changes: Any) -> dict[str, Any]:
-        return dict(self.http.request("PATCH", f"/api/v1/jobs/{job_id}", json_body=changes))
+    def update_job(self, job_id: str, change: rest.JobChange) -> rest.JobsUpdated:
+        answer = self.http.request(
+            "PATCH", f"/api/v1/jobs/{job_id}", json_body=change.model_dump(exclude_none=True)
+        )
+        return rest.JobsUpdated.model_validate(answer)
 
-    def update_jobs(self, updates: Sequence[dict[str, Any]]) -> dict[str, Any]:
-        """All-or-nothing: each update is ``{"job_id": ..., <field>: <value>}``."""
-        return dict(self.http.post("/api/v1/jobs/update-batch", {"updates": list(updates)}))
+    def update_jobs(self, updates: Sequence[rest.BatchChange]) -> rest.JobsUpdated:
+        """All or nothing: every change is applied, or none is and the error lists why."""
+        body = rest.JobBatch(updates=list(updates)).model_dump(exclude_none=True)
+        return rest.JobsUpdated.model_validate(self.http.post("/api/v1/jobs/update-batch", body))
 
     # -- trials --------------------------------------------------------------------------------
-    def trial(self, trial_id: int) -> dict[str, Any]:
-        return dict(self.http.get(f"/api/v1/trials/{trial_id}"))
+    def trial(self, trial_id: int) -> rest.TrialDetail:
+        return rest.TrialDetail.model_validate(self.http.get(f"/api/v1/trials/{trial_id}"))
 
-    def metrics(self, trial_id: int, group: str | None = None) -> list[dict[str, Any]]:
+    def metrics(self, trial_id: int, group: str | None = None) -> list[rest.Metric]:
         answer = self.http.get(f"/api/v1/trials/{trial_id}/metrics", params={"group": group})
-        return list(answer["metrics"])
+        return rest.MetricList.model_validate(answer).metrics
 
-    def trial_checkpoints(self, trial_id: int) -> list[dict[str, Any]]:
-        return list(self.http.get(f"/api/v1/trials/{trial_id}/checkpoints")["checkpoints"])
+    def trial_checkpoints(self, trial_id: int) -> list[rest.Checkpoint]:
+        answer = self.http.get(f"/api/v1/trials/{trial_id}/checkpoints")
+        return rest.CheckpointList.model_validate(answer).checkpoints
 
-    def kill_trial(self, trial_id: int) -> dict[str, Any]:
-        return dict(self.http.post(f"/api/v1/trials/{trial_id}/kill"))
+    def kill_trial(self, trial_id: int) -> rest.Trial:
+        return rest.Trial.model_validate(self.http.post(f"/api/v1/trials/{trial_id}/kill"))
 
-    def logs(self, trial_id: int, *, after: int = 0, limit: int = 10_000) -> list[dict[str, Any]]:
+    def logs(self, trial_id: int, *, after: int = 0, limit: int = 10_000) -> list[rest.LogEntry]:
         answer = self.http.get(
             f"/api/v1/trials/{trial_id}/logs", params={"after": after, "limit": limit}
         )
-        return list(answer["logs"])
+        return rest.LogPage.model_validate(answer).logs
 
-    def follow_logs(self, trial_id: int, *, after: int = 0) -> Iterator[dict[str, Any]]:
+    def follow_logs(self, trial_id: int, *, after: int = 0) -> Iterator[rest.LogEntry]:
         """Log lines as they arrive, until the trial has ended."""
         for event, data in self.http.events(
             f"/api/v1/trials/{trial_id}/logs", params={"follow": "true", "after": after}
         ):
             if event == "log":
-                yield dict(data)
+                yield rest.LogEntry.model_validate(data)
             elif event == "end":
                 return
 
-    def checkpoint(self, uuid: str) -> dict[str, Any]:
-        return dict(self.http.get(f"/api/v1/checkpoints/{uuid}"))
+    def checkpoint(self, uuid: str) -> rest.Checkpoint:
+        return rest.Checkpoint.model_validate(self.http.get(f"/api/v1/checkpoints/{uuid}"))
 
     def close(self) -> None:
         self.http.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
 import threading
 import urllib.parse
@@ -18,6 +19,11 @@ from typing import Any
 from assay.errors import AssayError, MasterUnreachable, error_from_payload
 
 DEFAULT_MASTER = "http://127.0.0.1:8080"
+
+
+def master_url(explicit: str | None = None) -> str:
+    """The master to talk to: ``explicit``, else ``$ASSAY_MASTER``, else the local default."""
+    return explicit or os.environ.get("ASSAY_MASTER") or DEFAULT_MASTER
 
 
 class HttpSession:

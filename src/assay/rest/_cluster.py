@@ -1,0 +1,65 @@
+"""The cluster: the master itself, its agents and its resource pools."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from assay.rest._common import Resource
+
+
+class MasterInfo(Resource):
+    version: str
+    cluster_id: str
+    started_at: float
+    database: str = Field(description="sqlite or postgresql.")
+
+
+class AgentSlot(Resource):
+    id: str
+    type: str = Field(description="cuda for a GPU, cpu for a CPU slot.")
+    uuid: str = ""
+    name: str = ""
+    allocated: bool = Field(description="A live allocation holds it.")
+
+
+class Agent(Resource):
+    id: str
+    pool: str
+    labels: list[str]
+    enabled: bool
+    connected: bool
+    address: str
+    version: str
+    slots: list[AgentSlot]
+    registered_at: float
+    last_seen: float
+
+
+class AgentList(Resource):
+    agents: list[Agent]
+
+
+class Instance(Resource):
+    """A machine an autoscaling provider launched for a pool."""
+
+    id: str
+    pool: str
+    state: str
+    launched_at: float
+    idle_since: float | None
+    ended_at: float | None
+    message: str
+
+
+class ResourcePool(Resource):
+    name: str
+    description: str
+    scheduler: str = Field(description="priority or fair_share.")
+    preemption: bool
+    agents: int = Field(description="Connected agents.")
+    slots: int = Field(description="Slots of the connected agents.")
+    instances: list[Instance] = Field(description="Machines its provider launched, if any.")
+
+
+class ResourcePoolList(Resource):
+    resource_pools: list[ResourcePool]

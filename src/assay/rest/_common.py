@@ -1,0 +1,69 @@
+"""What every resource shares: the model base, bounded integers, paging and the error shape."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay.errors import AssayError
+
+INT_MAX = 2**31 - 1
+"""The largest integer every supported database keeps in an integer column (PostgreSQL's
+``integer`` is 32 bits). Ids, offsets and step counts above it are refused with a 400 that names
+the field, instead of failing in the database."""
+
+DbInt = Annotated[int, Field(ge=0, le=INT_MAX)]
+"""A non-negative integer that fits the database: an id, an offset, a step count."""
+
+NO_NUL = r"^[^\x00]*$"
+"""The pattern of a string the database can compare and store: PostgreSQL text holds no NUL
+characters."""
+
+DbText = Annotated[str, Field(pattern=NO_NUL)]
+"""A string without NUL characters."""
+
+
+class Resource(BaseModel):
+    """Base of every REST resource.
+
+    Unknown fields are ignored, so an older client reads a newer master's answers. Schemas are
+    built on first use: a command that reads one kind of resource builds only that one.
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
+
+
+class Request(BaseModel):
+    """Base of every request body: unknown fields and non-finite numbers are refused."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class Pagination(Resource):
+    total: int = Field(description="How many match, over all pages.")
+    limit: int
+    offset: int
+
+
+class ErrorDetail(Resource):
+    path: str = Field(description="Dotted path of the bad field; empty for the whole request.")
+    message: str
+
+
+class ErrorBody(Resource):
+    type: str = Field(description="The error's name, e.g. NotFound, InvalidConfig, Conflict.")
+    message: str
+    details: list[ErrorDetail] = Field(default_factory=list)
+
+
+class ErrorResponse(Resource):
+    """Every 4xx and 5xx answer: 400 invalid, 401 no or wrong token, 404 unknown, 409 wrong
+    state, 413 too large."""
+
+    error: ErrorBody
+
+    @classmethod
+    def of(cls, exc: AssayError) -> ErrorResponse:
+        details = [ErrorDetail(path=d.path, message=d.message) for d in exc.details]
+        return cls(error=ErrorBody(type=exc.type, message=exc.message, details=details))

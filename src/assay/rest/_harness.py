@@ -1,0 +1,69 @@
+"""What trial processes send and are answered: reports, searcher operations, preemption."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field, model_validator
+
+from assay.rest._common import DbInt, DbText, Request, Resource
+
+SIZE_MAX = 2**63 - 1
+"""The largest byte count a checkpoint's files may add up to."""
+
+
+class SearcherOperation(Resource):
+    """The next length to train to, or ``done`` once the searcher needs no more from the trial
+    (``released``: nothing was pending for a while; it may be queued again later)."""
+
+    length: int | None = Field(description="Train to this many units (absolute).")
+    done: bool
+    released: bool = False
+
+
+class CompletedOperation(Request):
+    length: DbInt = Field(description="The length trained to.")
+    metric: float = Field(description="The searcher metric at that length (finite).")
+
+
+class MetricReport(Request):
+    group: DbText = Field(min_length=1, max_length=64, description="training, validation, ...")
+    steps_completed: DbInt
+    metrics: dict[str, Any]
+    time: float | None = Field(default=None, description="Seconds since the epoch.")
+
+
+class MetricsBatch(Request):
+    reports: list[MetricReport]
+
+
+class ProgressReport(Request):
+    progress: float = Field(ge=0.0, le=1.0)
+
+
+class EarlyExitReport(Request):
+    reason: str = Field(description="An early-exit reason, e.g. INVALID_HP.")
+
+
+class CheckpointReport(Request):
+    uuid: DbText = Field(min_length=1, max_length=64, description="Its directory in storage.")
+    steps_completed: DbInt
+    metadata: dict[str, Any] | None = Field(default=None, description="Anything JSON.")
+    resources: dict[str, Annotated[int, Field(ge=0, le=SIZE_MAX)]] | None = Field(
+        default=None, description="File sizes in bytes by path inside the checkpoint."
+    )
+
+    @model_validator(mode="after")
+    def _total_size_fits(self) -> CheckpointReport:
+        total = sum((self.resources or {}).values())
+        if total > SIZE_MAX:
+            raise ValueError(f"resources: the sizes add up to {total}, over {SIZE_MAX} bytes")
+        return self
+
+
+class PreemptionSignal(Resource):
+    preempt: bool = Field(description="True once the allocation should checkpoint and exit.")
+
+
+class BestValidation(Resource):
+    best_validation: float | None = Field(description="Best searcher metric of any trial.")

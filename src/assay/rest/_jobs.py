@@ -1,0 +1,54 @@
+"""The job queue of a resource pool, and changes to jobs' place in it."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from assay.rest._common import Request, Resource
+
+
+class Job(Resource):
+    position: int = Field(description="Place in the pool's scheduling order, from 0.")
+    id: str
+    type: str = Field(description="EXPERIMENT, or another kind of job.")
+    name: str
+    experiment_id: int
+    priority: int
+    weight: float
+    max_slots: int | None
+    submitted_at: float
+    slots_acquired: int
+    slots_needed: int
+    status: str = Field(description="SCHEDULED (has or is about to get slots) or QUEUED.")
+    user: str
+    resource_pool: str
+
+
+class JobQueue(Resource):
+    resource_pool: str
+    scheduler: str = Field(description="The pool's scheduler: priority or fair_share.")
+    jobs: list[Job] = Field(description="In scheduling order.")
+
+
+class JobChange(Request):
+    """One change to a job: set exactly the fields to change."""
+
+    priority: int | None = Field(default=None, description="1 (first) to 99; priority pools.")
+    weight: float | None = Field(default=None, description="Above 0; fair-share pools.")
+    resource_pool: str | None = Field(default=None, description="Move the job to this pool.")
+    ahead_of: str | None = Field(default=None, description="Place it ahead of this job.")
+    behind_of: str | None = Field(default=None, description="Place it behind this job.")
+
+
+class BatchChange(JobChange):
+    job_id: str
+
+
+class JobBatch(Request):
+    """Changes to several jobs, applied all together or not at all."""
+
+    updates: list[BatchChange] = Field(min_length=1)
+
+
+class JobsUpdated(Resource):
+    updated: list[str] = Field(description="Ids of the jobs changed.")

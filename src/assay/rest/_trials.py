@@ -1,0 +1,105 @@
+"""Trials and what hangs off them: allocations, metrics, checkpoints, logs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from assay.rest._common import Resource
+from assay.rest._states import AllocationState, PreemptReason, TrialState
+
+
+class Trial(Resource):
+    id: int
+    experiment_id: int
+    request_id: str = Field(description="The searcher's name for the trial.")
+    state: TrialState
+    hparams: dict[str, Any]
+    seed: int
+    restarts: int = Field(description="How often it was restarted after a failure.")
+    runs: int = Field(description="How many times it was started (restarts and resumptions).")
+    steps_completed: int
+    latest_checkpoint: str | None = Field(description="uuid of its latest checkpoint.")
+    best_validation: float | None = Field(description="Its best searcher metric so far.")
+    progress: float
+    early_stopped: bool = Field(description="Its searcher closed it before its full length.")
+    early_exit: str | None = Field(description="Why its code stopped on its own, if it did.")
+    message: str
+    created_at: float
+    ended_at: float | None
+
+
+class Allocation(Resource):
+    """One run of a trial on concrete slots; a restart or resumption is a new one."""
+
+    id: str
+    run: int
+    pool: str
+    slots: dict[str, list[str]] = Field(description="Slot ids by agent id.")
+    state: AllocationState
+    preempt: PreemptReason | None = Field(description="Why it was asked to stop, if it was.")
+    exit_code: int | None
+    exit_reason: str
+    created_at: float
+    started_at: float | None
+    ended_at: float | None
+
+
+class TrialDetail(Trial):
+    """A trial with its allocations, oldest first."""
+
+    allocations: list[Allocation]
+
+
+class TrialList(Resource):
+    trials: list[Trial]
+
+
+class Metric(Resource):
+    """One report of one metric group at one step."""
+
+    trial_id: int
+    run: int
+    group: str = Field(description="training, validation, or a group the code named.")
+    steps_completed: int
+    metrics: dict[str, Any] = Field(
+        description="Values by name; non-finite numbers as the strings nan, inf, -inf."
+    )
+    time: float
+    archived: bool = Field(description="Reported by a run whose steps were later redone.")
+
+
+class MetricList(Resource):
+    metrics: list[Metric]
+
+
+class Checkpoint(Resource):
+    uuid: str
+    trial_id: int
+    experiment_id: int
+    allocation_id: str | None
+    steps_completed: int
+    metadata: dict[str, Any]
+    resources: dict[str, int] = Field(description="File sizes by path inside the checkpoint.")
+    size: int = Field(description="Total size in bytes.")
+    state: str
+    reported_at: float
+
+
+class CheckpointList(Resource):
+    checkpoints: list[Checkpoint]
+
+
+class LogEntry(Resource):
+    id: int = Field(description="Increasing; ask for lines after the last one seen.")
+    trial_id: int
+    allocation_id: str
+    rank: int
+    stream: str = Field(description="stdout or stderr.")
+    time: float
+    line: str
+
+
+class LogPage(Resource):
+    logs: list[LogEntry]

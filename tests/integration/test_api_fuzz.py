@@ -1,0 +1,293 @@
+"""The API driven by schemathesis from its own OpenAPI against a real master and agent: no input
+makes it answer 5xx, and every answer matches the status, media type and schema the OpenAPI
+declares. A trial runs the whole time, and the trial-process endpoints are called with its
+allocation's token, so reports reach the code that stores them."""
+
+from __future__ import annotations
+
+import secrets
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import schemathesis
+import sqlalchemy
+import yaml
+from hypothesis import HealthCheck, settings
+from schemathesis import Case
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from assay import rest
+from assay.client import HttpSession
+from assay.errors import InvalidRequest, NotFound
+from tests.integration.cluster import Cluster, wait_for
+
+pytestmark = pytest.mark.integration
+
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
+EXAMPLES = 10
+"""Examples per operation and test: enough to reach every parameter's bounds, quick enough
+for every run of the suite."""
+
+LONG_POLL = 0.05
+"""Seconds a fuzzed long-poll may wait: the generated timeouts go up to ten minutes."""
+
+LONG_POLLS = {
+    "/wait": "timeout",
+    "/searcher/operation": "timeout",
+    "/signals/preemption": "timeout_seconds",
+}
+"""The long-poll routes (by the end of their path) and their timeout parameter."""
+
+FUZZ = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
+
+
+@dataclass(frozen=True)
+class Target:
+    cluster: Cluster
+    trial_id: int
+    allocation_id: str
+
+
+def _forever() -> str:
+    config = {
+        "name": "fuzzed",
+        "entrypoint": "python3 train.py",
+        "hyperparameters": {"step_seconds": 0.05, "checkpoint_every": 5},
+        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 10**6}},
+    }
+    return yaml.safe_dump(config)
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """The master's database: SQLite in its home (None), or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        yield None
+        return
+    import psycopg
+
+    admin: str = request.getfixturevalue("pg_server")
+    name = f"assay_fuzz_{secrets.token_hex(6)}"
+    libpq = admin.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(libpq, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"{admin.rsplit('/', 1)[0]}/{name}"
+    finally:
+        with psycopg.connect(libpq, autocommit=True) as conn:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                (name,),
+            )
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory: pytest.TempPathFactory, database: str | None) -> Iterator[Target]:
+    cluster = Cluster(tmp_path_factory.mktemp("fuzz") / "home", db=database)
+    try:
+        cluster.start_master()
+        cluster.start_agent("agent-1", slots=1)
+        exp_id = cluster.submit(_forever())
+        trial_id = wait_for("the trial", lambda: cluster.client.trials(exp_id))[0].id
+        wait_for("a checkpoint", lambda: cluster.client.trial(trial_id).latest_checkpoint)
+        allocation = cluster.client.trial(trial_id).allocations[-1]
+        yield Target(cluster, trial_id, allocation.id)
+    finally:
+        cluster.stop()
+
+
+def token_of(target: Target) -> str:
+    """The token of the trial's live allocation (its process has it in its environment)."""
+    url = target.cluster.db or f"sqlite:///{target.cluster.home / 'assay.db'}"
+    engine = sqlalchemy.create_engine(url)
+    try:
+        with engine.connect() as conn:
+            token = conn.execute(
+                sqlalchemy.text(
+                    "SELECT token FROM allocations WHERE trial_id = :trial AND state != :ended "
+                    "ORDER BY created_at DESC"
+                ),
+                {"trial": target.trial_id, "ended": rest.AllocationState.TERMINATED.value},
+            ).scalar()
+    finally:
+        engine.dispose()
+    return str(token or "no-live-allocation")
+
+
+def openapi() -> dict[str, Any]:
+    """The OpenAPI the master serves, made by the same code without starting one (the tests
+    are generated from it when the module is collected)."""
+    from assay.api import create_app
+    from assay.config import MasterConfig
+    from assay.db import Database
+    from assay.master import Master
+
+    db = Database("sqlite://")
+    try:
+        return create_app(Master(MasterConfig(), db, Path("unused"))).openapi()
+    finally:
+        db.dispose()
+
+
+SPEC = openapi()
+schema = schemathesis.openapi.from_dict(SPEC)
+
+
+def bounded(case: Case) -> None:
+    """Long-polls answer at once, and log streams are read as pages: a followed stream of a
+    running trial would never end."""
+    query: dict[str, Any] = case.query if case.query is not None else {}
+    for suffix, name in LONG_POLLS.items():
+        if case.path.endswith(suffix) and (name not in query or _number(query[name]) > LONG_POLL):
+            query[name] = LONG_POLL
+    if "follow" in query:
+        query["follow"] = "false"
+    case.query = query
+
+
+def _number(value: Any) -> float:
+    """A query value as the server reads it; anything but a number counts as zero."""
+    if isinstance(value, list) and value:
+        value = value[-1]
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def aimed(case: Case, target: Target) -> None:
+    """Valid ids of a trial-process endpoint point at the running trial and its allocation."""
+    params: dict[str, Any] = case.path_parameters or {}
+    trial_id = params.get("trial_id")
+    if isinstance(trial_id, int) and 0 <= trial_id <= rest.INT_MAX:
+        params["trial_id"] = target.trial_id
+    if isinstance(params.get("allocation_id"), str):
+        params["allocation_id"] = target.allocation_id
+
+
+ANSWERS: dict[str, Counter[tuple[str, int]]] = defaultdict(Counter)
+"""Statuses answered, by master URL and ``(operation, status)``."""
+
+
+def call(case: Case, target: Target, *, token: str | None = None) -> None:
+    bounded(case)
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    response = case.call_and_validate(base_url=target.cluster.url, headers=headers, checks=CHECKS)
+    ANSWERS[target.cluster.url][(f"{case.method} {case.path}", response.status_code)] += 1
+
+
+# The order matters: reports first, while the trial runs; then what may end it (completing its
+# searcher operation, an early exit); then every other route, kills and pauses included.
+
+
+@schema.include(tag="harness").exclude(path_regex="completed_operation|early_exit").parametrize()
+@FUZZ
+def test_reports_of_a_running_trial(case: Case, target: Target) -> None:
+    aimed(case, target)
+    call(case, target, token=token_of(target))
+
+
+@schema.include(path_regex="completed_operation|early_exit").parametrize()
+@FUZZ
+def test_what_may_end_the_running_trial(case: Case, target: Target) -> None:
+    aimed(case, target)
+    call(case, target, token=token_of(target))
+
+
+@schema.exclude(tag="harness").parametrize()
+@FUZZ
+def test_every_other_route(case: Case, target: Target) -> None:
+    call(case, target)
+
+
+def test_the_fuzzing_reached_past_validation(target: Target) -> None:
+    # Guards the tests above against fuzzing nothing: the schema is the one the master serves,
+    # and the running trial's reports were accepted, not only refused.
+    assert target.cluster.client.http.get("/openapi.json") == SPEC
+    answers = ANSWERS[target.cluster.url]
+    accepted = {op for (op, status), _ in answers.items() if 200 <= status < 300}
+    for operation in (
+        "POST /api/v1/trials/{trial_id}/metrics",
+        "POST /api/v1/trials/{trial_id}/progress",
+        "POST /api/v1/checkpoints",
+        "GET /api/v1/experiments/{experiment_id}",
+    ):
+        assert operation in accepted, sorted(answers.items())
+    assert sum(answers.values()) >= 20 * len(list(schema.get_all_operations()))
+
+
+# What the fuzzing found before the API bounded its inputs, each shown answering 400 with the
+# field it refuses (the database's own errors were answered 500).
+
+
+def refused(target: Target, method: str, path: str, body: Any = None, **params: Any) -> set[str]:
+    """The fields a 400 answer names."""
+    http = HttpSession(target.cluster.url, token=token_of(target))
+    try:
+        with pytest.raises(InvalidRequest) as caught:
+            http.request(method, path, json_body=body, params=params or None)
+    finally:
+        http.close()
+    return {d.path for d in caught.value.details}
+
+
+@pytest.mark.parametrize("value", [2**31, 2**63])
+def test_ids_and_offsets_the_database_cannot_hold_are_refused(target: Target, value: int) -> None:
+    assert refused(target, "GET", f"/api/v1/experiments/{value}") == {"path.experiment_id"}
+    assert refused(target, "POST", f"/api/v1/experiments/{value}/kill") == {"path.experiment_id"}
+    assert refused(target, "GET", f"/api/v1/trials/{value}/metrics") == {"path.trial_id"}
+    assert refused(target, "GET", f"/api/v1/contexts/{value}") == {"path.context_id"}
+    assert refused(target, "GET", "/api/v1/experiments", offset=value) == {"query.offset"}
+    logs = f"/api/v1/trials/{target.trial_id}/logs"
+    assert refused(target, "GET", logs, after=value) == {"query.after"}
+
+
+@pytest.mark.parametrize("steps", [2**31, 2**63])
+def test_step_counts_the_database_cannot_hold_are_refused(target: Target, steps: int) -> None:
+    trial = f"/api/v1/trials/{target.trial_id}"
+    report = {"group": "validation", "steps_completed": steps, "metrics": {"loss": 1.0}}
+    assert refused(target, "POST", f"{trial}/metrics", {"reports": [report]}) == {
+        "reports.0.steps_completed"
+    }
+    checkpoint = {"uuid": "too-far", "steps_completed": steps}
+    assert refused(target, "POST", "/api/v1/checkpoints", checkpoint) == {"steps_completed"}
+    done = {"length": steps, "metric": 0.5}
+    assert refused(target, "POST", f"{trial}/searcher/completed_operation", done) == {"length"}
+
+
+@pytest.mark.parametrize("metadata", [[1, 2], "steps", 3, True])
+def test_checkpoint_metadata_that_is_not_an_object_is_refused(
+    target: Target, metadata: object
+) -> None:
+    body = {"uuid": "odd-metadata", "steps_completed": 1, "metadata": metadata}
+    assert refused(target, "POST", "/api/v1/checkpoints", body) == {"metadata"}
+    with pytest.raises(NotFound):
+        target.cluster.client.checkpoint("odd-metadata")
+
+
+def test_nul_characters_are_refused_where_they_would_reach_the_database(target: Target) -> None:
+    trial = f"/api/v1/trials/{target.trial_id}"
+    assert refused(target, "GET", "/api/v1/checkpoints/a%00b") == {"path.uuid"}
+    assert refused(target, "GET", f"{trial}/metrics", group="a\x00b") == {"query.group"}
+    report = {"group": "a\x00b", "steps_completed": 1, "metrics": {}}
+    assert refused(target, "POST", f"{trial}/metrics", {"reports": [report]}) == {"reports.0.group"}

@@ -1,0 +1,66 @@
+"""The ``assay`` command starts without the server stack, the searchers or the harness: what a
+command does not use, it does not import."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEAVY = {"numpy", "optuna", "torch", "sqlalchemy", "alembic", "fastapi", "starlette", "uvicorn"}
+HEAVY_ASSAY = {"master", "api", "db", "scheduler", "searcher", "agent", "config", "core"}
+
+RUN = """
+import json, os, sys
+sys.argv = ["assay", *json.loads(os.environ["ARGS"])]
+from assay.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+with open(os.environ["MODULES"], "w") as out:
+    json.dump(sorted(sys.modules), out)
+"""
+
+
+def modules_after(tmp_path: Path, *args: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
+    """The modules loaded by the time ``assay ARGS`` has finished, and how it finished."""
+    listing = tmp_path / "modules.json"
+    env = {
+        "ARGS": json.dumps(args),
+        "MODULES": str(listing),
+        "ASSAY_HOME": str(tmp_path / "home"),
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": ":".join(sys.path),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", RUN], env=env, capture_output=True, text=True, check=True
+    )
+    return set(json.loads(listing.read_text())), done
+
+
+def heavy(modules: set[str]) -> list[str]:
+    return sorted(
+        m
+        for m in modules
+        if m.split(".")[0] in HEAVY or (m.startswith("assay.") and m.split(".")[1] in HEAVY_ASSAY)
+    )
+
+
+def test_help_loads_neither_the_server_nor_the_searchers(tmp_path: Path) -> None:
+    modules, done = modules_after(tmp_path, "--help")
+    assert "experiment" in done.stdout
+    assert heavy(modules) == []
+    assert "assay.client._client" not in modules, "--help talks to no master"
+
+
+@pytest.mark.parametrize("args", [("e", "list"), ("experiment", "list", "--json")])
+def test_listing_experiments_loads_only_the_client(tmp_path: Path, args: tuple[str, ...]) -> None:
+    # No master answers at this address: the command goes through the client to the socket.
+    modules, done = modules_after(tmp_path, "-m", "http://127.0.0.1:9", *args)
+    assert "no master answering at http://127.0.0.1:9" in done.stderr
+    assert "assay.client._client" in modules and "assay.rest" in modules
+    assert heavy(modules) == []
