@@ -215,7 +215,7 @@ def test_action_with_an_oversized_declared_body_is_refused_and_not_done(cluster:
     )
     assert status == 413
     assert "accepts at most 8 MiB and this one declares 9.0 MiB" in answer["error"]["message"]
-    assert cluster.client.experiment(exp_id)["state"] == "PAUSED", "the kill must not happen"
+    assert cluster.client.experiment(exp_id).state == "PAUSED", "the kill must not happen"
 
 
 def test_upload_as_json_is_refused_saying_what_the_route_takes(cluster: Cluster) -> None:
@@ -273,8 +273,8 @@ def test_client_streams_a_context_file_and_reports_progress(
         activate=False,
         progress=lambda sent, total: seen.append((sent, total)),
     )
-    assert exp["state"] == "PAUSED" and exp["name"] == "streamed"
-    assert exp["config"]["searcher"]["max_length"] == {"batches": 3}
+    assert exp.state == "PAUSED" and exp.name == "streamed"
+    assert exp.config["searcher"]["max_length"] == {"batches": 3}
     total = seen[-1][1]
     assert seen[0] == (0, total) and seen[-1] == (total, total)
     assert total > archive.stat().st_size, "the body is the archive plus the fields"
