@@ -14,6 +14,7 @@ from rich.console import Console
 
 from assay.client import DEFAULT_MASTER, Client
 from assay.errors import AssayError, MasterUnreachable
+from assay.protocol import ExperimentState, TrialState
 
 console = Console()
 err_console = Console(stderr=True)
@@ -93,14 +94,14 @@ def fmt_hparams(hparams: dict[str, Any], limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-STATE_STYLE = {
-    "ACTIVE": "cyan",
-    "RUNNING": "cyan",
-    "QUEUED": "yellow",
-    "PAUSED": "magenta",
-    "COMPLETED": "green",
-    "CANCELED": "dim",
-    "ERROR": "red",
+STATE_STYLE: dict[str, str] = {
+    ExperimentState.ACTIVE: "cyan",
+    TrialState.RUNNING: "cyan",
+    TrialState.QUEUED: "yellow",
+    TrialState.PAUSED: "magenta",
+    TrialState.COMPLETED: "green",
+    TrialState.CANCELED: "dim",
+    TrialState.ERROR: "red",
 }
 
 

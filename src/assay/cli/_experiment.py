@@ -23,6 +23,7 @@ from assay.cli._common import (
 from assay.cli._follow import follow_experiment, print_outcome
 from assay.config import load_experiment_config, parse_yaml
 from assay.context import format_size, pack_context
+from assay.protocol import TERMINAL_EXPERIMENT_STATES, ExperimentState
 
 app = typer.Typer(help="Create, inspect and control experiments.", no_args_is_help=True)
 
@@ -63,7 +64,7 @@ def create(
     if follow:
         final = follow_experiment(c, exp["id"])
         print_outcome(c, final)
-        if final["state"] != "COMPLETED":
+        if final["state"] != ExperimentState.COMPLETED:
             raise typer.Exit(1)
 
 
@@ -228,7 +229,7 @@ def logs(
             return
         if printed == 0:
             # One more pass after the end: lines stored just before it still show.
-            ended = c.experiment(experiment_id)["state"] in ("COMPLETED", "CANCELED", "ERROR")
+            ended = c.experiment(experiment_id)["state"] in TERMINAL_EXPERIMENT_STATES
             last_pass = ended
             if not ended:
                 c.wait(experiment_id, 1.0)
@@ -249,9 +250,9 @@ def wait(
     while True:
         remaining = 30.0 if deadline is None else max(0.0, min(30.0, deadline - time.monotonic()))
         state = c.wait(experiment_id, remaining)
-        if state in ("COMPLETED", "CANCELED", "ERROR"):
+        if state in TERMINAL_EXPERIMENT_STATES:
             console.print(f"experiment {experiment_id} {styled_state(state)}")
-            raise typer.Exit(0 if state == "COMPLETED" else 1)
+            raise typer.Exit(0 if state == ExperimentState.COMPLETED else 1)
         if deadline is not None and time.monotonic() >= deadline:
             fail(f"experiment {experiment_id} is still {state} after {timeout}s")
 

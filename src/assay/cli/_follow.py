@@ -12,8 +12,8 @@ from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, T
 from assay.cli._common import console, fmt_metric, styled_state
 from assay.client import Client
 from assay.errors import MasterUnreachable
+from assay.protocol import TERMINAL_EXPERIMENT_STATES
 
-TERMINAL = ("COMPLETED", "CANCELED", "ERROR")
 REFRESH = 0.5
 
 
@@ -49,7 +49,7 @@ def follow_experiment(client: Client, experiment_id: int) -> dict[str, Any]:
                 summary=summary,
             )
             live.update(Group(progress, trial_table(trials[-20:], exp["searcher"]["metric"])))
-            if exp["state"] in TERMINAL:
+            if exp["state"] in TERMINAL_EXPERIMENT_STATES:
                 break
             client.wait(experiment_id, REFRESH)
     if not console.is_terminal:

@@ -21,9 +21,14 @@ from assay.db._models import (
     TaskLog,
     Trial,
 )
-
-LIVE_ALLOCATION_STATES = ("ASSIGNED", "RUNNING")
-TERMINAL_TRIAL_STATES = ("COMPLETED", "CANCELED", "ERROR")
+from assay.protocol import (
+    LIVE_ALLOCATION_STATES,
+    TERMINAL_TRIAL_STATES,
+    VALIDATION,
+    CheckpointState,
+    ExperimentState,
+    TrialState,
+)
 
 
 def context_by_sha(session: Session, sha256: str) -> Context | None:
@@ -91,7 +96,7 @@ def queued_trials(session: Session) -> Sequence[tuple[Trial, Experiment, Job]]:
         select(Trial, Experiment, Job)
         .join(Experiment, Trial.experiment_id == Experiment.id)
         .join(Job, Experiment.job_id == Job.id)
-        .where(Trial.state == "QUEUED", Experiment.state == "ACTIVE")
+        .where(Trial.state == TrialState.QUEUED, Experiment.state == ExperimentState.ACTIVE)
         .order_by(Trial.id)
     ).all()
     return [(t, e, j) for t, e, j in rows]
@@ -113,7 +118,7 @@ def running_allocations_with_jobs(
 def latest_checkpoint(session: Session, trial_id: int) -> Checkpoint | None:
     return session.scalars(
         select(Checkpoint)
-        .where(Checkpoint.trial_id == trial_id, Checkpoint.state == "ACTIVE")
+        .where(Checkpoint.trial_id == trial_id, Checkpoint.state == CheckpointState.ACTIVE)
         .order_by(Checkpoint.steps_completed.desc(), Checkpoint.reported_at.desc())
     ).first()
 
@@ -288,7 +293,7 @@ def job_slot_usage(session: Session, job_ids: Sequence[str]) -> dict[str, tuple[
     queued = session.execute(
         select(Experiment.job_id, Experiment.config, func.count())
         .join(Trial, Trial.experiment_id == Experiment.id)
-        .where(Experiment.job_id.in_(job_ids), Trial.state == "QUEUED")
+        .where(Experiment.job_id.in_(job_ids), Trial.state == TrialState.QUEUED)
         .group_by(Experiment.job_id, Experiment.id)
     ).all()
     for job_id, config, n in queued:
@@ -303,7 +308,11 @@ def queued_slot_demand(session: Session, pool: str) -> int:
         select(Experiment.config, func.count())
         .join(Trial, Trial.experiment_id == Experiment.id)
         .join(Job, Experiment.job_id == Job.id)
-        .where(Job.pool == pool, Trial.state == "QUEUED", Experiment.state == "ACTIVE")
+        .where(
+            Job.pool == pool,
+            Trial.state == TrialState.QUEUED,
+            Experiment.state == ExperimentState.ACTIVE,
+        )
         .group_by(Experiment.id)
     ).all()
     return sum(int((c.get("resources") or {}).get("slots_per_trial", 1)) * int(n) for c, n in rows)
@@ -345,7 +354,7 @@ def validation_values(
         .join(Trial, Metric.trial_id == Trial.id)
         .where(
             Trial.experiment_id == experiment_id,
-            Metric.group == "validation",
+            Metric.group == VALIDATION,
             Metric.archived.is_(False),
         )
     ).all()
@@ -355,7 +364,9 @@ def validation_values(
 def experiments_collecting(session: Session) -> list[int]:
     """Experiments with checkpoints marked for deletion that were not deleted yet."""
     rows = session.execute(
-        select(Checkpoint.experiment_id).where(Checkpoint.state == "DELETING").distinct()
+        select(Checkpoint.experiment_id)
+        .where(Checkpoint.state == CheckpointState.DELETING)
+        .distinct()
     ).all()
     return [int(r[0]) for r in rows]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from assay.master._harness import Caller
 from assay.master._master import Master
-from assay.master._states import AllocationState, ExperimentState, PreemptReason, TrialState
 from assay.master._submit import Submission
+from assay.protocol import AllocationState, ExperimentState, PreemptReason, TrialState
 
 __all__ = [
     "AllocationState",

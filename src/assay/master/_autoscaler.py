@@ -20,6 +20,7 @@ from assay.config import ProviderConfig, ResourcePoolConfig
 from assay.db import AgentRecord, Instance
 from assay.db import _queries as q
 from assay.master._tx import Tx
+from assay.protocol import LIVE_INSTANCE_STATES, InstanceState
 from assay.scheduler import Instance as InstanceView
 from assay.scheduler import ProviderSettings, decide_scaling
 
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
     from assay.master._master import Master
 
 log = logging.getLogger(__name__)
-
-LIVE_INSTANCE_STATES = ("LAUNCHING", "RUNNING")
 
 
 class Autoscaler:
@@ -60,7 +59,7 @@ class Autoscaler:
             views = []
             for row in q.instances(tx.session, pool.pool_name, LIVE_INSTANCE_STATES):
                 if row.id in connected:
-                    row.state = "RUNNING"
+                    row.state = InstanceState.RUNNING
                     if row.id in busy:
                         row.idle_since = None
                     elif row.idle_since is None:
@@ -81,7 +80,7 @@ class Autoscaler:
                     Instance(
                         id=instance_id,
                         pool=pool.pool_name,
-                        state="LAUNCHING",
+                        state=InstanceState.LAUNCHING,
                         launched_at=tx.now,
                         idle_since=None,
                         ended_at=None,
@@ -92,7 +91,7 @@ class Autoscaler:
             for instance_id in decision.terminate:
                 ending = tx.session.get(Instance, instance_id)
                 if ending is not None:
-                    ending.state = "TERMINATING"
+                    ending.state = InstanceState.TERMINATING
                 agent = tx.session.get(AgentRecord, instance_id)
                 if agent is not None:
                     # Nothing new may start on a machine about to go away.
@@ -154,7 +153,7 @@ class Autoscaler:
             if code != 0:
                 row.message = f"{what} command exited {code}: {text}"
             if ending:
-                row.state = "TERMINATED"
+                row.state = InstanceState.TERMINATED
                 row.ended_at = tx.now
 
         await self.master.transact(record)
@@ -164,7 +163,7 @@ class Autoscaler:
         pools = {p.pool_name: p for p in self.pools()}
 
         def read(tx: Tx) -> list[tuple[str, str]]:
-            rows = q.instances(tx.session, None, ("TERMINATING",))
+            rows = q.instances(tx.session, None, (InstanceState.TERMINATING,))
             return [(row.id, row.pool) for row in rows]
 
         for instance_id, pool_name in await self.master.transact(read):

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from assay.db import Checkpoint, Experiment
 from assay.db import _queries as q
 from assay.master._tx import Tx
+from assay.protocol import CheckpointState
 from assay.storage import storage_from_config
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ def mark_for_collection(tx: Tx, exp: Experiment) -> None:
             c.uuid, c.trial_id, c.steps_completed, scores.get((c.trial_id, c.steps_completed))
         )
         for c in rows
-        if c.state in ("ACTIVE", "DELETING")
+        if c.state in (CheckpointState.ACTIVE, CheckpointState.DELETING)
     ]
     doomed = to_delete(
         facts,
@@ -83,7 +84,7 @@ def mark_for_collection(tx: Tx, exp: Experiment) -> None:
     )
     for c in rows:
         if c.uuid in doomed:
-            c.state = "DELETING"
+            c.state = CheckpointState.DELETING
 
 
 def pending_deletions(tx: Tx, experiment_id: int) -> tuple[list[str], dict[str, Any]]:
@@ -91,7 +92,7 @@ def pending_deletions(tx: Tx, experiment_id: int) -> tuple[list[str], dict[str, 
     if exp is None:
         return [], {}
     rows = q.checkpoints_of(tx.session, experiment_id=experiment_id)
-    doomed = sorted(c.uuid for c in rows if c.state == "DELETING")
+    doomed = sorted(c.uuid for c in rows if c.state == CheckpointState.DELETING)
     return doomed, dict(exp.config.get("checkpoint_storage") or {})
 
 
@@ -109,7 +110,7 @@ def mark_deleted(tx: Tx, uuids: list[str]) -> None:
     for uuid in uuids:
         ckpt = tx.session.get(Checkpoint, uuid)
         if ckpt is not None:
-            ckpt.state = "DELETED"
+            ckpt.state = CheckpointState.DELETED
 
 
 async def collect(master: Master, experiment_id: int) -> int:

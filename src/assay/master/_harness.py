@@ -17,8 +17,14 @@ from assay.db import Allocation, Checkpoint, Experiment, Trial
 from assay.db import _queries as q
 from assay.errors import InvalidRequest, NotFound, Unauthorized
 from assay.master._lifecycle import apply_ops, get_experiment, get_trial
-from assay.master._states import AllocationState
 from assay.master._tx import Tx, Wake
+from assay.protocol import (
+    VALIDATION,
+    AllocationState,
+    CheckpointReport,
+    CheckpointState,
+    MetricReport,
+)
 from assay.searcher import ExitedReason
 from assay.storage import check_uuid
 
@@ -46,34 +52,6 @@ def authenticate(session: Session, token: str | None, trial_id: int | None = Non
     return Caller(alloc.id, alloc.trial_id, alloc.run)
 
 
-@dataclass(frozen=True)
-class MetricReport:
-    group: str
-    steps_completed: int
-    values: dict[str, Any]
-    time: float
-
-
-def parse_reports(raw: Any) -> list[MetricReport]:
-    if not isinstance(raw, list):
-        raise InvalidRequest("reports: must be a list of {group, steps_completed, metrics}")
-    reports = []
-    for i, item in enumerate(raw):
-        if not isinstance(item, dict):
-            raise InvalidRequest(f"reports[{i}]: must be an object")
-        group = item.get("group")
-        steps = item.get("steps_completed")
-        values = item.get("metrics")
-        if not isinstance(group, str) or not group:
-            raise InvalidRequest(f"reports[{i}].group: must be a non-empty string")
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-            raise InvalidRequest(f"reports[{i}].steps_completed: must be an integer >= 0")
-        if not isinstance(values, dict):
-            raise InvalidRequest(f"reports[{i}].metrics: must be an object")
-        reports.append(MetricReport(group, steps, values, float(item.get("time") or 0.0)))
-    return reports
-
-
 def ingest_metrics(
     session: Session, caller: Caller, reports: list[MetricReport], now: float
 ) -> list[MetricReport]:
@@ -92,14 +70,14 @@ def ingest_metrics(
             "run": caller.run,
             "group": r.group,
             "steps_completed": r.steps_completed,
-            "values": _json_safe(r.values),
+            "values": _json_safe(r.metrics),
             "reported_at": r.time or now,
             "archived": False,
         }
         for r in reports
     ]
     q.insert_metrics(session, rows)
-    validations = [r for r in reports if r.group == "validation"]
+    validations = [r for r in reports if r.group == VALIDATION]
     if not validations:
         return []
     trial = session.get(Trial, caller.trial_id)
@@ -111,7 +89,7 @@ def ingest_metrics(
     smaller = searcher_cfg.get("smaller_is_better", True)
     relevant = []
     for r in validations:
-        value = r.values.get(metric) if metric else None
+        value = r.metrics.get(metric) if metric else None
         if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
             score = float(value) if smaller else -float(value)
             q.improve_best_validation(session, trial.id, float(value), score)
@@ -143,10 +121,10 @@ def feed_code_driven(tx: Tx, caller: Caller, reports: list[MetricReport]) -> Non
     metric_name = getattr(cfg.searcher, "metric", None)
     time_metric = getattr(cfg.searcher, "time_metric", None)
     for r in sorted(reports, key=lambda r: r.steps_completed):
-        value = r.values.get(metric_name) if metric_name else None
+        value = r.metrics.get(metric_name) if metric_name else None
         if not isinstance(value, int | float):
             continue
-        length_raw = r.values.get(time_metric) if time_metric else r.steps_completed
+        length_raw = r.metrics.get(time_metric) if time_metric else r.steps_completed
         if not isinstance(length_raw, int | float):
             continue
         apply_ops(
@@ -179,31 +157,24 @@ def release_if_idle(tx: Tx, caller: Caller) -> bool:
     return True
 
 
-def report_checkpoint(tx: Tx, caller: Caller, body: dict[str, Any]) -> Checkpoint:
-    uuid = body.get("uuid")
-    steps = body.get("steps_completed")
-    if not isinstance(uuid, str) or not uuid:
-        raise InvalidRequest("uuid: required")
+def report_checkpoint(tx: Tx, caller: Caller, report: CheckpointReport) -> Checkpoint:
+    uuid = report.uuid
+    steps = report.steps_completed
     check_uuid(uuid)
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-        raise InvalidRequest("steps_completed: must be an integer >= 0")
     existing = tx.session.get(Checkpoint, uuid)
     if existing is not None:
         return existing
     trial = get_trial(tx, caller.trial_id)
-    resources = body.get("resources") or {}
-    if not isinstance(resources, dict):
-        raise InvalidRequest("resources: must map file names to sizes")
     ckpt = Checkpoint(
         uuid=uuid,
         trial_id=trial.id,
         experiment_id=trial.experiment_id,
         allocation_id=caller.allocation_id,
         steps_completed=steps,
-        meta=dict(body.get("metadata") or {}),
-        resources=resources,
-        size=sum(int(v) for v in resources.values() if isinstance(v, int)),
-        state="ACTIVE",
+        meta=report.metadata,
+        resources=report.resources,
+        size=report.size,
+        state=CheckpointState.ACTIVE,
         reported_at=tx.now,
     )
     tx.session.add(ckpt)

@@ -10,8 +10,8 @@ from assay.config import MasterConfig
 from assay.db import Experiment, Job
 from assay.db import _queries as q
 from assay.errors import NotFound
-from assay.master._states import ExperimentState
 from assay.master._tx import Reschedule, Tx
+from assay.protocol import ExperimentState, JobState
 from assay.scheduler import Job as JobView
 from assay.scheduler import (
     JobKind,
@@ -23,8 +23,8 @@ from assay.scheduler import (
     validate_batch,
 )
 
-_ACTIVE = (ExperimentState.ACTIVE.value, *(s.value for s in ExperimentState if s.stopping))
-_UPDATABLE = (*_ACTIVE, ExperimentState.PAUSED.value)
+_ACTIVE = (ExperimentState.ACTIVE, *(s for s in ExperimentState if s.stopping))
+_UPDATABLE = (*_ACTIVE, ExperimentState.PAUSED)
 
 
 def job_view(job: Job) -> JobView:
@@ -64,7 +64,7 @@ def list_jobs(
     for position, view in enumerate(order_jobs([job_view(j) for j, _ in rows], policy)):
         job, exp = by_id[view.id]
         acquired, queued = usage.get(job.id, (0, 0))
-        status = "SCHEDULED" if acquired > 0 or job.id in waiting else "QUEUED"
+        status = JobState.SCHEDULED if acquired > 0 or job.id in waiting else JobState.QUEUED
         out.append(
             {
                 "position": position,

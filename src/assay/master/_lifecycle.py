@@ -12,14 +12,8 @@ from assay.db import Allocation, Experiment, Job, Trial
 from assay.db import _queries as q
 from assay.errors import InvalidTransition, NotFound
 from assay.master._gc import mark_for_collection
-from assay.master._states import (
-    STOPPING_TO_TERMINAL,
-    AllocationState,
-    ExperimentState,
-    PreemptReason,
-    TrialState,
-)
 from assay.master._tx import ExperimentEnded, KillAllocation, Reschedule, Tx, Wake
+from assay.protocol import AllocationState, ExperimentState, PreemptReason, TrialState
 from assay.searcher import (
     Close,
     Create,
@@ -33,6 +27,13 @@ from assay.searcher import (
 )
 
 log = logging.getLogger(__name__)
+
+STOPPING_TO_TERMINAL = {
+    ExperimentState.STOPPING_COMPLETED: ExperimentState.COMPLETED,
+    ExperimentState.STOPPING_CANCELED: ExperimentState.CANCELED,
+    ExperimentState.STOPPING_KILLED: ExperimentState.CANCELED,
+    ExperimentState.STOPPING_ERROR: ExperimentState.ERROR,
+}
 
 
 def get_experiment(tx: Tx, experiment_id: int) -> Experiment:

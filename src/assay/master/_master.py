@@ -26,7 +26,6 @@ from assay.master._agents import AgentConnection, AgentHub, Sender
 from assay.master._autoscaler import Autoscaler
 from assay.master._scheduling import PassResult, schedule_pass
 from assay.master._searchers import SearcherCache
-from assay.master._states import AllocationState
 from assay.master._submit import Submission, create_experiment, validate_submission
 from assay.master._tx import (
     Action,
@@ -38,6 +37,26 @@ from assay.master._tx import (
     Wake,
 )
 from assay.master._waiters import Waiters
+from assay.protocol import (
+    AckExit,
+    AgentMessage,
+    AllocationState,
+    CheckpointReport,
+    Exited,
+    ExperimentState,
+    Heartbeat,
+    Hello,
+    Kill,
+    LogEntry,
+    Logs,
+    MetricReport,
+    OperationAnswer,
+    Started,
+    UnknownMessage,
+    Welcome,
+    agent_message,
+    metric_reports,
+)
 from assay.scheduler import JobUpdate
 
 log = logging.getLogger(__name__)
@@ -169,9 +188,7 @@ class Master:
             if isinstance(action, StartAllocation):
                 await self.hub.send(action.agent_id, action.message)
             elif isinstance(action, KillAllocation):
-                await self.hub.send(
-                    action.agent_id, {"type": "kill", "allocation_id": action.allocation_id}
-                )
+                await self.hub.send(action.agent_id, Kill(action.allocation_id))
             elif isinstance(action, Wake):
                 self.waiters.notify(action.key)
             elif isinstance(action, Reschedule):
@@ -290,14 +307,14 @@ class Master:
         key = ("experiment", experiment_id)
         since = self.waiters.version(key)
 
-        def state(session: Session) -> str:
+        def state(session: Session) -> ExperimentState:
             exp = session.get(Experiment, experiment_id)
             if exp is None:
                 raise NotFound(f"experiment {experiment_id} not found")
-            return exp.state
+            return ExperimentState(exp.state)
 
         current = await self.db.run(state)
-        if current in ("COMPLETED", "CANCELED", "ERROR"):
+        if current.terminal:
             return current
         await self._wait(key, since, timeout)
         return await self.db.run(state)
@@ -308,6 +325,10 @@ class Master:
         return await self.db.run(lambda s: harness.authenticate(s, token, trial_id))
 
     async def next_operation(self, caller: harness.Caller, timeout: float) -> dict[str, Any]:
+        """:meth:`operation` as the JSON the harness gets."""
+        return (await self.operation(caller, timeout)).to_dict()
+
+    async def operation(self, caller: harness.Caller, timeout: float) -> OperationAnswer:
         """The trial's next length to train to; ``done`` once the searcher needs no more.
 
         Waits up to ``timeout`` for the searcher; a trial left waiting past
@@ -330,23 +351,24 @@ class Master:
             answer = await self._op_answer(caller)
             if answer is not None:
                 return answer
-        return {"length": None, "done": True, "released": True}
+        return OperationAnswer(length=None, done=True, released=True)
 
-    async def _op_answer(self, caller: harness.Caller) -> dict[str, Any] | None:
-        def read(session: Session) -> dict[str, Any] | None:
+    async def _op_answer(self, caller: harness.Caller) -> OperationAnswer | None:
+        def read(session: Session) -> OperationAnswer | None:
+            done = OperationAnswer(length=None, done=True)
             trial = session.get(Trial, caller.trial_id)
             exp = session.get(Experiment, trial.experiment_id) if trial else None
             if trial is None or exp is None:
-                return {"length": None, "done": True}
+                return done
             searcher = self.searchers.searcher(exp)
             pending = searcher.pending_length(trial.request_id)
             if pending is not None:
-                return {"length": pending, "done": False}
+                return OperationAnswer(length=pending, done=False)
             if searcher.code_driven:
                 # Its code decides how long to train; the searcher gives it no lengths.
-                return {"length": None, "done": True}
+                return done
             if searcher.is_closed(trial.request_id) or searcher.shutdown is not None:
-                return {"length": None, "done": True}
+                return done
             return None
 
         async with self.lock:
@@ -356,14 +378,21 @@ class Master:
         await self.transact(harness.complete_operation, caller, length, metric)
 
     async def report_metrics(self, caller: harness.Caller, raw: Any) -> None:
-        reports = harness.parse_reports(raw)
+        """Store a batch of reports: :class:`MetricReport` objects, or their JSON (a list)."""
+        if isinstance(raw, list) and all(isinstance(r, MetricReport) for r in raw):
+            reports: list[MetricReport] = raw
+        else:
+            reports = metric_reports(raw)
         now = self.clock()
         relevant = await self.db.run(lambda s: harness.ingest_metrics(s, caller, reports, now))
         if relevant:
             await self.transact(harness.feed_code_driven, caller, relevant)
 
-    async def report_checkpoint(self, caller: harness.Caller, body: dict[str, Any]) -> None:
-        await self.transact(harness.report_checkpoint, caller, body)
+    async def report_checkpoint(
+        self, caller: harness.Caller, body: CheckpointReport | dict[str, Any]
+    ) -> None:
+        report = body if isinstance(body, CheckpointReport) else CheckpointReport.from_dict(body)
+        await self.transact(harness.report_checkpoint, caller, report)
 
     async def report_early_exit(self, caller: harness.Caller, reason: str) -> None:
         await self.transact(harness.report_early_exit, caller, reason)
@@ -390,28 +419,28 @@ class Master:
 
     # -- agents ------------------------------------------------------------------------------
 
-    def check_agent(self, hello: dict[str, Any]) -> None:
+    def check_agent(self, hello: Hello | dict[str, Any]) -> Hello:
         """Refuse an agent this master cannot take (raises with the reason it is told)."""
-        agent_id = str(hello.get("agent_id") or "")
-        if not agent_id:
-            raise InvalidRequest("agent hello without an agent_id")
+        hello = hello if isinstance(hello, Hello) else Hello.from_dict(hello)
+        agent_id = hello.agent_id
         expected = self.settings.agent_token
-        if expected and not secrets.compare_digest(str(hello.get("token") or ""), expected):
+        if expected and not secrets.compare_digest(hello.token or "", expected):
             raise Unauthorized(
                 f"agent {agent_id} did not present this cluster's agent token (give it with "
                 "--token or ASSAY_AGENT_TOKEN)"
             )
-        pool = str(hello.get("pool") or "default")
+        pool = hello.pool
         pools = [p.pool_name for p in self.settings.resource_pools]
         if pool not in pools:
             raise InvalidRequest(
                 f"agent {agent_id} asked to join resource pool {pool!r}, which this master does "
                 f"not have; its pools: {', '.join(pools)} (start the agent with --pool NAME)"
             )
+        return hello
 
-    async def agent_connected(self, hello: dict[str, Any], send: Sender) -> AgentConnection:
-        self.check_agent(hello)
-        agent_id = str(hello["agent_id"])
+    async def agent_connected(self, hello: Hello | dict[str, Any], send: Sender) -> AgentConnection:
+        hello = self.check_agent(hello)
+        agent_id = hello.agent_id
         now = self.clock()
 
         def upsert(session: Session) -> bool:
@@ -419,13 +448,13 @@ class Master:
             if row is None:
                 row = AgentRecord(id=agent_id, enabled=True, registered_at=now)
                 session.add(row)
-            row.pool = str(hello.get("pool") or "default")
-            row.labels = list(hello.get("labels", []))
-            row.slots = list(hello.get("slots", []))
+            row.pool = hello.pool
+            row.labels = list(hello.labels)
+            row.slots = [s.to_dict() for s in hello.slots]
             row.connected = True
             row.last_seen = now
-            row.address = str(hello.get("address", ""))
-            row.version = str(hello.get("version", ""))
+            row.address = hello.address
+            row.version = hello.version
             return bool(row.enabled)
 
         enabled = await self.db.run(upsert)
@@ -434,18 +463,18 @@ class Master:
             # allocation started after this point is not in its hello and must not look lost.
             ours = await self.db.run(lambda s: q.allocations_on_agent(s, agent_id))
             conn = self.hub.register(hello, send, enabled)
-        await send({"type": "welcome", "cluster_id": self.cluster_id})
+        await send(Welcome(self.cluster_id).to_dict())
         await self._reconcile(conn, hello, ours)
         self._wakeup.set()
         return conn
 
     async def _reconcile(
-        self, conn: AgentConnection, hello: dict[str, Any], ours: Sequence[Allocation]
+        self, conn: AgentConnection, hello: Hello, ours: Sequence[Allocation]
     ) -> None:
         """After a (re)connect, agree with the agent on which allocations are still alive."""
         agent_id = conn.view.id
-        running = {str(x) for x in hello.get("running", [])}
-        exited = {str(e["allocation_id"]): e for e in hello.get("exited", [])}
+        running = set(hello.running)
+        exited = {e.allocation_id: e for e in hello.exited}
         for alloc in ours:
             if alloc.id in exited or agent_id in (alloc.exits or {}):
                 continue
@@ -454,7 +483,7 @@ class Master:
                     # Its "started" was lost with the old connection.
                     await self.transact(life.allocation_started, alloc.id, agent_id)
                 if life.needs_kill(alloc):
-                    await conn.send({"type": "kill", "allocation_id": alloc.id})
+                    await conn.send(Kill(alloc.id).to_dict())
             else:
                 await self.transact(
                     gang.agent_exited,
@@ -464,10 +493,10 @@ class Master:
                     f"agent {agent_id} no longer runs it after reconnecting",
                 )
         for event in exited.values():
-            await self.on_agent_message(agent_id, {"type": "exited", **event})
+            await self.on_agent_message(agent_id, event)
         known = {a.id for a in ours}
-        for alloc_id in running - known:
-            await conn.send({"type": "kill", "allocation_id": alloc_id})
+        for alloc_id in sorted(running - known):
+            await conn.send(Kill(alloc_id).to_dict())
 
     async def resend_kills(self) -> None:
         """Kills are messages and can be lost (a dropped connection, a master restart): repeat
@@ -477,7 +506,7 @@ class Master:
                 continue
             for agent_id in alloc.slots or {}:
                 if agent_id not in (alloc.exits or {}) and self.hub.is_connected(agent_id):
-                    await self.hub.send(agent_id, {"type": "kill", "allocation_id": alloc.id})
+                    await self.hub.send(agent_id, Kill(alloc.id))
 
     async def agent_disconnected(self, conn: AgentConnection) -> None:
         now = self.clock()
@@ -491,37 +520,39 @@ class Master:
 
             await self.db.run(mark)
 
-    async def on_agent_message(self, agent_id: str, msg: dict[str, Any]) -> None:
-        kind = msg.get("type")
-        if kind == "started":
-            await self.transact(life.allocation_started, str(msg["allocation_id"]), agent_id)
-        elif kind == "exited":
-            alloc_id = str(msg["allocation_id"])
-            code = msg.get("exit_code")
+    async def on_agent_message(self, agent_id: str, raw: AgentMessage | dict[str, Any]) -> None:
+        """Act on a message from a connected agent: an :class:`AgentMessage`, or its JSON."""
+        if isinstance(raw, dict):
+            try:
+                msg = agent_message(raw)
+            except UnknownMessage:
+                log.warning("agent %s sent an unknown message type %r", agent_id, raw.get("type"))
+                return
+        else:
+            msg = raw
+        if isinstance(msg, Started):
+            await self.transact(life.allocation_started, msg.allocation_id, agent_id)
+        elif isinstance(msg, Exited):
             await self.transact(
-                gang.agent_exited,
-                agent_id,
-                alloc_id,
-                int(code) if code is not None else None,
-                str(msg.get("reason", "")),
+                gang.agent_exited, agent_id, msg.allocation_id, msg.exit_code, msg.reason
             )
-            await self.hub.send(agent_id, {"type": "ack_exit", "allocation_id": alloc_id})
-        elif kind == "logs":
-            await self._ingest_logs(msg.get("entries", []))
-        elif kind == "heartbeat":
+            await self.hub.send(agent_id, AckExit(msg.allocation_id))
+        elif isinstance(msg, Logs):
+            await self._ingest_logs(msg.entries)
+        elif isinstance(msg, Heartbeat):
             pass
         else:
-            log.warning("agent %s sent an unknown message type %r", agent_id, kind)
+            log.warning("agent %s sent %r after its hello; ignored", agent_id, msg.type)
 
-    async def _ingest_logs(self, entries: list[dict[str, Any]]) -> None:
+    async def _ingest_logs(self, entries: list[LogEntry]) -> None:
         rows = [
             {
-                "trial_id": int(e["trial_id"]),
-                "allocation_id": str(e["allocation_id"]),
-                "rank": int(e.get("rank", 0)),
-                "stream": str(e.get("stream", "stdout"))[:8],
-                "time": float(e.get("time", 0.0)),
-                "line": str(e.get("line", "")),
+                "trial_id": e.trial_id,
+                "allocation_id": e.allocation_id,
+                "rank": e.rank,
+                "stream": e.stream[:8],
+                "time": e.time,
+                "line": e.line,
             }
             for e in entries
         ]

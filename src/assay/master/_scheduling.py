@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
-from typing import Any
 
 from assay.config import MasterConfig, ResourcePoolConfig
 from assay.db import Allocation, Checkpoint, Context, Experiment, Job, Trial
@@ -12,8 +11,19 @@ from assay.db import _queries as q
 from assay.master import _gang as gang
 from assay.master._jobs import job_view
 from assay.master._lifecycle import request_preemption
-from assay.master._states import AllocationState, PreemptReason, TrialState
 from assay.master._tx import StartAllocation, Tx
+from assay.protocol import (
+    TASK_TYPE_TRIAL,
+    AllocationState,
+    ClusterInfo,
+    ContextRef,
+    PreemptReason,
+    SearcherInfo,
+    Slot,
+    Start,
+    TrialInfo,
+    TrialState,
+)
 from assay.scheduler import (
     Agent,
     Decision,
@@ -27,20 +37,12 @@ from assay.scheduler import (
 
 
 @dataclass(frozen=True)
-class SlotView:
-    id: str
-    type: str = "cpu"
-    uuid: str = ""
-    name: str = ""
-
-
-@dataclass(frozen=True)
 class AgentView:
     """What the scheduler needs of a connected agent."""
 
     id: str
     pool: str
-    slots: tuple[SlotView, ...]
+    slots: tuple[Slot, ...]
     labels: frozenset[str] = frozenset()
     enabled: bool = True
     address: str = ""
@@ -206,36 +208,38 @@ def start_trial(
     for rank, (agent_id, slot_ids) in enumerate(sorted(placement.items())):
         agent = agents.get(agent_id)
         slot_views = [s for s in agent.slots if s.id in slot_ids] if agent else []
-        info: dict[str, Any] = {
-            "cluster_id": cluster_id,
-            "agent_id": agent_id,
-            "slot_ids": list(slot_ids),
-            "task_id": f"trial-{trial.id}",
-            "allocation_id": alloc.id,
-            "task_type": "TRIAL",
-            "latest_checkpoint": trial.latest_checkpoint,
-            "container_addrs": addrs,
-            "container_rank": rank,
-            "gpu_uuids": [s.uuid for s in slot_views if s.type == "cuda" and s.uuid],
-            "user_data": {},
-            "trial": {
-                "trial_id": trial.id,
-                "experiment_id": exp.id,
-                "trial_seed": trial.seed,
-                "hparams": trial.hparams,
-                "steps_completed": steps,
-                "trial_run_id": trial.runs,
-                "restarts": trial.restarts,
-                "config": exp.config,
-            },
-            "checkpoint_storage": exp.config.get("checkpoint_storage"),
-            "searcher": {
-                "metric": getattr(cfg.searcher, "metric", None),
-                "smaller_is_better": getattr(cfg.searcher, "smaller_is_better", True),
-                "code_driven": searcher.code_driven,
-                "pending_length": searcher.pending_length(trial.request_id),
-            },
-        }
+        info = ClusterInfo(
+            # The agent fills in the master's URL as it reaches the master.
+            master_url="",
+            cluster_id=cluster_id,
+            agent_id=agent_id,
+            slot_ids=list(slot_ids),
+            task_id=f"trial-{trial.id}",
+            allocation_id=alloc.id,
+            session_token="",
+            task_type=TASK_TYPE_TRIAL,
+            latest_checkpoint=trial.latest_checkpoint,
+            container_addrs=addrs,
+            container_rank=rank,
+            gpu_uuids=[s.uuid for s in slot_views if s.type == "cuda" and s.uuid],
+            trial=TrialInfo(
+                trial_id=trial.id,
+                experiment_id=exp.id,
+                trial_seed=trial.seed,
+                hparams=trial.hparams,
+                config=exp.config,
+                steps_completed=steps,
+                trial_run_id=trial.runs,
+                restarts=trial.restarts,
+            ),
+            checkpoint_storage=exp.config.get("checkpoint_storage"),
+            searcher=SearcherInfo(
+                metric=getattr(cfg.searcher, "metric", None),
+                smaller_is_better=getattr(cfg.searcher, "smaller_is_better", True),
+                code_driven=searcher.code_driven,
+                pending_length=searcher.pending_length(trial.request_id),
+            ),
+        )
         env = cfg.environment.variables(
             "cuda" if any(s.type == "cuda" for s in slot_views) else "cpu"
         )
@@ -248,19 +252,17 @@ def start_trial(
                 "ASSAY_TRIAL_SEED": str(trial.seed),
             }
         )
-        message = {
-            "type": "start",
-            "allocation_id": alloc.id,
-            "trial_id": trial.id,
-            "experiment_id": exp.id,
-            "run": trial.runs,
-            "context": {"id": context.id, "sha256": context.sha256},
-            "entrypoint": cfg.entrypoint,
-            "env": env,
-            "slots": list(slot_ids),
-            "cluster_info": info,
-        }
-        if agent_id in layouts:
-            message["distributed"] = layouts[agent_id]
+        message = Start(
+            allocation_id=alloc.id,
+            trial_id=trial.id,
+            experiment_id=exp.id,
+            run=trial.runs,
+            context=ContextRef(context.id, context.sha256),
+            entrypoint=cfg.entrypoint,
+            env=env,
+            slots=list(slot_ids),
+            cluster_info=info,
+            distributed=layouts.get(agent_id),
+        )
         tx.act(StartAllocation(agent_id, message))
     return alloc

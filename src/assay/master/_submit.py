@@ -21,8 +21,8 @@ from assay.db import Context, Experiment, Job
 from assay.db import _queries as q
 from assay.errors import ErrorDetail
 from assay.master._lifecycle import apply_ops
-from assay.master._states import ExperimentState
 from assay.master._tx import Tx
+from assay.protocol import ExperimentState
 
 
 @dataclass(frozen=True)

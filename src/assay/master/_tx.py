@@ -13,12 +13,13 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from assay.master._searchers import SearcherCache
+from assay.protocol import Start
 
 
 @dataclass(frozen=True)
 class StartAllocation:
     agent_id: str
-    message: dict[str, Any]
+    message: Start
 
 
 @dataclass(frozen=True)
