@@ -11,12 +11,10 @@ from sqlalchemy.orm import Session
 
 import assay
 from assay.api._deps import MasterDep
-from assay.api._serialize import agent_json
-from assay.db import Context
-from assay.db import _queries as q
-from assay.errors import AssayError, NotFound
+from assay.api._serialize import agent_json, instance_json
+from assay.db import agents, allocations, contexts, instances
+from assay.errors import AssayError
 from assay.master import Master
-from assay.master._autoscaler import instances_json
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +35,7 @@ async def master_info(master: MasterDep) -> dict[str, Any]:
 async def list_agents(master: MasterDep) -> dict[str, Any]:
     def read(session: Session) -> dict[str, Any]:
         used: dict[str, set[str]] = {}
-        for alloc in q.live_allocations(session):
+        for alloc in allocations.live(session):
             for agent_id, slots in (alloc.slots or {}).items():
                 used.setdefault(agent_id, set()).update(str(s) for s in slots)
         return {
@@ -47,7 +45,7 @@ async def list_agents(master: MasterDep) -> dict[str, Any]:
                     connected=master.hub.is_connected(a.id),
                     used_slots=used.get(a.id, set()),
                 )
-                for a in q.agents(session)
+                for a in agents.registered(session)
             ]
         }
 
@@ -60,9 +58,12 @@ async def list_pools(master: MasterDep) -> dict[str, Any]:
     names = [p.pool_name for p in master.settings.resource_pools if p.provider is not None]
 
     def read(session: Session) -> dict[str, list[dict[str, Any]]]:
-        return {name: instances_json(session, name) for name in names}
+        return {
+            name: [instance_json(row) for row in instances.of_pool(session, name, None)]
+            for name in names
+        }
 
-    instances = await master.db.run(read)
+    by_pool = await master.db.run(read)
     pools = []
     for pool in master.settings.resource_pools:
         agents = [a for a in views if a.pool == pool.pool_name]
@@ -74,7 +75,7 @@ async def list_pools(master: MasterDep) -> dict[str, Any]:
                 "preemption": pool.scheduler.preemption,
                 "agents": len(agents),
                 "slots": sum(len(a.slots) for a in agents),
-                "instances": instances.get(pool.pool_name, []),
+                "instances": by_pool.get(pool.pool_name, []),
             }
         )
     return {"resource_pools": pools}
@@ -83,10 +84,7 @@ async def list_pools(master: MasterDep) -> dict[str, Any]:
 @router.get("/contexts/{context_id}")
 async def get_context(context_id: int, master: MasterDep) -> Response:
     def read(session: Session) -> bytes:
-        ctx = session.get(Context, context_id)
-        if ctx is None:
-            raise NotFound(f"context {context_id} not found")
-        return ctx.data
+        return contexts.require(session, context_id).data
 
     data = await master.db.run(read)
     return Response(content=data, media_type="application/gzip")

@@ -12,9 +12,8 @@ from sqlalchemy.orm import Session
 
 from assay.api._deps import MasterDep
 from assay.api._serialize import checkpoint_json, experiment_json, trial_json
-from assay.db import Experiment
-from assay.db import _queries as q
-from assay.errors import InvalidRequest, NotFound
+from assay.db import Experiment, checkpoints, experiments, trials
+from assay.errors import InvalidRequest
 from assay.master import Submission
 
 router = APIRouter(prefix="/api/v1/experiments", tags=["experiments"])
@@ -28,17 +27,14 @@ class CreateExperiment(BaseModel):
 
 
 def _load(session: Session, experiment_id: int) -> Experiment:
-    exp = session.get(Experiment, experiment_id)
-    if exp is None:
-        raise NotFound(f"experiment {experiment_id} not found")
-    return exp
+    return experiments.require(session, experiment_id)
 
 
 def _describe(session: Session, experiment_id: int, with_config: bool = True) -> dict[str, Any]:
     exp = _load(session, experiment_id)
-    counts = q.trial_counts(session, [exp.id])[exp.id]
+    counts = trials.counts(session, [exp.id])[exp.id]
     return experiment_json(
-        exp, counts=counts, best=q.best_trial(session, exp.id), with_config=with_config
+        exp, counts=counts, best=trials.best_of(session, exp.id), with_config=with_config
     )
 
 
@@ -70,10 +66,10 @@ async def list_experiments(
     offset: int = Query(default=0, ge=0),
 ) -> dict[str, Any]:
     def read(session: Session) -> dict[str, Any]:
-        rows, total = q.list_experiments(
+        rows, total = experiments.page(
             session, states=state, include_archived=archived, limit=limit, offset=offset
         )
-        counts = q.trial_counts(session, [e.id for e in rows])
+        counts = trials.counts(session, [e.id for e in rows])
         return {
             "experiments": [experiment_json(e, counts=counts[e.id]) for e in rows],
             "pagination": {"total": total, "limit": limit, "offset": offset},
@@ -91,7 +87,7 @@ async def get_experiment(experiment_id: int, master: MasterDep) -> dict[str, Any
 async def list_trials(experiment_id: int, master: MasterDep) -> dict[str, Any]:
     def read(session: Session) -> dict[str, Any]:
         _load(session, experiment_id)
-        return {"trials": [trial_json(t) for t in q.trials_of(session, experiment_id)]}
+        return {"trials": [trial_json(t) for t in trials.of_experiment(session, experiment_id)]}
 
     return await master.db.run(read)
 
@@ -100,7 +96,7 @@ async def list_trials(experiment_id: int, master: MasterDep) -> dict[str, Any]:
 async def list_checkpoints(experiment_id: int, master: MasterDep) -> dict[str, Any]:
     def read(session: Session) -> dict[str, Any]:
         _load(session, experiment_id)
-        rows = q.checkpoints_of(session, experiment_id=experiment_id)
+        rows = checkpoints.of(session, experiment_id=experiment_id)
         return {"checkpoints": [checkpoint_json(c) for c in rows]}
 
     return await master.db.run(read)

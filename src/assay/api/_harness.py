@@ -11,9 +11,8 @@ from sqlalchemy.orm import Session
 
 from assay.api._deps import MasterDep, TokenDep
 from assay.api._serialize import checkpoint_json
-from assay.db import Checkpoint, Experiment, Trial
-from assay.db import _queries as q
-from assay.errors import InvalidRequest, NotFound, Unauthorized
+from assay.db import Checkpoint, Trial, checkpoints, experiments, trials
+from assay.errors import InvalidRequest, Unauthorized
 
 router = APIRouter(prefix="/api/v1", tags=["harness"])
 
@@ -108,10 +107,7 @@ async def report_checkpoint(
 
 
 def _checkpoint(session: Session, uuid: str) -> Checkpoint:
-    ckpt = session.get(Checkpoint, uuid)
-    if ckpt is None:
-        raise NotFound(f"checkpoint {uuid} not found")
-    return ckpt
+    return checkpoints.require(session, uuid)
 
 
 @router.get("/checkpoints/{uuid}")
@@ -122,10 +118,8 @@ async def get_checkpoint(uuid: str, master: MasterDep) -> dict[str, Any]:
 @router.get("/experiments/{experiment_id}/searcher/best_validation")
 async def best_validation(experiment_id: int, master: MasterDep) -> dict[str, Any]:
     def read(session: Session) -> dict[str, Any]:
-        exp = session.get(Experiment, experiment_id)
-        if exp is None:
-            raise NotFound(f"experiment {experiment_id} not found")
-        best: Trial | None = q.best_trial(session, experiment_id)
+        experiments.require(session, experiment_id)
+        best: Trial | None = trials.best_of(session, experiment_id)
         return {"best_validation": None if best is None else best.best_validation}
 
     return await master.db.run(read)

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.db import AgentRecord, Allocation, Checkpoint, Experiment, Metric, TaskLog, Trial
+from assay.db import (
+    AgentRecord,
+    Allocation,
+    Checkpoint,
+    Experiment,
+    Instance,
+    Metric,
+    TaskLog,
+    Trial,
+)
 
 
 def experiment_json(
@@ -139,4 +148,16 @@ def agent_json(agent: AgentRecord, *, connected: bool, used_slots: set[str]) -> 
         "slots": [{**slot, "allocated": str(slot.get("id")) in used_slots} for slot in agent.slots],
         "registered_at": agent.registered_at,
         "last_seen": agent.last_seen,
+    }
+
+
+def instance_json(row: Instance) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "pool": row.pool,
+        "state": row.state,
+        "launched_at": row.launched_at,
+        "idle_since": row.idle_since,
+        "ended_at": row.ended_at,
+        "message": row.message,
     }

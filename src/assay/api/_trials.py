@@ -12,9 +12,7 @@ from sqlalchemy.orm import Session
 
 from assay.api._deps import MasterDep
 from assay.api._serialize import allocation_json, checkpoint_json, log_json, metric_json, trial_json
-from assay.db import Trial
-from assay.db import _queries as q
-from assay.errors import NotFound
+from assay.db import Trial, allocations, checkpoints, logs, metrics, trials
 from assay.master import TrialState
 
 router = APIRouter(prefix="/api/v1/trials", tags=["trials"])
@@ -23,10 +21,7 @@ LOG_PAGE = 1000
 
 
 def _load(session: Session, trial_id: int) -> Trial:
-    trial = session.get(Trial, trial_id)
-    if trial is None:
-        raise NotFound(f"trial {trial_id} not found")
-    return trial
+    return trials.require(session, trial_id)
 
 
 @router.get("/{trial_id}")
@@ -35,7 +30,7 @@ async def get_trial(trial_id: int, master: MasterDep) -> dict[str, Any]:
 
     def read(session: Session) -> dict[str, Any]:
         out = trial_json(_load(session, trial_id))
-        out["allocations"] = [allocation_json(a) for a in q.allocations_of(session, trial_id)]
+        out["allocations"] = [allocation_json(a) for a in allocations.of_trial(session, trial_id)]
         return out
 
     return await master.db.run(read)
@@ -50,7 +45,7 @@ async def get_metrics(
 ) -> dict[str, Any]:
     def read(session: Session) -> dict[str, Any]:
         _load(session, trial_id)
-        rows = q.metric_series(session, trial_id, group, include_archived=include_archived)
+        rows = metrics.series(session, trial_id, group, include_archived=include_archived)
         return {"metrics": [metric_json(m) for m in rows]}
 
     return await master.db.run(read)
@@ -61,9 +56,7 @@ async def get_checkpoints(trial_id: int, master: MasterDep) -> dict[str, Any]:
     def read(session: Session) -> dict[str, Any]:
         _load(session, trial_id)
         return {
-            "checkpoints": [
-                checkpoint_json(c) for c in q.checkpoints_of(session, trial_id=trial_id)
-            ]
+            "checkpoints": [checkpoint_json(c) for c in checkpoints.of(session, trial_id=trial_id)]
         }
 
     return await master.db.run(read)
@@ -89,7 +82,7 @@ async def get_logs(
 
         def read(session: Session) -> dict[str, Any]:
             _load(session, trial_id)
-            return {"logs": [log_json(e) for e in q.logs_after(session, trial_id, after, limit)]}
+            return {"logs": [log_json(e) for e in logs.after(session, trial_id, after, limit)]}
 
         return await master.db.run(read)
     await master.db.run(lambda s: _load(s, trial_id))
@@ -103,7 +96,7 @@ async def _follow(master: MasterDep, trial_id: int, after: int) -> AsyncIterator
         since = master.waiters.version(key)
 
         def read(session: Session, last: int = last) -> tuple[list[dict[str, Any]], bool]:
-            rows = [log_json(e) for e in q.logs_after(session, trial_id, last, LOG_PAGE)]
+            rows = [log_json(e) for e in logs.after(session, trial_id, last, LOG_PAGE)]
             trial = _load(session, trial_id)
             return rows, TrialState(trial.state).terminal
 

@@ -12,13 +12,10 @@ import asyncio
 import logging
 import os
 import secrets
-from typing import TYPE_CHECKING, Any
-
-from sqlalchemy.orm import Session
+from typing import TYPE_CHECKING
 
 from assay.config import ProviderConfig, ResourcePoolConfig
-from assay.db import AgentRecord, Instance
-from assay.db import _queries as q
+from assay.db import agents, allocations, instances, trials
 from assay.master._tx import Tx
 from assay.protocol import LIVE_INSTANCE_STATES, InstanceState
 from assay.scheduler import Instance as InstanceView
@@ -48,16 +45,16 @@ class Autoscaler:
         connected = {a.id: a for a in self.master.hub.connected_views() if a.pool == pool.pool_name}
 
         def plan(tx: Tx) -> tuple[list[str], list[str]]:
-            demand = q.queued_slot_demand(tx.session, pool.pool_name)
-            busy = q.busy_agents(tx.session)
-            used = q.used_slots(tx.session)
+            demand = trials.queued_slot_demand(tx.session, pool.pool_name)
+            busy = allocations.busy_agents(tx.session)
+            used = allocations.used_slots(tx.session)
             free = sum(
                 len([s for s in a.slots if s.id not in used.get(a.id, set())])
                 for a in connected.values()
                 if a.enabled
             )
             views = []
-            for row in q.instances(tx.session, pool.pool_name, LIVE_INSTANCE_STATES):
+            for row in instances.of_pool(tx.session, pool.pool_name, LIVE_INSTANCE_STATES):
                 if row.id in connected:
                     row.state = InstanceState.RUNNING
                     if row.id in busy:
@@ -76,26 +73,14 @@ class Autoscaler:
             launched = []
             for _ in range(decision.launch):
                 instance_id = f"{pool.pool_name}-{secrets.token_hex(4)}"
-                tx.session.add(
-                    Instance(
-                        id=instance_id,
-                        pool=pool.pool_name,
-                        state=InstanceState.LAUNCHING,
-                        launched_at=tx.now,
-                        idle_since=None,
-                        ended_at=None,
-                        message="",
-                    )
-                )
+                instances.launching(tx.session, instance_id, pool.pool_name, tx.now)
                 launched.append(instance_id)
             for instance_id in decision.terminate:
-                ending = tx.session.get(Instance, instance_id)
+                ending = instances.get(tx.session, instance_id)
                 if ending is not None:
                     ending.state = InstanceState.TERMINATING
-                agent = tx.session.get(AgentRecord, instance_id)
-                if agent is not None:
-                    # Nothing new may start on a machine about to go away.
-                    agent.enabled = False
+                # Nothing new may start on a machine about to go away.
+                agents.disable(tx.session, instance_id)
             return launched, list(decision.terminate)
 
         launched, terminated = await self.master.transact(plan)
@@ -147,7 +132,7 @@ class Autoscaler:
             log.warning("%s command for %s failed (%s): %s", what, instance_id, code, text)
 
         def record(tx: Tx) -> None:
-            row = tx.session.get(Instance, instance_id)
+            row = instances.get(tx.session, instance_id)
             if row is None:
                 return
             if code != 0:
@@ -163,7 +148,7 @@ class Autoscaler:
         pools = {p.pool_name: p for p in self.pools()}
 
         def read(tx: Tx) -> list[tuple[str, str]]:
-            rows = q.instances(tx.session, None, (InstanceState.TERMINATING,))
+            rows = instances.of_pool(tx.session, None, (InstanceState.TERMINATING,))
             return [(row.id, row.pool) for row in rows]
 
         for instance_id, pool_name in await self.master.transact(read):
@@ -184,18 +169,3 @@ def _settings(provider: ProviderConfig) -> ProviderSettings:
         idle_timeout=float(provider.idle_timeout),
         startup_timeout=float(provider.startup_timeout),
     )
-
-
-def instances_json(session: Session, pool: str) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": row.id,
-            "pool": row.pool,
-            "state": row.state,
-            "launched_at": row.launched_at,
-            "idle_since": row.idle_since,
-            "ended_at": row.ended_at,
-            "message": row.message,
-        }
-        for row in q.instances(session, pool, None)
-    ]

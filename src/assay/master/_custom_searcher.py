@@ -23,8 +23,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from assay.searcher import ExitedReason, Operation, Shutdown
-from assay.searcher._ops import op_from_json
+from assay.searcher import ExitedReason, Operation, Shutdown, op_from_json
 
 _STDERR_TAIL = 4000
 

@@ -17,8 +17,7 @@ import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Protocol
 
-from assay.db import Allocation
-from assay.db import _queries as q
+from assay.db import Allocation, allocations
 from assay.master._lifecycle import allocation_exited
 from assay.master._tx import KillAllocation, Tx
 from assay.protocol import AllocationState, RankLayout
@@ -114,7 +113,7 @@ def plan(
 
 def _ports_taken(tx: Tx, hosts: Collection[str], own_id: str) -> set[int]:
     taken: set[int] = set()
-    for other in q.live_allocations(tx.session):
+    for other in allocations.live(tx.session):
         if other.id == own_id or other.rendezvous_port is None or not other.slots:
             continue
         if sorted(other.slots)[0] in hosts:
@@ -143,7 +142,7 @@ def agent_exited(
     ``Allocation.exits``; on a failure the other agents are told to kill their processes; it
     ends once every agent has reported, with the first failing code (0 if none failed).
     """
-    alloc = tx.session.get(Allocation, allocation_id)
+    alloc = allocations.get(tx.session, allocation_id)
     if alloc is None or alloc.state == AllocationState.TERMINATED:
         return
     agents = sorted(alloc.slots or {})

@@ -8,21 +8,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
-from assay.db import Allocation, Checkpoint, Experiment, Trial
-from assay.db import _queries as q
-from assay.errors import InvalidRequest, NotFound, Unauthorized
+from assay.db import Checkpoint, Session, allocations, checkpoints, experiments, metrics, trials
+from assay.errors import InvalidRequest, Unauthorized
 from assay.master._lifecycle import apply_ops, get_experiment, get_trial
 from assay.master._tx import Tx, Wake
 from assay.protocol import (
     VALIDATION,
     AllocationState,
     CheckpointReport,
-    CheckpointState,
     MetricReport,
 )
 from assay.searcher import ExitedReason
@@ -41,7 +35,7 @@ class Caller:
 def authenticate(session: Session, token: str | None, trial_id: int | None = None) -> Caller:
     if not token:
         raise Unauthorized("this endpoint is for trial processes: send the allocation's token")
-    alloc = session.scalars(select(Allocation).where(Allocation.token == token)).first()
+    alloc = allocations.by_token(session, token)
     if alloc is None:
         raise Unauthorized("unknown allocation token")
     if alloc.state == AllocationState.TERMINATED:
@@ -59,31 +53,17 @@ def ingest_metrics(
 
     Returns the validation reports that carry the searcher metric, for code-driven searchers.
     """
-    alloc = session.get(Allocation, caller.allocation_id)
+    alloc = allocations.get(session, caller.allocation_id)
     if alloc is None or alloc.state == AllocationState.TERMINATED:
         # Checked again in the writing transaction: the run may have ended since the token
         # was checked, and its late reports must not mix with the next run's.
         raise Unauthorized(f"allocation {caller.allocation_id} has ended")
-    rows = [
-        {
-            "trial_id": caller.trial_id,
-            "run": caller.run,
-            "group": r.group,
-            "steps_completed": r.steps_completed,
-            "values": _json_safe(r.metrics),
-            "reported_at": r.time or now,
-            "archived": False,
-        }
-        for r in reports
-    ]
-    q.insert_metrics(session, rows)
+    metrics.insert(session, caller.trial_id, caller.run, reports, now)
     validations = [r for r in reports if r.group == VALIDATION]
     if not validations:
         return []
-    trial = session.get(Trial, caller.trial_id)
-    assert trial is not None
-    exp = session.get(Experiment, trial.experiment_id)
-    assert exp is not None
+    trial = trials.require(session, caller.trial_id)
+    exp = experiments.require(session, trial.experiment_id)
     searcher_cfg = exp.config.get("searcher", {})
     metric = searcher_cfg.get("metric")
     smaller = searcher_cfg.get("smaller_is_better", True)
@@ -92,22 +72,11 @@ def ingest_metrics(
         value = r.metrics.get(metric) if metric else None
         if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
             score = float(value) if smaller else -float(value)
-            q.improve_best_validation(session, trial.id, float(value), score)
+            trials.improve_best_validation(session, trial.id, float(value), score)
             relevant.append(r)
     if validations:
-        q.raise_steps_completed(session, trial.id, max(r.steps_completed for r in validations))
+        trials.raise_steps_completed(session, trial.id, max(r.steps_completed for r in validations))
     return relevant
-
-
-def _json_safe(values: dict[str, Any]) -> dict[str, Any]:
-    """NaN and infinities are not JSON; store them as strings the API returns unchanged."""
-    out: dict[str, Any] = {}
-    for key, value in values.items():
-        if isinstance(value, float) and not math.isfinite(value):
-            out[str(key)] = str(value)
-        else:
-            out[str(key)] = value
-    return out
 
 
 def feed_code_driven(tx: Tx, caller: Caller, reports: list[MetricReport]) -> None:
@@ -136,7 +105,7 @@ def complete_operation(tx: Tx, caller: Caller, length: int, metric: float) -> No
     trial = get_trial(tx, caller.trial_id)
     exp = get_experiment(tx, trial.experiment_id)
     searcher = tx.searchers.searcher(exp)
-    q.raise_steps_completed(tx.session, trial.id, length)
+    trials.raise_steps_completed(tx.session, trial.id, length)
     apply_ops(tx, exp, searcher.validation_completed(trial.request_id, metric, length))
     tx.act(Wake(("op", trial.id)))
 
@@ -151,7 +120,7 @@ def release_if_idle(tx: Tx, caller: Caller) -> bool:
     searcher = tx.searchers.searcher(exp)
     if searcher.pending_length(trial.request_id) is not None:
         return False
-    alloc = tx.session.get(Allocation, caller.allocation_id)
+    alloc = allocations.get(tx.session, caller.allocation_id)
     if alloc is not None and alloc.state != AllocationState.TERMINATED:
         alloc.released = True
     return True
@@ -161,29 +130,28 @@ def report_checkpoint(tx: Tx, caller: Caller, report: CheckpointReport) -> Check
     uuid = report.uuid
     steps = report.steps_completed
     check_uuid(uuid)
-    existing = tx.session.get(Checkpoint, uuid)
+    existing = checkpoints.get(tx.session, uuid)
     if existing is not None:
         return existing
     trial = get_trial(tx, caller.trial_id)
-    ckpt = Checkpoint(
+    ckpt = checkpoints.create(
+        tx.session,
         uuid=uuid,
         trial_id=trial.id,
         experiment_id=trial.experiment_id,
         allocation_id=caller.allocation_id,
         steps_completed=steps,
-        meta=report.metadata,
+        metadata=report.metadata,
         resources=report.resources,
         size=report.size,
-        state=CheckpointState.ACTIVE,
         reported_at=tx.now,
     )
-    tx.session.add(ckpt)
     current = (
-        tx.session.get(Checkpoint, trial.latest_checkpoint) if trial.latest_checkpoint else None
+        checkpoints.get(tx.session, trial.latest_checkpoint) if trial.latest_checkpoint else None
     )
     if current is None or steps >= current.steps_completed or current.trial_id != trial.id:
         trial.latest_checkpoint = uuid
-    q.raise_steps_completed(tx.session, trial.id, steps)
+    trials.raise_steps_completed(tx.session, trial.id, steps)
     return ckpt
 
 
@@ -202,7 +170,5 @@ def report_early_exit(tx: Tx, caller: Caller, reason: str) -> None:
 def report_progress(tx: Tx, caller: Caller, progress: float) -> None:
     if not 0.0 <= progress <= 1.0:
         raise InvalidRequest(f"progress: must be between 0 and 1, got {progress}")
-    trial = tx.session.get(Trial, caller.trial_id)
-    if trial is None:
-        raise NotFound(f"trial {caller.trial_id} not found")
+    trial = get_trial(tx, caller.trial_id)
     trial.progress = progress

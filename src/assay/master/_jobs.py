@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from assay.config import MasterConfig
-from assay.db import Experiment, Job
-from assay.db import _queries as q
+from assay.db import Job, Session, experiments, jobs
 from assay.errors import NotFound
 from assay.master._tx import Reschedule, Tx
 from assay.protocol import ExperimentState, JobState
@@ -57,8 +54,8 @@ def list_jobs(
     if policy is None:
         names = ", ".join(policies(settings))
         raise NotFound(f"resource pool {pool!r} does not exist; this cluster has: {names}")
-    rows = q.active_jobs(session, pool, _ACTIVE)
-    usage = q.job_slot_usage(session, [job.id for job, _ in rows])
+    rows = jobs.active(session, pool, _ACTIVE)
+    usage = jobs.slot_usage(session, [job.id for job, _ in rows])
     by_id = {job.id: (job, exp) for job, exp in rows}
     out = []
     for position, view in enumerate(order_jobs([job_view(j) for j, _ in rows], policy)):
@@ -89,11 +86,11 @@ def list_jobs(
 def update_jobs(tx: Tx, updates: list[JobUpdate], settings: MasterConfig) -> list[str]:
     """Apply ``updates`` all together or not at all (every problem reported at once)."""
     pools = policies(settings)
-    jobs = {job.id: job for job, _ in q.active_jobs(tx.session, None, _UPDATABLE)}
-    views = {job_id: job_view(job) for job_id, job in jobs.items()}
+    by_id = {job.id: job for job, _ in jobs.active(tx.session, None, _UPDATABLE)}
+    views = {job_id: job_view(job) for job_id, job in by_id.items()}
     validate_batch(updates, views, pools, pools=list(pools))
     for update in updates:
-        job = jobs[update.job_id]
+        job = by_id[update.job_id]
         if update.priority is not None:
             job.priority = update.priority
         if update.weight is not None:
@@ -103,13 +100,13 @@ def update_jobs(tx: Tx, updates: list[JobUpdate], settings: MasterConfig) -> lis
             _set_config(tx, job, "resource_pool", update.resource_pool)
         anchor = update.ahead_of or update.behind_of
         if anchor is not None:
-            current = [job_view(j) for j in jobs.values() if j.pool == job.pool]
+            current = [job_view(j) for j in by_id.values() if j.pool == job.pool]
             mover = move_ahead_of if update.ahead_of else move_behind_of
             move = mover(current, job.id, anchor)
             job.queue_position = move.queue_position
             job.priority = move.priority
             for other_id, position in move.renumbered.items():
-                jobs[other_id].queue_position = position
+                by_id[other_id].queue_position = position
         views[job.id] = job_view(job)
     tx.act(Reschedule())
     return [u.job_id for u in updates]
@@ -119,10 +116,8 @@ def update_experiment_resources(
     tx: Tx, experiment_id: int, field: str, value: Any, settings: MasterConfig
 ) -> None:
     """``assay experiment set priority|weight|max-slots``: the same rules as the job queue."""
-    exp = tx.session.get(Experiment, experiment_id)
-    if exp is None:
-        raise NotFound(f"experiment {experiment_id} not found")
-    job = tx.session.get(Job, exp.job_id)
+    exp = experiments.require(tx.session, experiment_id)
+    job = jobs.get(tx.session, exp.job_id)
     assert job is not None
     if field == "max_slots":
         job.max_slots = value
@@ -136,7 +131,7 @@ def update_experiment_resources(
 
 def _set_config(tx: Tx, job: Job, key: str, value: Any) -> None:
     """Keep the experiment's shown config in step with its job."""
-    for exp in q.experiments_of_job(tx.session, job.id):
+    for exp in experiments.of_job(tx.session, job.id):
         config = dict(exp.config)
         config["resources"] = {**config.get("resources", {}), key: value}
         exp.config = config

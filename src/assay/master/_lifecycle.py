@@ -11,9 +11,8 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from assay.db import Allocation, Experiment, Job, Trial
-from assay.db import _queries as q
-from assay.errors import InvalidTransition, NotFound
+from assay.db import Allocation, Experiment, Trial, allocations, experiments, jobs, trials
+from assay.errors import InvalidTransition
 from assay.master._gc import mark_for_collection
 from assay.master._transitions import (
     ClosedEvent,
@@ -49,17 +48,11 @@ log = logging.getLogger(__name__)
 
 
 def get_experiment(tx: Tx, experiment_id: int) -> Experiment:
-    exp = tx.session.get(Experiment, experiment_id)
-    if exp is None:
-        raise NotFound(f"experiment {experiment_id} not found")
-    return exp
+    return experiments.require(tx.session, experiment_id)
 
 
 def get_trial(tx: Tx, trial_id: int) -> Trial:
-    trial = tx.session.get(Trial, trial_id)
-    if trial is None:
-        raise NotFound(f"trial {trial_id} not found")
-    return trial
+    return trials.require(tx.session, trial_id)
 
 
 # -- searcher operations ----------------------------------------------------------------------
@@ -88,51 +81,43 @@ def _create_trial(tx: Tx, exp: Experiment, op: Create) -> None:
     parent_request = checkpoint_parent(source)
     if parent_request is not None:
         # PBT's exploit: the new trial starts from its parent's latest checkpoint.
-        parent = q.trial_by_request(tx.session, exp.id, parent_request)
+        parent = trials.by_request(tx.session, exp.id, parent_request)
         source = parent.latest_checkpoint if parent is not None else None
     state = TrialState.QUEUED if exp.state == ExperimentState.ACTIVE else TrialState.PAUSED
-    trial = Trial(
+    trials.create(
+        tx.session,
         experiment_id=exp.id,
         request_id=op.request_id,
         hparams=op.hparams,
         seed=op.seed,
-        state=state.value,
-        restarts=0,
-        runs=0,
-        steps_completed=0,
+        state=state,
         source_checkpoint=source,
-        latest_checkpoint=source,
-        progress=0.0,
-        early_stopped=False,
-        message="",
         created_at=tx.now,
     )
-    tx.session.add(trial)
-    tx.session.flush()
     tx.act(Reschedule())
 
 
 def _validate_after(tx: Tx, exp: Experiment, searcher: Searcher, op: ValidateAfter) -> None:
-    trial = q.trial_by_request(tx.session, exp.id, op.request_id)
+    trial = trials.by_request(tx.session, exp.id, op.request_id)
     if trial is None:
         return
     tx.act(Wake(("op", trial.id)))
     if (
         trial.state == TrialState.PAUSED
         and exp.state == ExperimentState.ACTIVE
-        and q.live_allocation(tx.session, trial.id) is None
+        and allocations.live_of_trial(tx.session, trial.id) is None
     ):
         # A trial waiting between rungs was promoted: it resumes from its checkpoint.
-        trial.state = TrialState.QUEUED.value
+        trial.state = TrialState.QUEUED
         tx.act(Reschedule())
 
 
 def _close_trial(tx: Tx, exp: Experiment, searcher: Searcher, op: Close) -> None:
-    trial = q.trial_by_request(tx.session, exp.id, op.request_id)
+    trial = trials.by_request(tx.session, exp.id, op.request_id)
     if trial is None or TrialState(trial.state).terminal:
         return
     tx.act(Wake(("op", trial.id)))
-    alloc = q.live_allocation(tx.session, trial.id)
+    alloc = allocations.live_of_trial(tx.session, trial.id)
     if alloc is not None:
         # Still running. Searcher-driven code finds its operations over when it asks for the
         # next; code-driven code is told through should_preempt(). Either way it exits
@@ -161,14 +146,14 @@ def maybe_finish_experiment(tx: Tx, exp: Experiment) -> None:
     state = ExperimentState(exp.state)
     if not state.stopping:
         return
-    final = experiment_finished(state, live_trials=bool(q.live_trials(tx.session, exp.id)))
+    final = experiment_finished(state, live_trials=bool(trials.live_of(tx.session, exp.id)))
     if final is None:
         return
     exp.state = final
     exp.ended_at = tx.now
     if final == ExperimentState.COMPLETED:
         exp.progress = 1.0
-    job = tx.session.get(Job, exp.job_id)
+    job = jobs.get(tx.session, exp.job_id)
     if job is not None:
         job.done = True
     mark_for_collection(tx, exp)
@@ -188,8 +173,8 @@ def _move_experiment(tx: Tx, exp: Experiment, event: ExperimentEvent) -> bool:
 def _move_trials(tx: Tx, exp: Experiment, event: ExperimentEvent) -> None:
     """Apply ``event`` to each live trial of the experiment."""
     searcher = tx.searchers.searcher(exp) if event is ExperimentEvent.ACTIVATE else None
-    for trial in q.live_trials(tx.session, exp.id):
-        alloc = q.live_allocation(tx.session, trial.id)
+    for trial in trials.live_of(tx.session, exp.id):
+        alloc = allocations.live_of_trial(tx.session, trial.id)
         facts = TrialFacts(TrialState(trial.state), has_allocation=alloc is not None)
         if searcher is not None:
             rid = trial.request_id
@@ -269,7 +254,7 @@ def kill_trial(tx: Tx, trial_id: int) -> Trial:
     trial = get_trial(tx, trial_id)
     if TrialState(trial.state).terminal:
         raise InvalidTransition(f"trial {trial.id} has already ended ({trial.state})")
-    alloc = q.live_allocation(tx.session, trial.id)
+    alloc = allocations.live_of_trial(tx.session, trial.id)
     facts = TrialFacts(TrialState(trial.state), has_allocation=alloc is not None)
     _carry_out(tx, trial, alloc, trial_on_event(ExperimentEvent.KILL, facts))
     if alloc is None:
@@ -300,7 +285,7 @@ def enforce_preemption_timeouts(tx: Tx, timeouts: dict[str, float]) -> list[str]
     """Kill allocations asked to stop longer ago than their ``preemption_timeout`` (the
     experiment's, else their pool's, from ``timeouts``). Returns the ones killed."""
     killed = []
-    for alloc, _trial, exp in q.preempting_allocations(tx.session):
+    for alloc, _trial, exp in allocations.preempting(tx.session):
         own = exp.config.get("preemption_timeout")
         limit = float(own) if own is not None else timeouts.get(alloc.pool, 3600.0)
         if alloc.preempt_at is not None and tx.now - alloc.preempt_at >= limit:
@@ -327,7 +312,7 @@ def kill_allocation(tx: Tx, alloc: Allocation) -> None:
 
 
 def allocation_started(tx: Tx, allocation_id: str, agent_id: str) -> None:
-    alloc = tx.session.get(Allocation, allocation_id)
+    alloc = allocations.get(tx.session, allocation_id)
     if (
         alloc is not None
         and alloc.state == AllocationState.ASSIGNED
@@ -340,7 +325,7 @@ def allocation_started(tx: Tx, allocation_id: str, agent_id: str) -> None:
 def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason: str) -> None:
     """An allocation's process ended (or was lost): record it, and move its trial where
     :func:`decide_exit` says."""
-    alloc = tx.session.get(Allocation, allocation_id)
+    alloc = allocations.get(tx.session, allocation_id)
     if alloc is None or alloc.state == AllocationState.TERMINATED:
         return
     trial = get_trial(tx, alloc.trial_id)

@@ -11,12 +11,20 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy.orm import Session
-
 from assay.config import MasterConfig
-from assay.db import AgentRecord, Allocation, ClusterRecord, Database, Experiment, Trial
-from assay.db import _queries as q
-from assay.errors import InvalidRequest, MasterUnreachable, NotFound, Unauthorized
+from assay.db import (
+    Allocation,
+    Database,
+    Session,
+    agents,
+    allocations,
+    checkpoints,
+    cluster,
+    experiments,
+    logs,
+    trials,
+)
+from assay.errors import InvalidRequest, MasterUnreachable, Unauthorized
 from assay.master import _gang as gang
 from assay.master import _gc as gc
 from assay.master import _harness as harness
@@ -106,7 +114,13 @@ class Master:
 
     async def start(self) -> None:
         self.started_at = self.clock()
-        self.cluster_id = await self.db.run(self._init_cluster)
+        now = self.clock()
+
+        def init(session: Session) -> str:
+            agents.disconnect_all(session)
+            return cluster.identity(session, now)
+
+        self.cluster_id = await self.db.run(init)
         self._tasks = [
             asyncio.create_task(self._scheduling_loop(), name="scheduler"),
             asyncio.create_task(self._reaper_loop(), name="lost-agent-reaper"),
@@ -114,17 +128,8 @@ class Master:
         self._wakeup.set()
         await self.autoscaler.resume()
         # Finish checkpoint deletions a previous master marked but did not complete.
-        for experiment_id in await self.db.run(q.experiments_collecting):
+        for experiment_id in await self.db.run(checkpoints.experiments_deleting):
             self._background(gc.collect(self, experiment_id))
-
-    def _init_cluster(self, session: Session) -> str:
-        row = session.query(ClusterRecord).first()
-        if row is None:
-            row = ClusterRecord(id=secrets.token_hex(8), created_at=self.clock())
-            session.add(row)
-        for agent in q.agents(session):
-            agent.connected = False
-        return row.id
 
     @property
     def url(self) -> str:
@@ -249,8 +254,7 @@ class Master:
         """Fail the allocations of agents gone longer than ``agent_lost_after_seconds``."""
         now = self.clock()
         limit = self.settings.agent_lost_after_seconds
-        allocations = await self.db.run(q.live_allocations)
-        for alloc in allocations:
+        for alloc in await self.db.run(allocations.live):
             for agent_id in alloc.slots or {}:
                 if self.hub.is_connected(agent_id) or agent_id in (alloc.exits or {}):
                     continue
@@ -308,10 +312,7 @@ class Master:
         since = self.waiters.version(key)
 
         def state(session: Session) -> ExperimentState:
-            exp = session.get(Experiment, experiment_id)
-            if exp is None:
-                raise NotFound(f"experiment {experiment_id} not found")
-            return ExperimentState(exp.state)
+            return ExperimentState(experiments.require(session, experiment_id).state)
 
         current = await self.db.run(state)
         if current.terminal:
@@ -356,8 +357,8 @@ class Master:
     async def _op_answer(self, caller: harness.Caller) -> OperationAnswer | None:
         def read(session: Session) -> OperationAnswer | None:
             done = OperationAnswer(length=None, done=True)
-            trial = session.get(Trial, caller.trial_id)
-            exp = session.get(Experiment, trial.experiment_id) if trial else None
+            trial = trials.get(session, caller.trial_id)
+            exp = experiments.get(session, trial.experiment_id) if trial else None
             if trial is None or exp is None:
                 return done
             searcher = self.searchers.searcher(exp)
@@ -404,7 +405,7 @@ class Master:
         key = ("preempt", allocation_id)
 
         def read(session: Session) -> bool:
-            alloc = session.get(Allocation, allocation_id)
+            alloc = allocations.get(session, allocation_id)
             return (
                 alloc is None
                 or alloc.preempt is not None
@@ -444,24 +445,23 @@ class Master:
         now = self.clock()
 
         def upsert(session: Session) -> bool:
-            row = session.get(AgentRecord, agent_id)
-            if row is None:
-                row = AgentRecord(id=agent_id, enabled=True, registered_at=now)
-                session.add(row)
-            row.pool = hello.pool
-            row.labels = list(hello.labels)
-            row.slots = [s.to_dict() for s in hello.slots]
-            row.connected = True
-            row.last_seen = now
-            row.address = hello.address
-            row.version = hello.version
+            row = agents.connected(
+                session,
+                agent_id,
+                pool=hello.pool,
+                labels=hello.labels,
+                slots=[s.to_dict() for s in hello.slots],
+                address=hello.address,
+                version=hello.version,
+                now=now,
+            )
             return bool(row.enabled)
 
         enabled = await self.db.run(upsert)
         async with self.lock:
             # What this agent should be running, read before it can be given anything new: an
             # allocation started after this point is not in its hello and must not look lost.
-            ours = await self.db.run(lambda s: q.allocations_on_agent(s, agent_id))
+            ours = await self.db.run(lambda s: allocations.on_agent(s, agent_id))
             conn = self.hub.register(hello, send, enabled)
         await send(Welcome(self.cluster_id).to_dict())
         await self._reconcile(conn, hello, ours)
@@ -501,7 +501,7 @@ class Master:
     async def resend_kills(self) -> None:
         """Kills are messages and can be lost (a dropped connection, a master restart): repeat
         them until the allocation has ended."""
-        for alloc in await self.db.run(q.live_allocations):
+        for alloc in await self.db.run(allocations.live):
             if not life.needs_kill(alloc):
                 continue
             for agent_id in alloc.slots or {}:
@@ -511,14 +511,7 @@ class Master:
     async def agent_disconnected(self, conn: AgentConnection) -> None:
         now = self.clock()
         if self.hub.disconnect(conn.view.id, conn.generation, now):
-
-            def mark(session: Session) -> None:
-                row = session.get(AgentRecord, conn.view.id)
-                if row is not None:
-                    row.connected = False
-                    row.last_seen = now
-
-            await self.db.run(mark)
+            await self.db.run(lambda s: agents.disconnected(s, conn.view.id, now))
 
     async def on_agent_message(self, agent_id: str, raw: AgentMessage | dict[str, Any]) -> None:
         """Act on a message from a connected agent: an :class:`AgentMessage`, or its JSON."""
@@ -545,21 +538,10 @@ class Master:
             log.warning("agent %s sent %r after its hello; ignored", agent_id, msg.type)
 
     async def _ingest_logs(self, entries: list[LogEntry]) -> None:
-        rows = [
-            {
-                "trial_id": e.trial_id,
-                "allocation_id": e.allocation_id,
-                "rank": e.rank,
-                "stream": e.stream[:8],
-                "time": e.time,
-                "line": e.line,
-            }
-            for e in entries
-        ]
-        if not rows:
+        if not entries:
             return
-        await self.db.run(lambda s: q.insert_logs(s, rows))
-        for trial_id in {r["trial_id"] for r in rows}:
+        await self.db.run(lambda s: logs.insert(s, entries))
+        for trial_id in {e.trial_id for e in entries}:
             self.waiters.notify(("logs", trial_id))
 
 

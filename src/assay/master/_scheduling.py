@@ -6,8 +6,17 @@ import secrets
 from dataclasses import dataclass, field
 
 from assay.config import MasterConfig, ResourcePoolConfig
-from assay.db import Allocation, Checkpoint, Context, Experiment, Job, Trial
-from assay.db import _queries as q
+from assay.db import (
+    Allocation,
+    Experiment,
+    Job,
+    Trial,
+    allocations,
+    checkpoints,
+    contexts,
+    metrics,
+    trials,
+)
 from assay.master import _gang as gang
 from assay.master._jobs import job_view
 from assay.master._lifecycle import request_preemption
@@ -60,8 +69,8 @@ def schedule_pass(
     tx: Tx, agents: list[AgentView], settings: MasterConfig, cluster_id: str
 ) -> PassResult:
     result = PassResult()
-    live = q.running_allocations_with_jobs(tx.session)
-    queued = q.queued_trials(tx.session)
+    live = allocations.live_with_jobs(tx.session)
+    queued = trials.queued(tx.session)
     if not queued and not live:
         return result
     used: dict[str, set[str]] = {}
@@ -77,9 +86,9 @@ def schedule_pass(
             continue
         snapshot = _snapshot(tx, pool, pool_agents, used, pool_live, pool_queued)
         decision: Decision = schedule(snapshot, tx.now)
-        trials = {str(t.id): (t, e) for t, e, _ in pool_queued}
+        candidates = {str(t.id): (t, e) for t, e, _ in pool_queued}
         for request_id, assigned in decision.assign.items():
-            trial, exp = trials[request_id]
+            trial, exp = candidates[request_id]
             placement = assigned or _aux_placement(pool_agents, used)
             if placement is None:
                 continue
@@ -89,7 +98,7 @@ def schedule_pass(
             alloc = start_trial(tx, trial, exp, placement, name, views, cluster_id)
             result.started.append(alloc.id)
         for request_id in decision.reserve:
-            result.waiting_jobs.add(trials[request_id][1].job_id)
+            result.waiting_jobs.add(candidates[request_id][1].job_id)
         allocs = {a.id: a for a, _, _ in pool_live}
         for alloc_id in decision.preempt:
             victim = allocs.get(alloc_id)
@@ -175,32 +184,25 @@ def start_trial(
     """Reserve slots for a new run of ``trial`` and tell its agents to start it."""
     trial.runs += 1
     checkpoint = (
-        tx.session.get(Checkpoint, trial.latest_checkpoint) if trial.latest_checkpoint else None
+        checkpoints.get(tx.session, trial.latest_checkpoint) if trial.latest_checkpoint else None
     )
     steps = checkpoint.steps_completed if checkpoint is not None else 0
     if trial.source_checkpoint is not None and trial.latest_checkpoint == trial.source_checkpoint:
         steps = 0
-    q.archive_metrics_after(tx.session, trial.id, steps, before_run=trial.runs)
-    alloc = Allocation(
-        id=f"{trial.id}.{trial.runs}",
+    metrics.archive_after(tx.session, trial.id, steps, before_run=trial.runs)
+    alloc = allocations.create(
+        tx.session,
+        allocation_id=f"{trial.id}.{trial.runs}",
         trial_id=trial.id,
         run=trial.runs,
         pool=pool,
         slots={agent_id: list(slots) for agent_id, slots in placement.items()},
         state=AllocationState.ASSIGNED,
         token=secrets.token_urlsafe(24),
-        preempt=None,
-        kill_requested=False,
-        released=False,
-        exits={},
-        overdue=False,
-        exit_reason="",
         created_at=tx.now,
     )
-    tx.session.add(alloc)
-    trial.state = TrialState.RUNNING.value
-    context = tx.session.get(Context, exp.context_id)
-    assert context is not None
+    trial.state = TrialState.RUNNING
+    context = contexts.require(tx.session, exp.context_id)
     cfg = tx.searchers.config(exp)
     searcher = tx.searchers.searcher(exp)
     layouts = gang.plan(tx, alloc, placement, agents)

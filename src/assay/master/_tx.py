@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.orm import Session
-
+from assay.db import Session
 from assay.master._searchers import SearcherCache
 from assay.protocol import Start
 
