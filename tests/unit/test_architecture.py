@@ -282,6 +282,19 @@ def test_no_two_packages_import_each_other() -> None:
     assert cycle is None, f"package import cycle: {' -> '.join(cycle or [])}"
 
 
+def test_the_parts_of_the_master_never_reach_for_the_whole_master() -> None:
+    """Each collaborator gets the narrow interface it needs; only the composition root (and
+    the package's ``__init__``) knows :class:`Master`."""
+    root = {"master/_master.py", "master/__init__.py"}
+    reaching = sorted(
+        str(path.relative_to(SRC))
+        for path in sources("master")
+        if str(path.relative_to(SRC)) not in root
+        and any(i.module == "assay.master._master" for i in imports_of(path))
+    )
+    assert not reaching, f"these parts import the whole master: {reaching}"
+
+
 def test_importing_the_harness_pulls_in_neither_the_server_stack_nor_numpy() -> None:
     code = (
         "import sys, assay, assay.core\n"

@@ -12,37 +12,52 @@ import asyncio
 import logging
 import os
 import secrets
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from assay.config import ProviderConfig, ResourcePoolConfig
 from assay.db import agents, allocations, instances, trials
-from assay.master._tx import Tx
+from assay.master._scheduling import AgentView
+from assay.master._tx import Transactor, Tx
 from assay.protocol import LIVE_INSTANCE_STATES, InstanceState
 from assay.scheduler import Instance as InstanceView
 from assay.scheduler import ProviderSettings, decide_scaling
 
-if TYPE_CHECKING:
-    from assay.master._master import Master
-
 log = logging.getLogger(__name__)
 
 
+class Agents(Protocol):
+    """What the autoscaler needs of the connected agents."""
+
+    def connected_views(self) -> list[AgentView]: ...
+
+    def set_enabled(self, agent_id: str, enabled: bool) -> None: ...
+
+
 class Autoscaler:
-    def __init__(self, master: Master) -> None:
+    """Scales ``pools`` (those with a provider); ``master_url`` is what launched instances'
+    agents connect to."""
+
+    def __init__(
+        self,
+        master: Transactor,
+        agents: Agents,
+        pools: list[ResourcePoolConfig],
+        master_url: str,
+    ) -> None:
         self.master = master
+        self.agents = agents
+        self.pools = [p for p in pools if p.provider is not None]
+        self.master_url = master_url
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def pools(self) -> list[ResourcePoolConfig]:
-        return [p for p in self.master.settings.resource_pools if p.provider is not None]
-
     async def step(self) -> None:
-        for pool in self.pools():
+        for pool in self.pools:
             await self._step_pool(pool)
 
     async def _step_pool(self, pool: ResourcePoolConfig) -> None:
         provider = pool.provider
         assert provider is not None
-        connected = {a.id: a for a in self.master.hub.connected_views() if a.pool == pool.pool_name}
+        connected = {a.id: a for a in self.agents.connected_views() if a.pool == pool.pool_name}
 
         def plan(tx: Tx) -> tuple[list[str], list[str]]:
             demand = trials.queued_slot_demand(tx.session, pool.pool_name)
@@ -85,7 +100,7 @@ class Autoscaler:
 
         launched, terminated = await self.master.transact(plan)
         for instance_id in terminated:
-            self.master.hub.set_enabled(instance_id, False)
+            self.agents.set_enabled(instance_id, False)
         for instance_id in launched:
             log.info("launching instance %s for pool %s", instance_id, pool.pool_name)
             self._run(provider.launch_command, instance_id, pool, ending=False)
@@ -109,7 +124,7 @@ class Autoscaler:
             **os.environ,
             "ASSAY_INSTANCE_ID": instance_id,
             "ASSAY_POOL": pool.pool_name,
-            "ASSAY_MASTER": self.master.url,
+            "ASSAY_MASTER": self.master_url,
             "ASSAY_SLOTS": str(provider.slots_per_instance),
         }
         args = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
@@ -145,7 +160,7 @@ class Autoscaler:
 
     async def resume(self) -> None:
         """Terminate what a previous master decided to terminate but may not have."""
-        pools = {p.pool_name: p for p in self.pools()}
+        pools = {p.pool_name: p for p in self.pools}
 
         def read(tx: Tx) -> list[tuple[str, str]]:
             rows = instances.of_pool(tx.session, None, (InstanceState.TERMINATING,))

@@ -12,15 +12,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from assay.db import Experiment, checkpoints, experiments, metrics
-from assay.master._tx import Tx
+from assay.master._tx import Transactor, Tx
 from assay.protocol import CheckpointState
 from assay.storage import storage_from_config
-
-if TYPE_CHECKING:
-    from assay.master._master import Master
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +109,7 @@ def mark_deleted(tx: Tx, uuids: list[str]) -> None:
             ckpt.state = CheckpointState.DELETED
 
 
-async def collect(master: Master, experiment_id: int) -> int:
+async def collect(master: Transactor, experiment_id: int) -> int:
     """Run the experiment's GC policy; returns how many checkpoints were deleted."""
     uuids, storage = await master.transact(pending_deletions, experiment_id)
     if not uuids:
