@@ -9,6 +9,8 @@ from assay.db import Session, allocations, experiments, trials
 from assay.master import _harness as harness
 from assay.master._harness import Caller
 from assay.master._orchestrator import Orchestrator
+from assay.master._tx import Tx
+from assay.master._views import CheckpointView
 from assay.protocol import (
     AllocationState,
     CheckpointReport,
@@ -91,9 +93,14 @@ class HarnessService:
 
     async def report_checkpoint(
         self, caller: Caller, body: CheckpointReport | dict[str, Any]
-    ) -> None:
+    ) -> CheckpointView:
+        """Register a checkpoint (a repeat changes nothing); the checkpoint as stored."""
         report = body if isinstance(body, CheckpointReport) else CheckpointReport.from_dict(body)
-        await self.core.transact(harness.report_checkpoint, caller, report)
+
+        def handler(tx: Tx) -> CheckpointView:
+            return CheckpointView.of(harness.report_checkpoint(tx, caller, report))
+
+        return await self.core.transact(handler)
 
     async def report_early_exit(self, caller: Caller, reason: str) -> None:
         await self.core.transact(harness.report_early_exit, caller, reason)

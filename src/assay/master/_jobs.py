@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from assay.config import MasterConfig
-from assay.db import Job, Session, experiments, jobs
-from assay.errors import NotFound
+from assay.db import Experiment, Job, Session, experiments, jobs
+from assay.errors import InvalidRequest, NotFound
 from assay.master._tx import Reschedule, Tx
+from assay.master._views import JobQueue, QueuedJob
 from assay.protocol import ExperimentState, JobState
 from assay.scheduler import Job as JobView
 from assay.scheduler import (
@@ -42,9 +44,7 @@ def policies(settings: MasterConfig) -> dict[str, PolicyKind]:
     return {p.pool_name: PolicyKind(p.scheduler.type) for p in settings.resource_pools}
 
 
-def list_jobs(
-    session: Session, pool: str, settings: MasterConfig, waiting: set[str]
-) -> dict[str, Any]:
+def list_jobs(session: Session, pool: str, settings: MasterConfig, waiting: set[str]) -> JobQueue:
     """The active jobs of ``pool`` in scheduling order, with their slots and status.
 
     SCHEDULED means slots are allocated or reserved for it (it runs, or starts as soon as the
@@ -63,24 +63,24 @@ def list_jobs(
         acquired, queued = usage.get(job.id, (0, 0))
         status = JobState.SCHEDULED if acquired > 0 or job.id in waiting else JobState.QUEUED
         out.append(
-            {
-                "position": position,
-                "id": job.id,
-                "type": job.type,
-                "name": job.name,
-                "experiment_id": exp.id,
-                "priority": job.priority,
-                "weight": job.weight,
-                "max_slots": job.max_slots,
-                "submitted_at": job.submitted_at,
-                "slots_acquired": acquired,
-                "slots_needed": acquired + queued,
-                "status": status,
-                "user": job.owner,
-                "resource_pool": job.pool,
-            }
+            QueuedJob(
+                position=position,
+                id=job.id,
+                type=job.type,
+                name=job.name,
+                experiment_id=exp.id,
+                priority=job.priority,
+                weight=job.weight,
+                max_slots=job.max_slots,
+                submitted_at=job.submitted_at,
+                slots_acquired=acquired,
+                slots_needed=acquired + queued,
+                status=status,
+                user=job.owner,
+                resource_pool=job.pool,
+            )
         )
-    return {"resource_pool": pool, "scheduler": policy.value, "jobs": out}
+    return JobQueue(resource_pool=pool, scheduler=policy.value, jobs=out)
 
 
 def update_jobs(tx: Tx, updates: list[JobUpdate], settings: MasterConfig) -> list[str]:
@@ -112,21 +112,39 @@ def update_jobs(tx: Tx, updates: list[JobUpdate], settings: MasterConfig) -> lis
     return [u.job_id for u in updates]
 
 
+RESOURCES = ("priority", "weight", "max_slots")
+"""What ``assay experiment set`` (``PATCH /experiments/{id}``) changes."""
+
+
 def update_experiment_resources(
-    tx: Tx, experiment_id: int, field: str, value: Any, settings: MasterConfig
-) -> None:
-    """``assay experiment set priority|weight|max-slots``: the same rules as the job queue."""
+    tx: Tx, experiment_id: int, changes: Mapping[str, Any], settings: MasterConfig
+) -> Experiment:
+    """``assay experiment set priority|weight|max-slots``: the same rules as the job queue.
+
+    Every field of ``changes`` is applied, or none: one that is refused refuses them all.
+    """
+    unknown = sorted(set(changes) - set(RESOURCES))
+    if unknown:
+        raise InvalidRequest(
+            f"{unknown[0]}: not a resource of an experiment; one of: {', '.join(RESOURCES)}"
+        )
     exp = experiments.require(tx.session, experiment_id)
     job = jobs.get(tx.session, exp.job_id)
     assert job is not None
-    if field == "max_slots":
-        job.max_slots = value
-        _set_config(tx, job, "max_slots", value)
-        tx.act(Reschedule())
-        return
-    update = JobUpdate(job_id=job.id, **{field: value})
-    update_jobs(tx, [update], settings)
-    _set_config(tx, job, field, value)
+    # Checked together before anything changes, as the queue checks a batch.
+    queue = [
+        JobUpdate(job_id=job.id, **{f: changes[f]}) for f in ("priority", "weight") if f in changes
+    ]
+    if queue:
+        update_jobs(tx, queue, settings)
+    for field in RESOURCES:
+        if field not in changes:
+            continue
+        if field == "max_slots":
+            job.max_slots = changes[field]
+            tx.act(Reschedule())
+        _set_config(tx, job, field, changes[field])
+    return exp
 
 
 def _set_config(tx: Tx, job: Job, key: str, value: Any) -> None:

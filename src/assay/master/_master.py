@@ -4,20 +4,22 @@ In the spirit of Determined's ``core.Context``, each job has its own part, and t
 an :class:`Orchestrator` (database, lock, searchers, agent hub, long-polls):
 
 - ``master.experiments`` (:class:`ExperimentCommands`): what users do to experiments, trials
-  and the queue;
+  and the queue, each in one transaction that answers with what it changed;
+- ``master.reads`` (:class:`Reads`): what users and the web UI read, as plain views;
 - ``master.harness`` (:class:`HarnessService`): what trial processes ask for and report;
 - ``master.agents`` (:class:`AgentGateway`): the agents' WebSockets;
 - ``master.loops`` (:class:`Loops`): scheduling passes and periodic chores;
 - ``master.autoscaler`` and checkpoint GC, which see only the narrow interfaces they need.
 
 The methods of :class:`Master` itself are the names the HTTP layer has always called; each
-hands over to the part that does the work.
+hands over to the part that does the work. New code calls the parts.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -32,9 +34,11 @@ from assay.master._harness import Caller
 from assay.master._harness_service import HarnessService
 from assay.master._loops import Loops
 from assay.master._orchestrator import Orchestrator
+from assay.master._reads import Reads
 from assay.master._scheduling import PassResult
 from assay.master._searchers import SearcherCache
 from assay.master._submit import Submission
+from assay.master._views import CheckpointView, ExperimentView, TrialView
 from assay.master._waiters import Waiters
 from assay.protocol import AgentMessage, CheckpointReport, Hello
 from assay.scheduler import JobUpdate
@@ -67,6 +71,7 @@ class Master:
         self.experiments = ExperimentCommands(
             self.core, settings, assay_home, lambda: self.loops.waiting_jobs
         )
+        self.reads = Reads(self.core, settings)
 
     # -- what the parts share ---------------------------------------------------------------------
 
@@ -150,34 +155,44 @@ class Master:
         return await self.loops.schedule_once()
 
     async def submit(self, sub: Submission) -> int:
-        return await self.experiments.submit(sub)
+        return (await self.experiments.create(sub)).id
 
-    async def pause(self, experiment_id: int) -> None:
-        await self.experiments.pause(experiment_id)
+    async def create_experiment(self, sub: Submission) -> ExperimentView:
+        return await self.experiments.create(sub)
 
-    async def activate(self, experiment_id: int) -> None:
-        await self.experiments.activate(experiment_id)
+    async def pause(self, experiment_id: int) -> ExperimentView:
+        return await self.experiments.pause(experiment_id)
 
-    async def cancel(self, experiment_id: int) -> None:
-        await self.experiments.cancel(experiment_id)
+    async def activate(self, experiment_id: int) -> ExperimentView:
+        return await self.experiments.activate(experiment_id)
 
-    async def kill(self, experiment_id: int) -> None:
-        await self.experiments.kill(experiment_id)
+    async def cancel(self, experiment_id: int) -> ExperimentView:
+        return await self.experiments.cancel(experiment_id)
 
-    async def set_archived(self, experiment_id: int, archived: bool) -> None:
-        await self.experiments.set_archived(experiment_id, archived)
+    async def kill(self, experiment_id: int) -> ExperimentView:
+        return await self.experiments.kill(experiment_id)
 
-    async def kill_trial(self, trial_id: int) -> None:
-        await self.experiments.kill_trial(trial_id)
+    async def set_archived(self, experiment_id: int, archived: bool) -> ExperimentView:
+        return await self.experiments.set_archived(experiment_id, archived)
+
+    async def kill_trial(self, trial_id: int) -> TrialView:
+        return await self.experiments.kill_trial(trial_id)
 
     async def list_jobs(self, pool: str | None) -> dict[str, Any]:
-        return await self.experiments.list_jobs(pool)
+        return asdict(await self.experiments.queue(pool))
 
     async def update_jobs(self, updates: list[JobUpdate]) -> list[str]:
         return await self.experiments.update_jobs(updates)
 
-    async def set_experiment_resource(self, experiment_id: int, field: str, value: Any) -> None:
-        await self.experiments.set_resource(experiment_id, field, value)
+    async def set_experiment_resource(
+        self, experiment_id: int, field: str, value: Any
+    ) -> ExperimentView:
+        return await self.experiments.set_resources(experiment_id, {field: value})
+
+    async def set_experiment_resources(
+        self, experiment_id: int, changes: Mapping[str, Any]
+    ) -> ExperimentView:
+        return await self.experiments.set_resources(experiment_id, changes)
 
     async def wait_experiment(self, experiment_id: int, timeout: float) -> str:
         return await self.experiments.wait(experiment_id, timeout)
@@ -196,8 +211,8 @@ class Master:
 
     async def report_checkpoint(
         self, caller: Caller, body: CheckpointReport | dict[str, Any]
-    ) -> None:
-        await self.harness.report_checkpoint(caller, body)
+    ) -> CheckpointView:
+        return await self.harness.report_checkpoint(caller, body)
 
     async def report_early_exit(self, caller: Caller, reason: str) -> None:
         await self.harness.report_early_exit(caller, reason)
