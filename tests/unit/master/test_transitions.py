@@ -36,7 +36,11 @@ RUNNING_STATES = [
 """The states a trial with a live allocation can be in."""
 
 
-def exits(trial_states: list[TrialState] = RUNNING_STATES) -> st.SearchStrategy[ExitFacts]:
+def exits(
+    trial_states: list[TrialState] = RUNNING_STATES,
+    preempt: st.SearchStrategy[PreemptReason | None] = st.none()
+    | st.sampled_from(list(PreemptReason)),
+) -> st.SearchStrategy[ExitFacts]:
     return st.integers(0, 4).flatmap(
         lambda max_restarts: st.builds(
             ExitFacts,
@@ -45,7 +49,7 @@ def exits(trial_states: list[TrialState] = RUNNING_STATES) -> st.SearchStrategy[
             exit_code=st.none() | st.integers(-15, 3),
             reason=st.sampled_from(["", "killed", "agent a1 was lost"]),
             started=st.booleans(),
-            preempt=st.none() | st.sampled_from(list(PreemptReason)),
+            preempt=preempt,
             kill_requested=st.booleans(),
             overdue=st.booleans(),
             released=st.booleans(),
@@ -113,7 +117,7 @@ def test_no_exit_drops_the_checkpoint_the_trial_resumes_from(facts: ExitFacts) -
     assert decide_exit(facts).resume_from == facts.latest_checkpoint
 
 
-@given(exits().filter(lambda f: f.preempt is PreemptReason.PAUSE))
+@given(exits(preempt=st.just(PreemptReason.PAUSE)))
 def test_a_paused_trial_that_exits_waits_to_resume_unless_something_ended_it(
     facts: ExitFacts,
 ) -> None:
