@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from assay.agent._daemon import Agent
 from assay.agent._runner import startup_script
-from assay.agent._slots import Slot, detect_slots, visible_devices
+from assay.agent._slots import detect_slots, visible_devices
+from assay.protocol import Slot
 
 __all__ = ["Agent", "Slot", "detect_slots", "startup_script", "visible_devices"]

@@ -13,18 +13,34 @@ import json
 import logging
 import signal
 import socket
+import time
 import urllib.parse
 from collections import deque
 from pathlib import Path
-from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
 
 import assay
 from assay.agent._runner import AgentEnv, AllocationRunner
-from assay.agent._slots import Slot
 from assay.client import HttpSession
+from assay.errors import InvalidRequest
+from assay.protocol import (
+    AckExit,
+    AgentMessage,
+    Exited,
+    Hello,
+    Kill,
+    LogEntry,
+    Logs,
+    Refusal,
+    Slot,
+    Start,
+    Started,
+    UnknownMessage,
+    Welcome,
+    master_message,
+)
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +80,8 @@ class Agent:
             kill_grace=kill_grace,
         )
         self.runners: dict[str, AllocationRunner] = {}
-        self.unacked_exits: dict[str, dict[str, Any]] = {}
-        self.logs: deque[dict[str, Any]] = deque(maxlen=MAX_BUFFERED_LINES)
+        self.unacked_exits: dict[str, Exited] = {}
+        self.logs: deque[LogEntry] = deque(maxlen=MAX_BUFFERED_LINES)
         self.ws: ClientConnection | None = None
         self._stop = asyncio.Event()
         self.refusal: str | None = None
@@ -79,19 +95,18 @@ class Agent:
         scheme = "wss" if parts.scheme == "https" else "ws"
         return f"{scheme}://{parts.netloc}/api/v1/agents/ws"
 
-    def hello(self, local_address: str = "") -> dict[str, Any]:
-        return {
-            "type": "hello",
-            "agent_id": self.agent_id,
-            "pool": self.pool,
-            "labels": self.labels,
-            "slots": [s.to_json() for s in self.slots],
-            "running": [a for a, r in self.runners.items() if a not in self.unacked_exits],
-            "exited": list(self.unacked_exits.values()),
-            "version": assay.__version__,
-            "address": self.address or local_address or socket.gethostname(),
-            "token": self.token,
-        }
+    def hello(self, local_address: str = "") -> Hello:
+        return Hello(
+            agent_id=self.agent_id,
+            pool=self.pool,
+            labels=list(self.labels),
+            slots=list(self.slots),
+            running=[a for a in self.runners if a not in self.unacked_exits],
+            exited=list(self.unacked_exits.values()),
+            version=assay.__version__,
+            address=self.address or local_address or socket.gethostname(),
+            token=self.token,
+        )
 
     async def run(self) -> None:
         """Stay connected until stopped; then stop every allocation and report their exits."""
@@ -129,7 +144,7 @@ class Agent:
                 async with connect(
                     self.ws_url, ping_interval=5, ping_timeout=20, max_size=2**26, open_timeout=10
                 ) as ws:
-                    await ws.send(json.dumps(self.hello(_local_host(ws))))
+                    await ws.send(json.dumps(self.hello(_local_host(ws)).to_dict()))
                     self.ws = ws
                     backoff = 0.1
                     warned = False
@@ -149,40 +164,63 @@ class Agent:
 
     async def _receive(self, ws: ClientConnection) -> None:
         async for raw in ws:
-            msg = json.loads(raw)
-            kind = msg.get("type")
-            if kind == "start":
-                self._start(msg)
-            elif kind == "kill":
-                runner = self.runners.get(str(msg["allocation_id"]))
-                if runner is None:
-                    # A kill can overtake its start (they leave the master from different
-                    # tasks): remember it, and end the allocation when the start arrives.
-                    self.killed_early.add(str(msg["allocation_id"]))
-                else:
-                    task = asyncio.create_task(runner.kill())
-                    self._tasks.add(task)
-                    task.add_done_callback(self._tasks.discard)
-            elif kind == "ack_exit":
-                alloc_id = str(msg["allocation_id"])
-                self.unacked_exits.pop(alloc_id, None)
-                self.killed_early.discard(alloc_id)
-                done = self.runners.pop(alloc_id, None)
-                if done is not None:
-                    await asyncio.to_thread(done.remove_files)
-            elif kind == "welcome":
-                pass
-            elif kind == "error":
-                # The master refused this agent (an unknown pool, say): retrying cannot help.
-                self.refusal = str(msg.get("message", "refused by the master"))
-                log.error("master refused this agent: %s", self.refusal)
-                self._stop.set()
+            if not await self.on_message(json.loads(raw)):
                 return
-            else:
-                log.warning("unknown message from master: %r", kind)
 
-    def _start(self, msg: dict[str, Any]) -> None:
-        alloc_id = str(msg["allocation_id"])
+    async def on_message(self, raw: object) -> bool:
+        """Act on one message from the master; False once the master refused this agent."""
+        try:
+            msg = master_message(raw)
+        except UnknownMessage as exc:
+            log.warning("%s", exc.message)
+            return True
+        except InvalidRequest as exc:
+            await self._refuse_start(raw, exc)
+            return True
+        if isinstance(msg, Start):
+            self._start(msg)
+        elif isinstance(msg, Kill):
+            runner = self.runners.get(msg.allocation_id)
+            if runner is None:
+                # A kill can overtake its start (they leave the master from different
+                # tasks): remember it, and end the allocation when the start arrives.
+                self.killed_early.add(msg.allocation_id)
+            else:
+                task = asyncio.create_task(runner.kill())
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+        elif isinstance(msg, AckExit):
+            self.unacked_exits.pop(msg.allocation_id, None)
+            self.killed_early.discard(msg.allocation_id)
+            done = self.runners.pop(msg.allocation_id, None)
+            if done is not None:
+                await asyncio.to_thread(done.remove_files)
+        elif isinstance(msg, Refusal):
+            # The master refused this agent (an unknown pool, say): retrying cannot help.
+            self.refusal = msg.message
+            log.error("master refused this agent: %s", self.refusal)
+            self._stop.set()
+            return False
+        else:
+            assert isinstance(msg, Welcome)
+        return True
+
+    async def _refuse_start(self, raw: object, problem: InvalidRequest) -> None:
+        """A message that is not valid: a start that cannot be read still gets its exit
+        reported (as a failure with the reason), so its trial does not wait forever."""
+        fields = raw if isinstance(raw, dict) else {}
+        alloc_id = fields.get("allocation_id")
+        if fields.get("type") != Start.type or not isinstance(alloc_id, str):
+            log.warning("invalid message from the master: %s", problem.message)
+            return
+        trial_id = fields.get("trial_id")
+        if isinstance(trial_id, int):
+            line = f"assay agent {self.agent_id}: could not start the trial: {problem.message}"
+            self._on_log(LogEntry(alloc_id, trial_id, line, stream="stderr", time=time.time()))
+        await self._on_exit(alloc_id, 1, f"could not start: {problem.message}")
+
+    def _start(self, msg: Start) -> None:
+        alloc_id = msg.allocation_id
         if alloc_id in self.runners:
             return
         runner = AllocationRunner(
@@ -196,25 +234,25 @@ class Agent:
         task.add_done_callback(self._tasks.discard)
 
     async def _on_start(self, alloc_id: str) -> None:
-        await self._send({"type": "started", "allocation_id": alloc_id})
+        await self._send(Started(alloc_id))
 
-    def _on_log(self, entry: dict[str, Any]) -> None:
+    def _on_log(self, entry: LogEntry) -> None:
         self.logs.append(entry)
         if len(self.logs) >= LOG_BATCH:
             self._log_ready.set()
 
     async def _on_exit(self, alloc_id: str, code: int | None, reason: str) -> None:
         await self._drain_logs()
-        event = {"allocation_id": alloc_id, "exit_code": code, "reason": reason}
+        event = Exited(alloc_id, code, reason)
         self.unacked_exits[alloc_id] = event
-        await self._send({"type": "exited", **event})
+        await self._send(event)
 
-    async def _send(self, message: dict[str, Any]) -> bool:
+    async def _send(self, message: AgentMessage) -> bool:
         ws = self.ws
         if ws is None:
             return False
         try:
-            await ws.send(json.dumps(message))
+            await ws.send(json.dumps(message.to_dict()))
         except ConnectionClosed:
             return False
         return True
@@ -229,7 +267,7 @@ class Agent:
     async def _drain_logs(self) -> None:
         while self.logs and self.ws is not None:
             batch = [self.logs.popleft() for _ in range(min(LOG_BATCH, len(self.logs)))]
-            if not await self._send({"type": "logs", "entries": batch}):
+            if not await self._send(Logs(batch)):
                 self.logs.extendleft(reversed(batch))
                 return
 

@@ -21,18 +21,18 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
-from assay.agent._ranks import RankLayout, process_env
-from assay.agent._slots import Slot, visible_devices
+from assay.agent._ranks import process_env
+from assay.agent._slots import visible_devices
 from assay.client import HttpSession
 from assay.context import extract_archive
+from assay.protocol import LogEntry, Slot, Start
 
 log = logging.getLogger(__name__)
 
-LogSink = Callable[[dict[str, Any]], None]
+LogSink = Callable[[LogEntry], None]
 ExitSink = Callable[[str, int | None, str], Awaitable[None]]
 StartSink = Callable[[str], Awaitable[None]]
 
@@ -69,7 +69,7 @@ class AllocationRunner:
     def __init__(
         self,
         env: AgentEnv,
-        message: dict[str, Any],
+        message: Start,
         *,
         on_log: LogSink,
         on_start: StartSink,
@@ -77,12 +77,12 @@ class AllocationRunner:
     ) -> None:
         self.env = env
         self.message = message
-        self.allocation_id = str(message["allocation_id"])
-        self.trial_id = int(message["trial_id"])
+        self.allocation_id = message.allocation_id
+        self.trial_id = message.trial_id
         self.on_log = on_log
         self.on_start = on_start
         self.on_exit = on_exit
-        self.layout: RankLayout | None = None
+        self.layout = message.distributed
         self.processes: list[tuple[int, asyncio.subprocess.Process]] = []
         """(rank, process) of each process started so far."""
         self.killing = False
@@ -94,7 +94,6 @@ class AllocationRunner:
 
     async def run(self) -> None:
         try:
-            self.layout = RankLayout.from_message(self.message.get("distributed"))
             code_dir = await self._prepare()
         except Exception as exc:
             self._log(
@@ -105,7 +104,7 @@ class AllocationRunner:
         if self.killing:
             await self.on_exit(self.allocation_id, None, "killed before it started")
             return
-        entrypoint = self.message["entrypoint"]
+        entrypoint = self.message.entrypoint
         if isinstance(entrypoint, str) and _LEGACY_TRIAL_CLASS.match(entrypoint.strip()):
             reason = (
                 f"entrypoint {entrypoint!r} names a Trial class (the legacy Trial API); assay runs "
@@ -189,17 +188,14 @@ class AllocationRunner:
         return code
 
     async def _prepare(self) -> Path:
-        context = self.message["context"]
-        data = await asyncio.to_thread(
-            self._context_bytes, int(context["id"]), str(context["sha256"])
-        )
+        context = self.message.context
+        data = await asyncio.to_thread(self._context_bytes, context.id, context.sha256)
         if self.dir.exists():
             await asyncio.to_thread(shutil.rmtree, self.dir, True)
         code_dir = self.dir / "code"
         await asyncio.to_thread(extract_archive, data, code_dir)
-        info = dict(self.message["cluster_info"])
-        info["master_url"] = self.env.master_url
-        (self.dir / "cluster_info.json").write_text(json.dumps(info))
+        info = replace(self.message.cluster_info, master_url=self.env.master_url)
+        (self.dir / "cluster_info.json").write_text(json.dumps(info.to_dict()))
         return code_dir
 
     def _context_bytes(self, context_id: int, sha256: str) -> bytes:
@@ -231,9 +227,9 @@ class AllocationRunner:
         env["PYTHONUNBUFFERED"] = "1"
         # Every process of a distributed allocation sees all of its slots on this agent, as
         # torchrun's do: each picks its device by LOCAL_RANK.
-        slots = [self.env.slots[s] for s in self.message.get("slots", []) if s in self.env.slots]
+        slots = [self.env.slots[s] for s in self.message.slots if s in self.env.slots]
         env["CUDA_VISIBLE_DEVICES"] = visible_devices(slots)
-        env.update({str(k): str(v) for k, v in self.message.get("env", {}).items()})
+        env.update(self.message.env)
         env["ASSAY_MASTER"] = self.env.master_url
         env["ASSAY_CLUSTER_INFO"] = str(self.dir / "cluster_info.json")
         env["ASSAY_AGENT_ID"] = self.env.agent_id
@@ -255,14 +251,14 @@ class AllocationRunner:
 
     def _log(self, stream: str, line: str, rank: int = 0) -> None:
         self.on_log(
-            {
-                "allocation_id": self.allocation_id,
-                "trial_id": self.trial_id,
-                "rank": rank,
-                "stream": stream,
-                "time": time.time(),
-                "line": line,
-            }
+            LogEntry(
+                allocation_id=self.allocation_id,
+                trial_id=self.trial_id,
+                line=line,
+                rank=rank,
+                stream=stream,
+                time=time.time(),
+            )
         )
 
     async def kill(self) -> None:

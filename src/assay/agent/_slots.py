@@ -5,20 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass
-from typing import Any
 
-
-@dataclass(frozen=True)
-class Slot:
-    id: str
-    type: str
-    """``cuda`` for a GPU, ``cpu`` for a CPU slot."""
-    uuid: str = ""
-    name: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+from assay.protocol import Slot
 
 
 def detect_gpus() -> list[Slot]:

@@ -17,7 +17,6 @@ from assay.db import Context
 from assay.db import _queries as q
 from assay.errors import AssayError, NotFound
 from assay.master import Master
-from assay.master._autoscaler import instances_json
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +37,7 @@ async def master_info(master: MasterDep) -> rest.MasterInfo:
 async def list_agents(master: MasterDep) -> rest.AgentList:
     def read(session: Session) -> rest.AgentList:
         used: dict[str, set[str]] = {}
-        for alloc in q.live_allocations(session):
+        for alloc in allocations.live(session):
             for agent_id, slots in (alloc.slots or {}).items():
                 used.setdefault(agent_id, set()).update(str(s) for s in slots)
         return rest.AgentList(
@@ -48,7 +47,7 @@ async def list_agents(master: MasterDep) -> rest.AgentList:
                     connected=master.hub.is_connected(a.id),
                     used_slots=used.get(a.id, set()),
                 )
-                for a in q.agents(session)
+                for a in agents.registered(session)
             ]
         )
 
@@ -61,9 +60,12 @@ async def list_pools(master: MasterDep) -> rest.ResourcePoolList:
     names = [p.pool_name for p in master.settings.resource_pools if p.provider is not None]
 
     def read(session: Session) -> dict[str, list[dict[str, Any]]]:
-        return {name: instances_json(session, name) for name in names}
+        return {
+            name: [instance_json(row) for row in instances.of_pool(session, name, None)]
+            for name in names
+        }
 
-    instances = await master.db.run(read)
+    by_pool = await master.db.run(read)
     pools = []
     for pool in master.settings.resource_pools:
         agents = [a for a in views if a.pool == pool.pool_name]
@@ -92,10 +94,7 @@ _GZIP = {
 @router.get("/contexts/{context_id}", response_class=Response, responses={200: _GZIP})
 async def get_context(context_id: ContextId, master: MasterDep) -> Response:
     def read(session: Session) -> bytes:
-        ctx = session.get(Context, context_id)
-        if ctx is None:
-            raise NotFound(f"context {context_id} not found")
-        return ctx.data
+        return contexts.require(session, context_id).data
 
     data = await master.db.run(read)
     return Response(content=data, media_type="application/gzip")

@@ -20,10 +20,7 @@ router = APIRouter(prefix="/api/v1/experiments", tags=["experiments"])
 
 
 def _load(session: Session, experiment_id: int) -> Experiment:
-    exp = session.get(Experiment, experiment_id)
-    if exp is None:
-        raise NotFound(f"experiment {experiment_id} not found")
-    return exp
+    return experiments.require(session, experiment_id)
 
 
 def _describe(session: Session, experiment_id: int) -> rest.Experiment:

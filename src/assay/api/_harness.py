@@ -93,10 +93,7 @@ async def report_checkpoint(
 
 
 def _checkpoint(session: Session, uuid: str) -> Checkpoint:
-    ckpt = session.get(Checkpoint, uuid)
-    if ckpt is None:
-        raise NotFound(f"checkpoint {uuid} not found")
-    return ckpt
+    return checkpoints.require(session, uuid)
 
 
 @router.get("/checkpoints/{uuid}")

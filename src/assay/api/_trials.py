@@ -23,10 +23,7 @@ LOG_PAGE = 1000
 
 
 def _load(session: Session, trial_id: int) -> Trial:
-    trial = session.get(Trial, trial_id)
-    if trial is None:
-        raise NotFound(f"trial {trial_id} not found")
-    return trial
+    return trials.require(session, trial_id)
 
 
 @router.get("/{trial_id}")

@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 
 from assay.errors import AssayError, MasterUnreachable
+from assay.protocol import ExperimentState, TrialState
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -126,24 +127,19 @@ def fmt_hparams(hparams: dict[str, Any], limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-@cache
-def state_styles() -> dict[str, str]:
-    """Colours by state name; the STOPPING_ states are yellow. Experiments and trials share the
-    names of their ending states."""
-    from assay.rest import ExperimentState, TrialState
-
-    return {
-        ExperimentState.ACTIVE: "cyan",
-        TrialState.RUNNING: "cyan",
-        TrialState.QUEUED: "yellow",
-        ExperimentState.PAUSED: "magenta",
-        ExperimentState.COMPLETED: "green",
-        ExperimentState.CANCELED: "dim",
-        ExperimentState.ERROR: "red",
-    }
+# Experiments and trials share the names of their ending states; STOPPING_ states are yellow.
+STATE_STYLE: dict[str, str] = {
+    ExperimentState.ACTIVE: "cyan",
+    TrialState.RUNNING: "cyan",
+    TrialState.QUEUED: "yellow",
+    TrialState.PAUSED: "magenta",
+    TrialState.COMPLETED: "green",
+    TrialState.CANCELED: "dim",
+    TrialState.ERROR: "red",
+}
 
 
 def styled_state(value: str) -> str:
     stopping = value.startswith("STOPPING_")
-    style = state_styles().get(value, "yellow" if stopping else "")
+    style = STATE_STYLE.get(value, "yellow" if stopping else "")
     return f"[{style}]{value}[/]" if style else value

@@ -11,10 +11,11 @@ from __future__ import annotations
 from assay.core._checkpoint import CheckpointContext
 from assay.core._context import Context, init
 from assay.core._distributed import DistributedContext, DistributedError
-from assay.core._info import ClusterInfo, TrialInfo, get_cluster_info
+from assay.core._info import get_cluster_info
 from assay.core._preempt import PreemptContext, PreemptMode
 from assay.core._searcher import SearcherContext, SearcherMode, SearcherOperation
 from assay.core._train import EarlyExitReason, InvalidHP, TrainContext
+from assay.protocol import ClusterInfo, TrialInfo
 
 __all__ = [
     "CheckpointContext",

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.core._distributed import DistributedContext
 from assay.core._session import MasterSession
+from assay.protocol import CheckpointReport
 
 if TYPE_CHECKING:
     from assay.storage import StorageManager
@@ -194,12 +195,7 @@ class CheckpointContext:
             return
         if self._on_report is not None:
             self._on_report()
-        body = {
-            "uuid": storage_id,
-            "steps_completed": steps,
-            "metadata": metadata,
-            "resources": resources,
-        }
+        body = CheckpointReport(storage_id, steps, metadata, resources).to_dict()
         self._session.call(lambda h: h.post("/api/v1/checkpoints", body))
 
 

@@ -10,11 +10,12 @@ from typing import Any
 
 from assay.core._checkpoint import CheckpointContext
 from assay.core._distributed import DistributedContext, from_environment
-from assay.core._info import ClusterInfo, get_cluster_info
+from assay.core._info import get_cluster_info
 from assay.core._preempt import PreemptContext, PreemptMode
 from assay.core._searcher import SearcherContext
 from assay.core._session import MasterSession
 from assay.core._train import EarlyExitReason, InvalidHP, TrainContext
+from assay.protocol import ClusterInfo
 
 log = logging.getLogger("assay.core")
 

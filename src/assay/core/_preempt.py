@@ -9,6 +9,7 @@ import threading
 from assay.core._distributed import DistributedContext
 from assay.core._session import MasterSession
 from assay.errors import AssayError
+from assay.protocol import PreemptionAnswer
 
 log = logging.getLogger("assay.core")
 
@@ -75,7 +76,7 @@ class PreemptContext:
                     log.warning("preemption check failed: %s", exc)
                     self._closed.wait(1.0)
                 continue
-            if answer.get("preempt"):
+            if PreemptionAnswer.from_dict(answer).preempt:
                 self._flag.set()
                 return
 

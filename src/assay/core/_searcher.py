@@ -16,6 +16,7 @@ from collections.abc import Iterator
 
 from assay.core._distributed import DistributedContext
 from assay.core._session import MasterSession
+from assay.protocol import CompletedOperation, OperationAnswer, ProgressReport
 
 log = logging.getLogger("assay.core")
 
@@ -113,19 +114,21 @@ class SearcherContext:
         path = f"/api/v1/trials/{self._trial_id}/searcher/operation"
         session = self._session
         while True:
-            answer = session.call(lambda h: h.get(path, params={"timeout": 60}, timeout=120))
-            if answer.get("done"):
+            raw = session.call(lambda h: h.get(path, params={"timeout": 60}, timeout=120))
+            answer = OperationAnswer.from_dict(raw)
+            if answer.done or answer.length is None:
                 return
-            yield int(answer["length"])
+            yield answer.length
 
     def _complete(self, length: int, metric: float) -> None:
         assert self._session is not None
         path = f"/api/v1/trials/{self._trial_id}/searcher/completed_operation"
-        self._session.call(lambda h: h.post(path, {"length": length, "metric": metric}))
+        body = CompletedOperation(length, metric).to_dict()
+        self._session.call(lambda h: h.post(path, body))
 
     def _progress(self, fraction: float) -> None:
         if self._session is None:
             return
         path = f"/api/v1/trials/{self._trial_id}/progress"
-        value = min(1.0, max(0.0, fraction))
-        self._session.call(lambda h: h.post(path, {"progress": value}))
+        body = ProgressReport(min(1.0, max(0.0, fraction))).to_dict()
+        self._session.call(lambda h: h.post(path, body))

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from assay.client._http import HttpSession
+from assay.client import HttpSession
 from assay.errors import AssayError, MasterUnreachable
 
 log = logging.getLogger("assay.core")

@@ -15,6 +15,7 @@ from typing import Any
 from assay.core._distributed import DistributedContext
 from assay.core._session import MasterSession, Reporter
 from assay.errors import AssayError
+from assay.protocol import TRAINING, VALIDATION, EarlyExitReport, MetricReport, ProgressReport
 
 log = logging.getLogger("assay.core")
 
@@ -95,14 +96,7 @@ class TrainContext:
         if self._reporter is None:
             log.info("%s metrics at step %d: %s", group, steps_completed, values)
             return
-        self._reporter.put(
-            {
-                "group": group,
-                "steps_completed": steps_completed,
-                "metrics": values,
-                "time": time.time(),
-            }
-        )
+        self._reporter.put(MetricReport(group, steps_completed, values, time.time()).to_dict())
 
     def report_training_metrics(
         self,
@@ -111,10 +105,10 @@ class TrainContext:
         batch_metrics: list[dict[str, Any]] | None = None,
     ) -> None:
         del batch_metrics  # per-batch detail is not stored; the aggregate is
-        self.report_metrics("training", steps_completed, metrics)
+        self.report_metrics(TRAINING, steps_completed, metrics)
 
     def report_validation_metrics(self, steps_completed: int, metrics: dict[str, Any]) -> None:
-        self.report_metrics("validation", steps_completed, metrics)
+        self.report_metrics(VALIDATION, steps_completed, metrics)
 
     def report_progress(self, progress: float) -> None:
         """Fraction of the trial done, from 0.0 to 1.0 (shown in the CLI and UI)."""
@@ -123,7 +117,8 @@ class TrainContext:
         if self._session is None or not self._chief:
             return
         path = f"/api/v1/trials/{self._trial_id}/progress"
-        self._session.call(lambda h: h.post(path, {"progress": float(progress)}))
+        body = ProgressReport(float(progress)).to_dict()
+        self._session.call(lambda h: h.post(path, body))
 
     def report_early_exit(self, reason: EarlyExitReason) -> None:
         """Tell the searcher why this trial is about to stop on its own (from the chief)."""
@@ -133,7 +128,8 @@ class TrainContext:
             log.info("early exit: %s", reason.name)
             return
         path = f"/api/v1/trials/{self._trial_id}/early_exit"
-        self._session.call(lambda h: h.post(path, {"reason": reason.value}))
+        body = EarlyExitReport(reason.value).to_dict()
+        self._session.call(lambda h: h.post(path, body))
 
     def get_experiment_best_validation(self) -> float | None:
         """The best searcher metric any trial of the experiment has reported, this one's

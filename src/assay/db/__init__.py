@@ -1,7 +1,29 @@
-"""The database: SQLAlchemy models, Alembic migrations, queries. The only code that writes SQL."""
+"""The database: SQLAlchemy models, Alembic migrations, and the only code that writes SQL.
+
+Everything else reaches the tables through the per-noun repository modules (``experiments``,
+``trials``, ``allocations``, ``checkpoints``, ``jobs``, ``agents``, ``logs``, ``metrics``,
+``instances``, ``contexts``, ``cluster``): functions that take a :class:`Session` and read rows,
+create them, or run a bulk statement. Callers change a row they were given by setting its
+attributes; the session writes it when the transaction commits.
+"""
 
 from __future__ import annotations
 
+from sqlalchemy.orm import Session
+
+from assay.db import (
+    agents,
+    allocations,
+    checkpoints,
+    cluster,
+    contexts,
+    experiments,
+    instances,
+    jobs,
+    logs,
+    metrics,
+    trials,
+)
 from assay.db._database import Database, sqlite_url
 from assay.db._models import (
     AgentRecord,
@@ -30,7 +52,19 @@ __all__ = [
     "Instance",
     "Job",
     "Metric",
+    "Session",
     "TaskLog",
     "Trial",
+    "agents",
+    "allocations",
+    "checkpoints",
+    "cluster",
+    "contexts",
+    "experiments",
+    "instances",
+    "jobs",
+    "logs",
+    "metrics",
     "sqlite_url",
+    "trials",
 ]

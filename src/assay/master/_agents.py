@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from assay.master._scheduling import AgentView, SlotView
+from assay.master._scheduling import AgentView
+from assay.protocol import Hello, MasterMessage
 
 log = logging.getLogger(__name__)
 
@@ -31,29 +32,18 @@ class AgentHub:
         self.agents: dict[str, AgentConnection] = {}
         self._generation = 0
 
-    def register(
-        self, hello: dict[str, Any], send: Sender, enabled: bool = True
-    ) -> AgentConnection:
-        slots = tuple(
-            SlotView(
-                id=str(s["id"]),
-                type=str(s.get("type", "cpu")),
-                uuid=str(s.get("uuid", "")),
-                name=str(s.get("name", "")),
-            )
-            for s in hello.get("slots", [])
-        )
+    def register(self, hello: Hello, send: Sender, enabled: bool = True) -> AgentConnection:
         view = AgentView(
-            id=str(hello["agent_id"]),
-            pool=str(hello.get("pool") or "default"),
-            slots=slots,
-            labels=frozenset(str(x) for x in hello.get("labels", [])),
+            id=hello.agent_id,
+            pool=hello.pool,
+            slots=tuple(hello.slots),
+            labels=frozenset(hello.labels),
             enabled=enabled,
-            address=str(hello.get("address", "")),
+            address=hello.address,
         )
         self._generation += 1
         conn = AgentConnection(
-            view=view, send=send, version=str(hello.get("version", "")), generation=self._generation
+            view=view, send=send, version=hello.version, generation=self._generation
         )
         self.agents[view.id] = conn
         return conn
@@ -82,17 +72,16 @@ class AgentHub:
     def set_enabled(self, agent_id: str, enabled: bool) -> None:
         conn = self.agents.get(agent_id)
         if conn is not None:
-            v = conn.view
-            conn.view = AgentView(v.id, v.pool, v.slots, v.labels, enabled, v.address)
+            conn.view = replace(conn.view, enabled=enabled)
 
-    async def send(self, agent_id: str, message: dict[str, Any]) -> bool:
+    async def send(self, agent_id: str, message: MasterMessage) -> bool:
         conn = self.agents.get(agent_id)
         if conn is None or not conn.connected:
-            log.warning("cannot send %s to agent %s: not connected", message.get("type"), agent_id)
+            log.warning("cannot send %s to agent %s: not connected", message.type, agent_id)
             return False
         try:
-            await conn.send(message)
+            await conn.send(message.to_dict())
         except Exception as exc:  # a dying socket; the disconnect handler cleans up
-            log.warning("sending %s to agent %s failed: %s", message.get("type"), agent_id, exc)
+            log.warning("sending %s to agent %s failed: %s", message.type, agent_id, exc)
             return False
         return True

@@ -12,55 +12,66 @@ import asyncio
 import logging
 import os
 import secrets
-from typing import TYPE_CHECKING, Any
-
-from sqlalchemy.orm import Session
+from typing import Protocol
 
 from assay.config import ProviderConfig, ResourcePoolConfig
-from assay.db import AgentRecord, Instance
-from assay.db import _queries as q
-from assay.master._tx import Tx
+from assay.db import agents, allocations, instances, trials
+from assay.master._scheduling import AgentView
+from assay.master._tx import Transactor, Tx
+from assay.protocol import LIVE_INSTANCE_STATES, InstanceState
 from assay.scheduler import Instance as InstanceView
 from assay.scheduler import ProviderSettings, decide_scaling
 
-if TYPE_CHECKING:
-    from assay.master._master import Master
-
 log = logging.getLogger(__name__)
 
-LIVE_INSTANCE_STATES = ("LAUNCHING", "RUNNING")
+
+class Agents(Protocol):
+    """What the autoscaler needs of the connected agents."""
+
+    def connected_views(self) -> list[AgentView]: ...
+
+    def set_enabled(self, agent_id: str, enabled: bool) -> None: ...
 
 
 class Autoscaler:
-    def __init__(self, master: Master) -> None:
+    """Scales ``pools`` (those with a provider); ``master_url`` is what launched instances'
+    agents connect to."""
+
+    def __init__(
+        self,
+        master: Transactor,
+        agents: Agents,
+        pools: list[ResourcePoolConfig],
+        master_url: str,
+    ) -> None:
         self.master = master
+        self.agents = agents
+        self.pools = [p for p in pools if p.provider is not None]
+        self.master_url = master_url
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def pools(self) -> list[ResourcePoolConfig]:
-        return [p for p in self.master.settings.resource_pools if p.provider is not None]
-
     async def step(self) -> None:
-        for pool in self.pools():
+        for pool in self.pools:
             await self._step_pool(pool)
 
     async def _step_pool(self, pool: ResourcePoolConfig) -> None:
         provider = pool.provider
         assert provider is not None
-        connected = {a.id: a for a in self.master.hub.connected_views() if a.pool == pool.pool_name}
+        connected = {a.id: a for a in self.agents.connected_views() if a.pool == pool.pool_name}
 
         def plan(tx: Tx) -> tuple[list[str], list[str]]:
-            demand = q.queued_slot_demand(tx.session, pool.pool_name)
-            busy = q.busy_agents(tx.session)
-            used = q.used_slots(tx.session)
+            demand = trials.queued_slot_demand(tx.session, pool.pool_name)
+            busy = allocations.busy_agents(tx.session)
+            used = allocations.used_slots(tx.session)
             free = sum(
                 len([s for s in a.slots if s.id not in used.get(a.id, set())])
                 for a in connected.values()
                 if a.enabled
             )
             views = []
-            for row in q.instances(tx.session, pool.pool_name, LIVE_INSTANCE_STATES):
+            for row in instances.of_pool(tx.session, pool.pool_name, LIVE_INSTANCE_STATES):
                 if row.id in connected:
-                    row.state = "RUNNING"
+                    row.state = InstanceState.RUNNING
                     if row.id in busy:
                         row.idle_since = None
                     elif row.idle_since is None:
@@ -77,31 +88,19 @@ class Autoscaler:
             launched = []
             for _ in range(decision.launch):
                 instance_id = f"{pool.pool_name}-{secrets.token_hex(4)}"
-                tx.session.add(
-                    Instance(
-                        id=instance_id,
-                        pool=pool.pool_name,
-                        state="LAUNCHING",
-                        launched_at=tx.now,
-                        idle_since=None,
-                        ended_at=None,
-                        message="",
-                    )
-                )
+                instances.launching(tx.session, instance_id, pool.pool_name, tx.now)
                 launched.append(instance_id)
             for instance_id in decision.terminate:
-                ending = tx.session.get(Instance, instance_id)
+                ending = instances.get(tx.session, instance_id)
                 if ending is not None:
-                    ending.state = "TERMINATING"
-                agent = tx.session.get(AgentRecord, instance_id)
-                if agent is not None:
-                    # Nothing new may start on a machine about to go away.
-                    agent.enabled = False
+                    ending.state = InstanceState.TERMINATING
+                # Nothing new may start on a machine about to go away.
+                agents.disable(tx.session, instance_id)
             return launched, list(decision.terminate)
 
         launched, terminated = await self.master.transact(plan)
         for instance_id in terminated:
-            self.master.hub.set_enabled(instance_id, False)
+            self.agents.set_enabled(instance_id, False)
         for instance_id in launched:
             log.info("launching instance %s for pool %s", instance_id, pool.pool_name)
             self._run(provider.launch_command, instance_id, pool, ending=False)
@@ -125,7 +124,7 @@ class Autoscaler:
             **os.environ,
             "ASSAY_INSTANCE_ID": instance_id,
             "ASSAY_POOL": pool.pool_name,
-            "ASSAY_MASTER": self.master.url,
+            "ASSAY_MASTER": self.master_url,
             "ASSAY_SLOTS": str(provider.slots_per_instance),
         }
         args = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
@@ -148,23 +147,23 @@ class Autoscaler:
             log.warning("%s command for %s failed (%s): %s", what, instance_id, code, text)
 
         def record(tx: Tx) -> None:
-            row = tx.session.get(Instance, instance_id)
+            row = instances.get(tx.session, instance_id)
             if row is None:
                 return
             if code != 0:
                 row.message = f"{what} command exited {code}: {text}"
             if ending:
-                row.state = "TERMINATED"
+                row.state = InstanceState.TERMINATED
                 row.ended_at = tx.now
 
         await self.master.transact(record)
 
     async def resume(self) -> None:
         """Terminate what a previous master decided to terminate but may not have."""
-        pools = {p.pool_name: p for p in self.pools()}
+        pools = {p.pool_name: p for p in self.pools}
 
         def read(tx: Tx) -> list[tuple[str, str]]:
-            rows = q.instances(tx.session, None, ("TERMINATING",))
+            rows = instances.of_pool(tx.session, None, (InstanceState.TERMINATING,))
             return [(row.id, row.pool) for row in rows]
 
         for instance_id, pool_name in await self.master.transact(read):
@@ -185,18 +184,3 @@ def _settings(provider: ProviderConfig) -> ProviderSettings:
         idle_timeout=float(provider.idle_timeout),
         startup_timeout=float(provider.startup_timeout),
     )
-
-
-def instances_json(session: Session, pool: str) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": row.id,
-            "pool": row.pool,
-            "state": row.state,
-            "launched_at": row.launched_at,
-            "idle_since": row.idle_since,
-            "ended_at": row.ended_at,
-            "message": row.message,
-        }
-        for row in q.instances(session, pool, None)
-    ]

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
-from assay.db import Allocation
-from assay.db import _queries as q
+from assay.db import Allocation, allocations
 from assay.master._lifecycle import allocation_exited
-from assay.master._states import AllocationState
 from assay.master._tx import KillAllocation, Tx
+from assay.protocol import AllocationState, RankLayout
 
 log = logging.getLogger(__name__)
 
@@ -47,23 +46,23 @@ def world_size(placement: Mapping[str, Sequence[str]]) -> int:
 
 def rank_layouts(
     placement: Mapping[str, Sequence[str]], master_addr: str, port: int
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, RankLayout]:
     """Each agent's part of the rank layout (the ``distributed`` field of its start message)."""
     world = world_size(placement)
-    layouts: dict[str, dict[str, Any]] = {}
+    layouts: dict[str, RankLayout] = {}
     first = 0
     for node, agent_id in enumerate(sorted(placement)):
         local = len(placement[agent_id])
-        layouts[agent_id] = {
-            "world_size": world,
-            "node_rank": node,
-            "num_nodes": len(placement),
-            "first_rank": first,
-            "local_world_size": local,
-            "master_addr": master_addr,
-            "master_port": port,
-            "rendezvous_port": port + 1,
-        }
+        layouts[agent_id] = RankLayout(
+            world_size=world,
+            node_rank=node,
+            num_nodes=len(placement),
+            first_rank=first,
+            local_world_size=local,
+            master_addr=master_addr,
+            master_port=port,
+            rendezvous_port=port + 1,
+        )
         first += local
     return layouts
 
@@ -92,7 +91,7 @@ def plan(
     alloc: Allocation,
     placement: Mapping[str, Sequence[str]],
     agents: Mapping[str, Addressed],
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, RankLayout]:
     """The rank layout of each agent of a new allocation; empty when it has a single slot.
 
     Reserves the rendezvous port on the rank-0 agent (``alloc.rendezvous_port``), avoiding the
@@ -114,7 +113,7 @@ def plan(
 
 def _ports_taken(tx: Tx, hosts: Collection[str], own_id: str) -> set[int]:
     taken: set[int] = set()
-    for other in q.live_allocations(tx.session):
+    for other in allocations.live(tx.session):
         if other.id == own_id or other.rendezvous_port is None or not other.slots:
             continue
         if sorted(other.slots)[0] in hosts:
@@ -143,7 +142,7 @@ def agent_exited(
     ``Allocation.exits``; on a failure the other agents are told to kill their processes; it
     ends once every agent has reported, with the first failing code (0 if none failed).
     """
-    alloc = tx.session.get(Allocation, allocation_id)
+    alloc = allocations.get(tx.session, allocation_id)
     if alloc is None or alloc.state == AllocationState.TERMINATED:
         return
     agents = sorted(alloc.slots or {})

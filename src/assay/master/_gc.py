@@ -12,15 +12,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from assay.db import Checkpoint, Experiment
-from assay.db import _queries as q
-from assay.master._tx import Tx
+from assay.db import Experiment, checkpoints, experiments, metrics
+from assay.master._tx import Transactor, Tx
+from assay.protocol import CheckpointState
 from assay.storage import storage_from_config
-
-if TYPE_CHECKING:
-    from assay.master._master import Master
 
 log = logging.getLogger(__name__)
 
@@ -66,14 +63,14 @@ def mark_for_collection(tx: Tx, exp: Experiment) -> None:
     searcher = exp.config.get("searcher") or {}
     metric = searcher.get("metric")
     sign = 1.0 if searcher.get("smaller_is_better", True) else -1.0
-    scores = _scores(q.validation_values(tx.session, exp.id, metric), sign)
-    rows = list(q.checkpoints_of(tx.session, experiment_id=exp.id))
+    scores = _scores(metrics.validation_values(tx.session, exp.id, metric), sign)
+    rows = list(checkpoints.of(tx.session, experiment_id=exp.id))
     facts = [
         CheckpointFacts(
             c.uuid, c.trial_id, c.steps_completed, scores.get((c.trial_id, c.steps_completed))
         )
         for c in rows
-        if c.state in ("ACTIVE", "DELETING")
+        if c.state in (CheckpointState.ACTIVE, CheckpointState.DELETING)
     ]
     doomed = to_delete(
         facts,
@@ -83,15 +80,15 @@ def mark_for_collection(tx: Tx, exp: Experiment) -> None:
     )
     for c in rows:
         if c.uuid in doomed:
-            c.state = "DELETING"
+            c.state = CheckpointState.DELETING
 
 
 def pending_deletions(tx: Tx, experiment_id: int) -> tuple[list[str], dict[str, Any]]:
-    exp = tx.session.get(Experiment, experiment_id)
+    exp = experiments.get(tx.session, experiment_id)
     if exp is None:
         return [], {}
-    rows = q.checkpoints_of(tx.session, experiment_id=experiment_id)
-    doomed = sorted(c.uuid for c in rows if c.state == "DELETING")
+    rows = checkpoints.of(tx.session, experiment_id=experiment_id)
+    doomed = sorted(c.uuid for c in rows if c.state == CheckpointState.DELETING)
     return doomed, dict(exp.config.get("checkpoint_storage") or {})
 
 
@@ -107,12 +104,12 @@ def _scores(values: Iterable[tuple[int, int, Any]], sign: float) -> Mapping[tupl
 
 def mark_deleted(tx: Tx, uuids: list[str]) -> None:
     for uuid in uuids:
-        ckpt = tx.session.get(Checkpoint, uuid)
+        ckpt = checkpoints.get(tx.session, uuid)
         if ckpt is not None:
-            ckpt.state = "DELETED"
+            ckpt.state = CheckpointState.DELETED
 
 
-async def collect(master: Master, experiment_id: int) -> int:
+async def collect(master: Transactor, experiment_id: int) -> int:
     """Run the experiment's GC policy; returns how many checkpoints were deleted."""
     uuids, storage = await master.transact(pending_deletions, experiment_id)
     if not uuids:

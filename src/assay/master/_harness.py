@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
-
-from assay.db import Allocation, Checkpoint, Experiment, Trial
-from assay.db import _queries as q
-from assay.errors import InvalidRequest, NotFound, Unauthorized
+from assay.db import Checkpoint, Session, allocations, checkpoints, experiments, metrics, trials
+from assay.errors import InvalidRequest, Unauthorized
 from assay.master._lifecycle import apply_ops, get_experiment, get_trial
-from assay.master._states import AllocationState
 from assay.master._tx import Tx, Wake
+from assay.protocol import (
+    VALIDATION,
+    AllocationState,
+    CheckpointReport,
+    MetricReport,
+)
 from assay.searcher import ExitedReason
 from assay.storage import check_uuid
 
@@ -35,7 +35,7 @@ class Caller:
 def authenticate(session: Session, token: str | None, trial_id: int | None = None) -> Caller:
     if not token:
         raise Unauthorized("this endpoint is for trial processes: send the allocation's token")
-    alloc = session.scalars(select(Allocation).where(Allocation.token == token)).first()
+    alloc = allocations.by_token(session, token)
     if alloc is None:
         raise Unauthorized("unknown allocation token")
     if alloc.state == AllocationState.TERMINATED:
@@ -46,34 +46,6 @@ def authenticate(session: Session, token: str | None, trial_id: int | None = Non
     return Caller(alloc.id, alloc.trial_id, alloc.run)
 
 
-@dataclass(frozen=True)
-class MetricReport:
-    group: str
-    steps_completed: int
-    values: dict[str, Any]
-    time: float
-
-
-def parse_reports(raw: Any) -> list[MetricReport]:
-    if not isinstance(raw, list):
-        raise InvalidRequest("reports: must be a list of {group, steps_completed, metrics}")
-    reports = []
-    for i, item in enumerate(raw):
-        if not isinstance(item, dict):
-            raise InvalidRequest(f"reports[{i}]: must be an object")
-        group = item.get("group")
-        steps = item.get("steps_completed")
-        values = item.get("metrics")
-        if not isinstance(group, str) or not group:
-            raise InvalidRequest(f"reports[{i}].group: must be a non-empty string")
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-            raise InvalidRequest(f"reports[{i}].steps_completed: must be an integer >= 0")
-        if not isinstance(values, dict):
-            raise InvalidRequest(f"reports[{i}].metrics: must be an object")
-        reports.append(MetricReport(group, steps, values, float(item.get("time") or 0.0)))
-    return reports
-
-
 def ingest_metrics(
     session: Session, caller: Caller, reports: list[MetricReport], now: float
 ) -> list[MetricReport]:
@@ -81,55 +53,30 @@ def ingest_metrics(
 
     Returns the validation reports that carry the searcher metric, for code-driven searchers.
     """
-    alloc = session.get(Allocation, caller.allocation_id)
+    alloc = allocations.get(session, caller.allocation_id)
     if alloc is None or alloc.state == AllocationState.TERMINATED:
         # Checked again in the writing transaction: the run may have ended since the token
         # was checked, and its late reports must not mix with the next run's.
         raise Unauthorized(f"allocation {caller.allocation_id} has ended")
-    rows = [
-        {
-            "trial_id": caller.trial_id,
-            "run": caller.run,
-            "group": r.group,
-            "steps_completed": r.steps_completed,
-            "values": _json_safe(r.values),
-            "reported_at": r.time or now,
-            "archived": False,
-        }
-        for r in reports
-    ]
-    q.insert_metrics(session, rows)
-    validations = [r for r in reports if r.group == "validation"]
+    metrics.insert(session, caller.trial_id, caller.run, reports, now)
+    validations = [r for r in reports if r.group == VALIDATION]
     if not validations:
         return []
-    trial = session.get(Trial, caller.trial_id)
-    assert trial is not None
-    exp = session.get(Experiment, trial.experiment_id)
-    assert exp is not None
+    trial = trials.require(session, caller.trial_id)
+    exp = experiments.require(session, trial.experiment_id)
     searcher_cfg = exp.config.get("searcher", {})
     metric = searcher_cfg.get("metric")
     smaller = searcher_cfg.get("smaller_is_better", True)
     relevant = []
     for r in validations:
-        value = r.values.get(metric) if metric else None
+        value = r.metrics.get(metric) if metric else None
         if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
             score = float(value) if smaller else -float(value)
-            q.improve_best_validation(session, trial.id, float(value), score)
+            trials.improve_best_validation(session, trial.id, float(value), score)
             relevant.append(r)
     if validations:
-        q.raise_steps_completed(session, trial.id, max(r.steps_completed for r in validations))
+        trials.raise_steps_completed(session, trial.id, max(r.steps_completed for r in validations))
     return relevant
-
-
-def _json_safe(values: dict[str, Any]) -> dict[str, Any]:
-    """NaN and infinities are not JSON; store them as strings the API returns unchanged."""
-    out: dict[str, Any] = {}
-    for key, value in values.items():
-        if isinstance(value, float) and not math.isfinite(value):
-            out[str(key)] = str(value)
-        else:
-            out[str(key)] = value
-    return out
 
 
 def feed_code_driven(tx: Tx, caller: Caller, reports: list[MetricReport]) -> None:
@@ -143,10 +90,10 @@ def feed_code_driven(tx: Tx, caller: Caller, reports: list[MetricReport]) -> Non
     metric_name = getattr(cfg.searcher, "metric", None)
     time_metric = getattr(cfg.searcher, "time_metric", None)
     for r in sorted(reports, key=lambda r: r.steps_completed):
-        value = r.values.get(metric_name) if metric_name else None
+        value = r.metrics.get(metric_name) if metric_name else None
         if not isinstance(value, int | float):
             continue
-        length_raw = r.values.get(time_metric) if time_metric else r.steps_completed
+        length_raw = r.metrics.get(time_metric) if time_metric else r.steps_completed
         if not isinstance(length_raw, int | float):
             continue
         apply_ops(
@@ -158,7 +105,7 @@ def complete_operation(tx: Tx, caller: Caller, length: int, metric: float) -> No
     trial = get_trial(tx, caller.trial_id)
     exp = get_experiment(tx, trial.experiment_id)
     searcher = tx.searchers.searcher(exp)
-    q.raise_steps_completed(tx.session, trial.id, length)
+    trials.raise_steps_completed(tx.session, trial.id, length)
     apply_ops(tx, exp, searcher.validation_completed(trial.request_id, metric, length))
     tx.act(Wake(("op", trial.id)))
 
@@ -173,46 +120,38 @@ def release_if_idle(tx: Tx, caller: Caller) -> bool:
     searcher = tx.searchers.searcher(exp)
     if searcher.pending_length(trial.request_id) is not None:
         return False
-    alloc = tx.session.get(Allocation, caller.allocation_id)
+    alloc = allocations.get(tx.session, caller.allocation_id)
     if alloc is not None and alloc.state != AllocationState.TERMINATED:
         alloc.released = True
     return True
 
 
-def report_checkpoint(tx: Tx, caller: Caller, body: dict[str, Any]) -> Checkpoint:
-    uuid = body.get("uuid")
-    steps = body.get("steps_completed")
-    if not isinstance(uuid, str) or not uuid:
-        raise InvalidRequest("uuid: required")
+def report_checkpoint(tx: Tx, caller: Caller, report: CheckpointReport) -> Checkpoint:
+    uuid = report.uuid
+    steps = report.steps_completed
     check_uuid(uuid)
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-        raise InvalidRequest("steps_completed: must be an integer >= 0")
-    existing = tx.session.get(Checkpoint, uuid)
+    existing = checkpoints.get(tx.session, uuid)
     if existing is not None:
         return existing
     trial = get_trial(tx, caller.trial_id)
-    resources = body.get("resources") or {}
-    if not isinstance(resources, dict):
-        raise InvalidRequest("resources: must map file names to sizes")
-    ckpt = Checkpoint(
+    ckpt = checkpoints.create(
+        tx.session,
         uuid=uuid,
         trial_id=trial.id,
         experiment_id=trial.experiment_id,
         allocation_id=caller.allocation_id,
         steps_completed=steps,
-        meta=dict(body.get("metadata") or {}),
-        resources=resources,
-        size=sum(int(v) for v in resources.values() if isinstance(v, int)),
-        state="ACTIVE",
+        metadata=report.metadata,
+        resources=report.resources,
+        size=report.size,
         reported_at=tx.now,
     )
-    tx.session.add(ckpt)
     current = (
-        tx.session.get(Checkpoint, trial.latest_checkpoint) if trial.latest_checkpoint else None
+        checkpoints.get(tx.session, trial.latest_checkpoint) if trial.latest_checkpoint else None
     )
     if current is None or steps >= current.steps_completed or current.trial_id != trial.id:
         trial.latest_checkpoint = uuid
-    q.raise_steps_completed(tx.session, trial.id, steps)
+    trials.raise_steps_completed(tx.session, trial.id, steps)
     return ckpt
 
 
@@ -231,7 +170,5 @@ def report_early_exit(tx: Tx, caller: Caller, reason: str) -> None:
 def report_progress(tx: Tx, caller: Caller, progress: float) -> None:
     if not 0.0 <= progress <= 1.0:
         raise InvalidRequest(f"progress: must be between 0 and 1, got {progress}")
-    trial = tx.session.get(Trial, caller.trial_id)
-    if trial is None:
-        raise NotFound(f"trial {caller.trial_id} not found")
+    trial = get_trial(tx, caller.trial_id)
     trial.progress = progress

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy.orm import Session
-
 from assay.config import MasterConfig
-from assay.db import Experiment, Job
-from assay.db import _queries as q
-from assay.errors import NotFound
-from assay.master._states import ExperimentState
+from assay.db import Experiment, Job, Session, experiments, jobs
+from assay.errors import InvalidRequest, NotFound
 from assay.master._tx import Reschedule, Tx
+from assay.master._views import JobQueue, QueuedJob
+from assay.protocol import ExperimentState, JobState
 from assay.scheduler import Job as JobView
 from assay.scheduler import (
     JobKind,
@@ -23,8 +22,8 @@ from assay.scheduler import (
     validate_batch,
 )
 
-_ACTIVE = (ExperimentState.ACTIVE.value, *(s.value for s in ExperimentState if s.stopping))
-_UPDATABLE = (*_ACTIVE, ExperimentState.PAUSED.value)
+_ACTIVE = (ExperimentState.ACTIVE, *(s for s in ExperimentState if s.stopping))
+_UPDATABLE = (*_ACTIVE, ExperimentState.PAUSED)
 
 
 def job_view(job: Job) -> JobView:
@@ -45,9 +44,7 @@ def policies(settings: MasterConfig) -> dict[str, PolicyKind]:
     return {p.pool_name: PolicyKind(p.scheduler.type) for p in settings.resource_pools}
 
 
-def list_jobs(
-    session: Session, pool: str, settings: MasterConfig, waiting: set[str]
-) -> dict[str, Any]:
+def list_jobs(session: Session, pool: str, settings: MasterConfig, waiting: set[str]) -> JobQueue:
     """The active jobs of ``pool`` in scheduling order, with their slots and status.
 
     SCHEDULED means slots are allocated or reserved for it (it runs, or starts as soon as the
@@ -57,43 +54,43 @@ def list_jobs(
     if policy is None:
         names = ", ".join(policies(settings))
         raise NotFound(f"resource pool {pool!r} does not exist; this cluster has: {names}")
-    rows = q.active_jobs(session, pool, _ACTIVE)
-    usage = q.job_slot_usage(session, [job.id for job, _ in rows])
+    rows = jobs.active(session, pool, _ACTIVE)
+    usage = jobs.slot_usage(session, [job.id for job, _ in rows])
     by_id = {job.id: (job, exp) for job, exp in rows}
     out = []
     for position, view in enumerate(order_jobs([job_view(j) for j, _ in rows], policy)):
         job, exp = by_id[view.id]
         acquired, queued = usage.get(job.id, (0, 0))
-        status = "SCHEDULED" if acquired > 0 or job.id in waiting else "QUEUED"
+        status = JobState.SCHEDULED if acquired > 0 or job.id in waiting else JobState.QUEUED
         out.append(
-            {
-                "position": position,
-                "id": job.id,
-                "type": job.type,
-                "name": job.name,
-                "experiment_id": exp.id,
-                "priority": job.priority,
-                "weight": job.weight,
-                "max_slots": job.max_slots,
-                "submitted_at": job.submitted_at,
-                "slots_acquired": acquired,
-                "slots_needed": acquired + queued,
-                "status": status,
-                "user": job.owner,
-                "resource_pool": job.pool,
-            }
+            QueuedJob(
+                position=position,
+                id=job.id,
+                type=job.type,
+                name=job.name,
+                experiment_id=exp.id,
+                priority=job.priority,
+                weight=job.weight,
+                max_slots=job.max_slots,
+                submitted_at=job.submitted_at,
+                slots_acquired=acquired,
+                slots_needed=acquired + queued,
+                status=status,
+                user=job.owner,
+                resource_pool=job.pool,
+            )
         )
-    return {"resource_pool": pool, "scheduler": policy.value, "jobs": out}
+    return JobQueue(resource_pool=pool, scheduler=policy.value, jobs=out)
 
 
 def update_jobs(tx: Tx, updates: list[JobUpdate], settings: MasterConfig) -> list[str]:
     """Apply ``updates`` all together or not at all (every problem reported at once)."""
     pools = policies(settings)
-    jobs = {job.id: job for job, _ in q.active_jobs(tx.session, None, _UPDATABLE)}
-    views = {job_id: job_view(job) for job_id, job in jobs.items()}
+    by_id = {job.id: job for job, _ in jobs.active(tx.session, None, _UPDATABLE)}
+    views = {job_id: job_view(job) for job_id, job in by_id.items()}
     validate_batch(updates, views, pools, pools=list(pools))
     for update in updates:
-        job = jobs[update.job_id]
+        job = by_id[update.job_id]
         if update.priority is not None:
             job.priority = update.priority
         if update.weight is not None:
@@ -103,40 +100,56 @@ def update_jobs(tx: Tx, updates: list[JobUpdate], settings: MasterConfig) -> lis
             _set_config(tx, job, "resource_pool", update.resource_pool)
         anchor = update.ahead_of or update.behind_of
         if anchor is not None:
-            current = [job_view(j) for j in jobs.values() if j.pool == job.pool]
+            current = [job_view(j) for j in by_id.values() if j.pool == job.pool]
             mover = move_ahead_of if update.ahead_of else move_behind_of
             move = mover(current, job.id, anchor)
             job.queue_position = move.queue_position
             job.priority = move.priority
             for other_id, position in move.renumbered.items():
-                jobs[other_id].queue_position = position
+                by_id[other_id].queue_position = position
         views[job.id] = job_view(job)
     tx.act(Reschedule())
     return [u.job_id for u in updates]
 
 
+RESOURCES = ("priority", "weight", "max_slots")
+"""What ``assay experiment set`` (``PATCH /experiments/{id}``) changes."""
+
+
 def update_experiment_resources(
-    tx: Tx, experiment_id: int, field: str, value: Any, settings: MasterConfig
-) -> None:
-    """``assay experiment set priority|weight|max-slots``: the same rules as the job queue."""
-    exp = tx.session.get(Experiment, experiment_id)
-    if exp is None:
-        raise NotFound(f"experiment {experiment_id} not found")
-    job = tx.session.get(Job, exp.job_id)
+    tx: Tx, experiment_id: int, changes: Mapping[str, Any], settings: MasterConfig
+) -> Experiment:
+    """``assay experiment set priority|weight|max-slots``: the same rules as the job queue.
+
+    Every field of ``changes`` is applied, or none: one that is refused refuses them all.
+    """
+    unknown = sorted(set(changes) - set(RESOURCES))
+    if unknown:
+        raise InvalidRequest(
+            f"{unknown[0]}: not a resource of an experiment; one of: {', '.join(RESOURCES)}"
+        )
+    exp = experiments.require(tx.session, experiment_id)
+    job = jobs.get(tx.session, exp.job_id)
     assert job is not None
-    if field == "max_slots":
-        job.max_slots = value
-        _set_config(tx, job, "max_slots", value)
-        tx.act(Reschedule())
-        return
-    update = JobUpdate(job_id=job.id, **{field: value})
-    update_jobs(tx, [update], settings)
-    _set_config(tx, job, field, value)
+    # Checked together before anything changes, as the queue checks a batch.
+    queue = [
+        JobUpdate(job_id=job.id, **{f: changes[f]}) for f in ("priority", "weight") if f in changes
+    ]
+    if queue:
+        update_jobs(tx, queue, settings)
+    for field in RESOURCES:
+        if field not in changes:
+            continue
+        if field == "max_slots":
+            job.max_slots = changes[field]
+            tx.act(Reschedule())
+        _set_config(tx, job, field, changes[field])
+    return exp
 
 
 def _set_config(tx: Tx, job: Job, key: str, value: Any) -> None:
     """Keep the experiment's shown config in step with its job."""
-    for exp in q.experiments_of_job(tx.session, job.id):
+    for exp in experiments.of_job(tx.session, job.id):
         config = dict(exp.config)
         config["resources"] = {**config.get("resources", {}), key: value}
         exp.config = config

@@ -1,60 +1,53 @@
-"""The master's asynchronous shell: one lock, handlers run as transactions, actions after commit."""
+"""The master: a composition of small collaborators around one shared core.
+
+In the spirit of Determined's ``core.Context``, each job has its own part, and the parts share
+an :class:`Orchestrator` (database, lock, searchers, agent hub, long-polls):
+
+- ``master.experiments`` (:class:`ExperimentCommands`): what users do to experiments, trials
+  and the queue, each in one transaction that answers with what it changed;
+- ``master.reads`` (:class:`Reads`): what users and the web UI read, as plain views;
+- ``master.harness`` (:class:`HarnessService`): what trial processes ask for and report;
+- ``master.agents`` (:class:`AgentGateway`): the agents' WebSockets;
+- ``master.loops`` (:class:`Loops`): scheduling passes and periodic chores;
+- ``master.autoscaler`` and checkpoint GC, which see only the narrow interfaces they need.
+
+The methods of :class:`Master` itself are the names the HTTP layer has always called; each
+hands over to the part that does the work. New code calls the parts.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
-import secrets
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy.orm import Session
-
 from assay.config import MasterConfig
-from assay.db import AgentRecord, Allocation, ClusterRecord, Database, Experiment, Trial
-from assay.db import _queries as q
-from assay.errors import InvalidRequest, MasterUnreachable, NotFound, Unauthorized
-from assay.master import _gang as gang
+from assay.db import Database, Session, agents, checkpoints, cluster
 from assay.master import _gc as gc
-from assay.master import _harness as harness
-from assay.master import _jobs as jobs
-from assay.master import _lifecycle as life
 from assay.master._agents import AgentConnection, AgentHub, Sender
 from assay.master._autoscaler import Autoscaler
-from assay.master._scheduling import PassResult, schedule_pass
+from assay.master._commands import ExperimentCommands
+from assay.master._gateway import AgentGateway
+from assay.master._harness import Caller
+from assay.master._harness_service import HarnessService
+from assay.master._loops import Loops
+from assay.master._orchestrator import Orchestrator
+from assay.master._reads import Reads
+from assay.master._scheduling import PassResult
 from assay.master._searchers import SearcherCache
-from assay.master._states import AllocationState
-from assay.master._submit import Submission, create_experiment, validate_submission
-from assay.master._tx import (
-    Action,
-    ExperimentEnded,
-    KillAllocation,
-    Reschedule,
-    StartAllocation,
-    Tx,
-    Wake,
-)
+from assay.master._submit import Submission
+from assay.master._views import CheckpointView, ExperimentView, TrialView
 from assay.master._waiters import Waiters
+from assay.protocol import AgentMessage, CheckpointReport, Hello
 from assay.scheduler import JobUpdate
-
-log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-IDLE_RELEASE_SECONDS = 5.0
-"""How long a trial that asked for its next operation may hold its slots waiting for one."""
-
 
 class Master:
-    """Orchestrates experiments, trials, agents and scheduling over one database.
-
-    Every change runs as a handler in :meth:`transact`: under one lock, in one transaction on a
-    worker thread; the actions it records (start a process, wake a long-poll) are performed only
-    after the commit.
-    """
+    """Orchestrates experiments, trials, agents and scheduling over one database."""
 
     def __init__(
         self,
@@ -64,48 +57,59 @@ class Master:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
-        self.db = db
         self.assay_home = assay_home
-        self.clock = clock
-        self.lock = asyncio.Lock()
-        self.searchers = SearcherCache(assay_home / "searchers")
-        self.hub = AgentHub()
-        self.waiters = Waiters()
-        self.cluster_id = ""
-        self.started_at = clock()
-        self._wakeup = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
-        self._stopping = False
-        self.waiting_jobs: set[str] = set()
-        self._work: set[asyncio.Task[Any]] = set()
-        self.autoscaler = Autoscaler(self)
-        self._preemption_timeouts = {
-            p.pool_name: float(p.preemption_timeout) for p in settings.resource_pools
-        }
+        self.core = Orchestrator(db, SearcherCache(assay_home / "searchers"), clock)
+        self.agents = AgentGateway(self.core, settings)
+        self.harness = HarnessService(self.core)
+        self.autoscaler = Autoscaler(
+            self.core,
+            self.core.hub,
+            [p for p in settings.resource_pools if p.provider is not None],
+            self.url,
+        )
+        self.loops = Loops(self.core, settings, self.agents, self.autoscaler)
+        self.experiments = ExperimentCommands(
+            self.core, settings, assay_home, lambda: self.loops.waiting_jobs
+        )
+        self.reads = Reads(self.core, settings)
 
-    # -- lifecycle ------------------------------------------------------------------------------
+    # -- what the parts share ---------------------------------------------------------------------
 
-    async def start(self) -> None:
-        self.started_at = self.clock()
-        self.cluster_id = await self.db.run(self._init_cluster)
-        self._tasks = [
-            asyncio.create_task(self._scheduling_loop(), name="scheduler"),
-            asyncio.create_task(self._reaper_loop(), name="lost-agent-reaper"),
-        ]
-        self._wakeup.set()
-        await self.autoscaler.resume()
-        # Finish checkpoint deletions a previous master marked but did not complete.
-        for experiment_id in await self.db.run(q.experiments_collecting):
-            self._background(gc.collect(self, experiment_id))
+    @property
+    def db(self) -> Database:
+        return self.core.db
 
-    def _init_cluster(self, session: Session) -> str:
-        row = session.query(ClusterRecord).first()
-        if row is None:
-            row = ClusterRecord(id=secrets.token_hex(8), created_at=self.clock())
-            session.add(row)
-        for agent in q.agents(session):
-            agent.connected = False
-        return row.id
+    @property
+    def clock(self) -> Callable[[], float]:
+        return self.core.clock
+
+    @property
+    def searchers(self) -> SearcherCache:
+        return self.core.searchers
+
+    @property
+    def hub(self) -> AgentHub:
+        return self.core.hub
+
+    @property
+    def waiters(self) -> Waiters:
+        return self.core.waiters
+
+    @property
+    def cluster_id(self) -> str:
+        return self.core.cluster_id
+
+    @cluster_id.setter
+    def cluster_id(self, value: str) -> None:
+        self.core.cluster_id = value
+
+    @property
+    def started_at(self) -> float:
+        return self.core.started_at
+
+    @property
+    def waiting_jobs(self) -> set[str]:
+        return self.loops.waiting_jobs
 
     @property
     def url(self) -> str:
@@ -115,423 +119,124 @@ class Master:
             host = "127.0.0.1"
         return f"http://{host}:{self.settings.port}"
 
+    async def transact(self, handler: Callable[..., T], *args: Any) -> T:
+        return await self.core.transact(handler, *args)
+
+    # -- start and stop ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        core = self.core
+        core.started_at = core.clock()
+        now = core.started_at
+
+        def init(session: Session) -> str:
+            agents.disconnect_all(session)
+            return cluster.identity(session, now)
+
+        core.cluster_id = await core.read(init)
+        self.loops.start()
+        await self.autoscaler.resume()
+        # Finish checkpoint deletions a previous master marked but did not complete.
+        for experiment_id in await core.read(checkpoints.experiments_deleting):
+            core.background(gc.collect(core, experiment_id))
+
     def begin_shutdown(self) -> None:
         """Answer every long-poll now (with 503, so clients retry against the next master)."""
-        self._stopping = True
-        self.waiters.close()
-
-    async def _wait(self, key: tuple[Any, ...], since: int, timeout: float) -> None:
-        await self.waiters.wait(key, since, timeout)
-        if self.waiters.closed:
-            raise MasterUnreachable("the master is shutting down; try again shortly")
-
-    def _background(self, work: Coroutine[Any, Any, Any]) -> None:
-        task = asyncio.create_task(work)
-        self._work.add(task)
-        task.add_done_callback(self._work.discard)
-        task.add_done_callback(_log_failure)
+        self.core.begin_shutdown()
 
     async def stop(self) -> None:
         self.begin_shutdown()
         await self.autoscaler.close()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await self.loops.stop()
 
-    # -- transactions -----------------------------------------------------------------------------
-
-    async def transact(self, handler: Callable[..., T], *args: Any) -> T:
-        async with self.lock:
-            now = self.clock()
-            holder: dict[str, Tx] = {}
-
-            def run(session: Session) -> T:
-                tx = Tx(session=session, now=now, searchers=self.searchers)
-                holder["tx"] = tx
-                return handler(tx, *args)
-
-            try:
-                result = await self.db.run(run)
-            except BaseException:
-                tx = holder.get("tx")
-                if tx is not None:
-                    for exp_id in tx.touched:
-                        self.searchers.drop(exp_id)
-                raise
-            actions = holder["tx"].actions
-        await self._perform(actions)
-        return result
-
-    async def _perform(self, actions: list[Action]) -> None:
-        for action in actions:
-            if isinstance(action, StartAllocation):
-                await self.hub.send(action.agent_id, action.message)
-            elif isinstance(action, KillAllocation):
-                await self.hub.send(
-                    action.agent_id, {"type": "kill", "allocation_id": action.allocation_id}
-                )
-            elif isinstance(action, Wake):
-                self.waiters.notify(action.key)
-            elif isinstance(action, Reschedule):
-                self._wakeup.set()
-            elif isinstance(action, ExperimentEnded):
-                self.searchers.release(action.experiment_id)
-                self._background(gc.collect(self, action.experiment_id))
-                self.waiters.notify(("experiment", action.experiment_id))
-
-    # -- scheduling -------------------------------------------------------------------------------
-
-    async def _scheduling_loop(self) -> None:
-        while not self._stopping:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), timeout=1.0)
-            self._wakeup.clear()
-            try:
-                await self.schedule_once()
-            except Exception:
-                log.exception("scheduling pass failed")
-                await asyncio.sleep(0.5)
+    # -- the names the HTTP layer calls -----------------------------------------------------------
 
     async def schedule_once(self) -> PassResult:
-        agents = self.hub.connected_views()
-        result = await self.transact(schedule_pass, agents, self.settings, self.cluster_id)
-        self.waiting_jobs = result.waiting_jobs
-        return result
-
-    async def _prune_waiters(self) -> None:
-        self.waiters.prune()
-
-    async def _reaper_loop(self) -> None:
-        ticks = 0
-        while not self._stopping:
-            await asyncio.sleep(1.0)
-            ticks += 1
-            steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
-                ("autoscaling", self.autoscaler.step),
-                ("checking for lost agents", self.reap_lost_allocations),
-                (
-                    "enforcing preemption timeouts",
-                    lambda: self.transact(
-                        life.enforce_preemption_timeouts, self._preemption_timeouts
-                    ),
-                ),
-            ]
-            if ticks % 5 == 0:
-                steps.append(("repeating kills", self.resend_kills))
-            if ticks % 60 == 0:
-                steps.append(("pruning long-poll records", self._prune_waiters))
-            for what, step in steps:
-                try:
-                    await step()
-                except Exception:
-                    log.exception("%s failed", what)
-
-    async def reap_lost_allocations(self) -> None:
-        """Fail the allocations of agents gone longer than ``agent_lost_after_seconds``."""
-        now = self.clock()
-        limit = self.settings.agent_lost_after_seconds
-        allocations = await self.db.run(q.live_allocations)
-        for alloc in allocations:
-            for agent_id in alloc.slots or {}:
-                if self.hub.is_connected(agent_id) or agent_id in (alloc.exits or {}):
-                    continue
-                since = self.hub.disconnected_since(agent_id) or self.started_at
-                if now - since >= limit:
-                    # Through the gang, so the allocation's processes on other agents stop too.
-                    await self.transact(
-                        gang.agent_exited, agent_id, alloc.id, None, f"agent {agent_id} was lost"
-                    )
-
-    # -- experiments ------------------------------------------------------------------------------
+        return await self.loops.schedule_once()
 
     async def submit(self, sub: Submission) -> int:
-        valid = await asyncio.to_thread(validate_submission, sub, self.settings, self.assay_home)
+        return (await self.experiments.create(sub)).id
 
-        def handler(tx: Tx) -> int:
-            return create_experiment(tx, valid, self.settings).id
+    async def create_experiment(self, sub: Submission) -> ExperimentView:
+        return await self.experiments.create(sub)
 
-        return await self.transact(handler)
+    async def pause(self, experiment_id: int) -> ExperimentView:
+        return await self.experiments.pause(experiment_id)
 
-    async def pause(self, experiment_id: int) -> None:
-        await self.transact(life.pause_experiment, experiment_id)
+    async def activate(self, experiment_id: int) -> ExperimentView:
+        return await self.experiments.activate(experiment_id)
 
-    async def activate(self, experiment_id: int) -> None:
-        await self.transact(life.activate_experiment, experiment_id)
+    async def cancel(self, experiment_id: int) -> ExperimentView:
+        return await self.experiments.cancel(experiment_id)
 
-    async def cancel(self, experiment_id: int) -> None:
-        await self.transact(life.cancel_experiment, experiment_id)
+    async def kill(self, experiment_id: int) -> ExperimentView:
+        return await self.experiments.kill(experiment_id)
 
-    async def kill(self, experiment_id: int) -> None:
-        await self.transact(life.kill_experiment, experiment_id)
+    async def set_archived(self, experiment_id: int, archived: bool) -> ExperimentView:
+        return await self.experiments.set_archived(experiment_id, archived)
 
-    async def set_archived(self, experiment_id: int, archived: bool) -> None:
-        await self.transact(life.set_archived, experiment_id, archived)
-
-    async def kill_trial(self, trial_id: int) -> None:
-        await self.transact(life.kill_trial, trial_id)
+    async def kill_trial(self, trial_id: int) -> TrialView:
+        return await self.experiments.kill_trial(trial_id)
 
     async def list_jobs(self, pool: str | None) -> dict[str, Any]:
-        name = pool or self.settings.default_compute_pool
-        waiting = set(self.waiting_jobs)
-        return await self.db.run(lambda s: jobs.list_jobs(s, name, self.settings, waiting))
+        return asdict(await self.experiments.queue(pool))
 
     async def update_jobs(self, updates: list[JobUpdate]) -> list[str]:
-        return await self.transact(jobs.update_jobs, updates, self.settings)
+        return await self.experiments.update_jobs(updates)
 
-    async def set_experiment_resource(self, experiment_id: int, field: str, value: Any) -> None:
-        await self.transact(
-            jobs.update_experiment_resources, experiment_id, field, value, self.settings
-        )
+    async def set_experiment_resource(
+        self, experiment_id: int, field: str, value: Any
+    ) -> ExperimentView:
+        return await self.experiments.set_resources(experiment_id, {field: value})
+
+    async def set_experiment_resources(
+        self, experiment_id: int, changes: Mapping[str, Any]
+    ) -> ExperimentView:
+        return await self.experiments.set_resources(experiment_id, changes)
 
     async def wait_experiment(self, experiment_id: int, timeout: float) -> str:
-        """Wait up to ``timeout`` seconds for the experiment to end; return its state."""
-        key = ("experiment", experiment_id)
-        since = self.waiters.version(key)
+        return await self.experiments.wait(experiment_id, timeout)
 
-        def state(session: Session) -> str:
-            exp = session.get(Experiment, experiment_id)
-            if exp is None:
-                raise NotFound(f"experiment {experiment_id} not found")
-            return exp.state
+    async def caller(self, token: str | None, trial_id: int | None = None) -> Caller:
+        return await self.harness.caller(token, trial_id)
 
-        current = await self.db.run(state)
-        if current in ("COMPLETED", "CANCELED", "ERROR"):
-            return current
-        await self._wait(key, since, timeout)
-        return await self.db.run(state)
+    async def next_operation(self, caller: Caller, timeout: float) -> dict[str, Any]:
+        return (await self.harness.operation(caller, timeout)).to_dict()
 
-    # -- trial processes ---------------------------------------------------------------------
+    async def complete_operation(self, caller: Caller, length: int, metric: float) -> None:
+        await self.harness.complete_operation(caller, length, metric)
 
-    async def caller(self, token: str | None, trial_id: int | None = None) -> harness.Caller:
-        return await self.db.run(lambda s: harness.authenticate(s, token, trial_id))
+    async def report_metrics(self, caller: Caller, raw: Any) -> None:
+        await self.harness.report_metrics(caller, raw)
 
-    async def next_operation(self, caller: harness.Caller, timeout: float) -> dict[str, Any]:
-        """The trial's next length to train to; ``done`` once the searcher needs no more.
+    async def report_checkpoint(
+        self, caller: Caller, body: CheckpointReport | dict[str, Any]
+    ) -> CheckpointView:
+        return await self.harness.report_checkpoint(caller, body)
 
-        Waits up to ``timeout`` for the searcher; a trial left waiting past
-        ``IDLE_RELEASE_SECONDS`` is released: told it is done for now, so it exits and frees
-        its slots, and it is queued again if the searcher later asks for more (ASHA promotion).
-        """
-        key = ("op", caller.trial_id)
-        deadline = self.clock() + min(timeout, IDLE_RELEASE_SECONDS)
-        while True:
-            since = self.waiters.version(key)
-            answer = await self._op_answer(caller)
-            if answer is not None:
-                return answer
-            remaining = deadline - self.clock()
-            if remaining <= 0:
-                break
-            await self._wait(key, since, remaining)
-        released = await self.transact(harness.release_if_idle, caller)
-        if not released:
-            answer = await self._op_answer(caller)
-            if answer is not None:
-                return answer
-        return {"length": None, "done": True, "released": True}
+    async def report_early_exit(self, caller: Caller, reason: str) -> None:
+        await self.harness.report_early_exit(caller, reason)
 
-    async def _op_answer(self, caller: harness.Caller) -> dict[str, Any] | None:
-        def read(session: Session) -> dict[str, Any] | None:
-            trial = session.get(Trial, caller.trial_id)
-            exp = session.get(Experiment, trial.experiment_id) if trial else None
-            if trial is None or exp is None:
-                return {"length": None, "done": True}
-            searcher = self.searchers.searcher(exp)
-            pending = searcher.pending_length(trial.request_id)
-            if pending is not None:
-                return {"length": pending, "done": False}
-            if searcher.code_driven:
-                # Its code decides how long to train; the searcher gives it no lengths.
-                return {"length": None, "done": True}
-            if searcher.is_closed(trial.request_id) or searcher.shutdown is not None:
-                return {"length": None, "done": True}
-            return None
-
-        async with self.lock:
-            return await self.db.run(read)
-
-    async def complete_operation(self, caller: harness.Caller, length: int, metric: float) -> None:
-        await self.transact(harness.complete_operation, caller, length, metric)
-
-    async def report_metrics(self, caller: harness.Caller, raw: Any) -> None:
-        reports = harness.parse_reports(raw)
-        now = self.clock()
-        relevant = await self.db.run(lambda s: harness.ingest_metrics(s, caller, reports, now))
-        if relevant:
-            await self.transact(harness.feed_code_driven, caller, relevant)
-
-    async def report_checkpoint(self, caller: harness.Caller, body: dict[str, Any]) -> None:
-        await self.transact(harness.report_checkpoint, caller, body)
-
-    async def report_early_exit(self, caller: harness.Caller, reason: str) -> None:
-        await self.transact(harness.report_early_exit, caller, reason)
-
-    async def report_progress(self, caller: harness.Caller, progress: float) -> None:
-        await self.transact(harness.report_progress, caller, progress)
+    async def report_progress(self, caller: Caller, progress: float) -> None:
+        await self.harness.report_progress(caller, progress)
 
     async def preemption(self, allocation_id: str, timeout: float) -> bool:
-        key = ("preempt", allocation_id)
+        return await self.harness.preemption(allocation_id, timeout)
 
-        def read(session: Session) -> bool:
-            alloc = session.get(Allocation, allocation_id)
-            return (
-                alloc is None
-                or alloc.preempt is not None
-                or alloc.state == AllocationState.TERMINATED
-            )
+    def check_agent(self, hello: Hello | dict[str, Any]) -> Hello:
+        return self.agents.check(hello)
 
-        since = self.waiters.version(key)
-        if await self.db.run(read):
-            return True
-        await self._wait(key, since, timeout)
-        return await self.db.run(read)
-
-    # -- agents ------------------------------------------------------------------------------
-
-    def check_agent(self, hello: dict[str, Any]) -> None:
-        """Refuse an agent this master cannot take (raises with the reason it is told)."""
-        agent_id = str(hello.get("agent_id") or "")
-        if not agent_id:
-            raise InvalidRequest("agent hello without an agent_id")
-        expected = self.settings.agent_token
-        if expected and not secrets.compare_digest(str(hello.get("token") or ""), expected):
-            raise Unauthorized(
-                f"agent {agent_id} did not present this cluster's agent token (give it with "
-                "--token or ASSAY_AGENT_TOKEN)"
-            )
-        pool = str(hello.get("pool") or "default")
-        pools = [p.pool_name for p in self.settings.resource_pools]
-        if pool not in pools:
-            raise InvalidRequest(
-                f"agent {agent_id} asked to join resource pool {pool!r}, which this master does "
-                f"not have; its pools: {', '.join(pools)} (start the agent with --pool NAME)"
-            )
-
-    async def agent_connected(self, hello: dict[str, Any], send: Sender) -> AgentConnection:
-        self.check_agent(hello)
-        agent_id = str(hello["agent_id"])
-        now = self.clock()
-
-        def upsert(session: Session) -> bool:
-            row = session.get(AgentRecord, agent_id)
-            if row is None:
-                row = AgentRecord(id=agent_id, enabled=True, registered_at=now)
-                session.add(row)
-            row.pool = str(hello.get("pool") or "default")
-            row.labels = list(hello.get("labels", []))
-            row.slots = list(hello.get("slots", []))
-            row.connected = True
-            row.last_seen = now
-            row.address = str(hello.get("address", ""))
-            row.version = str(hello.get("version", ""))
-            return bool(row.enabled)
-
-        enabled = await self.db.run(upsert)
-        async with self.lock:
-            # What this agent should be running, read before it can be given anything new: an
-            # allocation started after this point is not in its hello and must not look lost.
-            ours = await self.db.run(lambda s: q.allocations_on_agent(s, agent_id))
-            conn = self.hub.register(hello, send, enabled)
-        await send({"type": "welcome", "cluster_id": self.cluster_id})
-        await self._reconcile(conn, hello, ours)
-        self._wakeup.set()
-        return conn
-
-    async def _reconcile(
-        self, conn: AgentConnection, hello: dict[str, Any], ours: Sequence[Allocation]
-    ) -> None:
-        """After a (re)connect, agree with the agent on which allocations are still alive."""
-        agent_id = conn.view.id
-        running = {str(x) for x in hello.get("running", [])}
-        exited = {str(e["allocation_id"]): e for e in hello.get("exited", [])}
-        for alloc in ours:
-            if alloc.id in exited or agent_id in (alloc.exits or {}):
-                continue
-            if alloc.id in running:
-                if alloc.state == AllocationState.ASSIGNED:
-                    # Its "started" was lost with the old connection.
-                    await self.transact(life.allocation_started, alloc.id, agent_id)
-                if life.needs_kill(alloc):
-                    await conn.send({"type": "kill", "allocation_id": alloc.id})
-            else:
-                await self.transact(
-                    gang.agent_exited,
-                    agent_id,
-                    alloc.id,
-                    None,
-                    f"agent {agent_id} no longer runs it after reconnecting",
-                )
-        for event in exited.values():
-            await self.on_agent_message(agent_id, {"type": "exited", **event})
-        known = {a.id for a in ours}
-        for alloc_id in running - known:
-            await conn.send({"type": "kill", "allocation_id": alloc_id})
-
-    async def resend_kills(self) -> None:
-        """Kills are messages and can be lost (a dropped connection, a master restart): repeat
-        them until the allocation has ended."""
-        for alloc in await self.db.run(q.live_allocations):
-            if not life.needs_kill(alloc):
-                continue
-            for agent_id in alloc.slots or {}:
-                if agent_id not in (alloc.exits or {}) and self.hub.is_connected(agent_id):
-                    await self.hub.send(agent_id, {"type": "kill", "allocation_id": alloc.id})
+    async def agent_connected(self, hello: Hello | dict[str, Any], send: Sender) -> AgentConnection:
+        return await self.agents.connected(hello, send)
 
     async def agent_disconnected(self, conn: AgentConnection) -> None:
-        now = self.clock()
-        if self.hub.disconnect(conn.view.id, conn.generation, now):
+        await self.agents.disconnected(conn)
 
-            def mark(session: Session) -> None:
-                row = session.get(AgentRecord, conn.view.id)
-                if row is not None:
-                    row.connected = False
-                    row.last_seen = now
+    async def on_agent_message(self, agent_id: str, raw: AgentMessage | dict[str, Any]) -> None:
+        await self.agents.on_message(agent_id, raw)
 
-            await self.db.run(mark)
+    async def resend_kills(self) -> None:
+        await self.agents.resend_kills()
 
-    async def on_agent_message(self, agent_id: str, msg: dict[str, Any]) -> None:
-        kind = msg.get("type")
-        if kind == "started":
-            await self.transact(life.allocation_started, str(msg["allocation_id"]), agent_id)
-        elif kind == "exited":
-            alloc_id = str(msg["allocation_id"])
-            code = msg.get("exit_code")
-            await self.transact(
-                gang.agent_exited,
-                agent_id,
-                alloc_id,
-                int(code) if code is not None else None,
-                str(msg.get("reason", "")),
-            )
-            await self.hub.send(agent_id, {"type": "ack_exit", "allocation_id": alloc_id})
-        elif kind == "logs":
-            await self._ingest_logs(msg.get("entries", []))
-        elif kind == "heartbeat":
-            pass
-        else:
-            log.warning("agent %s sent an unknown message type %r", agent_id, kind)
-
-    async def _ingest_logs(self, entries: list[dict[str, Any]]) -> None:
-        rows = [
-            {
-                "trial_id": int(e["trial_id"]),
-                "allocation_id": str(e["allocation_id"]),
-                "rank": int(e.get("rank", 0)),
-                "stream": str(e.get("stream", "stdout"))[:8],
-                "time": float(e.get("time", 0.0)),
-                "line": str(e.get("line", "")),
-            }
-            for e in entries
-        ]
-        if not rows:
-            return
-        await self.db.run(lambda s: q.insert_logs(s, rows))
-        for trial_id in {r["trial_id"] for r in rows}:
-            self.waiters.notify(("logs", trial_id))
-
-
-def _log_failure(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("background work failed", exc_info=task.exception())
+    async def reap_lost_allocations(self) -> None:
+        await self.agents.reap_lost()

@@ -4,16 +4,35 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
-from typing import Any
 
 from assay.config import MasterConfig, ResourcePoolConfig
-from assay.db import Allocation, Checkpoint, Context, Experiment, Job, Trial
-from assay.db import _queries as q
+from assay.db import (
+    Allocation,
+    Experiment,
+    Job,
+    Trial,
+    allocations,
+    checkpoints,
+    contexts,
+    metrics,
+    trials,
+)
 from assay.master import _gang as gang
 from assay.master._jobs import job_view
 from assay.master._lifecycle import request_preemption
-from assay.master._states import AllocationState, PreemptReason, TrialState
 from assay.master._tx import StartAllocation, Tx
+from assay.protocol import (
+    TASK_TYPE_TRIAL,
+    AllocationState,
+    ClusterInfo,
+    ContextRef,
+    PreemptReason,
+    SearcherInfo,
+    Slot,
+    Start,
+    TrialInfo,
+    TrialState,
+)
 from assay.scheduler import (
     Agent,
     Decision,
@@ -27,20 +46,12 @@ from assay.scheduler import (
 
 
 @dataclass(frozen=True)
-class SlotView:
-    id: str
-    type: str = "cpu"
-    uuid: str = ""
-    name: str = ""
-
-
-@dataclass(frozen=True)
 class AgentView:
     """What the scheduler needs of a connected agent."""
 
     id: str
     pool: str
-    slots: tuple[SlotView, ...]
+    slots: tuple[Slot, ...]
     labels: frozenset[str] = frozenset()
     enabled: bool = True
     address: str = ""
@@ -58,8 +69,8 @@ def schedule_pass(
     tx: Tx, agents: list[AgentView], settings: MasterConfig, cluster_id: str
 ) -> PassResult:
     result = PassResult()
-    live = q.running_allocations_with_jobs(tx.session)
-    queued = q.queued_trials(tx.session)
+    live = allocations.live_with_jobs(tx.session)
+    queued = trials.queued(tx.session)
     if not queued and not live:
         return result
     used: dict[str, set[str]] = {}
@@ -75,9 +86,9 @@ def schedule_pass(
             continue
         snapshot = _snapshot(tx, pool, pool_agents, used, pool_live, pool_queued)
         decision: Decision = schedule(snapshot, tx.now)
-        trials = {str(t.id): (t, e) for t, e, _ in pool_queued}
+        candidates = {str(t.id): (t, e) for t, e, _ in pool_queued}
         for request_id, assigned in decision.assign.items():
-            trial, exp = trials[request_id]
+            trial, exp = candidates[request_id]
             placement = assigned or _aux_placement(pool_agents, used)
             if placement is None:
                 continue
@@ -87,7 +98,7 @@ def schedule_pass(
             alloc = start_trial(tx, trial, exp, placement, name, views, cluster_id)
             result.started.append(alloc.id)
         for request_id in decision.reserve:
-            result.waiting_jobs.add(trials[request_id][1].job_id)
+            result.waiting_jobs.add(candidates[request_id][1].job_id)
         allocs = {a.id: a for a, _, _ in pool_live}
         for alloc_id in decision.preempt:
             victim = allocs.get(alloc_id)
@@ -173,32 +184,25 @@ def start_trial(
     """Reserve slots for a new run of ``trial`` and tell its agents to start it."""
     trial.runs += 1
     checkpoint = (
-        tx.session.get(Checkpoint, trial.latest_checkpoint) if trial.latest_checkpoint else None
+        checkpoints.get(tx.session, trial.latest_checkpoint) if trial.latest_checkpoint else None
     )
     steps = checkpoint.steps_completed if checkpoint is not None else 0
     if trial.source_checkpoint is not None and trial.latest_checkpoint == trial.source_checkpoint:
         steps = 0
-    q.archive_metrics_after(tx.session, trial.id, steps, before_run=trial.runs)
-    alloc = Allocation(
-        id=f"{trial.id}.{trial.runs}",
+    metrics.archive_after(tx.session, trial.id, steps, before_run=trial.runs)
+    alloc = allocations.create(
+        tx.session,
+        allocation_id=f"{trial.id}.{trial.runs}",
         trial_id=trial.id,
         run=trial.runs,
         pool=pool,
         slots={agent_id: list(slots) for agent_id, slots in placement.items()},
         state=AllocationState.ASSIGNED,
         token=secrets.token_urlsafe(24),
-        preempt=None,
-        kill_requested=False,
-        released=False,
-        exits={},
-        overdue=False,
-        exit_reason="",
         created_at=tx.now,
     )
-    tx.session.add(alloc)
-    trial.state = TrialState.RUNNING.value
-    context = tx.session.get(Context, exp.context_id)
-    assert context is not None
+    trial.state = TrialState.RUNNING
+    context = contexts.require(tx.session, exp.context_id)
     cfg = tx.searchers.config(exp)
     searcher = tx.searchers.searcher(exp)
     layouts = gang.plan(tx, alloc, placement, agents)
@@ -206,36 +210,38 @@ def start_trial(
     for rank, (agent_id, slot_ids) in enumerate(sorted(placement.items())):
         agent = agents.get(agent_id)
         slot_views = [s for s in agent.slots if s.id in slot_ids] if agent else []
-        info: dict[str, Any] = {
-            "cluster_id": cluster_id,
-            "agent_id": agent_id,
-            "slot_ids": list(slot_ids),
-            "task_id": f"trial-{trial.id}",
-            "allocation_id": alloc.id,
-            "task_type": "TRIAL",
-            "latest_checkpoint": trial.latest_checkpoint,
-            "container_addrs": addrs,
-            "container_rank": rank,
-            "gpu_uuids": [s.uuid for s in slot_views if s.type == "cuda" and s.uuid],
-            "user_data": {},
-            "trial": {
-                "trial_id": trial.id,
-                "experiment_id": exp.id,
-                "trial_seed": trial.seed,
-                "hparams": trial.hparams,
-                "steps_completed": steps,
-                "trial_run_id": trial.runs,
-                "restarts": trial.restarts,
-                "config": exp.config,
-            },
-            "checkpoint_storage": exp.config.get("checkpoint_storage"),
-            "searcher": {
-                "metric": getattr(cfg.searcher, "metric", None),
-                "smaller_is_better": getattr(cfg.searcher, "smaller_is_better", True),
-                "code_driven": searcher.code_driven,
-                "pending_length": searcher.pending_length(trial.request_id),
-            },
-        }
+        info = ClusterInfo(
+            # The agent fills in the master's URL as it reaches the master.
+            master_url="",
+            cluster_id=cluster_id,
+            agent_id=agent_id,
+            slot_ids=list(slot_ids),
+            task_id=f"trial-{trial.id}",
+            allocation_id=alloc.id,
+            session_token="",
+            task_type=TASK_TYPE_TRIAL,
+            latest_checkpoint=trial.latest_checkpoint,
+            container_addrs=addrs,
+            container_rank=rank,
+            gpu_uuids=[s.uuid for s in slot_views if s.type == "cuda" and s.uuid],
+            trial=TrialInfo(
+                trial_id=trial.id,
+                experiment_id=exp.id,
+                trial_seed=trial.seed,
+                hparams=trial.hparams,
+                config=exp.config,
+                steps_completed=steps,
+                trial_run_id=trial.runs,
+                restarts=trial.restarts,
+            ),
+            checkpoint_storage=exp.config.get("checkpoint_storage"),
+            searcher=SearcherInfo(
+                metric=getattr(cfg.searcher, "metric", None),
+                smaller_is_better=getattr(cfg.searcher, "smaller_is_better", True),
+                code_driven=searcher.code_driven,
+                pending_length=searcher.pending_length(trial.request_id),
+            ),
+        )
         env = cfg.environment.variables(
             "cuda" if any(s.type == "cuda" for s in slot_views) else "cpu"
         )
@@ -248,19 +254,17 @@ def start_trial(
                 "ASSAY_TRIAL_SEED": str(trial.seed),
             }
         )
-        message = {
-            "type": "start",
-            "allocation_id": alloc.id,
-            "trial_id": trial.id,
-            "experiment_id": exp.id,
-            "run": trial.runs,
-            "context": {"id": context.id, "sha256": context.sha256},
-            "entrypoint": cfg.entrypoint,
-            "env": env,
-            "slots": list(slot_ids),
-            "cluster_info": info,
-        }
-        if agent_id in layouts:
-            message["distributed"] = layouts[agent_id]
+        message = Start(
+            allocation_id=alloc.id,
+            trial_id=trial.id,
+            experiment_id=exp.id,
+            run=trial.runs,
+            context=ContextRef(context.id, context.sha256),
+            entrypoint=cfg.entrypoint,
+            env=env,
+            slots=list(slot_ids),
+            cluster_info=info,
+            distributed=layouts.get(agent_id),
+        )
         tx.act(StartAllocation(agent_id, message))
     return alloc

@@ -11,8 +11,6 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy.orm import object_session
-
 from assay.config import (
     CustomConfig,
     ExperimentConfig,
@@ -20,7 +18,7 @@ from assay.config import (
     load_experiment_config,
 )
 from assay.context import extract_archive
-from assay.db import Context, Experiment
+from assay.db import Experiment, contexts
 from assay.errors import ErrorDetail, InvalidConfig
 from assay.master._custom_searcher import CustomSearchMethod
 from assay.searcher import Searcher, SearchMethod, make_searcher
@@ -70,9 +68,7 @@ class SearcherCache:
             config = load_experiment_config(exp.config)
             context = b""
             if isinstance(config.searcher, CustomConfig):
-                session = object_session(exp)
-                row = session.get(Context, exp.context_id) if session is not None else None
-                context = row.data if row is not None else b""
+                context = contexts.archive_of(exp)
             searcher = make_searcher(
                 config, exp.seed, custom_method=self._custom(exp.id, config, context)
             )

@@ -17,12 +17,11 @@ from assay.config import (
     parse_yaml,
 )
 from assay.context import ContextInfo, inspect_archive
-from assay.db import Context, Experiment, Job
-from assay.db import _queries as q
+from assay.db import Experiment, contexts, experiments, jobs
 from assay.errors import ErrorDetail
 from assay.master._lifecycle import apply_ops
-from assay.master._states import ExperimentState
 from assay.master._tx import Tx
+from assay.protocol import ExperimentState
 
 
 @dataclass(frozen=True)
@@ -103,55 +102,44 @@ def _requested_pool(raw: Any, overrides: tuple[str, ...], config: ExperimentConf
 
 def create_experiment(tx: Tx, sub: ValidSubmission, settings: MasterConfig) -> Experiment:
     cfg = sub.config
-    context = q.context_by_sha(tx.session, sub.context.sha256)
-    if context is None:
-        context = Context(
-            sha256=sub.context.sha256,
-            size=sub.context.size,
-            files=sub.context.files,
-            data=sub.context_data,
-            created_at=tx.now,
-        )
-        tx.session.add(context)
-        tx.session.flush()
+    context = contexts.stored(
+        tx.session,
+        sha256=sub.context.sha256,
+        size=sub.context.size,
+        files=sub.context.files,
+        data=sub.context_data,
+        now=tx.now,
+    )
     pool_name = cfg.resources.resource_pool or settings.default_compute_pool
     pool = next(p for p in settings.resource_pools if p.pool_name == pool_name)
     priority = cfg.resources.priority or pool.scheduler.default_priority
-    job = Job(
-        id=secrets.token_hex(4),
+    job = jobs.create(
+        tx.session,
+        job_id=secrets.token_hex(4),
         type="EXPERIMENT",
         name=cfg.name or "experiment",
         pool=pool_name,
         priority=priority,
         weight=cfg.resources.weight,
         max_slots=cfg.resources.max_slots,
-        queue_position=q.max_queue_position(tx.session) + 1.0,
         submitted_at=tx.now,
         owner=sub.owner,
-        done=False,
     )
-    tx.session.add(job)
-    tx.session.flush()
     seed = cfg.reproducibility.experiment_seed
     assert seed is not None
-    exp = Experiment(
+    exp = experiments.create(
+        tx.session,
         name=cfg.name or "experiment",
         description=cfg.description or "",
-        state=(ExperimentState.ACTIVE if sub.activate else ExperimentState.PAUSED).value,
-        archived=False,
+        state=ExperimentState.ACTIVE if sub.activate else ExperimentState.PAUSED,
         config=cfg.to_json(),
         original_config=sub.config_text,
         context_id=context.id,
         job_id=job.id,
         seed=seed,
-        searcher_state=None,
-        progress=0.0,
         owner=sub.owner,
-        message="",
         created_at=tx.now,
     )
-    tx.session.add(exp)
-    tx.session.flush()
     job.name = f"{exp.name} ({exp.id})" if cfg.name is None else cfg.name
     searcher = tx.searchers.build(exp, cfg, sub.context_data)
     tx.touched.add(exp.id)

@@ -7,18 +7,19 @@ only after the transaction commits, so every state change is durable before it i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
-from sqlalchemy.orm import Session
-
+from assay.db import Session
 from assay.master._searchers import SearcherCache
+from assay.protocol import Start
 
 
 @dataclass(frozen=True)
 class StartAllocation:
     agent_id: str
-    message: dict[str, Any]
+    message: Start
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,15 @@ class ExperimentEnded:
 
 
 Action = StartAllocation | KillAllocation | Wake | Reschedule | ExperimentEnded
+
+
+T = TypeVar("T")
+
+
+class Transactor(Protocol):
+    """Runs handlers as transactions: all a part of the master needs that only changes rows."""
+
+    async def transact(self, handler: Callable[..., T], *args: Any) -> T: ...
 
 
 @dataclass

@@ -51,7 +51,7 @@ from assay.rest._harness import (
     SearcherOperation,
 )
 from assay.rest._jobs import BatchChange, Job, JobBatch, JobChange, JobQueue, JobsUpdated
-from assay.rest._states import AllocationState, ExperimentState, PreemptReason, TrialState
+from assay.protocol import AllocationState, ExperimentState, PreemptReason, TrialState
 from assay.rest._trials import (
     Allocation,
     Checkpoint,

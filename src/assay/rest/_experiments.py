@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from assay.rest._common import DbInt, Pagination, Request, Resource
-from assay.rest._states import ExperimentState, TrialState
+from assay.protocol import ExperimentState, TrialState
 
 
 class SearcherSummary(Resource):

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from assay.rest._common import Resource
-from assay.rest._states import AllocationState, PreemptReason, TrialState
+from assay.protocol import AllocationState, PreemptReason, TrialState
 
 
 class Trial(Resource):

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from assay.agent import Agent, Slot
-from assay.agent._ranks import RankLayout
 from assay.agent._runner import AgentEnv, AllocationRunner
 from assay.client import HttpSession
 from assay.context import pack_context
 from assay.errors import InvalidRequest
+from assay.protocol import LogEntry, RankLayout, Start
 
 ECHO_RANK = (
     "import json, os\n"
@@ -37,11 +37,11 @@ FAIL_RANK_ONE = (
 
 class Recorder:
     def __init__(self) -> None:
-        self.logs: list[dict[str, Any]] = []
+        self.logs: list[LogEntry] = []
         self.starts: list[str] = []
         self.exits: list[tuple[str, int | None, str]] = []
 
-    def on_log(self, entry: dict[str, Any]) -> None:
+    def on_log(self, entry: LogEntry) -> None:
         self.logs.append(entry)
 
     async def on_start(self, alloc_id: str) -> None:
@@ -64,9 +64,11 @@ def layout(local: int = 2, first: int = 2, world: int = 4) -> dict[str, Any]:
     }
 
 
-def make_runner(
+def start_message(
     tmp_path: Path, script: str, distributed: dict[str, Any] | None, slots: int = 2
-) -> tuple[AllocationRunner, Recorder]:
+) -> tuple[AgentEnv, dict[str, Any]]:
+    """An agent's shared set-up with the context cached, and a start message (as JSON) for
+    ``script`` on ``slots`` GPU slots."""
     ctx_dir = tmp_path / "ctx"
     ctx_dir.mkdir(exist_ok=True)
     (ctx_dir / "main.py").write_text(script)
@@ -86,8 +88,11 @@ def make_runner(
         kill_grace=2.0,
     )
     message: dict[str, Any] = {
+        "type": "start",
         "allocation_id": "7.1",
         "trial_id": 7,
+        "experiment_id": 3,
+        "run": 1,
         "context": {"id": 1, "sha256": sha},
         "entrypoint": "python3 main.py",
         "env": {"ASSAY_TOKEN": "tok"},
@@ -96,9 +101,16 @@ def make_runner(
     }
     if distributed is not None:
         message["distributed"] = distributed
+    return env, message
+
+
+def make_runner(
+    tmp_path: Path, script: str, distributed: dict[str, Any] | None, slots: int = 2
+) -> tuple[AllocationRunner, Recorder]:
+    env, message = start_message(tmp_path, script, distributed, slots)
     rec = Recorder()
     runner = AllocationRunner(
-        env, message, on_log=rec.on_log, on_start=rec.on_start, on_exit=rec.on_exit
+        env, Start.from_dict(message), on_log=rec.on_log, on_start=rec.on_start, on_exit=rec.on_exit
     )
     return runner, rec
 
@@ -110,9 +122,9 @@ def test_each_slot_runs_a_process_with_its_ranks_variables(tmp_path: Path) -> No
     assert rec.exits == [("7.1", 0, "")]
     seen = {}
     for entry in rec.logs:
-        tag = f"[rank={entry['rank']}] "
-        assert entry["line"].startswith(tag), entry
-        seen[entry["rank"]] = json.loads(entry["line"][len(tag) :])
+        tag = f"[rank={entry.rank}] "
+        assert entry.line.startswith(tag), entry
+        seen[entry.rank] = json.loads(entry.line[len(tag) :])
     assert sorted(seen) == [2, 3]
     for rank, env in seen.items():
         assert env == {
@@ -134,8 +146,8 @@ def test_a_single_slot_allocation_runs_one_untagged_process(tmp_path: Path) -> N
     asyncio.run(runner.run())
     assert rec.exits == [("7.1", 0, "")]
     (entry,) = rec.logs
-    assert entry["rank"] == 0
-    assert json.loads(entry["line"])["RANK"] is None
+    assert entry.rank == 0
+    assert json.loads(entry.line)["RANK"] is None
 
 
 def test_a_failing_rank_stops_the_others_and_its_code_is_reported_once(tmp_path: Path) -> None:
@@ -168,12 +180,15 @@ def test_killing_a_distributed_allocation_stops_every_rank(tmp_path: Path) -> No
 def test_a_garbled_layout_fails_the_allocation_with_the_reason(tmp_path: Path) -> None:
     bad = layout()
     del bad["master_port"]
-    runner, rec = make_runner(tmp_path, ECHO_RANK, bad)
-    asyncio.run(runner.run())
-    ((_, code, reason),) = rec.exits
-    assert code == 1
-    assert "master_port" in reason
-    assert runner.processes == []
+    env, message = start_message(tmp_path, ECHO_RANK, bad)
+    agent = Agent(agent_id="a1", master_url=env.master_url, slots=[], work_root=env.work_root)
+    assert asyncio.run(agent.on_message(message)) is True
+    exit_report = agent.unacked_exits["7.1"]
+    assert exit_report.exit_code == 1
+    assert "master_port" in exit_report.reason
+    assert agent.runners == {}
+    (line,) = agent.logs
+    assert line.stream == "stderr" and "master_port" in line.line
 
 
 @pytest.mark.parametrize(
@@ -188,7 +203,7 @@ def test_a_garbled_layout_fails_the_allocation_with_the_reason(tmp_path: Path) -
 def test_a_layout_that_cannot_hold_is_refused(field: str, value: Any, problem: str) -> None:
     raw = {**layout(), field: value}
     with pytest.raises(InvalidRequest, match=problem):
-        RankLayout.from_message(raw)
+        RankLayout.from_dict(raw)
 
 
 def test_agent_offers_the_address_its_master_connection_comes_from(tmp_path: Path) -> None:
@@ -201,5 +216,5 @@ def test_agent_offers_the_address_its_master_connection_comes_from(tmp_path: Pat
             address=address,
         )
 
-    assert agent(None).hello("10.0.0.5")["address"] == "10.0.0.5"
-    assert agent("gpu-7.cluster").hello("10.0.0.5")["address"] == "gpu-7.cluster"
+    assert agent(None).hello("10.0.0.5").address == "10.0.0.5"
+    assert agent("gpu-7.cluster").hello("10.0.0.5").address == "gpu-7.cluster"

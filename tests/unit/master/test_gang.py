@@ -7,10 +7,11 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.agent._ranks import RankLayout, process_env
+from assay.agent._ranks import process_env
 from assay.db import Allocation, Trial
 from assay.master import Master, Submission
 from assay.master._gang import first_failure, pick_port, rank_layouts
+from assay.protocol import RankLayout
 from tests.unit.master.support import Recorder, run
 
 
@@ -185,8 +186,9 @@ def test_every_rank_is_launched_exactly_once_in_agent_order(
     world = sum(slots.values())
     ranks = []
     for node, agent_id in enumerate(sorted(placement)):
-        layout = RankLayout.from_message(layouts[agent_id])
-        assert layout is not None and layout.node_rank == node
+        # As the agent reads it from its start message.
+        layout = RankLayout.from_dict(layouts[agent_id].to_dict())
+        assert layout.node_rank == node
         for local in range(layout.local_world_size):
             env = process_env(layout, local)
             assert env["WORLD_SIZE"] == str(world)

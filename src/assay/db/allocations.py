@@ -1,0 +1,123 @@
+"""Allocations: one row per run of a trial on concrete slots (a restart is a new one)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from assay.db._models import Allocation, Experiment, Job, Trial
+from assay.protocol import LIVE_ALLOCATION_STATES, AllocationState
+
+
+def get(session: Session, allocation_id: str) -> Allocation | None:
+    return session.get(Allocation, allocation_id)
+
+
+def create(
+    session: Session,
+    *,
+    allocation_id: str,
+    trial_id: int,
+    run: int,
+    pool: str,
+    slots: dict[str, list[str]],
+    state: AllocationState,
+    token: str,
+    created_at: float,
+) -> Allocation:
+    """A new allocation of ``slots`` (``{agent_id: [slot ids]}``), nothing asked of it yet."""
+    alloc = Allocation(
+        id=allocation_id,
+        trial_id=trial_id,
+        run=run,
+        pool=pool,
+        slots=slots,
+        state=state,
+        token=token,
+        preempt=None,
+        kill_requested=False,
+        released=False,
+        exits={},
+        overdue=False,
+        exit_reason="",
+        created_at=created_at,
+    )
+    session.add(alloc)
+    return alloc
+
+
+def by_token(session: Session, token: str) -> Allocation | None:
+    return session.scalars(select(Allocation).where(Allocation.token == token)).first()
+
+
+def live(session: Session) -> Sequence[Allocation]:
+    """Allocations starting or running."""
+    return session.scalars(
+        select(Allocation).where(Allocation.state.in_(LIVE_ALLOCATION_STATES))
+    ).all()
+
+
+def live_of_trial(session: Session, trial_id: int) -> Allocation | None:
+    """The trial's allocation starting or running, if any."""
+    return session.scalars(
+        select(Allocation)
+        .where(Allocation.trial_id == trial_id, Allocation.state.in_(LIVE_ALLOCATION_STATES))
+        .order_by(Allocation.created_at.desc())
+    ).first()
+
+
+def of_trial(session: Session, trial_id: int) -> Sequence[Allocation]:
+    """Every run of the trial, first to last."""
+    return session.scalars(
+        select(Allocation).where(Allocation.trial_id == trial_id).order_by(Allocation.run)
+    ).all()
+
+
+def on_agent(session: Session, agent_id: str) -> list[Allocation]:
+    """Live allocations holding slots on ``agent_id``."""
+    return [a for a in live(session) if agent_id in (a.slots or {})]
+
+
+def preempting(session: Session) -> list[tuple[Allocation, Trial, Experiment]]:
+    """Live allocations asked to give their slots back and not yet killed, with their trial
+    and experiment."""
+    rows = session.execute(
+        select(Allocation, Trial, Experiment)
+        .join(Trial, Allocation.trial_id == Trial.id)
+        .join(Experiment, Trial.experiment_id == Experiment.id)
+        .where(
+            Allocation.state.in_(LIVE_ALLOCATION_STATES),
+            Allocation.preempt.is_not(None),
+            Allocation.kill_requested.is_(False),
+            Allocation.overdue.is_(False),
+        )
+    ).all()
+    return [(a, t, e) for a, t, e in rows]
+
+
+def live_with_jobs(session: Session) -> list[tuple[Allocation, Trial, Job]]:
+    """Live allocations with their trial and their experiment's job."""
+    rows = session.execute(
+        select(Allocation, Trial, Job)
+        .join(Trial, Allocation.trial_id == Trial.id)
+        .join(Experiment, Trial.experiment_id == Experiment.id)
+        .join(Job, Experiment.job_id == Job.id)
+        .where(Allocation.state.in_(LIVE_ALLOCATION_STATES))
+    ).all()
+    return [(a, t, j) for a, t, j in rows]
+
+
+def used_slots(session: Session) -> dict[str, set[str]]:
+    """Slot ids held by live allocations, per agent."""
+    used: dict[str, set[str]] = {}
+    for alloc in live(session):
+        for agent_id, slots in (alloc.slots or {}).items():
+            used.setdefault(agent_id, set()).update(str(s) for s in slots)
+    return used
+
+
+def busy_agents(session: Session) -> set[str]:
+    """Agents running at least one live allocation (zero-slot ones included)."""
+    return {agent for alloc in live(session) for agent in (alloc.slots or {})}

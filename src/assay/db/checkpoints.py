@@ -1,0 +1,77 @@
+"""Checkpoints: one row per checkpoint a trial committed to storage, by uuid."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from assay.db._models import Checkpoint
+from assay.errors import NotFound
+from assay.protocol import CheckpointState
+
+
+def get(session: Session, uuid: str) -> Checkpoint | None:
+    return session.get(Checkpoint, uuid)
+
+
+def require(session: Session, uuid: str) -> Checkpoint:
+    """The checkpoint, or :class:`NotFound`."""
+    ckpt = session.get(Checkpoint, uuid)
+    if ckpt is None:
+        raise NotFound(f"checkpoint {uuid} not found")
+    return ckpt
+
+
+def create(
+    session: Session,
+    *,
+    uuid: str,
+    trial_id: int,
+    experiment_id: int,
+    allocation_id: str,
+    steps_completed: int,
+    metadata: dict[str, Any],
+    resources: dict[str, Any],
+    size: int,
+    reported_at: float,
+) -> Checkpoint:
+    """A new, kept (ACTIVE) checkpoint."""
+    ckpt = Checkpoint(
+        uuid=uuid,
+        trial_id=trial_id,
+        experiment_id=experiment_id,
+        allocation_id=allocation_id,
+        steps_completed=steps_completed,
+        meta=metadata,
+        resources=resources,
+        size=size,
+        state=CheckpointState.ACTIVE,
+        reported_at=reported_at,
+    )
+    session.add(ckpt)
+    return ckpt
+
+
+def of(
+    session: Session, *, experiment_id: int | None = None, trial_id: int | None = None
+) -> Sequence[Checkpoint]:
+    """The checkpoints of an experiment or of a trial, by trial and step."""
+    stmt = select(Checkpoint)
+    if experiment_id is not None:
+        stmt = stmt.where(Checkpoint.experiment_id == experiment_id)
+    if trial_id is not None:
+        stmt = stmt.where(Checkpoint.trial_id == trial_id)
+    return session.scalars(stmt.order_by(Checkpoint.trial_id, Checkpoint.steps_completed)).all()
+
+
+def experiments_deleting(session: Session) -> list[int]:
+    """Experiments with checkpoints marked for deletion that were not deleted yet."""
+    rows = session.execute(
+        select(Checkpoint.experiment_id)
+        .where(Checkpoint.state == CheckpointState.DELETING)
+        .distinct()
+    ).all()
+    return [int(r[0]) for r in rows]

@@ -1,0 +1,89 @@
+"""Experiments: one row per submitted experiment (its config, state and searcher snapshot)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import and_, func, select
+from sqlalchemy.orm import Session
+
+from assay.db._models import Experiment
+from assay.errors import NotFound
+from assay.protocol import ExperimentState
+
+
+def get(session: Session, experiment_id: int) -> Experiment | None:
+    return session.get(Experiment, experiment_id)
+
+
+def require(session: Session, experiment_id: int) -> Experiment:
+    """The experiment, or :class:`NotFound`."""
+    exp = session.get(Experiment, experiment_id)
+    if exp is None:
+        raise NotFound(f"experiment {experiment_id} not found")
+    return exp
+
+
+def create(
+    session: Session,
+    *,
+    name: str,
+    description: str,
+    state: ExperimentState,
+    config: dict[str, Any],
+    original_config: str,
+    context_id: int,
+    job_id: str,
+    seed: int,
+    owner: str,
+    created_at: float,
+) -> Experiment:
+    """A new experiment, its id assigned."""
+    exp = Experiment(
+        name=name,
+        description=description,
+        state=state,
+        archived=False,
+        config=config,
+        original_config=original_config,
+        context_id=context_id,
+        job_id=job_id,
+        seed=seed,
+        searcher_state=None,
+        progress=0.0,
+        owner=owner,
+        message="",
+        created_at=created_at,
+    )
+    session.add(exp)
+    session.flush()
+    return exp
+
+
+def page(
+    session: Session,
+    *,
+    states: Iterable[str] = (),
+    include_archived: bool = False,
+    limit: int = 100,
+    offset: int = 0,
+) -> tuple[Sequence[Experiment], int]:
+    """Experiments newest first, filtered by state (any of ``states``; all when empty), and the
+    total that match."""
+    conditions = []
+    states = list(states)
+    if states:
+        conditions.append(Experiment.state.in_(states))
+    if not include_archived:
+        conditions.append(Experiment.archived.is_(False))
+    where = and_(*conditions) if conditions else and_(True)
+    total = session.scalar(select(func.count()).select_from(Experiment).where(where)) or 0
+    rows = session.scalars(
+        select(Experiment).where(where).order_by(Experiment.id.desc()).limit(limit).offset(offset)
+    ).all()
+    return rows, int(total)
+
+
+def of_job(session: Session, job_id: str) -> Sequence[Experiment]:
+    return session.scalars(select(Experiment).where(Experiment.job_id == job_id)).all()

@@ -1,0 +1,90 @@
+"""Jobs: what the queue orders (each experiment has one)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from assay.db._models import Allocation, Experiment, Job, Trial
+from assay.protocol import LIVE_ALLOCATION_STATES, TrialState
+
+
+def get(session: Session, job_id: str) -> Job | None:
+    return session.get(Job, job_id)
+
+
+def create(
+    session: Session,
+    *,
+    job_id: str,
+    type: str,
+    name: str,
+    pool: str,
+    priority: int,
+    weight: float,
+    max_slots: int | None,
+    submitted_at: float,
+    owner: str,
+) -> Job:
+    """A new job, queued behind every job there is."""
+    job = Job(
+        id=job_id,
+        type=type,
+        name=name,
+        pool=pool,
+        priority=priority,
+        weight=weight,
+        max_slots=max_slots,
+        queue_position=_max_queue_position(session) + 1.0,
+        submitted_at=submitted_at,
+        owner=owner,
+        done=False,
+    )
+    session.add(job)
+    session.flush()
+    return job
+
+
+def _max_queue_position(session: Session) -> float:
+    return float(session.scalar(select(func.max(Job.queue_position))) or 0.0)
+
+
+def active(
+    session: Session, pool: str | None, states: Sequence[str]
+) -> list[tuple[Job, Experiment]]:
+    """Jobs not done whose experiment is in one of ``states`` (in ``pool`` when given)."""
+    stmt = (
+        select(Job, Experiment)
+        .join(Experiment, Experiment.job_id == Job.id)
+        .where(Job.done.is_(False), Experiment.state.in_(states))
+    )
+    if pool is not None:
+        stmt = stmt.where(Job.pool == pool)
+    return [(j, e) for j, e in session.execute(stmt).all()]
+
+
+def slot_usage(session: Session, job_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """Per job: slots its live allocations hold, and slots its queued trials ask for."""
+    usage: dict[str, list[int]] = {job_id: [0, 0] for job_id in job_ids}
+    if not job_ids:
+        return {}
+    held = session.execute(
+        select(Experiment.job_id, Allocation.slots)
+        .join(Trial, Allocation.trial_id == Trial.id)
+        .join(Experiment, Trial.experiment_id == Experiment.id)
+        .where(Experiment.job_id.in_(job_ids), Allocation.state.in_(LIVE_ALLOCATION_STATES))
+    ).all()
+    for job_id, slots in held:
+        usage[job_id][0] += sum(len(s) for s in (slots or {}).values())
+    queued = session.execute(
+        select(Experiment.job_id, Experiment.config, func.count())
+        .join(Trial, Trial.experiment_id == Experiment.id)
+        .where(Experiment.job_id.in_(job_ids), Trial.state == TrialState.QUEUED)
+        .group_by(Experiment.job_id, Experiment.id)
+    ).all()
+    for job_id, config, n in queued:
+        per_trial = int((config.get("resources") or {}).get("slots_per_trial", 1))
+        usage[job_id][1] += per_trial * int(n)
+    return {job_id: (a, b) for job_id, (a, b) in usage.items()}

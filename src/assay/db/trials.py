@@ -1,0 +1,153 @@
+"""Trials: one row per hyperparameter configuration of an experiment."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.orm import Session
+
+from assay.db._models import Experiment, Job, Trial
+from assay.errors import NotFound
+from assay.protocol import TERMINAL_TRIAL_STATES, ExperimentState, TrialState
+
+
+def get(session: Session, trial_id: int) -> Trial | None:
+    return session.get(Trial, trial_id)
+
+
+def require(session: Session, trial_id: int) -> Trial:
+    """The trial, or :class:`NotFound`."""
+    trial = session.get(Trial, trial_id)
+    if trial is None:
+        raise NotFound(f"trial {trial_id} not found")
+    return trial
+
+
+def create(
+    session: Session,
+    *,
+    experiment_id: int,
+    request_id: str,
+    hparams: dict[str, Any],
+    seed: int,
+    state: TrialState,
+    source_checkpoint: str | None,
+    created_at: float,
+) -> Trial:
+    """A new trial that has not run yet, resuming from ``source_checkpoint`` if any; its id
+    assigned."""
+    trial = Trial(
+        experiment_id=experiment_id,
+        request_id=request_id,
+        hparams=hparams,
+        seed=seed,
+        state=state,
+        restarts=0,
+        runs=0,
+        steps_completed=0,
+        source_checkpoint=source_checkpoint,
+        latest_checkpoint=source_checkpoint,
+        progress=0.0,
+        early_stopped=False,
+        message="",
+        created_at=created_at,
+    )
+    session.add(trial)
+    session.flush()
+    return trial
+
+
+def by_request(session: Session, experiment_id: int, request_id: str) -> Trial | None:
+    """The trial the experiment's searcher knows as ``request_id``."""
+    return session.scalars(
+        select(Trial).where(Trial.experiment_id == experiment_id, Trial.request_id == request_id)
+    ).first()
+
+
+def live_of(session: Session, experiment_id: int) -> Sequence[Trial]:
+    """The experiment's trials that have not ended, oldest first."""
+    return session.scalars(
+        select(Trial)
+        .where(Trial.experiment_id == experiment_id, Trial.state.not_in(TERMINAL_TRIAL_STATES))
+        .order_by(Trial.id)
+    ).all()
+
+
+def of_experiment(session: Session, experiment_id: int) -> Sequence[Trial]:
+    return session.scalars(
+        select(Trial).where(Trial.experiment_id == experiment_id).order_by(Trial.id)
+    ).all()
+
+
+def queued(session: Session) -> list[tuple[Trial, Experiment, Job]]:
+    """Trials waiting for slots in active experiments, with their experiment and job."""
+    rows = session.execute(
+        select(Trial, Experiment, Job)
+        .join(Experiment, Trial.experiment_id == Experiment.id)
+        .join(Job, Experiment.job_id == Job.id)
+        .where(Trial.state == TrialState.QUEUED, Experiment.state == ExperimentState.ACTIVE)
+        .order_by(Trial.id)
+    ).all()
+    return [(t, e, j) for t, e, j in rows]
+
+
+def queued_slot_demand(session: Session, pool: str) -> int:
+    """Slots the queued trials of ``pool``'s active experiments ask for."""
+    rows = session.execute(
+        select(Experiment.config, func.count())
+        .join(Trial, Trial.experiment_id == Experiment.id)
+        .join(Job, Experiment.job_id == Job.id)
+        .where(
+            Job.pool == pool,
+            Trial.state == TrialState.QUEUED,
+            Experiment.state == ExperimentState.ACTIVE,
+        )
+        .group_by(Experiment.id)
+    ).all()
+    return sum(int((c.get("resources") or {}).get("slots_per_trial", 1)) * int(n) for c, n in rows)
+
+
+def counts(session: Session, experiment_ids: Sequence[int]) -> dict[int, dict[str, int]]:
+    """Per experiment, how many of its trials are in each state."""
+    found: dict[int, dict[str, int]] = {i: {} for i in experiment_ids}
+    if not experiment_ids:
+        return found
+    for exp_id, state, n in session.execute(
+        select(Trial.experiment_id, Trial.state, func.count())
+        .where(Trial.experiment_id.in_(experiment_ids))
+        .group_by(Trial.experiment_id, Trial.state)
+    ):
+        found[exp_id][state] = int(n)
+    return found
+
+
+def best_of(session: Session, experiment_id: int) -> Trial | None:
+    """The experiment's trial with the best searcher metric so far."""
+    return session.scalars(
+        select(Trial)
+        .where(Trial.experiment_id == experiment_id, Trial.best_score.is_not(None))
+        .order_by(Trial.best_score, Trial.id)
+    ).first()
+
+
+def improve_best_validation(session: Session, trial_id: int, value: float, score: float) -> bool:
+    """Record ``value`` as the trial's best validation if it beats the stored one (``score`` is
+    the value normalised so smaller is better)."""
+    result = session.execute(
+        update(Trial)
+        .where(Trial.id == trial_id, or_(Trial.best_score.is_(None), Trial.best_score > score))
+        .values(best_validation=value, best_score=score)
+    )
+    return bool(getattr(result, "rowcount", 0))
+
+
+def raise_steps_completed(session: Session, trial_id: int, steps: int) -> None:
+    """``steps_completed = max(steps_completed, steps)`` in one statement, so concurrent reports
+    (metrics outside the master's lock, checkpoints inside it) never move it backwards."""
+    session.execute(
+        update(Trial)
+        .where(Trial.id == trial_id, Trial.steps_completed < steps)
+        .values(steps_completed=steps)
+    )

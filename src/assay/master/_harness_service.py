@@ -1,0 +1,128 @@
+"""The master's side of the harness: what trial processes ask for and report, over REST with
+their allocation's token."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from assay.db import Session, allocations, experiments, trials
+from assay.master import _harness as harness
+from assay.master._harness import Caller
+from assay.master._orchestrator import Orchestrator
+from assay.master._tx import Tx
+from assay.master._views import CheckpointView
+from assay.protocol import (
+    AllocationState,
+    CheckpointReport,
+    MetricReport,
+    OperationAnswer,
+    metric_reports,
+)
+
+IDLE_RELEASE_SECONDS = 5.0
+"""How long a trial that asked for its next operation may hold its slots waiting for one."""
+
+
+class HarnessService:
+    def __init__(self, core: Orchestrator) -> None:
+        self.core = core
+
+    async def caller(self, token: str | None, trial_id: int | None = None) -> Caller:
+        """The allocation whose ``token`` this is (and, given ``trial_id``, that it runs that
+        trial); raises :class:`Unauthorized` otherwise."""
+        return await self.core.read(lambda s: harness.authenticate(s, token, trial_id))
+
+    async def operation(self, caller: Caller, timeout: float) -> OperationAnswer:
+        """The trial's next length to train to; ``done`` once the searcher needs no more.
+
+        Waits up to ``timeout`` for the searcher; a trial left waiting past
+        ``IDLE_RELEASE_SECONDS`` is released: told it is done for now, so it exits and frees
+        its slots, and it is queued again if the searcher later asks for more (ASHA promotion).
+        """
+        key = ("op", caller.trial_id)
+        deadline = self.core.clock() + min(timeout, IDLE_RELEASE_SECONDS)
+        while True:
+            since = self.core.waiters.version(key)
+            answer = await self._answer(caller)
+            if answer is not None:
+                return answer
+            remaining = deadline - self.core.clock()
+            if remaining <= 0:
+                break
+            await self.core.wait(key, since, remaining)
+        released = await self.core.transact(harness.release_if_idle, caller)
+        if not released:
+            answer = await self._answer(caller)
+            if answer is not None:
+                return answer
+        return OperationAnswer(length=None, done=True, released=True)
+
+    async def _answer(self, caller: Caller) -> OperationAnswer | None:
+        def read(session: Session) -> OperationAnswer | None:
+            done = OperationAnswer(length=None, done=True)
+            trial = trials.get(session, caller.trial_id)
+            exp = experiments.get(session, trial.experiment_id) if trial else None
+            if trial is None or exp is None:
+                return done
+            searcher = self.core.searchers.searcher(exp)
+            pending = searcher.pending_length(trial.request_id)
+            if pending is not None:
+                return OperationAnswer(length=pending, done=False)
+            if searcher.code_driven:
+                # Its code decides how long to train; the searcher gives it no lengths.
+                return done
+            if searcher.is_closed(trial.request_id) or searcher.shutdown is not None:
+                return done
+            return None
+
+        return await self.core.read(read, locked=True)
+
+    async def complete_operation(self, caller: Caller, length: int, metric: float) -> None:
+        await self.core.transact(harness.complete_operation, caller, length, metric)
+
+    async def report_metrics(self, caller: Caller, raw: Any) -> None:
+        """Store a batch of reports: :class:`MetricReport` objects, or their JSON (a list)."""
+        if isinstance(raw, list) and all(isinstance(r, MetricReport) for r in raw):
+            reports: list[MetricReport] = raw
+        else:
+            reports = metric_reports(raw)
+        now = self.core.clock()
+        relevant = await self.core.read(lambda s: harness.ingest_metrics(s, caller, reports, now))
+        if relevant:
+            await self.core.transact(harness.feed_code_driven, caller, relevant)
+
+    async def report_checkpoint(
+        self, caller: Caller, body: CheckpointReport | dict[str, Any]
+    ) -> CheckpointView:
+        """Register a checkpoint (a repeat changes nothing); the checkpoint as stored."""
+        report = body if isinstance(body, CheckpointReport) else CheckpointReport.from_dict(body)
+
+        def handler(tx: Tx) -> CheckpointView:
+            return CheckpointView.of(harness.report_checkpoint(tx, caller, report))
+
+        return await self.core.transact(handler)
+
+    async def report_early_exit(self, caller: Caller, reason: str) -> None:
+        await self.core.transact(harness.report_early_exit, caller, reason)
+
+    async def report_progress(self, caller: Caller, progress: float) -> None:
+        await self.core.transact(harness.report_progress, caller, progress)
+
+    async def preemption(self, allocation_id: str, timeout: float) -> bool:
+        """Whether the allocation should checkpoint and exit, waiting up to ``timeout`` for
+        the answer to become yes."""
+        key = ("preempt", allocation_id)
+
+        def read(session: Session) -> bool:
+            alloc = allocations.get(session, allocation_id)
+            return (
+                alloc is None
+                or alloc.preempt is not None
+                or alloc.state == AllocationState.TERMINATED
+            )
+
+        since = self.core.waiters.version(key)
+        if await self.core.read(read):
+            return True
+        await self.core.wait(key, since, timeout)
+        return await self.core.read(read)

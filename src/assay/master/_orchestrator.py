@@ -1,0 +1,129 @@
+"""What every part of the master shares: the database, one lock, the searchers, the agent hub
+and the long-polls; and the one way to change anything: a handler run as a transaction.
+
+A handler runs under the lock, in one transaction on a worker thread; the actions it records
+(start a process, wake a long-poll, collect an ended experiment's checkpoints) are performed
+only after the commit, so every state change is durable before it is acted on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from assay.db import Database, Session
+from assay.errors import MasterUnreachable
+from assay.master import _gc as gc
+from assay.master._agents import AgentHub
+from assay.master._searchers import SearcherCache
+from assay.master._tx import (
+    Action,
+    ExperimentEnded,
+    KillAllocation,
+    Reschedule,
+    StartAllocation,
+    Tx,
+    Wake,
+)
+from assay.master._waiters import Waiters
+from assay.protocol import Kill
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class Orchestrator:
+    def __init__(
+        self,
+        db: Database,
+        searchers: SearcherCache,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.db = db
+        self.searchers = searchers
+        self.clock = clock
+        self.lock = asyncio.Lock()
+        self.hub = AgentHub()
+        self.waiters = Waiters()
+        self.cluster_id = ""
+        self.started_at = clock()
+        self.wakeup = asyncio.Event()
+        """Set to run a scheduling pass soon."""
+        self.stopping = False
+        self._work: set[asyncio.Task[Any]] = set()
+
+    async def transact(self, handler: Callable[..., T], *args: Any) -> T:
+        """``handler(tx, *args)`` in one transaction under the lock; its actions after the
+        commit. On a failure nothing is written, and the searchers it touched are reloaded
+        from the last committed snapshot."""
+        async with self.lock:
+            now = self.clock()
+            holder: dict[str, Tx] = {}
+
+            def run(session: Session) -> T:
+                tx = Tx(session=session, now=now, searchers=self.searchers)
+                holder["tx"] = tx
+                return handler(tx, *args)
+
+            try:
+                result = await self.db.run(run)
+            except BaseException:
+                tx = holder.get("tx")
+                if tx is not None:
+                    for exp_id in tx.touched:
+                        self.searchers.drop(exp_id)
+                raise
+            actions = holder["tx"].actions
+        await self._perform(actions)
+        return result
+
+    async def read(self, fn: Callable[[Session], T], *, locked: bool = False) -> T:
+        """``fn(session)`` in a transaction of its own; under the lock when it reads the
+        in-memory searchers, which transactions change."""
+        if not locked:
+            return await self.db.run(fn)
+        async with self.lock:
+            return await self.db.run(fn)
+
+    async def _perform(self, actions: list[Action]) -> None:
+        for action in actions:
+            if isinstance(action, StartAllocation):
+                await self.hub.send(action.agent_id, action.message)
+            elif isinstance(action, KillAllocation):
+                await self.hub.send(action.agent_id, Kill(action.allocation_id))
+            elif isinstance(action, Wake):
+                self.waiters.notify(action.key)
+            elif isinstance(action, Reschedule):
+                self.wakeup.set()
+            elif isinstance(action, ExperimentEnded):
+                self.searchers.release(action.experiment_id)
+                self.background(gc.collect(self, action.experiment_id))
+                self.waiters.notify(("experiment", action.experiment_id))
+
+    async def wait(self, key: tuple[Any, ...], since: int, timeout: float) -> None:
+        """Wait up to ``timeout`` for ``key`` to move past version ``since``; raises
+        :class:`MasterUnreachable` when the master is shutting down."""
+        await self.waiters.wait(key, since, timeout)
+        if self.waiters.closed:
+            raise MasterUnreachable("the master is shutting down; try again shortly")
+
+    def background(self, work: Coroutine[Any, Any, Any]) -> None:
+        """Run ``work`` on its own; a failure is logged."""
+        task = asyncio.create_task(work)
+        self._work.add(task)
+        task.add_done_callback(self._work.discard)
+        task.add_done_callback(_log_failure)
+
+    def begin_shutdown(self) -> None:
+        """Answer every long-poll now (with 503, so clients retry against the next master)."""
+        self.stopping = True
+        self.waiters.close()
+
+
+def _log_failure(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("background work failed", exc_info=task.exception())

@@ -1,0 +1,338 @@
+"""The experiment and trial state machines, as pure functions: facts in, a decision out.
+
+Nothing here reads or writes a row: :mod:`assay.master._lifecycle` gathers the facts from the
+transaction, asks these functions, and applies the decision (rows, searcher events, signals to
+agents). That keeps every rule in one place and lets the tests drive it with generated facts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from assay.errors import InvalidTransition
+from assay.protocol import ExperimentState, PreemptReason, TrialState
+from assay.searcher import ExitedReason
+
+# -- experiments ----------------------------------------------------------------------------------
+
+
+class ExperimentEvent(StrEnum):
+    PAUSE = "pause"
+    ACTIVATE = "activate"
+    CANCEL = "cancel"
+    KILL = "kill"
+    SEARCHER_DONE = "searcher_done"
+    """The searcher shut the search down: it found what it was after."""
+    SEARCHER_FAILED = "searcher_failed"
+    """The searcher shut the search down because it cannot go on."""
+
+
+STOPPING_TO_TERMINAL = {
+    ExperimentState.STOPPING_COMPLETED: ExperimentState.COMPLETED,
+    ExperimentState.STOPPING_CANCELED: ExperimentState.CANCELED,
+    ExperimentState.STOPPING_KILLED: ExperimentState.CANCELED,
+    ExperimentState.STOPPING_ERROR: ExperimentState.ERROR,
+}
+"""Where a stopping experiment ends once none of its trials is live."""
+
+
+def experiment_transition(
+    experiment_id: int, state: ExperimentState, event: ExperimentEvent
+) -> ExperimentState | None:
+    """The experiment's next state after ``event``; None when the event changes nothing (the
+    experiment is already where it would go). Raises :class:`InvalidTransition` when a user's
+    command cannot apply."""
+    if event is ExperimentEvent.PAUSE:
+        if state == ExperimentState.PAUSED:
+            return None
+        if state != ExperimentState.ACTIVE:
+            raise InvalidTransition(
+                f"experiment {experiment_id} is {state.value}; only an ACTIVE experiment can be "
+                "paused"
+            )
+        return ExperimentState.PAUSED
+    if event is ExperimentEvent.ACTIVATE:
+        if state == ExperimentState.ACTIVE:
+            return None
+        if state != ExperimentState.PAUSED:
+            raise InvalidTransition(
+                f"experiment {experiment_id} is {state.value}; only a PAUSED experiment can be "
+                "activated"
+            )
+        return ExperimentState.ACTIVE
+    if event in (ExperimentEvent.CANCEL, ExperimentEvent.KILL) and state.terminal:
+        raise InvalidTransition(f"experiment {experiment_id} has already ended ({state.value})")
+    if event is ExperimentEvent.CANCEL:
+        if state in (ExperimentState.STOPPING_CANCELED, ExperimentState.STOPPING_KILLED):
+            return None
+        return ExperimentState.STOPPING_CANCELED
+    if event is ExperimentEvent.KILL:
+        # Repeated while stopping: its live allocations are told again.
+        return ExperimentState.STOPPING_KILLED
+    if state.terminal or state.stopping:
+        return None
+    if event is ExperimentEvent.SEARCHER_FAILED:
+        return ExperimentState.STOPPING_ERROR
+    return ExperimentState.STOPPING_COMPLETED
+
+
+def experiment_finished(state: ExperimentState, live_trials: bool) -> ExperimentState | None:
+    """The terminal state a stopping experiment reaches once no trial is live; None otherwise."""
+    if not state.stopping or live_trials:
+        return None
+    return STOPPING_TO_TERMINAL[state]
+
+
+def check_archivable(experiment_id: int, state: ExperimentState, archived: bool) -> None:
+    if archived and not state.terminal:
+        raise InvalidTransition(
+            f"experiment {experiment_id} is {state.value}; only an ended experiment (COMPLETED, "
+            "CANCELED or ERROR) can be archived — cancel or kill it first"
+        )
+
+
+# -- trials under their experiment's events ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrialFacts:
+    """What an experiment event needs to know of one of its live trials."""
+
+    state: TrialState
+    has_allocation: bool
+    """A live allocation runs (or is starting) it."""
+    runs: int = 0
+    closed: bool = False
+    """Its searcher closed it."""
+    has_work: bool = False
+    """Its searcher has training for it to do."""
+
+
+@dataclass(frozen=True)
+class TrialOrder:
+    """What happens to one trial; fields left at their defaults mean "unchanged"."""
+
+    state: TrialState | None = None
+    ended: bool = False
+    """It reached ``state`` (terminal) now: its end time is recorded."""
+    preempt: PreemptReason | None = None
+    """Ask its allocation to checkpoint and exit, for this reason."""
+    kill: bool = False
+    """Kill its allocation's processes."""
+    searcher_closed: bool = False
+    """Tell the searcher the trial is done (``trial_closed``)."""
+
+
+UNCHANGED = TrialOrder()
+
+
+def trial_on_event(event: ExperimentEvent, trial: TrialFacts) -> TrialOrder:
+    """What ``event`` on its experiment does to a live trial."""
+    running = trial.has_allocation
+    if event is ExperimentEvent.PAUSE:
+        if running:
+            # Never a kill: the trial checkpoints at the end of its current unit of work.
+            return TrialOrder(preempt=PreemptReason.PAUSE)
+        if trial.state == TrialState.QUEUED:
+            return TrialOrder(state=TrialState.PAUSED)
+        return UNCHANGED
+    if event is ExperimentEvent.ACTIVATE:
+        if trial.state != TrialState.PAUSED or running:
+            # A trial still stopping from the pause keeps stopping (its code may already have
+            # seen the signal); its exit queues it again, as the experiment is active.
+            return UNCHANGED
+        if trial.closed and trial.runs > 0:
+            # Closed by the searcher while the pause stopped it: it is done.
+            return TrialOrder(state=TrialState.COMPLETED, ended=True, searcher_closed=True)
+        if trial.has_work:
+            return TrialOrder(state=TrialState.QUEUED)
+        return UNCHANGED
+    if not running:
+        return TrialOrder(state=TrialState.CANCELED, ended=True)
+    if event is ExperimentEvent.CANCEL:
+        return TrialOrder(state=TrialState.STOPPING_CANCELED, preempt=PreemptReason.CANCEL)
+    if event is ExperimentEvent.KILL:
+        return TrialOrder(state=TrialState.STOPPING_KILLED, kill=True)
+    if event is ExperimentEvent.SEARCHER_FAILED:
+        return TrialOrder(preempt=PreemptReason.CANCEL)
+    return TrialOrder(preempt=PreemptReason.SHUTDOWN)
+
+
+def has_work(*, closed: bool, code_driven: bool, runs: int, pending: bool) -> bool:
+    """Whether an activated trial has training to do (and should queue for slots)."""
+    return not closed and (code_driven or runs == 0 or pending)
+
+
+_STRENGTH = {
+    PreemptReason.SCHEDULER: 1,
+    PreemptReason.PAUSE: 2,
+    PreemptReason.EARLY_STOP: 3,
+    PreemptReason.SHUTDOWN: 3,
+    PreemptReason.CANCEL: 4,
+}
+
+
+def stronger_preemption(current: PreemptReason | None, reason: PreemptReason) -> bool:
+    """Whether ``reason`` replaces the allocation's ``current`` one (a weaker one never does:
+    a canceled trial must not be queued again because the scheduler also wanted its slots)."""
+    return current is None or _STRENGTH[reason] > _STRENGTH[current]
+
+
+def stopped_early(runs: int, planned_reached: bool | None, told_to_stop: bool) -> bool:
+    """Whether a trial its searcher closed stopped before the length the search plans trials
+    for (an ASHA trial left in a lower rung, one a stopping rule cut short).
+    ``planned_reached`` is None when the search plans no length: then a trial counts as stopped
+    early when it was told to stop while running."""
+    if runs == 0:
+        return False
+    if planned_reached is None:
+        return told_to_stop
+    return not planned_reached
+
+
+# -- a trial's allocation exits ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExitFacts:
+    """Everything the decision on an ended allocation depends on."""
+
+    trial_state: TrialState
+    experiment_state: ExperimentState
+    exit_code: int | None
+    """None: the processes were lost (their agent went away)."""
+    reason: str
+    started: bool
+    """The agent reported the processes started (the allocation got past ASSIGNED)."""
+    preempt: PreemptReason | None
+    kill_requested: bool
+    overdue: bool
+    """It was killed for outliving its preemption timeout."""
+    released: bool
+    """It finished its operation and was told to exit while the searcher decides."""
+    invalid_hp: bool
+    """Its code reported its hyperparameters invalid."""
+    closed: bool
+    """Its searcher closed it."""
+    code_driven: bool
+    pending: bool
+    """Its searcher has an operation for it that it did not finish."""
+    restarts: int
+    max_restarts: int
+    runs: int
+    planned_reached: bool | None
+    """Whether it trained to the search's planned length (None: no planned length)."""
+    latest_checkpoint: str | None
+
+
+@dataclass(frozen=True)
+class ClosedEvent:
+    """Tell the searcher ``trial_closed``."""
+
+
+@dataclass(frozen=True)
+class ExitedEarlyEvent:
+    """Tell the searcher ``trial_exited_early`` with ``reason``."""
+
+    reason: ExitedReason
+
+
+SearcherEvent = ClosedEvent | ExitedEarlyEvent
+
+
+@dataclass(frozen=True)
+class ExitDecision:
+    state: TrialState
+    ended: bool
+    """It reached a terminal ``state`` now."""
+    restarts: int
+    resume_from: str | None
+    """The checkpoint its next run starts from."""
+    message: str | None = None
+    """Its new message; None keeps the current one."""
+    early_stopped: bool = False
+    searcher: SearcherEvent | None = None
+
+
+def describe_exit(exit_code: int | None, reason: str) -> str:
+    if exit_code is None:
+        return reason or "the process was lost"
+    if exit_code < 0:
+        return f"killed by signal {-exit_code}" + (f" ({reason})" if reason else "")
+    return f"exit code {exit_code}" + (f" ({reason})" if reason else "")
+
+
+def decide_exit(f: ExitFacts) -> ExitDecision:
+    """Where a trial goes when its allocation ends (its processes exited, or were lost)."""
+
+    def stay(
+        state: TrialState, message: str | None = None, restarts: int = f.restarts
+    ) -> ExitDecision:
+        return ExitDecision(state, False, restarts, f.latest_checkpoint, message)
+
+    def end(
+        state: TrialState,
+        message: str | None = None,
+        *,
+        restarts: int = f.restarts,
+        early_stopped: bool = False,
+        searcher: SearcherEvent | None = None,
+    ) -> ExitDecision:
+        return ExitDecision(
+            state, True, restarts, f.latest_checkpoint, message, early_stopped, searcher
+        )
+
+    if f.trial_state.terminal:
+        return stay(f.trial_state)
+    active = f.experiment_state == ExperimentState.ACTIVE
+    again = TrialState.QUEUED if active else TrialState.PAUSED
+    detail = describe_exit(f.exit_code, f.reason)
+    canceled = (ExperimentState.STOPPING_CANCELED, ExperimentState.STOPPING_KILLED)
+
+    if f.kill_requested or f.preempt is PreemptReason.CANCEL or f.experiment_state in canceled:
+        # A user's cancel or kill of the trial tells its searcher; the experiment's does not.
+        stopping = f.experiment_state.stopping
+        event = None if stopping else ExitedEarlyEvent(ExitedReason.USER_CANCELED)
+        return end(TrialState.CANCELED, detail, searcher=event)
+    if f.invalid_hp:
+        return end(
+            TrialState.COMPLETED,
+            "invalid hyperparameters",
+            searcher=ExitedEarlyEvent(ExitedReason.INVALID_HP),
+        )
+    if f.closed or f.preempt in (PreemptReason.EARLY_STOP, PreemptReason.SHUTDOWN):
+        # Before pauses and preemptions: a trial its searcher is done with is done, whatever
+        # else asked it to stop meanwhile.
+        early = stopped_early(f.runs, f.planned_reached, f.preempt is PreemptReason.EARLY_STOP)
+        return end(TrialState.COMPLETED, early_stopped=early, searcher=ClosedEvent())
+    if f.preempt in (PreemptReason.PAUSE, PreemptReason.SCHEDULER) and (
+        f.exit_code == 0 or f.exit_code is None or f.preempt is PreemptReason.PAUSE or f.overdue
+    ):
+        return stay(again)
+    if f.exit_code == 0:
+        if f.code_driven:
+            return end(TrialState.COMPLETED, searcher=ClosedEvent())
+        if f.released:
+            # It finished its operation and asked for another that has not come yet.
+            return stay(again if f.pending else TrialState.PAUSED)
+        if not f.pending:
+            return end(TrialState.COMPLETED, searcher=ClosedEvent())
+        return end(
+            TrialState.COMPLETED,
+            "its code exited before finishing the searcher's operation",
+            searcher=ExitedEarlyEvent(ExitedReason.USER_CANCELED),
+        )
+    if not f.started and f.exit_code is None:
+        # Its start was lost (a master restart between reserving the slots and telling the
+        # agent): not the code's failure, so it does not count against max_restarts.
+        return stay(again, f"started again: {detail}")
+    restarts = f.restarts + 1
+    if restarts <= f.max_restarts:
+        return stay(again, f"restart {restarts} of {f.max_restarts} after: {detail}", restarts)
+    return end(
+        TrialState.ERROR,
+        f"failed {restarts} times (max_restarts: {f.max_restarts}); last: {detail}",
+        restarts=restarts,
+        searcher=ExitedEarlyEvent(ExitedReason.ERRORED),
+    )

@@ -1,0 +1,464 @@
+"""The messages of an agent's WebSocket to the master, both ways.
+
+Every message is a JSON object with a ``type``. The agent opens with :class:`Hello` (its slots,
+and the allocations it still runs or saw exit while disconnected, so a restarted master
+re-attaches them); the master answers :class:`Welcome` (or :class:`Refusal`) and from then on
+sends :class:`Start`, :class:`Kill` and :class:`AckExit`; the agent sends :class:`Started`,
+:class:`Exited` (repeated until acknowledged), :class:`Logs` and :class:`Heartbeat`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from assay.errors import InvalidRequest
+from assay.protocol._fields import Fields, kind
+from assay.protocol._info import ClusterInfo
+
+
+class UnknownMessage(InvalidRequest):
+    """A message whose ``type`` this side does not know (a newer peer): skipped, not fatal."""
+
+
+# -- parts --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One slot an agent offers: a GPU (``type`` ``cuda``) or a CPU slot (``cpu``)."""
+
+    id: str
+    type: str = "cpu"
+    uuid: str = ""
+    name: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "type": self.type, "uuid": self.uuid, "name": self.name}
+
+    @classmethod
+    def from_dict(cls, raw: object, where: str) -> Slot:
+        f = Fields(raw, where)
+        return cls(
+            id=f.text("id"),
+            type=f.text("type", "cpu"),
+            uuid=f.text("uuid", ""),
+            name=f.text("name", ""),
+        )
+
+
+@dataclass(frozen=True)
+class RankLayout:
+    """One agent's share of a distributed allocation (the ``distributed`` field of a start)."""
+
+    world_size: int
+    """Processes in the whole allocation: its slot count."""
+    node_rank: int
+    """This agent's place among the allocation's agents (0 holds rank 0)."""
+    num_nodes: int
+    first_rank: int
+    """The global rank of this agent's local rank 0."""
+    local_world_size: int
+    """Processes on this agent: its slot count in the allocation."""
+    master_addr: str
+    master_port: int
+    """Where rank 0 serves ``torch.distributed``'s rendezvous."""
+    rendezvous_port: int
+    """Where rank 0 serves the harness's collectives (``ctx.distributed``)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "world_size": self.world_size,
+            "node_rank": self.node_rank,
+            "num_nodes": self.num_nodes,
+            "first_rank": self.first_rank,
+            "local_world_size": self.local_world_size,
+            "master_addr": self.master_addr,
+            "master_port": self.master_port,
+            "rendezvous_port": self.rendezvous_port,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: object) -> RankLayout:
+        if not isinstance(raw, dict):
+            raise InvalidRequest(f"start message: distributed must be an object, got {kind(raw)}")
+        try:
+            layout = cls(
+                world_size=int(raw["world_size"]),
+                node_rank=int(raw["node_rank"]),
+                num_nodes=int(raw["num_nodes"]),
+                first_rank=int(raw["first_rank"]),
+                local_world_size=int(raw["local_world_size"]),
+                master_addr=str(raw["master_addr"]),
+                master_port=int(raw["master_port"]),
+                rendezvous_port=int(raw["rendezvous_port"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidRequest(
+                f"start message: distributed lacks or garbles {exc}; it needs world_size, "
+                "node_rank, num_nodes, first_rank, local_world_size, master_addr, master_port "
+                "and rendezvous_port"
+            ) from exc
+        problem = layout.problem()
+        if problem:
+            raise InvalidRequest(f"start message: distributed {problem}")
+        return layout
+
+    def problem(self) -> str:
+        if self.local_world_size < 1:
+            return f"local_world_size is {self.local_world_size}; it must be at least 1"
+        if not 0 <= self.node_rank < self.num_nodes:
+            return f"node_rank {self.node_rank} is outside 0..{self.num_nodes - 1}"
+        if not 0 <= self.first_rank <= self.world_size - self.local_world_size:
+            return (
+                f"first_rank {self.first_rank} with {self.local_world_size} local processes "
+                f"does not fit a world of {self.world_size}"
+            )
+        if not self.master_addr:
+            return "master_addr is empty"
+        return ""
+
+    def rank(self, local_rank: int) -> int:
+        return self.first_rank + local_rank
+
+
+@dataclass(frozen=True)
+class ContextRef:
+    """Which context archive to run, fetched from ``/api/v1/contexts/{id}`` unless cached."""
+
+    id: int
+    sha256: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "sha256": self.sha256}
+
+    @classmethod
+    def from_dict(cls, raw: object, where: str) -> ContextRef:
+        f = Fields(raw, where)
+        return cls(id=f.integer("id"), sha256=f.text("sha256"))
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One line a trial process wrote."""
+
+    allocation_id: str
+    trial_id: int
+    line: str
+    rank: int = 0
+    stream: str = "stdout"
+    """``stdout`` or ``stderr``."""
+    time: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "allocation_id": self.allocation_id,
+            "trial_id": self.trial_id,
+            "rank": self.rank,
+            "stream": self.stream,
+            "time": self.time,
+            "line": self.line,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: object, where: str) -> LogEntry:
+        f = Fields(raw, where)
+        return cls(
+            allocation_id=f.text("allocation_id"),
+            trial_id=f.integer("trial_id"),
+            line=f.text("line", ""),
+            rank=f.integer("rank", 0),
+            stream=f.text("stream", "stdout"),
+            time=f.number("time", 0.0),
+        )
+
+
+# -- agent to master ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Exited:
+    """An allocation's processes on this agent ended; ``exit_code`` None: they were lost."""
+
+    type: ClassVar[str] = "exited"
+    allocation_id: str
+    exit_code: int | None
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "allocation_id": self.allocation_id,
+            "exit_code": self.exit_code,
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: object, where: str = "exited") -> Exited:
+        f = Fields(raw, where)
+        return cls(
+            allocation_id=f.text("allocation_id"),
+            exit_code=f.integer("exit_code", None),
+            reason=f.text("reason", ""),
+        )
+
+
+@dataclass(frozen=True)
+class Hello:
+    type: ClassVar[str] = "hello"
+    agent_id: str
+    pool: str = "default"
+    labels: list[str] = field(default_factory=list)
+    slots: list[Slot] = field(default_factory=list)
+    running: list[str] = field(default_factory=list)
+    """Allocations this agent still runs."""
+    exited: list[Exited] = field(default_factory=list)
+    """Exits the master has not acknowledged (they happened while it was away)."""
+    version: str = ""
+    address: str = ""
+    """Where the other agents of a distributed trial reach this one."""
+    token: str | None = None
+    """The cluster's agent token, when its master requires one."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "agent_id": self.agent_id,
+            "pool": self.pool,
+            "labels": list(self.labels),
+            "slots": [s.to_dict() for s in self.slots],
+            "running": list(self.running),
+            "exited": [e.to_dict() for e in self.exited],
+            "version": self.version,
+            "address": self.address,
+            "token": self.token,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: object, where: str = "hello") -> Hello:
+        f = Fields(raw, where)
+        if not f.raw.get("agent_id"):
+            raise InvalidRequest("agent hello without an agent_id")
+        return cls(
+            agent_id=f.text("agent_id"),
+            pool=f.text("pool", "") or "default",
+            labels=f.texts("labels"),
+            slots=[
+                Slot.from_dict(s, f"{f.path('slots')}[{i}]")
+                for i, s in enumerate(f.items("slots", []))
+            ],
+            running=f.texts("running"),
+            exited=[
+                Exited.from_dict(e, f"{f.path('exited')}[{i}]")
+                for i, e in enumerate(f.items("exited", []))
+            ],
+            version=f.text("version", ""),
+            address=f.text("address", ""),
+            token=f.text("token", None),
+        )
+
+
+@dataclass(frozen=True)
+class Started:
+    """The allocation's processes are running."""
+
+    type: ClassVar[str] = "started"
+    allocation_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "allocation_id": self.allocation_id}
+
+    @classmethod
+    def from_dict(cls, raw: object, where: str = "started") -> Started:
+        return cls(allocation_id=Fields(raw, where).text("allocation_id"))
+
+
+@dataclass(frozen=True)
+class Logs:
+    type: ClassVar[str] = "logs"
+    entries: list[LogEntry]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "entries": [e.to_dict() for e in self.entries]}
+
+    @classmethod
+    def from_dict(cls, raw: object, where: str = "logs") -> Logs:
+        f = Fields(raw, where)
+        return cls(
+            entries=[
+                LogEntry.from_dict(e, f"{f.path('entries')}[{i}]")
+                for i, e in enumerate(f.items("entries", []))
+            ]
+        )
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """Accepted and ignored: liveness is the WebSocket's own pings."""
+
+    type: ClassVar[str] = "heartbeat"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type}
+
+    @classmethod
+    def from_dict(cls, raw: object, where: str = "heartbeat") -> Heartbeat:
+        Fields(raw, where)
+        return cls()
+
+
+# -- master to agent ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Welcome:
+    type: ClassVar[str] = "welcome"
+    cluster_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "cluster_id": self.cluster_id}
+
+    @classmethod
+    def from_dict(cls, raw: object, where: str = "welcome") -> Welcome:
+        return cls(cluster_id=Fields(raw, where).text("cluster_id", ""))
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The master will not take this agent (an unknown pool, a wrong token); retrying cannot
+    help, so the agent stops."""
+
+    type: ClassVar[str] = "error"
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "message": self.message}
+
+    @classmethod
+    def from_dict(cls, raw: object, where: str = "error") -> Refusal:
+        return cls(message=Fields(raw, where).text("message", "refused by the master"))
+
+
+@dataclass(frozen=True)
+class Start:
+    """Run a trial's entrypoint on these slots of the agent."""
+
+    type: ClassVar[str] = "start"
+    allocation_id: str
+    trial_id: int
+    experiment_id: int
+    run: int
+    context: ContextRef
+    entrypoint: str | list[str]
+    env: dict[str, str]
+    """Variables of the trial's processes (the experiment's, then assay's own)."""
+    slots: list[str]
+    """The ids of this agent's slots the allocation holds (may be empty)."""
+    cluster_info: ClusterInfo
+    distributed: RankLayout | None = None
+    """This agent's share of the ranks when the allocation has several slots."""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": self.type,
+            "allocation_id": self.allocation_id,
+            "trial_id": self.trial_id,
+            "experiment_id": self.experiment_id,
+            "run": self.run,
+            "context": self.context.to_dict(),
+            "entrypoint": self.entrypoint,
+            "env": dict(self.env),
+            "slots": list(self.slots),
+            "cluster_info": self.cluster_info.to_dict(),
+        }
+        if self.distributed is not None:
+            out["distributed"] = self.distributed.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: object, where: str = "start message") -> Start:
+        f = Fields(raw, where)
+        entrypoint = f.raw.get("entrypoint")
+        if not isinstance(entrypoint, str) and not (
+            isinstance(entrypoint, list) and all(isinstance(a, str) for a in entrypoint)
+        ):
+            raise InvalidRequest(
+                f"{f.path('entrypoint')}: must be a command (a string or a list of strings), "
+                f"got {kind(entrypoint)}"
+            )
+        env = f.mapping("env", {})
+        distributed = f.raw.get("distributed")
+        return cls(
+            allocation_id=f.text("allocation_id"),
+            trial_id=f.integer("trial_id"),
+            experiment_id=f.integer("experiment_id"),
+            run=f.integer("run"),
+            context=ContextRef.from_dict(f.raw.get("context"), f.path("context")),
+            entrypoint=entrypoint,
+            env={str(k): str(v) for k, v in env.items()},
+            slots=f.texts("slots"),
+            cluster_info=ClusterInfo.from_dict(
+                f.mapping("cluster_info", {}), where=f.path("cluster_info")
+            ),
+            distributed=None if distributed is None else RankLayout.from_dict(distributed),
+        )
+
+
+@dataclass(frozen=True)
+class Kill:
+    """Stop the allocation's processes (SIGTERM, then SIGKILL after the agent's grace)."""
+
+    type: ClassVar[str] = "kill"
+    allocation_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "allocation_id": self.allocation_id}
+
+    @classmethod
+    def from_dict(cls, raw: object, where: str = "kill") -> Kill:
+        return cls(allocation_id=Fields(raw, where).text("allocation_id"))
+
+
+@dataclass(frozen=True)
+class AckExit:
+    """The master recorded the allocation's exit: the agent may forget it and its files."""
+
+    type: ClassVar[str] = "ack_exit"
+    allocation_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "allocation_id": self.allocation_id}
+
+    @classmethod
+    def from_dict(cls, raw: object, where: str = "ack_exit") -> AckExit:
+        return cls(allocation_id=Fields(raw, where).text("allocation_id"))
+
+
+AgentMessage = Hello | Started | Exited | Logs | Heartbeat
+"""What an agent sends."""
+MasterMessage = Welcome | Refusal | Start | Kill | AckExit
+"""What the master sends an agent."""
+
+_FROM_AGENT: dict[str, Any] = {m.type: m for m in (Hello, Started, Exited, Logs, Heartbeat)}
+_FROM_MASTER: dict[str, Any] = {m.type: m for m in (Welcome, Refusal, Start, Kill, AckExit)}
+
+
+def _decode(raw: object, known: dict[str, Any], sender: str) -> Any:
+    if not isinstance(raw, dict):
+        raise InvalidRequest(f"a message from the {sender} must be an object, got {kind(raw)}")
+    cls = known.get(str(raw.get("type")))
+    if cls is None:
+        raise UnknownMessage(f"unknown message type {raw.get('type')!r} from the {sender}")
+    return cls.from_dict(raw)
+
+
+def agent_message(raw: object) -> AgentMessage:
+    """The message an agent sent; :class:`UnknownMessage` for a type this master lacks."""
+    message: AgentMessage = _decode(raw, _FROM_AGENT, "agent")
+    return message
+
+
+def master_message(raw: object) -> MasterMessage:
+    """The message the master sent; :class:`UnknownMessage` for a type this agent lacks."""
+    message: MasterMessage = _decode(raw, _FROM_MASTER, "master")
+    return message

@@ -1,0 +1,145 @@
+"""The states every layer names: experiments, trials, allocations, jobs, checkpoints, instances.
+
+They are strings on the wire and in the database; spelling one anywhere else as a literal is
+refused by a test, so a renamed or added state is changed in this one place.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ExperimentState(StrEnum):
+    ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
+    STOPPING_COMPLETED = "STOPPING_COMPLETED"
+    STOPPING_CANCELED = "STOPPING_CANCELED"
+    STOPPING_KILLED = "STOPPING_KILLED"
+    STOPPING_ERROR = "STOPPING_ERROR"
+    COMPLETED = "COMPLETED"
+    CANCELED = "CANCELED"
+    ERROR = "ERROR"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_EXPERIMENT_STATES
+
+    @property
+    def stopping(self) -> bool:
+        return self in _STOPPING_EXPERIMENT
+
+
+TERMINAL_EXPERIMENT_STATES = (
+    ExperimentState.COMPLETED,
+    ExperimentState.CANCELED,
+    ExperimentState.ERROR,
+)
+_STOPPING_EXPERIMENT = (
+    ExperimentState.STOPPING_COMPLETED,
+    ExperimentState.STOPPING_CANCELED,
+    ExperimentState.STOPPING_KILLED,
+    ExperimentState.STOPPING_ERROR,
+)
+
+
+class TrialState(StrEnum):
+    QUEUED = "QUEUED"
+    """Wants slots: waiting in its pool's queue."""
+    RUNNING = "RUNNING"
+    """Has an allocation (starting or running)."""
+    PAUSED = "PAUSED"
+    """Neither running nor asking for slots: its experiment is paused, or it waits for the
+    searcher to decide (an ASHA trial between rungs)."""
+    STOPPING_COMPLETED = "STOPPING_COMPLETED"
+    STOPPING_CANCELED = "STOPPING_CANCELED"
+    STOPPING_KILLED = "STOPPING_KILLED"
+    STOPPING_ERROR = "STOPPING_ERROR"
+    COMPLETED = "COMPLETED"
+    CANCELED = "CANCELED"
+    ERROR = "ERROR"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_TRIAL_STATES
+
+
+TERMINAL_TRIAL_STATES = (TrialState.COMPLETED, TrialState.CANCELED, TrialState.ERROR)
+
+
+class AllocationState(StrEnum):
+    ASSIGNED = "ASSIGNED"
+    """Slots reserved and the start sent to the agent."""
+    RUNNING = "RUNNING"
+    """The agent started the process."""
+    TERMINATED = "TERMINATED"
+    """The process exited (or was lost with its agent)."""
+
+    @property
+    def live(self) -> bool:
+        return self in LIVE_ALLOCATION_STATES
+
+
+LIVE_ALLOCATION_STATES = (AllocationState.ASSIGNED, AllocationState.RUNNING)
+
+
+class PreemptReason(StrEnum):
+    """Why an allocation was asked to checkpoint and exit; decides where its trial goes next."""
+
+    PAUSE = "pause"
+    """Its experiment was paused: the trial becomes PAUSED."""
+    SCHEDULER = "scheduler"
+    """The scheduler needs its slots: the trial is queued again."""
+    CANCEL = "cancel"
+    """Its experiment was canceled: the trial ends CANCELED."""
+    EARLY_STOP = "early_stop"
+    """The searcher closed it: the trial ends COMPLETED, marked early-stopped."""
+    SHUTDOWN = "shutdown"
+    """The searcher finished: the trial ends COMPLETED."""
+
+
+class JobState(StrEnum):
+    """Where a job stands in its pool's queue (``assay job list``)."""
+
+    QUEUED = "QUEUED"
+    """It waits for slots."""
+    SCHEDULED = "SCHEDULED"
+    """Slots are allocated to it, or reserved for it until the ones it preempted come free."""
+
+
+class CheckpointState(StrEnum):
+    ACTIVE = "ACTIVE"
+    """Stored and kept."""
+    DELETING = "DELETING"
+    """Its experiment ended and its GC policy does not keep it; deletion from storage pending."""
+    DELETED = "DELETED"
+    """Deleted from storage; the row stays as a record."""
+
+
+class InstanceState(StrEnum):
+    """A machine an autoscaling provider runs for a pool."""
+
+    LAUNCHING = "LAUNCHING"
+    """Its launch command ran; its agent has not connected yet."""
+    RUNNING = "RUNNING"
+    """Its agent connected."""
+    TERMINATING = "TERMINATING"
+    """Chosen to go; its terminate command is pending or running."""
+    TERMINATED = "TERMINATED"
+    """Its terminate command finished."""
+
+    @property
+    def live(self) -> bool:
+        return self in LIVE_INSTANCE_STATES
+
+
+LIVE_INSTANCE_STATES = (InstanceState.LAUNCHING, InstanceState.RUNNING)
+
+STATE_ENUMS: tuple[type[StrEnum], ...] = (
+    ExperimentState,
+    TrialState,
+    AllocationState,
+    JobState,
+    CheckpointState,
+    InstanceState,
+)
+"""The enums whose values are states (upper-case words no other string may spell)."""

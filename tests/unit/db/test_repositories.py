@@ -1,0 +1,197 @@
+"""The repositories on SQLite and PostgreSQL: rows they create, and the statements that must
+hold under repeats and concurrency."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import pytest
+
+from assay.db import (
+    Database,
+    Session,
+    agents,
+    allocations,
+    cluster,
+    contexts,
+    experiments,
+    jobs,
+    logs,
+    metrics,
+    trials,
+)
+from assay.errors import NotFound
+from assay.protocol import (
+    AllocationState,
+    ExperimentState,
+    LogEntry,
+    MetricReport,
+    TrialState,
+)
+
+
+@pytest.fixture
+def db(db_url: str) -> Iterator[Database]:
+    database = Database(db_url)
+    yield database
+    database.dispose()
+
+
+def experiment(session: Session, name: str = "e") -> int:
+    ctx = contexts.stored(session, sha256="ab" * 32, size=3, files=1, data=b"tar", now=1.0)
+    job = jobs.create(
+        session,
+        job_id=f"job-{name}",
+        type="EXPERIMENT",
+        name=name,
+        pool="default",
+        priority=42,
+        weight=1.0,
+        max_slots=None,
+        submitted_at=1.0,
+        owner="admin",
+    )
+    exp = experiments.create(
+        session,
+        name=name,
+        description="",
+        state=ExperimentState.ACTIVE,
+        config={"resources": {"slots_per_trial": 2}},
+        original_config="",
+        context_id=ctx.id,
+        job_id=job.id,
+        seed=1,
+        owner="admin",
+        created_at=1.0,
+    )
+    return exp.id
+
+
+def trial(session: Session, exp_id: int, request: str = "r1") -> int:
+    row = trials.create(
+        session,
+        experiment_id=exp_id,
+        request_id=request,
+        hparams={"lr": 0.1},
+        seed=7,
+        state=TrialState.QUEUED,
+        source_checkpoint=None,
+        created_at=2.0,
+    )
+    return row.id
+
+
+def test_a_context_is_stored_once_per_content_and_jobs_queue_in_order(db: Database) -> None:
+    first, second = db.run_sync(lambda s: (experiment(s, "a"), experiment(s, "b")))
+
+    def read(session: Session) -> tuple[int, int, float, float]:
+        a, b = experiments.require(session, first), experiments.require(session, second)
+        job_a, job_b = jobs.get(session, a.job_id), jobs.get(session, b.job_id)
+        assert job_a is not None and job_b is not None
+        return a.context_id, b.context_id, job_a.queue_position, job_b.queue_position
+
+    ctx_a, ctx_b, pos_a, pos_b = db.run_sync(read)
+    assert ctx_a == ctx_b
+    assert pos_b > pos_a
+
+
+def test_require_names_what_is_missing(db: Database) -> None:
+    with pytest.raises(NotFound, match="experiment 404 not found"):
+        db.run_sync(lambda s: experiments.require(s, 404))
+    with pytest.raises(NotFound, match="trial 9 not found"):
+        db.run_sync(lambda s: trials.require(s, 9))
+
+
+def test_queued_trials_come_with_their_experiment_and_job_and_count_their_slots(
+    db: Database,
+) -> None:
+    exp_id = db.run_sync(experiment)
+    db.run_sync(lambda s: [trial(s, exp_id, r) for r in ("r1", "r2")])
+    queued = db.run_sync(trials.queued)
+    assert [(t.request_id, e.id) for t, e, _ in queued] == [("r1", exp_id), ("r2", exp_id)]
+    assert db.run_sync(lambda s: trials.queued_slot_demand(s, "default")) == 4
+    assert db.run_sync(lambda s: trials.counts(s, [exp_id])) == {exp_id: {"QUEUED": 2}}
+
+
+def test_steps_completed_and_best_validation_only_ever_improve(db: Database) -> None:
+    trial_id = db.run_sync(lambda s: trial(s, experiment(s)))
+    for steps in (10, 5, 30, 20):
+        db.run_sync(lambda s, n=steps: trials.raise_steps_completed(s, trial_id, n))
+    improved = [
+        db.run_sync(lambda s, v=v: trials.improve_best_validation(s, trial_id, v, v))
+        for v in (0.5, 0.7, 0.2)
+    ]
+    row = db.run_sync(lambda s: trials.require(s, trial_id))
+    assert row.steps_completed == 30
+    assert improved == [True, False, True] and row.best_validation == 0.2
+
+
+def test_a_repeated_metric_report_is_stored_once_and_nan_survives(db: Database) -> None:
+    trial_id = db.run_sync(lambda s: trial(s, experiment(s)))
+    reports = [
+        MetricReport("validation", 10, {"loss": math.nan}, 0.0),
+        MetricReport("training", 10, {"loss": 1.0}, 5.0),
+    ]
+    for _ in range(2):
+        db.run_sync(lambda s: metrics.insert(s, trial_id, 1, reports, now=9.0))
+    rows = db.run_sync(lambda s: metrics.series(s, trial_id, None))
+    assert sorted((m.group, m.values, m.reported_at) for m in rows) == [
+        ("training", {"loss": 1.0}, 5.0),
+        ("validation", {"loss": "nan"}, 9.0),
+    ]
+
+
+def test_live_allocations_are_found_by_agent_and_hold_their_slots(db: Database) -> None:
+    trial_id = db.run_sync(lambda s: trial(s, experiment(s)))
+
+    def start(session: Session) -> None:
+        allocations.create(
+            session,
+            allocation_id=f"{trial_id}.1",
+            trial_id=trial_id,
+            run=1,
+            pool="default",
+            slots={"a1": ["0", "1"], "a2": []},
+            state=AllocationState.ASSIGNED,
+            token="tok",
+            created_at=3.0,
+        )
+
+    db.run_sync(start)
+    assert db.run_sync(allocations.used_slots) == {"a1": {"0", "1"}, "a2": set()}
+    assert db.run_sync(allocations.busy_agents) == {"a1", "a2"}
+    assert [a.id for a in db.run_sync(lambda s: allocations.on_agent(s, "a2"))] == [f"{trial_id}.1"]
+    found = db.run_sync(lambda s: allocations.by_token(s, "tok"))
+    assert found is not None and found.state == AllocationState.ASSIGNED
+
+
+def test_a_starting_master_sees_every_agent_disconnected_and_keeps_its_identity(
+    db: Database,
+) -> None:
+    def connect(session: Session, agent_id: str) -> None:
+        agents.connected(
+            session,
+            agent_id,
+            pool="default",
+            labels=[],
+            slots=[{"id": "0", "type": "cpu"}],
+            address="",
+            version="",
+            now=1.0,
+        )
+
+    db.run_sync(lambda s: [connect(s, a) for a in ("a1", "a2")])
+    first = db.run_sync(lambda s: cluster.identity(s, 1.0))
+    db.run_sync(agents.disconnect_all)
+    assert [a.connected for a in db.run_sync(agents.registered)] == [False, False]
+    assert db.run_sync(lambda s: cluster.identity(s, 2.0)) == first
+
+
+def test_logs_come_back_in_order_after_an_id(db: Database) -> None:
+    entries = [LogEntry("1.1", 1, f"line {i}", stream="stdout-and-more") for i in range(5)]
+    db.run_sync(lambda s: logs.insert(s, entries))
+    first = db.run_sync(lambda s: logs.after(s, 1, 0, 2))
+    rest = db.run_sync(lambda s: logs.after(s, 1, first[-1].id, 100))
+    assert [e.line for e in [*first, *rest]] == [f"line {i}" for i in range(5)]
+    assert first[0].stream == "stdout-a", "cut to the column's width"

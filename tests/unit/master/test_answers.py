@@ -1,0 +1,160 @@
+"""What the master answers with, on a real database (SQLite and PostgreSQL): a command answers
+with what it changed, read in its own transaction; a change of several resources applies all of
+them or none; and the reads the HTTP layer serves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from assay.errors import InvalidRequest, NotFound
+from assay.master import Master, Submission
+from assay.protocol import (
+    CheckpointReport,
+    CheckpointState,
+    ExperimentState,
+    LogEntry,
+    Logs,
+    MetricReport,
+    TrialState,
+)
+from tests.unit.master.support import Recorder, run
+
+
+def config(**searcher: Any) -> str:
+    return yaml.safe_dump(
+        {
+            "entrypoint": "python3 train.py",
+            "hyperparameters": {"lr": {"type": "double", "minval": 0.1, "maxval": 1.0}},
+            "searcher": {"metric": "loss", "max_length": {"batches": 100}, **searcher},
+        }
+    )
+
+
+def two_trials(master: Master, context: bytes) -> int:
+    text = config(name="random", max_trials=4, max_concurrent_trials=2)
+    return run(master.create_experiment(Submission(text, context))).id
+
+
+def connect(master: Master, slots: int = 1) -> Recorder:
+    agent = Recorder()
+    hello = {"type": "hello", "agent_id": "a1", "slots": [{"id": str(i)} for i in range(slots)]}
+    run(master.agent_connected(hello, agent))
+    return agent
+
+
+def test_creating_answers_with_the_experiment_and_the_trials_its_searcher_made(
+    master: Master, context: bytes
+) -> None:
+    exp = run(master.create_experiment(Submission(config(name="random", max_trials=3), context)))
+    assert exp.state is ExperimentState.ACTIVE
+    assert exp.trials == {"QUEUED": 3}, "the trials made in the same transaction are counted"
+    assert exp.best_trial is None
+    assert exp.config["searcher"]["max_trials"] == 3
+    assert exp == run(master.reads.experiment(exp.id))
+
+
+def test_pausing_answers_with_the_paused_experiment_and_its_paused_trials(
+    master: Master, context: bytes
+) -> None:
+    exp_id = two_trials(master, context)
+    paused = run(master.pause(exp_id))
+    assert (paused.state, paused.trials) == (ExperimentState.PAUSED, {"PAUSED": 2})
+    assert paused == run(master.reads.experiment(exp_id))
+    active = run(master.activate(exp_id))
+    assert (active.state, active.trials) == (ExperimentState.ACTIVE, {"QUEUED": 2})
+
+
+def test_canceling_and_archiving_answer_with_the_ended_experiment(
+    master: Master, context: bytes
+) -> None:
+    exp_id = two_trials(master, context)
+    canceled = run(master.cancel(exp_id))
+    assert (canceled.state, canceled.trials) == (ExperimentState.CANCELED, {"CANCELED": 2})
+    assert canceled.ended_at is not None
+    assert run(master.set_archived(exp_id, True)).archived is True
+
+
+def test_killing_a_running_trial_answers_with_it_stopping(master: Master, context: bytes) -> None:
+    two_trials(master, context)
+    connect(master)
+    run(master.schedule_once())
+    running, queued = run(master.reads.trials(1))
+    assert (running.state, queued.state) == (TrialState.RUNNING, TrialState.QUEUED)
+    assert run(master.kill_trial(running.id)).state is TrialState.STOPPING_KILLED
+    assert run(master.kill_trial(queued.id)).state is TrialState.CANCELED
+
+
+def test_resources_change_together_in_one_transaction(master: Master, context: bytes) -> None:
+    exp_id = two_trials(master, context)
+    changed = run(master.set_experiment_resources(exp_id, {"priority": 10, "max_slots": 1}))
+    assert changed.config["resources"]["priority"] == 10
+    assert changed.config["resources"]["max_slots"] == 1
+    (job,) = run(master.list_jobs(None))["jobs"]
+    assert (job["priority"], job["max_slots"]) == (10, 1)
+
+
+def test_a_refused_resource_leaves_the_others_unchanged(master: Master, context: bytes) -> None:
+    exp_id = two_trials(master, context)
+    before = run(master.reads.experiment(exp_id))
+    with pytest.raises(InvalidRequest, match="priority"):
+        run(master.set_experiment_resources(exp_id, {"max_slots": 1, "priority": 1000}))
+    after = run(master.reads.experiment(exp_id))
+    assert after.config["resources"] == before.config["resources"]
+    (job,) = run(master.list_jobs(None))["jobs"]
+    assert job["max_slots"] is None, "max_slots, given before the refused priority, is not set"
+    with pytest.raises(InvalidRequest, match=r"^gpus: not a resource of an experiment"):
+        run(master.set_experiment_resources(exp_id, {"gpus": 2}))
+
+
+def test_a_checkpoint_report_answers_with_the_checkpoint_as_stored_and_repeats_harmlessly(
+    master: Master, context: bytes
+) -> None:
+    two_trials(master, context)
+    agent = connect(master)
+    run(master.schedule_once())
+    caller = run(master.caller(agent.starts()[0]["env"]["ASSAY_TOKEN"]))
+    report = CheckpointReport("0b5e5b6c-9d5b-4f5e-8a77-2b1f0b0f7a10", 50, {"steps_completed": 50})
+    stored = run(master.report_checkpoint(caller, report))
+    assert (stored.steps_completed, stored.state) == (50, CheckpointState.ACTIVE)
+    assert run(master.report_checkpoint(caller, report.to_dict())) == stored
+    assert run(master.reads.checkpoint(report.uuid)) == stored
+    assert run(master.reads.trial(caller.trial_id)).latest_checkpoint == report.uuid
+
+
+def test_reads_serve_trials_with_their_runs_metrics_logs_and_agents(
+    master: Master, context: bytes
+) -> None:
+    exp_id = two_trials(master, context)
+    agent = connect(master, slots=2)
+    run(master.schedule_once())
+    start = agent.starts()[0]
+    caller = run(master.caller(start["env"]["ASSAY_TOKEN"]))
+    run(master.report_metrics(caller, [MetricReport("validation", 100, {"loss": 0.25})]))
+    line = LogEntry(start["allocation_id"], caller.trial_id, "hello", time=1.0)
+    run(master.on_agent_message("a1", Logs([line])))
+
+    trial = run(master.reads.trial(caller.trial_id))
+    assert [(a.id, a.state) for a in trial.allocations] == [(start["allocation_id"], "ASSIGNED")]
+    assert [m.metrics for m in run(master.reads.metrics(caller.trial_id))] == [{"loss": 0.25}]
+    logs = run(master.reads.logs(caller.trial_id))
+    assert ([x.line for x in logs.lines], logs.trial_ended) == (["hello"], False)
+    assert run(master.reads.best_validation(exp_id)) == 0.25
+    page = run(master.reads.experiments(states=["ACTIVE"]))
+    assert ([e.id for e in page.experiments], page.total) == ([exp_id], 1)
+    (a1,) = run(master.reads.agents())
+    assert a1.connected and [s.allocated for s in a1.slots] == [True, True]
+    (pool,) = run(master.reads.resource_pools())
+    assert (pool.name, pool.agents, pool.slots) == ("default", 1, 2)
+    assert run(master.reads.context(1)) == context
+
+
+def test_reads_of_what_does_not_exist_say_what_is_missing(master: Master) -> None:
+    with pytest.raises(NotFound, match="experiment 7 not found"):
+        run(master.reads.experiment(7))
+    with pytest.raises(NotFound, match="trial 3 not found"):
+        run(master.reads.logs(3))
+    with pytest.raises(NotFound, match="checkpoint nope not found"):
+        run(master.reads.checkpoint("nope"))
