@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Float,
     ForeignKey,
@@ -187,7 +188,7 @@ class Checkpoint(Base):
     steps_completed: Mapped[int] = mapped_column(Integer)
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON)
     resources: Mapped[dict[str, Any]] = mapped_column(JSON)
-    size: Mapped[int] = mapped_column(Integer, default=0)
+    size: Mapped[int] = mapped_column(BigInteger, default=0)
     state: Mapped[str] = mapped_column(String(16))
     reported_at: Mapped[float] = mapped_column(Float)
 

@@ -54,7 +54,14 @@ def validate_submission(
     together in one :class:`InvalidConfig`.
     """
     raw: Any = parse_yaml(sub.config_text, "<config>")
-    problems: list[ErrorDetail] = []
+    problems: list[ErrorDetail] = [
+        ErrorDetail(path, "must not contain NUL characters (\\0)") for path in _nul_paths(raw, "")
+    ]
+    problems += [
+        ErrorDetail(f"overrides[{i}]", "must not contain NUL characters (\\0)")
+        for i, item in enumerate(sub.overrides)
+        if "\x00" in item
+    ]
     config: ExperimentConfig | None = None
     try:
         config = load_experiment_config(raw, overrides=sub.overrides)
@@ -86,6 +93,21 @@ def validate_submission(
             }
         )
     return ValidSubmission(config, sub.config_text, info, sub.context, sub.activate, sub.owner)
+
+
+def _nul_paths(value: Any, path: str) -> list[str]:
+    """Where the config holds a NUL character: no database can store one in text, so it is
+    refused with the other problems rather than failing when the experiment is written."""
+    if isinstance(value, str):
+        return [path or "<config>"] if "\x00" in value else []
+    if isinstance(value, dict):
+        found = [f"{path}.{k}".lstrip(".") for k in value if isinstance(k, str) and "\x00" in k]
+        for key, item in value.items():
+            found += _nul_paths(item, f"{path}.{key}".lstrip("."))
+        return found
+    if isinstance(value, list):
+        return [p for i, item in enumerate(value) for p in _nul_paths(item, f"{path}[{i}]")]
+    return []
 
 
 def _requested_pool(raw: Any, overrides: tuple[str, ...], config: ExperimentConfig | None) -> str:

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 
-from assay.db import Allocation, Database
+from assay.db import Allocation, Checkpoint, Database
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "src" / "assay" / "db" / "migrations"
 
@@ -18,6 +18,41 @@ def alembic_config(url: str) -> Config:
     cfg.set_main_option("script_location", str(MIGRATIONS))
     cfg.set_main_option("sqlalchemy.url", url)
     return cfg
+
+
+FIRST_SCHEMA_ROWS: dict[str, dict[str, object]] = {
+    "contexts": dict(id=1, sha256="x", size=1, files=1, data=b"z", created_at=0),
+    "jobs": dict(
+        id="j", type="EXPERIMENT", name="n", pool="default", priority=42, weight=1,
+        queue_position=1, submitted_at=0, owner="u", done=False,
+    ),
+    "experiments": dict(
+        id=1, name="e", description="", state="ACTIVE", archived=False, config="{}",
+        original_config="", context_id=1, job_id="j", seed=1, progress=0, owner="u",
+        message="", created_at=0,
+    ),
+    "trials": dict(
+        id=1, experiment_id=1, request_id="r", hparams="{}", seed=1, state="RUNNING",
+        restarts=0, runs=1, steps_completed=0, progress=0, early_stopped=False, message="",
+        created_at=0,
+    ),
+    "allocations": dict(
+        id="1.1", trial_id=1, run=1, pool="default", slots="{}", state="RUNNING", token="t",
+        kill_requested=False, released=False, created_at=0,
+        exit_reason="did not stop within its preemption timeout; killed",
+    ),
+}  # fmt: skip
+"""One row per table as the first schema wrote them."""
+
+
+def insert(url: str, rows: dict[str, dict[str, object]]) -> None:
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        for table, values in rows.items():
+            columns = ", ".join(values)
+            params = ", ".join(f":{name}" for name in values)
+            conn.execute(sa.text(f"INSERT INTO {table} ({columns}) VALUES ({params})"), values)
+    engine.dispose()
 
 
 def test_opening_a_database_migrates_it_to_the_newest_schema(db_url: str) -> None:
@@ -30,39 +65,28 @@ def test_opening_a_database_migrates_it_to_the_newest_schema(db_url: str) -> Non
 
 def test_upgrade_keeps_rows_written_under_the_first_schema(db_url: str) -> None:
     command.upgrade(alembic_config(db_url), "0001")
-    engine = sa.create_engine(db_url)
-    rows = {
-        "contexts": dict(id=1, sha256="x", size=1, files=1, data=b"z", created_at=0),
-        "jobs": dict(
-            id="j", type="EXPERIMENT", name="n", pool="default", priority=42, weight=1,
-            queue_position=1, submitted_at=0, owner="u", done=False,
-        ),
-        "experiments": dict(
-            id=1, name="e", description="", state="ACTIVE", archived=False, config="{}",
-            original_config="", context_id=1, job_id="j", seed=1, progress=0, owner="u",
-            message="", created_at=0,
-        ),
-        "trials": dict(
-            id=1, experiment_id=1, request_id="r", hparams="{}", seed=1, state="RUNNING",
-            restarts=0, runs=1, steps_completed=0, progress=0, early_stopped=False, message="",
-            created_at=0,
-        ),
-        "allocations": dict(
-            id="1.1", trial_id=1, run=1, pool="default", slots="{}", state="RUNNING", token="t",
-            kill_requested=False, released=False, created_at=0,
-            exit_reason="did not stop within its preemption timeout; killed",
-        ),
-    }  # fmt: skip
-    with engine.begin() as conn:
-        for table, values in rows.items():
-            columns = ", ".join(values)
-            params = ", ".join(f":{name}" for name in values)
-            conn.execute(sa.text(f"INSERT INTO {table} ({columns}) VALUES ({params})"), values)
-    engine.dispose()
+    insert(db_url, FIRST_SCHEMA_ROWS)
     db = Database(db_url)
     with db.session() as session:
         alloc = session.get(Allocation, "1.1")
         assert alloc is not None
         assert alloc.exits == {} and alloc.preempt_at is None and alloc.rendezvous_port is None
         assert alloc.overdue, "0003 turns 0002's overdue exit reason into the flag"
+    db.dispose()
+
+
+def test_a_checkpoint_of_several_gibibytes_keeps_its_size_after_upgrade(db_url: str) -> None:
+    command.upgrade(alembic_config(db_url), "0003")
+    insert(db_url, FIRST_SCHEMA_ROWS)
+    Database(db_url).dispose()  # upgrades to the newest schema
+    size = 3 * 2**30
+    checkpoint = dict(
+        uuid="c", trial_id=1, experiment_id=1, steps_completed=1, metadata="{}",
+        resources="{}", size=size, state="COMPLETED", reported_at=0,
+    )  # fmt: skip
+    insert(db_url, {"checkpoints": checkpoint})
+    db = Database(db_url)
+    with db.session() as session:
+        stored = session.get(Checkpoint, "c")
+        assert stored is not None and stored.size == size
     db.dispose()
