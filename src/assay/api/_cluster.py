@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from fastapi.responses import Response
-from sqlalchemy.orm import Session
 
-import assay
 from assay import rest
-from assay.api import _serialize as out
 from assay.api._deps import ContextId, MasterDep
-from assay.db import Context
-from assay.db import _queries as q
-from assay.errors import AssayError, NotFound
+from assay.errors import AssayError
 from assay.master import Master
 
 log = logging.getLogger(__name__)
@@ -25,64 +19,17 @@ router = APIRouter(prefix="/api/v1", tags=["cluster"])
 
 @router.get("/master")
 async def master_info(master: MasterDep) -> rest.MasterInfo:
-    return rest.MasterInfo(
-        version=assay.__version__,
-        cluster_id=master.cluster_id,
-        started_at=master.started_at,
-        database="sqlite" if master.db.is_sqlite else "postgresql",
-    )
+    return master.reads.info()
 
 
 @router.get("/agents")
 async def list_agents(master: MasterDep) -> rest.AgentList:
-    def read(session: Session) -> rest.AgentList:
-        used: dict[str, set[str]] = {}
-        for alloc in allocations.live(session):
-            for agent_id, slots in (alloc.slots or {}).items():
-                used.setdefault(agent_id, set()).update(str(s) for s in slots)
-        return rest.AgentList(
-            agents=[
-                out.agent(
-                    a,
-                    connected=master.hub.is_connected(a.id),
-                    used_slots=used.get(a.id, set()),
-                )
-                for a in agents.registered(session)
-            ]
-        )
-
-    return await master.db.run(read)
+    return await master.reads.agents()
 
 
 @router.get("/resource-pools")
 async def list_pools(master: MasterDep) -> rest.ResourcePoolList:
-    views = master.hub.connected_views()
-    names = [p.pool_name for p in master.settings.resource_pools if p.provider is not None]
-
-    def read(session: Session) -> dict[str, list[dict[str, Any]]]:
-        return {
-            name: [instance_json(row) for row in instances.of_pool(session, name, None)]
-            for name in names
-        }
-
-    by_pool = await master.db.run(read)
-    pools = []
-    for pool in master.settings.resource_pools:
-        agents = [a for a in views if a.pool == pool.pool_name]
-        pools.append(
-            rest.ResourcePool(
-                name=pool.pool_name,
-                description=pool.description,
-                scheduler=pool.scheduler.type,
-                preemption=pool.scheduler.preemption,
-                agents=len(agents),
-                slots=sum(len(a.slots) for a in agents),
-                instances=[
-                    rest.Instance.model_validate(i) for i in instances.get(pool.pool_name, [])
-                ],
-            )
-        )
-    return rest.ResourcePoolList(resource_pools=pools)
+    return await master.reads.resource_pools()
 
 
 _GZIP = {
@@ -93,16 +40,14 @@ _GZIP = {
 
 @router.get("/contexts/{context_id}", response_class=Response, responses={200: _GZIP})
 async def get_context(context_id: ContextId, master: MasterDep) -> Response:
-    def read(session: Session) -> bytes:
-        return contexts.require(session, context_id).data
-
-    data = await master.db.run(read)
+    data = await master.reads.context(context_id)
     return Response(content=data, media_type="application/gzip")
 
 
 @router.websocket("/agents/ws")
 async def agent_socket(ws: WebSocket) -> None:
     master: Master = ws.app.state.master
+    gateway = master.agents
     await ws.accept()
     try:
         hello = await ws.receive_json()
@@ -112,22 +57,22 @@ async def agent_socket(ws: WebSocket) -> None:
         await ws.close(code=1002, reason="the first message must be a hello")
         return
     try:
-        master.check_agent(hello)
+        gateway.check(hello)
     except AssayError as exc:
         log.warning("refused an agent: %s", exc.message)
         await ws.send_json({"type": "error", "message": exc.message})
         await ws.close(code=1008, reason=exc.message[:120])
         return
-    conn = await master.agent_connected(hello, ws.send_json)
+    conn = await gateway.connected(hello, ws.send_json)
     agent_id = conn.view.id
     log.info("agent %s connected with %d slots", agent_id, len(conn.view.slots))
     try:
         while True:
             msg = await ws.receive_json()
             if isinstance(msg, dict):
-                await master.on_agent_message(agent_id, msg)
+                await gateway.on_message(agent_id, msg)
     except WebSocketDisconnect:
         pass
     finally:
         log.info("agent %s disconnected", agent_id)
-        await master.agent_disconnected(conn)
+        await gateway.disconnected(conn)

@@ -19,26 +19,27 @@ def _update(job_id: str, change: rest.JobChange) -> JobUpdate:
 @router.get("/jobs")
 async def list_jobs(master: MasterDep, resource_pool: str | None = None) -> rest.JobQueue:
     """Active jobs of a pool (the default compute pool unless named), in scheduling order."""
-    return rest.JobQueue.model_validate(await master.list_jobs(resource_pool))
+    return await master.experiments.queue(resource_pool)
 
 
 @router.patch("/jobs/{job_id}")
 async def update_job(job_id: str, body: rest.JobChange, master: MasterDep) -> rest.JobsUpdated:
-    await master.update_jobs([_update(job_id, body)])
-    return rest.JobsUpdated(updated=[job_id])
+    return await master.experiments.update_jobs([_update(job_id, body)])
 
 
 @router.post("/jobs/update-batch")
 async def update_batch(body: rest.JobBatch, master: MasterDep) -> rest.JobsUpdated:
     """Apply every update or none: all problems are reported together."""
     updates = [_update(change.job_id, change) for change in body.updates]
-    return rest.JobsUpdated(updated=await master.update_jobs(updates))
+    return await master.experiments.update_jobs(updates)
 
 
 @router.patch("/experiments/{experiment_id}")
 async def set_experiment_resources(
     experiment_id: ExperimentId, body: rest.ExperimentResources, master: MasterDep
 ) -> rest.ExperimentRef:
-    for field, value in body.model_dump(exclude_unset=True).items():
-        await master.set_experiment_resource(experiment_id, field, value)
-    return rest.ExperimentRef(id=experiment_id)
+    """Apply every field given, or none when one is refused."""
+    changed = await master.experiments.set_resources(
+        experiment_id, body.model_dump(exclude_unset=True)
+    )
+    return rest.ExperimentRef(id=changed.id)

@@ -11,7 +11,6 @@ import uvicorn
 
 from assay.api._app import create_app
 from assay.config import MasterConfig
-from assay.db import Database, sqlite_url
 from assay.master import Master
 
 log = logging.getLogger("assay.master")
@@ -19,12 +18,10 @@ log = logging.getLogger("assay.master")
 
 def run_master(settings: MasterConfig, assay_home: Path) -> None:
     """Serve until interrupted. SQLite under ``assay_home`` unless ``settings.db`` names a URL."""
-    assay_home.mkdir(parents=True, exist_ok=True)
-    url = settings.db or sqlite_url(assay_home / "assay.db")
-    db = Database(url)
-    master = Master(settings, db, assay_home)
+    master = Master.open(settings, assay_home)
     app = create_app(master)
-    log.info("master on http://%s:%d (database: %s)", settings.host, settings.port, _safe(url))
+    url = _safe(master.db.url)
+    log.info("master on http://%s:%d (database: %s)", settings.host, settings.port, url)
     config = uvicorn.Config(
         app,
         host=settings.host,

@@ -10,7 +10,6 @@ import json
 import os
 import sys
 from datetime import UTC, datetime
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 

@@ -8,7 +8,6 @@ from assay import rest
 from assay.cli._common import console, fmt_metric, styled_state
 from assay.client import Client
 from assay.errors import MasterUnreachable
-from assay.protocol import TERMINAL_EXPERIMENT_STATES
 
 REFRESH = 0.5
 

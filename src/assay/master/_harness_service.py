@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from assay import rest
 from assay.db import Session, allocations, experiments, trials
 from assay.master import _harness as harness
+from assay.master import _views as views
 from assay.master._harness import Caller
 from assay.master._orchestrator import Orchestrator
 from assay.master._tx import Tx
-from assay.master._views import CheckpointView
 from assay.protocol import (
     AllocationState,
     CheckpointReport,
     MetricReport,
-    OperationAnswer,
     metric_reports,
 )
 
@@ -32,7 +32,7 @@ class HarnessService:
         trial); raises :class:`Unauthorized` otherwise."""
         return await self.core.read(lambda s: harness.authenticate(s, token, trial_id))
 
-    async def operation(self, caller: Caller, timeout: float) -> OperationAnswer:
+    async def operation(self, caller: Caller, timeout: float) -> rest.SearcherOperation:
         """The trial's next length to train to; ``done`` once the searcher needs no more.
 
         Waits up to ``timeout`` for the searcher; a trial left waiting past
@@ -55,11 +55,11 @@ class HarnessService:
             answer = await self._answer(caller)
             if answer is not None:
                 return answer
-        return OperationAnswer(length=None, done=True, released=True)
+        return rest.SearcherOperation(length=None, done=True, released=True)
 
-    async def _answer(self, caller: Caller) -> OperationAnswer | None:
-        def read(session: Session) -> OperationAnswer | None:
-            done = OperationAnswer(length=None, done=True)
+    async def _answer(self, caller: Caller) -> rest.SearcherOperation | None:
+        def read(session: Session) -> rest.SearcherOperation | None:
+            done = rest.SearcherOperation(length=None, done=True)
             trial = trials.get(session, caller.trial_id)
             exp = experiments.get(session, trial.experiment_id) if trial else None
             if trial is None or exp is None:
@@ -67,7 +67,7 @@ class HarnessService:
             searcher = self.core.searchers.searcher(exp)
             pending = searcher.pending_length(trial.request_id)
             if pending is not None:
-                return OperationAnswer(length=pending, done=False)
+                return rest.SearcherOperation(length=pending, done=False)
             if searcher.code_driven:
                 # Its code decides how long to train; the searcher gives it no lengths.
                 return done
@@ -93,12 +93,12 @@ class HarnessService:
 
     async def report_checkpoint(
         self, caller: Caller, body: CheckpointReport | dict[str, Any]
-    ) -> CheckpointView:
+    ) -> rest.Checkpoint:
         """Register a checkpoint (a repeat changes nothing); the checkpoint as stored."""
         report = body if isinstance(body, CheckpointReport) else CheckpointReport.from_dict(body)
 
-        def handler(tx: Tx) -> CheckpointView:
-            return CheckpointView.of(harness.report_checkpoint(tx, caller, report))
+        def handler(tx: Tx) -> rest.Checkpoint:
+            return views.checkpoint(harness.report_checkpoint(tx, caller, report))
 
         return await self.core.transact(handler)
 
@@ -108,7 +108,7 @@ class HarnessService:
     async def report_progress(self, caller: Caller, progress: float) -> None:
         await self.core.transact(harness.report_progress, caller, progress)
 
-    async def preemption(self, allocation_id: str, timeout: float) -> bool:
+    async def preemption(self, allocation_id: str, timeout: float) -> rest.PreemptionSignal:
         """Whether the allocation should checkpoint and exit, waiting up to ``timeout`` for
         the answer to become yes."""
         key = ("preempt", allocation_id)
@@ -122,7 +122,8 @@ class HarnessService:
             )
 
         since = self.core.waiters.version(key)
-        if await self.core.read(read):
-            return True
-        await self.core.wait(key, since, timeout)
-        return await self.core.read(read)
+        preempt = await self.core.read(read)
+        if not preempt:
+            await self.core.wait(key, since, timeout)
+            preempt = await self.core.read(read)
+        return rest.PreemptionSignal(preempt=preempt)

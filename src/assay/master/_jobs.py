@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from assay import rest
 from assay.config import MasterConfig
 from assay.db import Experiment, Job, Session, experiments, jobs
 from assay.errors import InvalidRequest, NotFound
 from assay.master._tx import Reschedule, Tx
-from assay.master._views import JobQueue, QueuedJob
 from assay.protocol import ExperimentState, JobState
 from assay.scheduler import Job as JobView
 from assay.scheduler import (
@@ -44,7 +44,9 @@ def policies(settings: MasterConfig) -> dict[str, PolicyKind]:
     return {p.pool_name: PolicyKind(p.scheduler.type) for p in settings.resource_pools}
 
 
-def list_jobs(session: Session, pool: str, settings: MasterConfig, waiting: set[str]) -> JobQueue:
+def list_jobs(
+    session: Session, pool: str, settings: MasterConfig, waiting: set[str]
+) -> rest.JobQueue:
     """The active jobs of ``pool`` in scheduling order, with their slots and status.
 
     SCHEDULED means slots are allocated or reserved for it (it runs, or starts as soon as the
@@ -63,7 +65,7 @@ def list_jobs(session: Session, pool: str, settings: MasterConfig, waiting: set[
         acquired, queued = usage.get(job.id, (0, 0))
         status = JobState.SCHEDULED if acquired > 0 or job.id in waiting else JobState.QUEUED
         out.append(
-            QueuedJob(
+            rest.Job(
                 position=position,
                 id=job.id,
                 type=job.type,
@@ -80,7 +82,7 @@ def list_jobs(session: Session, pool: str, settings: MasterConfig, waiting: set[
                 resource_pool=job.pool,
             )
         )
-    return JobQueue(resource_pool=pool, scheduler=policy.value, jobs=out)
+    return rest.JobQueue(resource_pool=pool, scheduler=policy.value, jobs=out)
 
 
 def update_jobs(tx: Tx, updates: list[JobUpdate], settings: MasterConfig) -> list[str]:

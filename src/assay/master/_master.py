@@ -11,39 +11,28 @@ an :class:`Orchestrator` (database, lock, searchers, agent hub, long-polls):
 - ``master.loops`` (:class:`Loops`): scheduling passes and periodic chores;
 - ``master.autoscaler`` and checkpoint GC, which see only the narrow interfaces they need.
 
-The methods of :class:`Master` itself are the names the HTTP layer has always called; each
-hands over to the part that does the work. New code calls the parts.
+:class:`Master` itself only builds the parts, starts and stops them; callers (the HTTP layer
+first) ask the parts.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import asdict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 from assay.config import MasterConfig
-from assay.db import Database, Session, agents, checkpoints, cluster
+from assay.db import Database, Session, agents, checkpoints, cluster, sqlite_url
 from assay.master import _gc as gc
-from assay.master._agents import AgentConnection, AgentHub, Sender
+from assay.master._agents import AgentHub
 from assay.master._autoscaler import Autoscaler
 from assay.master._commands import ExperimentCommands
 from assay.master._gateway import AgentGateway
-from assay.master._harness import Caller
 from assay.master._harness_service import HarnessService
 from assay.master._loops import Loops
 from assay.master._orchestrator import Orchestrator
 from assay.master._reads import Reads
-from assay.master._scheduling import PassResult
 from assay.master._searchers import SearcherCache
-from assay.master._submit import Submission
-from assay.master._views import CheckpointView, ExperimentView, TrialView
-from assay.master._waiters import Waiters
-from assay.protocol import AgentMessage, CheckpointReport, Hello
-from assay.scheduler import JobUpdate
-
-T = TypeVar("T")
 
 
 class Master:
@@ -73,6 +62,13 @@ class Master:
         )
         self.reads = Reads(self.core, settings)
 
+    @classmethod
+    def open(cls, settings: MasterConfig, assay_home: Path) -> Master:
+        """A master on the database ``settings.db`` names, or on SQLite under ``assay_home``."""
+        assay_home.mkdir(parents=True, exist_ok=True)
+        db = Database(settings.db or sqlite_url(assay_home / "assay.db"))
+        return cls(settings, db, assay_home)
+
     # -- what the parts share ---------------------------------------------------------------------
 
     @property
@@ -80,36 +76,8 @@ class Master:
         return self.core.db
 
     @property
-    def clock(self) -> Callable[[], float]:
-        return self.core.clock
-
-    @property
-    def searchers(self) -> SearcherCache:
-        return self.core.searchers
-
-    @property
     def hub(self) -> AgentHub:
         return self.core.hub
-
-    @property
-    def waiters(self) -> Waiters:
-        return self.core.waiters
-
-    @property
-    def cluster_id(self) -> str:
-        return self.core.cluster_id
-
-    @cluster_id.setter
-    def cluster_id(self, value: str) -> None:
-        self.core.cluster_id = value
-
-    @property
-    def started_at(self) -> float:
-        return self.core.started_at
-
-    @property
-    def waiting_jobs(self) -> set[str]:
-        return self.loops.waiting_jobs
 
     @property
     def url(self) -> str:
@@ -118,9 +86,6 @@ class Master:
         if host in ("0.0.0.0", "::", ""):
             host = "127.0.0.1"
         return f"http://{host}:{self.settings.port}"
-
-    async def transact(self, handler: Callable[..., T], *args: Any) -> T:
-        return await self.core.transact(handler, *args)
 
     # -- start and stop ---------------------------------------------------------------------------
 
@@ -148,95 +113,3 @@ class Master:
         self.begin_shutdown()
         await self.autoscaler.close()
         await self.loops.stop()
-
-    # -- the names the HTTP layer calls -----------------------------------------------------------
-
-    async def schedule_once(self) -> PassResult:
-        return await self.loops.schedule_once()
-
-    async def submit(self, sub: Submission) -> int:
-        return (await self.experiments.create(sub)).id
-
-    async def create_experiment(self, sub: Submission) -> ExperimentView:
-        return await self.experiments.create(sub)
-
-    async def pause(self, experiment_id: int) -> ExperimentView:
-        return await self.experiments.pause(experiment_id)
-
-    async def activate(self, experiment_id: int) -> ExperimentView:
-        return await self.experiments.activate(experiment_id)
-
-    async def cancel(self, experiment_id: int) -> ExperimentView:
-        return await self.experiments.cancel(experiment_id)
-
-    async def kill(self, experiment_id: int) -> ExperimentView:
-        return await self.experiments.kill(experiment_id)
-
-    async def set_archived(self, experiment_id: int, archived: bool) -> ExperimentView:
-        return await self.experiments.set_archived(experiment_id, archived)
-
-    async def kill_trial(self, trial_id: int) -> TrialView:
-        return await self.experiments.kill_trial(trial_id)
-
-    async def list_jobs(self, pool: str | None) -> dict[str, Any]:
-        return asdict(await self.experiments.queue(pool))
-
-    async def update_jobs(self, updates: list[JobUpdate]) -> list[str]:
-        return await self.experiments.update_jobs(updates)
-
-    async def set_experiment_resource(
-        self, experiment_id: int, field: str, value: Any
-    ) -> ExperimentView:
-        return await self.experiments.set_resources(experiment_id, {field: value})
-
-    async def set_experiment_resources(
-        self, experiment_id: int, changes: Mapping[str, Any]
-    ) -> ExperimentView:
-        return await self.experiments.set_resources(experiment_id, changes)
-
-    async def wait_experiment(self, experiment_id: int, timeout: float) -> str:
-        return await self.experiments.wait(experiment_id, timeout)
-
-    async def caller(self, token: str | None, trial_id: int | None = None) -> Caller:
-        return await self.harness.caller(token, trial_id)
-
-    async def next_operation(self, caller: Caller, timeout: float) -> dict[str, Any]:
-        return (await self.harness.operation(caller, timeout)).to_dict()
-
-    async def complete_operation(self, caller: Caller, length: int, metric: float) -> None:
-        await self.harness.complete_operation(caller, length, metric)
-
-    async def report_metrics(self, caller: Caller, raw: Any) -> None:
-        await self.harness.report_metrics(caller, raw)
-
-    async def report_checkpoint(
-        self, caller: Caller, body: CheckpointReport | dict[str, Any]
-    ) -> CheckpointView:
-        return await self.harness.report_checkpoint(caller, body)
-
-    async def report_early_exit(self, caller: Caller, reason: str) -> None:
-        await self.harness.report_early_exit(caller, reason)
-
-    async def report_progress(self, caller: Caller, progress: float) -> None:
-        await self.harness.report_progress(caller, progress)
-
-    async def preemption(self, allocation_id: str, timeout: float) -> bool:
-        return await self.harness.preemption(allocation_id, timeout)
-
-    def check_agent(self, hello: Hello | dict[str, Any]) -> Hello:
-        return self.agents.check(hello)
-
-    async def agent_connected(self, hello: Hello | dict[str, Any], send: Sender) -> AgentConnection:
-        return await self.agents.connected(hello, send)
-
-    async def agent_disconnected(self, conn: AgentConnection) -> None:
-        await self.agents.disconnected(conn)
-
-    async def on_agent_message(self, agent_id: str, raw: AgentMessage | dict[str, Any]) -> None:
-        await self.agents.on_message(agent_id, raw)
-
-    async def resend_kills(self) -> None:
-        await self.agents.resend_kills()
-
-    async def reap_lost_allocations(self) -> None:
-        await self.agents.reap_lost()

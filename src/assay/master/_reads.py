@@ -1,4 +1,5 @@
-"""What the master answers reads with: each read one transaction, returning plain views.
+"""What the master answers reads with: each read is one transaction and answers with the REST
+resource (:mod:`assay.rest`) the API sends.
 
 The HTTP layer asks these instead of the database, so it needs neither ``assay.db`` nor
 SQLAlchemy. A missing experiment, trial, checkpoint or context raises :class:`NotFound`.
@@ -6,9 +7,11 @@ SQLAlchemy. A missing experiment, trial, checkpoint or context raises :class:`No
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
 
 import assay
+from assay import rest
 from assay.config import MasterConfig
 from assay.db import (
     Session,
@@ -22,23 +25,24 @@ from assay.db import (
     metrics,
     trials,
 )
+from assay.master import _views as views
 from assay.master._orchestrator import Orchestrator
-from assay.master._views import (
-    AgentSummary,
-    CheckpointView,
-    ExperimentPage,
-    ExperimentSummary,
-    ExperimentView,
-    InstanceView,
-    LogLine,
-    MasterInfo,
-    MetricView,
-    PoolView,
-    TrialDetail,
-    TrialLogs,
-    TrialView,
-)
 from assay.protocol import TrialState
+
+LOG_PAGE = 1000
+"""The most log lines one read returns."""
+
+KEEP_ALIVE_SECONDS = 15.0
+"""How long a follower of a trial's logs waits for a line before it is sent an empty batch."""
+
+
+@dataclass(frozen=True)
+class TrialLogs:
+    """A batch of a followed trial's log lines."""
+
+    entries: list[rest.LogEntry]
+    trial_ended: bool
+    """The trial had ended when the lines were read, and these are its last ones."""
 
 
 class Reads:
@@ -46,17 +50,17 @@ class Reads:
         self.core = core
         self.settings = settings
 
-    def info(self) -> MasterInfo:
-        return MasterInfo(
+    def info(self) -> rest.MasterInfo:
+        return rest.MasterInfo(
             version=assay.__version__,
             cluster_id=self.core.cluster_id,
             started_at=self.core.started_at,
             database="sqlite" if self.core.db.is_sqlite else "postgresql",
         )
 
-    async def experiment(self, experiment_id: int) -> ExperimentView:
+    async def experiment(self, experiment_id: int) -> rest.Experiment:
         return await self.core.read(
-            lambda s: ExperimentView.read(s, experiments.require(s, experiment_id))
+            lambda s: views.experiment(s, experiments.require(s, experiment_id))
         )
 
     async def experiments(
@@ -66,117 +70,155 @@ class Reads:
         archived: bool = False,
         limit: int = 100,
         offset: int = 0,
-    ) -> ExperimentPage:
+    ) -> rest.ExperimentList:
         """Experiments newest first; ``states`` filters (all when empty); archived ones only
         with ``archived``."""
         wanted = list(states)
 
-        def read(session: Session) -> ExperimentPage:
+        def read(session: Session) -> rest.ExperimentList:
             rows, total = experiments.page(
                 session, states=wanted, include_archived=archived, limit=limit, offset=offset
             )
             counts = trials.counts(session, [e.id for e in rows])
-            return ExperimentPage(
-                experiments=[ExperimentSummary.of(e, counts[e.id]) for e in rows],
-                total=total,
-                limit=limit,
-                offset=offset,
+            return rest.ExperimentList(
+                experiments=[views.experiment_summary(e, counts[e.id]) for e in rows],
+                pagination=rest.Pagination(total=total, limit=limit, offset=offset),
             )
 
         return await self.core.read(read)
 
-    async def trials(self, experiment_id: int) -> list[TrialView]:
-        def read(session: Session) -> list[TrialView]:
+    async def trials(self, experiment_id: int) -> rest.TrialList:
+        def read(session: Session) -> rest.TrialList:
             experiments.require(session, experiment_id)
-            return [TrialView.of(t) for t in trials.of_experiment(session, experiment_id)]
+            rows = trials.of_experiment(session, experiment_id)
+            return rest.TrialList(trials=[views.trial(t) for t in rows])
 
         return await self.core.read(read)
 
-    async def trial(self, trial_id: int) -> TrialDetail:
-        def read(session: Session) -> TrialDetail:
-            trial = trials.require(session, trial_id)
-            return TrialDetail.with_runs(trial, list(allocations.of_trial(session, trial_id)))
+    async def trial(self, trial_id: int) -> rest.TrialDetail:
+        def read(session: Session) -> rest.TrialDetail:
+            row = trials.require(session, trial_id)
+            return views.trial_detail(row, allocations.of_trial(session, trial_id))
 
         return await self.core.read(read)
 
-    async def experiment_checkpoints(self, experiment_id: int) -> list[CheckpointView]:
-        def read(session: Session) -> list[CheckpointView]:
+    async def experiment_checkpoints(self, experiment_id: int) -> rest.CheckpointList:
+        def read(session: Session) -> rest.CheckpointList:
             experiments.require(session, experiment_id)
             rows = checkpoints.of(session, experiment_id=experiment_id)
-            return [CheckpointView.of(c) for c in rows]
+            return rest.CheckpointList(checkpoints=[views.checkpoint(c) for c in rows])
 
         return await self.core.read(read)
 
-    async def trial_checkpoints(self, trial_id: int) -> list[CheckpointView]:
-        def read(session: Session) -> list[CheckpointView]:
+    async def trial_checkpoints(self, trial_id: int) -> rest.CheckpointList:
+        def read(session: Session) -> rest.CheckpointList:
             trials.require(session, trial_id)
-            return [CheckpointView.of(c) for c in checkpoints.of(session, trial_id=trial_id)]
+            rows = checkpoints.of(session, trial_id=trial_id)
+            return rest.CheckpointList(checkpoints=[views.checkpoint(c) for c in rows])
 
         return await self.core.read(read)
 
-    async def checkpoint(self, uuid: str) -> CheckpointView:
-        return await self.core.read(lambda s: CheckpointView.of(checkpoints.require(s, uuid)))
+    async def checkpoint(self, uuid: str) -> rest.Checkpoint:
+        return await self.core.read(lambda s: views.checkpoint(checkpoints.require(s, uuid)))
 
     async def metrics(
         self, trial_id: int, group: str | None = None, *, include_archived: bool = False
-    ) -> list[MetricView]:
-        def read(session: Session) -> list[MetricView]:
+    ) -> rest.MetricList:
+        def read(session: Session) -> rest.MetricList:
             trials.require(session, trial_id)
             rows = metrics.series(session, trial_id, group, include_archived=include_archived)
-            return [MetricView.of(m) for m in rows]
+            return rest.MetricList(metrics=[views.metric(m) for m in rows])
 
         return await self.core.read(read)
 
-    async def logs(self, trial_id: int, after: int = 0, limit: int = 1000) -> TrialLogs:
-        """Up to ``limit`` of the trial's log lines with an id above ``after``, and whether
-        the trial had ended when they were read (to follow logs: wait on ``("logs", trial_id)``
-        in ``master.waiters`` while it has not)."""
+    async def logs(self, trial_id: int, after: int = 0, limit: int = LOG_PAGE) -> rest.LogPage:
+        """Up to ``limit`` of the trial's log lines with an id above ``after``, oldest first."""
+        batch = await self._logs(trial_id, after, limit)
+        return rest.LogPage(logs=batch.entries)
 
+    async def follow_logs(self, trial_id: int, after: int = 0) -> AsyncIterator[TrialLogs]:
+        """The trial's log lines with an id above ``after`` as they come, in batches.
+
+        Raises :class:`NotFound` at once when the trial does not exist. An empty batch that has
+        not ended says nothing came for ``KEEP_ALIVE_SECONDS``; the batch with ``trial_ended``
+        is the last. The iteration also stops, without that batch, when the master shuts down.
+        """
+        since = self.core.waiters.version(("logs", trial_id))
+        first = await self._logs(trial_id, after, LOG_PAGE)
+        return self._follow(trial_id, after, since, first)
+
+    async def _follow(
+        self, trial_id: int, last: int, since: int, batch: TrialLogs
+    ) -> AsyncIterator[TrialLogs]:
+        key = ("logs", trial_id)
+        waiters = self.core.waiters
+        while True:
+            if batch.entries:
+                last = batch.entries[-1].id
+                # Lines read as the trial ended need not be its last: the next read tells.
+                yield TrialLogs(batch.entries, trial_ended=False)
+            elif batch.trial_ended:
+                yield batch
+                return
+            else:
+                changed = await waiters.wait(key, since, KEEP_ALIVE_SECONDS)
+                if waiters.closed:
+                    return
+                if not changed:
+                    yield batch
+            since = waiters.version(key)
+            batch = await self._logs(trial_id, last, LOG_PAGE)
+
+    async def _logs(self, trial_id: int, after: int, limit: int) -> TrialLogs:
         def read(session: Session) -> TrialLogs:
-            lines = [LogLine.of(e) for e in logs.after(session, trial_id, after, limit)]
+            entries = [views.log_entry(e) for e in logs.after(session, trial_id, after, limit)]
             trial = trials.require(session, trial_id)
-            return TrialLogs(lines=lines, trial_ended=TrialState(trial.state).terminal)
+            return TrialLogs(entries, trial_ended=TrialState(trial.state).terminal)
 
         return await self.core.read(read)
 
-    async def best_validation(self, experiment_id: int) -> float | None:
+    async def best_validation(self, experiment_id: int) -> rest.BestValidation:
         """The best searcher metric any trial of the experiment has reported."""
 
-        def read(session: Session) -> float | None:
+        def read(session: Session) -> rest.BestValidation:
             experiments.require(session, experiment_id)
             best = trials.best_of(session, experiment_id)
-            return None if best is None else best.best_validation
+            return rest.BestValidation(
+                best_validation=None if best is None else best.best_validation
+            )
 
         return await self.core.read(read)
 
-    async def agents(self) -> list[AgentSummary]:
+    async def agents(self) -> rest.AgentList:
         hub = self.core.hub
 
-        def read(session: Session) -> list[AgentSummary]:
+        def read(session: Session) -> rest.AgentList:
             used = allocations.used_slots(session)
-            return [
-                AgentSummary.of(a, connected=hub.is_connected(a.id), used=used.get(a.id, set()))
-                for a in agents.registered(session)
-            ]
+            return rest.AgentList(
+                agents=[
+                    views.agent(a, connected=hub.is_connected(a.id), used=used.get(a.id, set()))
+                    for a in agents.registered(session)
+                ]
+            )
 
         return await self.core.read(read)
 
-    async def resource_pools(self) -> list[PoolView]:
-        views = self.core.hub.connected_views()
+    async def resource_pools(self) -> rest.ResourcePoolList:
+        connected = self.core.hub.connected_views()
         scaled = [p.pool_name for p in self.settings.resource_pools if p.provider is not None]
 
-        def read(session: Session) -> dict[str, list[InstanceView]]:
+        def read(session: Session) -> dict[str, list[rest.Instance]]:
             return {
-                name: [InstanceView.of(row) for row in instances.of_pool(session, name, None)]
+                name: [views.instance(row) for row in instances.of_pool(session, name, None)]
                 for name in scaled
             }
 
         by_pool = await self.core.read(read)
         pools = []
         for pool in self.settings.resource_pools:
-            members = [a for a in views if a.pool == pool.pool_name]
+            members = [a for a in connected if a.pool == pool.pool_name]
             pools.append(
-                PoolView(
+                rest.ResourcePool(
                     name=pool.pool_name,
                     description=pool.description,
                     scheduler=pool.scheduler.type,
@@ -186,7 +228,7 @@ class Reads:
                     instances=by_pool.get(pool.pool_name, []),
                 )
             )
-        return pools
+        return rest.ResourcePoolList(resource_pools=pools)
 
     async def context(self, context_id: int) -> bytes:
         """The context archive (tar.gz) agents download."""

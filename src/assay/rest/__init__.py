@@ -7,6 +7,7 @@ command line can use it without the server.
 
 from __future__ import annotations
 
+from assay.protocol import AllocationState, ExperimentState, PreemptReason, TrialState
 from assay.rest._cluster import (
     Agent,
     AgentList,
@@ -51,7 +52,6 @@ from assay.rest._harness import (
     SearcherOperation,
 )
 from assay.rest._jobs import BatchChange, Job, JobBatch, JobChange, JobQueue, JobsUpdated
-from assay.protocol import AllocationState, ExperimentState, PreemptReason, TrialState
 from assay.rest._trials import (
     Allocation,
     Checkpoint,

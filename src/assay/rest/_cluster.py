@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from assay.protocol import InstanceState
 from assay.rest._common import Resource
 
 
@@ -44,7 +45,7 @@ class Instance(Resource):
 
     id: str
     pool: str
-    state: str
+    state: InstanceState
     launched_at: float
     idle_since: float | None
     ended_at: float | None

@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import Field
 
-from assay.rest._common import DbInt, Pagination, Request, Resource
 from assay.protocol import ExperimentState, TrialState
+from assay.rest._common import DbInt, Pagination, Request, Resource
 
 
 class SearcherSummary(Resource):

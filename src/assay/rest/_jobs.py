@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from assay.protocol import JobState
 from assay.rest._common import Request, Resource
 
 
@@ -19,7 +20,7 @@ class Job(Resource):
     submitted_at: float
     slots_acquired: int
     slots_needed: int
-    status: str = Field(description="SCHEDULED (has or is about to get slots) or QUEUED.")
+    status: JobState = Field(description="SCHEDULED (has or is about to get slots) or QUEUED.")
     user: str
     resource_pool: str
 

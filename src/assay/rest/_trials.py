@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import Field
 
+from assay.protocol import AllocationState, CheckpointState, PreemptReason, TrialState
 from assay.rest._common import Resource
-from assay.protocol import AllocationState, PreemptReason, TrialState
 
 
 class Trial(Resource):
@@ -83,7 +83,7 @@ class Checkpoint(Resource):
     metadata: dict[str, Any]
     resources: dict[str, int] = Field(description="File sizes by path inside the checkpoint.")
     size: int = Field(description="Total size in bytes.")
-    state: str
+    state: CheckpointState
     reported_at: float
 
 

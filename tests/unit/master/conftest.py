@@ -17,7 +17,7 @@ from assay.master import Master
 def master(db_url: str, tmp_path: Path) -> Iterator[Master]:
     db = Database(db_url)
     m = Master(MasterConfig(), db, tmp_path / "home")
-    m.cluster_id = "test"
+    m.core.cluster_id = "test"
     yield m
     db.dispose()
 

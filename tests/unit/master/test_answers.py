@@ -35,20 +35,20 @@ def config(**searcher: Any) -> str:
 
 def two_trials(master: Master, context: bytes) -> int:
     text = config(name="random", max_trials=4, max_concurrent_trials=2)
-    return run(master.create_experiment(Submission(text, context))).id
+    return run(master.experiments.create(Submission(text, context))).id
 
 
 def connect(master: Master, slots: int = 1) -> Recorder:
     agent = Recorder()
     hello = {"type": "hello", "agent_id": "a1", "slots": [{"id": str(i)} for i in range(slots)]}
-    run(master.agent_connected(hello, agent))
+    run(master.agents.connected(hello, agent))
     return agent
 
 
 def test_creating_answers_with_the_experiment_and_the_trials_its_searcher_made(
     master: Master, context: bytes
 ) -> None:
-    exp = run(master.create_experiment(Submission(config(name="random", max_trials=3), context)))
+    exp = run(master.experiments.create(Submission(config(name="random", max_trials=3), context)))
     assert exp.state is ExperimentState.ACTIVE
     assert exp.trials == {"QUEUED": 3}, "the trials made in the same transaction are counted"
     assert exp.best_trial is None
@@ -60,10 +60,10 @@ def test_pausing_answers_with_the_paused_experiment_and_its_paused_trials(
     master: Master, context: bytes
 ) -> None:
     exp_id = two_trials(master, context)
-    paused = run(master.pause(exp_id))
+    paused = run(master.experiments.pause(exp_id))
     assert (paused.state, paused.trials) == (ExperimentState.PAUSED, {"PAUSED": 2})
     assert paused == run(master.reads.experiment(exp_id))
-    active = run(master.activate(exp_id))
+    active = run(master.experiments.activate(exp_id))
     assert (active.state, active.trials) == (ExperimentState.ACTIVE, {"QUEUED": 2})
 
 
@@ -71,42 +71,42 @@ def test_canceling_and_archiving_answer_with_the_ended_experiment(
     master: Master, context: bytes
 ) -> None:
     exp_id = two_trials(master, context)
-    canceled = run(master.cancel(exp_id))
+    canceled = run(master.experiments.cancel(exp_id))
     assert (canceled.state, canceled.trials) == (ExperimentState.CANCELED, {"CANCELED": 2})
     assert canceled.ended_at is not None
-    assert run(master.set_archived(exp_id, True)).archived is True
+    assert run(master.experiments.set_archived(exp_id, True)).archived is True
 
 
 def test_killing_a_running_trial_answers_with_it_stopping(master: Master, context: bytes) -> None:
     two_trials(master, context)
     connect(master)
-    run(master.schedule_once())
-    running, queued = run(master.reads.trials(1))
+    run(master.loops.schedule_once())
+    running, queued = run(master.reads.trials(1)).trials
     assert (running.state, queued.state) == (TrialState.RUNNING, TrialState.QUEUED)
-    assert run(master.kill_trial(running.id)).state is TrialState.STOPPING_KILLED
-    assert run(master.kill_trial(queued.id)).state is TrialState.CANCELED
+    assert run(master.experiments.kill_trial(running.id)).state is TrialState.STOPPING_KILLED
+    assert run(master.experiments.kill_trial(queued.id)).state is TrialState.CANCELED
 
 
 def test_resources_change_together_in_one_transaction(master: Master, context: bytes) -> None:
     exp_id = two_trials(master, context)
-    changed = run(master.set_experiment_resources(exp_id, {"priority": 10, "max_slots": 1}))
+    changed = run(master.experiments.set_resources(exp_id, {"priority": 10, "max_slots": 1}))
     assert changed.config["resources"]["priority"] == 10
     assert changed.config["resources"]["max_slots"] == 1
-    (job,) = run(master.list_jobs(None))["jobs"]
-    assert (job["priority"], job["max_slots"]) == (10, 1)
+    (job,) = run(master.experiments.queue(None)).jobs
+    assert (job.priority, job.max_slots) == (10, 1)
 
 
 def test_a_refused_resource_leaves_the_others_unchanged(master: Master, context: bytes) -> None:
     exp_id = two_trials(master, context)
     before = run(master.reads.experiment(exp_id))
     with pytest.raises(InvalidRequest, match="priority"):
-        run(master.set_experiment_resources(exp_id, {"max_slots": 1, "priority": 1000}))
+        run(master.experiments.set_resources(exp_id, {"max_slots": 1, "priority": 1000}))
     after = run(master.reads.experiment(exp_id))
     assert after.config["resources"] == before.config["resources"]
-    (job,) = run(master.list_jobs(None))["jobs"]
-    assert job["max_slots"] is None, "max_slots, given before the refused priority, is not set"
+    (job,) = run(master.experiments.queue(None)).jobs
+    assert job.max_slots is None, "max_slots, given before the refused priority, is not set"
     with pytest.raises(InvalidRequest, match=r"^gpus: not a resource of an experiment"):
-        run(master.set_experiment_resources(exp_id, {"gpus": 2}))
+        run(master.experiments.set_resources(exp_id, {"gpus": 2}))
 
 
 def test_a_checkpoint_report_answers_with_the_checkpoint_as_stored_and_repeats_harmlessly(
@@ -114,12 +114,12 @@ def test_a_checkpoint_report_answers_with_the_checkpoint_as_stored_and_repeats_h
 ) -> None:
     two_trials(master, context)
     agent = connect(master)
-    run(master.schedule_once())
-    caller = run(master.caller(agent.starts()[0]["env"]["ASSAY_TOKEN"]))
+    run(master.loops.schedule_once())
+    caller = run(master.harness.caller(agent.starts()[0]["env"]["ASSAY_TOKEN"]))
     report = CheckpointReport("0b5e5b6c-9d5b-4f5e-8a77-2b1f0b0f7a10", 50, {"steps_completed": 50})
-    stored = run(master.report_checkpoint(caller, report))
+    stored = run(master.harness.report_checkpoint(caller, report))
     assert (stored.steps_completed, stored.state) == (50, CheckpointState.ACTIVE)
-    assert run(master.report_checkpoint(caller, report.to_dict())) == stored
+    assert run(master.harness.report_checkpoint(caller, report.to_dict())) == stored
     assert run(master.reads.checkpoint(report.uuid)) == stored
     assert run(master.reads.trial(caller.trial_id)).latest_checkpoint == report.uuid
 
@@ -129,24 +129,24 @@ def test_reads_serve_trials_with_their_runs_metrics_logs_and_agents(
 ) -> None:
     exp_id = two_trials(master, context)
     agent = connect(master, slots=2)
-    run(master.schedule_once())
+    run(master.loops.schedule_once())
     start = agent.starts()[0]
-    caller = run(master.caller(start["env"]["ASSAY_TOKEN"]))
-    run(master.report_metrics(caller, [MetricReport("validation", 100, {"loss": 0.25})]))
+    caller = run(master.harness.caller(start["env"]["ASSAY_TOKEN"]))
+    run(master.harness.report_metrics(caller, [MetricReport("validation", 100, {"loss": 0.25})]))
     line = LogEntry(start["allocation_id"], caller.trial_id, "hello", time=1.0)
-    run(master.on_agent_message("a1", Logs([line])))
+    run(master.agents.on_message("a1", Logs([line])))
 
     trial = run(master.reads.trial(caller.trial_id))
     assert [(a.id, a.state) for a in trial.allocations] == [(start["allocation_id"], "ASSIGNED")]
-    assert [m.metrics for m in run(master.reads.metrics(caller.trial_id))] == [{"loss": 0.25}]
-    logs = run(master.reads.logs(caller.trial_id))
-    assert ([x.line for x in logs.lines], logs.trial_ended) == (["hello"], False)
-    assert run(master.reads.best_validation(exp_id)) == 0.25
+    metrics = run(master.reads.metrics(caller.trial_id)).metrics
+    assert [m.metrics for m in metrics] == [{"loss": 0.25}]
+    assert [x.line for x in run(master.reads.logs(caller.trial_id)).logs] == ["hello"]
+    assert run(master.reads.best_validation(exp_id)).best_validation == 0.25
     page = run(master.reads.experiments(states=["ACTIVE"]))
-    assert ([e.id for e in page.experiments], page.total) == ([exp_id], 1)
-    (a1,) = run(master.reads.agents())
+    assert ([e.id for e in page.experiments], page.pagination.total) == ([exp_id], 1)
+    (a1,) = run(master.reads.agents()).agents
     assert a1.connected and [s.allocated for s in a1.slots] == [True, True]
-    (pool,) = run(master.reads.resource_pools())
+    (pool,) = run(master.reads.resource_pools()).resource_pools
     assert (pool.name, pool.agents, pool.slots) == ("default", 1, 2)
     assert run(master.reads.context(1)) == context
 

@@ -28,7 +28,7 @@ def submit(master: Master, context: bytes, slots: int, trials: int = 1) -> int:
         "resources": {"slots_per_trial": slots},
         "max_restarts": 1,
     }
-    return run(master.submit(Submission(yaml.safe_dump(config), context)))
+    return run(master.experiments.create(Submission(yaml.safe_dump(config), context))).id
 
 
 def connect(master: Master, agent_id: str, slots: int, address: str) -> Recorder:
@@ -39,7 +39,7 @@ def connect(master: Master, agent_id: str, slots: int, address: str) -> Recorder
         "slots": [{"id": str(i), "type": "cpu"} for i in range(slots)],
         "address": address,
     }
-    run(master.agent_connected(hello, recorder))
+    run(master.agents.connected(hello, recorder))
     return recorder
 
 
@@ -51,14 +51,14 @@ def allocation(master: Master, alloc_id: str) -> Allocation:
 
 def exited(master: Master, agent_id: str, alloc_id: str, code: int | None) -> None:
     msg = {"type": "exited", "allocation_id": alloc_id, "exit_code": code, "reason": ""}
-    run(master.on_agent_message(agent_id, msg))
+    run(master.agents.on_message(agent_id, msg))
 
 
 def gang_of_two(master: Master, context: bytes) -> tuple[Recorder, Recorder, str]:
     submit(master, context, slots=2)
     a1 = connect(master, "a1", 1, "10.0.0.1")
     a2 = connect(master, "a2", 1, "10.0.0.2")
-    run(master.schedule_once())
+    run(master.loops.schedule_once())
     (start,) = a1.of("start")
     return a1, a2, str(start["allocation_id"])
 
@@ -88,7 +88,7 @@ def test_gang_start_messages_carry_each_agents_rank_layout(master: Master, conte
 def test_single_slot_trials_start_without_a_rank_layout(master: Master, context: bytes) -> None:
     submit(master, context, slots=1)
     agent = connect(master, "a1", 1, "10.0.0.1")
-    run(master.schedule_once())
+    run(master.loops.schedule_once())
     (start,) = agent.of("start")
     assert "distributed" not in start
     assert allocation(master, start["allocation_id"]).rendezvous_port is None
@@ -99,7 +99,7 @@ def test_trials_meeting_on_one_agent_use_loopback_and_distinct_ports(
 ) -> None:
     submit(master, context, slots=2, trials=2)
     agent = connect(master, "a1", 4, "10.0.0.1")
-    run(master.schedule_once())
+    run(master.loops.schedule_once())
     starts = agent.of("start")
     assert len(starts) == 2
     layouts = [s["distributed"] for s in starts]

@@ -47,7 +47,7 @@ def connect_agent(
         "slots": [{"id": str(i), "type": "cpu"} for i in range(slots)],
         "running": running or [],
     }
-    run(master.agent_connected(hello, recorder))
+    run(master.agents.connected(hello, recorder))
     return recorder
 
 
@@ -58,9 +58,11 @@ def start_single(
 
     Returns the experiment id, the agent and the allocation id.
     """
-    exp_id = run(master.submit(Submission(config_text or config(name="single"), context)))
+    exp_id = run(
+        master.experiments.create(Submission(config_text or config(name="single"), context))
+    ).id
     agent = connect_agent(master)
-    run(master.schedule_once())
+    run(master.loops.schedule_once())
     return exp_id, agent, agent.starts()[0]["allocation_id"]
 
 
@@ -73,7 +75,7 @@ def caller_for(master: Master, alloc_id: str) -> Caller:
 def test_invalid_config_creates_nothing(master: Master, context: bytes) -> None:
     bad = config(name="random", max_trials=0)
     with pytest.raises(InvalidConfig, match=r"searcher\.max_trials"):
-        run(master.submit(Submission(bad, context)))
+        run(master.experiments.create(Submission(bad, context)))
     assert count(master, Experiment) == count(master, Job) == count(master, Trial) == 0
 
 
@@ -81,10 +83,10 @@ def test_submission_creates_initial_trials_and_snapshots_the_searcher(
     master: Master, context: bytes
 ) -> None:
     exp_id = run(
-        master.submit(
+        master.experiments.create(
             Submission(config(name="random", max_trials=3, max_concurrent_trials=2), context)
         )
-    )
+    ).id
     exp = master.db.run_sync(lambda s: s.get(Experiment, exp_id))
     assert exp is not None and exp.state == "ACTIVE"
     assert exp.searcher_state is not None and len(exp.searcher_state["trials"]) == 2
@@ -93,9 +95,9 @@ def test_submission_creates_initial_trials_and_snapshots_the_searcher(
 
 
 def test_scheduling_starts_queued_trials_on_free_slots_only(master: Master, context: bytes) -> None:
-    run(master.submit(Submission(config(name="random", max_trials=2), context)))
+    run(master.experiments.create(Submission(config(name="random", max_trials=2), context)))
     agent = connect_agent(master, slots=1)
-    run(master.schedule_once())
+    run(master.loops.schedule_once())
     starts = agent.starts()
     assert len(starts) == 1
     start = starts[0]
@@ -103,44 +105,44 @@ def test_scheduling_starts_queued_trials_on_free_slots_only(master: Master, cont
     assert start["cluster_info"]["trial"]["hparams"]["lr"] >= 0.1
     assert start["cluster_info"]["latest_checkpoint"] is None
     assert sorted(t.state for t in trials(master)) == ["QUEUED", "RUNNING"]
-    run(master.schedule_once())
+    run(master.loops.schedule_once())
     assert len(agent.starts()) == 1, "one slot, one allocation"
 
 
 def test_completed_trial_frees_its_slot_for_the_next(master: Master, context: bytes) -> None:
     run(
-        master.submit(
+        master.experiments.create(
             Submission(config(name="random", max_trials=2, max_concurrent_trials=1), context)
         )
     )
     agent = connect_agent(master, slots=1)
-    run(master.schedule_once())
+    run(master.loops.schedule_once())
     first = agent.starts()[0]
     caller = caller_for(master, first["allocation_id"])
-    answer = run(master.next_operation(caller, timeout=1))
-    assert answer == {"length": 100, "done": False}
-    run(master.complete_operation(caller, 100, 0.5))
-    assert run(master.next_operation(caller, timeout=1))["done"] is True
+    answer = run(master.harness.operation(caller, timeout=1))
+    assert (answer.length, answer.done) == (100, False)
+    run(master.harness.complete_operation(caller, 100, 0.5))
+    assert run(master.harness.operation(caller, timeout=1)).done is True
     run(
-        master.on_agent_message(
+        master.agents.on_message(
             "a1", {"type": "exited", "allocation_id": first["allocation_id"], "exit_code": 0}
         )
     )
     states = [t.state for t in trials(master)]
     assert states == ["COMPLETED", "QUEUED"], "the random searcher made the second trial"
-    run(master.schedule_once())
+    run(master.loops.schedule_once())
     assert len(agent.starts()) == 2
     assert agent.sent[-1] == {"type": "start", **agent.starts()[-1]}
 
 
 def test_crash_restarts_until_max_restarts_then_errors(master: Master, context: bytes) -> None:
-    exp_id = run(master.submit(Submission(config(name="single"), context)))
+    exp_id = run(master.experiments.create(Submission(config(name="single"), context))).id
     agent = connect_agent(master)
     for attempt in (1, 2):
-        run(master.schedule_once())
+        run(master.loops.schedule_once())
         alloc_id = agent.starts()[-1]["allocation_id"]
         run(
-            master.on_agent_message(
+            master.agents.on_message(
                 "a1", {"type": "exited", "allocation_id": alloc_id, "exit_code": 1}
             )
         )
@@ -156,18 +158,20 @@ def test_pause_asks_running_trials_to_stop_and_activate_requeues_them(
     master: Master, context: bytes
 ) -> None:
     exp_id, agent, alloc_id = start_single(master, context)
-    assert run(master.preemption(alloc_id, timeout=0)) is False
-    run(master.pause(exp_id))
-    assert run(master.preemption(alloc_id, timeout=0)) is True
+    assert run(master.harness.preemption(alloc_id, timeout=0)).preempt is False
+    run(master.experiments.pause(exp_id))
+    assert run(master.harness.preemption(alloc_id, timeout=0)).preempt is True
     run(
-        master.on_agent_message("a1", {"type": "exited", "allocation_id": alloc_id, "exit_code": 0})
+        master.agents.on_message(
+            "a1", {"type": "exited", "allocation_id": alloc_id, "exit_code": 0}
+        )
     )
     assert trials(master)[0].state == "PAUSED"
     with pytest.raises(InvalidTransition):
-        run(master.set_archived(exp_id, True))
-    run(master.activate(exp_id))
+        run(master.experiments.set_archived(exp_id, True))
+    run(master.experiments.activate(exp_id))
     assert trials(master)[0].state == "QUEUED"
-    run(master.schedule_once())
+    run(master.loops.schedule_once())
     assert len(agent.starts()) == 2
     assert trials(master)[0].restarts == 0
 
@@ -176,19 +180,20 @@ def test_searcher_state_survives_a_new_master(
     master: Master, context: bytes, db_url: str, tmp_path: Path
 ) -> None:
     run(
-        master.submit(
+        master.experiments.create(
             Submission(config(name="random", max_trials=4, max_concurrent_trials=2), context)
         )
     )
     agent = connect_agent(master, slots=2)
-    run(master.schedule_once())
+    run(master.loops.schedule_once())
     allocs = [s["allocation_id"] for s in agent.starts()]
     reborn = Master(MasterConfig(), Database(db_url), tmp_path / "home")
     caller = caller_for(reborn, allocs[0])
-    assert run(reborn.next_operation(caller, timeout=1)) == {"length": 100, "done": False}
-    run(reborn.complete_operation(caller, 100, 0.25))
+    answer = run(reborn.harness.operation(caller, timeout=1))
+    assert (answer.length, answer.done) == (100, False)
+    run(reborn.harness.complete_operation(caller, 100, 0.25))
     run(
-        reborn.on_agent_message(
+        reborn.agents.on_message(
             "a1", {"type": "exited", "allocation_id": allocs[0], "exit_code": 0}
         )
     )
@@ -199,19 +204,19 @@ def test_searcher_state_survives_a_new_master(
 def test_metric_reports_are_stored_once_however_often_they_are_sent(
     master: Master, context: bytes
 ) -> None:
-    run(master.submit(Submission(config(name="single"), context)))
+    run(master.experiments.create(Submission(config(name="single"), context)))
     agent = connect_agent(master)
-    run(master.schedule_once())
+    run(master.loops.schedule_once())
     caller = caller_for(master, agent.starts()[0]["allocation_id"])
     reports = [
         {"group": "training", "steps_completed": s, "metrics": {"loss": 1 / s}} for s in (1, 2, 3)
     ] + [{"group": "validation", "steps_completed": 3, "metrics": {"loss": 0.3}}]
     for _ in range(3):
-        run(master.report_metrics(caller, reports))
+        run(master.harness.report_metrics(caller, reports))
     assert count(master, Metric) == 4
     assert trials(master)[0].best_validation == pytest.approx(0.3)
     run(
-        master.report_metrics(
+        master.harness.report_metrics(
             caller, [{"group": "validation", "steps_completed": 4, "metrics": {"loss": 0.7}}]
         )
     )
@@ -220,19 +225,19 @@ def test_metric_reports_are_stored_once_however_often_they_are_sent(
 
 def exited(master: Master, alloc_id: str, code: int | None, agent_id: str = "a1") -> None:
     message = {"type": "exited", "allocation_id": alloc_id, "exit_code": code}
-    run(master.on_agent_message(agent_id, message))
+    run(master.agents.on_message(agent_id, message))
 
 
 def test_activating_before_a_paused_trial_stops_lets_it_stop_and_resume(
     master: Master, context: bytes
 ) -> None:
     exp_id, agent, alloc_id = start_single(master, context)
-    run(master.pause(exp_id))
-    assert run(master.preemption(alloc_id, timeout=0)) is True  # the harness saw it
-    run(master.activate(exp_id))
+    run(master.experiments.pause(exp_id))
+    assert run(master.harness.preemption(alloc_id, timeout=0)).preempt is True  # the harness saw it
+    run(master.experiments.activate(exp_id))
     exited(master, alloc_id, 0)  # it checkpointed and stopped as it was told
     assert trials(master)[0].state == "QUEUED", "not completed: it had training left to do"
-    run(master.schedule_once())
+    run(master.loops.schedule_once())
     assert len(agent.starts()) == 2
 
 
@@ -241,8 +246,8 @@ def test_a_trial_its_searcher_closed_completes_even_when_paused_meanwhile(
 ) -> None:
     exp_id, _agent, alloc_id = start_single(master, context)
     caller = caller_for(master, alloc_id)
-    run(master.complete_operation(caller, 100, 0.5))
-    run(master.pause(exp_id))
+    run(master.harness.complete_operation(caller, 100, 0.5))
+    run(master.experiments.pause(exp_id))
     exited(master, alloc_id, 0)
     assert trials(master)[0].state == "COMPLETED"
     exp = master.db.run_sync(lambda s: s.get(Experiment, exp_id))
@@ -256,8 +261,8 @@ def test_a_code_driven_trial_asking_for_operations_is_told_it_has_none(
         {"entrypoint": "python3 train.py", "searcher": {"name": "single", "metric": "loss"}}
     )
     exp_id, _, alloc_id = start_single(master, context, code_driven)
-    answer = run(master.next_operation(caller_for(master, alloc_id), timeout=30))
-    assert answer == {"length": None, "done": True}
+    answer = run(master.harness.operation(caller_for(master, alloc_id), timeout=30))
+    assert (answer.length, answer.done, answer.released) == (None, True, False)
     exited(master, alloc_id, 0)
     exp = master.db.run_sync(lambda s: s.get(Experiment, exp_id))
     assert exp is not None and exp.state == "COMPLETED"
@@ -265,11 +270,11 @@ def test_a_code_driven_trial_asking_for_operations_is_told_it_has_none(
 
 def test_a_kill_lost_while_the_agent_was_away_is_sent_again(master: Master, context: bytes) -> None:
     exp_id, _agent, alloc_id = start_single(master, context)
-    run(master.agent_disconnected(master.hub.agents["a1"]))
-    run(master.kill(exp_id))
+    run(master.agents.disconnected(master.hub.agents["a1"]))
+    run(master.experiments.kill(exp_id))
     back = connect_agent(master, running=[alloc_id])
     assert {"type": "kill", "allocation_id": alloc_id} in back.sent
-    run(master.resend_kills())
+    run(master.agents.resend_kills())
     assert back.of("kill") == [{"type": "kill", "allocation_id": alloc_id}] * 2
 
 
@@ -277,7 +282,7 @@ def test_a_lost_started_message_is_recovered_from_the_agents_hello(
     master: Master, context: bytes
 ) -> None:
     _, _agent, alloc_id = start_single(master, context)
-    run(master.agent_disconnected(master.hub.agents["a1"]))
+    run(master.agents.disconnected(master.hub.agents["a1"]))
     connect_agent(master, running=[alloc_id])
     alloc = master.db.run_sync(lambda s: s.get(Allocation, alloc_id))
     assert alloc is not None and alloc.state == "RUNNING"
@@ -300,8 +305,8 @@ def test_a_zero_slot_trial_starts_beside_work_holding_every_slot(
     _, agent, _ = start_single(master, context)
     helper = yaml.safe_load(config(name="single"))
     helper["resources"] = {"slots_per_trial": 0}
-    run(master.submit(Submission(yaml.safe_dump(helper), context)))
-    run(master.schedule_once())
+    run(master.experiments.create(Submission(yaml.safe_dump(helper), context)))
+    run(master.loops.schedule_once())
     starts = agent.starts()
     assert len(starts) == 2, "the zero-slot trial does not wait for a slot"
     assert starts[1]["slots"] == []
