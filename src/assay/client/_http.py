@@ -98,7 +98,7 @@ class HttpSession:
             except (ConnectionRefusedError, socket.gaierror, OSError) as exc:
                 self._drop()
                 raise MasterUnreachable(
-                    f"no master answering at {self.base_url} ({_reason(exc)})"
+                    f"no master answering at {self.base_url} ({failure_reason(exc)})"
                 ) from exc
         raise AssertionError("unreachable")
 
@@ -194,7 +194,8 @@ class HttpSession:
         self._drop()
 
 
-def _reason(exc: BaseException) -> str:
+def failure_reason(exc: BaseException) -> str:
+    """Why a connection to the master failed, in a few words."""
     if isinstance(exc, ConnectionRefusedError):
         return "connection refused"
     if isinstance(exc, socket.gaierror):

@@ -10,13 +10,13 @@ from __future__ import annotations
 import http.client
 import json
 import secrets
-import socket
 import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assay.client._http import failure_reason
 from assay.errors import AssayError, MasterUnreachable, error_from_payload
 
 CHUNK = 256 * 1024
@@ -131,7 +131,9 @@ def post_multipart(
         try:
             conn.connect()
         except OSError as exc:
-            raise MasterUnreachable(f"no master answering at {base_url} ({_reason(exc)})") from exc
+            raise MasterUnreachable(
+                f"no master answering at {base_url} ({failure_reason(exc)})"
+            ) from exc
         try:
             _send(conn, path, headers, body, progress)
         except OSError as exc:
@@ -141,7 +143,7 @@ def post_multipart(
             response = _early_response(conn) if closed else None
             if response is None:
                 raise MasterUnreachable(
-                    f"master at {base_url} stopped taking the upload: {_reason(exc)}"
+                    f"master at {base_url} stopped taking the upload: {failure_reason(exc)}"
                 ) from exc
             return _decode(response)
         try:
@@ -203,13 +205,3 @@ def _decode(response: http.client.HTTPResponse) -> Any:
 def _quote(value: str) -> str:
     """A field or file name inside a quoted header parameter, escaped as browsers do."""
     return value.replace('"', "%22").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _reason(exc: OSError) -> str:
-    if isinstance(exc, ConnectionRefusedError):
-        return "connection refused"
-    if isinstance(exc, socket.gaierror):
-        return f"cannot resolve host: {exc.strerror}"
-    if isinstance(exc, TimeoutError):
-        return "timed out"
-    return str(exc) or type(exc).__name__
