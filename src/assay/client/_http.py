@@ -26,6 +26,16 @@ def master_url(explicit: str | None = None) -> str:
     return explicit or os.environ.get("ASSAY_MASTER") or DEFAULT_MASTER
 
 
+def raise_for_error(status: int, data: bytes) -> None:
+    """Raise the error a 4xx/5xx answer carries (``NotFound``, ``InvalidConfig``...)."""
+    if status >= 400:
+        try:
+            payload: Any = json.loads(data)
+        except ValueError:
+            payload = data.decode(errors="replace")
+        raise error_from_payload(status, payload)
+
+
 class HttpSession:
     """Requests to one master. Raises :class:`MasterUnreachable` when nothing answers at the URL
     and the error the master sent (``NotFound``, ``InvalidConfig``...) for 4xx/5xx answers."""
@@ -131,12 +141,7 @@ class HttpSession:
         except (TimeoutError, OSError) as exc:
             self._drop()
             raise MasterUnreachable(f"master at {self.base_url} stopped answering: {exc}") from exc
-        if response.status >= 400:
-            try:
-                payload: Any = json.loads(data)
-            except ValueError:
-                payload = data.decode(errors="replace")
-            raise error_from_payload(response.status, payload)
+        raise_for_error(response.status, data)
         if raw:
             return data
         return json.loads(data) if data else None

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assay.client._http import failure_reason
-from assay.errors import AssayError, MasterUnreachable, error_from_payload
+from assay.client._http import failure_reason, raise_for_error
+from assay.errors import AssayError, MasterUnreachable
 
 CHUNK = 256 * 1024
 
@@ -188,12 +188,7 @@ def _decode(response: http.client.HTTPResponse) -> Any:
         data = response.read()
     except OSError as exc:
         raise MasterUnreachable(f"the master's answer was cut off: {exc}") from exc
-    if response.status >= 400:
-        try:
-            payload: Any = json.loads(data)
-        except ValueError:
-            payload = data.decode(errors="replace")
-        raise error_from_payload(response.status, payload)
+    raise_for_error(response.status, data)
     try:
         return json.loads(data) if data else None
     except ValueError as exc:
