@@ -8,7 +8,7 @@ from typing import Any
 from assay import rest
 from assay.config import MasterConfig
 from assay.db import Experiment, Job, Session, experiments, jobs
-from assay.errors import InvalidRequest, NotFound
+from assay.errors import Conflict, ErrorDetail, InvalidRequest, NotFound
 from assay.master._tx import Reschedule, Tx
 from assay.protocol import ExperimentState, JobState
 from assay.scheduler import Job as JobView
@@ -131,6 +131,11 @@ def update_experiment_resources(
             f"{unknown[0]}: not a resource of an experiment; one of: {', '.join(RESOURCES)}"
         )
     exp = experiments.require(tx.session, experiment_id)
+    if ExperimentState(exp.state).terminal:
+        raise Conflict(
+            f"experiment {experiment_id} has ended ({exp.state}); its resources can no longer "
+            "be changed"
+        )
     job = jobs.get(tx.session, exp.job_id)
     assert job is not None
     # Checked together before anything changes, as the queue checks a batch.
@@ -138,7 +143,10 @@ def update_experiment_resources(
         JobUpdate(job_id=job.id, **{f: changes[f]}) for f in ("priority", "weight") if f in changes
     ]
     if queue:
-        update_jobs(tx, queue, settings)
+        try:
+            update_jobs(tx, queue, settings)
+        except (InvalidRequest, NotFound, Conflict) as exc:
+            raise _about_experiment(exc, experiment_id, job.id) from None
     for field in RESOURCES:
         if field not in changes:
             continue
@@ -147,6 +155,26 @@ def update_experiment_resources(
             tx.act(Reschedule())
         _set_config(tx, job, field, changes[field])
     return exp
+
+
+def _about_experiment(
+    exc: InvalidRequest | NotFound | Conflict, experiment_id: int, job_id: str
+) -> InvalidRequest | NotFound | Conflict:
+    """The queue's refusal of a batch, reworded for the one experiment it was about: its fields
+    by name, not by job id."""
+    details = [
+        ErrorDetail(
+            d.path.removeprefix(f"{job_id}."),
+            d.message.replace(f"job {job_id}", f"experiment {experiment_id}"),
+        )
+        for d in exc.details
+    ]
+    if details:
+        noun = "problem" if len(details) == 1 else "problems"
+        message = f"experiment {experiment_id} was not changed: {len(details)} {noun}"
+    else:
+        message = exc.message.replace(f"job {job_id}", f"experiment {experiment_id}")
+    return type(exc)(message, details)
 
 
 def _set_config(tx: Tx, job: Job, key: str, value: Any) -> None:

@@ -4,12 +4,13 @@ them or none; and the reads the HTTP layer serves."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 import yaml
 
-from assay.errors import InvalidRequest, NotFound
+from assay.errors import Conflict, InvalidRequest, NotFound
 from assay.master import Master, Submission
 from assay.protocol import (
     CheckpointReport,
@@ -158,3 +159,28 @@ def test_reads_of_what_does_not_exist_say_what_is_missing(master: Master) -> Non
         run(master.reads.logs(3))
     with pytest.raises(NotFound, match="checkpoint nope not found"):
         run(master.reads.checkpoint("nope"))
+
+
+def test_a_refused_change_names_the_experiment_and_its_fields_not_its_job(
+    master: Master, context: bytes
+) -> None:
+    exp_id = two_trials(master, context)
+    with pytest.raises(InvalidRequest) as caught:
+        run(master.experiments.set_resources(exp_id, {"priority": 1000, "weight": -1}))
+    error = caught.value
+    # The default pool's priority scheduler takes no weight at all, besides -1 being invalid.
+    assert error.message == f"experiment {exp_id} was not changed: 3 problems"
+    assert sorted(d.path for d in error.details) == ["priority", "weight", "weight"]
+    assert not any(re.search(r"job [0-9a-f]{8}", d.message) for d in error.details), error.details
+
+
+def test_an_ended_experiment_refuses_every_resource_change(master: Master, context: bytes) -> None:
+    exp_id = two_trials(master, context)
+    run(master.experiments.kill(exp_id))
+    run(master.loops.schedule_once())
+    state = run(master.reads.experiment(exp_id)).state
+    if not state.terminal:
+        pytest.skip(f"the killed experiment is still {state}")
+    for change in ({"max_slots": 1}, {"priority": 10}):
+        with pytest.raises(Conflict, match=rf"^experiment {exp_id} has ended \(CANCELED\)"):
+            run(master.experiments.set_resources(exp_id, change))
