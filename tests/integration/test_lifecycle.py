@@ -160,6 +160,8 @@ def test_random_search_runs_every_trial(cluster: Cluster) -> None:
     best = min(trials, key=lambda t: t.best_validation)
     assert exp.best_trial.id == best.id
     assert exp.progress == 1.0
+    (listed,) = [e for e in cluster.client.list_experiments().experiments if e.id == exp_id]
+    assert listed.best_trial == exp.best_trial, "the list shows the best trial describe shows"
 
 
 def test_ended_experiment_keeps_only_the_checkpoints_its_policy_asks_for(

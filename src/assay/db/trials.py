@@ -132,6 +132,26 @@ def best_of(session: Session, experiment_id: int) -> Trial | None:
     ).first()
 
 
+def best_of_each(session: Session, experiment_ids: Sequence[int]) -> dict[int, Trial]:
+    """The best trial of each experiment that has one (one query, for a page of a list)."""
+    if not experiment_ids:
+        return {}
+    rank = (
+        func.row_number()
+        .over(partition_by=Trial.experiment_id, order_by=(Trial.best_score, Trial.id))
+        .label("rank")
+    )
+    ranked = (
+        select(Trial.id, rank)
+        .where(Trial.experiment_id.in_(experiment_ids), Trial.best_score.is_not(None))
+        .subquery()
+    )
+    rows = session.scalars(
+        select(Trial).join(ranked, ranked.c.id == Trial.id).where(ranked.c.rank == 1)
+    )
+    return {row.experiment_id: row for row in rows}
+
+
 def improve_best_validation(session: Session, trial_id: int, value: float, score: float) -> bool:
     """Record ``value`` as the trial's best validation if it beats the stored one (``score`` is
     the value normalised so smaller is better)."""

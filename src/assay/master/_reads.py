@@ -79,9 +79,13 @@ class Reads:
             rows, total = experiments.page(
                 session, states=wanted, include_archived=archived, limit=limit, offset=offset
             )
-            counts = trials.counts(session, [e.id for e in rows])
+            ids = [e.id for e in rows]
+            counts = trials.counts(session, ids)
+            best = trials.best_of_each(session, ids)
             return rest.ExperimentList(
-                experiments=[views.experiment_summary(e, counts[e.id]) for e in rows],
+                experiments=[
+                    views.experiment_summary(e, counts[e.id], best.get(e.id)) for e in rows
+                ],
                 pagination=rest.Pagination(total=total, limit=limit, offset=offset),
             )
 

@@ -72,10 +72,11 @@ def _experiment_fields(
     }
 
 
-def experiment_summary(exp: Experiment, counts: dict[str, int]) -> rest.ExperimentSummary:
-    """An experiment as lists show it. Lists leave its best trial out (``None``): finding it
-    takes a query per experiment; one experiment's page shows it."""
-    return rest.ExperimentSummary(**_experiment_fields(exp, counts, None))
+def experiment_summary(
+    exp: Experiment, counts: dict[str, int], best: Trial | None
+) -> rest.ExperimentSummary:
+    """An experiment as lists show it: without its config."""
+    return rest.ExperimentSummary(**_experiment_fields(exp, counts, best))
 
 
 def experiment(session: Session, exp: Experiment) -> rest.Experiment:

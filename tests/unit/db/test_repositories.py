@@ -127,6 +127,35 @@ def test_steps_completed_and_best_validation_only_ever_improve(db: Database) -> 
     assert improved == [True, False, True] and row.best_validation == 0.2
 
 
+def test_the_best_trial_of_each_experiment_is_the_one_best_of_finds(db: Database) -> None:
+    # Experiment a: a tie on score goes to the older trial. b: one scored trial. c: none scored.
+    scores = {"a": [0.3, 0.1, 0.1], "b": [None, 0.9], "c": [None]}
+    ids: dict[str, int] = {}
+
+    def fill(session: Session) -> None:
+        for name, values in scores.items():
+            ids[name] = experiment(session, name)
+            for i, value in enumerate(values):
+                trial_id = trial(session, ids[name], f"r{i}")
+                if value is not None:
+                    trials.improve_best_validation(session, trial_id, value, value)
+
+    db.run_sync(fill)
+
+    def best(session: Session) -> tuple[dict[int, int], dict[int, int | None]]:
+        each = trials.best_of_each(session, list(ids.values()))
+        one = {exp_id: trials.best_of(session, exp_id) for exp_id in ids.values()}
+        return (
+            {exp_id: row.id for exp_id, row in each.items()},
+            {exp_id: row.id if row else None for exp_id, row in one.items() if row},
+        )
+
+    each, one = db.run_sync(best)
+    assert each == one
+    assert set(each) == {ids["a"], ids["b"]}
+    assert db.run_sync(lambda s: trials.best_of_each(s, [])) == {}
+
+
 def test_a_repeated_metric_report_is_stored_once_and_nan_survives(db: Database) -> None:
     trial_id = db.run_sync(lambda s: trial(s, experiment(s)))
     reports = [
