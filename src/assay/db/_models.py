@@ -7,6 +7,7 @@ and searcher snapshots.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from sqlalchemy import (
@@ -22,11 +23,36 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+
+def finite_json(value: Any) -> Any:
+    """``value`` with every NaN and infinity, at any depth, replaced by the string Python writes
+    for it ("nan", "inf", "-inf"): JSON has no such numbers and PostgreSQL refuses them, while
+    training code reports them (a diverged loss) in metrics and checkpoint metadata."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): finite_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_json(v) for v in value]
+    return value
+
+
+class Json(TypeDecorator[Any]):
+    """A JSON column that stores :func:`finite_json` of what it is given."""
+
+    impl = JSON
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        return finite_json(value)
 
 
 class Base(DeclarativeBase):
-    type_annotation_map = {dict[str, Any]: JSON(none_as_null=True), list[Any]: JSON}
+    type_annotation_map = {dict[str, Any]: Json(none_as_null=True), list[Any]: Json}
 
 
 class Context(Base):
@@ -70,13 +96,13 @@ class Experiment(Base):
     description: Mapped[str] = mapped_column(Text, default="")
     state: Mapped[str] = mapped_column(String(32))
     archived: Mapped[bool] = mapped_column(Boolean, default=False)
-    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    config: Mapped[dict[str, Any]] = mapped_column(Json)
     original_config: Mapped[str] = mapped_column(Text)
     context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id"))
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"))
     seed: Mapped[int] = mapped_column(Integer)
     searcher_state: Mapped[dict[str, Any] | None] = mapped_column(
-        JSON(none_as_null=True), nullable=True
+        Json(none_as_null=True), nullable=True
     )
     progress: Mapped[float] = mapped_column(Float, default=0.0)
     owner: Mapped[str] = mapped_column(String(128))
@@ -96,7 +122,7 @@ class Trial(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id"))
     request_id: Mapped[str] = mapped_column(String(64))
-    hparams: Mapped[dict[str, Any]] = mapped_column(JSON)
+    hparams: Mapped[dict[str, Any]] = mapped_column(Json)
     seed: Mapped[int] = mapped_column(Integer)
     state: Mapped[str] = mapped_column(String(32))
     restarts: Mapped[int] = mapped_column(Integer, default=0)
@@ -131,13 +157,13 @@ class Allocation(Base):
     trial_id: Mapped[int] = mapped_column(ForeignKey("trials.id"))
     run: Mapped[int] = mapped_column(Integer)
     pool: Mapped[str] = mapped_column(String(128))
-    slots: Mapped[dict[str, Any]] = mapped_column(JSON)
+    slots: Mapped[dict[str, Any]] = mapped_column(Json)
     state: Mapped[str] = mapped_column(String(32))
     token: Mapped[str] = mapped_column(String(64), unique=True)
     preempt: Mapped[str | None] = mapped_column(String(32), nullable=True)
     preempt_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     # Exit codes by agent for allocations spanning several agents (``{agent_id: code}``).
-    exits: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    exits: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
     # The port rank 0 listens on for the processes of a distributed trial to meet.
     rendezvous_port: Mapped[int | None] = mapped_column(Integer, nullable=True)
     kill_requested: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -168,7 +194,7 @@ class Metric(Base):
     run: Mapped[int] = mapped_column(Integer)
     group: Mapped[str] = mapped_column(String(64))
     steps_completed: Mapped[int] = mapped_column(Integer)
-    values: Mapped[dict[str, Any]] = mapped_column(JSON)
+    values: Mapped[dict[str, Any]] = mapped_column(Json)
     reported_at: Mapped[float] = mapped_column(Float)
     archived: Mapped[bool] = mapped_column(Boolean, default=False)
 
@@ -186,8 +212,8 @@ class Checkpoint(Base):
     experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id"))
     allocation_id: Mapped[str | None] = mapped_column(String(64), nullable=True)
     steps_completed: Mapped[int] = mapped_column(Integer)
-    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON)
-    resources: Mapped[dict[str, Any]] = mapped_column(JSON)
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", Json)
+    resources: Mapped[dict[str, Any]] = mapped_column(Json)
     size: Mapped[int] = mapped_column(BigInteger, default=0)
     state: Mapped[str] = mapped_column(String(16))
     reported_at: Mapped[float] = mapped_column(Float)
@@ -217,8 +243,8 @@ class AgentRecord(Base):
 
     id: Mapped[str] = mapped_column(String(128), primary_key=True)
     pool: Mapped[str] = mapped_column(String(128))
-    labels: Mapped[list[Any]] = mapped_column(JSON)
-    slots: Mapped[list[Any]] = mapped_column(JSON)
+    labels: Mapped[list[Any]] = mapped_column(Json)
+    slots: Mapped[list[Any]] = mapped_column(Json)
     enabled: Mapped[bool] = mapped_column(Boolean, default=True)
     connected: Mapped[bool] = mapped_column(Boolean, default=False)
     address: Mapped[str] = mapped_column(String(256), default="")

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from assay.db._models import Checkpoint
+from assay.db._models import Checkpoint, finite_json
 from assay.errors import NotFound
 from assay.protocol import CheckpointState
 
@@ -45,7 +45,7 @@ def create(
         experiment_id=experiment_id,
         allocation_id=allocation_id,
         steps_completed=steps_completed,
-        meta=metadata,
+        meta=finite_json(metadata),  # the answer shows what a later read will
         resources=resources,
         size=size,
         state=CheckpointState.ACTIVE,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
@@ -25,7 +24,7 @@ def insert(
             "run": run,
             "group": r.group,
             "steps_completed": r.steps_completed,
-            "values": _json_safe(r.metrics),
+            "values": r.metrics,
             "reported_at": r.time or now,
             "archived": False,
         }
@@ -40,17 +39,6 @@ def insert(
     else:
         stmt = sqlite.insert(table).values(rows).on_conflict_do_nothing()
     session.execute(stmt)
-
-
-def _json_safe(values: dict[str, Any]) -> dict[str, Any]:
-    """NaN and infinities are not JSON; store them as strings the API returns unchanged."""
-    out: dict[str, Any] = {}
-    for key, value in values.items():
-        if isinstance(value, float) and not math.isfinite(value):
-            out[str(key)] = str(value)
-        else:
-            out[str(key)] = value
-    return out
 
 
 def series(

@@ -13,6 +13,7 @@ from assay.db import (
     Session,
     agents,
     allocations,
+    checkpoints,
     cluster,
     contexts,
     experiments,
@@ -159,7 +160,7 @@ def test_the_best_trial_of_each_experiment_is_the_one_best_of_finds(db: Database
 def test_a_repeated_metric_report_is_stored_once_and_nan_survives(db: Database) -> None:
     trial_id = db.run_sync(lambda s: trial(s, experiment(s)))
     reports = [
-        MetricReport("validation", 10, {"loss": math.nan}, 0.0),
+        MetricReport("validation", 10, {"loss": math.nan, "per_class": [0.5, -math.inf]}, 0.0),
         MetricReport("training", 10, {"loss": 1.0}, 5.0),
     ]
     for _ in range(2):
@@ -167,8 +168,30 @@ def test_a_repeated_metric_report_is_stored_once_and_nan_survives(db: Database) 
     rows = db.run_sync(lambda s: metrics.series(s, trial_id, None))
     assert sorted((m.group, m.values, m.reported_at) for m in rows) == [
         ("training", {"loss": 1.0}, 5.0),
-        ("validation", {"loss": "nan"}, 9.0),
+        ("validation", {"loss": "nan", "per_class": [0.5, "-inf"]}, 9.0),
     ]
+
+
+def test_checkpoint_metadata_keeps_non_finite_numbers_at_any_depth(db: Database) -> None:
+    # PostgreSQL's json type refuses NaN; this was a 500 on a checkpoint report.
+    def report(session: Session) -> None:
+        exp_id = experiment(session)
+        checkpoints.create(
+            session,
+            uuid="u1",
+            trial_id=trial(session, exp_id),
+            experiment_id=exp_id,
+            allocation_id="1.1",
+            steps_completed=3,
+            metadata={"best": {"loss": math.nan, "bounds": [math.inf, 1.0]}},
+            resources={"model.pt": 10},
+            size=10,
+            reported_at=1.0,
+        )
+
+    db.run_sync(report)
+    stored = db.run_sync(lambda s: checkpoints.require(s, "u1"))
+    assert stored.meta == {"best": {"loss": "nan", "bounds": ["inf", 1.0]}}
 
 
 def test_live_allocations_are_found_by_agent_and_hold_their_slots(db: Database) -> None:
