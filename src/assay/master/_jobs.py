@@ -130,6 +130,10 @@ def update_experiment_resources(
         raise InvalidRequest(
             f"{unknown[0]}: not a resource of an experiment; one of: {', '.join(RESOURCES)}"
         )
+    for field in ("priority", "weight"):
+        if field in changes and changes[field] is None:
+            # Only max_slots has a meaning for "none" (no limit).
+            raise InvalidRequest(f"{field}: must be a number, got null; leave it out to keep it")
     exp = experiments.require(tx.session, experiment_id)
     if ExperimentState(exp.state).terminal:
         raise Conflict(

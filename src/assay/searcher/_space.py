@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import math
 import random
 from typing import Any
 
@@ -81,7 +80,3 @@ def grid(space: dict[str, Any]) -> list[dict[str, Any]]:
     names = list(flat)
     axes = [grid_axis(flat[name]) for name in names]
     return [unflatten(dict(zip(names, point, strict=True))) for point in itertools.product(*axes)]
-
-
-def grid_size(space: dict[str, Any]) -> int:
-    return math.prod(len(grid_axis(hp)) for hp in flatten(space).values())

@@ -184,3 +184,14 @@ def test_an_ended_experiment_refuses_every_resource_change(master: Master, conte
     for change in ({"max_slots": 1}, {"priority": 10}):
         with pytest.raises(Conflict, match=rf"^experiment {exp_id} has ended \(CANCELED\)"):
             run(master.experiments.set_resources(exp_id, change))
+
+
+def test_a_null_priority_or_weight_is_refused_and_changes_nothing(
+    master: Master, context: bytes
+) -> None:
+    exp_id = two_trials(master, context)
+    before = run(master.reads.experiment(exp_id)).config["resources"]
+    for field in ("priority", "weight"):
+        with pytest.raises(InvalidRequest, match=rf"^{field}: must be a number, got null"):
+            run(master.experiments.set_resources(exp_id, {field: None, "max_slots": 1}))
+    assert run(master.reads.experiment(exp_id)).config["resources"] == before
