@@ -29,7 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "config": set(),
     "context": set(),
     "storage": set(),
-    "searcher": {"config"},
+    "searcher": {"config", "protocol"},
     "scheduler": set(),
     "db": {"protocol"},
     "master": {"config", "context", "db", "protocol", "rest", "scheduler", "searcher", "storage"},

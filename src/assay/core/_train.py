@@ -15,7 +15,14 @@ from typing import Any
 from assay.core._distributed import DistributedContext
 from assay.core._session import MasterSession, Reporter
 from assay.errors import AssayError
-from assay.protocol import TRAINING, VALIDATION, EarlyExitReport, MetricReport, ProgressReport
+from assay.protocol import (
+    TRAINING,
+    VALIDATION,
+    EarlyExitReport,
+    ExitedReason,
+    MetricReport,
+    ProgressReport,
+)
 
 log = logging.getLogger("assay.core")
 
@@ -23,10 +30,10 @@ log = logging.getLogger("assay.core")
 class EarlyExitReason(enum.Enum):
     """Why a trial stops before its searcher is done with it."""
 
-    INVALID_HP = "invalid_hp"
+    INVALID_HP = ExitedReason.INVALID_HP.value
     """These hyperparameters cannot work: the searcher replaces the trial (it does not count
     toward ``max_trials``)."""
-    USER_REQUESTED_STOP = "user_canceled"
+    USER_REQUESTED_STOP = ExitedReason.USER_CANCELED.value
 
 
 class InvalidHP(AssayError):

@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from assay.searcher import ExitedReason, Operation, Shutdown, op_from_json
+from assay.protocol import ExitedReason
+from assay.searcher import Operation, Shutdown, op_from_json
 
 _STDERR_TAIL = 4000
 

@@ -17,9 +17,9 @@ from assay.protocol import (
     VALIDATION,
     AllocationState,
     CheckpointReport,
+    ExitedReason,
     MetricReport,
 )
-from assay.searcher import ExitedReason
 from assay.storage import check_uuid
 
 

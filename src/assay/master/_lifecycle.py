@@ -31,11 +31,16 @@ from assay.master._transitions import (
     trial_on_event,
 )
 from assay.master._tx import ExperimentEnded, KillAllocation, Reschedule, Tx, Wake
-from assay.protocol import AllocationState, ExperimentState, PreemptReason, TrialState
+from assay.protocol import (
+    AllocationState,
+    ExitedReason,
+    ExperimentState,
+    PreemptReason,
+    TrialState,
+)
 from assay.searcher import (
     Close,
     Create,
-    ExitedReason,
     Operation,
     Searcher,
     Shutdown,

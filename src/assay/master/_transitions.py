@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from assay.errors import InvalidTransition
-from assay.protocol import ExperimentState, PreemptReason, TrialState
-from assay.searcher import ExitedReason
+from assay.protocol import ExitedReason, ExperimentState, PreemptReason, TrialState
 
 # -- experiments ----------------------------------------------------------------------------------
 

@@ -82,6 +82,18 @@ class AllocationState(StrEnum):
 LIVE_ALLOCATION_STATES = (AllocationState.ASSIGNED, AllocationState.RUNNING)
 
 
+class ExitedReason(StrEnum):
+    """Why a trial ended before its searcher closed it (what the harness reports as its early
+    exit, and what the searcher is told)."""
+
+    ERRORED = "errored"
+    """It failed more often than ``max_restarts`` allows."""
+    USER_CANCELED = "user_canceled"
+    """The user killed it, or its code stopped before finishing its operations."""
+    INVALID_HP = "invalid_hp"
+    """Its code declared the hyperparameters invalid; the searcher replaces it."""
+
+
 class PreemptReason(StrEnum):
     """Why an allocation was asked to checkpoint and exit; decides where its trial goes next."""
 

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
+from assay.protocol import ExitedReason
 from assay.rest._common import DbInt, DbText, Request, Resource
 
 SIZE_MAX = 2**63 - 1
@@ -42,7 +43,7 @@ class ProgressReport(Request):
 
 
 class EarlyExitReport(Request):
-    reason: str = Field(description="An early-exit reason, e.g. INVALID_HP.")
+    reason: ExitedReason = Field(description="Why the trial's code stops on its own.")
 
 
 class CheckpointReport(Request):

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from assay.protocol import AllocationState, CheckpointState, PreemptReason, TrialState
+from assay.protocol import AllocationState, CheckpointState, ExitedReason, PreemptReason, TrialState
 from assay.rest._common import Resource
 
 
@@ -24,7 +24,9 @@ class Trial(Resource):
     best_validation: float | None = Field(description="Its best searcher metric so far.")
     progress: float
     early_stopped: bool = Field(description="Its searcher closed it before its full length.")
-    early_exit: str | None = Field(description="Why its code stopped on its own, if it did.")
+    early_exit: ExitedReason | None = Field(
+        description="Why its code stopped on its own, if it did."
+    )
     message: str
     created_at: float
     ended_at: float | None

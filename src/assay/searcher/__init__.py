@@ -15,7 +15,6 @@ from assay.searcher._factory import make_searcher, search_length
 from assay.searcher._ops import (
     Close,
     Create,
-    ExitedReason,
     Operation,
     Shutdown,
     TrialRecord,
@@ -34,7 +33,6 @@ __all__ = [
     "Close",
     "Create",
     "CustomSearcher",
-    "ExitedReason",
     "Operation",
     "OptunaSource",
     "Outcome",

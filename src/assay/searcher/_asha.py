@@ -22,6 +22,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.protocol import ExitedReason
 from assay.searcher._base import (
     WORST_METRIC,
     new_request_id,
@@ -29,7 +30,7 @@ from assay.searcher._base import (
     rng_state,
     set_rng_state,
 )
-from assay.searcher._ops import Close, Create, ExitedReason, Operation, Shutdown, ValidateAfter
+from assay.searcher._ops import Close, Create, Operation, Shutdown, ValidateAfter
 from assay.searcher._source import Outcome, ParamSource, RandomSource
 
 

@@ -15,10 +15,10 @@ import sys
 import uuid
 from typing import Any, Protocol, runtime_checkable
 
+from assay.protocol import ExitedReason
 from assay.searcher._ops import (
     Close,
     Create,
-    ExitedReason,
     Operation,
     Shutdown,
     TrialRecord,

@@ -7,11 +7,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from assay.protocol import ExitedReason
 from assay.searcher._base import new_request_id, new_trial_seed, rng_state, set_rng_state
 from assay.searcher._ops import (
     Close,
     Create,
-    ExitedReason,
     Operation,
     Shutdown,
     ValidateAfter,

@@ -23,8 +23,9 @@ from __future__ import annotations
 import math
 from typing import Any, Protocol
 
+from assay.protocol import ExitedReason
 from assay.searcher._base import SearchMethod
-from assay.searcher._ops import Close, ExitedReason, Operation
+from assay.searcher._ops import Close, Operation
 
 
 class StopRule(Protocol):

@@ -18,6 +18,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from assay.protocol import ExitedReason
 from assay.searcher._adaptive import bracket_max_concurrent
 from assay.searcher._asha import AsyncHalvingStopping, rung_lengths
 from assay.searcher._base import (
@@ -28,7 +29,7 @@ from assay.searcher._base import (
     rng_state,
     set_rng_state,
 )
-from assay.searcher._ops import Close, Create, ExitedReason, Operation, Shutdown, ValidateAfter
+from assay.searcher._ops import Close, Create, Operation, Shutdown, ValidateAfter
 from assay.searcher._source import Outcome, ParamSource, RandomSource
 from assay.searcher._tournament import Tournament
 

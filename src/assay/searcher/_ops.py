@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from enum import StrEnum
 from typing import Any, TypeAlias
 
 
@@ -72,17 +71,6 @@ def checkpoint_parent(checkpoint: str | None) -> str | None:
     if checkpoint is None or not checkpoint.startswith(PARENT_CHECKPOINT_PREFIX):
         return None
     return checkpoint[len(PARENT_CHECKPOINT_PREFIX) :]
-
-
-class ExitedReason(StrEnum):
-    """Why a trial ended before the searcher closed it."""
-
-    ERRORED = "errored"
-    """It failed more often than ``max_restarts`` allows."""
-    USER_CANCELED = "user_canceled"
-    """The user killed it, or its code exited before finishing its operations."""
-    INVALID_HP = "invalid_hp"
-    """Its code declared the hyperparameters invalid; the searcher replaces it."""
 
 
 def op_to_json(op: Operation) -> dict[str, Any]:

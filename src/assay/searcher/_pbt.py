@@ -30,6 +30,7 @@ from assay.config import (
     flatten,
     unflatten,
 )
+from assay.protocol import ExitedReason
 from assay.searcher._base import (
     WORST_METRIC,
     new_request_id,
@@ -40,7 +41,6 @@ from assay.searcher._base import (
 from assay.searcher._ops import (
     Close,
     Create,
-    ExitedReason,
     Operation,
     Shutdown,
     ValidateAfter,

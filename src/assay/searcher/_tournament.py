@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from assay.protocol import ExitedReason
 from assay.searcher._base import SearchMethod
-from assay.searcher._ops import Close, Create, ExitedReason, Operation, Shutdown, ValidateAfter
+from assay.searcher._ops import Close, Create, Operation, Shutdown, ValidateAfter
 from assay.searcher._source import ParamSource
 
 

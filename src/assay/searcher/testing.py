@@ -31,11 +31,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.protocol import ExitedReason
 from assay.searcher._base import Searcher, SearchMethod
 from assay.searcher._ops import (
     Close,
     Create,
-    ExitedReason,
     Operation,
     Shutdown,
     ValidateAfter,

@@ -22,8 +22,7 @@ from assay.master._transitions import (
     stronger_preemption,
     trial_on_event,
 )
-from assay.protocol import ExperimentState, PreemptReason, TrialState
-from assay.searcher import ExitedReason
+from assay.protocol import ExitedReason, ExperimentState, PreemptReason, TrialState
 
 LIVE_TRIAL = [s for s in TrialState if not s.terminal]
 RUNNING_STATES = [

@@ -26,7 +26,7 @@ PAIRS: list[tuple[Any, Any, Any]] = [
     (protocol.OperationAnswer, rest.SearcherOperation, protocol.OperationAnswer(300, False)),
     (protocol.CompletedOperation, rest.CompletedOperation, protocol.CompletedOperation(300, 0.5)),
     (protocol.ProgressReport, rest.ProgressReport, protocol.ProgressReport(0.75)),
-    (protocol.EarlyExitReport, rest.EarlyExitReport, protocol.EarlyExitReport("INVALID_HP")),
+    (protocol.EarlyExitReport, rest.EarlyExitReport, protocol.EarlyExitReport("invalid_hp")),
     (protocol.PreemptionAnswer, rest.PreemptionSignal, protocol.PreemptionAnswer(True)),
 ]
 

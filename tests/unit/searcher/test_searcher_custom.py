@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from assay.master._custom_searcher import CustomSearchMethod
-from assay.searcher import Close, Create, ExitedReason, Searcher, Shutdown, ValidateAfter
+from assay.protocol import ExitedReason
+from assay.searcher import Close, Create, Searcher, Shutdown, ValidateAfter
 from assay.searcher.testing import check_method
 
 HPARAMS = {"lr": {"type": "double", "minval": 0.0, "maxval": 1.0}, "depth": 3}
