@@ -33,7 +33,7 @@ ALLOWED: dict[str, set[str]] = {
     "scheduler": set(),
     "db": {"protocol"},
     "master": {"config", "context", "db", "protocol", "rest", "scheduler", "searcher", "storage"},
-    "api": {"master", "rest", "config", "context", "scheduler"},
+    "api": {"master", "rest", "protocol", "config", "context", "scheduler"},
     "agent": {"protocol", "client", "context"},
     "core": {"protocol", "client", "storage"},
     "client": {"rest"},

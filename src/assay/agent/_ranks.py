@@ -8,7 +8,7 @@ the harness's own collectives use.
 
 from __future__ import annotations
 
-from assay.protocol import RankLayout
+from assay.protocol import RankLayout, TrialEnv
 
 
 def process_env(layout: RankLayout, local_rank: int) -> dict[str, str]:
@@ -29,5 +29,5 @@ def process_env(layout: RankLayout, local_rank: int) -> dict[str, str]:
         "ROLE_WORLD_SIZE": str(layout.world_size),
         "MASTER_ADDR": layout.master_addr,
         "MASTER_PORT": str(layout.master_port),
-        "ASSAY_RENDEZVOUS_PORT": str(layout.rendezvous_port),
+        TrialEnv.RENDEZVOUS_PORT: str(layout.rendezvous_port),
     }

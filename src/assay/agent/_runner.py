@@ -28,7 +28,7 @@ from assay.agent._ranks import process_env
 from assay.agent._slots import visible_devices
 from assay.client import HttpSession
 from assay.context import extract_archive
-from assay.protocol import LogEntry, Slot, Start
+from assay.protocol import LogEntry, Slot, Start, TrialEnv
 
 log = logging.getLogger(__name__)
 
@@ -230,9 +230,9 @@ class AllocationRunner:
         slots = [self.env.slots[s] for s in self.message.slots if s in self.env.slots]
         env["CUDA_VISIBLE_DEVICES"] = visible_devices(slots)
         env.update(self.message.env)
-        env["ASSAY_MASTER"] = self.env.master_url
-        env["ASSAY_CLUSTER_INFO"] = str(self.dir / "cluster_info.json")
-        env["ASSAY_AGENT_ID"] = self.env.agent_id
+        env[TrialEnv.MASTER] = self.env.master_url
+        env[TrialEnv.CLUSTER_INFO] = str(self.dir / "cluster_info.json")
+        env[TrialEnv.AGENT_ID] = self.env.agent_id
         return env
 
     async def _pump(self, stream: asyncio.StreamReader, name: str, rank: int) -> None:

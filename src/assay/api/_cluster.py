@@ -11,6 +11,7 @@ from assay import rest
 from assay.api._deps import ContextId, MasterDep
 from assay.errors import AssayError
 from assay.master import Master
+from assay.protocol import Hello, Refusal
 
 log = logging.getLogger(__name__)
 
@@ -53,14 +54,14 @@ async def agent_socket(ws: WebSocket) -> None:
         hello = await ws.receive_json()
     except WebSocketDisconnect:
         return
-    if not isinstance(hello, dict) or hello.get("type") != "hello":
+    if not isinstance(hello, dict) or hello.get("type") != Hello.type:
         await ws.close(code=1002, reason="the first message must be a hello")
         return
     try:
         gateway.check(hello)
     except AssayError as exc:
         log.warning("refused an agent: %s", exc.message)
-        await ws.send_json({"type": "error", "message": exc.message})
+        await ws.send_json(Refusal(exc.message).to_dict())
         await ws.close(code=1008, reason=exc.message[:120])
         return
     conn = await gateway.connected(hello, ws.send_json)

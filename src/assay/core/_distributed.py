@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from assay.errors import AssayError
+from assay.protocol import TrialEnv
 
 log = logging.getLogger("assay.core")
 
@@ -368,7 +369,7 @@ class DistributedContext:
         self.cross_size = cross_size
         self.chief_ip = chief_ip
         self.port = (pub_port if pub_port is not None else _env_port()) + port_offset
-        self._secret = secret if secret is not None else os.environ.get("ASSAY_TOKEN", "")
+        self._secret = secret if secret is not None else os.environ.get(TrialEnv.TOKEN, "")
         self._connect_timeout = connect_timeout
         self._timeout = timeout
         self._global: _Star | None = None
@@ -576,8 +577,8 @@ def _rank_name(rank: int) -> str:
 
 def _env_port() -> int:
     env = os.environ
-    if env.get("ASSAY_RENDEZVOUS_PORT"):
-        return int(env["ASSAY_RENDEZVOUS_PORT"])
+    if env.get(TrialEnv.RENDEZVOUS_PORT):
+        return int(env[TrialEnv.RENDEZVOUS_PORT])
     if env.get("MASTER_PORT"):
         # Launched by torchrun outside assay: the port after torch's own.
         return int(env["MASTER_PORT"]) + 1

@@ -30,6 +30,7 @@ from assay.protocol import (
     SearcherInfo,
     Slot,
     Start,
+    TrialEnv,
     TrialInfo,
     TrialState,
 )
@@ -247,11 +248,11 @@ def start_trial(
         )
         env.update(
             {
-                "ASSAY_TRIAL_ID": str(trial.id),
-                "ASSAY_EXPERIMENT_ID": str(exp.id),
-                "ASSAY_ALLOCATION_ID": alloc.id,
-                "ASSAY_TOKEN": alloc.token,
-                "ASSAY_TRIAL_SEED": str(trial.seed),
+                TrialEnv.TRIAL_ID: str(trial.id),
+                TrialEnv.EXPERIMENT_ID: str(exp.id),
+                TrialEnv.ALLOCATION_ID: alloc.id,
+                TrialEnv.TOKEN: alloc.token,
+                TrialEnv.TRIAL_SEED: str(trial.seed),
             }
         )
         message = Start(

@@ -42,7 +42,7 @@ from assay.protocol._harness import (
     ProgressReport,
     metric_reports,
 )
-from assay.protocol._info import TASK_TYPE_TRIAL, ClusterInfo, SearcherInfo, TrialInfo
+from assay.protocol._info import TASK_TYPE_TRIAL, ClusterInfo, SearcherInfo, TrialEnv, TrialInfo
 from assay.protocol._states import (
     LIVE_ALLOCATION_STATES,
     LIVE_INSTANCE_STATES,
@@ -99,6 +99,7 @@ __all__ = [
     "Slot",
     "Start",
     "Started",
+    "TrialEnv",
     "TrialInfo",
     "TrialState",
     "UnknownMessage",

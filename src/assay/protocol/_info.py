@@ -16,6 +16,24 @@ from assay.protocol._fields import Fields
 TASK_TYPE_TRIAL = "TRIAL"
 
 
+class TrialEnv:
+    """The environment variables a trial process is started with, besides the user's own."""
+
+    MASTER = "ASSAY_MASTER"
+    """The master's URL as the agent reaches it."""
+    CLUSTER_INFO = "ASSAY_CLUSTER_INFO"
+    """The path of the cluster-info JSON file."""
+    TOKEN = "ASSAY_TOKEN"
+    """The allocation's token: the harness's credential, and the distributed ranks' secret."""
+    TRIAL_ID = "ASSAY_TRIAL_ID"
+    EXPERIMENT_ID = "ASSAY_EXPERIMENT_ID"
+    ALLOCATION_ID = "ASSAY_ALLOCATION_ID"
+    TRIAL_SEED = "ASSAY_TRIAL_SEED"
+    AGENT_ID = "ASSAY_AGENT_ID"
+    RENDEZVOUS_PORT = "ASSAY_RENDEZVOUS_PORT"
+    """Where the chief of a distributed trial listens for the other ranks."""
+
+
 class SearcherInfo(TypedDict, total=False):
     """What the trial's searcher is (``ClusterInfo.searcher``)."""
 
