@@ -109,6 +109,21 @@ def post(
         conn.close()
 
 
+def upload(cluster: Cluster, body: Multipart, *, declared: bool) -> tuple[int, Any, int]:
+    """POST ``body`` to the create route (its length declared up front, or chunked): the status,
+    the answer, and how far the master's peak RSS rose meanwhile."""
+    assert cluster.master is not None
+    peak = PeakRss(cluster.master.pid)
+    status, answer = post(
+        cluster,
+        "/api/v1/experiments",
+        body.chunks(),
+        f"multipart/form-data; boundary={body.boundary}",
+        length=body.length if declared else None,
+    )
+    return status, answer, peak.growth()
+
+
 def stored_rows(cluster: Cluster) -> dict[str, int]:
     with sqlite3.connect(cluster.home / "assay.db") as db:
         return {
@@ -123,16 +138,7 @@ NOTHING = {"experiments": 0, "contexts": 0, "jobs": 0, "trials": 0}
 def test_streamed_upload_far_over_the_limit_is_cut_off_without_growing_the_master(
     cluster: Cluster,
 ) -> None:
-    assert cluster.master is not None
-    body = Multipart(320 * MIB)
-    peak = PeakRss(cluster.master.pid)
-    status, answer = post(
-        cluster,
-        "/api/v1/experiments",
-        body.chunks(),
-        f"multipart/form-data; boundary={body.boundary}",
-    )
-    growth = peak.growth()
+    status, answer, growth = upload(cluster, Multipart(320 * MIB), declared=False)
     assert status == 413, answer
     error = answer["error"]
     assert error["type"] == "TooLarge"
@@ -146,17 +152,7 @@ def test_streamed_upload_far_over_the_limit_is_cut_off_without_growing_the_maste
 
 
 def test_declared_oversized_upload_is_refused_before_any_of_it_is_read(cluster: Cluster) -> None:
-    assert cluster.master is not None
-    body = Multipart(320 * MIB)
-    peak = PeakRss(cluster.master.pid)
-    status, answer = post(
-        cluster,
-        "/api/v1/experiments",
-        body.chunks(),
-        f"multipart/form-data; boundary={body.boundary}",
-        length=body.length,
-    )
-    growth = peak.growth()
+    status, answer, growth = upload(cluster, Multipart(320 * MIB), declared=True)
     assert status == 413
     assert answer["error"]["message"].startswith(
         "request body too large: POST /api/v1/experiments accepts at most 102 MiB and this one "
@@ -169,17 +165,8 @@ def test_declared_oversized_upload_is_refused_before_any_of_it_is_read(cluster: 
 def test_context_part_over_the_archive_limit_is_refused_naming_limit_and_size(
     cluster: Cluster,
 ) -> None:
-    assert cluster.master is not None
-    body = Multipart(101 * MIB)  # the body fits its 102 MiB, the context part does not
-    peak = PeakRss(cluster.master.pid)
-    status, answer = post(
-        cluster,
-        "/api/v1/experiments",
-        body.chunks(),
-        f"multipart/form-data; boundary={body.boundary}",
-        length=body.length,
-    )
-    growth = peak.growth()
+    # The body fits its 102 MiB; the context part does not fit its 100.
+    status, answer, growth = upload(cluster, Multipart(101 * MIB), declared=True)
     assert status == 413
     assert answer["error"]["message"].startswith(
         "the context archive is 101.0 MiB, over the 100 MiB limit on a packed context "
