@@ -35,6 +35,20 @@ STOPPING_TO_TERMINAL = {
 }
 """Where a stopping experiment ends once none of its trials is live."""
 
+_TOGGLES = {
+    ExperimentEvent.PAUSE: (
+        ExperimentState.ACTIVE,
+        ExperimentState.PAUSED,
+        "only an ACTIVE experiment can be paused",
+    ),
+    ExperimentEvent.ACTIVATE: (
+        ExperimentState.PAUSED,
+        ExperimentState.ACTIVE,
+        "only a PAUSED experiment can be activated",
+    ),
+}
+"""The user's two reversible moves: (from, to, what the refusal says otherwise)."""
+
 
 def experiment_transition(
     experiment_id: int, state: ExperimentState, event: ExperimentEvent
@@ -42,24 +56,14 @@ def experiment_transition(
     """The experiment's next state after ``event``; None when the event changes nothing (the
     experiment is already where it would go). Raises :class:`InvalidTransition` when a user's
     command cannot apply."""
-    if event is ExperimentEvent.PAUSE:
-        if state == ExperimentState.PAUSED:
+    toggle = _TOGGLES.get(event)
+    if toggle is not None:
+        source, target, what = toggle
+        if state == target:
             return None
-        if state != ExperimentState.ACTIVE:
-            raise InvalidTransition(
-                f"experiment {experiment_id} is {state.value}; only an ACTIVE experiment can be "
-                "paused"
-            )
-        return ExperimentState.PAUSED
-    if event is ExperimentEvent.ACTIVATE:
-        if state == ExperimentState.ACTIVE:
-            return None
-        if state != ExperimentState.PAUSED:
-            raise InvalidTransition(
-                f"experiment {experiment_id} is {state.value}; only a PAUSED experiment can be "
-                "activated"
-            )
-        return ExperimentState.ACTIVE
+        if state != source:
+            raise InvalidTransition(f"experiment {experiment_id} is {state.value}; {what}")
+        return target
     if event in (ExperimentEvent.CANCEL, ExperimentEvent.KILL) and state.terminal:
         raise InvalidTransition(f"experiment {experiment_id} has already ended ({state.value})")
     if event is ExperimentEvent.CANCEL:
