@@ -26,7 +26,11 @@ if TYPE_CHECKING:
 
 M = TypeVar("M", bound="BaseModel")
 
-console = Console()
+PIPE_WIDTH = 100_000
+"""The width output gets when stdout is not a terminal: wide enough that no log line, YAML value
+or table cell is wrapped or cut for the file or pipe it goes to."""
+
+console = Console() if sys.stdout.isatty() else Console(width=PIPE_WIDTH, soft_wrap=True)
 err_console = Console(stderr=True)
 
 

@@ -203,7 +203,9 @@ def config(experiment_id: ExpId) -> None:
     import yaml
 
     exp = client().experiment(experiment_id)
-    console.print(yaml.safe_dump(exp.config, sort_keys=False), highlight=False, end="")
+    console.print(
+        yaml.safe_dump(exp.config, sort_keys=False), highlight=False, markup=False, end=""
+    )
 
 
 @app.command("list-trials")

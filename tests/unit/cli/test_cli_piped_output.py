@@ -1,0 +1,37 @@
+"""What the CLI prints into a pipe or a file is never wrapped or cut: people grep it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+LONG = "loss=" + "9" * 300
+
+PRINTS = f"""
+from rich.table import Table
+from assay.cli._common import console
+from assay.cli._experiment import trial_table
+from assay.rest import Trial
+console.print({LONG!r}, highlight=False, markup=False)
+table = Table("name", "value")
+table.add_row("digits-random-search-with-a-long-name", {LONG!r})
+console.print(table)
+trial = Trial(
+    id=1, experiment_id=1, request_id="r", state="RUNNING", hparams={{"learning_rate": {LONG!r}}},
+    seed=1, restarts=0, runs=1, steps_completed=5, latest_checkpoint=None, best_validation=None,
+    progress=0.0, early_stopped=False, early_exit=None, message="", created_at=0.0,
+    ended_at=None,
+)
+console.print(trial_table([trial], "loss"))
+"""
+
+
+def test_lines_tables_and_hyperparameters_reach_a_pipe_whole() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", PRINTS], capture_output=True, text=True, check=True
+    ).stdout
+    lines = out.splitlines()
+    assert lines[0] == LONG, "a log line is printed as it is"
+    assert sum(LONG in line for line in lines) == 3, out
+    assert any("digits-random-search-with-a-long-name" in line for line in lines), out
+    assert "…" not in out, "nothing is cut"
