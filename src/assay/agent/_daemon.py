@@ -163,8 +163,13 @@ class Agent:
             backoff = min(backoff * 2, 2.0)
 
     async def _receive(self, ws: ClientConnection) -> None:
-        async for raw in ws:
-            if not await self.on_message(json.loads(raw)):
+        async for text in ws:
+            try:
+                raw = json.loads(text)
+            except ValueError:
+                log.warning("the master sent a message that is not JSON: %.200r", text)
+                continue
+            if not await self.on_message(raw):
                 return
 
     async def on_message(self, raw: object) -> bool:

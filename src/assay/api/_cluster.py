@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
@@ -58,18 +59,23 @@ async def agent_socket(ws: WebSocket) -> None:
         await ws.close(code=1002, reason="the first message must be a hello")
         return
     try:
-        gateway.check(hello)
+        checked = gateway.check(hello)
     except AssayError as exc:
         log.warning("refused an agent: %s", exc.message)
         await ws.send_json(Refusal(exc.message).to_dict())
         await ws.close(code=1008, reason=exc.message[:120])
         return
-    conn = await gateway.connected(hello, ws.send_json)
+    conn = await gateway.connected(checked, ws.send_json)
     agent_id = conn.view.id
     log.info("agent %s connected with %d slots", agent_id, len(conn.view.slots))
     try:
         while True:
-            msg = await ws.receive_json()
+            text = await ws.receive_text()
+            try:
+                msg = json.loads(text)
+            except ValueError:
+                log.warning("agent %s sent a message that is not JSON: %.200r", agent_id, text)
+                continue
             if isinstance(msg, dict):
                 await gateway.on_message(agent_id, msg)
     except WebSocketDisconnect:

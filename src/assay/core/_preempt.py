@@ -71,12 +71,13 @@ class PreemptContext:
                         timeout=LONG_POLL_SECONDS + 30,
                     )
                 )
+                preempt = PreemptionAnswer.from_dict(answer).preempt
             except AssayError as exc:
                 if not self._closed.is_set():
                     log.warning("preemption check failed: %s", exc)
                     self._closed.wait(1.0)
                 continue
-            if PreemptionAnswer.from_dict(answer).preempt:
+            if preempt:
                 self._flag.set()
                 return
 

@@ -60,7 +60,10 @@ class AgentGateway:
         return hello
 
     async def connected(self, hello: Hello | dict[str, Any], send: Sender) -> AgentConnection:
-        hello = self.check(hello)
+        """Register an agent; a raw hello is :meth:`check`-ed first (the API hands over the one
+        it already checked, to refuse the agent before accepting its socket)."""
+        if not isinstance(hello, Hello):
+            hello = self.check(hello)
         agent_id = hello.agent_id
         now = self.core.clock()
 
@@ -130,6 +133,10 @@ class AgentGateway:
                 msg = agent_message(raw)
             except UnknownMessage:
                 log.warning("agent %s sent an unknown message type %r", agent_id, raw.get("type"))
+                return
+            except InvalidRequest as exc:
+                # One garbled message; the agent and its other messages are still good.
+                log.warning("agent %s sent a message that cannot be read: %s", agent_id, exc)
                 return
         else:
             msg = raw

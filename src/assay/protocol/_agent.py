@@ -80,25 +80,17 @@ class RankLayout:
 
     @classmethod
     def from_dict(cls, raw: object) -> RankLayout:
-        if not isinstance(raw, dict):
-            raise InvalidRequest(f"start message: distributed must be an object, got {kind(raw)}")
-        try:
-            layout = cls(
-                world_size=int(raw["world_size"]),
-                node_rank=int(raw["node_rank"]),
-                num_nodes=int(raw["num_nodes"]),
-                first_rank=int(raw["first_rank"]),
-                local_world_size=int(raw["local_world_size"]),
-                master_addr=str(raw["master_addr"]),
-                master_port=int(raw["master_port"]),
-                rendezvous_port=int(raw["rendezvous_port"]),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InvalidRequest(
-                f"start message: distributed lacks or garbles {exc}; it needs world_size, "
-                "node_rank, num_nodes, first_rank, local_world_size, master_addr, master_port "
-                "and rendezvous_port"
-            ) from exc
+        f = Fields(raw, "start message.distributed")
+        layout = cls(
+            world_size=f.integer("world_size"),
+            node_rank=f.integer("node_rank"),
+            num_nodes=f.integer("num_nodes"),
+            first_rank=f.integer("first_rank"),
+            local_world_size=f.integer("local_world_size"),
+            master_addr=f.text("master_addr"),
+            master_port=f.integer("master_port"),
+            rendezvous_port=f.integer("rendezvous_port"),
+        )
         problem = layout.problem()
         if problem:
             raise InvalidRequest(f"start message: distributed {problem}")

@@ -70,7 +70,7 @@ class CheckpointReport:
 
     @property
     def size(self) -> int:
-        return sum(v for v in self.resources.values() if isinstance(v, int))
+        return sum(self.resources.values())
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,14 +86,12 @@ class CheckpointReport:
         uuid = f.text("uuid", "")
         if not uuid:
             raise InvalidRequest(f"{f.path('uuid')}: required")
-        resources = f.raw.get("resources") or {}
-        if not isinstance(resources, dict):
-            raise InvalidRequest(f"{f.path('resources')}: must map file names to sizes")
+        sizes = Fields(f.mapping("resources", {}), f.path("resources"))
         return cls(
             uuid=uuid,
             steps_completed=f.integer("steps_completed", minimum=0),
             metadata=f.mapping("metadata", {}),
-            resources=dict(resources),
+            resources={name: sizes.integer(name, minimum=0) for name in sizes.raw},
         )
 
 

@@ -311,3 +311,14 @@ def test_a_zero_slot_trial_starts_beside_work_holding_every_slot(
     assert len(starts) == 2, "the zero-slot trial does not wait for a slot"
     assert starts[1]["slots"] == []
     assert all(t.state == "RUNNING" for t in trials(master))
+
+
+def test_a_garbled_agent_message_is_skipped_and_the_agent_stays(
+    master: Master, context: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    _, _, alloc_id = start_single(master, context)
+    run(master.agents.on_message("a1", {"type": "exited"}))  # no allocation_id
+    assert "a1 sent a message that cannot be read: exited.allocation_id: required" in caplog.text
+    run(master.agents.on_message("a1", {"type": "started", "allocation_id": alloc_id}))
+    alloc = master.db.run_sync(lambda s: s.get(Allocation, alloc_id))
+    assert alloc is not None and alloc.state == "RUNNING", "later messages are still read"

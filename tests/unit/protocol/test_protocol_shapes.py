@@ -267,12 +267,34 @@ def test_metric_reports_read_back_the_same(reports: list[MetricReport]) -> None:
         ({"steps_completed": 1}, r"^uuid: required$"),
         ({"uuid": "u", "steps_completed": -3}, r"^steps_completed: must be an integer >= 0"),
         ({"uuid": "u", "steps_completed": 1, "metadata": [1]}, r"^metadata: must be an object"),
-        ({"uuid": "u", "steps_completed": 1, "resources": "a"}, r"^resources: must map"),
+        ({"uuid": "u", "steps_completed": 1, "resources": "a"}, r"^resources: must be an object"),
+        ({"uuid": "u", "steps_completed": 1, "resources": {"a": -5}}, r"^resources\.a: must be an"),
+        (
+            {"uuid": "u", "steps_completed": 1, "resources": {"b": True}},
+            r"^resources\.b: must be an",
+        ),
+        (
+            {"uuid": "u", "steps_completed": 1, "resources": {"c": "x"}},
+            r"^resources\.c: must be an",
+        ),
     ],
 )
 def test_a_malformed_checkpoint_report_is_refused_naming_the_field(raw: Any, problem: str) -> None:
     with pytest.raises(InvalidRequest, match=problem):
         CheckpointReport.from_dict(raw)
+
+
+def test_a_distributed_layout_with_a_wrongly_typed_field_names_it() -> None:
+    layout = {
+        "world_size": 2, "node_rank": 0, "num_nodes": 1, "first_rank": 0, "local_world_size": 2,
+        "master_addr": "127.0.0.1", "master_port": 29500, "rendezvous_port": 29501,
+    }  # fmt: skip
+    assert RankLayout.from_dict(layout).world_size == 2
+    for key, bad in (("world_size", True), ("master_port", 2.9), ("node_rank", "0")):
+        with pytest.raises(InvalidRequest, match=rf"distributed\.{key}: must be an integer"):
+            RankLayout.from_dict({**layout, key: bad})
+    with pytest.raises(InvalidRequest, match=r"distributed\.master_addr: required"):
+        RankLayout.from_dict({k: v for k, v in layout.items() if k != "master_addr"})
 
 
 def test_a_checkpoint_report_counts_only_file_sizes() -> None:
