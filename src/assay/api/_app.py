@@ -134,8 +134,7 @@ def _says(err: dict[str, Any]) -> str:
 def _error(
     exc: AssayError, status: int | None = None, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
-    body = rest.ErrorResponse.of(exc).model_dump(mode="json")
-    return JSONResponse(body, status_code=status or exc.status, headers=headers)
+    return JSONResponse(exc.to_json(), status_code=status or exc.status, headers=headers)
 
 
 def _without_422(schema: dict[str, Any]) -> dict[str, Any]:

@@ -166,13 +166,7 @@ class HttpSession:
             headers=self._headers({"Accept": "text/event-stream"}),
             timeout=timeout,
         )
-        if response.status >= 400:
-            data = response.read()
-            try:
-                payload: Any = json.loads(data)
-            except ValueError:
-                payload = data.decode(errors="replace")
-            raise error_from_payload(response.status, payload)
+        raise_for_error(response.status, response.read() if response.status >= 400 else b"")
         event = "message"
         lines: list[str] = []
         try:

@@ -6,8 +6,6 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from assay.errors import AssayError
-
 INT_MAX = 2**31 - 1
 """The largest integer every supported database keeps in an integer column (PostgreSQL's
 ``integer`` is 32 bits). Ids, offsets and step counts above it are refused with a 400 that names
@@ -62,8 +60,4 @@ class ErrorResponse(Resource):
     state, 413 too large."""
 
     error: ErrorBody
-
-    @classmethod
-    def of(cls, exc: AssayError) -> ErrorResponse:
-        details = [ErrorDetail(path=d.path, message=d.message) for d in exc.details]
-        return cls(error=ErrorBody(type=exc.type, message=exc.message, details=details))
+    """What :meth:`assay.errors.AssayError.to_json` writes; this model documents it."""

@@ -19,8 +19,10 @@ def problems(model: type[rest.Request], body: dict[str, Any]) -> list[str]:
 
 def test_an_error_answer_is_rebuilt_by_the_client_as_the_error_the_master_raised() -> None:
     raised = InvalidConfig("2 problems", [ErrorDetail("searcher.metric", "required")])
-    wire = rest.ErrorResponse.of(raised).model_dump(mode="json")
-    assert wire == raised.to_json()
+    wire = raised.to_json()
+    assert rest.ErrorResponse.model_validate(wire).model_dump(mode="json") == wire, (
+        "the documented error shape is the one errors write"
+    )
     rebuilt = error_from_payload(400, wire)
     assert isinstance(rebuilt, InvalidConfig)
     assert rebuilt.details == raised.details
