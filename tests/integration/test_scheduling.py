@@ -176,9 +176,10 @@ def test_an_experiment_change_is_applied_whole_or_not_at_all(pools: Cluster) -> 
     (after,) = pools.client.jobs().jobs
     assert (after.id, after.priority, after.max_slots) == (job.id, 40, None)
     assert pools.client.experiment(exp).config["resources"]["priority"] == 40
-    assert pools.client.set_experiment(exp, rest.ExperimentResources(priority=5)).id == exp
+    changed = pools.client.set_experiment(exp, rest.ExperimentResources(priority=5))
+    assert changed.id == exp and changed.config["resources"]["priority"] == 5
     assert pools.client.jobs().jobs[0].priority == 5
-    assert pools.client.experiment(exp).config["resources"]["priority"] == 5
+    assert pools.client.experiment(exp) == changed, "the answer is the experiment as stored"
     pools.client.transition(exp, "kill")
 
 

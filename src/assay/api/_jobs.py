@@ -37,9 +37,8 @@ async def update_batch(body: rest.JobBatch, master: MasterDep) -> rest.JobsUpdat
 @router.patch("/experiments/{experiment_id}")
 async def set_experiment_resources(
     experiment_id: ExperimentId, body: rest.ExperimentResources, master: MasterDep
-) -> rest.ExperimentRef:
-    """Apply every field given, or none when one is refused."""
-    changed = await master.experiments.set_resources(
+) -> rest.Experiment:
+    """Apply every field given, or none when one is refused; the experiment as changed."""
+    return await master.experiments.set_resources(
         experiment_id, body.model_dump(exclude_unset=True)
     )
-    return rest.ExperimentRef(id=changed.id)

@@ -108,14 +108,15 @@ class Client:
 
     def set_experiment(
         self, experiment_id: int, change: rest.ExperimentResources
-    ) -> rest.ExperimentRef:
-        """Change the experiment's priority, weight or max slots (the fields ``change`` sets)."""
+    ) -> rest.Experiment:
+        """Change the experiment's priority, weight or max slots (the fields ``change`` sets);
+        the experiment as changed."""
         answer = self.http.request(
             "PATCH",
             f"/api/v1/experiments/{experiment_id}",
             json_body=change.model_dump(exclude_unset=True),
         )
-        return rest.ExperimentRef.model_validate(answer)
+        return rest.Experiment.model_validate(answer)
 
     # -- job queue -----------------------------------------------------------------------------
     def jobs(self, resource_pool: str | None = None) -> rest.JobQueue:

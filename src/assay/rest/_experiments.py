@@ -71,9 +71,3 @@ class ExperimentResources(Request):
     priority: int | None = Field(default=None, description="1 (first) to 99; priority pools.")
     weight: float | None = Field(default=None, description="Above 0; fair-share pools.")
     max_slots: DbInt | None = Field(default=None, description="At most this many slots at once.")
-
-
-class ExperimentRef(Resource):
-    """The experiment a change was applied to."""
-
-    id: int
