@@ -110,14 +110,10 @@ def live_with_jobs(session: Session) -> list[tuple[Allocation, Trial, Job]]:
 
 
 def used_slots(session: Session) -> dict[str, set[str]]:
-    """Slot ids held by live allocations, per agent."""
+    """Slot ids held by live allocations, per agent; every agent running one is a key, even
+    for zero-slot work."""
     used: dict[str, set[str]] = {}
     for alloc in live(session):
         for agent_id, slots in (alloc.slots or {}).items():
             used.setdefault(agent_id, set()).update(str(s) for s in slots)
     return used
-
-
-def busy_agents(session: Session) -> set[str]:
-    """Agents running at least one live allocation (zero-slot ones included)."""
-    return {agent for alloc in live(session) for agent in (alloc.slots or {})}

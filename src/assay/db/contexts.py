@@ -9,10 +9,6 @@ from assay.db._models import Context, Experiment
 from assay.errors import NotFound
 
 
-def get(session: Session, context_id: int) -> Context | None:
-    return session.get(Context, context_id)
-
-
 def require(session: Session, context_id: int) -> Context:
     """The context, or :class:`NotFound`."""
     ctx = session.get(Context, context_id)

@@ -61,8 +61,8 @@ class Autoscaler:
 
         def plan(tx: Tx) -> tuple[list[str], list[str]]:
             demand = trials.queued_slot_demand(tx.session, pool.pool_name)
-            busy = allocations.busy_agents(tx.session)
             used = allocations.used_slots(tx.session)
+            busy = set(used)
             free = sum(
                 len([s for s in a.slots if s.id not in used.get(a.id, set())])
                 for a in connected.values()

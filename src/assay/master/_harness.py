@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from assay.db import Checkpoint, Session, allocations, checkpoints, experiments, metrics, trials
 from assay.errors import InvalidRequest, Unauthorized
-from assay.master._lifecycle import apply_ops, get_experiment, get_trial
+from assay.master._lifecycle import apply_ops
 from assay.master._tx import Tx, Wake
 from assay.protocol import (
     VALIDATION,
@@ -81,8 +81,8 @@ def ingest_metrics(
 
 def feed_code_driven(tx: Tx, caller: Caller, reports: list[MetricReport]) -> None:
     """Code-driven searchers watch validations; the length is the time metric (or the step)."""
-    trial = get_trial(tx, caller.trial_id)
-    exp = get_experiment(tx, trial.experiment_id)
+    trial = trials.require(tx.session, caller.trial_id)
+    exp = experiments.require(tx.session, trial.experiment_id)
     searcher = tx.searchers.searcher(exp)
     if not searcher.code_driven:
         return
@@ -102,8 +102,8 @@ def feed_code_driven(tx: Tx, caller: Caller, reports: list[MetricReport]) -> Non
 
 
 def complete_operation(tx: Tx, caller: Caller, length: int, metric: float) -> None:
-    trial = get_trial(tx, caller.trial_id)
-    exp = get_experiment(tx, trial.experiment_id)
+    trial = trials.require(tx.session, caller.trial_id)
+    exp = experiments.require(tx.session, trial.experiment_id)
     searcher = tx.searchers.searcher(exp)
     trials.raise_steps_completed(tx.session, trial.id, length)
     apply_ops(tx, exp, searcher.validation_completed(trial.request_id, metric, length))
@@ -115,8 +115,8 @@ def release_if_idle(tx: Tx, caller: Caller) -> bool:
 
     Returns True if released (no operation appeared in the meantime).
     """
-    trial = get_trial(tx, caller.trial_id)
-    exp = get_experiment(tx, trial.experiment_id)
+    trial = trials.require(tx.session, caller.trial_id)
+    exp = experiments.require(tx.session, trial.experiment_id)
     searcher = tx.searchers.searcher(exp)
     if searcher.pending_length(trial.request_id) is not None:
         return False
@@ -133,7 +133,7 @@ def report_checkpoint(tx: Tx, caller: Caller, report: CheckpointReport) -> Check
     existing = checkpoints.get(tx.session, uuid)
     if existing is not None:
         return existing
-    trial = get_trial(tx, caller.trial_id)
+    trial = trials.require(tx.session, caller.trial_id)
     ckpt = checkpoints.create(
         tx.session,
         uuid=uuid,
@@ -163,12 +163,12 @@ def report_early_exit(tx: Tx, caller: Caller, reason: str) -> None:
         raise InvalidRequest(
             f"reason: unknown early-exit reason {reason!r}; one of: {valid}"
         ) from None
-    trial = get_trial(tx, caller.trial_id)
+    trial = trials.require(tx.session, caller.trial_id)
     trial.early_exit = parsed.value
 
 
 def report_progress(tx: Tx, caller: Caller, progress: float) -> None:
     if not 0.0 <= progress <= 1.0:
         raise InvalidRequest(f"progress: must be between 0 and 1, got {progress}")
-    trial = get_trial(tx, caller.trial_id)
+    trial = trials.require(tx.session, caller.trial_id)
     trial.progress = progress

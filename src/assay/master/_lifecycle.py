@@ -52,14 +52,6 @@ from assay.searcher import (
 log = logging.getLogger(__name__)
 
 
-def get_experiment(tx: Tx, experiment_id: int) -> Experiment:
-    return experiments.require(tx.session, experiment_id)
-
-
-def get_trial(tx: Tx, trial_id: int) -> Trial:
-    return trials.require(tx.session, trial_id)
-
-
 # -- searcher operations ----------------------------------------------------------------------
 
 
@@ -214,7 +206,7 @@ def _carry_out(tx: Tx, trial: Trial, alloc: Allocation | None, order: TrialOrder
 
 
 def pause_experiment(tx: Tx, experiment_id: int) -> Experiment:
-    exp = get_experiment(tx, experiment_id)
+    exp = experiments.require(tx.session, experiment_id)
     if _move_experiment(tx, exp, ExperimentEvent.PAUSE):
         _move_trials(tx, exp, ExperimentEvent.PAUSE)
         tx.act(Reschedule())
@@ -222,7 +214,7 @@ def pause_experiment(tx: Tx, experiment_id: int) -> Experiment:
 
 
 def activate_experiment(tx: Tx, experiment_id: int) -> Experiment:
-    exp = get_experiment(tx, experiment_id)
+    exp = experiments.require(tx.session, experiment_id)
     if _move_experiment(tx, exp, ExperimentEvent.ACTIVATE):
         searcher = tx.searchers.searcher(exp)
         if not searcher.started:
@@ -233,7 +225,7 @@ def activate_experiment(tx: Tx, experiment_id: int) -> Experiment:
 
 
 def cancel_experiment(tx: Tx, experiment_id: int) -> Experiment:
-    exp = get_experiment(tx, experiment_id)
+    exp = experiments.require(tx.session, experiment_id)
     if _move_experiment(tx, exp, ExperimentEvent.CANCEL):
         _move_trials(tx, exp, ExperimentEvent.CANCEL)
         maybe_finish_experiment(tx, exp)
@@ -241,7 +233,7 @@ def cancel_experiment(tx: Tx, experiment_id: int) -> Experiment:
 
 
 def kill_experiment(tx: Tx, experiment_id: int) -> Experiment:
-    exp = get_experiment(tx, experiment_id)
+    exp = experiments.require(tx.session, experiment_id)
     if _move_experiment(tx, exp, ExperimentEvent.KILL):
         _move_trials(tx, exp, ExperimentEvent.KILL)
     maybe_finish_experiment(tx, exp)
@@ -249,21 +241,21 @@ def kill_experiment(tx: Tx, experiment_id: int) -> Experiment:
 
 
 def set_archived(tx: Tx, experiment_id: int, archived: bool) -> Experiment:
-    exp = get_experiment(tx, experiment_id)
+    exp = experiments.require(tx.session, experiment_id)
     check_archivable(exp.id, ExperimentState(exp.state), archived)
     exp.archived = archived
     return exp
 
 
 def kill_trial(tx: Tx, trial_id: int) -> Trial:
-    trial = get_trial(tx, trial_id)
+    trial = trials.require(tx.session, trial_id)
     if TrialState(trial.state).terminal:
         raise InvalidTransition(f"trial {trial.id} has already ended ({trial.state})")
     alloc = allocations.live_of_trial(tx.session, trial.id)
     facts = TrialFacts(TrialState(trial.state), has_allocation=alloc is not None)
     _carry_out(tx, trial, alloc, trial_on_event(ExperimentEvent.KILL, facts))
     if alloc is None:
-        exp = get_experiment(tx, trial.experiment_id)
+        exp = experiments.require(tx.session, trial.experiment_id)
         searcher = tx.searchers.searcher(exp)
         apply_ops(
             tx, exp, searcher.trial_exited_early(trial.request_id, ExitedReason.USER_CANCELED)
@@ -333,8 +325,8 @@ def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason:
     alloc = allocations.get(tx.session, allocation_id)
     if alloc is None or alloc.state == AllocationState.TERMINATED:
         return
-    trial = get_trial(tx, alloc.trial_id)
-    exp = get_experiment(tx, trial.experiment_id)
+    trial = trials.require(tx.session, alloc.trial_id)
+    exp = experiments.require(tx.session, trial.experiment_id)
     searcher = tx.searchers.searcher(exp)
     tx.touched.add(exp.id)
     rid = trial.request_id

@@ -29,6 +29,7 @@ from assay.protocol import (
     CheckpointState,
     ExperimentState,
     PreemptReason,
+    Slot,
     TrialState,
 )
 
@@ -157,14 +158,8 @@ def agent(row: AgentRecord, *, connected: bool, used: set[str]) -> rest.Agent:
         address=row.address,
         version=row.version,
         slots=[
-            rest.AgentSlot(
-                id=str(slot.get("id")),
-                type=str(slot.get("type", "cpu")),
-                uuid=str(slot.get("uuid", "")),
-                name=str(slot.get("name", "")),
-                allocated=str(slot.get("id")) in used,
-            )
-            for slot in row.slots
+            rest.AgentSlot(**slot.to_dict(), allocated=slot.id in used)
+            for slot in (Slot.from_dict(raw, f"agent {row.id} slots") for raw in row.slots)
         ],
         registered_at=row.registered_at,
         last_seen=row.last_seen,

@@ -111,12 +111,6 @@ class ClusterInfo:
     checkpoint_storage: dict[str, Any] | None = None
     searcher: SearcherInfo = field(default_factory=SearcherInfo)
 
-    @property
-    def _trial(self) -> TrialInfo:
-        if self.trial is None:
-            raise RuntimeError("this task is not a trial")
-        return self.trial
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "master_url": self.master_url,

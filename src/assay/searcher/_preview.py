@@ -17,8 +17,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.config import CustomConfig, ExperimentConfig
-from assay.errors import InvalidConfig
+from assay.config import ExperimentConfig
 from assay.searcher._asha import AsyncHalving, AsyncHalvingStopping
 from assay.searcher._base import Searcher, SearchMethod
 from assay.searcher._early_stop import EarlyStopping
@@ -194,11 +193,6 @@ def simulate(
 def preview_search(cfg: ExperimentConfig, seed: int) -> SearchPreview:
     """Simulate ``cfg``'s searcher (see the module docstring)."""
     sc = cfg.searcher
-    if isinstance(sc, CustomConfig):
-        raise InvalidConfig(
-            "a custom searcher cannot be previewed: its behaviour is the code of "
-            f"{sc.class_ or 'its class'}, which only runs in the master"
-        )
     searcher = make_searcher(cfg, seed)
     plan = sc.plan()
     trained, lengths, max_active, shutdown = simulate(

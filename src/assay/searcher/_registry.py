@@ -206,9 +206,9 @@ def _pbt(sc: PBTConfig, given: BuildInputs) -> SearchMethod:
 def _custom(sc: CustomConfig, given: BuildInputs) -> SearchMethod:
     if given.custom_method is None:
         raise InvalidConfig(
-            "searcher custom runs the class named by searcher.class in the master, which "
-            "needs the experiment's context directory; it cannot be built (or previewed) "
-            "from the config alone"
+            f"a custom searcher cannot be previewed or built from the config alone: its "
+            f"behaviour is the code of {sc.class_ or 'its class'}, which only runs in the "
+            "master, from the experiment's context directory"
         )
     return given.custom_method
 
