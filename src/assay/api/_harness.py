@@ -45,7 +45,7 @@ async def report_metrics(
     trial_id: TrialId, body: rest.MetricsBatch, master: MasterDep, token: TokenDep
 ) -> None:
     caller = await master.harness.caller(token, trial_id)
-    await master.harness.report_metrics(caller, [r.model_dump() for r in body.reports])
+    await master.harness.report_metrics(caller, [r.to_protocol() for r in body.reports])
 
 
 @router.post("/trials/{trial_id}/progress", status_code=204)
@@ -84,7 +84,7 @@ async def report_checkpoint(
     body: rest.CheckpointReport, master: MasterDep, token: TokenDep
 ) -> rest.Checkpoint:
     caller = await master.harness.caller(token)
-    return await master.harness.report_checkpoint(caller, body.model_dump())
+    return await master.harness.report_checkpoint(caller, body.to_protocol())
 
 
 @router.get("/checkpoints/{uuid}")

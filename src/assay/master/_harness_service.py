@@ -3,8 +3,6 @@ their allocation's token."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from assay import rest
 from assay.db import Session, allocations, experiments, trials
 from assay.master import _harness as harness
@@ -16,7 +14,6 @@ from assay.protocol import (
     AllocationState,
     CheckpointReport,
     MetricReport,
-    metric_reports,
 )
 
 IDLE_RELEASE_SECONDS = 5.0
@@ -80,22 +77,15 @@ class HarnessService:
     async def complete_operation(self, caller: Caller, length: int, metric: float) -> None:
         await self.core.transact(harness.complete_operation, caller, length, metric)
 
-    async def report_metrics(self, caller: Caller, raw: Any) -> None:
-        """Store a batch of reports: :class:`MetricReport` objects, or their JSON (a list)."""
-        if isinstance(raw, list) and all(isinstance(r, MetricReport) for r in raw):
-            reports: list[MetricReport] = raw
-        else:
-            reports = metric_reports(raw)
+    async def report_metrics(self, caller: Caller, reports: list[MetricReport]) -> None:
+        """Store a batch of reports (a repeated one is stored once)."""
         now = self.core.clock()
         relevant = await self.core.read(lambda s: harness.ingest_metrics(s, caller, reports, now))
         if relevant:
             await self.core.transact(harness.feed_code_driven, caller, relevant)
 
-    async def report_checkpoint(
-        self, caller: Caller, body: CheckpointReport | dict[str, Any]
-    ) -> rest.Checkpoint:
+    async def report_checkpoint(self, caller: Caller, report: CheckpointReport) -> rest.Checkpoint:
         """Register a checkpoint (a repeat changes nothing); the checkpoint as stored."""
-        report = body if isinstance(body, CheckpointReport) else CheckpointReport.from_dict(body)
 
         def handler(tx: Tx) -> rest.Checkpoint:
             return views.checkpoint(harness.report_checkpoint(tx, caller, report))

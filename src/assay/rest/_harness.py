@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
+from assay import protocol
 from assay.protocol import ExitedReason
 from assay.rest._common import DbInt, DbText, Request, Resource
 
@@ -32,6 +33,12 @@ class MetricReport(Request):
     steps_completed: DbInt
     metrics: dict[str, Any]
     time: float | None = Field(default=None, description="Seconds since the epoch.")
+
+    def to_protocol(self) -> protocol.MetricReport:
+        """The report as the master stores it (validated here, so never parsed again)."""
+        return protocol.MetricReport(
+            self.group, self.steps_completed, self.metrics, self.time or 0.0
+        )
 
 
 class MetricsBatch(Request):
@@ -60,6 +67,12 @@ class CheckpointReport(Request):
         if total > SIZE_MAX:
             raise ValueError(f"resources: the sizes add up to {total}, over {SIZE_MAX} bytes")
         return self
+
+    def to_protocol(self) -> protocol.CheckpointReport:
+        """The report as the master registers it (validated here, so never parsed again)."""
+        return protocol.CheckpointReport(
+            self.uuid, self.steps_completed, self.metadata or {}, self.resources or {}
+        )
 
 
 class PreemptionSignal(Resource):

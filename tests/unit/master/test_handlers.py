@@ -15,6 +15,7 @@ from assay.db import Allocation, Database, Experiment, Job, Metric, Trial
 from assay.errors import InvalidConfig, InvalidTransition
 from assay.master import Master, Submission
 from assay.master._harness import Caller
+from assay.protocol import MetricReport
 from tests.unit.master.support import Recorder, run
 
 
@@ -208,18 +209,14 @@ def test_metric_reports_are_stored_once_however_often_they_are_sent(
     agent = connect_agent(master)
     run(master.loops.schedule_once())
     caller = caller_for(master, agent.starts()[0]["allocation_id"])
-    reports = [
-        {"group": "training", "steps_completed": s, "metrics": {"loss": 1 / s}} for s in (1, 2, 3)
-    ] + [{"group": "validation", "steps_completed": 3, "metrics": {"loss": 0.3}}]
+    reports = [MetricReport("training", s, {"loss": 1 / s}) for s in (1, 2, 3)] + [
+        MetricReport("validation", 3, {"loss": 0.3})
+    ]
     for _ in range(3):
         run(master.harness.report_metrics(caller, reports))
     assert count(master, Metric) == 4
     assert trials(master)[0].best_validation == pytest.approx(0.3)
-    run(
-        master.harness.report_metrics(
-            caller, [{"group": "validation", "steps_completed": 4, "metrics": {"loss": 0.7}}]
-        )
-    )
+    run(master.harness.report_metrics(caller, [MetricReport("validation", 4, {"loss": 0.7})]))
     assert trials(master)[0].best_validation == pytest.approx(0.3), "best keeps the best"
 
 
