@@ -80,7 +80,7 @@ class AgentGateway:
             )
             return bool(row.enabled)
 
-        enabled = await self.core.read(record)
+        enabled = await self.core.record(record)
         async with self.core.lock:
             # What this agent should be running, read before it can be given anything new: an
             # allocation started after this point is not in its hello and must not look lost.
@@ -124,7 +124,7 @@ class AgentGateway:
     async def disconnected(self, conn: AgentConnection) -> None:
         now = self.core.clock()
         if self.core.hub.disconnect(conn.view.id, conn.generation, now):
-            await self.core.read(lambda s: agents.disconnected(s, conn.view.id, now))
+            await self.core.record(lambda s: agents.disconnected(s, conn.view.id, now))
 
     async def on_message(self, agent_id: str, raw: AgentMessage | dict[str, Any]) -> None:
         """Act on a message from a connected agent: an :class:`AgentMessage`, or its JSON."""
@@ -157,7 +157,7 @@ class AgentGateway:
     async def _ingest_logs(self, entries: list[LogEntry]) -> None:
         if not entries:
             return
-        await self.core.read(lambda s: logs.insert(s, entries))
+        await self.core.record(lambda s: logs.insert(s, entries))
         for trial_id in {e.trial_id for e in entries}:
             self.core.waiters.notify(("logs", trial_id))
 

@@ -80,7 +80,7 @@ class HarnessService:
     async def report_metrics(self, caller: Caller, reports: list[MetricReport]) -> None:
         """Store a batch of reports (a repeated one is stored once)."""
         now = self.core.clock()
-        relevant = await self.core.read(lambda s: harness.ingest_metrics(s, caller, reports, now))
+        relevant = await self.core.record(lambda s: harness.ingest_metrics(s, caller, reports, now))
         if relevant:
             await self.core.transact(harness.feed_code_driven, caller, relevant)
 

@@ -98,7 +98,7 @@ class Master:
             agents.disconnect_all(session)
             return cluster.identity(session, now)
 
-        core.cluster_id = await core.read(init)
+        core.cluster_id = await core.record(init)
         self.loops.start()
         await self.autoscaler.resume()
         # Finish checkpoint deletions a previous master marked but did not complete.

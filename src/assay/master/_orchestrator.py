@@ -89,6 +89,12 @@ class Orchestrator:
         async with self.lock:
             return await self.db.run(fn)
 
+    async def record(self, fn: Callable[[Session], T]) -> T:
+        """``fn(session)`` writing in a transaction of its own, outside the lock: for writes
+        that decide nothing (an agent's row, shipped log lines, stored metric reports), so they
+        never wait behind a scheduling pass."""
+        return await self.db.run(fn)
+
     async def _perform(self, actions: list[Action]) -> None:
         for action in actions:
             if isinstance(action, StartAllocation):
