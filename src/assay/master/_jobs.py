@@ -134,6 +134,12 @@ def update_experiment_resources(
         if field in changes and changes[field] is None:
             # Only max_slots has a meaning for "none" (no limit).
             raise InvalidRequest(f"{field}: must be a number, got null; leave it out to keep it")
+    slots = changes.get("max_slots")
+    if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int) or slots < 0):
+        # The queue checks priority and weight; this is the one field only this command sets.
+        raise InvalidRequest(
+            f"max_slots: must be an integer >= 0 or null (no limit), got {slots!r}"
+        )
     exp = experiments.require(tx.session, experiment_id)
     if ExperimentState(exp.state).terminal:
         raise Conflict(

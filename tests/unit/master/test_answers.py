@@ -195,3 +195,12 @@ def test_a_null_priority_or_weight_is_refused_and_changes_nothing(
         with pytest.raises(InvalidRequest, match=rf"^{field}: must be a number, got null"):
             run(master.experiments.set_resources(exp_id, {field: None, "max_slots": 1}))
     assert run(master.reads.experiment(exp_id)).config["resources"] == before
+
+
+def test_max_slots_is_checked_by_the_master_too(master: Master, context: bytes) -> None:
+    exp_id = two_trials(master, context)
+    for bad in (-1, 1.5, True, "2"):
+        with pytest.raises(InvalidRequest, match=r"^max_slots: must be an integer >= 0 or null"):
+            run(master.experiments.set_resources(exp_id, {"max_slots": bad}))
+    lifted = run(master.experiments.set_resources(exp_id, {"max_slots": None}))
+    assert lifted.config["resources"]["max_slots"] is None
