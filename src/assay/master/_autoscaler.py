@@ -47,6 +47,7 @@ class Autoscaler:
         self.master = master
         self.agents = agents
         self.pools = [p for p in pools if p.provider is not None]
+        """The pools it scales: those with a provider."""
         self.master_url = master_url
         self._tasks: set[asyncio.Task[None]] = set()
 

@@ -53,7 +53,7 @@ class Master:
         self.autoscaler = Autoscaler(
             self.core,
             self.core.hub,
-            [p for p in settings.resource_pools if p.provider is not None],
+            settings.resource_pools,
             self.url,
         )
         self.loops = Loops(self.core, settings, self.agents, self.autoscaler)
