@@ -54,12 +54,7 @@ class Client:
             fields, FilePart("context", "context.tar.gz", "application/gzip", context)
         )
         answer = post_multipart(
-            self.http.base_url,
-            "/api/v1/experiments",
-            body,
-            token=self.http.token,
-            timeout=300.0,
-            progress=progress,
+            self.http, "/api/v1/experiments", body, timeout=300.0, progress=progress
         )
         return rest.Experiment.model_validate(answer)
 

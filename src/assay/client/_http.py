@@ -52,11 +52,16 @@ class HttpSession:
         self.timeout = timeout
         self._local = threading.local()
 
+    def open_connection(self, timeout: float) -> http.client.HTTPConnection:
+        """A new connection of its own to the master (for a streamed upload); the caller
+        closes it."""
+        cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+        return cls(self._host, self._port, timeout=timeout)
+
     def _connection(self, timeout: float) -> http.client.HTTPConnection:
         conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
         if conn is None:
-            cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-            conn = cls(self._host, self._port, timeout=timeout)
+            conn = self.open_connection(timeout)
             self._local.conn = conn
         conn.timeout = timeout
         if conn.sock is not None:
@@ -69,7 +74,8 @@ class HttpSession:
             conn.close()
         self._local.conn = None
 
-    def _headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+    def headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        """The headers every request carries (the token, JSON wanted), plus ``extra``."""
         headers = {"Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
@@ -124,7 +130,7 @@ class HttpSession:
     ) -> Any:
         """One request; the decoded JSON answer (or bytes with ``raw=True``)."""
         body = None
-        headers = self._headers(None)
+        headers = self.headers(None)
         if json_body is not None:
             body = json.dumps(json_body).encode()
             headers["Content-Type"] = "application/json"
@@ -163,7 +169,7 @@ class HttpSession:
             path,
             params=params,
             body=None,
-            headers=self._headers({"Accept": "text/event-stream"}),
+            headers=self.headers({"Accept": "text/event-stream"}),
             timeout=timeout,
         )
         raise_for_error(response.status, response.read() if response.status >= 400 else b"")

@@ -10,13 +10,12 @@ from __future__ import annotations
 import http.client
 import json
 import secrets
-import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assay.client._http import failure_reason, raise_for_error
+from assay.client._http import HttpSession, failure_reason, raise_for_error
 from assay.errors import AssayError, MasterUnreachable
 
 CHUNK = 256 * 1024
@@ -104,29 +103,24 @@ class MultipartBody:
 
 
 def post_multipart(
-    base_url: str,
+    session: HttpSession,
     path: str,
     body: MultipartBody,
     *,
-    token: str | None = None,
     timeout: float = 300.0,
     progress: Progress | None = None,
 ) -> Any:
-    """POST ``body`` to ``path`` of the master at ``base_url``; the decoded JSON answer.
+    """POST ``body`` to ``path`` of ``session``'s master, on a connection of its own; the decoded
+    JSON answer.
 
     Raises the error the master answered with (also when it answered early, refusing the body
     before it was all sent) and :class:`MasterUnreachable` when nothing answers.
     """
-    parsed = urllib.parse.urlsplit(base_url)
-    cls = http.client.HTTPSConnection if parsed.scheme == "https" else http.client.HTTPConnection
-    conn = cls(parsed.hostname or "", parsed.port, timeout=timeout)
-    headers = {
-        "Accept": "application/json",
-        "Content-Type": body.content_type,
-        "Content-Length": str(body.length),
-    }
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
+    base_url = session.base_url
+    conn = session.open_connection(timeout)
+    headers = session.headers(
+        {"Content-Type": body.content_type, "Content-Length": str(body.length)}
+    )
     try:
         try:
             conn.connect()
