@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, NoReturn, TypeVar
+from typing import Any, NoReturn
 
 from assay.config import (
     SEARCHER_CONFIGS,
@@ -72,17 +72,6 @@ class BuildInputs:
                 "searcher.max_time, to plan its rungs"
             )
         return self.plan.length
-
-
-C = TypeVar("C", bound=ConfigModel)
-
-
-@dataclass(frozen=True)
-class SearcherEntry(Generic[C]):
-    """A config class and the method it builds."""
-
-    config: type[C]
-    build: Callable[[C, BuildInputs], SearchMethod]
 
 
 def _single(sc: SingleConfig, given: BuildInputs) -> SearchMethod:
@@ -222,29 +211,27 @@ def _end_of_life(
     )
 
 
-_ENTRIES: tuple[SearcherEntry[Any], ...] = (
-    SearcherEntry(SingleConfig, _single),
-    SearcherEntry(RandomConfig, _random),
-    SearcherEntry(GridConfig, _grid),
-    SearcherEntry(AsyncHalvingConfig, _async_halving),
-    SearcherEntry(AdaptiveASHAConfig, _adaptive_asha),
-    SearcherEntry(HyperbandConfig, _hyperband),
-    SearcherEntry(OptunaConfig, _optuna),
-    SearcherEntry(PBTConfig, _pbt),
-    SearcherEntry(CustomConfig, _custom),
-    SearcherEntry(SyncHalvingConfig, _end_of_life),
-    SearcherEntry(AdaptiveConfig, _end_of_life),
-    SearcherEntry(AdaptiveSimpleConfig, _end_of_life),
-)
-
-REGISTRY: Mapping[type[ConfigModel], SearcherEntry[Any]] = {e.config: e for e in _ENTRIES}
-"""The entry of every class of ``assay.config.SEARCHER_CONFIGS``."""
+REGISTRY: Mapping[type[ConfigModel], Callable[[Any, BuildInputs], SearchMethod]] = {
+    SingleConfig: _single,
+    RandomConfig: _random,
+    GridConfig: _grid,
+    AsyncHalvingConfig: _async_halving,
+    AdaptiveASHAConfig: _adaptive_asha,
+    HyperbandConfig: _hyperband,
+    OptunaConfig: _optuna,
+    PBTConfig: _pbt,
+    CustomConfig: _custom,
+    SyncHalvingConfig: _end_of_life,
+    AdaptiveConfig: _end_of_life,
+    AdaptiveSimpleConfig: _end_of_life,
+}
+"""The builder of every class of ``assay.config.SEARCHER_CONFIGS``."""
 
 
 def build_method(sc: ConfigModel, given: BuildInputs) -> SearchMethod:
-    """The method ``sc`` configures (its registry entry's builder)."""
-    entry = REGISTRY.get(type(sc))
-    if entry is None:
+    """The method ``sc`` configures (its registry builder)."""
+    build = REGISTRY.get(type(sc))
+    if build is None:
         known = ", ".join(c.__name__ for c in SEARCHER_CONFIGS)
         raise InvalidConfig(f"no searcher is registered for {type(sc).__name__}; known: {known}")
-    return entry.build(sc, given)
+    return build(sc, given)
