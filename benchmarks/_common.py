@@ -74,6 +74,16 @@ def percentile(values: Sequence[float], p: float) -> float:
     return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
 
 
+def ms(values: Sequence[float]) -> list[float]:
+    """Seconds to milliseconds."""
+    return [v * 1000 for v in values]
+
+
+def run_command(script: str, runs: int, default_runs: int = 30) -> str:
+    """The command line that reproduces a run (``--runs`` only when not the default)."""
+    return script if runs == default_runs else f"{script} --runs {runs}"
+
+
 def summary(values: Sequence[float]) -> str:
     """``median (min-max)`` of a sample."""
     return f"{statistics.median(values):.3g} ({min(values):.3g}-{max(values):.3g})"

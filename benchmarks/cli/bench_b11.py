@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks._common import LocalCluster, stamp, summary, write_section
+from benchmarks._common import LocalCluster, ms, run_command, stamp, summary, write_section
 
 from assay.context import pack_context
 
@@ -110,9 +110,9 @@ def table(wall: Samples, cpu: Samples) -> str:
     ]
     for name in wall:
         rows.append(
-            f"| `{name}` | {summary([v * 1000 for v in wall[name]])} "
+            f"| `{name}` | {summary(ms(wall[name]))} "
             f"| {statistics.median(wall[name]) / floor_wall:.2f} "
-            f"| {summary([v * 1000 for v in cpu[name]])} "
+            f"| {summary(ms(cpu[name]))} "
             f"| {statistics.median(cpu[name]) / floor_cpu:.2f} | {len(wall[name])} |"
         )
     return "\n".join(rows)
@@ -133,9 +133,7 @@ def main() -> int:
     print(result)
     if args.quick:
         return 0
-    command = "python benchmarks/cli/bench_b11.py"
-    if args.runs != 30:
-        command += f" --runs {args.runs}"
+    command = run_command("python benchmarks/cli/bench_b11.py", args.runs)
     floor = statistics.median(wall[FLOOR])
     verdicts = []
     for name in ("assay --help", "assay e list"):

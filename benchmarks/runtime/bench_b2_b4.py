@@ -27,7 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks._common import (
     LocalCluster,
+    ms,
     percentile,
+    run_command,
     stamp,
     summary,
     write_section,
@@ -82,10 +84,6 @@ def measure_harness(cluster: LocalCluster) -> dict[str, object]:
     raise RuntimeError(f"the harness benchmark trial ended {state} without a result")
 
 
-def ms(values: list[float]) -> list[float]:
-    return [v * 1000 for v in values]
-
-
 def row(name: str, values: list[float]) -> str:
     cells = [percentile(values, 50), percentile(values, 95), min(values), max(values)]
     return f"| {name} | " + " | ".join(f"{v:.1f} ms" for v in cells) + " |\n"
@@ -109,9 +107,7 @@ def main() -> int:
     print(f"B4 call us: {summary(call_us)}; step overhead %: {summary(overhead)}")
     if args.quick:
         return 0
-    command = "python benchmarks/runtime/bench_b2_b4.py"
-    if args.runs != 30:
-        command += f" --runs {args.runs}"
+    command = run_command("python benchmarks/runtime/bench_b2_b4.py", args.runs)
     b2 = (
         "## B2: trial launch latency\n\n"
         + stamp(command)
