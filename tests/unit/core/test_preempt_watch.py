@@ -1,0 +1,58 @@
+"""The preemption watcher outlives an answer it cannot read: it logs it and asks again, so a
+later "yes" still reaches the trial. (The real master never sends such an answer; a loopback
+server plays a master that does.)"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from assay.core._preempt import PreemptContext
+from assay.core._session import MasterSession
+
+ANSWERS = [{"preempt": None}, {"preempt": "soon"}, {"preempt": True}]
+"""No (null reads as false), garbled, yes."""
+
+
+@pytest.fixture
+def master() -> Iterator[tuple[str, list[str]]]:
+    asked: list[str] = []
+    answers = iter(ANSWERS)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            asked.append(self.path)
+            body = json.dumps(next(answers, {"preempt": True})).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", asked
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_malformed_answer_is_skipped_and_the_next_yes_is_seen(
+    master: tuple[str, list[str]], caplog: pytest.LogCaptureFixture
+) -> None:
+    url, asked = master
+    ctx = PreemptContext(MasterSession(url, "token"), "1.1")
+    assert ctx._thread is not None
+    ctx._thread.join(timeout=30)
+    assert ctx.should_preempt(), "the third answer said yes"
+    assert len(asked) == 3
+    assert caplog.text.count("preemption check failed") == 1, caplog.text
