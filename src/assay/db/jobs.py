@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from assay.db._models import Allocation, Experiment, Job, Trial
+from assay.db._models import Allocation, Experiment, Job, Trial, slots_per_trial
 from assay.protocol import LIVE_ALLOCATION_STATES, TrialState
 
 
@@ -85,6 +85,6 @@ def slot_usage(session: Session, job_ids: Sequence[str]) -> dict[str, tuple[int,
         .group_by(Experiment.job_id, Experiment.id)
     ).all()
     for job_id, config, n in queued:
-        per_trial = int((config.get("resources") or {}).get("slots_per_trial", 1))
+        per_trial = slots_per_trial(config)
         usage[job_id][1] += per_trial * int(n)
     return {job_id: (a, b) for job_id, (a, b) in usage.items()}

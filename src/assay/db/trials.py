@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
-from assay.db._models import Experiment, Job, Trial
+from assay.db._models import Experiment, Job, Trial, slots_per_trial
 from assay.errors import NotFound
 from assay.protocol import TERMINAL_TRIAL_STATES, ExperimentState, TrialState
 
@@ -106,7 +106,7 @@ def queued_slot_demand(session: Session, pool: str) -> int:
         )
         .group_by(Experiment.id)
     ).all()
-    return sum(int((c.get("resources") or {}).get("slots_per_trial", 1)) * int(n) for c, n in rows)
+    return sum(slots_per_trial(c) * int(n) for c, n in rows)
 
 
 def counts(session: Session, experiment_ids: Sequence[int]) -> dict[int, dict[str, int]]:
