@@ -70,6 +70,10 @@ class Cluster:
             "PYTHONUNBUFFERED": "1",
         }
 
+    def auth_headers(self) -> dict[str, str]:
+        """Headers that sign a raw HTTP request in as this cluster's admin."""
+        return {}
+
     def _log(self, name: str) -> Any:
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
         return (self.home / "logs" / f"{name}.log").open("ab")
