@@ -9,6 +9,16 @@ from pathlib import Path
 
 import pytest
 
+
+@pytest.fixture(autouse=True)
+def _own_config_dir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sign-ins stored by tests go to a directory of the test run's own, never the user's."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+    monkeypatch.delenv("ASSAY_USER_TOKEN", raising=False)
+
+
 PG_ADMIN_URL = os.environ.get(
     "ASSAY_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )

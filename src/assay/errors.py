@@ -13,6 +13,7 @@ __all__ = [
     "AssayError",
     "Conflict",
     "ErrorDetail",
+    "Forbidden",
     "InvalidConfig",
     "InvalidContext",
     "InvalidRequest",
@@ -20,6 +21,7 @@ __all__ = [
     "MasterUnreachable",
     "NotFound",
     "TooLarge",
+    "TooManyRequests",
     "Unauthorized",
     "error_from_payload",
 ]
@@ -106,6 +108,22 @@ class Unauthorized(AssayError):
     status = 401
 
 
+class Forbidden(AssayError):
+    """Raised when a signed-in user asks for what only the object's owner or an admin may do,
+    or when a request comes from a web page of another origin."""
+
+    type = "Forbidden"
+    status = 403
+
+
+class TooManyRequests(AssayError):
+    """Raised when a caller has tried too often (signing in with wrong passwords); the answer
+    says when to try again."""
+
+    type = "TooManyRequests"
+    status = 429
+
+
 class NotFound(AssayError):
     """Raised when an experiment, trial, checkpoint or other object does not exist."""
 
@@ -143,6 +161,8 @@ _BY_TYPE: dict[str, type[AssayError]] = {
         InvalidContext,
         TooLarge,
         Unauthorized,
+        Forbidden,
+        TooManyRequests,
         NotFound,
         Conflict,
         InvalidTransition,
@@ -152,10 +172,11 @@ _BY_TYPE: dict[str, type[AssayError]] = {
 _BY_STATUS: dict[int, type[AssayError]] = {
     400: InvalidRequest,
     401: Unauthorized,
-    403: Unauthorized,
+    403: Forbidden,
     404: NotFound,
     409: Conflict,
     413: TooLarge,
+    429: TooManyRequests,
 }
 
 

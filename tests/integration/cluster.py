@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import pytest
 
 from assay import rest
-from assay.client import Client
+from assay.client import Client, StoredLogin, TokenStore
 from assay.errors import AssayError
 
 T = TypeVar("T")
@@ -63,16 +63,33 @@ class Cluster:
         self.master: subprocess.Popen[bytes] | None = None
         self.agents: dict[str, subprocess.Popen[bytes]] = {}
         self.client = Client(self.url, timeout=30)
+        self.admin_password = "admin-password-for-tests"
         self.env = {
             **os.environ,
             "ASSAY_HOME": str(home),
             "ASSAY_MASTER": self.url,
+            "ASSAY_ADMIN_PASSWORD": self.admin_password,
+            "ASSAY_AGENT_TOKEN": "agent-token-for-tests",
+            # The `assay` commands tests run find the admin's sign-in here.
+            "XDG_CONFIG_HOME": str(home / "config"),
             "PYTHONUNBUFFERED": "1",
         }
+        self.env.pop("ASSAY_USER_TOKEN", None)
 
     def auth_headers(self) -> dict[str, str]:
         """Headers that sign a raw HTTP request in as this cluster's admin."""
-        return {}
+        return {"Authorization": f"Bearer {self.client.http.token}"}
+
+    def sign_in(self, username: str = "admin", password: str | None = None) -> Client:
+        """A client signed in as ``username`` (the admin by default)."""
+        client = Client(self.url, timeout=30)
+        client.login(username, password or self.admin_password)
+        return client
+
+    def add_user(self, username: str, password: str = "password-of-a-user") -> Client:
+        """A new (non-admin) user, and a client signed in as them."""
+        self.client.create_user(rest.UserCreate(username=username, password=password))
+        return self.sign_in(username, password)
 
     def _log(self, name: str) -> Any:
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
@@ -96,6 +113,10 @@ class Cluster:
             args, env=self.env, stdout=self._log("master"), stderr=subprocess.STDOUT
         )
         wait_for("the master to answer", self._master_ready, timeout=60)
+        if self.client.http.token is None:
+            session = self.client.login("admin", self.admin_password)
+            store = TokenStore(self.home / "config" / "assay" / "auth.json")
+            store.put(self.url, StoredLogin("admin", session.token))
 
     def _master_ready(self) -> bool:
         assert self.master is not None

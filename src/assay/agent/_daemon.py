@@ -75,7 +75,7 @@ class Agent:
             agent_id=agent_id,
             master_url=master_url.rstrip("/"),
             work_root=work_root,
-            http=HttpSession(master_url, timeout=60.0),
+            http=HttpSession(master_url, token=token, timeout=60.0),
             slots={s.id: s for s in slots},
             kill_grace=kill_grace,
         )

@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException
 
 import assay
 from assay import rest
-from assay.api import _cluster, _experiments, _harness, _jobs, _trials
+from assay.api import _cluster, _experiments, _harness, _jobs, _trials, _users
 from assay.api._docs import install_docs
 from assay.api._limits import DEFAULT_BODY_LIMIT, BodyLimit
 from assay.api._upload import UPLOAD_ROUTE_LIMIT
@@ -23,6 +23,7 @@ from assay.errors import (
     AssayError,
     Conflict,
     ErrorDetail,
+    Forbidden,
     InvalidRequest,
     NotFound,
     TooLarge,
@@ -36,7 +37,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": rest.ErrorResponse, "description": description}
     for status, description in (
         (400, "The request is not valid: `details` names each bad field."),
-        (401, "A trial-process endpoint without its allocation's token."),
+        (401, "No token, or one that is not valid: sign in first."),
+        (403, "Signed in, but only the owner or an admin may do this."),
         (404, "No such experiment, trial, checkpoint, job or pool."),
         (409, "Not possible in the object's current state."),
         (413, "The upload is over its size limit."),
@@ -63,8 +65,16 @@ def create_app(master: Master) -> FastAPI:
         redoc_url=None,
     )
     app.state.master = master
-    for module in (_experiments, _trials, _harness, _jobs, _cluster):
-        app.include_router(module.router, responses=_ERRORS)
+    for router in (
+        _experiments.router,
+        _trials.router,
+        _harness.router,
+        _jobs.router,
+        _cluster.router,
+        _users.router,
+        _users.signed_in,
+    ):
+        app.include_router(router, responses=_ERRORS)
     install_docs(app)
     app.add_middleware(
         BodyLimit,
@@ -117,6 +127,7 @@ def create_app(master: Master) -> FastAPI:
 _BY_STATUS: dict[int, type[AssayError]] = {
     400: InvalidRequest,
     401: Unauthorized,
+    403: Forbidden,
     404: NotFound,
     409: Conflict,
     413: TooLarge,

@@ -9,7 +9,7 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from fastapi.responses import Response
 
 from assay import rest
-from assay.api._deps import ContextId, MasterDep
+from assay.api._deps import SIGNED_IN, ContextId, Credentials, MasterDep
 from assay.errors import AssayError
 from assay.master import Master
 from assay.protocol import Hello, Refusal
@@ -21,15 +21,16 @@ router = APIRouter(prefix="/api/v1", tags=["cluster"])
 
 @router.get("/master")
 async def master_info(master: MasterDep) -> rest.MasterInfo:
+    """The master's version and identity; open to all, as its health check."""
     return master.reads.info()
 
 
-@router.get("/agents")
+@router.get("/agents", dependencies=SIGNED_IN)
 async def list_agents(master: MasterDep) -> rest.AgentList:
     return await master.reads.agents()
 
 
-@router.get("/resource-pools")
+@router.get("/resource-pools", dependencies=SIGNED_IN)
 async def list_pools(master: MasterDep) -> rest.ResourcePoolList:
     return await master.reads.resource_pools()
 
@@ -41,7 +42,13 @@ _GZIP = {
 
 
 @router.get("/contexts/{context_id}", response_class=Response, responses={200: _GZIP})
-async def get_context(context_id: ContextId, master: MasterDep) -> Response:
+async def get_context(
+    context_id: ContextId, master: MasterDep, credentials: Credentials
+) -> Response:
+    """A context archive, for a signed-in user or for an agent (with the agent token)."""
+    token = credentials.credentials if credentials else None
+    if not master.agents.is_agent_token(token):
+        await master.users.authenticate(token)
     data = await master.reads.context(context_id)
     return Response(content=data, media_type="application/gzip")
 

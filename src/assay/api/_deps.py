@@ -1,14 +1,17 @@
-"""Dependencies shared by the routes: the master, the bearer token of trial processes, and the
-integer path parameters (bounded, so an id the database cannot hold is a 400, not a crash)."""
+"""Dependencies shared by the routes: the master, who a request comes from (a user's token, a
+trial process's allocation token, or an agent's token), and the integer path parameters
+(bounded, so an id the database cannot hold is a 400, not a crash)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 from fastapi import Depends, Header, Path, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from assay import rest
-from assay.master import Master
+from assay.errors import Unauthorized
+from assay.master import Actor, Master
 
 
 def get_master(request: Request) -> Master:
@@ -24,6 +27,34 @@ def bearer_token(authorization: Annotated[str | None, Header()] = None) -> str |
 
 MasterDep = Annotated[Master, Depends(get_master)]
 TokenDep = Annotated[str | None, Depends(bearer_token)]
+
+_user_bearer = HTTPBearer(
+    auto_error=False,
+    scheme_name="UserToken",
+    description="A session token from `POST /api/v1/auth/login`, or an access token "
+    "(`assay token create`).",
+)
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_user_bearer)]
+
+
+async def current_user(master: MasterDep, credentials: Credentials) -> Actor:
+    """The signed-in user, or 401."""
+    return await master.users.authenticate(credentials.credentials if credentials else None)
+
+
+async def user_or_trial(master: MasterDep, token: TokenDep) -> None:
+    """Let in a signed-in user or a trial process (by its allocation's token), else 401."""
+    try:
+        await master.harness.caller(token)
+    except Unauthorized:
+        await master.users.authenticate(token)
+
+
+ActorDep = Annotated[Actor, Depends(current_user)]
+USER_OR_TRIAL = [Depends(user_or_trial)]
+"""For routes that both users and trial processes read."""
+SIGNED_IN = [Depends(current_user)]
+"""For a router whose every route needs a signed-in user."""
 
 ExperimentId = Annotated[int, Path(ge=0, le=rest.INT_MAX, description="An experiment's id.")]
 TrialId = Annotated[int, Path(ge=0, le=rest.INT_MAX, description="A trial's id.")]

@@ -7,11 +7,11 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
 
 from assay import rest
-from assay.api._deps import ExperimentId, MasterDep
+from assay.api._deps import SIGNED_IN, ActorDep, ExperimentId, MasterDep
 from assay.api._upload import UPLOAD_DESCRIPTION, UPLOAD_OPENAPI, read_context, require_multipart
 from assay.master import Submission
 
-router = APIRouter(prefix="/api/v1/experiments", tags=["experiments"])
+router = APIRouter(prefix="/api/v1/experiments", tags=["experiments"], dependencies=SIGNED_IN)
 
 
 @router.post(
@@ -25,6 +25,7 @@ router = APIRouter(prefix="/api/v1/experiments", tags=["experiments"])
 )
 async def create_experiment(
     master: MasterDep,
+    actor: ActorDep,
     config: Annotated[
         str, Form(description="The experiment config as written (YAML or JSON text).")
     ],
@@ -42,12 +43,13 @@ async def create_experiment(
     activate: Annotated[bool, Form(description="False creates the experiment PAUSED.")] = True,
 ) -> rest.Experiment:
     return await master.experiments.create(
+        actor,
         Submission(
             config_text=config,
             context=await read_context(context),
             overrides=tuple(overrides),
             activate=activate,
-        )
+        ),
     )
 
 
@@ -90,30 +92,42 @@ async def wait_experiment(
 
 
 @router.post("/{experiment_id}/pause")
-async def pause(experiment_id: ExperimentId, master: MasterDep) -> rest.ExperimentSummary:
-    return await master.experiments.pause(experiment_id)
+async def pause(
+    experiment_id: ExperimentId, master: MasterDep, actor: ActorDep
+) -> rest.ExperimentSummary:
+    return await master.experiments.pause(actor, experiment_id)
 
 
 @router.post("/{experiment_id}/activate")
-async def activate(experiment_id: ExperimentId, master: MasterDep) -> rest.ExperimentSummary:
-    return await master.experiments.activate(experiment_id)
+async def activate(
+    experiment_id: ExperimentId, master: MasterDep, actor: ActorDep
+) -> rest.ExperimentSummary:
+    return await master.experiments.activate(actor, experiment_id)
 
 
 @router.post("/{experiment_id}/cancel")
-async def cancel(experiment_id: ExperimentId, master: MasterDep) -> rest.ExperimentSummary:
-    return await master.experiments.cancel(experiment_id)
+async def cancel(
+    experiment_id: ExperimentId, master: MasterDep, actor: ActorDep
+) -> rest.ExperimentSummary:
+    return await master.experiments.cancel(actor, experiment_id)
 
 
 @router.post("/{experiment_id}/kill")
-async def kill(experiment_id: ExperimentId, master: MasterDep) -> rest.ExperimentSummary:
-    return await master.experiments.kill(experiment_id)
+async def kill(
+    experiment_id: ExperimentId, master: MasterDep, actor: ActorDep
+) -> rest.ExperimentSummary:
+    return await master.experiments.kill(actor, experiment_id)
 
 
 @router.post("/{experiment_id}/archive")
-async def archive(experiment_id: ExperimentId, master: MasterDep) -> rest.ExperimentSummary:
-    return await master.experiments.set_archived(experiment_id, True)
+async def archive(
+    experiment_id: ExperimentId, master: MasterDep, actor: ActorDep
+) -> rest.ExperimentSummary:
+    return await master.experiments.set_archived(actor, experiment_id, True)
 
 
 @router.post("/{experiment_id}/unarchive")
-async def unarchive(experiment_id: ExperimentId, master: MasterDep) -> rest.ExperimentSummary:
-    return await master.experiments.set_archived(experiment_id, False)
+async def unarchive(
+    experiment_id: ExperimentId, master: MasterDep, actor: ActorDep
+) -> rest.ExperimentSummary:
+    return await master.experiments.set_archived(actor, experiment_id, False)

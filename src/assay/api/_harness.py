@@ -10,7 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from assay import rest
-from assay.api._deps import ExperimentId, MasterDep, TokenDep, TrialId
+from assay.api._deps import USER_OR_TRIAL, ExperimentId, MasterDep, TokenDep, TrialId
 from assay.errors import Unauthorized
 
 router = APIRouter(prefix="/api/v1", tags=["harness"])
@@ -87,11 +87,11 @@ async def report_checkpoint(
     return await master.harness.report_checkpoint(caller, body.to_protocol())
 
 
-@router.get("/checkpoints/{uuid}")
+@router.get("/checkpoints/{uuid}", dependencies=USER_OR_TRIAL)
 async def get_checkpoint(uuid: CheckpointUuid, master: MasterDep) -> rest.Checkpoint:
     return await master.reads.checkpoint(uuid)
 
 
-@router.get("/experiments/{experiment_id}/searcher/best_validation")
+@router.get("/experiments/{experiment_id}/searcher/best_validation", dependencies=USER_OR_TRIAL)
 async def best_validation(experiment_id: ExperimentId, master: MasterDep) -> rest.BestValidation:
     return await master.reads.best_validation(experiment_id)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from assay import rest
-from assay.api._deps import ExperimentId, MasterDep
+from assay.api._deps import SIGNED_IN, ActorDep, ExperimentId, MasterDep
 from assay.scheduler import JobUpdate
 
-router = APIRouter(prefix="/api/v1", tags=["jobs"])
+router = APIRouter(prefix="/api/v1", tags=["jobs"], dependencies=SIGNED_IN)
 
 
 def _update(job_id: str, change: rest.JobChange) -> JobUpdate:
@@ -23,22 +23,24 @@ async def list_jobs(master: MasterDep, resource_pool: str | None = None) -> rest
 
 
 @router.patch("/jobs/{job_id}")
-async def update_job(job_id: str, body: rest.JobChange, master: MasterDep) -> rest.JobsUpdated:
-    return await master.experiments.update_jobs([_update(job_id, body)])
+async def update_job(
+    job_id: str, body: rest.JobChange, master: MasterDep, actor: ActorDep
+) -> rest.JobsUpdated:
+    return await master.experiments.update_jobs(actor, [_update(job_id, body)])
 
 
 @router.post("/jobs/update-batch")
-async def update_batch(body: rest.JobBatch, master: MasterDep) -> rest.JobsUpdated:
+async def update_batch(body: rest.JobBatch, master: MasterDep, actor: ActorDep) -> rest.JobsUpdated:
     """Apply every update or none: all problems are reported together."""
     updates = [_update(change.job_id, change) for change in body.updates]
-    return await master.experiments.update_jobs(updates)
+    return await master.experiments.update_jobs(actor, updates)
 
 
 @router.patch("/experiments/{experiment_id}")
 async def set_experiment_resources(
-    experiment_id: ExperimentId, body: rest.ExperimentResources, master: MasterDep
+    experiment_id: ExperimentId, body: rest.ExperimentResources, master: MasterDep, actor: ActorDep
 ) -> rest.Experiment:
     """Apply every field given, or none when one is refused; the experiment as changed."""
     return await master.experiments.set_resources(
-        experiment_id, body.model_dump(exclude_unset=True)
+        actor, experiment_id, body.model_dump(exclude_unset=True)
     )

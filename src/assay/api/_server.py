@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from pathlib import Path
 from types import FrameType
 
@@ -15,10 +16,15 @@ from assay.master import Master
 
 log = logging.getLogger("assay.master")
 
+ADMIN_PASSWORD_ENV = "ASSAY_ADMIN_PASSWORD"
+"""The first admin's password; without it a random one is made and logged once."""
+
 
 def run_master(settings: MasterConfig, assay_home: Path) -> None:
     """Serve until interrupted. SQLite under ``assay_home`` unless ``settings.db`` names a URL."""
-    master = Master.open(settings, assay_home)
+    master = Master.open(
+        settings, assay_home, admin_password=os.environ.get(ADMIN_PASSWORD_ENV) or None
+    )
     app = create_app(master)
     url = _safe(master.db.url)
     log.info("master on http://%s:%d (database: %s)", settings.host, settings.port, url)

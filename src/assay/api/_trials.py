@@ -9,10 +9,10 @@ from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
 from assay import rest
-from assay.api._deps import MasterDep, TrialId
+from assay.api._deps import SIGNED_IN, ActorDep, MasterDep, TrialId
 from assay.master import LOG_PAGE, TrialLogs
 
-router = APIRouter(prefix="/api/v1/trials", tags=["trials"])
+router = APIRouter(prefix="/api/v1/trials", tags=["trials"], dependencies=SIGNED_IN)
 
 
 @router.get("/{trial_id}")
@@ -39,8 +39,8 @@ async def get_checkpoints(trial_id: TrialId, master: MasterDep) -> rest.Checkpoi
 
 
 @router.post("/{trial_id}/kill")
-async def kill_trial(trial_id: TrialId, master: MasterDep) -> rest.Trial:
-    return await master.experiments.kill_trial(trial_id)
+async def kill_trial(trial_id: TrialId, master: MasterDep, actor: ActorDep) -> rest.Trial:
+    return await master.experiments.kill_trial(actor, trial_id)
 
 
 _EVENT_STREAM = {

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from assay.cli import _cluster, _experiment, _job, _preview, _trial
+from assay.cli import _cluster, _experiment, _job, _preview, _trial, _user
 from assay.cli._common import state
 
 app = typer.Typer(
@@ -44,3 +44,5 @@ app.add_typer(_job.app, name="job")
 app.add_typer(_job.app, name="j", hidden=True)
 app.add_typer(_trial.app, name="trial")
 app.add_typer(_trial.app, name="t", hidden=True)
+app.add_typer(_user.app, name="user")
+app.add_typer(_user.tokens, name="token")

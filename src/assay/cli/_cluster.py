@@ -11,12 +11,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from assay.cli._common import assay_home, cluster_file, console, fail
 from assay.errors import AssayError
+
+if TYPE_CHECKING:
+    from assay.client import Client
 
 STARTUP_TIMEOUT = 60.0
 
@@ -125,9 +128,11 @@ def up(
     home = assay_home()
     (home / "run").mkdir(parents=True, exist_ok=True)
     url = f"http://127.0.0.1:{port}"
+    password = _admin_password(home)
     if _read_pid("master") is not None:
         with contextlib.suppress(AssayError):
             Client(url, timeout=2).info()
+            _sign_in(url, password, home)
             console.print(f"cluster already up at {url} (stop it with `assay down`)")
             return
     master_args = [sys.executable, "-m", "assay.api", "--port", str(port), "--home", str(home)]
@@ -140,10 +145,11 @@ def up(
     token = secrets.token_urlsafe(24)
     token_file.write_text(token)
     token_file.chmod(0o600)
-    env = {**os.environ, "ASSAY_AGENT_TOKEN": token}
+    env = {**os.environ, "ASSAY_AGENT_TOKEN": token, "ASSAY_ADMIN_PASSWORD": password}
     proc = _spawn("master", master_args, env)
-    client = Client(url, timeout=2)
-    _wait(lambda: bool(client.info()), proc, "master", f"the master did not answer at {url}")
+    probe = Client(url, timeout=2)
+    _wait(lambda: bool(probe.info()), proc, "master", f"the master did not answer at {url}")
+    client = _sign_in(url, password, home)
     agent_args = [sys.executable, "-m", "assay.agent", "--master", url, "--home", str(home)]
     if slots is not None:
         agent_args += ["--slots", str(slots)]
@@ -161,6 +167,50 @@ def up(
         f"cluster up: master {url}, {len(agents)} agent(s), {total} slot(s); "
         f"state in {home}; stop it with `assay down`"
     )
+
+
+ADMIN_PASSWORD_FILE = "admin-password"
+
+
+def _admin_password(home: Path) -> str:
+    """The password of the local cluster's admin: ``$ASSAY_ADMIN_PASSWORD``, else the one kept
+    in ``ASSAY_HOME`` (readable by its owner only), made the first time."""
+    given = os.environ.get("ASSAY_ADMIN_PASSWORD")
+    if given:
+        return given
+    path = home / ADMIN_PASSWORD_FILE
+    with contextlib.suppress(OSError):
+        kept = path.read_text().strip()
+        if kept:
+            return kept
+    made = secrets.token_urlsafe(18)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as out:
+        out.write(made + "\n")
+    return made
+
+
+def _sign_in(url: str, password: str, home: Path) -> Client:
+    """A client signed in to the local cluster: with the sign-in already kept for it, else
+    as admin (kept for later commands)."""
+    from assay.client import Client, StoredLogin, TokenStore
+    from assay.errors import Unauthorized
+
+    client = Client(url, timeout=5)
+    if client.http.token is not None:
+        with contextlib.suppress(Unauthorized):
+            client.me()
+            return client
+    try:
+        session = client.login("admin", password)
+    except Unauthorized:
+        fail(
+            f"the master at {url} did not take the admin password kept in "
+            f"{home / ADMIN_PASSWORD_FILE} (changed since?); sign in with "
+            "`assay user login USERNAME`, then run `assay up` again"
+        )
+    TokenStore().put(client.url, StoredLogin("admin", session.token))
+    return client
 
 
 def _wait(ready: object, proc: subprocess.Popen[bytes], name: str, message: str) -> None:

@@ -8,12 +8,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from assay.client._auth import USER_TOKEN_ENV, StoredLogin, TokenStore, token_for
 from assay.client._http import DEFAULT_MASTER, HttpSession, master_url
 
 if TYPE_CHECKING:
     from assay.client._client import Client
 
-__all__ = ["DEFAULT_MASTER", "Client", "HttpSession", "master_url"]
+__all__ = [
+    "DEFAULT_MASTER",
+    "USER_TOKEN_ENV",
+    "Client",
+    "HttpSession",
+    "StoredLogin",
+    "TokenStore",
+    "master_url",
+    "token_for",
+]
 
 
 def __getattr__(name: str) -> Any:

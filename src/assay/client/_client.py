@@ -6,16 +6,23 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from assay import rest
+from assay.client._auth import token_for
 from assay.client._http import HttpSession, master_url
 from assay.client._upload import FilePart, MultipartBody, Progress, post_multipart
 
 
 class Client:
     """Every method returns the master's answer as an ``assay.rest`` resource; errors raise
-    ``assay.errors`` types."""
+    ``assay.errors`` types.
 
-    def __init__(self, url: str | None = None, *, timeout: float = 30.0) -> None:
+    Requests carry ``token`` when given, else ``$ASSAY_USER_TOKEN``, else the token
+    ``assay user login`` stored for this master."""
+
+    def __init__(
+        self, url: str | None = None, *, token: str | None = None, timeout: float = 30.0
+    ) -> None:
         self.http = HttpSession(master_url(url), timeout=timeout)
+        self.http.token = token or token_for(self.http.base_url)
 
     @property
     def url(self) -> str:
@@ -162,6 +169,45 @@ class Client:
 
     def checkpoint(self, uuid: str) -> rest.Checkpoint:
         return rest.Checkpoint.model_validate(self.http.get(f"/api/v1/checkpoints/{uuid}"))
+
+    # -- users and tokens ----------------------------------------------------------------------
+    def login(self, username: str, password: str) -> rest.Session:
+        """Sign in; later requests of this client carry the new session's token."""
+        body = rest.Login(username=username, password=password).model_dump()
+        session = rest.Session.model_validate(self.http.post("/api/v1/auth/login", body))
+        self.http.token = session.token
+        return session
+
+    def logout(self) -> None:
+        self.http.post("/api/v1/auth/logout")
+
+    def me(self) -> rest.User:
+        return rest.User.model_validate(self.http.get("/api/v1/me"))
+
+    def users(self) -> list[rest.User]:
+        return rest.UserList.model_validate(self.http.get("/api/v1/users")).users
+
+    def create_user(self, user: rest.UserCreate) -> rest.User:
+        return rest.User.model_validate(self.http.post("/api/v1/users", user.model_dump()))
+
+    def change_user(self, username: str, change: rest.UserChange) -> rest.User:
+        answer = self.http.request(
+            "PATCH", f"/api/v1/users/{username}", json_body=change.model_dump(exclude_none=True)
+        )
+        return rest.User.model_validate(answer)
+
+    def create_token(self, request: rest.TokenCreate) -> rest.NewAccessToken:
+        answer = self.http.post("/api/v1/tokens", request.model_dump(exclude_none=True))
+        return rest.NewAccessToken.model_validate(answer)
+
+    def tokens(self, *, all_users: bool = False, kind: str = "access") -> list[rest.AccessToken]:
+        params = {"all_users": str(all_users).lower(), "kind": kind}
+        answer = self.http.get("/api/v1/tokens", params=params)
+        return rest.AccessTokenList.model_validate(answer).tokens
+
+    def revoke_token(self, token_id: int) -> rest.AccessToken:
+        answer = self.http.request("DELETE", f"/api/v1/tokens/{token_id}")
+        return rest.AccessToken.model_validate(answer)
 
     def close(self) -> None:
         self.http.close()

@@ -2,9 +2,9 @@
 
 Everything else reaches the tables through the per-noun repository modules (``experiments``,
 ``trials``, ``allocations``, ``checkpoints``, ``jobs``, ``agents``, ``logs``, ``metrics``,
-``instances``, ``contexts``, ``cluster``): functions that take a :class:`Session` and read rows,
-create them, or run a bulk statement. Callers change a row they were given by setting its
-attributes; the session writes it when the transaction commits.
+``instances``, ``contexts``, ``cluster``, ``users``, ``tokens``): functions that take a
+:class:`Session` and read rows, create them, or run a bulk statement. Callers change a row
+they were given by setting its attributes; the session writes it when the transaction commits.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from assay.db import (
     jobs,
     logs,
     metrics,
+    tokens,
     trials,
+    users,
 )
 from assay.db._database import Database, sqlite_url
 from assay.db._models import (
@@ -37,7 +39,9 @@ from assay.db._models import (
     Job,
     Metric,
     TaskLog,
+    Token,
     Trial,
+    User,
 )
 
 __all__ = [
@@ -54,7 +58,9 @@ __all__ = [
     "Metric",
     "Session",
     "TaskLog",
+    "Token",
     "Trial",
+    "User",
     "agents",
     "allocations",
     "checkpoints",
@@ -66,5 +72,7 @@ __all__ = [
     "logs",
     "metrics",
     "sqlite_url",
+    "tokens",
     "trials",
+    "users",
 ]

@@ -15,10 +15,12 @@ from assay.master._harness_service import HarnessService
 from assay.master._master import Master
 from assay.master._reads import LOG_PAGE, Reads, TrialLogs
 from assay.master._submit import Submission
+from assay.master._users import Actor, UserService
 from assay.protocol import AllocationState, ExperimentState, PreemptReason, TrialState
 
 __all__ = [
     "LOG_PAGE",
+    "Actor",
     "AgentGateway",
     "AllocationState",
     "Caller",
@@ -31,4 +33,5 @@ __all__ = [
     "Submission",
     "TrialLogs",
     "TrialState",
+    "UserService",
 ]

@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from assay import rest
 from assay.config import MasterConfig
-from assay.db import Experiment, Session, experiments
+from assay.db import Experiment, Job, Session, experiments, trials
 from assay.master import _jobs as jobs
 from assay.master import _lifecycle as life
 from assay.master import _views as views
 from assay.master._orchestrator import Orchestrator
 from assay.master._submit import Submission, create_experiment, validate_submission
 from assay.master._tx import Tx
+from assay.master._users import Actor
 from assay.protocol import ExperimentState
 from assay.scheduler import JobUpdate
 
@@ -26,6 +28,18 @@ def _viewed(handler: Callable[..., Experiment]) -> Callable[..., rest.Experiment
 
     def run(tx: Tx, *args: Any) -> rest.Experiment:
         return views.experiment(tx.session, handler(tx, *args))
+
+    return run
+
+
+def _owned(actor: Actor, handler: Callable[..., rest.Experiment]) -> Callable[..., rest.Experiment]:
+    """``handler(tx, experiment_id, ...)``, run only when ``actor`` may change the experiment:
+    checked in the handler's own transaction, so ownership cannot change in between."""
+
+    def run(tx: Tx, experiment_id: int, *args: Any) -> rest.Experiment:
+        exp = experiments.require(tx.session, experiment_id)
+        actor.require_owner(exp.owner, f"experiment {experiment_id}")
+        return handler(tx, experiment_id, *args)
 
     return run
 
@@ -46,9 +60,10 @@ class ExperimentCommands:
         self.assay_home = assay_home
         self._waiting_jobs = waiting_jobs
 
-    async def create(self, sub: Submission) -> rest.Experiment:
+    async def create(self, actor: Actor, sub: Submission) -> rest.Experiment:
         """Validate the submission (raising with every problem at once, creating nothing),
-        then create the experiment and its first trials."""
+        then create the experiment and its first trials, owned by ``actor``."""
+        sub = replace(sub, owner=actor.username)
         valid = await asyncio.to_thread(validate_submission, sub, self.settings, self.assay_home)
 
         def handler(tx: Tx) -> Experiment:
@@ -56,32 +71,48 @@ class ExperimentCommands:
 
         return await self.core.transact(_viewed(handler))
 
-    async def pause(self, experiment_id: int) -> rest.Experiment:
-        return await self.core.transact(_viewed(life.pause_experiment), experiment_id)
+    async def pause(self, actor: Actor, experiment_id: int) -> rest.Experiment:
+        return await self.core.transact(
+            _owned(actor, _viewed(life.pause_experiment)), experiment_id
+        )
 
-    async def activate(self, experiment_id: int) -> rest.Experiment:
-        return await self.core.transact(_viewed(life.activate_experiment), experiment_id)
+    async def activate(self, actor: Actor, experiment_id: int) -> rest.Experiment:
+        return await self.core.transact(
+            _owned(actor, _viewed(life.activate_experiment)), experiment_id
+        )
 
-    async def cancel(self, experiment_id: int) -> rest.Experiment:
-        return await self.core.transact(_viewed(life.cancel_experiment), experiment_id)
+    async def cancel(self, actor: Actor, experiment_id: int) -> rest.Experiment:
+        return await self.core.transact(
+            _owned(actor, _viewed(life.cancel_experiment)), experiment_id
+        )
 
-    async def kill(self, experiment_id: int) -> rest.Experiment:
-        return await self.core.transact(_viewed(life.kill_experiment), experiment_id)
+    async def kill(self, actor: Actor, experiment_id: int) -> rest.Experiment:
+        return await self.core.transact(_owned(actor, _viewed(life.kill_experiment)), experiment_id)
 
-    async def set_archived(self, experiment_id: int, archived: bool) -> rest.Experiment:
-        return await self.core.transact(_viewed(life.set_archived), experiment_id, archived)
+    async def set_archived(
+        self, actor: Actor, experiment_id: int, archived: bool
+    ) -> rest.Experiment:
+        return await self.core.transact(
+            _owned(actor, _viewed(life.set_archived)), experiment_id, archived
+        )
 
     async def set_resources(
-        self, experiment_id: int, changes: Mapping[str, Any]
+        self, actor: Actor, experiment_id: int, changes: Mapping[str, Any]
     ) -> rest.Experiment:
         """Change the experiment's ``priority``, ``weight`` and ``max_slots`` (the keys given;
         ``max_slots`` None lifts the limit): all of them, or none when one is refused."""
         return await self.core.transact(
-            _viewed(jobs.update_experiment_resources), experiment_id, changes, self.settings
+            _owned(actor, _viewed(jobs.update_experiment_resources)),
+            experiment_id,
+            changes,
+            self.settings,
         )
 
-    async def kill_trial(self, trial_id: int) -> rest.Trial:
+    async def kill_trial(self, actor: Actor, trial_id: int) -> rest.Trial:
         def handler(tx: Tx) -> rest.Trial:
+            trial = trials.require(tx.session, trial_id)
+            exp = experiments.require(tx.session, trial.experiment_id)
+            actor.require_owner(exp.owner, f"trial {trial_id} (of experiment {exp.id})")
             return views.trial(life.kill_trial(tx, trial_id))
 
         return await self.core.transact(handler)
@@ -93,9 +124,17 @@ class ExperimentCommands:
         waiting = set(self._waiting_jobs())
         return await self.core.read(lambda s: jobs.list_jobs(s, name, self.settings, waiting))
 
-    async def update_jobs(self, updates: list[JobUpdate]) -> rest.JobsUpdated:
+    async def update_jobs(self, actor: Actor, updates: list[JobUpdate]) -> rest.JobsUpdated:
         """Apply every update or none (all problems reported together)."""
-        updated = await self.core.transact(jobs.update_jobs, updates, self.settings)
+
+        def handler(tx: Tx) -> list[str]:
+            for update in updates:
+                job = tx.session.get(Job, update.job_id)
+                if job is not None:
+                    actor.require_owner(job.owner, f"job {update.job_id}")
+            return jobs.update_jobs(tx, updates, self.settings)
+
+        updated = await self.core.transact(handler)
         return rest.JobsUpdated(updated=updated)
 
     async def wait(self, experiment_id: int, timeout: float) -> rest.ExperimentStateAnswer:

@@ -39,6 +39,11 @@ class AgentGateway:
         self.core = core
         self.settings = settings
 
+    def is_agent_token(self, token: str | None) -> bool:
+        """Whether ``token`` is this cluster's agent token (agents fetch contexts with it)."""
+        expected = self.settings.agent_token
+        return bool(expected and token and secrets.compare_digest(token, expected))
+
     def check(self, hello: Hello | dict[str, Any]) -> Hello:
         """The agent's hello, if this master can take the agent; else raises with the reason
         it is told."""

@@ -6,6 +6,7 @@ an :class:`Orchestrator` (database, lock, searchers, agent hub, long-polls):
 - ``master.experiments`` (:class:`ExperimentCommands`): what users do to experiments, trials
   and the queue, each in one transaction that answers with what it changed;
 - ``master.reads`` (:class:`Reads`): what users and the web UI read, as plain views;
+- ``master.users`` (:class:`UserService`): users, signing in, tokens, and who may change what;
 - ``master.harness`` (:class:`HarnessService`): what trial processes ask for and report;
 - ``master.agents`` (:class:`AgentGateway`): the agents' WebSockets;
 - ``master.loops`` (:class:`Loops`): scheduling passes and periodic chores;
@@ -17,6 +18,7 @@ first) ask the parts.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +35,9 @@ from assay.master._loops import Loops
 from assay.master._orchestrator import Orchestrator
 from assay.master._reads import Reads
 from assay.master._searchers import SearcherCache
+from assay.master._users import UserService
+
+log = logging.getLogger(__name__)
 
 
 class Master:
@@ -44,9 +49,13 @@ class Master:
         db: Database,
         assay_home: Path,
         clock: Callable[[], float] = time.time,
+        *,
+        admin_password: str | None = None,
     ) -> None:
         self.settings = settings
         self.assay_home = assay_home
+        self.admin_password = admin_password
+        """The first admin's password, used only when the database has no users yet."""
         self.core = Orchestrator(db, SearcherCache(assay_home / "searchers"), clock)
         self.agents = AgentGateway(self.core, settings)
         self.harness = HarnessService(self.core)
@@ -61,13 +70,16 @@ class Master:
             self.core, settings, assay_home, lambda: self.loops.waiting_jobs
         )
         self.reads = Reads(self.core, settings)
+        self.users = UserService(self.core)
 
     @classmethod
-    def open(cls, settings: MasterConfig, assay_home: Path) -> Master:
+    def open(
+        cls, settings: MasterConfig, assay_home: Path, *, admin_password: str | None = None
+    ) -> Master:
         """A master on the database ``settings.db`` names, or on SQLite under ``assay_home``."""
         assay_home.mkdir(parents=True, exist_ok=True)
         db = Database(settings.db or sqlite_url(assay_home / "assay.db"))
-        return cls(settings, db, assay_home)
+        return cls(settings, db, assay_home, admin_password=admin_password)
 
     # -- what the parts share ---------------------------------------------------------------------
 
@@ -99,6 +111,14 @@ class Master:
             return cluster.identity(session, now)
 
         core.cluster_id = await core.record(init)
+        made = await self.users.ensure_admin(self.admin_password)
+        if made is not None:
+            # Shown once, to whoever started the master; only its hash is stored.
+            log.warning(
+                "created the first user, admin, with the password %s ; sign in with "
+                "`assay user login admin` and change it with `assay user change-password`",
+                made,
+            )
         self.loops.start()
         await self.autoscaler.resume()
         # Finish checkpoint deletions a previous master marked but did not complete.

@@ -32,7 +32,8 @@ class Submission:
     context: bytes
     overrides: tuple[str, ...] = ()
     activate: bool = True
-    owner: str = "admin"
+    owner: str = ""
+    """Who submits it: set by the master from the signed-in user, never by the client."""
 
 
 @dataclass(frozen=True)

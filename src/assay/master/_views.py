@@ -21,7 +21,9 @@ from assay.db import (
     Metric,
     Session,
     TaskLog,
+    Token,
     Trial,
+    User,
     trials,
 )
 from assay.protocol import (
@@ -168,3 +170,19 @@ def agent(row: AgentRecord, *, connected: bool, used: set[str]) -> rest.Agent:
 
 def instance(row: Instance) -> rest.Instance:
     return rest.Instance.model_validate(row, from_attributes=True)
+
+
+def user(row: User) -> rest.User:
+    return rest.User.model_validate(row, from_attributes=True)
+
+
+def access_token(row: Token, username: str) -> rest.AccessToken:
+    return rest.AccessToken(
+        id=row.id,
+        username=username,
+        kind=row.kind,
+        description=row.description,
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+        revoked_at=row.revoked_at,
+    )

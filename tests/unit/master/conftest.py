@@ -10,7 +10,10 @@ import pytest
 from assay.config import MasterConfig
 from assay.context import pack_context
 from assay.db import Database
-from assay.master import Master
+from assay.master import Actor, Master
+
+ADMIN = Actor(user_id=1, username="admin", admin=True, token_id=1)
+"""Who the commands of these tests come from: authorization has tests of its own."""
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from assay.protocol import (
     MetricReport,
     TrialState,
 )
+from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import Recorder, run
 
 
@@ -36,7 +37,7 @@ def config(**searcher: Any) -> str:
 
 def two_trials(master: Master, context: bytes) -> int:
     text = config(name="random", max_trials=4, max_concurrent_trials=2)
-    return run(master.experiments.create(Submission(text, context))).id
+    return run(master.experiments.create(ADMIN, Submission(text, context))).id
 
 
 def connect(master: Master, slots: int = 1) -> Recorder:
@@ -49,7 +50,9 @@ def connect(master: Master, slots: int = 1) -> Recorder:
 def test_creating_answers_with_the_experiment_and_the_trials_its_searcher_made(
     master: Master, context: bytes
 ) -> None:
-    exp = run(master.experiments.create(Submission(config(name="random", max_trials=3), context)))
+    exp = run(
+        master.experiments.create(ADMIN, Submission(config(name="random", max_trials=3), context))
+    )
     assert exp.state is ExperimentState.ACTIVE
     assert exp.trials == {"QUEUED": 3}, "the trials made in the same transaction are counted"
     assert exp.best_trial is None
@@ -61,10 +64,10 @@ def test_pausing_answers_with_the_paused_experiment_and_its_paused_trials(
     master: Master, context: bytes
 ) -> None:
     exp_id = two_trials(master, context)
-    paused = run(master.experiments.pause(exp_id))
+    paused = run(master.experiments.pause(ADMIN, exp_id))
     assert (paused.state, paused.trials) == (ExperimentState.PAUSED, {"PAUSED": 2})
     assert paused == run(master.reads.experiment(exp_id))
-    active = run(master.experiments.activate(exp_id))
+    active = run(master.experiments.activate(ADMIN, exp_id))
     assert (active.state, active.trials) == (ExperimentState.ACTIVE, {"QUEUED": 2})
 
 
@@ -72,10 +75,10 @@ def test_canceling_and_archiving_answer_with_the_ended_experiment(
     master: Master, context: bytes
 ) -> None:
     exp_id = two_trials(master, context)
-    canceled = run(master.experiments.cancel(exp_id))
+    canceled = run(master.experiments.cancel(ADMIN, exp_id))
     assert (canceled.state, canceled.trials) == (ExperimentState.CANCELED, {"CANCELED": 2})
     assert canceled.ended_at is not None
-    assert run(master.experiments.set_archived(exp_id, True)).archived is True
+    assert run(master.experiments.set_archived(ADMIN, exp_id, True)).archived is True
 
 
 def test_killing_a_running_trial_answers_with_it_stopping(master: Master, context: bytes) -> None:
@@ -84,13 +87,13 @@ def test_killing_a_running_trial_answers_with_it_stopping(master: Master, contex
     run(master.loops.schedule_once())
     running, queued = run(master.reads.trials(1)).trials
     assert (running.state, queued.state) == (TrialState.RUNNING, TrialState.QUEUED)
-    assert run(master.experiments.kill_trial(running.id)).state is TrialState.STOPPING_KILLED
-    assert run(master.experiments.kill_trial(queued.id)).state is TrialState.CANCELED
+    assert run(master.experiments.kill_trial(ADMIN, running.id)).state is TrialState.STOPPING_KILLED
+    assert run(master.experiments.kill_trial(ADMIN, queued.id)).state is TrialState.CANCELED
 
 
 def test_resources_change_together_in_one_transaction(master: Master, context: bytes) -> None:
     exp_id = two_trials(master, context)
-    changed = run(master.experiments.set_resources(exp_id, {"priority": 10, "max_slots": 1}))
+    changed = run(master.experiments.set_resources(ADMIN, exp_id, {"priority": 10, "max_slots": 1}))
     assert changed.config["resources"]["priority"] == 10
     assert changed.config["resources"]["max_slots"] == 1
     (job,) = run(master.experiments.queue(None)).jobs
@@ -101,13 +104,13 @@ def test_a_refused_resource_leaves_the_others_unchanged(master: Master, context:
     exp_id = two_trials(master, context)
     before = run(master.reads.experiment(exp_id))
     with pytest.raises(InvalidRequest, match="priority"):
-        run(master.experiments.set_resources(exp_id, {"max_slots": 1, "priority": 1000}))
+        run(master.experiments.set_resources(ADMIN, exp_id, {"max_slots": 1, "priority": 1000}))
     after = run(master.reads.experiment(exp_id))
     assert after.config["resources"] == before.config["resources"]
     (job,) = run(master.experiments.queue(None)).jobs
     assert job.max_slots is None, "max_slots, given before the refused priority, is not set"
     with pytest.raises(InvalidRequest, match=r"^gpus: not a resource of an experiment"):
-        run(master.experiments.set_resources(exp_id, {"gpus": 2}))
+        run(master.experiments.set_resources(ADMIN, exp_id, {"gpus": 2}))
 
 
 def test_a_checkpoint_report_answers_with_the_checkpoint_as_stored_and_repeats_harmlessly(
@@ -166,7 +169,7 @@ def test_a_refused_change_names_the_experiment_and_its_fields_not_its_job(
 ) -> None:
     exp_id = two_trials(master, context)
     with pytest.raises(InvalidRequest) as caught:
-        run(master.experiments.set_resources(exp_id, {"priority": 1000, "weight": -1}))
+        run(master.experiments.set_resources(ADMIN, exp_id, {"priority": 1000, "weight": -1}))
     error = caught.value
     # The default pool's priority scheduler takes no weight at all, besides -1 being invalid.
     assert error.message == f"experiment {exp_id} was not changed: 3 problems"
@@ -176,14 +179,14 @@ def test_a_refused_change_names_the_experiment_and_its_fields_not_its_job(
 
 def test_an_ended_experiment_refuses_every_resource_change(master: Master, context: bytes) -> None:
     exp_id = two_trials(master, context)
-    run(master.experiments.kill(exp_id))
+    run(master.experiments.kill(ADMIN, exp_id))
     run(master.loops.schedule_once())
     state = run(master.reads.experiment(exp_id)).state
     if not state.terminal:
         pytest.skip(f"the killed experiment is still {state}")
     for change in ({"max_slots": 1}, {"priority": 10}):
         with pytest.raises(Conflict, match=rf"^experiment {exp_id} has ended \(CANCELED\)"):
-            run(master.experiments.set_resources(exp_id, change))
+            run(master.experiments.set_resources(ADMIN, exp_id, change))
 
 
 def test_a_null_priority_or_weight_is_refused_and_changes_nothing(
@@ -193,7 +196,7 @@ def test_a_null_priority_or_weight_is_refused_and_changes_nothing(
     before = run(master.reads.experiment(exp_id)).config["resources"]
     for field in ("priority", "weight"):
         with pytest.raises(InvalidRequest, match=rf"^{field}: must be a number, got null"):
-            run(master.experiments.set_resources(exp_id, {field: None, "max_slots": 1}))
+            run(master.experiments.set_resources(ADMIN, exp_id, {field: None, "max_slots": 1}))
     assert run(master.reads.experiment(exp_id)).config["resources"] == before
 
 
@@ -201,6 +204,6 @@ def test_max_slots_is_checked_by_the_master_too(master: Master, context: bytes) 
     exp_id = two_trials(master, context)
     for bad in (-1, 1.5, True, "2"):
         with pytest.raises(InvalidRequest, match=r"^max_slots: must be an integer >= 0 or null"):
-            run(master.experiments.set_resources(exp_id, {"max_slots": bad}))
-    lifted = run(master.experiments.set_resources(exp_id, {"max_slots": None}))
+            run(master.experiments.set_resources(ADMIN, exp_id, {"max_slots": bad}))
+    lifted = run(master.experiments.set_resources(ADMIN, exp_id, {"max_slots": None}))
     assert lifted.config["resources"]["max_slots"] is None

@@ -12,6 +12,7 @@ from assay.db import Allocation, Trial
 from assay.master import Master, Submission
 from assay.master._gang import first_failure, pick_port, rank_layouts
 from assay.protocol import RankLayout
+from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import Recorder, run
 
 
@@ -28,7 +29,7 @@ def submit(master: Master, context: bytes, slots: int, trials: int = 1) -> int:
         "resources": {"slots_per_trial": slots},
         "max_restarts": 1,
     }
-    return run(master.experiments.create(Submission(yaml.safe_dump(config), context))).id
+    return run(master.experiments.create(ADMIN, Submission(yaml.safe_dump(config), context))).id
 
 
 def connect(master: Master, agent_id: str, slots: int, address: str) -> Recorder:

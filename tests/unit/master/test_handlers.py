@@ -16,6 +16,7 @@ from assay.errors import InvalidConfig, InvalidTransition
 from assay.master import Master, Submission
 from assay.master._harness import Caller
 from assay.protocol import MetricReport
+from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import Recorder, run
 
 
@@ -60,7 +61,7 @@ def start_single(
     Returns the experiment id, the agent and the allocation id.
     """
     exp_id = run(
-        master.experiments.create(Submission(config_text or config(name="single"), context))
+        master.experiments.create(ADMIN, Submission(config_text or config(name="single"), context))
     ).id
     agent = connect_agent(master)
     run(master.loops.schedule_once())
@@ -76,7 +77,7 @@ def caller_for(master: Master, alloc_id: str) -> Caller:
 def test_invalid_config_creates_nothing(master: Master, context: bytes) -> None:
     bad = config(name="random", max_trials=0)
     with pytest.raises(InvalidConfig, match=r"searcher\.max_trials"):
-        run(master.experiments.create(Submission(bad, context)))
+        run(master.experiments.create(ADMIN, Submission(bad, context)))
     assert count(master, Experiment) == count(master, Job) == count(master, Trial) == 0
 
 
@@ -85,7 +86,7 @@ def test_submission_creates_initial_trials_and_snapshots_the_searcher(
 ) -> None:
     exp_id = run(
         master.experiments.create(
-            Submission(config(name="random", max_trials=3, max_concurrent_trials=2), context)
+            ADMIN, Submission(config(name="random", max_trials=3, max_concurrent_trials=2), context)
         )
     ).id
     exp = master.db.run_sync(lambda s: s.get(Experiment, exp_id))
@@ -96,7 +97,7 @@ def test_submission_creates_initial_trials_and_snapshots_the_searcher(
 
 
 def test_scheduling_starts_queued_trials_on_free_slots_only(master: Master, context: bytes) -> None:
-    run(master.experiments.create(Submission(config(name="random", max_trials=2), context)))
+    run(master.experiments.create(ADMIN, Submission(config(name="random", max_trials=2), context)))
     agent = connect_agent(master, slots=1)
     run(master.loops.schedule_once())
     starts = agent.starts()
@@ -113,7 +114,7 @@ def test_scheduling_starts_queued_trials_on_free_slots_only(master: Master, cont
 def test_completed_trial_frees_its_slot_for_the_next(master: Master, context: bytes) -> None:
     run(
         master.experiments.create(
-            Submission(config(name="random", max_trials=2, max_concurrent_trials=1), context)
+            ADMIN, Submission(config(name="random", max_trials=2, max_concurrent_trials=1), context)
         )
     )
     agent = connect_agent(master, slots=1)
@@ -137,7 +138,7 @@ def test_completed_trial_frees_its_slot_for_the_next(master: Master, context: by
 
 
 def test_crash_restarts_until_max_restarts_then_errors(master: Master, context: bytes) -> None:
-    exp_id = run(master.experiments.create(Submission(config(name="single"), context))).id
+    exp_id = run(master.experiments.create(ADMIN, Submission(config(name="single"), context))).id
     agent = connect_agent(master)
     for attempt in (1, 2):
         run(master.loops.schedule_once())
@@ -160,7 +161,7 @@ def test_pause_asks_running_trials_to_stop_and_activate_requeues_them(
 ) -> None:
     exp_id, agent, alloc_id = start_single(master, context)
     assert run(master.harness.preemption(alloc_id, timeout=0)).preempt is False
-    run(master.experiments.pause(exp_id))
+    run(master.experiments.pause(ADMIN, exp_id))
     assert run(master.harness.preemption(alloc_id, timeout=0)).preempt is True
     run(
         master.agents.on_message(
@@ -169,8 +170,8 @@ def test_pause_asks_running_trials_to_stop_and_activate_requeues_them(
     )
     assert trials(master)[0].state == "PAUSED"
     with pytest.raises(InvalidTransition):
-        run(master.experiments.set_archived(exp_id, True))
-    run(master.experiments.activate(exp_id))
+        run(master.experiments.set_archived(ADMIN, exp_id, True))
+    run(master.experiments.activate(ADMIN, exp_id))
     assert trials(master)[0].state == "QUEUED"
     run(master.loops.schedule_once())
     assert len(agent.starts()) == 2
@@ -182,7 +183,7 @@ def test_searcher_state_survives_a_new_master(
 ) -> None:
     run(
         master.experiments.create(
-            Submission(config(name="random", max_trials=4, max_concurrent_trials=2), context)
+            ADMIN, Submission(config(name="random", max_trials=4, max_concurrent_trials=2), context)
         )
     )
     agent = connect_agent(master, slots=2)
@@ -205,7 +206,7 @@ def test_searcher_state_survives_a_new_master(
 def test_metric_reports_are_stored_once_however_often_they_are_sent(
     master: Master, context: bytes
 ) -> None:
-    run(master.experiments.create(Submission(config(name="single"), context)))
+    run(master.experiments.create(ADMIN, Submission(config(name="single"), context)))
     agent = connect_agent(master)
     run(master.loops.schedule_once())
     caller = caller_for(master, agent.starts()[0]["allocation_id"])
@@ -229,9 +230,9 @@ def test_activating_before_a_paused_trial_stops_lets_it_stop_and_resume(
     master: Master, context: bytes
 ) -> None:
     exp_id, agent, alloc_id = start_single(master, context)
-    run(master.experiments.pause(exp_id))
+    run(master.experiments.pause(ADMIN, exp_id))
     assert run(master.harness.preemption(alloc_id, timeout=0)).preempt is True  # the harness saw it
-    run(master.experiments.activate(exp_id))
+    run(master.experiments.activate(ADMIN, exp_id))
     exited(master, alloc_id, 0)  # it checkpointed and stopped as it was told
     assert trials(master)[0].state == "QUEUED", "not completed: it had training left to do"
     run(master.loops.schedule_once())
@@ -244,7 +245,7 @@ def test_a_trial_its_searcher_closed_completes_even_when_paused_meanwhile(
     exp_id, _agent, alloc_id = start_single(master, context)
     caller = caller_for(master, alloc_id)
     run(master.harness.complete_operation(caller, 100, 0.5))
-    run(master.experiments.pause(exp_id))
+    run(master.experiments.pause(ADMIN, exp_id))
     exited(master, alloc_id, 0)
     assert trials(master)[0].state == "COMPLETED"
     exp = master.db.run_sync(lambda s: s.get(Experiment, exp_id))
@@ -268,7 +269,7 @@ def test_a_code_driven_trial_asking_for_operations_is_told_it_has_none(
 def test_a_kill_lost_while_the_agent_was_away_is_sent_again(master: Master, context: bytes) -> None:
     exp_id, _agent, alloc_id = start_single(master, context)
     run(master.agents.disconnected(master.hub.agents["a1"]))
-    run(master.experiments.kill(exp_id))
+    run(master.experiments.kill(ADMIN, exp_id))
     back = connect_agent(master, running=[alloc_id])
     assert {"type": "kill", "allocation_id": alloc_id} in back.sent
     run(master.agents.resend_kills())
@@ -302,7 +303,7 @@ def test_a_zero_slot_trial_starts_beside_work_holding_every_slot(
     _, agent, _ = start_single(master, context)
     helper = yaml.safe_load(config(name="single"))
     helper["resources"] = {"slots_per_trial": 0}
-    run(master.experiments.create(Submission(yaml.safe_dump(helper), context)))
+    run(master.experiments.create(ADMIN, Submission(yaml.safe_dump(helper), context)))
     run(master.loops.schedule_once())
     starts = agent.starts()
     assert len(starts) == 2, "the zero-slot trial does not wait for a slot"

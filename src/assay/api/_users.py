@@ -1,0 +1,77 @@
+"""``/api/v1/auth``, ``/api/v1/users`` and ``/api/v1/tokens``: signing in and out, users, and
+access tokens for scripts."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Path, Query
+
+from assay import rest
+from assay.api._deps import SIGNED_IN, ActorDep, MasterDep
+
+router = APIRouter(prefix="/api/v1", tags=["users"])
+signed_in = APIRouter(prefix="/api/v1", tags=["users"], dependencies=SIGNED_IN)
+
+Username = Annotated[str, Path(max_length=64, pattern=rest.USERNAME_PATTERN)]
+TokenId = Annotated[int, Path(ge=0, le=rest.INT_MAX, description="A token's id.")]
+
+
+@router.post("/auth/login", responses={429: {"description": "Too many failed attempts."}})
+async def login(body: rest.Login, master: MasterDep) -> rest.Session:
+    """A session token for the user: send it as ``Authorization: Bearer <token>``."""
+    return await master.users.login(body.username, body.password)
+
+
+@signed_in.post("/auth/logout", status_code=204)
+async def logout(master: MasterDep, actor: ActorDep) -> None:
+    """End the session (or revoke the access token) the request is signed in with."""
+    await master.users.logout(actor)
+
+
+@signed_in.get("/me")
+async def me(master: MasterDep, actor: ActorDep) -> rest.User:
+    return await master.users.me(actor)
+
+
+@signed_in.get("/users")
+async def list_users(master: MasterDep) -> rest.UserList:
+    return await master.users.list()
+
+
+@signed_in.post("/users", status_code=201)
+async def create_user(body: rest.UserCreate, master: MasterDep, actor: ActorDep) -> rest.User:
+    """Admins only."""
+    return await master.users.create(actor, body)
+
+
+@signed_in.patch("/users/{username}")
+async def change_user(
+    username: Username, body: rest.UserChange, master: MasterDep, actor: ActorDep
+) -> rest.User:
+    """A user may change their own password; an admin anything of anyone."""
+    return await master.users.change(actor, username, body)
+
+
+@signed_in.post("/tokens", status_code=201)
+async def create_token(
+    body: rest.TokenCreate, master: MasterDep, actor: ActorDep
+) -> rest.NewAccessToken:
+    """A long-lived access token of the signed-in user; the token is shown only here."""
+    return await master.users.create_token(actor, body)
+
+
+@signed_in.get("/tokens")
+async def list_tokens(
+    master: MasterDep,
+    actor: ActorDep,
+    all_users: Annotated[bool, Query(description="Every user's (admins only).")] = False,
+    kind: Literal["access", "session"] | None = "access",
+) -> rest.AccessTokenList:
+    return await master.users.tokens(actor, everyone=all_users, kind=kind)
+
+
+@signed_in.delete("/tokens/{token_id}")
+async def revoke_token(token_id: TokenId, master: MasterDep, actor: ActorDep) -> rest.AccessToken:
+    """Revoke one of the user's tokens (an admin: anyone's); the token as revoked."""
+    return await master.users.revoke_token(actor, token_id)

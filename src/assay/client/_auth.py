@@ -1,0 +1,82 @@
+"""Where a signed-in user's tokens are kept between commands: one file in the user's config
+directory (``$XDG_CONFIG_HOME/assay/auth.json``, else ``~/.config/assay/auth.json``), readable
+by its owner only, with one token per master URL."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+USER_TOKEN_ENV = "ASSAY_USER_TOKEN"
+"""A token for scripts and CI; it takes precedence over a stored sign-in."""
+
+
+def config_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or "~/.config"
+    return Path(base).expanduser() / "assay"
+
+
+@dataclass(frozen=True)
+class StoredLogin:
+    username: str
+    token: str
+
+
+class TokenStore:
+    """Sign-ins by master URL. Written whole to a new file and renamed over the old one, with
+    mode 0600 from its creation, so no other user ever reads a token from it."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or config_dir() / "auth.json"
+
+    def _read(self) -> dict[str, dict[str, str]]:
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def get(self, url: str) -> StoredLogin | None:
+        entry = self._read().get(url)
+        if not isinstance(entry, dict):
+            return None
+        username, token = entry.get("username"), entry.get("token")
+        if isinstance(username, str) and isinstance(token, str):
+            return StoredLogin(username, token)
+        return None
+
+    def put(self, url: str, login: StoredLogin) -> None:
+        data = self._read()
+        data[url] = {"username": login.username, "token": login.token}
+        self._write(data)
+
+    def drop(self, url: str) -> None:
+        data = self._read()
+        if data.pop(url, None) is not None:
+            self._write(data)
+
+    def _write(self, data: dict[str, dict[str, str]]) -> None:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        temp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            with os.fdopen(fd, "w") as out:
+                json.dump(data, out, indent=2)
+            os.replace(temp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                temp.unlink()
+            raise
+
+
+def token_for(url: str) -> str | None:
+    """The token to send to the master at ``url``: ``$ASSAY_USER_TOKEN``, else the stored
+    sign-in."""
+    env = os.environ.get(USER_TOKEN_ENV)
+    if env:
+        return env
+    stored = TokenStore().get(url)
+    return stored.token if stored is not None else None

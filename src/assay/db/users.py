@@ -1,0 +1,45 @@
+"""Users: who signs in, and whether they may administer the cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from assay.db._models import User
+from assay.errors import Conflict, NotFound
+
+
+def count(session: Session) -> int:
+    return int(session.scalar(select(func.count()).select_from(User)) or 0)
+
+
+def named(session: Session, username: str) -> User | None:
+    return session.scalars(select(User).where(User.username == username)).first()
+
+
+def require(session: Session, username: str) -> User:
+    """The user called ``username``, or :class:`NotFound`."""
+    user = named(session, username)
+    if user is None:
+        raise NotFound(f"no user called {username!r} (see `assay user list`)")
+    return user
+
+
+def create(
+    session: Session, *, username: str, password_hash: str, admin: bool, now: float
+) -> User:
+    """A new active user; :class:`Conflict` when the name is taken."""
+    if named(session, username) is not None:
+        raise Conflict(f"a user called {username!r} already exists")
+    user = User(
+        username=username, password_hash=password_hash, admin=admin, active=True, created_at=now
+    )
+    session.add(user)
+    session.flush()
+    return user
+
+
+def everyone(session: Session) -> Sequence[User]:
+    return session.scalars(select(User).order_by(User.id)).all()

@@ -1,0 +1,31 @@
+"""Password hashes: argon2id, the memory-hard hash OWASP recommends for stored passwords."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+
+@cache
+def _hasher() -> PasswordHasher:
+    return PasswordHasher()
+
+
+def hash_password(password: str) -> str:
+    return _hasher().hash(password)
+
+
+def verify_password(stored_hash: str, password: str) -> bool:
+    try:
+        return _hasher().verify(stored_hash, password)
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+@cache
+def decoy_hash() -> str:
+    """A hash to verify against when no such user exists, so that a wrong user name takes as
+    long to refuse as a wrong password and timing does not tell which names exist."""
+    return hash_password("no such user; this hash only takes the time a real one would")
