@@ -214,10 +214,28 @@ def test_what_may_end_the_running_trial(case: Case, target: Target) -> None:
     call(case, target, token=token_of(target))
 
 
+SIGNS_OUT = "auth/logout|users/|tokens/"
+"""Routes that may end the caller's own sign-in (signing out, revoking a token, deactivating
+or demoting a user): fuzzed last, each example by a new user of its own."""
+
+
 @schema.exclude(tag="harness").parametrize()
 @FUZZ
-def test_every_other_route(case: Case, target: Target) -> None:
+def test_every_other_route_without_signing_in(case: Case, target: Target) -> None:
     call(case, target)
+
+
+@schema.exclude(tag="harness").exclude(path_regex=SIGNS_OUT).parametrize()
+@FUZZ
+def test_every_other_route_signed_in(case: Case, target: Target) -> None:
+    call(case, target, token=target.cluster.client.http.token)
+
+
+@schema.include(path_regex=SIGNS_OUT).parametrize()
+@FUZZ
+def test_signing_out_and_changing_users(case: Case, target: Target) -> None:
+    name = f"fuzz-{secrets.token_hex(4)}"
+    call(case, target, token=target.cluster.add_user(name).http.token)
 
 
 def test_the_fuzzing_reached_past_validation(target: Target) -> None:
@@ -234,6 +252,8 @@ def test_the_fuzzing_reached_past_validation(target: Target) -> None:
     ):
         assert operation in accepted, sorted(answers.items())
     assert sum(answers.values()) >= 20 * len(list(schema.get_all_operations()))
+    unauthorized = {op for (op, status), _ in answers.items() if status == 401}
+    assert "GET /api/v1/experiments" in unauthorized and "POST /api/v1/users" in unauthorized
 
 
 # What the fuzzing found before the API bounded its inputs, each shown answering 400 with the
@@ -242,7 +262,10 @@ def test_the_fuzzing_reached_past_validation(target: Target) -> None:
 
 def refused(target: Target, method: str, path: str, body: Any = None, **params: Any) -> set[str]:
     """The fields a 400 answer names."""
-    http = HttpSession(target.cluster.url, token=token_of(target))
+    # Trial processes post their reports; users read, and kill.
+    as_trial = method == "POST" and not path.endswith("/kill")
+    token = token_of(target) if as_trial else target.cluster.client.http.token
+    http = HttpSession(target.cluster.url, token=token)
     try:
         with pytest.raises(InvalidRequest) as caught:
             http.request(method, path, json_body=body, params=params or None)

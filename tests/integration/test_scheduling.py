@@ -191,7 +191,15 @@ def test_unknown_pools_are_refused_for_experiments_and_agents(pools: Cluster) ->
         ws_url = pools.url.replace("http", "ws") + "/api/v1/agents/ws"
         async with connect(ws_url) as ws:
             await ws.send(
-                json.dumps({"type": "hello", "agent_id": "x", "pool": "nope", "slots": []})
+                json.dumps(
+                    {
+                        "type": "hello",
+                        "agent_id": "x",
+                        "pool": "nope",
+                        "slots": [],
+                        "token": pools.env["ASSAY_AGENT_TOKEN"],
+                    }
+                )
             )
             return dict(json.loads(await ws.recv()))
 

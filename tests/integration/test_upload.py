@@ -98,7 +98,7 @@ def post(
 ) -> tuple[int, Any]:
     """POST a streamed body: chunked, or with ``length`` as its declared Content-Length."""
     conn = http.client.HTTPConnection("127.0.0.1", cluster.port, timeout=120)
-    headers = {"Content-Type": content_type}
+    headers = {"Content-Type": content_type, **cluster.auth_headers()}
     if length is not None:
         headers["Content-Length"] = str(length)
     try:
