@@ -2,8 +2,9 @@
 agents.
 
 The archive is a deterministic tar.gz (same tree, same sha256). Reading one never trusts it:
-absolute paths, ``..``, special files, links leading out of the root and archives inflating past
-the size limit are refused before anything is written.
+absolute paths, ``..``, special files, links leading out of the root, paths too long or too deep
+for an agent to create, more than :data:`MAX_MEMBERS` paths and archives inflating past the size
+limit are refused before anything is written.
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ from assay.context._pack import PackedContext, pack_context
 from assay.context._sizes import (
     ARCHIVE_ALLOWANCE,
     DEFAULT_CONTEXT_LIMIT,
+    MAX_DEPTH,
+    MAX_MEMBERS,
+    MAX_PATH_BYTES,
+    NAME_MAX,
+    PATH_MAX,
     archive_limit,
     archive_too_large_message,
     format_limit,
@@ -26,6 +32,11 @@ __all__ = [
     "ARCHIVE_ALLOWANCE",
     "DEFAULT_CONTEXT_LIMIT",
     "IGNORE_FILES",
+    "MAX_DEPTH",
+    "MAX_MEMBERS",
+    "MAX_PATH_BYTES",
+    "NAME_MAX",
+    "PATH_MAX",
     "ContextInfo",
     "IgnoreRules",
     "MemberChecker",

@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from assay.context._members import MemberChecker, MemberInfo
-from assay.context._sizes import DEFAULT_CONTEXT_LIMIT, archive_limit, archive_too_large_message
+from assay.context._paths import encoded_len, shown
+from assay.context._sizes import (
+    DEFAULT_CONTEXT_LIMIT,
+    PATH_MAX,
+    archive_limit,
+    archive_too_large_message,
+)
 from assay.context._stream import BoundedGunzip
 from assay.errors import InvalidContext, TooLarge
 
@@ -83,7 +89,9 @@ def inspect_archive(data: bytes, *, limit: int = DEFAULT_CONTEXT_LIMIT) -> Conte
     """Check a context archive without unpacking it.
 
     Raises :class:`~assay.errors.InvalidContext` naming the first bad member and why (absolute
-    path, ``..``, device or fifo, a link resolving outside the root, not a gzip'd tar), and
+    path, ``..``, device or fifo, a link resolving outside the root, a path over
+    :data:`~assay.context.MAX_PATH_BYTES`, a name over :data:`~assay.context.NAME_MAX`, more
+    than :data:`~assay.context.MAX_MEMBERS` paths, not a gzip'd tar), and
     :class:`~assay.errors.TooLarge` for an archive over :func:`~assay.context.archive_limit`
     and once the file data passes ``limit``, without inflating more.
     """
@@ -102,10 +110,15 @@ def inspect_archive(data: bytes, *, limit: int = DEFAULT_CONTEXT_LIMIT) -> Conte
 def extract_archive(data: bytes, dest: Path, *, limit: int = DEFAULT_CONTEXT_LIMIT) -> None:
     """Check ``data`` as :func:`inspect_archive` does, then unpack it into ``dest`` (created if
     missing). Files keep their owner-executable bit; ownership is not restored and
-    modification times are those of the extraction."""
-    inspect_archive(data, limit=limit)
-    dest.mkdir(parents=True, exist_ok=True)
+    modification times are those of the extraction.
+
+    Nothing is written when the archive is refused, nor when a member's path under ``dest``
+    would be longer than PATH_MAX; a link already in ``dest`` is never written through.
+    """
+    checked = inspect_archive(data, limit=limit)
     root = os.path.realpath(dest)
+    _check_fits(checked, root, dest)
+    dest.mkdir(parents=True, exist_ok=True)
     for tar, info, member in _scan(data, MemberChecker(limit)):
         prepared = info.replace(
             name=member.name,
@@ -120,9 +133,24 @@ def extract_archive(data: bytes, dest: Path, *, limit: int = DEFAULT_CONTEXT_LIM
             tar.extract(prepared, root, set_attrs=True, filter="data")
         except tarfile.FilterError as exc:
             raise InvalidContext(
-                f"context archive member {info.name!r} refused while extracting into {dest}: {exc}"
+                f"context archive member {shown(info.name)} refused while extracting into "
+                f"{dest}: {exc}"
             ) from None
         except tarfile.TarError as exc:
             raise InvalidContext(
-                f"context archive member {info.name!r} could not be extracted into {dest}: {exc}"
+                f"context archive member {shown(info.name)} could not be extracted into "
+                f"{dest}: {exc}"
             ) from None
+
+
+def _check_fits(info: ContextInfo, root: str, dest: Path) -> None:
+    """Refuse, before anything is written, a member whose path under ``root`` would be longer
+    than the kernel takes (the master's limit leaves room for a destination of up to 1 KiB)."""
+    room = PATH_MAX - 1 - encoded_len(root) - 1
+    for member in info.members:
+        if encoded_len(member.name) > room:
+            raise InvalidContext(
+                f"context archive member {shown(member.name)} would have a path longer than "
+                f"PATH_MAX ({PATH_MAX:,} bytes) once unpacked into {dest}; unpack it into a "
+                "directory with a shorter path"
+            )

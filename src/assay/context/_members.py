@@ -7,6 +7,12 @@ seen, so a chain of individually harmless links cannot walk out of the root. Not
 written through a symlink, so every member name is a physical path. Because a later
 link can change where an earlier one leads (``a -> p/..`` followed by ``p -> .``), every link is
 resolved once more against the complete set by :meth:`MemberChecker.finish`.
+
+What the archive has built so far is kept as a tree of names, one node per path (directories
+that members only imply included), so judging a member costs a step per component of its name
+and the memory held grows with the number of paths, never with their lengths multiplied
+together. The limits on paths (:mod:`assay.context._paths`), on the number of paths and on the
+work of resolving links keep both small whatever the archive says.
 """
 
 from __future__ import annotations
@@ -14,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from assay.context._sizes import format_limit, format_size
+from assay.context._paths import parts_problem, shown, split_name, text_problem
+from assay.context._sizes import MAX_MEMBERS, format_limit, format_size
 from assay.errors import InvalidContext, TooLarge
 
 MemberKind = Literal["file", "dir", "symlink", "hardlink"]
@@ -22,6 +29,11 @@ _ALLOWED: tuple[MemberKind, ...] = ("file", "dir", "symlink", "hardlink")
 
 # Linux gives up after 40 links in one lookup; a longer chain can only be a loop or an attack.
 _MAX_LINK_HOPS = 40
+
+# Components looked at while resolving links, over the whole archive and both passes (about a
+# second of work). Each lookup is cheap, but 40 hops of deep targets for each of 100,000 links is
+# not; a real link needs a few dozen.
+_MAX_RESOLVE_STEPS = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -45,21 +57,20 @@ class _Loop(Exception):
     pass
 
 
-def normalize_name(raw: str, *, what: str = "member") -> str:
-    """``raw`` as a plain relative path: ``./`` and empty components dropped, ``""`` for the
-    root itself. Absolute paths and ``..`` components are refused."""
-    if raw.startswith("/"):
-        raise InvalidContext(
-            f"context archive {what} {raw!r} is an absolute path; every member must be relative "
-            "to the context root"
-        )
-    parts = [p for p in raw.split("/") if p not in ("", ".")]
-    if ".." in parts:
-        raise InvalidContext(
-            f"context archive {what} {raw!r} has a '..' component; members must stay inside the "
-            "context root"
-        )
-    return "/".join(parts)
+class _Tangled(Exception):
+    pass
+
+
+class _Node:
+    """One path the archive creates. ``kind`` is ``None`` for a directory that no member names
+    but deeper members imply; ``target`` holds a symlink's target, split on ``/``."""
+
+    __slots__ = ("children", "kind", "target")
+
+    def __init__(self, kind: MemberKind | None, target: tuple[str, ...] = ()) -> None:
+        self.kind = kind
+        self.target = target
+        self.children: dict[str, _Node] = {}
 
 
 def normalize_mode(mode: int, kind: MemberKind) -> int:
@@ -76,16 +87,19 @@ class MemberChecker:
 
     ``limit`` caps the sum of regular file sizes. It is checked against each member's declared
     size before its data is read, so an oversized member is refused without inflating it.
+    ``max_members`` caps both the members read and the paths they create.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, *, max_members: int = MAX_MEMBERS) -> None:
         self.limit = limit
+        self.max_members = max_members
         self.total = 0
         self.files = 0
         self.members = 0
-        self._kinds: dict[str, MemberKind] = {}
-        self._implicit_dirs: set[str] = set()
-        self._links: dict[str, str] = {}
+        self.paths = 0
+        self._root = _Node("dir")
+        self._links: list[tuple[str, list[str], str]] = []
+        self._steps = 0
 
     def add(
         self, raw_name: str, kind: str, size: int, linkname: str, mode: int
@@ -93,33 +107,48 @@ class MemberChecker:
         """Judge the next member. Returns its normalised form, or ``None`` for an entry naming
         the root directory itself (``./``), which has nothing to extract."""
         self.members += 1
+        if self.members > self.max_members:
+            raise self._too_many(raw_name)
+        problem = text_problem(raw_name)
+        if problem is not None:
+            raise InvalidContext(f"context archive member {shown(raw_name)} {problem}")
         if kind not in _ALLOWED:
             raise InvalidContext(
-                f"context archive member {raw_name!r} is a {kind}; a context may hold only "
+                f"context archive member {shown(raw_name)} is a {kind}; a context may hold only "
                 "regular files, directories, and links that stay inside it"
             )
         member_kind: MemberKind = kind
-        name = normalize_name(raw_name)
-        if not name:
+        parts = split_name(raw_name)
+        if not parts:
             if member_kind == "dir":
                 return None
             raise InvalidContext(
-                f"context archive member {raw_name!r} names the root itself but is a {kind}, "
-                "not a directory"
+                f"context archive member {shown(raw_name)} names the root itself but is a "
+                f"{kind}, not a directory"
             )
-        self._check_place(raw_name, name, member_kind)
+        problem = parts_problem(parts)
+        if problem is not None:
+            raise InvalidContext(f"context archive member {shown(raw_name)} {problem}")
+        parent, held = self._place(raw_name, parts, member_kind)
         stored_link = ""
         if member_kind == "symlink":
-            stored_link = self._check_symlink(raw_name, name, linkname)
+            stored_link = self._check_symlink(raw_name, parts, linkname)
         elif member_kind == "hardlink":
             stored_link = self._check_hardlink(raw_name, linkname)
         if member_kind == "file":
             self._count(raw_name, size)
         if member_kind != "dir":
             self.files += 1
-        self._record(name, member_kind, stored_link)
+        if held is not None:
+            held.kind = "dir"  # only a directory may take the place of an implied one
+        else:
+            self._new_paths(raw_name, 1)
+            target = tuple(stored_link.split("/")) if member_kind == "symlink" else ()
+            parent.children[parts[-1]] = _Node(member_kind, target)
+        if member_kind == "symlink":
+            self._links.append((raw_name, parts[:-1], stored_link))
         return MemberInfo(
-            name=name,
+            name="/".join(parts),
             kind=member_kind,
             size=size if member_kind == "file" else 0,
             mode=normalize_mode(mode, member_kind),
@@ -128,122 +157,168 @@ class MemberChecker:
 
     def finish(self) -> None:
         """Re-resolve every symlink against the complete archive (see the module docstring)."""
-        for name, target in self._links.items():
-            self._resolve_link(name, name, target)
+        for raw_name, parent, linkname in self._links:
+            self._resolve_link(raw_name, parent, linkname)
 
     # -- the rules -------------------------------------------------------------------------
 
+    def _too_many(self, raw_name: str) -> InvalidContext:
+        return InvalidContext(
+            f"context archive holds more than {self.max_members:,} files, directories and links "
+            f"(the limit on a context, counting the directories their paths imply); refused at "
+            f"member {shown(raw_name)}; leave data, environments and build output out of the "
+            "context (.assayignore)"
+        )
+
+    def _new_paths(self, raw_name: str, count: int) -> None:
+        self.paths += count
+        if self.paths > self.max_members:
+            raise self._too_many(raw_name)
+
     def _count(self, raw_name: str, size: int) -> None:
         if size < 0:
-            raise InvalidContext(f"context archive member {raw_name!r} declares a negative size")
+            raise InvalidContext(
+                f"context archive member {shown(raw_name)} declares a negative size"
+            )
         if self.total + size > self.limit:
             raise TooLarge(
                 f"context archive unpacks to more than the {format_limit(self.limit)} limit: "
-                f"member {raw_name!r} ({format_size(size)}) brings the total to "
+                f"member {shown(raw_name)} ({format_size(size)}) brings the total to "
                 f"{format_size(self.total + size)}; leave big files out of the context "
                 "(.assayignore) and load data from outside it"
             )
         self.total += size
 
-    def _check_place(self, raw_name: str, name: str, kind: MemberKind) -> None:
+    def _place(
+        self, raw_name: str, parts: list[str], kind: MemberKind
+    ) -> tuple[_Node, _Node | None]:
+        """The node of the member's directory (directories it implies are created) and the node
+        already at its path, if any."""
         # Writing through a symlink is refused outright: no packer needs it, and it keeps every
         # member name a physical path, which is what link resolution looks names up by.
-        parts = name.split("/")
-        for depth in range(1, len(parts)):
-            prefix = "/".join(parts[:depth])
-            held = self._kinds.get(prefix)
-            if held is not None and held != "dir":
+        node = self._root
+        for depth, part in enumerate(parts[:-1]):
+            child = node.children.get(part)
+            if child is None:
+                missing = parts[depth:-1]
+                self._new_paths(raw_name, len(missing))
+                for name in missing:
+                    child = node.children[name] = _Node(None)
+                    node = child
+                return node, None
+            if child.kind not in (None, "dir"):
                 raise InvalidContext(
-                    f"context archive member {raw_name!r} lies under {prefix!r}, which is a "
-                    f"{held} earlier in the archive, not a directory"
+                    f"context archive member {shown(raw_name)} lies under "
+                    f"{shown('/'.join(parts[: depth + 1]))}, which is a {child.kind} earlier in "
+                    "the archive, not a directory"
                 )
-        held = self._kinds.get(name)
-        if held is not None and not (held == "dir" and kind == "dir"):
+            node = child
+        held = node.children.get(parts[-1])
+        if held is None:
+            return node, None
+        if held.kind is None:
+            if kind != "dir":
+                raise InvalidContext(
+                    f"context archive member {shown(raw_name)} is a {kind}, but earlier members "
+                    "already used it as a directory"
+                )
+        elif not (held.kind == "dir" and kind == "dir"):
             raise InvalidContext(
-                f"context archive member {raw_name!r} appears twice (as a {held}, then as a "
-                f"{kind}); each path may occur once"
+                f"context archive member {shown(raw_name)} appears twice (as a {held.kind}, then "
+                f"as a {kind}); each path may occur once"
             )
-        if name in self._implicit_dirs and kind != "dir":
-            raise InvalidContext(
-                f"context archive member {raw_name!r} is a {kind}, but earlier members already "
-                "used it as a directory"
-            )
+        return node, held
 
-    def _check_symlink(self, raw_name: str, name: str, linkname: str) -> str:
+    def _check_symlink(self, raw_name: str, parts: list[str], linkname: str) -> str:
         if not linkname:
-            raise InvalidContext(f"context archive symlink {raw_name!r} has an empty target")
+            raise InvalidContext(f"context archive symlink {shown(raw_name)} has an empty target")
         if linkname.startswith("/"):
             raise InvalidContext(
-                f"context archive symlink {raw_name!r} points to the absolute path {linkname!r}; "
-                "links must be relative and stay inside the context root"
+                f"context archive symlink {shown(raw_name)} points to the absolute path "
+                f"{shown(linkname)}; links must be relative and stay inside the context root"
             )
-        self._resolve_link(raw_name, name, linkname)
+        problem = text_problem(linkname) or parts_problem(linkname.split("/"))
+        if problem is not None:
+            raise InvalidContext(
+                f"context archive symlink {shown(raw_name)} points to {shown(linkname)}, which "
+                f"{problem}"
+            )
+        self._resolve_link(raw_name, parts[:-1], linkname)
         return linkname
 
-    def _resolve_link(self, raw_name: str, name: str, linkname: str) -> None:
-        parent = name.split("/")[:-1]
+    def _resolve_link(self, raw_name: str, parent: list[str], linkname: str) -> None:
         try:
             self._resolve([*parent, *linkname.split("/")])
         except _Escape:
             raise InvalidContext(
-                f"context archive symlink {raw_name!r} points to {linkname!r}, which resolves "
-                "outside the context root"
+                f"context archive symlink {shown(raw_name)} points to {shown(linkname)}, which "
+                "resolves outside the context root"
             ) from None
         except _Loop:
             raise InvalidContext(
-                f"context archive symlink {raw_name!r} points to {linkname!r}, which is part of a "
-                "symlink loop"
+                f"context archive symlink {shown(raw_name)} points to {shown(linkname)}, which "
+                "is part of a symlink loop"
+            ) from None
+        except _Tangled:
+            raise InvalidContext(
+                f"context archive symlink {shown(raw_name)} points to {shown(linkname)}: the "
+                f"archive's links take more than {_MAX_RESOLVE_STEPS:,} steps to resolve, far "
+                "more than a code tree needs; store fewer or shorter chains of links"
             ) from None
 
     def _check_hardlink(self, raw_name: str, linkname: str) -> str:
         # Hard link targets are relative to the archive root, not to the link's directory.
         if linkname.startswith("/") or ".." in linkname.split("/"):
             raise InvalidContext(
-                f"context archive hard link {raw_name!r} points to {linkname!r}, outside the "
-                "context root"
+                f"context archive hard link {shown(raw_name)} points to {shown(linkname)}, "
+                "outside the context root"
             )
-        target = normalize_name(linkname, what="hard link target")
-        if self._kinds.get(target) not in ("file", "hardlink"):
+        problem = text_problem(linkname)
+        parts = split_name(linkname, what="hard link target")
+        problem = problem or parts_problem(parts)
+        if problem is not None:
             raise InvalidContext(
-                f"context archive hard link {raw_name!r} points to {linkname!r}, which is not a "
-                "regular file earlier in the archive"
+                f"context archive hard link {shown(raw_name)} points to {shown(linkname)}, which "
+                f"{problem}"
             )
-        return target
+        node: _Node | None = self._root
+        for part in parts:
+            node = node.children.get(part) if node is not None else None
+        if not parts or node is None or node.kind not in ("file", "hardlink"):
+            raise InvalidContext(
+                f"context archive hard link {shown(raw_name)} points to {shown(linkname)}, which "
+                "is not a regular file earlier in the archive"
+            )
+        return "/".join(parts)
 
-    def _record(self, name: str, kind: MemberKind, linkname: str) -> None:
-        parts = name.split("/")
-        self._implicit_dirs.update("/".join(parts[:depth]) for depth in range(1, len(parts)))
-        self._kinds[name] = kind
-        if kind == "symlink":
-            self._links[name] = linkname
-
-    def _resolve(self, parts: list[str]) -> tuple[str, ...]:
-        """Where ``parts`` (relative to the root) lands, following the links seen so far.
+    def _resolve(self, parts: list[str]) -> None:
+        """Follow ``parts`` (relative to the root) through the links seen so far.
 
         Raises :class:`_Escape` as soon as a ``..`` would climb above the root, even if a later
         component would come back down: nothing may be reached by leaving the root.
         """
-        resolved: list[str] = []
+        # The nodes walked through, root first; None below a path that no member names.
+        walked: list[_Node | None] = []
         pending = list(reversed(parts))
         hops = 0
         while pending:
+            self._steps += 1
+            if self._steps > _MAX_RESOLVE_STEPS:
+                raise _Tangled
             part = pending.pop()
             if part in ("", "."):
                 continue
             if part == "..":
-                if not resolved:
+                if not walked:
                     raise _Escape
-                resolved.pop()
+                walked.pop()
                 continue
-            resolved.append(part)
-            target = self._links.get("/".join(resolved))
-            if target is None:
+            here = walked[-1] if walked else self._root
+            node = here.children.get(part) if here is not None else None
+            if node is not None and node.kind == "symlink":
+                hops += 1
+                if hops > _MAX_LINK_HOPS:
+                    raise _Loop
+                pending.extend(reversed(node.target))
                 continue
-            hops += 1
-            if hops > _MAX_LINK_HOPS:
-                raise _Loop
-            if target.startswith("/"):
-                raise _Escape
-            resolved.pop()
-            pending.extend(reversed(target.split("/")))
-        return tuple(resolved)
+            walked.append(node)

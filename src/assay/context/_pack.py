@@ -15,8 +15,10 @@ from typing import Literal
 
 from assay.context._ignore import IgnoreRules, read_ignore_lines
 from assay.context._members import MemberChecker, normalize_mode
+from assay.context._paths import parts_problem, shown, text_problem
 from assay.context._sizes import (
     DEFAULT_CONTEXT_LIMIT,
+    MAX_MEMBERS,
     archive_limit,
     archive_too_large_message,
     too_large_message,
@@ -49,7 +51,9 @@ class _Entry:
     linkname: str = ""
 
 
-def pack_context(root: Path, *, limit: int = DEFAULT_CONTEXT_LIMIT) -> PackedContext:
+def pack_context(
+    root: Path, *, limit: int = DEFAULT_CONTEXT_LIMIT, max_members: int = MAX_MEMBERS
+) -> PackedContext:
     """Pack the directory ``root`` for upload.
 
     Paths matched by ``.assayignore``, ``.detignore`` or ``.nniignore`` at the top of ``root``
@@ -58,7 +62,9 @@ def pack_context(root: Path, *, limit: int = DEFAULT_CONTEXT_LIMIT) -> PackedCon
     tree always gives the same bytes.
 
     Raises :class:`~assay.errors.InvalidContext` for a missing root, a root that is not a
-    directory, or a link, special file or unreadable file inside it, and
+    directory, a link, special file or unreadable file inside it, a path the master would refuse
+    (see :data:`~assay.context.MAX_PATH_BYTES`), or more than ``max_members`` paths (the walk
+    stops there), and
     :class:`~assay.errors.TooLarge` (before building anything) when the files kept add up to
     more than ``limit`` bytes, or (after) when the archive is over
     :func:`~assay.context.archive_limit`, the most the master accepts.
@@ -80,12 +86,12 @@ def pack_context(root: Path, *, limit: int = DEFAULT_CONTEXT_LIMIT) -> PackedCon
     except OSError as exc:
         raise InvalidContext(f"could not read the ignore files of {label}: {exc}") from None
     entries: list[_Entry] = []
-    _walk(real_root, "", rules, label, entries)
+    _walk(real_root, "", rules, _Admit(label, max_members), entries)
     total = sum(entry.size for entry in entries)
     if total > limit:
         sizes = [(entry.rel, entry.size) for entry in entries if entry.kind == "file"]
         raise TooLarge(too_large_message(label, total, limit, sizes))
-    _self_check(entries, limit, label)
+    _self_check(entries, limit, max_members, label)
     data, size = _build(real_root, entries, limit, label)
     if len(data) > archive_limit(limit):
         # Only tens of thousands of incompressible files get here; the master would refuse it.
@@ -100,7 +106,35 @@ def pack_context(root: Path, *, limit: int = DEFAULT_CONTEXT_LIMIT) -> PackedCon
     )
 
 
-def _walk(real_root: str, rel_dir: str, rules: IgnoreRules, label: str, out: list[_Entry]) -> None:
+@dataclass(frozen=True)
+class _Admit:
+    """Refuses, as the walk meets it, a path the master would refuse or one path too many: the
+    walk of a tree of a million files stops at the first one too many, and no directory deeper
+    than the limit is recursed into."""
+
+    label: str
+    max_members: int
+
+    def __call__(self, rel: str, out: list[_Entry]) -> None:
+        if len(out) >= self.max_members:
+            raise InvalidContext(
+                f"context directory {self.label} has more than {self.max_members:,} files, "
+                f"directories and links (the limit on a context); counting stopped at "
+                f"{shown(rel)}; add what the trial does not need (data, environments, build "
+                "output) to .assayignore"
+            )
+        problem = text_problem(rel) or parts_problem(rel.split("/"))
+        if problem is not None:
+            raise InvalidContext(
+                f"{shown(rel)} in context directory {self.label} {problem}; shorten it or add "
+                "it to .assayignore"
+            )
+
+
+def _walk(
+    real_root: str, rel_dir: str, rules: IgnoreRules, admit: _Admit, out: list[_Entry]
+) -> None:
+    label = admit.label
     directory = os.path.join(real_root, rel_dir) if rel_dir else real_root
     try:
         with os.scandir(directory) as it:
@@ -118,14 +152,17 @@ def _walk(real_root: str, rel_dir: str, rules: IgnoreRules, label: str, out: lis
             ) from None
         if stat.S_ISLNK(st.st_mode):
             if not rules.ignored(rel, is_dir=False):
+                admit(rel, out)
                 link = _link_target(real_root, rel, label)
                 out.append(_Entry(rel, "symlink", mode=0o777, linkname=link))
         elif stat.S_ISDIR(st.st_mode):
             if not rules.ignored(rel, is_dir=True):
+                admit(rel, out)
                 out.append(_Entry(rel, "dir", mode=0o755))
-                _walk(real_root, rel, rules, label, out)
+                _walk(real_root, rel, rules, admit, out)
         elif stat.S_ISREG(st.st_mode):
             if not rules.ignored(rel, is_dir=False):
+                admit(rel, out)
                 mode = normalize_mode(st.st_mode, "file")
                 out.append(_Entry(rel, "file", size=st.st_size, mode=mode))
         elif not rules.ignored(rel, is_dir=False):
@@ -181,10 +218,10 @@ def _check_encodable(rel: str, label: str) -> None:
         ) from None
 
 
-def _self_check(entries: list[_Entry], limit: int, label: str) -> None:
+def _self_check(entries: list[_Entry], limit: int, max_members: int, label: str) -> None:
     """Judge the entries by the rules the master and agents apply, so a context that packs
     is never refused for its shape after upload."""
-    checker = MemberChecker(limit)
+    checker = MemberChecker(limit, max_members=max_members)
     try:
         for entry in entries:
             checker.add(entry.rel, entry.kind, entry.size, entry.linkname, entry.mode)

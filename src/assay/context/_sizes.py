@@ -13,6 +13,24 @@ ARCHIVE_ALLOWANCE = 5 * 2**20
 Gzip grows incompressible data by a fraction of a percent and a tar header packs to well under
 a hundred bytes, so only tens of thousands of incompressible files could need more."""
 
+MAX_MEMBERS = 100_000
+"""The most files, directories and links a context may hold, counting the directories its paths
+imply: far more than any code tree, and few enough that checking and unpacking one stays quick."""
+
+PATH_MAX = 4096
+"""Linux's limit on a path handed to the kernel, its closing NUL included."""
+
+NAME_MAX = 255
+"""Linux's limit on one component of a path (a file or directory name), in bytes."""
+
+MAX_PATH_BYTES = PATH_MAX - 1024
+"""The longest path inside a context, in bytes (UTF-8): PATH_MAX less room for the directory an
+agent unpacks it into, so that what the master accepts every agent can unpack."""
+
+MAX_DEPTH = 128
+"""The most components a path inside a context may have. No code tree comes near it, and it keeps
+the cost of checking a member, and of resolving a link, small whatever the archive says."""
+
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 _SHOWN_BIGGEST = 5
 
