@@ -49,6 +49,10 @@ def live_holder(session: Session, digest: str, now: float) -> tuple[Token, User]
     return (found[0], found[1]) if found is not None else None
 
 
+def get(session: Session, token_id: int) -> Token | None:
+    return session.get(Token, token_id)
+
+
 def require(session: Session, token_id: int) -> Token:
     row = session.get(Token, token_id)
     if row is None:

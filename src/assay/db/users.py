@@ -19,6 +19,10 @@ def named(session: Session, username: str) -> User | None:
     return session.scalars(select(User).where(User.username == username)).first()
 
 
+def get(session: Session, user_id: int) -> User | None:
+    return session.get(User, user_id)
+
+
 def require(session: Session, username: str) -> User:
     """The user called ``username``, or :class:`NotFound`."""
     user = named(session, username)
@@ -27,9 +31,7 @@ def require(session: Session, username: str) -> User:
     return user
 
 
-def create(
-    session: Session, *, username: str, password_hash: str, admin: bool, now: float
-) -> User:
+def create(session: Session, *, username: str, password_hash: str, admin: bool, now: float) -> User:
     """A new active user; :class:`Conflict` when the name is taken."""
     if named(session, username) is not None:
         raise Conflict(f"a user called {username!r} already exists")

@@ -11,7 +11,8 @@ from typing import Any
 
 from assay import rest
 from assay.config import MasterConfig
-from assay.db import Experiment, Job, Session, experiments, trials
+from assay.db import Experiment, Session, experiments, trials
+from assay.db import jobs as db_jobs
 from assay.master import _jobs as jobs
 from assay.master import _lifecycle as life
 from assay.master import _views as views
@@ -129,7 +130,7 @@ class ExperimentCommands:
 
         def handler(tx: Tx) -> list[str]:
             for update in updates:
-                job = tx.session.get(Job, update.job_id)
+                job = db_jobs.get(tx.session, update.job_id)
                 if job is not None:
                     actor.require_owner(job.owner, f"job {update.job_id}")
             return jobs.update_jobs(tx, updates, self.settings)

@@ -13,7 +13,7 @@ import secrets
 from dataclasses import dataclass
 
 from assay import rest
-from assay.db import Session, Token, User, tokens, users
+from assay.db import Session, User, tokens, users
 from assay.errors import Conflict, Forbidden, Unauthorized
 from assay.master import _views as views
 from assay.master._orchestrator import Orchestrator
@@ -127,7 +127,7 @@ class UserService:
         token = _new_token()
 
         def handler(tx: Tx) -> rest.Session:
-            user = tx.session.get(User, found[0])
+            user = users.get(tx.session, found[0])
             if user is None or not user.active:
                 raise Unauthorized("wrong user name or password, or the user is deactivated")
             expires = tx.now + SESSION_DAYS * _DAY
@@ -146,7 +146,7 @@ class UserService:
 
     async def logout(self, actor: Actor) -> None:
         def handler(tx: Tx) -> None:
-            row = tx.session.get(Token, actor.token_id)
+            row = tokens.get(tx.session, actor.token_id)
             if row is not None and row.revoked_at is None:
                 row.revoked_at = tx.now
 
@@ -245,7 +245,7 @@ class UserService:
     async def revoke_token(self, actor: Actor, token_id: int) -> rest.AccessToken:
         def handler(tx: Tx) -> rest.AccessToken:
             row = tokens.require(tx.session, token_id)
-            owner = tx.session.get(User, row.user_id)
+            owner = users.get(tx.session, row.user_id)
             name = owner.username if owner is not None else "?"
             actor.require_owner(name, f"token {token_id}")
             if row.revoked_at is None:
