@@ -7,6 +7,7 @@ import datetime as dt
 import os
 import platform
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -18,7 +19,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from assay.client import Client
+from assay.client import Client, StoredLogin, TokenStore
 from assay.errors import AssayError
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -106,9 +107,18 @@ class LocalCluster:
         self.db = db
         self.procs: list[subprocess.Popen[bytes]] = []
         self.client = Client(self.url, timeout=60)
+        self.env = {
+            **os.environ,
+            "ASSAY_HOME": str(self.home),
+            "ASSAY_MASTER": self.url,
+            "ASSAY_ADMIN_PASSWORD": secrets.token_urlsafe(12),
+            "ASSAY_AGENT_TOKEN": secrets.token_urlsafe(12),
+            # `assay` commands run with this environment find the admin's sign-in here.
+            "XDG_CONFIG_HOME": str(self.home / "config"),
+        }
 
     def __enter__(self) -> LocalCluster:
-        env = {**os.environ, "ASSAY_HOME": str(self.home)}
+        env = self.env
         master = [
             sys.executable,
             "-m",
@@ -123,6 +133,9 @@ class LocalCluster:
         log = (self.home / "master.log").open("ab")
         self.procs.append(subprocess.Popen(master, env=env, stdout=log, stderr=subprocess.STDOUT))
         self._wait(lambda: bool(self.client.info()))
+        session = self.client.login("admin", env["ASSAY_ADMIN_PASSWORD"])
+        store = TokenStore(self.home / "config" / "assay" / "auth.json")
+        store.put(self.url, StoredLogin("admin", session.token))
         agent = [
             sys.executable, "-m", "assay.agent", "--master", self.url, "--id", "bench",
             "--slots", str(self.slots), "--home", str(self.home),

@@ -18,7 +18,6 @@ with the machine's load. Target: each assay command within 1.5x the floor's medi
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import statistics
 import subprocess
@@ -126,7 +125,7 @@ def main() -> int:
     runs = 3 if args.quick else args.runs
     with LocalCluster(slots=1) as cluster:
         submit_experiments(cluster, EXPERIMENTS)
-        env = {**os.environ, "ASSAY_MASTER": cluster.url, "ASSAY_HOME": str(cluster.home)}
+        env = dict(cluster.env)
         env["COLUMNS"] = "120"
         wall, cpu = measure(env, runs)
     result = table(wall, cpu)
