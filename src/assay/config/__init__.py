@@ -9,6 +9,7 @@ from assay.config._environment import (
     BindMount,
     EnvironmentConfig,
     EnvironmentImage,
+    EnvironmentVariable,
     EnvironmentVariables,
 )
 from assay.config._errors import problems_from, validate_as
@@ -70,6 +71,14 @@ from assay.config._searcher import (
     SingleConfig,
     SyncHalvingConfig,
 )
+from assay.config._secrets import (
+    MASK,
+    mask_text,
+    masked_config,
+    masked_config_text,
+    secret_pattern,
+    secret_values,
+)
 from assay.config._storage import (
     AzureConfig,
     CheckpointStorageConfig,
@@ -84,6 +93,7 @@ from assay.errors import ErrorDetail, InvalidConfig
 __all__ = [
     "EOL_SEARCHERS",
     "GRID_COUNT_MESSAGE",
+    "MASK",
     "OPTUNA_SEARCHERS",
     "SAMPLER_NAMES",
     "SEARCHER_CONFIGS",
@@ -106,6 +116,7 @@ __all__ = [
     "EarlyStoppingConfig",
     "EnvironmentConfig",
     "EnvironmentImage",
+    "EnvironmentVariable",
     "EnvironmentVariables",
     "ErrorDetail",
     "ExperimentConfig",
@@ -152,10 +163,15 @@ __all__ = [
     "hyperparameters_to_json",
     "load_experiment_config",
     "load_master_config",
+    "mask_text",
+    "masked_config",
+    "masked_config_text",
     "parse_hyperparameters",
     "parse_memory_size",
     "parse_yaml",
     "problems_from",
+    "secret_pattern",
+    "secret_values",
     "unflatten",
     "validate_as",
 ]

@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import posixpath
-from typing import Any
+from typing import Annotated, Any
 
-from assay.config._base import ConfigModel, OpenSection, Problem, show
+from pydantic import Discriminator, PlainValidator, Tag, TypeAdapter, ValidationError
+
+from assay.config._base import ConfigModel, OpenSection, Problem, config_error, show
+from assay.config._errors import problems_from
 from assay.errors import InvalidRequest
 
 DEVICE_TYPES = ("cpu", "cuda", "rocm")
@@ -49,12 +52,63 @@ class EnvironmentImage(_PerDevice):
     rocm: str | None = None
 
 
-class EnvironmentVariables(_PerDevice):
-    """``KEY=VALUE`` entries per device type."""
+_ENTRY_WORDS = "a KEY=VALUE string or a map {name, value, secret}"
 
-    cpu: list[str] = []
-    cuda: list[str] = []
-    rocm: list[str] = []
+
+class EnvironmentVariable(ConfigModel):
+    """An entry written as a map, which can mark its value secret: the trial gets the value,
+    the API and the trial's logs show ``********`` instead."""
+
+    name: str
+    value: str
+    secret: bool = False
+
+    @classmethod
+    def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:
+        name = data.get("name")
+        if isinstance(name, str) and (not name or "=" in name):
+            return [(("name",), f"must be a variable name without '=', got {show(name)}")]
+        return []
+
+
+def _entry_string(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    raise config_error(f"must be {_ENTRY_WORDS}, got {show(value)}")
+
+
+def _entry_form(value: Any) -> str:
+    return "<map>" if isinstance(value, dict | EnvironmentVariable) else "<string>"
+
+
+EnvironmentEntry = Annotated[
+    Annotated[str, PlainValidator(_entry_string), Tag("<string>")]
+    | Annotated[EnvironmentVariable, Tag("<map>")],
+    Discriminator(_entry_form),
+]
+"""One ``environment_variables`` entry: Determined's ``KEY=VALUE`` string, or the map form."""
+
+_ENTRY = TypeAdapter(EnvironmentEntry)
+
+
+def _entry_problems(entry: Any) -> list[Problem]:
+    """The problems of one entry, relative to it (``()`` or ``("name",)``)."""
+    try:
+        _ENTRY.validate_python(entry)
+    except ValidationError as exc:
+        return [
+            (tuple(p for p in (d.path,) if p), d.message)
+            for d in problems_from(exc, EnvironmentEntry)
+        ]
+    return []
+
+
+class EnvironmentVariables(_PerDevice):
+    """The entries per device type."""
+
+    cpu: list[EnvironmentEntry] = []
+    cuda: list[EnvironmentEntry] = []
+    rocm: list[EnvironmentEntry] = []
 
 
 class EnvironmentConfig(ConfigModel):
@@ -89,17 +143,19 @@ class EnvironmentConfig(ConfigModel):
             )
         variables = data.get("environment_variables")
         if isinstance(variables, list):
+            # Checked here, once, rather than after the list is copied to every device type,
+            # which would report each problem three times under the wrong paths.
             problems.extend(
-                (("environment_variables", i), f"must be a KEY=VALUE string, got {show(v)}")
-                for i, v in enumerate(variables)
-                if not isinstance(v, str)
+                (("environment_variables", i, *loc), message)
+                for i, entry in enumerate(variables)
+                for loc, message in _entry_problems(entry)
             )
         elif variables is not None and not isinstance(variables, dict):
             problems.append(
                 (
                     ("environment_variables",),
-                    "must be a list of KEY=VALUE strings, or a map of cpu/cuda/rocm to such "
-                    f"lists, got {show(variables)}",
+                    f"must be a list of entries ({_ENTRY_WORDS}), or a map of cpu/cuda/rocm "
+                    f"to such lists, got {show(variables)}",
                 )
             )
         return problems
@@ -113,7 +169,7 @@ class EnvironmentConfig(ConfigModel):
         elif image is not None and not isinstance(image, dict):
             del out["image"]  # reported by _cross_checks
         variables = out.get("environment_variables")
-        if isinstance(variables, list) and all(isinstance(v, str) for v in variables):
+        if isinstance(variables, list) and not any(map(_entry_problems, variables)):
             out["environment_variables"] = dict.fromkeys(DEVICE_TYPES, variables)
         elif variables is not None and not isinstance(variables, dict):
             del out["environment_variables"]  # reported by _cross_checks
@@ -125,9 +181,14 @@ class EnvironmentConfig(ConfigModel):
         Later entries win. An entry without ``=`` is skipped: in Docker it means "pass the
         variable through from the host", which a process started by the agent gets anyway.
         """
-        entries: list[str] = getattr(self.environment_variables, device_key(device))
+        entries: list[str | EnvironmentVariable] = getattr(
+            self.environment_variables, device_key(device)
+        )
         env: dict[str, str] = {}
         for entry in entries:
+            if isinstance(entry, EnvironmentVariable):
+                env[entry.name] = entry.value
+                continue
             key, sep, value = entry.partition("=")
             if sep and key:
                 env[key] = value

@@ -15,6 +15,7 @@ from assay.master import _gang as gang
 from assay.master import _lifecycle as life
 from assay.master._agents import AgentConnection, Sender
 from assay.master._orchestrator import Orchestrator
+from assay.master._secrets import LogMasker
 from assay.protocol import (
     AckExit,
     AgentMessage,
@@ -38,6 +39,7 @@ class AgentGateway:
     def __init__(self, core: Orchestrator, settings: MasterConfig) -> None:
         self.core = core
         self.settings = settings
+        self.masker = LogMasker()
 
     def is_agent_token(self, token: str | None) -> bool:
         """Whether ``token`` is this cluster's agent token (agents fetch contexts with it)."""
@@ -162,7 +164,7 @@ class AgentGateway:
     async def _ingest_logs(self, entries: list[LogEntry]) -> None:
         if not entries:
             return
-        await self.core.record(lambda s: logs.insert(s, entries))
+        await self.core.record(lambda s: logs.insert(s, self.masker.masked(s, entries)))
         for trial_id in {e.trial_id for e in entries}:
             self.core.waiters.notify(("logs", trial_id))
 

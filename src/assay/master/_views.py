@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from assay import rest
+from assay.config import masked_config, masked_config_text
 from assay.db import (
     AgentRecord,
     Allocation,
@@ -88,8 +89,10 @@ def experiment(session: Session, exp: Experiment) -> rest.Experiment:
         **_experiment_fields(
             exp, trials.counts(session, [exp.id])[exp.id], trials.best_of(session, exp.id)
         ),
-        config=exp.config,
-        original_config=exp.original_config,
+        # Secret environment variables: the stored config keeps their values for the trials;
+        # no API answer shows them.
+        config=masked_config(exp.config),
+        original_config=masked_config_text(exp.original_config, exp.config),
     )
 
 
