@@ -142,7 +142,12 @@ class Agent:
         while not self._stop.is_set():
             try:
                 async with connect(
-                    self.ws_url, ping_interval=5, ping_timeout=20, max_size=2**26, open_timeout=10
+                    self.ws_url,
+                    ping_interval=5,
+                    ping_timeout=20,
+                    max_size=2**26,
+                    open_timeout=10,
+                    ssl=self.env.http.tls,
                 ) as ws:
                     await ws.send(json.dumps(self.hello(_local_host(ws)).to_dict()))
                     self.ws = ws

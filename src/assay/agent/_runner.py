@@ -220,8 +220,10 @@ class AllocationRunner:
 
     def _environment(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-        if "ASSAY_HOME" in os.environ:
-            env["ASSAY_HOME"] = os.environ["ASSAY_HOME"]
+        # The CA bundle too: a trial reaches an https master with the agent's trust.
+        for name in ("ASSAY_HOME", "ASSAY_CA_CERT"):
+            if name in os.environ:
+                env[name] = os.environ[name]
         python_bin = str(Path(sys.executable).parent)
         env["PATH"] = python_bin + os.pathsep + env.get("PATH", "")
         env["PYTHONUNBUFFERED"] = "1"

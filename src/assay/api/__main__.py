@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from assay.api._server import run_master
-from assay.config import load_master_config
-from assay.errors import AssayError
+from assay.config import MasterConfig, load_master_config, validate_as
+from assay.errors import AssayError, InvalidConfig
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,15 +22,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--home", type=Path, help="state directory (default $ASSAY_HOME or ~/.assay)"
     )
+    parser.add_argument("--tls-cert", type=Path, help="serve https with this certificate (PEM)")
+    parser.add_argument("--tls-key", type=Path, help="the certificate's private key (PEM)")
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host name requests may use besides the loopback ones (repeatable; * for any)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     try:
-        settings = load_master_config(args.config)
+        settings = _with_flags(load_master_config(args.config), args)
+        home = args.home or settings.assay_home or Path(os.environ.get("ASSAY_HOME", "~/.assay"))
+        run_master(settings, home.expanduser().resolve())
     except AssayError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _with_flags(settings: MasterConfig, args: argparse.Namespace) -> MasterConfig:
+    """``settings`` with what the command line gives in place of the config's values."""
     updates: dict[str, object] = {}
     if args.host:
         updates["host"] = args.host
@@ -40,11 +56,22 @@ def main(argv: list[str] | None = None) -> int:
         updates["db"] = args.db
     if settings.agent_token is None and os.environ.get("ASSAY_AGENT_TOKEN"):
         updates["agent_token"] = os.environ["ASSAY_AGENT_TOKEN"]
-    if updates:
-        settings = settings.model_copy(update=updates)
-    home = args.home or settings.assay_home or Path(os.environ.get("ASSAY_HOME", "~/.assay"))
-    run_master(settings, home.expanduser().resolve())
-    return 0
+    # Checked as the config file's keys are, so that a flag's value gets the same checks.
+    flags: dict[str, object] = {}
+    if args.tls_cert or args.tls_key:
+        if not (args.tls_cert and args.tls_key):
+            given, missing = ("--tls-cert", "--tls-key")[:: 1 if args.tls_cert else -1]
+            raise InvalidConfig(f"{given} needs {missing} too: TLS takes a certificate and its key")
+        flags["tls"] = {"cert": str(args.tls_cert), "key": str(args.tls_key)}
+    if args.allowed_host:
+        flags["allowed_hosts"] = args.allowed_host
+    if flags:
+        checked: MasterConfig = validate_as(MasterConfig, flags, what="command-line flags")
+        if args.tls_cert:
+            updates["tls"] = checked.tls
+        if args.allowed_host:
+            updates["allowed_hosts"] = [*settings.allowed_hosts, *checked.allowed_hosts]
+    return settings.model_copy(update=updates) if updates else settings
 
 
 if __name__ == "__main__":

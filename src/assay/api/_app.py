@@ -17,6 +17,7 @@ import assay
 from assay import rest
 from assay.api import _cluster, _experiments, _harness, _jobs, _trials, _users
 from assay.api._docs import install_docs
+from assay.api._guard import Guard, allowed_hosts
 from assay.api._limits import DEFAULT_BODY_LIMIT, BodyLimit
 from assay.api._upload import UPLOAD_ROUTE_LIMIT
 from assay.errors import (
@@ -81,6 +82,10 @@ def create_app(master: Master) -> FastAPI:
         default=DEFAULT_BODY_LIMIT,
         routes={("POST", "/api/v1/experiments"): UPLOAD_ROUTE_LIMIT},
     )
+    # Added last, so it runs first: a forged request is refused before its body is read.
+    settings = master.settings
+    hosts = allowed_hosts(settings.host, settings.allowed_hosts)
+    app.add_middleware(Guard, hosts=hosts, origins=settings.allowed_origins)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import ssl
 from pathlib import Path
 from types import FrameType
 
 import uvicorn
 
 from assay.api._app import create_app
+from assay.api._guard import WILDCARD_BINDS, allowed_hosts, is_loopback
 from assay.config import MasterConfig
+from assay.errors import InvalidConfig
 from assay.master import Master
 
 log = logging.getLogger("assay.master")
@@ -21,13 +24,27 @@ ADMIN_PASSWORD_ENV = "ASSAY_ADMIN_PASSWORD"
 
 
 def run_master(settings: MasterConfig, assay_home: Path) -> None:
-    """Serve until interrupted. SQLite under ``assay_home`` unless ``settings.db`` names a URL."""
+    """Serve until interrupted. SQLite under ``assay_home`` unless ``settings.db`` names a URL.
+
+    Raises :class:`InvalidConfig` before anything is opened or bound when the TLS files cannot
+    be used."""
+    tls = settings.tls
+    if tls is not None:
+        check_tls(tls.cert, tls.key)
     master = Master.open(
         settings, assay_home, admin_password=os.environ.get(ADMIN_PASSWORD_ENV) or None
     )
     app = create_app(master)
-    url = _safe(master.db.url)
-    log.info("master on http://%s:%d (database: %s)", settings.host, settings.port, url)
+    scheme = "https" if tls else "http"
+    shown = f"[{settings.host}]" if ":" in settings.host else settings.host
+    log.info(
+        "master on %s://%s:%d (database: %s)",
+        scheme,
+        shown,
+        settings.port,
+        _safe(master.db.url),
+    )
+    _warn_about_exposure(settings)
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -36,8 +53,65 @@ def run_master(settings: MasterConfig, assay_home: Path) -> None:
         ws_ping_interval=5.0,
         ws_ping_timeout=20.0,
         timeout_graceful_shutdown=5,
+        ssl_certfile=tls.cert if tls else None,
+        ssl_keyfile=tls.key if tls else None,
     )
     _Server(config, master).run()
+
+
+def check_tls(cert: Path, key: Path) -> None:
+    """Raise :class:`InvalidConfig` naming the file unless ``cert`` and ``key`` are readable
+    PEM files that belong together (and the key needs no password, which nobody could type)."""
+    for what, path, marker in (
+        ("certificate", cert, b"-----BEGIN CERTIFICATE-----"),
+        ("key", key, b"PRIVATE KEY-----"),
+    ):
+        try:
+            with path.open("rb") as file:
+                head = file.read(_PEM_READ)
+        except OSError as exc:
+            raise InvalidConfig(
+                f"cannot read the TLS {what} {path}: {exc.strerror or exc}"
+            ) from None
+        if marker not in head:
+            raise InvalidConfig(f"the TLS {what} {path} is not a PEM {what} file")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(cert, key, password=_no_password)
+    except (ssl.SSLError, ValueError) as exc:
+        raise InvalidConfig(
+            f"cannot serve TLS with certificate {cert} and key {key}: {_ssl_reason(exc)} "
+            "(expected an unencrypted key that matches the certificate)"
+        ) from None
+
+
+_PEM_READ = 2**20
+
+
+def _no_password() -> bytes:
+    # Called only for an encrypted key: the master runs unattended and cannot ask for one.
+    raise ValueError("the key is encrypted")
+
+
+def _ssl_reason(exc: Exception) -> str:
+    if isinstance(exc, ssl.SSLError) and exc.reason:
+        return str(exc.reason).lower().replace("_", " ")
+    return str(exc)
+
+
+def _warn_about_exposure(settings: MasterConfig) -> None:
+    if not is_loopback(settings.host) and settings.tls is None:
+        log.warning(
+            "the master listens on %s without TLS: passwords and tokens cross the network in "
+            "clear text; give it a certificate with --tls-cert/--tls-key",
+            settings.host,
+        )
+    if settings.host in WILDCARD_BINDS and not settings.allowed_hosts:
+        log.warning(
+            "the master listens on every address but answers only requests addressed to %s; "
+            "name the others it is reached by with --allowed-host",
+            ", ".join(allowed_hosts(settings.host)),
+        )
 
 
 class _Server(uvicorn.Server):

@@ -24,6 +24,26 @@ if TYPE_CHECKING:
 STARTUP_TIMEOUT = 60.0
 
 
+TlsCert = Annotated[
+    Path | None, typer.Option(help="serve https with this certificate (PEM; with --tls-key)")
+]
+TlsKey = Annotated[Path | None, typer.Option(help="the TLS certificate's private key (PEM)")]
+AllowedHost = Annotated[
+    list[str] | None,
+    typer.Option(help="a Host name the master may be reached by (repeatable; * for any)"),
+]
+
+
+def _guard_args(cert: Path | None, key: Path | None, hosts: list[str] | None) -> list[str]:
+    args = []
+    for flag, value in (("--tls-cert", cert), ("--tls-key", key)):
+        if value is not None:
+            args += [flag, str(value)]
+    for name in hosts or []:
+        args += ["--allowed-host", name]
+    return args
+
+
 def master(
     config: Annotated[
         Path | None, typer.Option(help="master.yaml: pools, storage, database")
@@ -33,12 +53,16 @@ def master(
     db: Annotated[
         str | None, typer.Option(help="database URL (default: SQLite in ASSAY_HOME)")
     ] = None,
+    tls_cert: TlsCert = None,
+    tls_key: TlsKey = None,
+    allowed_host: AllowedHost = None,
 ) -> None:
     """Run the master in the foreground."""
     args = [sys.executable, "-m", "assay.api"]
     for flag, value in (("--config", config), ("--host", host), ("--port", port), ("--db", db)):
         if value is not None:
             args += [flag, str(value)]
+    args += _guard_args(tls_cert, tls_key, allowed_host)
     os.execv(sys.executable, args)
 
 
@@ -121,13 +145,16 @@ def up(
     db: Annotated[
         str | None, typer.Option(help="database URL (default: SQLite in ASSAY_HOME)")
     ] = None,
+    tls_cert: TlsCert = None,
+    tls_key: TlsKey = None,
+    allowed_host: AllowedHost = None,
 ) -> None:
     """Start a single-machine cluster in the background: a master and one local agent."""
     from assay.client import Client
 
     home = assay_home()
     (home / "run").mkdir(parents=True, exist_ok=True)
-    url = f"http://127.0.0.1:{port}"
+    url = f"{'https' if tls_cert else 'http'}://127.0.0.1:{port}"
     password = _admin_password(home)
     if _read_pid("master") is not None:
         with contextlib.suppress(AssayError):
@@ -140,6 +167,7 @@ def up(
         master_args += ["--config", str(config)]
     if db is not None:
         master_args += ["--db", db]
+    master_args += _guard_args(tls_cert, tls_key, allowed_host)
     # Only agents holding this token may join: other local processes cannot pose as one.
     token_file = home / "run" / "agent-token"
     token = secrets.token_urlsafe(24)

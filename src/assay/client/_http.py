@@ -11,6 +11,7 @@ import http.client
 import json
 import os
 import socket
+import ssl
 import threading
 import urllib.parse
 from collections.abc import Iterator, Mapping
@@ -24,6 +25,19 @@ DEFAULT_MASTER = "http://127.0.0.1:8080"
 def master_url(explicit: str | None = None) -> str:
     """The master to talk to: ``explicit``, else ``$ASSAY_MASTER``, else the local default."""
     return explicit or os.environ.get("ASSAY_MASTER") or DEFAULT_MASTER
+
+
+def tls_context() -> ssl.SSLContext:
+    """What an https master's certificate is checked against: the CA bundle (PEM) that
+    ``$ASSAY_CA_CERT`` names, else the system's trust store."""
+    cafile = os.environ.get("ASSAY_CA_CERT") or None
+    try:
+        return ssl.create_default_context(cafile=cafile)
+    except OSError as exc:
+        raise AssayError(
+            f"cannot use ASSAY_CA_CERT={cafile}: {exc.strerror or exc} "
+            "(expected a PEM file of CA certificates)"
+        ) from None
 
 
 def raise_for_error(status: int, data: bytes) -> None:
@@ -48,6 +62,7 @@ class HttpSession:
         self._https = parsed.scheme == "https"
         self._host = parsed.hostname
         self._port = parsed.port or (443 if self._https else 80)
+        self.tls = tls_context() if self._https else None
         self.token = token
         self.timeout = timeout
         self._local = threading.local()
@@ -55,8 +70,11 @@ class HttpSession:
     def open_connection(self, timeout: float) -> http.client.HTTPConnection:
         """A new connection of its own to the master (for a streamed upload); the caller
         closes it."""
-        cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        return cls(self._host, self._port, timeout=timeout)
+        if self.tls is not None:
+            return http.client.HTTPSConnection(
+                self._host, self._port, timeout=timeout, context=self.tls
+            )
+        return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
 
     def _connection(self, timeout: float) -> http.client.HTTPConnection:
         conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
@@ -207,4 +225,9 @@ def failure_reason(exc: BaseException) -> str:
         return f"cannot resolve host: {exc.strerror}"
     if isinstance(exc, TimeoutError):
         return "timed out"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return (
+            f"its TLS certificate is not trusted: {exc.verify_message}; "
+            "set ASSAY_CA_CERT to the CA certificate that signed it"
+        )
     return str(exc) or type(exc).__name__

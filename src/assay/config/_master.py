@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
+import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 
 from assay.config._base import ConfigModel, Problem, config_error, show
 from assay.config._errors import invalid, validate_as
@@ -83,6 +85,66 @@ class ResourcePoolConfig(ConfigModel):
     provider: ProviderConfig | None = None
 
 
+class TlsConfig(ConfigModel):
+    """The master's certificate and private key (PEM files); the master serves https."""
+
+    cert: Annotated[Path, Field(strict=False)]
+    key: Annotated[Path, Field(strict=False)]
+
+
+def _host_name(value: str) -> str:
+    # The Host check compares names without their port, IPv6 literals in brackets, in lower
+    # case: entries are put in that form so that what is written is what is matched.
+    name = value.strip().lower()
+    if name == "*":
+        return name
+    if not name or any(c in name for c in "/@ \t"):
+        raise config_error(f"must be a host name or address, got {show(value)}")
+    bare = name[1:-1] if name.startswith("[") and name.endswith("]") else name
+    if ":" in bare:
+        try:
+            return f"[{ipaddress.IPv6Address(bare)}]"
+        except ValueError:
+            raise config_error(
+                f"must be a host name without a port (e.g. master.example), got {show(value)}"
+            ) from None
+    if "*" in name[1:] or (name.startswith("*") and not name.startswith("*.")) or name == "*.":
+        raise config_error(
+            f"a wildcard must be the whole name or lead it (*.example), got {show(value)}"
+        )
+    return name
+
+
+def _origin(value: str) -> str:
+    # An Origin header is exactly scheme://host[:port]; entries are compared in that form.
+    try:
+        parts = urllib.parse.urlsplit(value.strip())
+        port = parts.port
+    except ValueError:
+        parts, port = None, None
+    if (
+        parts is None
+        or parts.scheme.lower() not in ("http", "https")
+        or not parts.hostname
+        or parts.path not in ("", "/")
+        or parts.query
+        or parts.fragment
+        or parts.username is not None
+    ):
+        raise config_error(
+            f"must be an origin, scheme://host[:port] (e.g. https://ui.example:8443), "
+            f"got {show(value)}"
+        )
+    host = parts.hostname
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{parts.scheme.lower()}://{host}" + (f":{port}" if port is not None else "")
+
+
+HostName = Annotated[str, AfterValidator(_host_name)]
+Origin = Annotated[str, AfterValidator(_origin)]
+
+
 def _default_pools() -> list[ResourcePoolConfig]:
     return [ResourcePoolConfig(pool_name="default")]
 
@@ -104,6 +166,16 @@ class MasterConfig(ConfigModel):
     agent_token: str | None = None
     """A secret agents must present to join (``assay agent --token`` or ``ASSAY_AGENT_TOKEN``).
     Without one, any process that reaches the master can act as an agent."""
+    # How the master protects itself from browsers and the network (kept together).
+    tls: TlsConfig | None = None
+    """Serve https with this certificate and key (``--tls-cert``/``--tls-key``)."""
+    allowed_hosts: list[HostName] = Field(default_factory=list)
+    """Host names requests may be addressed to, beyond the loopback names and the address the
+    master binds to (always accepted); ``*.example`` matches subdomains, ``*`` any name. A
+    request naming another Host is refused, which closes DNS rebinding."""
+    allowed_origins: list[Origin] = Field(default_factory=list)
+    """Web origins (``https://ui.example``) besides the master's own whose pages may change
+    state: send a state-changing request or open the agents' WebSocket."""
 
     @classmethod
     def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:
