@@ -71,7 +71,7 @@ class Cluster:
             "ASSAY_ADMIN_PASSWORD": self.admin_password,
             "ASSAY_AGENT_TOKEN": "agent-token-for-tests",
             # The `assay` commands tests run find the admin's sign-in here.
-            "XDG_CONFIG_HOME": str(home / "config"),
+            "XDG_CONFIG_HOME": str(home.parent / "config"),
             "PYTHONUNBUFFERED": "1",
         }
         self.env.pop("ASSAY_USER_TOKEN", None)
@@ -115,7 +115,7 @@ class Cluster:
         wait_for("the master to answer", self._master_ready, timeout=60)
         if self.client.http.token is None:
             session = self.client.login("admin", self.admin_password)
-            store = TokenStore(self.home / "config" / "assay" / "auth.json")
+            store = TokenStore(self.home.parent / "config" / "assay" / "auth.json")
             store.put(self.url, StoredLogin("admin", session.token))
 
     def _master_ready(self) -> bool:

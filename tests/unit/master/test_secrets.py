@@ -13,6 +13,7 @@ from assay.db import Database
 from assay.master import Master, Submission
 from assay.master._secrets import LogMasker
 from assay.protocol import LogEntry
+from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import Recorder, run
 
 TOKEN = "hunter2-token"
@@ -38,7 +39,7 @@ PLAIN_CONFIG = "entrypoint: python3 train.py\nsearcher: {name: single, metric: l
 
 def start(master: Master, context: bytes, config_text: str, agent_id: str) -> dict[str, object]:
     """Submit a one-trial experiment, run it on a new agent; the agent's start message."""
-    run(master.experiments.create(Submission(config_text, context)))
+    run(master.experiments.create(ADMIN, Submission(config_text, context)))
     agent = Recorder()
     hello = {"type": "hello", "agent_id": agent_id, "slots": [{"id": "0", "type": "cpu"}]}
     run(master.agents.connected(hello, agent))
@@ -65,11 +66,11 @@ def test_the_trial_gets_the_real_values_of_secret_variables(master: Master, cont
 
 
 def test_experiment_answers_show_secret_values_masked(master: Master, context: bytes) -> None:
-    created = run(master.experiments.create(Submission(CONFIG, context)))
+    created = run(master.experiments.create(ADMIN, Submission(CONFIG, context)))
     for exp in (
         created,
         run(master.reads.experiment(created.id)),
-        run(master.experiments.pause(created.id)),
+        run(master.experiments.pause(ADMIN, created.id)),
     ):
         answer = exp.model_dump_json()
         assert TOKEN not in answer and "hunter2" not in answer and "(+)" not in answer
