@@ -28,6 +28,7 @@ from assay.errors import (
     InvalidRequest,
     NotFound,
     TooLarge,
+    TooManyRequests,
     Unauthorized,
 )
 from assay.master import Master
@@ -66,6 +67,7 @@ def create_app(master: Master) -> FastAPI:
         redoc_url=None,
     )
     app.state.master = master
+    app.state.login_limits = _users.LoginLimits()
     for router in (
         _experiments.router,
         _trials.router,
@@ -136,6 +138,7 @@ _BY_STATUS: dict[int, type[AssayError]] = {
     404: NotFound,
     409: Conflict,
     413: TooLarge,
+    429: TooManyRequests,
 }
 
 

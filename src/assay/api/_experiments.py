@@ -58,11 +58,18 @@ async def list_experiments(
     master: MasterDep,
     state: Annotated[list[rest.ExperimentState], Query()] = [],  # noqa: B006
     archived: bool = False,
+    user: Annotated[
+        str | None, Query(max_length=64, pattern=rest.NO_NUL, description="Only this owner's.")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=rest.INT_MAX)] = 0,
 ) -> rest.ExperimentList:
     return await master.reads.experiments(
-        states=[s.value for s in state], archived=archived, limit=limit, offset=offset
+        states=[s.value for s in state],
+        archived=archived,
+        owner=user,
+        limit=limit,
+        offset=offset,
     )
 
 

@@ -3,12 +3,16 @@ access tokens for scripts."""
 
 from __future__ import annotations
 
+import math
+import time
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Request
 
 from assay import rest
 from assay.api._deps import SIGNED_IN, ActorDep, MasterDep
+from assay.api._ratelimit import RateLimiter
+from assay.errors import TooManyRequests
 
 router = APIRouter(prefix="/api/v1", tags=["users"])
 signed_in = APIRouter(prefix="/api/v1", tags=["users"], dependencies=SIGNED_IN)
@@ -17,9 +21,26 @@ Username = Annotated[str, Path(max_length=64, pattern=rest.USERNAME_PATTERN)]
 TokenId = Annotated[int, Path(ge=0, le=rest.INT_MAX, description="A token's id.")]
 
 
-@router.post("/auth/login", responses={429: {"description": "Too many failed attempts."}})
-async def login(body: rest.Login, master: MasterDep) -> rest.Session:
+class LoginLimits:
+    """How often one address may try to sign in: ten times a minute as one user (password
+    guessing), three hundred as anyone (each try costs the master an argon2 hash)."""
+
+    def __init__(self) -> None:
+        self.per_user = RateLimiter(10, 60.0, time.monotonic)
+        self.per_address = RateLimiter(300, 60.0, time.monotonic)
+
+    def check(self, address: str, username: str) -> None:
+        for limiter, key in ((self.per_user, f"{address} {username}"), (self.per_address, address)):
+            if not limiter.allow(key):
+                wait = max(1, math.ceil(limiter.retry_after(key)))
+                raise TooManyRequests(f"too many sign-in attempts; try again in {wait}s")
+
+
+@router.post("/auth/login", responses={429: {"description": "Too many attempts; wait."}})
+async def login(body: rest.Login, master: MasterDep, request: Request) -> rest.Session:
     """A session token for the user: send it as ``Authorization: Bearer <token>``."""
+    limits: LoginLimits = request.app.state.login_limits
+    limits.check(request.client.host if request.client else "", body.username)
     return await master.users.login(body.username, body.password)
 
 

@@ -119,22 +119,25 @@ def upload_progress(size: int) -> Iterator[Callable[[int, int], None] | None]:
 def list_(
     all_: Annotated[bool, typer.Option("--all", "-a", help="include archived")] = False,
     limit: Annotated[int, typer.Option(help="at most this many")] = 100,
+    user: Annotated[str | None, typer.Option("--user", "-u", help="only this user's")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """List experiments, newest first (archived ones hidden unless --all)."""
     from rich.table import Table
 
-    answer = client().list_experiments(archived=all_, limit=limit)
+    answer = client().list_experiments(archived=all_, limit=limit, user=user)
     if as_json:
         print_json(answer)
         return
     table = Table(box=None, header_style="bold")
-    for col in ("ID", "Name", "State", "Progress", "Trials", "Searcher", "Created", "Archived"):
+    columns = ("ID", "Name", "User", "State", "Progress", "Trials", "Searcher", "Created")
+    for col in (*columns, "Archived"):
         table.add_column(col)
     for e in answer.experiments:
         table.add_row(
             str(e.id),
             e.name,
+            e.owner,
             styled_state(e.state),
             f"{e.progress * 100:.0f}%",
             str(sum(e.trials.values())),

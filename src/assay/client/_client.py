@@ -70,12 +70,14 @@ class Client:
         *,
         archived: bool = False,
         states: Sequence[str] = (),
+        user: str | None = None,
         limit: int = 100,
         offset: int = 0,
     ) -> rest.ExperimentList:
         params = {
             "archived": str(archived).lower(),
             "state": list(states),
+            "user": user,
             "limit": limit,
             "offset": offset,
         }

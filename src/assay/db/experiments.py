@@ -66,12 +66,15 @@ def page(
     *,
     states: Iterable[str] = (),
     include_archived: bool = False,
+    owner: str | None = None,
     limit: int = 100,
     offset: int = 0,
 ) -> tuple[Sequence[Experiment], int]:
-    """Experiments newest first, filtered by state (any of ``states``; all when empty), and the
-    total that match."""
+    """Experiments newest first, filtered by state (any of ``states``; all when empty) and by
+    ``owner`` when given, and the total that match."""
     conditions = []
+    if owner is not None:
+        conditions.append(Experiment.owner == owner)
     states = list(states)
     if states:
         conditions.append(Experiment.state.in_(states))

@@ -68,16 +68,22 @@ class Reads:
         *,
         states: Iterable[str] = (),
         archived: bool = False,
+        owner: str | None = None,
         limit: int = 100,
         offset: int = 0,
     ) -> rest.ExperimentList:
-        """Experiments newest first; ``states`` filters (all when empty); archived ones only
-        with ``archived``."""
+        """Experiments newest first; ``states`` filters (all when empty), ``owner`` too when
+        given; archived ones only with ``archived``."""
         wanted = list(states)
 
         def read(session: Session) -> rest.ExperimentList:
             rows, total = experiments.page(
-                session, states=wanted, include_archived=archived, limit=limit, offset=offset
+                session,
+                states=wanted,
+                include_archived=archived,
+                owner=owner,
+                limit=limit,
+                offset=offset,
             )
             ids = [e.id for e in rows]
             counts = trials.counts(session, ids)
