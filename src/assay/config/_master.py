@@ -10,8 +10,10 @@ from pydantic import BeforeValidator, Field
 
 from assay.config._base import ConfigModel, Problem, config_error, show
 from assay.config._errors import invalid, validate_as
-from assay.config._load import overrides_applied, parse_yaml
+from assay.config._limits import DEFAULT_MAX_GRID_POINTS, MAX_TRIALS
+from assay.config._load import overrides_applied
 from assay.config._storage import CheckpointStorageConfig
+from assay.config._yaml import parse_yaml
 from assay.errors import ErrorDetail, InvalidConfig
 
 _WHAT = "master config"
@@ -83,6 +85,14 @@ class ResourcePoolConfig(ConfigModel):
     provider: ProviderConfig | None = None
 
 
+class LimitsConfig(ConfigModel):
+    """What one experiment may ask of this master, past the limits every config keeps."""
+
+    max_grid_points: Annotated[int, Field(ge=1, le=MAX_TRIALS)] = DEFAULT_MAX_GRID_POINTS
+    """The most points (trials) a grid search may have; a bigger grid is refused at submission,
+    before any of it is built."""
+
+
 def _default_pools() -> list[ResourcePoolConfig]:
     return [ResourcePoolConfig(pool_name="default")]
 
@@ -104,6 +114,7 @@ class MasterConfig(ConfigModel):
     agent_token: str | None = None
     """A secret agents must present to join (``assay agent --token`` or ``ASSAY_AGENT_TOKEN``).
     Without one, any process that reaches the master can act as an agent."""
+    limits: LimitsConfig = LimitsConfig()
 
     @classmethod
     def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:
