@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import traceback
 
 import typer
 
@@ -11,11 +12,13 @@ from assay.errors import AssayError
 
 def main() -> None:
     from assay.cli._app import app
-    from assay.cli._common import report_error
+    from assay.cli._common import report_error, state
 
     try:
         app()
     except AssayError as exc:
+        if state.debug:
+            traceback.print_exc()
         try:
             report_error(exc)
         except typer.Exit as done:

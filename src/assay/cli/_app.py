@@ -29,8 +29,10 @@ def _root(
             "http://127.0.0.1:8080)",
         ),
     ] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="show a traceback with any error")] = False,
 ) -> None:
     state.master = master
+    state.debug = debug
 
 
 app.command()(_cluster.up)

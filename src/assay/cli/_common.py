@@ -57,6 +57,7 @@ def default_master() -> str:
 
 class State:
     master: str | None = None
+    debug: bool = False
 
 
 state = State()
@@ -71,6 +72,20 @@ def client() -> Client:
 def fail(message: str, code: int = 1) -> NoReturn:
     err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def read_config_file(path: Path) -> str:
+    """The text of the config file at ``path``; a file that cannot be read, is too big to be a
+    config or is not UTF-8 ends the command with a one-line error."""
+    from assay.config import MAX_CONFIG_BYTES, decode_config
+
+    try:
+        with path.open("rb") as f:
+            # One byte past the limit is enough to refuse it, whatever the file (or device) is.
+            data = f.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        fail(f"cannot read config file {path}: {exc.strerror or exc}")
+    return decode_config(data, str(path))
 
 
 def report_error(exc: AssayError) -> NoReturn:

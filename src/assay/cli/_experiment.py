@@ -18,6 +18,7 @@ from assay.cli._common import (
     fmt_hparams,
     fmt_metric,
     print_json,
+    read_config_file,
     request,
     styled_state,
     when,
@@ -55,10 +56,7 @@ def create(
     from assay.config import load_experiment_config, parse_yaml
     from assay.context import format_size, pack_context
 
-    try:
-        text = config_file.read_text()
-    except OSError as exc:
-        fail(f"cannot read config file {config_file}: {exc.strerror}")
+    text = read_config_file(config_file)
     overrides = tuple(config or ())
     # Validate here first: a bad config should not cost an upload.
     load_experiment_config(parse_yaml(text, str(config_file)), overrides=overrides)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from assay.cli._common import console, fail, print_json
+from assay.cli._common import console, print_json, read_config_file
 
 
 def preview(
@@ -18,17 +18,26 @@ def preview(
     ] = None,
     seed: Annotated[int | None, typer.Option(help="seed (default: the config's, else 0)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+    max_grid_points: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="refuse a grid of more points, as a master with this limits.max_grid_points "
+            "would (default: a master's default)",
+        ),
+    ] = None,
 ) -> None:
     """Simulate the searcher with made-up metrics: trials, rungs, lengths, total compute."""
     # The searchers (Optuna, numpy) load only for this command.
-    from assay.config import load_experiment_config, parse_yaml
+    from assay.config import DEFAULT_MAX_GRID_POINTS, load_experiment_config, parse_yaml
     from assay.searcher import preview_search
 
-    try:
-        text = config_file.read_text()
-    except OSError as exc:
-        fail(f"cannot read config file {config_file}: {exc.strerror}")
-    cfg = load_experiment_config(parse_yaml(text, str(config_file)), overrides=tuple(config or ()))
+    text = read_config_file(config_file)
+    cfg = load_experiment_config(
+        parse_yaml(text, str(config_file)),
+        overrides=tuple(config or ()),
+        max_grid_points=max_grid_points or DEFAULT_MAX_GRID_POINTS,
+    )
     chosen = seed if seed is not None else (cfg.reproducibility.experiment_seed or 0)
     result = preview_search(cfg, chosen)
     if as_json:

@@ -4,7 +4,12 @@ the functions that read them and report every problem at once."""
 from __future__ import annotations
 
 from assay.config._base import ConfigModel, OpenSection
-from assay.config._checks import GRID_COUNT_MESSAGE, check_submittable, grid_problems
+from assay.config._checks import (
+    GRID_COUNT_MESSAGE,
+    check_submittable,
+    grid_problems,
+    hyperband_trials,
+)
 from assay.config._environment import (
     BindMount,
     EnvironmentConfig,
@@ -29,13 +34,21 @@ from assay.config._hparams import (
     IntHP,
     LogHP,
     flatten,
+    grid_points,
     hyperparameters_to_json,
     parse_hyperparameters,
     unflatten,
 )
 from assay.config._length import Length, PositiveLength, Unit
-from assay.config._load import apply_overrides, load_experiment_config, parse_yaml
+from assay.config._limits import (
+    DEFAULT_MAX_GRID_POINTS,
+    MAX_CONFIG_BYTES,
+    MAX_SLOTS_PER_TRIAL,
+    MAX_TRIALS,
+)
+from assay.config._load import apply_overrides, load_experiment_config
 from assay.config._master import (
+    LimitsConfig,
     MasterConfig,
     ProviderConfig,
     ResourcePoolConfig,
@@ -88,12 +101,17 @@ from assay.config._storage import (
     SharedFSConfig,
     default_checkpoint_storage,
 )
+from assay.config._yaml import decode_config, parse_yaml
 from assay.errors import ErrorDetail, InvalidConfig
 
 __all__ = [
+    "DEFAULT_MAX_GRID_POINTS",
     "EOL_SEARCHERS",
     "GRID_COUNT_MESSAGE",
     "MASK",
+    "MAX_CONFIG_BYTES",
+    "MAX_SLOTS_PER_TRIAL",
+    "MAX_TRIALS",
     "OPTUNA_SEARCHERS",
     "SAMPLER_NAMES",
     "SEARCHER_CONFIGS",
@@ -130,6 +148,7 @@ __all__ = [
     "InvalidConfig",
     "KerberosConfig",
     "Length",
+    "LimitsConfig",
     "LogHP",
     "MasterConfig",
     "MedianStopConfig",
@@ -157,9 +176,12 @@ __all__ = [
     "Unit",
     "apply_overrides",
     "check_submittable",
+    "decode_config",
     "default_checkpoint_storage",
     "flatten",
+    "grid_points",
     "grid_problems",
+    "hyperband_trials",
     "hyperparameters_to_json",
     "load_experiment_config",
     "load_master_config",

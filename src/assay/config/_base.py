@@ -111,10 +111,13 @@ class ConfigModel(BaseModel):
     Unknown keys are errors (a typo must not be silently ignored), values are not coerced
     (``"2"`` is not an integer, as in Determined's JSON schemas), and a key whose value is
     ``null`` is treated as if it were absent, as Determined's expconf does, so the field takes
-    its default.
+    its default. NaN and infinities are refused: JSON cannot carry them, and a search over them
+    fails every trial.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, strict=True, allow_inf_nan=False
+    )
 
     @classmethod
     def _normalize(cls, data: dict[str, Any]) -> dict[str, Any]:

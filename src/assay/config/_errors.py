@@ -85,6 +85,14 @@ def _detail(err: ErrorDetails, root: Any, prefix: str) -> ErrorDetail:
     if len(loc) >= 2 and loc[-1] == "[key]":
         # pydantic's location is (..., the map, the bad key, "[key]").
         path = format_path(loc[:-2], prefix)
+        if kind == "string_too_long":
+            limit = ctx.get("max_length")
+            return ErrorDetail(
+                path,
+                f"names may have at most {_number(limit)} characters, got one of "
+                f"{len(str(value)):,} "
+                f"({show(value, 40)})",
+            )
         return ErrorDetail(path, f"keys must be strings, got {show(loc[-2])}")
     if kind == TAG_ERROR_TYPE:
         return _tag_problem(loc, value, ctx, prefix)
@@ -103,18 +111,31 @@ def _message(kind: str, value: Any, ctx: dict[str, Any], msg: str) -> str:
         bound = ctx.get(key)
         if isinstance(bound, float) and bound.is_integer():
             bound = int(bound)  # pydantic makes the bounds of float fields floats: "<= 1.0"
-        return f"must be {op} {bound}, got {show(value)}"
+        return f"must be {op} {_number(bound)}, got {show(value)}"
     if kind == "literal_error":
         return f"must be one of {ctx.get('expected')}, got {show(value)}"
     if kind == "too_short":
         n = ctx.get("min_length")
         return f"must have at least {n} item{'' if n == 1 else 's'}, got {show(value)}"
     if kind == "too_long":
-        return f"must have at most {ctx.get('max_length')} items, got {show(value)}"
+        got = f"{len(value):,}" if isinstance(value, list | dict) else show(value)
+        return f"must have at most {_number(ctx.get('max_length'))} items, got {got}"
+    if kind == "string_too_long":
+        got = f"{len(value):,}" if isinstance(value, str) else show(value)
+        return f"must have at most {_number(ctx.get('max_length'))} characters, got {got}"
+    if kind == "string_unicode":
+        rule = "lone surrogates such as \\ud800 cannot be stored"
+        return f"must be valid Unicode text: {rule}, got {show(value)}"
+    if kind == "finite_number":
+        return f"must be a finite number, got {show(value)}"
     if kind in ("value_error", "assertion_error"):
         text = msg.split(", ", 1)[1] if ", " in msg else msg
         return text
     return msg[:1].lower() + msg[1:] + f", got {show(value)}"
+
+
+def _number(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) else str(value)
 
 
 def _tag_problem(

@@ -13,8 +13,17 @@ from pydantic import BeforeValidator, Field
 
 from assay.config._base import ConfigModel, OpenSection, Problem, config_error, show
 from assay.config._environment import BindMount, EnvironmentConfig
-from assay.config._hparams import Hyperparameter
+from assay.config._hparams import HPName, Hyperparameter
 from assay.config._length import Length, Unit
+from assay.config._limits import (
+    DB_INT_MAX,
+    MAX_COMMAND,
+    MAX_DESCRIPTION,
+    MAX_LABELS,
+    MAX_NAME,
+    MAX_PATH,
+    count,
+)
 from assay.config._resources import ResourcesConfig
 from assay.config._searcher import SearcherConfig
 from assay.config._storage import CheckpointStorageConfig
@@ -27,23 +36,34 @@ def _entrypoint_input(value: Any) -> Any:
     if isinstance(value, str):
         if not value.strip():
             raise config_error("must not be empty: give a command such as python3 train.py")
-        return value
+        return _short_command(value, len(value))
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         if not value:
             raise config_error("must not be empty: give a command such as [python3, train.py]")
-        return value
+        return _short_command(value, sum(len(v) + 1 for v in value) - 1)
     raise config_error(
         f"must be a command string or a list of strings (its arguments), got {show(value)}"
     )
 
 
+def _short_command(value: Any, length: int) -> Any:
+    if length > MAX_COMMAND:
+        raise config_error(
+            f"must have at most {count(MAX_COMMAND)} characters in all, got {count(length)}"
+        )
+    return value
+
+
 Entrypoint = Annotated[str | list[str], BeforeValidator(_entrypoint_input)]
+Name = Annotated[str, Field(max_length=MAX_NAME)]
+Count = Annotated[int, Field(ge=0, le=DB_INT_MAX)]
+"""A count or a number of steps or seconds, kept within the database's integers."""
 
 
 class ReproducibilityConfig(ConfigModel):
     """``experiment_seed`` seeds every trial's RNGs; None means the master draws one."""
 
-    experiment_seed: Annotated[int, Field(ge=0)] | None = None
+    experiment_seed: Count | None = None
 
 
 class ProfilingConfig(ConfigModel):
@@ -51,8 +71,8 @@ class ProfilingConfig(ConfigModel):
     ``enabled``)."""
 
     enabled: bool = False
-    begin_on_batch: Annotated[int, Field(ge=0)] = 0
-    end_after_batch: Annotated[int, Field(ge=0)] | None = None
+    begin_on_batch: Count = 0
+    end_after_batch: Count | None = None
     sync_timings: bool = True
 
     @classmethod
@@ -69,7 +89,7 @@ class ProfilingConfig(ConfigModel):
 
 
 class KerberosConfig(ConfigModel):
-    config_file: str
+    config_file: Annotated[str, Field(max_length=MAX_PATH)]
 
 
 class SecurityConfig(ConfigModel):
@@ -85,25 +105,25 @@ class ExperimentConfig(ConfigModel):
     list of arguments, or a legacy ``module:TrialClass``.
     """
 
-    name: str | None = None
-    description: str | None = None
-    labels: list[str] = []
-    project: str = ""
-    workspace: str = ""
+    name: Name | None = None
+    description: Annotated[str, Field(max_length=MAX_DESCRIPTION)] | None = None
+    labels: Annotated[list[Name], Field(max_length=MAX_LABELS)] = []
+    project: Name = ""
+    workspace: Name = ""
     debug: bool = False
     entrypoint: Entrypoint
-    hyperparameters: dict[str, Hyperparameter] = {}
+    hyperparameters: dict[HPName, Hyperparameter] = {}
     searcher: SearcherConfig
     resources: ResourcesConfig = ResourcesConfig()
     checkpoint_storage: CheckpointStorageConfig | None = None
-    max_restarts: Annotated[int, Field(ge=0)] = 5
+    max_restarts: Count = 5
     min_validation_period: Length = _NO_LENGTH
     min_checkpoint_period: Length = _NO_LENGTH
-    records_per_epoch: Annotated[int, Field(ge=0)] = 0
-    scheduling_unit: Annotated[int, Field(ge=1)] = 100
+    records_per_epoch: Count = 0
+    scheduling_unit: Annotated[int, Field(ge=1, le=DB_INT_MAX)] = 100
     perform_initial_validation: bool = False
     checkpoint_policy: Literal["best", "all", "none"] = "best"
-    preemption_timeout: Annotated[int, Field(ge=0)] | None = None
+    preemption_timeout: Count | None = None
     environment: EnvironmentConfig = EnvironmentConfig()
     bind_mounts: list[BindMount] = []
     data: dict[str, Any] = {}

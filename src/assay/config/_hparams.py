@@ -7,14 +7,19 @@ list, null) is a constant.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
 from pydantic import BeforeValidator, Discriminator, Field, Tag, TypeAdapter
 from typing_extensions import TypeAliasType
 
 from assay.config._base import ConfigModel, Problem, raise_problems, show
+from assay.config._limits import MAX_NAME
 
 HP_TYPES = ("const", "int", "double", "log", "categorical")
+
+HPName = Annotated[str, Field(max_length=MAX_NAME)]
+"""A hyperparameter's name (each level of a nested one)."""
 
 
 class ConstHP(ConfigModel):
@@ -28,9 +33,21 @@ class _RangeHP(ConfigModel):
     @classmethod
     def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:
         low, high = data.get("minval"), data.get("maxval")
-        if isinstance(low, int | float) and isinstance(high, int | float) and low > high:
+        if not (isinstance(low, int | float) and isinstance(high, int | float)):
+            return []  # the fields' own checks say what is wrong
+        if not (_is_finite(low) and _is_finite(high)):
+            return []
+        if low > high:
             return [(("maxval",), f"must be >= minval ({low}), got {high}")]
+        return cls._span_checks(low, high, data)
+
+    @classmethod
+    def _span_checks(cls, low: float, high: float, data: dict[str, Any]) -> list[Problem]:
         return []
+
+
+def _is_finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 class IntHP(_RangeHP):
@@ -50,6 +67,14 @@ class DoubleHP(_RangeHP):
     maxval: float
     count: Annotated[int, Field(ge=1)] | None = None
 
+    @classmethod
+    def _span_checks(cls, low: float, high: float, data: dict[str, Any]) -> list[Problem]:
+        # Values are drawn as minval + (maxval - minval) * u: the width must be a float too.
+        if not math.isfinite(float(high) - float(low)):
+            width = f"maxval - minval ({high} - {low})"
+            return [(("maxval",), f"{width} is beyond the range of a float")]
+        return []
+
 
 class LogHP(_RangeHP):
     """``base ** u`` with ``u`` drawn uniformly from ``[minval, maxval]`` (the exponents)."""
@@ -59,6 +84,19 @@ class LogHP(_RangeHP):
     maxval: float
     base: Annotated[float, Field(gt=0)] = 10.0
     count: Annotated[int, Field(ge=1)] | None = None
+
+    @classmethod
+    def _span_checks(cls, low: float, high: float, data: dict[str, Any]) -> list[Problem]:
+        base = data.get("base", 10.0)
+        if not _is_finite(base) or base <= 0:
+            return []
+        for key, exponent in (("minval", low), ("maxval", high)):
+            try:
+                float(base) ** float(exponent)
+            except OverflowError:
+                power = f"base ** {key} ({base} ** {exponent})"
+                return [((key,), f"{power} is beyond the range of a float")]
+        return []
 
 
 class CategoricalHP(ConfigModel):
@@ -113,7 +151,7 @@ else:
             | Annotated[DoubleHP, Tag("<double>")]
             | Annotated[LogHP, Tag("<log>")]
             | Annotated[CategoricalHP, Tag("<categorical>")]
-            | Annotated[dict[str, "Hyperparameter"], Tag("<nested>")]
+            | Annotated[dict[HPName, "Hyperparameter"], Tag("<nested>")]
             | Annotated[ConstHP, BeforeValidator(_implicit_const), Tag("<implicit>")]
             | Annotated[Any, BeforeValidator(_unknown_type), Tag("<unknown>")],
             Discriminator(_kind),
@@ -121,7 +159,7 @@ else:
     )
     """One hyperparameter definition, or a nested map of them."""
 
-Hyperparameters: TypeAlias = dict[str, Hyperparameter]
+Hyperparameters: TypeAlias = dict[HPName, Hyperparameter]
 
 SearchableHP = IntHP | DoubleHP | LogHP | CategoricalHP
 
@@ -153,6 +191,34 @@ def flatten(hps: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[key] = hp
     return flat
+
+
+def grid_points(hps: dict[str, Any], stop_after: int | None = None) -> int:
+    """How many points a grid search over the validated ``hps`` has, counted without building
+    any: the product of each hyperparameter's number of values (see ``assay.searcher``'s
+    ``grid_axis``, whose lists have these lengths). Past ``stop_after`` the count stops growing
+    and that bound plus one is returned, so any input is counted at once.
+    """
+    total = 1
+    for hp in flatten(hps).values():
+        total *= _axis_size(hp)
+        if total == 0:
+            return 0
+        if stop_after is not None and total > stop_after:
+            return stop_after + 1
+    return total
+
+
+def _axis_size(hp: Any) -> int:
+    if isinstance(hp, CategoricalHP):
+        return len(hp.vals)
+    if isinstance(hp, IntHP | DoubleHP | LogHP) and hp.count is not None:
+        if isinstance(hp, IntHP):
+            # Evenly spaced integers stay distinct while the step is over 1; past that, the
+            # whole range.
+            return min(hp.count, hp.maxval - hp.minval + 1)
+        return hp.count
+    return 1  # a constant; a range without count is reported by the grid checks
 
 
 def unflatten(values: dict[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from pydantic import (
 )
 
 from assay.config._base import Problem, config_error, raise_problems, show
+from assay.config._limits import DB_INT_MAX
 
 _LENGTH_ERROR = 'a length object must have one attribute named "batches", "records", or "epochs"'
 _UNITS = ("batches", "records", "epochs")
@@ -47,9 +48,10 @@ class Length(BaseModel):
             return data
         if isinstance(data, dict) and "unit" in data and set(data) <= {"unit", "value"}:
             length = handler(data)
-            if length.value < 0:
+            problem = _range_problem(length.value)
+            if problem is not None:
                 where: tuple[str, ...] = () if length.unit is Unit.UNITLESS else ("value",)
-                raise_problems([(where, f"must be >= 0, got {length.value}")], data, "Length")
+                raise_problems([(where, problem)], data, "Length")
             return length
         return handler(_parse_length(data))
 
@@ -69,8 +71,9 @@ def _parse_length(data: Any) -> dict[str, Any]:
     if isinstance(data, bool):
         raise config_error(f"must be an integer or {_LENGTH_ERROR}, got {show(data)}")
     if isinstance(data, int):
-        if data < 0:
-            raise config_error(f"must be >= 0, got {data}")
+        problem = _range_problem(data)
+        if problem is not None:
+            raise config_error(problem)
         return {"unit": Unit.UNITLESS, "value": data}
     if not isinstance(data, dict):
         raise config_error(f"{_LENGTH_ERROR}, got {show(data)}")
@@ -82,11 +85,21 @@ def _parse_length(data: Any) -> dict[str, Any]:
     problems: list[Problem] = []
     if isinstance(value, bool) or not isinstance(value, int):
         problems.append(((key,), f"must be an integer, got {show(value)}"))
-    elif value < 0:
-        problems.append(((key,), f"must be >= 0, got {value}"))
+    elif (problem := _range_problem(value)) is not None:
+        problems.append(((key,), problem))
     if problems:
         raise_problems(problems, data, "Length")
     return {"unit": key, "value": value}
+
+
+def _range_problem(value: int) -> str | None:
+    if value < 0:
+        return f"must be >= 0, got {value}"
+    if value > DB_INT_MAX:
+        # Trials report the steps they completed, which the database keeps in an integer.
+        longest = f"{DB_INT_MAX:,} (the longest length a trial can report)"
+        return f"must be <= {longest}, got {show(value)}"
+    return None
 
 
 def _positive(length: Length) -> Length:

@@ -8,71 +8,17 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from assay.config._base import show
 from assay.config._checks import check_submittable, semantic_problems
 from assay.config._errors import invalid, problems_from
 from assay.config._experiment import ExperimentConfig
+from assay.config._limits import MAX_CONFIG_BYTES, MAX_DEPTH, TOO_DEEP, count, value_problems
+from assay.config._yaml import parse_yaml
 from assay.errors import ErrorDetail, InvalidConfig
 
 _WHAT = "experiment config"
-
-
-class _Loader(yaml.SafeLoader):
-    """PyYAML's safe loader, adjusted to read configs as Determined (Go's YAML) does:
-    ``1e-3`` is a float, dates stay strings, and a key given twice is an error rather than
-    silently overwritten."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, yaml.Node] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=True)
-            try:
-                first = seen.setdefault(key, key_node)
-            except TypeError:
-                continue  # an unhashable key; the base constructor says what is wrong
-            if first is not key_node:
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping",
-                    node.start_mark,
-                    f"key {key!r} is given twice (first on line {first.start_mark.line + 1})",
-                    key_node.start_mark,
-                )
-        return super().construct_mapping(node, deep=deep)
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
-
-
-def parse_yaml(text: str, source: str) -> Any:
-    """The data in YAML ``text``; ``source`` (a file name) is named in errors with the line and
-    column of the problem."""
-    try:
-        return yaml.load(text, Loader=_Loader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        problem = exc.problem or exc.context or "malformed YAML"
-        if mark is None:
-            raise InvalidConfig(f"invalid YAML in {source}: {problem}") from None
-        line, column = mark.line + 1, mark.column + 1
-        raise InvalidConfig(
-            f"invalid YAML in {source} at line {line}, column {column}: {problem}",
-            [ErrorDetail(f"{source}:{line}:{column}", problem)],
-        ) from None
-    except yaml.YAMLError as exc:
-        raise InvalidConfig(f"invalid YAML in {source}: {exc}") from None
 
 
 _PIECE = re.compile(r"([^\[\]]+)((?:\[\d+\])*)")
@@ -119,6 +65,13 @@ def overrides_applied(
     """:func:`apply_overrides`, returning the problems instead of raising them."""
     out = copy.deepcopy(raw)
     problems: list[ErrorDetail] = []
+    total = sum(len(text) for text in overrides)
+    if total > MAX_CONFIG_BYTES:
+        too_long = (
+            f"the overrides have {count(total)} characters in all; at most "
+            f"{count(MAX_CONFIG_BYTES)}"
+        )
+        return out, [ErrorDetail("--config", too_long)]
     for text in overrides:
         where = f"--config {text}"
         path, sep, value_text = text.partition("=")
@@ -130,6 +83,9 @@ def overrides_applied(
             problems.append(
                 ErrorDetail(where, "must be key.path=value with a path such as searcher.max_trials")
             )
+            continue
+        if len(parts) > MAX_DEPTH:
+            problems.append(ErrorDetail(where, f"the path has more than {MAX_DEPTH} parts"))
             continue
         try:
             value = parse_yaml(value_text, f"the value of --config {path.strip()}")
@@ -155,11 +111,16 @@ def apply_overrides(raw: dict[str, Any], overrides: Sequence[str]) -> dict[str, 
     return out
 
 
-def load_experiment_config(raw: Any, *, overrides: Sequence[str] = ()) -> ExperimentConfig:
+def load_experiment_config(
+    raw: Any, *, overrides: Sequence[str] = (), max_grid_points: int | None = None
+) -> ExperimentConfig:
     """Validate a raw experiment config (as parsed from YAML or JSON), with overrides applied.
 
-    Raises :class:`InvalidConfig` listing every problem: malformed overrides first, then schema
-    problems, then the submission checks of :func:`check_submittable`.
+    Raises :class:`InvalidConfig` listing every problem: malformed overrides first, then values
+    no config may hold (:func:`~assay.config._limits.value_problems`), schema problems, and the
+    submission checks of :func:`check_submittable`. A grid of more than ``max_grid_points``
+    points is refused (with None, only past the absolute limit: a stored experiment still loads
+    after the master's limit was lowered).
     """
     problems: list[ErrorDetail] = []
     if not isinstance(raw, dict):
@@ -167,14 +128,22 @@ def load_experiment_config(raw: Any, *, overrides: Sequence[str] = ()) -> Experi
         raise invalid(_WHAT, [detail])
     if overrides:
         raw, problems = overrides_applied(raw, overrides)
+    values = value_problems(raw)
+    if any(d.message == TOO_DEEP for d in values):
+        # The validators walk by recursion: nothing deeper goes to them.
+        raise invalid(_WHAT, problems + values)
     try:
         cfg = ExperimentConfig.model_validate(raw)
     except ValidationError as exc:
         schema = problems_from(exc, ExperimentConfig)
+        # The schema's message names the field's own limit; the general one is left out.
         reported = {d.path for d in schema}
+        values = [d for d in values if d.path not in reported]
+        reported |= {d.path for d in values}
         semantic = [d for d in semantic_problems(raw) if d.path not in reported]
-        raise invalid(_WHAT, problems + schema + semantic) from None
-    problems.extend(check_submittable(cfg))
+        raise invalid(_WHAT, problems + values + schema + semantic) from None
+    problems += values
+    problems.extend(check_submittable(cfg, max_grid_points=max_grid_points))
     if problems:
         raise invalid(_WHAT, problems)
     return cfg

@@ -12,8 +12,10 @@ from pydantic import AfterValidator, BeforeValidator, Field
 
 from assay.config._base import ConfigModel, Problem, config_error, show
 from assay.config._errors import invalid, validate_as
-from assay.config._load import overrides_applied, parse_yaml
+from assay.config._limits import DEFAULT_MAX_GRID_POINTS, MAX_TRIALS
+from assay.config._load import overrides_applied
 from assay.config._storage import CheckpointStorageConfig
+from assay.config._yaml import parse_yaml
 from assay.errors import ErrorDetail, InvalidConfig
 
 _WHAT = "master config"
@@ -145,6 +147,14 @@ HostName = Annotated[str, AfterValidator(_host_name)]
 Origin = Annotated[str, AfterValidator(_origin)]
 
 
+class LimitsConfig(ConfigModel):
+    """What one experiment may ask of this master, past the limits every config keeps."""
+
+    max_grid_points: Annotated[int, Field(ge=1, le=MAX_TRIALS)] = DEFAULT_MAX_GRID_POINTS
+    """The most points (trials) a grid search may have; a bigger grid is refused at submission,
+    before any of it is built."""
+
+
 def _default_pools() -> list[ResourcePoolConfig]:
     return [ResourcePoolConfig(pool_name="default")]
 
@@ -176,6 +186,7 @@ class MasterConfig(ConfigModel):
     allowed_origins: list[Origin] = Field(default_factory=list)
     """Web origins (``https://ui.example``) besides the master's own whose pages may change
     state: send a state-changing request or open the agents' WebSocket."""
+    limits: LimitsConfig = LimitsConfig()
 
     @classmethod
     def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field
 
 from assay.config._base import ConfigModel, config_error, show
+from assay.config._limits import DB_INT_MAX, INT64_MAX, MAX_NAME, MAX_PATH, MAX_SLOTS_PER_TRIAL
 
 # A size is a number and an optional unit: "1.5 gb", "512m", "1219021 b", "1gib". A unit of
 # several letters must end in "b", so "1 gi" is refused, as Determined refuses it.
@@ -26,6 +27,8 @@ def parse_memory_size(value: Any) -> int:
     if isinstance(value, int):
         if value < 0:
             raise config_error(f"must be a valid memory size (>= 0 bytes), got {value}")
+        if value > INT64_MAX:
+            raise config_error(f"must be a memory size under 8 EiB (2^63 bytes), got {show(value)}")
         return value
     if not isinstance(value, str):
         raise config_error(f"must be a valid memory size, got {show(value)}")
@@ -35,10 +38,15 @@ def parse_memory_size(value: Any) -> int:
             f'must be a valid memory size such as 1073741824, "1 gb" or "512m", got {show(value)}'
         )
     number, prefix = float(match.group(1)), (match.group(2) or "").lower()
-    return int(number * 1024 ** _POWERS.get(prefix, 0))
+    size = number * 1024 ** _POWERS.get(prefix, 0)
+    if not size <= INT64_MAX:  # also catches inf, from a number of hundreds of digits
+        raise config_error(f"must be a memory size under 8 EiB (2^63 bytes), got {show(value)}")
+    return int(size)
 
 
 MemorySize = Annotated[int, BeforeValidator(parse_memory_size)]
+Name = Annotated[str, Field(max_length=MAX_NAME)]
+PathText = Annotated[str, Field(max_length=MAX_PATH)]
 
 
 def _device_input(value: Any) -> Any:
@@ -59,9 +67,9 @@ def _device_input(value: Any) -> Any:
 class DeviceConfig(ConfigModel):
     """A host device exposed to trials (accepted for compatibility)."""
 
-    host_path: str
-    container_path: str
-    mode: str = "mrw"
+    host_path: PathText
+    container_path: PathText
+    mode: Annotated[str, Field(max_length=16)] = "mrw"
 
 
 Device = Annotated[DeviceConfig, BeforeValidator(_device_input)]
@@ -74,13 +82,13 @@ class ResourcesConfig(ConfigModel):
     the fair-share weight. ``max_slots`` caps the slots the experiment holds at once.
     """
 
-    slots_per_trial: Annotated[int, Field(ge=0)] = 1
-    max_slots: Annotated[int, Field(ge=0)] | None = None
+    slots_per_trial: Annotated[int, Field(ge=0, le=MAX_SLOTS_PER_TRIAL)] = 1
+    max_slots: Annotated[int, Field(ge=0, le=DB_INT_MAX)] | None = None
     weight: Annotated[float, Field(gt=0)] = 1.0
     priority: Annotated[int, Field(ge=1, le=99)] | None = None
-    resource_pool: str = ""
+    resource_pool: Name = ""
     shm_size: MemorySize | None = None
-    agent_label: str | None = None
+    agent_label: Name | None = None
     is_single_node: bool | None = None
     devices: list[Device] = []
     native_parallel: bool = False

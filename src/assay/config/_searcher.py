@@ -14,11 +14,28 @@ from pydantic import AliasChoices, ConfigDict, Field, Tag
 
 from assay.config._base import ConfigModel, Problem, tagged
 from assay.config._length import Length, PositiveLength
+from assay.config._limits import (
+    DB_INT_MAX,
+    MAX_DIVISOR,
+    MAX_NAME,
+    MAX_PATH,
+    MAX_RUNGS,
+    MAX_TRIALS,
+    MAX_TRIALS_AT_ONCE,
+    MAX_UUID,
+    SEED_MAX,
+)
 
-NonNegative = Annotated[int, Field(ge=0)]
-AtLeastOne = Annotated[int, Field(ge=1)]
-Divisor = Annotated[float, Field(gt=1)]
+# Counts and steps are compared with what the database stores, so they stay within its integers.
+NonNegative = Annotated[int, Field(ge=0, le=DB_INT_MAX)]
+AtLeastOne = Annotated[int, Field(ge=1, le=DB_INT_MAX)]
+Divisor = Annotated[float, Field(gt=1, le=MAX_DIVISOR)]
 Fraction = Annotated[float, Field(ge=0, le=1)]
+Trials = Annotated[int, Field(ge=1, le=MAX_TRIALS)]
+AtOnce = Annotated[int, Field(ge=0, le=MAX_TRIALS_AT_ONCE)]
+"""``max_concurrent_trials``: 0 lets the searcher choose."""
+Rungs = Annotated[int, Field(ge=1, le=MAX_RUNGS)]
+MetricName = Annotated[str, Field(max_length=MAX_NAME)]
 
 OptunaSearcherName = Literal["tpe", "cmaes", "qmc", "gp", "nsga2"]
 """The Optuna samplers that are also searchers of their own (:class:`OptunaConfig`)."""
@@ -64,7 +81,7 @@ class SamplerConfig(ConfigModel):
     """How a searcher draws new hyperparameters (Optuna's samplers; ``random`` by default)."""
 
     name: SamplerName
-    seed: int | None = None
+    seed: Annotated[int, Field(ge=0, le=SEED_MAX)] | None = None
     options: dict[str, Any] = {}
 
 
@@ -102,10 +119,10 @@ EarlyStoppingConfig = Annotated[
 class _Searcher(ConfigModel):
     """What every searcher takes."""
 
-    metric: str
+    metric: MetricName
     smaller_is_better: bool = True
-    source_trial_id: int | None = None
-    source_checkpoint_uuid: str | None = None
+    source_trial_id: NonNegative | None = None
+    source_checkpoint_uuid: Annotated[str, Field(max_length=MAX_UUID)] | None = None
 
 
 class _EarlyStopping(_Searcher):
@@ -126,8 +143,8 @@ class RandomConfig(_EarlyStopping):
     """``max_trials`` trials with sampled hyperparameters."""
 
     name: Literal["random"]
-    max_trials: AtLeastOne
-    max_concurrent_trials: NonNegative = 16
+    max_trials: Trials
+    max_concurrent_trials: AtOnce = 16
     max_length: Length | None = None
     sampler: SamplerConfig | None = None
 
@@ -139,7 +156,7 @@ class GridConfig(_Searcher):
     """One trial per point of the grid (every int/double/log hyperparameter needs ``count``)."""
 
     name: Literal["grid"]
-    max_concurrent_trials: NonNegative = 16
+    max_concurrent_trials: AtOnce = 16
     max_length: Length | None = None
 
     def plan(self) -> SearchPlan:
@@ -148,7 +165,7 @@ class GridConfig(_Searcher):
 
 class _TimeBound(_EarlyStopping):
     max_length: Length | None = None
-    time_metric: str | None = None
+    time_metric: MetricName | None = None
     max_time: NonNegative | None = None
 
     def plan(self) -> SearchPlan:
@@ -159,10 +176,10 @@ class AsyncHalvingConfig(_TimeBound):
     """Asynchronous successive halving over ``num_rungs`` rungs."""
 
     name: Literal["async_halving"]
-    num_rungs: AtLeastOne
-    max_trials: AtLeastOne
+    num_rungs: Rungs
+    max_trials: Trials
     divisor: Divisor = 4.0
-    max_concurrent_trials: NonNegative = 16
+    max_concurrent_trials: AtOnce = 16
     stop_once: bool = False
     sampler: SamplerConfig | None = None
 
@@ -171,12 +188,12 @@ class AdaptiveASHAConfig(_TimeBound):
     """Brackets of asynchronous successive halving (Determined's default tuner)."""
 
     name: Literal["adaptive_asha"]
-    max_trials: AtLeastOne
+    max_trials: Trials
     mode: Literal["standard", "aggressive", "conservative"] = "standard"
     divisor: Divisor = 4.0
-    max_rungs: AtLeastOne = 5
-    bracket_rungs: list[int] = []
-    max_concurrent_trials: NonNegative = 16
+    max_rungs: Rungs = 5
+    bracket_rungs: Annotated[list[Rungs], Field(max_length=MAX_RUNGS)] = []
+    max_concurrent_trials: AtOnce = 16
     stop_once: bool = False
     sampler: SamplerConfig | None = None
 
@@ -186,8 +203,8 @@ class HyperbandConfig(_TimeBound):
 
     name: Literal["hyperband"]
     divisor: Divisor = Field(default=3.0, validation_alias=AliasChoices("divisor", "eta"))
-    max_trials: AtLeastOne | None = None
-    max_concurrent_trials: NonNegative = 16
+    max_trials: Trials | None = None
+    max_concurrent_trials: AtOnce = 16
     sampler: SamplerConfig | None = None
 
     @classmethod
@@ -207,9 +224,9 @@ class OptunaConfig(_TimeBound):
     """A model-based searcher backed by an Optuna sampler of the same name."""
 
     name: OptunaSearcherName
-    max_trials: AtLeastOne
-    max_concurrent_trials: NonNegative = 16
-    n_startup_trials: NonNegative = 10
+    max_trials: Trials
+    max_concurrent_trials: AtOnce = 16
+    n_startup_trials: Annotated[int, Field(ge=0, le=MAX_TRIALS)] = 10
     sampler_options: dict[str, Any] = {}
 
 
@@ -230,7 +247,7 @@ class PBTConfig(_Searcher):
     """Population-based training."""
 
     name: Literal["pbt"]
-    population_size: AtLeastOne
+    population_size: Annotated[int, Field(ge=1, le=MAX_TRIALS_AT_ONCE)]
     num_rounds: AtLeastOne
     length_per_round: PositiveLength
     replace_function: ReplaceFunction
@@ -253,11 +270,11 @@ class CustomConfig(ConfigModel):
     model_config = ConfigDict(extra="allow")
 
     name: Literal["custom"]
-    metric: str | None = None
+    metric: MetricName | None = None
     smaller_is_better: bool = True
-    source_trial_id: int | None = None
-    source_checkpoint_uuid: str | None = None
-    class_: str | None = Field(default=None, alias="class")
+    source_trial_id: NonNegative | None = None
+    source_checkpoint_uuid: Annotated[str, Field(max_length=MAX_UUID)] | None = None
+    class_: Annotated[str, Field(max_length=MAX_PATH)] | None = Field(default=None, alias="class")
     unit: Literal["batches", "records", "epochs"] | None = None
 
     def plan(self) -> SearchPlan:
@@ -270,7 +287,7 @@ class SyncHalvingConfig(_EarlyStopping):
 
     name: Literal["sync_halving"]
     max_length: Length
-    num_rungs: AtLeastOne
+    num_rungs: Rungs
     budget: Length
     divisor: Divisor = 4.0
     train_stragglers: bool = True
@@ -285,11 +302,11 @@ class AdaptiveConfig(_EarlyStopping):
     name: Literal["adaptive"]
     max_length: Length
     budget: Length
-    bracket_rungs: list[int] = []
+    bracket_rungs: Annotated[list[Rungs], Field(max_length=MAX_RUNGS)] = []
     divisor: Divisor = 4.0
     train_stragglers: bool = True
     mode: Literal["standard", "aggressive", "conservative"] = "standard"
-    max_rungs: AtLeastOne = 5
+    max_rungs: Rungs = 5
 
     def plan(self) -> SearchPlan:
         return _planned(self.max_length)
@@ -300,10 +317,10 @@ class AdaptiveSimpleConfig(_EarlyStopping):
 
     name: Literal["adaptive_simple"]
     max_length: Length
-    max_trials: AtLeastOne
+    max_trials: Trials
     divisor: Divisor = 4.0
     mode: Literal["standard", "aggressive", "conservative"] = "standard"
-    max_rungs: AtLeastOne = 5
+    max_rungs: Rungs = 5
 
     def plan(self) -> SearchPlan:
         return _planned(self.max_length)

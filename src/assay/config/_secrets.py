@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from assay.config._load import parse_yaml
+from assay.config._yaml import parse_yaml
 from assay.errors import InvalidConfig
 
 MASK = "********"

@@ -10,8 +10,11 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, Tag
 
 from assay.config._base import ConfigModel, Problem, show, tagged
+from assay.config._limits import DB_INT_MAX, MAX_PATH
 
-NonNegative = Annotated[int, Field(ge=0)]
+NonNegative = Annotated[int, Field(ge=0, le=DB_INT_MAX)]
+PathText = Annotated[str, Field(max_length=MAX_PATH)]
+"""A path, or a name that becomes part of one (a bucket, a prefix)."""
 
 
 class _StorageBase(ConfigModel):
@@ -30,12 +33,12 @@ class SharedFSConfig(_StorageBase):
     """
 
     type: Literal["shared_fs"] = "shared_fs"
-    host_path: str
-    storage_path: str | None = None
-    propagation: str = "rprivate"
-    container_path: str | None = None
-    checkpoint_path: str | None = None
-    tensorboard_path: str | None = None
+    host_path: PathText
+    storage_path: PathText | None = None
+    propagation: PathText = "rprivate"
+    container_path: PathText | None = None
+    checkpoint_path: PathText | None = None
+    tensorboard_path: PathText | None = None
 
     @classmethod
     def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:
@@ -71,7 +74,7 @@ class DirectoryConfig(_StorageBase):
     """A path inside the trial's environment (already mounted by other means)."""
 
     type: Literal["directory"] = "directory"
-    container_path: str
+    container_path: PathText
 
 
 def _prefix_problems(data: dict[str, Any]) -> list[Problem]:
@@ -85,11 +88,11 @@ class S3Config(_StorageBase):
     """An S3 (or S3-compatible, with ``endpoint_url``) bucket."""
 
     type: Literal["s3"] = "s3"
-    bucket: str
-    access_key: str | None = None
-    secret_key: str | None = None
-    endpoint_url: str | None = None
-    prefix: str | None = None
+    bucket: PathText
+    access_key: PathText | None = None
+    secret_key: PathText | None = None
+    endpoint_url: PathText | None = None
+    prefix: PathText | None = None
 
     @classmethod
     def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:
@@ -100,8 +103,8 @@ class GCSConfig(_StorageBase):
     """A Google Cloud Storage bucket."""
 
     type: Literal["gcs"] = "gcs"
-    bucket: str
-    prefix: str | None = None
+    bucket: PathText
+    prefix: PathText | None = None
 
     @classmethod
     def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:

@@ -12,6 +12,7 @@ from assay.config import (
     ExperimentConfig,
     InvalidConfig,
     MasterConfig,
+    ResourcesConfig,
     default_checkpoint_storage,
     load_experiment_config,
     parse_yaml,
@@ -65,7 +66,9 @@ def validate_submission(
     ]
     config: ExperimentConfig | None = None
     try:
-        config = load_experiment_config(raw, overrides=sub.overrides)
+        config = load_experiment_config(
+            raw, overrides=sub.overrides, max_grid_points=settings.limits.max_grid_points
+        )
     except InvalidConfig as exc:
         problems.extend(exc.details)
     pool = _requested_pool(raw, sub.overrides, config)
@@ -74,9 +77,11 @@ def validate_submission(
         problems.append(
             ErrorDetail(
                 "resources.resource_pool",
-                f"unknown resource pool {pool!r}; this cluster has: {', '.join(pools)}",
+                f"unknown resource pool {_quoted(pool)}; this cluster has: {', '.join(pools)}",
             )
         )
+    elif config is not None:
+        problems += _slot_problems(config.resources, settings)
     if problems or config is None:
         noun = "problem" if len(problems) == 1 else "problems"
         raise InvalidConfig(f"invalid experiment config: {len(problems)} {noun}", problems)
@@ -109,6 +114,56 @@ def _nul_paths(value: Any, path: str) -> list[str]:
     if isinstance(value, list):
         return [p for i, item in enumerate(value) for p in _nul_paths(item, f"{path}[{i}]")]
     return []
+
+
+def _slot_problems(resources: ResourcesConfig, settings: MasterConfig) -> list[ErrorDetail]:
+    """A slot request the pool can never meet: over its ``max_slots``, or over what its
+    provider can ever start. (A pool of static agents may grow as agents join, so only the
+    absolute limit of the config bounds it.)"""
+    pool = settings.pool(resources.resource_pool or settings.default_compute_pool)
+    wanted = resources.slots_per_trial
+    if pool is None or wanted == 0:
+        return []
+    where = "resources.slots_per_trial"
+    name = _quoted(pool.pool_name)
+    if pool.max_slots is not None and wanted > pool.max_slots:
+        return [
+            ErrorDetail(
+                where,
+                f"asks for {wanted} slots a trial, but resource pool {name} has at most "
+                f"{pool.max_slots} (its max_slots)",
+            )
+        ]
+    provider = pool.provider
+    if provider is None:
+        return []
+    each = provider.slots_per_instance
+    if resources.is_single_node and wanted > each:
+        return [
+            ErrorDetail(
+                where,
+                f"asks for {wanted} slots on a single node (is_single_node), but the instances "
+                f"of resource pool {name} have {each} slots each (its provider's "
+                "slots_per_instance)",
+            )
+        ]
+    capacity = provider.max_instances * each
+    if wanted > capacity:
+        return [
+            ErrorDetail(
+                where,
+                f"asks for {wanted} slots a trial, but resource pool {name} grows to at most "
+                f"{capacity} slots ({provider.max_instances} instances of {each} slots: its "
+                "provider's max_instances and slots_per_instance)",
+            )
+        ]
+    return []
+
+
+def _quoted(text: str, limit: int = 60) -> str:
+    """``text`` quoted for a message, cut short when long (it may come from anyone)."""
+    quoted = repr(text)
+    return quoted if len(quoted) <= limit else f"{quoted[: limit - 4]}...{quoted[0]}"
 
 
 def _requested_pool(raw: Any, overrides: tuple[str, ...], config: ExperimentConfig | None) -> str:

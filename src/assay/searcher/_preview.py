@@ -116,6 +116,19 @@ def simulate(
     max_active = 0
     shutdown: Shutdown | None = None
     scheduled: dict[str, int] = {}
+    # The trials Searcher.active_count would count, kept up to date as events name them: asking
+    # the searcher to count over every trial it ever made, after every event, made a big search
+    # quadratic. Only a trial an operation names, or the one whose event it is, changes.
+    active: set[str] = set()
+
+    def recount(request_ids: list[str]) -> None:
+        for request_id in request_ids:
+            if not searcher.is_closed(request_id) and (
+                searcher.code_driven or searcher.pending_length(request_id) is not None
+            ):
+                active.add(request_id)
+            else:
+                active.discard(request_id)
 
     def sign(loss: float) -> float:
         return loss if smaller_is_better else -loss
@@ -148,7 +161,7 @@ def simulate(
         scheduled[request_id] = target
         schedule(request_id, "report", now + max(0, target - trained[request_id]))
 
-    def absorb(ops: list[Any]) -> None:
+    def absorb(ops: list[Any], event_of: str | None = None) -> None:
         nonlocal shutdown, max_active
         for op in ops:
             if isinstance(op, Create):
@@ -162,8 +175,9 @@ def simulate(
         for request_id in touched:
             if isinstance(request_id, str) and request_id in trained:
                 plan(request_id)
+        recount([r for r in [*touched, event_of] if isinstance(r, str)])
         if any(isinstance(op, Close) for op in ops) or touched:
-            max_active = max(max_active, searcher.active_count())
+            max_active = max(max_active, len(active))
 
     absorb(searcher.initial_operations())
     for _ in range(_MAX_EVENTS):
@@ -174,7 +188,7 @@ def simulate(
         if record.exited:
             continue
         if kind == "closed":
-            absorb(searcher.trial_closed(request_id))
+            absorb(searcher.trial_closed(request_id), request_id)
             continue
         target = scheduled.pop(request_id, None)
         if target is None or record.closed:
@@ -184,7 +198,7 @@ def simulate(
         reached.setdefault(target, set()).add(request_id)
         loss = _loss(quality[request_id], target, scale, rng)
         ops = searcher.validation_completed(request_id, sign(loss), target)
-        absorb(ops)
+        absorb(ops, request_id)
         plan(request_id)
     lengths = {length: len(ids) for length, ids in reached.items()}
     return trained, lengths, max_active, shutdown

@@ -7,14 +7,17 @@ import random
 from typing import Any
 
 from assay.config import (
+    MAX_TRIALS,
     CategoricalHP,
     ConstHP,
     DoubleHP,
     IntHP,
     LogHP,
     flatten,
+    grid_points,
     unflatten,
 )
+from assay.errors import InvalidConfig
 
 
 def sample(space: dict[str, Any], rng: random.Random) -> dict[str, Any]:
@@ -75,7 +78,17 @@ def grid_axis(hp: Any) -> list[Any]:
 
 def grid(space: dict[str, Any]) -> list[dict[str, Any]]:
     """Every point of the grid over ``space`` (the cartesian product of each axis), in a stable
-    order: the first hyperparameter varies slowest."""
+    order: the first hyperparameter varies slowest.
+
+    The points are counted first: a grid past the absolute limit on trials is refused before any
+    of it is built. (Submission refuses one past the master's own, lower, limit.)
+    """
+    points = grid_points(space, stop_after=MAX_TRIALS)
+    if points > MAX_TRIALS:
+        raise InvalidConfig(
+            f"the grid has more than {MAX_TRIALS:,} points, the most an experiment may have",
+            [],
+        )
     flat = flatten(space)
     names = list(flat)
     axes = [grid_axis(flat[name]) for name in names]
