@@ -11,6 +11,7 @@ from pathlib import Path
 from assay.api._server import run_master
 from assay.config import load_master_config
 from assay.errors import AssayError
+from assay.protocol import AGENT_TOKEN_ENV
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,12 +39,20 @@ def main(argv: list[str] | None = None) -> int:
         updates["port"] = args.port
     if args.db:
         updates["db"] = args.db
-    if settings.agent_token is None and os.environ.get("ASSAY_AGENT_TOKEN"):
-        updates["agent_token"] = os.environ["ASSAY_AGENT_TOKEN"]
+    # Agents must present a token: this one, else the one the cluster made on its first start.
+    if settings.agent_token is None and os.environ.get(AGENT_TOKEN_ENV):
+        updates["agent_token"] = os.environ[AGENT_TOKEN_ENV]
     if updates:
         settings = settings.model_copy(update=updates)
     home = args.home or settings.assay_home or Path(os.environ.get("ASSAY_HOME", "~/.assay"))
-    run_master(settings, home.expanduser().resolve())
+    home = home.expanduser().resolve()
+    try:
+        # It holds the database and the agent token: its owner's only, when it is made here.
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"error: cannot make the master's home {home}: {exc.strerror}", file=sys.stderr)
+        return 1
+    run_master(settings, home)
     return 0
 
 
