@@ -91,6 +91,12 @@ class Cluster:
         self.client.create_user(rest.UserCreate(username=username, password=password))
         return self.sign_in(username, password)
 
+    def agent_token(self) -> str:
+        """The cluster's agent token: the one its processes are given, else the one the master
+        made and keeps in its home (where agents started with the master's ``--home`` read it)."""
+        given = self.env.get("ASSAY_AGENT_TOKEN")
+        return given or (self.home / "agent-token").read_text().strip()
+
     def _log(self, name: str) -> Any:
         (self.home / "logs").mkdir(parents=True, exist_ok=True)
         return (self.home / "logs" / f"{name}.log").open("ab")
@@ -132,7 +138,9 @@ class Cluster:
         slots: int = 2,
         pool: str = "default",
         labels: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
     ) -> None:
+        """Start an agent and wait for it to connect; ``env``: variables of its own."""
         args = [
             sys.executable, "-m", "assay.agent",
             "--master", self.url, "--id", agent_id, "--slots", str(slots),
@@ -141,7 +149,10 @@ class Cluster:
         for label in labels:
             args += ["--label", label]
         self.agents[agent_id] = subprocess.Popen(
-            args, env=self.env, stdout=self._log(f"agent-{agent_id}"), stderr=subprocess.STDOUT
+            args,
+            env={**self.env, **(env or {})},
+            stdout=self._log(f"agent-{agent_id}"),
+            stderr=subprocess.STDOUT,
         )
         wait_for(
             f"agent {agent_id} to connect",

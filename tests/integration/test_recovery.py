@@ -81,7 +81,7 @@ def test_agent_lost_for_good_restarts_its_trials_elsewhere(tmp_path: Path) -> No
         doomed = cluster.agents["doomed"]
         doomed.kill()
         doomed.wait()
-        # Its trial process is orphaned but still running; a lost agent's work is given up.
+        # Its trial process died with it; the master gives a lost agent's work up.
         cluster.start_agent("rescuer", slots=1)
         exp = cluster.wait_state(exp_id, "COMPLETED", "ERROR", timeout=120)
         trial = cluster.client.trial(trial_id)

@@ -13,6 +13,7 @@ from pathlib import Path
 from assay.agent._daemon import Agent
 from assay.agent._slots import detect_slots
 from assay.client import master_url
+from assay.protocol import AGENT_TOKEN_ENV, AGENT_TOKEN_FILE
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,8 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--token",
-        help="the cluster's agent token, if its master requires one (default "
-        "$ASSAY_AGENT_TOKEN, else the one `assay up` wrote in ASSAY_HOME)",
+        help="the cluster's agent token (default $ASSAY_AGENT_TOKEN, else the agent-token file "
+        "the master keeps in ASSAY_HOME); other users see a command line, so prefer those",
     )
     parser.add_argument("--kill-grace", type=float, default=10.0, help="SIGTERM to SIGKILL seconds")
     args = parser.parse_args(argv)
@@ -45,8 +46,16 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     home = (args.home or Path(os.environ.get("ASSAY_HOME", "~/.assay"))).expanduser().resolve()
+    try:
+        # The agent's state (contexts, unpacked code) is its trials' to read, no one else's.
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"error: cannot make the agent's home {home}: {exc.strerror}", file=sys.stderr)
+        return 1
     agent_id = args.agent_id or socket.gethostname()
-    token = args.token or os.environ.get("ASSAY_AGENT_TOKEN") or _local_token(home)
+    # Out of the environment every child of the agent inherits (trials get their own anyway).
+    from_env = os.environ.pop(AGENT_TOKEN_ENV, None)
+    token = args.token or from_env or _local_token(home)
     agent = Agent(
         agent_id=agent_id,
         master_url=master_url(args.master),
@@ -66,10 +75,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _local_token(home: Path) -> str | None:
-    try:
-        return (home / "run" / "agent-token").read_text().strip() or None
-    except OSError:
-        return None
+    """The token a master with this home keeps, else the one `assay up` made for its run."""
+    for path in (home / AGENT_TOKEN_FILE, home / "run" / AGENT_TOKEN_FILE):
+        try:
+            token = path.read_text().strip()
+        except OSError:
+            continue
+        if token:
+            return token
+    return None
 
 
 if __name__ == "__main__":

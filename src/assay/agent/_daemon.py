@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import secrets
 import signal
 import socket
 import time
@@ -65,6 +66,9 @@ class Agent:
     ) -> None:
         self.agent_id = agent_id
         self.token = token
+        self.session = secrets.token_hex(16)
+        """Made once per process and sent in every hello: the master takes a reconnect of this
+        agent while it still sees the old connection, and refuses another process with its id."""
         self.address = address
         """Where the other agents of a distributed trial reach this one; by default the address
         this agent's connection to the master leaves from (the one the master sees)."""
@@ -106,6 +110,7 @@ class Agent:
             version=assay.__version__,
             address=self.address or local_address or socket.gethostname(),
             token=self.token,
+            session=self.session,
         )
 
     async def run(self) -> None:
@@ -117,7 +122,8 @@ class Agent:
         flusher = asyncio.create_task(self._flush_logs())
         connector = asyncio.create_task(self._stay_connected())
         await self._stop.wait()
-        log.info("agent %s stopping: ending %d allocations", self.agent_id, len(self.runners))
+        if self.refusal is None or self.runners:
+            log.info("agent %s stopping: ending %d allocations", self.agent_id, len(self.runners))
         await asyncio.gather(
             *(r.kill() for r in list(self.runners.values())), return_exceptions=True
         )
@@ -153,7 +159,6 @@ class Agent:
                     self.ws = ws
                     backoff = 0.1
                     warned = False
-                    log.info("agent %s connected to %s", self.agent_id, self.env.master_url)
                     self._log_ready.set()
                     await self._receive(ws)
             except (OSError, ConnectionClosed, InvalidStatus, InvalidURI, TimeoutError) as exc:
@@ -206,13 +211,15 @@ class Agent:
             if done is not None:
                 await asyncio.to_thread(done.remove_files)
         elif isinstance(msg, Refusal):
-            # The master refused this agent (an unknown pool, say): retrying cannot help.
+            # The master refused this agent (no token, an unknown pool, its id taken): retrying
+            # cannot help. Whoever runs the agent reports it (``python -m assay.agent`` prints
+            # it as its one-line error).
             self.refusal = msg.message
-            log.error("master refused this agent: %s", self.refusal)
             self._stop.set()
             return False
         else:
             assert isinstance(msg, Welcome)
+            log.info("agent %s connected to %s", self.agent_id, self.env.master_url)
         return True
 
     async def _refuse_start(self, raw: object, problem: InvalidRequest) -> None:

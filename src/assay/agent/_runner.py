@@ -1,5 +1,9 @@
 """Running one allocation: unpack the context, start the entrypoint, stream its output, stop it.
 
+Each process runs under the launcher (:mod:`assay.agent._launch`) as the leader of its own
+process group: stopping it signals the whole group, and the agent's death (even by SIGKILL)
+ends the group within moments, so no orphan keeps training on a GPU.
+
 A distributed allocation runs one process per slot of this agent, each with its rank's
 variables; they live and die together: when one fails the others are stopped, and the
 allocation's exit is reported once, after all of them ended, with the first failing code.
@@ -24,11 +28,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from assay.agent._launch import trial_command
 from assay.agent._ranks import process_env
 from assay.agent._slots import visible_devices
 from assay.client import HttpSession
 from assay.context import extract_archive
-from assay.protocol import LogEntry, Slot, Start, TrialEnv
+from assay.protocol import AGENT_TOKEN_ENV, LogEntry, Slot, Start, TrialEnv
 
 log = logging.getLogger(__name__)
 
@@ -121,10 +126,10 @@ class AllocationRunner:
             rank = self.layout.rank(local_rank) if self.layout else 0
             proc_env = {**env, **process_env(self.layout, local_rank)} if self.layout else env
             try:
+                # From the event loop's thread, which lives as long as the agent: the parent
+                # death signal follows the thread that started the process.
                 process = await asyncio.create_subprocess_exec(
-                    "/bin/bash",
-                    "-c",
-                    startup_script(entrypoint),
+                    *trial_command(["/bin/bash", "-c", startup_script(entrypoint)]),
                     cwd=str(code_dir),
                     env=proc_env,
                     stdin=asyncio.subprocess.DEVNULL,
@@ -235,6 +240,8 @@ class AllocationRunner:
         env[TrialEnv.MASTER] = self.env.master_url
         env[TrialEnv.CLUSTER_INFO] = str(self.dir / "cluster_info.json")
         env[TrialEnv.AGENT_ID] = self.env.agent_id
+        # The agent's own credential is not the trial's (nor is any experiment's to set).
+        env.pop(AGENT_TOKEN_ENV, None)
         return env
 
     async def _pump(self, stream: asyncio.StreamReader, name: str, rank: int) -> None:

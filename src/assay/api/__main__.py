@@ -11,6 +11,7 @@ from pathlib import Path
 from assay.api._server import run_master
 from assay.config import MasterConfig, load_master_config, validate_as
 from assay.errors import AssayError, InvalidConfig
+from assay.protocol import AGENT_TOKEN_ENV
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,8 +38,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         settings = _with_flags(load_master_config(args.config), args)
-        home = args.home or settings.assay_home or Path(os.environ.get("ASSAY_HOME", "~/.assay"))
-        run_master(settings, home.expanduser().resolve())
+    except AssayError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    home = args.home or settings.assay_home or Path(os.environ.get("ASSAY_HOME", "~/.assay"))
+    home = home.expanduser().resolve()
+    try:
+        # It holds the database and the agent token: its owner's only, when it is made here.
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"error: cannot make the master's home {home}: {exc.strerror}", file=sys.stderr)
+        return 1
+    try:
+        run_master(settings, home)
     except AssayError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -54,8 +66,9 @@ def _with_flags(settings: MasterConfig, args: argparse.Namespace) -> MasterConfi
         updates["port"] = args.port
     if args.db:
         updates["db"] = args.db
-    if settings.agent_token is None and os.environ.get("ASSAY_AGENT_TOKEN"):
-        updates["agent_token"] = os.environ["ASSAY_AGENT_TOKEN"]
+    # Agents must present a token: this one, else the one the cluster made on its first start.
+    if settings.agent_token is None and os.environ.get(AGENT_TOKEN_ENV):
+        updates["agent_token"] = os.environ[AGENT_TOKEN_ENV]
     # Checked as the config file's keys are, so that a flag's value gets the same checks.
     flags: dict[str, object] = {}
     if args.tls_cert or args.tls_key:

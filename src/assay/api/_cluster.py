@@ -66,13 +66,12 @@ async def agent_socket(ws: WebSocket) -> None:
         await ws.close(code=1002, reason="the first message must be a hello")
         return
     try:
-        checked = gateway.check(hello)
+        conn = await gateway.connected(gateway.check(hello), ws.send_json)
     except AssayError as exc:
         log.warning("refused an agent: %s", exc.message)
         await ws.send_json(Refusal(exc.message).to_dict())
         await ws.close(code=1008, reason=exc.message[:120])
         return
-    conn = await gateway.connected(checked, ws.send_json)
     agent_id = conn.view.id
     log.info("agent %s connected with %d slots", agent_id, len(conn.view.slots))
     try:

@@ -74,6 +74,14 @@ def agent(
     agent_id: Annotated[
         str | None, typer.Option("--id", help="agent id (default: host name)")
     ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            help="the cluster's agent token (default $ASSAY_AGENT_TOKEN, else the agent-token "
+            "file the master keeps in ASSAY_HOME)",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run an agent in the foreground."""
     args = [sys.executable, "-m", "assay.agent", "--pool", pool]
@@ -85,7 +93,11 @@ def agent(
         args += ["--id", agent_id]
     for item in label or []:
         args += ["--label", item]
-    os.execv(sys.executable, args)
+    env = dict(os.environ)
+    if token:
+        # In the agent's environment, not its command line, which every user can read.
+        env["ASSAY_AGENT_TOKEN"] = token
+    os.execve(sys.executable, args, env)
 
 
 def _pid_file(name: str) -> Path:

@@ -175,7 +175,8 @@ class MasterConfig(ConfigModel):
     agent_lost_after_seconds: Annotated[float, Field(gt=0)] = 30.0
     agent_token: str | None = None
     """A secret agents must present to join (``assay agent --token`` or ``ASSAY_AGENT_TOKEN``).
-    Without one, any process that reaches the master can act as an agent."""
+    Without one (nor ``ASSAY_AGENT_TOKEN`` for the master), the master makes one on the
+    cluster's first start, keeps it in its database and in ``ASSAY_HOME/agent-token``."""
     # How the master protects itself from browsers and the network (kept together).
     tls: TlsConfig | None = None
     """Serve https with this certificate and key (``--tls-cert``/``--tls-key``)."""

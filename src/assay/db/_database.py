@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,7 +13,7 @@ import anyio.to_thread
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ class Database:
         kwargs: dict[str, Any] = {}
         if self.is_sqlite:
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+            _make_private(url)
         else:
             kwargs["pool_size"] = 10
             kwargs["max_overflow"] = 20
@@ -82,6 +84,27 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def _make_private(url: str) -> None:
+    """Make the SQLite database file readable by its owner only (it holds the agent token and
+    every trial's secrets), before SQLite creates it with the umask's mode (world-readable by
+    default). SQLite gives the ``-wal`` and ``-shm`` files it makes the database file's mode;
+    those left by an older master are tightened too."""
+    database = make_url(url).database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    path = Path(database)
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    except OSError:
+        return  # a missing directory, say: SQLite's own error names it
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            if file.stat().st_mode & 0o077:
+                file.chmod(0o600)
+        except OSError:
+            continue  # not there (yet), or not ours to change
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -275,12 +275,14 @@ class Instance(Base):
 
 
 class ClusterRecord(Base):
-    """One row: the cluster's identity, made on first start."""
+    """One row: the cluster's identity, made on first start, and the agent token its masters
+    made (unless they are given one), so every master of a shared database takes the same."""
 
     __tablename__ = "cluster"
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     created_at: Mapped[float] = mapped_column(Float)
+    agent_token: Mapped[str | None] = mapped_column(String(128), nullable=True)
 
 
 class User(Base):

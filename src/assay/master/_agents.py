@@ -22,6 +22,9 @@ class AgentConnection:
     connected: bool = True
     disconnected_at: float | None = None
     version: str = ""
+    session: str = ""
+    """The agent process's :attr:`Hello.session`: how its reconnect is told from a second
+    process with the same id."""
     generation: int = 0
     """Bumped on each reconnect, so a stale connection's clean-up does not undo a newer one."""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -43,7 +46,11 @@ class AgentHub:
         )
         self._generation += 1
         conn = AgentConnection(
-            view=view, send=send, version=hello.version, generation=self._generation
+            view=view,
+            send=send,
+            version=hello.version,
+            session=hello.session,
+            generation=self._generation,
         )
         self.agents[view.id] = conn
         return conn
@@ -58,6 +65,11 @@ class AgentHub:
 
     def connected_views(self) -> list[AgentView]:
         return [c.view for c in self.agents.values() if c.connected]
+
+    def live_session(self, agent_id: str) -> str | None:
+        """The :attr:`Hello.session` of the agent connected now with this id; None if none is."""
+        conn = self.agents.get(agent_id)
+        return conn.session if conn is not None and conn.connected else None
 
     def is_connected(self, agent_id: str) -> bool:
         conn = self.agents.get(agent_id)

@@ -1,22 +1,33 @@
 """The agent side of the master: admitting agents, agreeing with them on what runs after a
-(re)connect, their messages, repeated kills, and agents lost for good."""
+(re)connect, their messages, repeated kills, and agents lost for good.
+
+Every agent presents the cluster's agent token: the one the master is given (``agent_token`` in
+its configuration, or ``ASSAY_AGENT_TOKEN``), else the one made on the cluster's first start and
+kept in its database (and in ``ASSAY_HOME/agent-token``, for agents started with the master's
+home). Until the master has loaded it, no agent is admitted.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import os
 import secrets
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from assay.config import MasterConfig
-from assay.db import Allocation, Session, agents, allocations, logs
-from assay.errors import InvalidRequest, Unauthorized
+from assay.db import Allocation, Session, agents, allocations, cluster, logs
+from assay.errors import Conflict, InvalidRequest, Unauthorized
 from assay.master import _gang as gang
 from assay.master import _lifecycle as life
 from assay.master._agents import AgentConnection, Sender
 from assay.master._orchestrator import Orchestrator
 from assay.master._secrets import LogMasker
 from assay.protocol import (
+    AGENT_TOKEN_FILE,
     AckExit,
     AgentMessage,
     AllocationState,
@@ -40,37 +51,83 @@ class AgentGateway:
         self.core = core
         self.settings = settings
         self.masker = LogMasker()
+        self.token: str | None = None
+        """What agents must present; None (no agent admitted) until :meth:`load_token`."""
+
+    async def load_token(self, home: Path) -> None:
+        """Take the configured agent token, else the cluster's (made and stored on the first
+        start); keep the cluster's in ``home/agent-token`` (0600) for local agents, and say
+        where it is (never the token itself) in the log."""
+        path = home / AGENT_TOKEN_FILE
+        if self.settings.agent_token:
+            self.token = self.settings.agent_token
+            # A token this master made before would now be the wrong one for a local agent.
+            await asyncio.to_thread(path.unlink, missing_ok=True)
+            log.info("agents must present the agent token this master was given")
+            return
+        candidate = secrets.token_urlsafe(32)
+        token, made = await self.core.record(lambda s: cluster.agent_token(s, candidate))
+        await asyncio.to_thread(write_private, path, token)
+        self.token = token
+        log.info(
+            "agents must present the cluster's agent token (%s); it is in %s, which agents "
+            "started with --home %s read; give it to others with --token or ASSAY_AGENT_TOKEN",
+            "made now" if made else "kept in the database",
+            path,
+            home,
+        )
 
     def is_agent_token(self, token: str | None) -> bool:
         """Whether ``token`` is this cluster's agent token (agents fetch contexts with it)."""
-        expected = self.settings.agent_token
-        return bool(expected and token and secrets.compare_digest(token, expected))
+        expected = self.token
+        return bool(
+            expected and token and secrets.compare_digest(token.encode(), expected.encode())
+        )
 
     def check(self, hello: Hello | dict[str, Any]) -> Hello:
         """The agent's hello, if this master can take the agent; else raises with the reason
-        it is told."""
+        it is told. The token comes first: an agent without it learns nothing of the cluster
+        (not its pools, nor which agents it has)."""
         hello = hello if isinstance(hello, Hello) else Hello.from_dict(hello)
         agent_id = hello.agent_id
-        expected = self.settings.agent_token
-        if expected and not secrets.compare_digest(hello.token or "", expected):
+        if not self.is_agent_token(hello.token):
+            given = "a wrong agent token" if hello.token else "no agent token"
+            # Its id as a quoted, bounded string: it comes from an unknown peer and goes to
+            # the master's log.
             raise Unauthorized(
-                f"agent {agent_id} did not present this cluster's agent token (give it with "
-                "--token or ASSAY_AGENT_TOKEN)"
+                f"agent {agent_id[:100]!r} did not present this cluster's agent token "
+                f"({given} given): start it with --token TOKEN or ASSAY_AGENT_TOKEN=TOKEN "
+                "(the master's log says where its token is)"
             )
-        pool = hello.pool
-        pools = [p.pool_name for p in self.settings.resource_pools]
-        if pool not in pools:
-            raise InvalidRequest(
-                f"agent {agent_id} asked to join resource pool {pool!r}, which this master does "
-                f"not have; its pools: {', '.join(pools)} (start the agent with --pool NAME)"
-            )
+        self._admissible(hello)
         return hello
 
+    def _admissible(self, hello: Hello) -> None:
+        """Refuse an agent for an unknown pool, or one taking the id of an agent connected now
+        (the default id is the host name, so cloned machines collide): the connected one and
+        its trials keep running. The same agent process reconnecting (its old connection not
+        yet seen to drop) presents the same session and is taken."""
+        agent_id = hello.agent_id
+        pools = [p.pool_name for p in self.settings.resource_pools]
+        if hello.pool not in pools:
+            raise InvalidRequest(
+                f"agent {agent_id} asked to join resource pool {hello.pool!r}, which this master "
+                f"does not have; its pools: {', '.join(pools)} (start the agent with --pool NAME)"
+            )
+        live = self.core.hub.live_session(agent_id)
+        if live is not None and (not hello.session or live != hello.session):
+            raise Conflict(
+                f"an agent with id {agent_id!r} is connected already; give this one another id "
+                "with --id NAME"
+            )
+
     async def connected(self, hello: Hello | dict[str, Any], send: Sender) -> AgentConnection:
-        """Register an agent; a raw hello is :meth:`check`-ed first (the API hands over the one
-        it already checked, to refuse the agent before accepting its socket)."""
+        """Register an agent. The API hands over the hello :meth:`check` took (the token is
+        the network's question); a raw one from within the master is only parsed and checked
+        for its pool and id. Raises :class:`Conflict` when another process took the id since."""
         if not isinstance(hello, Hello):
-            hello = self.check(hello)
+            hello = Hello.from_dict(hello)
+            self._admissible(hello)
         agent_id = hello.agent_id
         now = self.core.clock()
 
@@ -87,8 +144,11 @@ class AgentGateway:
             )
             return bool(row.enabled)
 
-        enabled = await self.core.record(record)
         async with self.core.lock:
+            # Checked again under the lock, with nothing written yet: two processes with one id
+            # can both pass the check before either is registered.
+            self._admissible(hello)
+            enabled = await self.core.record(record)
             # What this agent should be running, read before it can be given anything new: an
             # allocation started after this point is not in its hello and must not look lost.
             ours = await self.core.db.run(lambda s: allocations.on_agent(s, agent_id))
@@ -194,3 +254,17 @@ class AgentGateway:
                     await self.core.transact(
                         gang.agent_exited, agent_id, alloc.id, None, f"agent {agent_id} was lost"
                     )
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``path`` readable by its owner only (0600), replacing it whole: no reader sees it
+    half-written or, for a moment, with looser permissions."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:  # mkstemp makes it 0600
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

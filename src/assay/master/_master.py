@@ -111,6 +111,7 @@ class Master:
             return cluster.identity(session, now)
 
         core.cluster_id = await core.record(init)
+        await self.agents.load_token(self.assay_home)
         made = await self.users.ensure_admin(self.admin_password)
         if made is not None:
             # Shown once, to whoever started the master; only its hash is stored.

@@ -10,6 +10,8 @@ naming the field.
 from __future__ import annotations
 
 from assay.protocol._agent import (
+    AGENT_TOKEN_ENV,
+    AGENT_TOKEN_FILE,
     AckExit,
     AgentMessage,
     ContextRef,
@@ -60,6 +62,8 @@ from assay.protocol._states import (
 )
 
 __all__ = [
+    "AGENT_TOKEN_ENV",
+    "AGENT_TOKEN_FILE",
     "LIVE_ALLOCATION_STATES",
     "LIVE_INSTANCE_STATES",
     "STATE_ENUMS",

@@ -16,6 +16,12 @@ from assay.errors import InvalidRequest
 from assay.protocol._fields import Fields, kind
 from assay.protocol._info import ClusterInfo
 
+AGENT_TOKEN_ENV = "ASSAY_AGENT_TOKEN"
+"""The variable an agent (and a master not configured with one) takes the agent token from."""
+AGENT_TOKEN_FILE = "agent-token"
+"""The file in ``ASSAY_HOME`` where a master keeps the agent token it made (mode 0600), and
+where an agent started with the same home finds it."""
+
 
 class UnknownMessage(InvalidRequest):
     """A message whose ``type`` this side does not know (a newer peer): skipped, not fatal."""
@@ -210,7 +216,10 @@ class Hello:
     address: str = ""
     """Where the other agents of a distributed trial reach this one."""
     token: str | None = None
-    """The cluster's agent token, when its master requires one."""
+    """The cluster's agent token (every master requires one)."""
+    session: str = ""
+    """Random, made once per agent process: a reconnect presents the same one, so the master
+    tells the same agent coming back from a second process given the id of a connected one."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -224,6 +233,7 @@ class Hello:
             "version": self.version,
             "address": self.address,
             "token": self.token,
+            "session": self.session,
         }
 
     @classmethod
@@ -247,6 +257,7 @@ class Hello:
             version=f.text("version", ""),
             address=f.text("address", ""),
             token=f.text("token", None),
+            session=f.text("session", ""),
         )
 
 
@@ -317,8 +328,8 @@ class Welcome:
 
 @dataclass(frozen=True)
 class Refusal:
-    """The master will not take this agent (an unknown pool, a wrong token); retrying cannot
-    help, so the agent stops."""
+    """The master will not take this agent (no or a wrong token, an unknown pool, its id taken
+    by a connected agent); retrying cannot help, so the agent stops."""
 
     type: ClassVar[str] = "error"
     message: str
