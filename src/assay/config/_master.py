@@ -51,8 +51,9 @@ class ProviderConfig(ConfigModel):
     ``launch_command`` starts one instance whose agent must take ``$ASSAY_INSTANCE_ID`` as its
     id (``assay agent --id "$ASSAY_INSTANCE_ID" --pool "$ASSAY_POOL" --master "$ASSAY_MASTER"``);
     ``terminate_command`` stops the instance named by ``$ASSAY_INSTANCE_ID``. A list is run as
-    is; a string is run by ``/bin/sh -c``. Both also see ``ASSAY_POOL``, ``ASSAY_MASTER`` and
-    ``ASSAY_SLOTS`` (``slots_per_instance``).
+    is; a string is run by ``/bin/sh -c``. Both also see ``ASSAY_POOL``, ``ASSAY_MASTER``,
+    ``ASSAY_AGENT_TOKEN`` (for the agent to join with) and ``ASSAY_SLOTS``
+    (``slots_per_instance``).
     """
 
     type: Literal["command"]

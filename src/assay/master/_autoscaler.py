@@ -12,13 +12,14 @@ import asyncio
 import logging
 import os
 import secrets
+from collections.abc import Callable
 from typing import Protocol
 
 from assay.config import ProviderConfig, ResourcePoolConfig
 from assay.db import agents, allocations, instances, trials
 from assay.master._scheduling import AgentView
 from assay.master._tx import Transactor, Tx
-from assay.protocol import LIVE_INSTANCE_STATES, InstanceState
+from assay.protocol import AGENT_TOKEN_ENV, LIVE_INSTANCE_STATES, InstanceState
 from assay.scheduler import Instance as InstanceView
 from assay.scheduler import ProviderSettings, decide_scaling
 
@@ -35,7 +36,8 @@ class Agents(Protocol):
 
 class Autoscaler:
     """Scales ``pools`` (those with a provider); ``master_url`` is what launched instances'
-    agents connect to."""
+    agents connect to, with the token ``agent_token`` answers (given to the provider's commands
+    as ``ASSAY_AGENT_TOKEN``)."""
 
     def __init__(
         self,
@@ -43,8 +45,10 @@ class Autoscaler:
         agents: Agents,
         pools: list[ResourcePoolConfig],
         master_url: str,
+        agent_token: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.master = master
+        self.agent_token = agent_token
         self.agents = agents
         self.pools = [p for p in pools if p.provider is not None]
         """The pools it scales: those with a provider."""
@@ -128,6 +132,9 @@ class Autoscaler:
             "ASSAY_MASTER": self.master_url,
             "ASSAY_SLOTS": str(provider.slots_per_instance),
         }
+        token = self.agent_token()
+        if token:
+            env[AGENT_TOKEN_ENV] = token
         args = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
         try:
             proc = await asyncio.create_subprocess_exec(

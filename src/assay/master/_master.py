@@ -64,6 +64,7 @@ class Master:
             self.core.hub,
             settings.resource_pools,
             self.url,
+            lambda: self.agents.token,
         )
         self.loops = Loops(self.core, settings, self.agents, self.autoscaler)
         self.experiments = ExperimentCommands(
