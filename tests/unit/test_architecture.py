@@ -23,6 +23,7 @@ ALLOWED: dict[str, set[str]] = {
     # docs/architecture.md). Anything not listed is refused, so a new edge is a decision.
     "assay": {"core"},
     "errors": set(),
+    "files": set(),
     "protocol": set(),
     # The wire shapes: pydantic and the standard library only, so clients stay light.
     "rest": {"protocol"},
@@ -32,13 +33,23 @@ ALLOWED: dict[str, set[str]] = {
     "searcher": {"config", "protocol"},
     "scheduler": set(),
     "db": {"protocol"},
-    "master": {"config", "context", "db", "protocol", "rest", "scheduler", "searcher", "storage"},
+    "master": {
+        "config",
+        "context",
+        "db",
+        "files",
+        "protocol",
+        "rest",
+        "scheduler",
+        "searcher",
+        "storage",
+    },
     "api": {"master", "rest", "protocol", "config", "context", "scheduler"},
-    "agent": {"protocol", "client", "context"},
+    "agent": {"protocol", "client", "context", "files"},
     "core": {"protocol", "client", "storage"},
-    "client": {"rest"},
+    "client": {"rest", "files"},
     # searcher only inside `preview-search`: tests/unit/cli checks what the CLI loads at start.
-    "cli": {"client", "rest", "protocol", "config", "context", "searcher"},
+    "cli": {"client", "rest", "protocol", "config", "context", "searcher", "files"},
 }
 
 PENDING: dict[str, str] = {}

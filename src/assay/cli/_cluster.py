@@ -17,6 +17,7 @@ import typer
 
 from assay.cli._common import assay_home, cluster_file, console, fail
 from assay.errors import AssayError
+from assay.files import write_private
 
 if TYPE_CHECKING:
     from assay.client import Client
@@ -165,7 +166,9 @@ def up(
     from assay.client import Client
 
     home = assay_home()
-    (home / "run").mkdir(parents=True, exist_ok=True)
+    # It holds the database, the agent token and the admin's password: its owner's only.
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    (home / "run").mkdir(mode=0o700, exist_ok=True)
     url = f"{'https' if tls_cert else 'http'}://127.0.0.1:{port}"
     password = _admin_password(home)
     if _read_pid("master") is not None:
@@ -183,8 +186,7 @@ def up(
     # Only agents holding this token may join: other local processes cannot pose as one.
     token_file = home / "run" / "agent-token"
     token = secrets.token_urlsafe(24)
-    token_file.write_text(token)
-    token_file.chmod(0o600)
+    write_private(token_file, token)
     env = {**os.environ, "ASSAY_AGENT_TOKEN": token, "ASSAY_ADMIN_PASSWORD": password}
     proc = _spawn("master", master_args, env)
     probe = Client(url, timeout=2)
@@ -224,9 +226,7 @@ def _admin_password(home: Path) -> str:
         if kept:
             return kept
     made = secrets.token_urlsafe(18)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(made + "\n")
+    write_private(path, made + "\n")
     return made
 
 

@@ -4,11 +4,12 @@ by its owner only, with one token per master URL."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from assay.files import write_private
 
 USER_TOKEN_ENV = "ASSAY_USER_TOKEN"
 """A token for scripts and CI; it takes precedence over a stored sign-in."""
@@ -26,8 +27,7 @@ class StoredLogin:
 
 
 class TokenStore:
-    """Sign-ins by master URL. Written whole to a new file and renamed over the old one, with
-    mode 0600 from its creation, so no other user ever reads a token from it."""
+    """Sign-ins by master URL, in a private file (:func:`assay.files.write_private`)."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or config_dir() / "auth.json"
@@ -59,17 +59,7 @@ class TokenStore:
             self._write(data)
 
     def _write(self, data: dict[str, dict[str, str]]) -> None:
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        temp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            with os.fdopen(fd, "w") as out:
-                json.dump(data, out, indent=2)
-            os.replace(temp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                temp.unlink()
-            raise
+        write_private(self.path, json.dumps(data, indent=2))
 
 
 def token_for(url: str) -> str | None:

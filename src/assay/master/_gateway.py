@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import secrets
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from typing import Any
 from assay.config import MasterConfig
 from assay.db import Allocation, Session, agents, allocations, cluster, logs
 from assay.errors import Conflict, InvalidRequest, Unauthorized
+from assay.files import write_private
 from assay.master import _gang as gang
 from assay.master import _lifecycle as life
 from assay.master._agents import AgentConnection, Sender
@@ -254,17 +253,3 @@ class AgentGateway:
                     await self.core.transact(
                         gang.agent_exited, agent_id, alloc.id, None, f"agent {agent_id} was lost"
                     )
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write ``path`` readable by its owner only (0600), replacing it whole: no reader sees it
-    half-written or, for a moment, with looser permissions."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:  # mkstemp makes it 0600
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
