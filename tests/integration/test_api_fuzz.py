@@ -252,6 +252,9 @@ def test_the_fuzzing_reached_past_validation(target: Target) -> None:
     ):
         assert operation in accepted, sorted(answers.items())
     assert sum(answers.values()) >= 20 * len(list(schema.get_all_operations()))
+    served = sum(answers.values())
+    failed = sum(n for (_, status), n in answers.items() if status >= 500)
+    print(f"\nfuzzed {served} requests; {failed} answered 5xx")  # shown with -s
     unauthorized = {op for (op, status), _ in answers.items() if status == 401}
     assert "GET /api/v1/experiments" in unauthorized and "POST /api/v1/users" in unauthorized
 
