@@ -5,6 +5,7 @@ allocation's token, so reports reach the code that stores them."""
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -27,7 +28,7 @@ from schemathesis.specs.openapi.checks import (
 
 from assay import rest
 from assay.client import HttpSession
-from assay.errors import InvalidRequest, NotFound
+from assay.errors import AssayError, InvalidRequest, NotFound, Unauthorized
 from tests.integration.cluster import Cluster, wait_for
 
 pytestmark = pytest.mark.integration
@@ -101,19 +102,37 @@ def database(request: pytest.FixtureRequest) -> Iterator[str | None]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
 
 
+def running_trial(cluster: Cluster) -> Target:
+    """A new experiment's trial, running, with a checkpoint."""
+    exp_id = cluster.submit(_forever())
+    trial_id = wait_for("the trial", lambda: cluster.client.trials(exp_id))[0].id
+    wait_for("a checkpoint", lambda: cluster.client.trial(trial_id).latest_checkpoint)
+    allocation = cluster.client.trial(trial_id).allocations[-1]
+    return Target(cluster, trial_id, allocation.id)
+
+
 @pytest.fixture(scope="module")
 def target(tmp_path_factory: pytest.TempPathFactory, database: str | None) -> Iterator[Target]:
     cluster = Cluster(tmp_path_factory.mktemp("fuzz") / "home", db=database)
     try:
         cluster.start_master()
         cluster.start_agent("agent-1", slots=1)
-        exp_id = cluster.submit(_forever())
-        trial_id = wait_for("the trial", lambda: cluster.client.trials(exp_id))[0].id
-        wait_for("a checkpoint", lambda: cluster.client.trial(trial_id).latest_checkpoint)
-        allocation = cluster.client.trial(trial_id).allocations[-1]
-        yield Target(cluster, trial_id, allocation.id)
+        yield running_trial(cluster)
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def fresh(target: Target) -> Target:
+    """A trial running after the fuzzing, which may have killed the first one: its allocation's
+    token must be live for a report to get past the token check to the validation."""
+    with contextlib.suppress(AssayError):  # ended already
+        target.cluster.client.transition(_experiment_of(target), "kill")
+    return running_trial(target.cluster)
+
+
+def _experiment_of(target: Target) -> int:
+    return target.cluster.client.trial(target.trial_id).experiment_id
 
 
 def token_of(target: Target) -> str:
@@ -278,42 +297,63 @@ def refused(target: Target, method: str, path: str, body: Any = None, **params: 
 
 
 @pytest.mark.parametrize("value", [2**31, 2**63])
-def test_ids_and_offsets_the_database_cannot_hold_are_refused(target: Target, value: int) -> None:
-    assert refused(target, "GET", f"/api/v1/experiments/{value}") == {"path.experiment_id"}
-    assert refused(target, "POST", f"/api/v1/experiments/{value}/kill") == {"path.experiment_id"}
-    assert refused(target, "GET", f"/api/v1/trials/{value}/metrics") == {"path.trial_id"}
-    assert refused(target, "GET", f"/api/v1/contexts/{value}") == {"path.context_id"}
-    assert refused(target, "GET", "/api/v1/experiments", offset=value) == {"query.offset"}
-    logs = f"/api/v1/trials/{target.trial_id}/logs"
-    assert refused(target, "GET", logs, after=value) == {"query.after"}
+def test_ids_and_offsets_the_database_cannot_hold_are_refused(fresh: Target, value: int) -> None:
+    assert refused(fresh, "GET", f"/api/v1/experiments/{value}") == {"path.experiment_id"}
+    assert refused(fresh, "POST", f"/api/v1/experiments/{value}/kill") == {"path.experiment_id"}
+    assert refused(fresh, "GET", f"/api/v1/trials/{value}/metrics") == {"path.trial_id"}
+    assert refused(fresh, "GET", f"/api/v1/contexts/{value}") == {"path.context_id"}
+    assert refused(fresh, "GET", "/api/v1/experiments", offset=value) == {"query.offset"}
+    logs = f"/api/v1/trials/{fresh.trial_id}/logs"
+    assert refused(fresh, "GET", logs, after=value) == {"query.after"}
 
 
 @pytest.mark.parametrize("steps", [2**31, 2**63])
-def test_step_counts_the_database_cannot_hold_are_refused(target: Target, steps: int) -> None:
-    trial = f"/api/v1/trials/{target.trial_id}"
+def test_step_counts_the_database_cannot_hold_are_refused(fresh: Target, steps: int) -> None:
+    trial = f"/api/v1/trials/{fresh.trial_id}"
     report = {"group": "validation", "steps_completed": steps, "metrics": {"loss": 1.0}}
-    assert refused(target, "POST", f"{trial}/metrics", {"reports": [report]}) == {
+    assert refused(fresh, "POST", f"{trial}/metrics", {"reports": [report]}) == {
         "reports.0.steps_completed"
     }
     checkpoint = {"uuid": "too-far", "steps_completed": steps}
-    assert refused(target, "POST", "/api/v1/checkpoints", checkpoint) == {"steps_completed"}
+    assert refused(fresh, "POST", "/api/v1/checkpoints", checkpoint) == {"steps_completed"}
     done = {"length": steps, "metric": 0.5}
-    assert refused(target, "POST", f"{trial}/searcher/completed_operation", done) == {"length"}
+    assert refused(fresh, "POST", f"{trial}/searcher/completed_operation", done) == {"length"}
 
 
 @pytest.mark.parametrize("metadata", [[1, 2], "steps", 3, True])
 def test_checkpoint_metadata_that_is_not_an_object_is_refused(
-    target: Target, metadata: object
+    fresh: Target, metadata: object
 ) -> None:
     body = {"uuid": "odd-metadata", "steps_completed": 1, "metadata": metadata}
-    assert refused(target, "POST", "/api/v1/checkpoints", body) == {"metadata"}
+    assert refused(fresh, "POST", "/api/v1/checkpoints", body) == {"metadata"}
     with pytest.raises(NotFound):
-        target.cluster.client.checkpoint("odd-metadata")
+        fresh.cluster.client.checkpoint("odd-metadata")
 
 
-def test_nul_characters_are_refused_where_they_would_reach_the_database(target: Target) -> None:
-    trial = f"/api/v1/trials/{target.trial_id}"
-    assert refused(target, "GET", "/api/v1/checkpoints/a%00b") == {"path.uuid"}
-    assert refused(target, "GET", f"{trial}/metrics", group="a\x00b") == {"query.group"}
+def test_nul_characters_are_refused_where_they_would_reach_the_database(fresh: Target) -> None:
+    trial = f"/api/v1/trials/{fresh.trial_id}"
+    assert refused(fresh, "GET", "/api/v1/checkpoints/a%00b") == {"path.uuid"}
+    assert refused(fresh, "GET", f"{trial}/metrics", group="a\x00b") == {"query.group"}
     report = {"group": "a\x00b", "steps_completed": 1, "metrics": {}}
-    assert refused(target, "POST", f"{trial}/metrics", {"reports": [report]}) == {"reports.0.group"}
+    assert refused(fresh, "POST", f"{trial}/metrics", {"reports": [report]}) == {"reports.0.group"}
+
+
+def test_a_trials_token_reaches_only_its_own_trial(fresh: Target) -> None:
+    http = HttpSession(fresh.cluster.url, token=token_of(fresh))
+    experiment = _experiment_of(fresh)
+    try:
+        for method, path in (
+            ("POST", f"/api/v1/experiments/{experiment}/kill"),
+            ("GET", "/api/v1/experiments"),
+            ("GET", f"/api/v1/trials/{fresh.trial_id}/logs"),
+            ("POST", "/api/v1/tokens"),
+            ("GET", "/api/v1/contexts/1"),
+            ("POST", f"/api/v1/trials/{fresh.trial_id + 1000}/progress"),
+        ):
+            with pytest.raises(Unauthorized):
+                http.request(
+                    method, path, json_body={"progress": 0.5} if method == "POST" else None
+                )
+    finally:
+        http.close()
+    assert fresh.cluster.client.experiment(experiment).state == "ACTIVE"
