@@ -42,15 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     home = args.home or settings.assay_home or Path(os.environ.get("ASSAY_HOME", "~/.assay"))
-    home = home.expanduser().resolve()
     try:
-        # It holds the database and the agent token: its owner's only, when it is made here.
-        home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError as exc:
-        print(f"error: cannot make the master's home {home}: {exc.strerror}", file=sys.stderr)
-        return 1
-    try:
-        run_master(settings, home)
+        run_master(settings, home.expanduser().resolve())
     except AssayError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

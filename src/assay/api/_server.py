@@ -14,7 +14,7 @@ import uvicorn
 from assay.api._app import create_app
 from assay.api._guard import WILDCARD_BINDS, allowed_hosts, is_loopback
 from assay.config import MasterConfig
-from assay.errors import InvalidConfig
+from assay.errors import AssayError, InvalidConfig
 from assay.master import Master
 
 log = logging.getLogger("assay.master")
@@ -31,6 +31,11 @@ def run_master(settings: MasterConfig, assay_home: Path) -> None:
     tls = settings.tls
     if tls is not None:
         check_tls(tls.cert, tls.key)
+    try:
+        # It holds the database and the agent token: its owner's only, when it is made here.
+        assay_home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise AssayError(f"cannot make the master's home {assay_home}: {exc.strerror}") from None
     master = Master.open(
         settings, assay_home, admin_password=os.environ.get(ADMIN_PASSWORD_ENV) or None
     )

@@ -78,7 +78,7 @@ class Master:
         cls, settings: MasterConfig, assay_home: Path, *, admin_password: str | None = None
     ) -> Master:
         """A master on the database ``settings.db`` names, or on SQLite under ``assay_home``."""
-        assay_home.mkdir(parents=True, exist_ok=True)
+        assay_home.mkdir(mode=0o700, parents=True, exist_ok=True)
         db = Database(settings.db or sqlite_url(assay_home / "assay.db"))
         return cls(settings, db, assay_home, admin_password=admin_password)
 
