@@ -139,8 +139,10 @@ class Cluster:
         pool: str = "default",
         labels: tuple[str, ...] = (),
         env: dict[str, str] | None = None,
+        extra: tuple[str, ...] = (),
     ) -> None:
-        """Start an agent and wait for it to connect; ``env``: variables of its own."""
+        """Start an agent and wait for it to connect; ``env``: variables of its own;
+        ``extra``: more of its options (``--cpu``, ``--memory-mb``)."""
         args = [
             sys.executable, "-m", "assay.agent",
             "--master", self.url, "--id", agent_id, "--slots", str(slots),
@@ -148,6 +150,7 @@ class Cluster:
         ]  # fmt: skip
         for label in labels:
             args += ["--label", label]
+        args += list(extra)
         self.agents[agent_id] = subprocess.Popen(
             args,
             env={**self.env, **(env or {})},

@@ -117,6 +117,9 @@ def test_an_agent_without_the_token_is_refused_and_learns_nothing(
     (line,) = agent.stderr.strip().splitlines()
     assert line.startswith("error: agent 'rogue' did not present this cluster's agent token")
     assert "--token" in line and "ASSAY_AGENT_TOKEN" in line
+    # Where it looked, and where masters keep the token (`assay up`'s is not in its log).
+    assert f"this agent had none (no --token, no $ASSAY_AGENT_TOKEN, nothing in {tmp_path}" in line
+    assert "`assay up` keeps its cluster's in ASSAY_HOME/run/agent-token" in line
     refusal_reveals_nothing(agent.stderr + agent.stdout, cluster)
     assert [a.id for a in cluster.client.agents()] == ["agent-1"]
     assert stat.S_IMODE((tmp_path / "rogue-home").stat().st_mode) == 0o700, "the home it made"
@@ -130,11 +133,12 @@ def test_an_agent_with_a_wrong_token_is_refused_and_learns_nothing(
     assert "a wrong agent token" in answer["message"]
     refusal_reveals_nothing(answer["message"], cluster)
 
-    for how in (["--token", "guessed"], []):
+    for how, source in ((["--token", "guessed"], "--token"), ([], "$ASSAY_AGENT_TOKEN")):
         agent = run_agent(cluster, tmp_path / "rogue-home", "--id", "rogue", *how, token="nope")
         assert agent.returncode == 1
         (line,) = agent.stderr.strip().splitlines()
         assert "did not present this cluster's agent token (a wrong agent token given)" in line
+        assert f"this agent presented the one from {source}." in line
         refusal_reveals_nothing(line, cluster)
     assert [a.id for a in cluster.client.agents()] == ["agent-1"]
 
@@ -154,6 +158,26 @@ def test_assay_agent_takes_the_token_given_with_token(cluster: Cluster, tmp_path
         wait_for(
             "the agent given --token to connect",
             lambda: any(a.id == "by-cli" and a.connected for a in cluster.client.agents()),
+        )
+    finally:
+        agent.terminate()
+        agent.wait(timeout=30)
+
+
+def test_assay_agent_given_the_masters_home_finds_the_token_there(
+    made: Cluster, tmp_path: Path
+) -> None:
+    # What the master's log says: agents started with --home (its home) read the token it made.
+    assert f"which agents started with --home {made.home} read" in made.log("master")
+    env = {k: v for k, v in made.env.items() if k != "ASSAY_AGENT_TOKEN"}
+    env["ASSAY_HOME"] = str(tmp_path / "elsewhere")
+    command = [sys.executable, "-c", "from assay.cli import main; main()", "agent"]
+    command += ["--master", made.url, "--id", "by-home", "--slots", "1", "--home", str(made.home)]
+    agent = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(
+            "the agent given the master's home to connect",
+            lambda: any(a.id == "by-home" and a.connected for a in made.client.agents()),
         )
     finally:
         agent.terminate()

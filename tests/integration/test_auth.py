@@ -4,6 +4,8 @@ owners alone (and admins) change their experiments and jobs, and the command lin
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +15,7 @@ import yaml
 
 from assay import rest
 from assay.client import Client
-from assay.errors import Forbidden, TooManyRequests, Unauthorized
+from assay.errors import AssayError, Forbidden, TooManyRequests, Unauthorized
 from tests.integration.cluster import Cluster, serve
 
 pytestmark = pytest.mark.integration
@@ -135,7 +137,7 @@ def test_only_an_admin_creates_users_and_a_user_changes_only_their_own_password(
     assert cluster.sign_in("carol", "a-new-password").me().username == "carol"
 
 
-def test_a_deactivated_user_is_signed_out_and_cannot_sign_in_until_activated(
+def test_a_deactivated_user_is_signed_out_for_good_and_cannot_sign_in_until_activated(
     cluster: Cluster,
 ) -> None:
     dave = cluster.add_user("dave")
@@ -148,7 +150,12 @@ def test_a_deactivated_user_is_signed_out_and_cannot_sign_in_until_activated(
     with pytest.raises(Unauthorized, match="wrong user name or password"):
         cluster.sign_in("dave", "password-of-a-user")
     cluster.client.change_user("dave", rest.UserChange(active=True))
-    assert Client(cluster.url, token=token).me().username == "dave"
+    # Deactivating revoked them: activating gives back no session or token, only sign-in.
+    with pytest.raises(Unauthorized):
+        Client(cluster.url, token=token).me()
+    with pytest.raises(Unauthorized):
+        dave.me()
+    assert cluster.sign_in("dave", "password-of-a-user").me().username == "dave"
 
 
 def test_the_last_admin_cannot_be_demoted_or_deactivated(cluster: Cluster) -> None:
@@ -241,3 +248,26 @@ def test_the_command_line_signs_in_keeps_the_session_and_signs_out(cluster: Clus
     # A script's token from the environment needs no sign-in.
     env["ASSAY_USER_TOKEN"] = token
     assert assay("user", "whoami")[1].strip() == "ivy"
+
+
+def test_the_command_line_names_what_was_refused_and_why(cluster: Cluster) -> None:
+    env = {**cluster.env, "ASSAY_USER_TOKEN": "garbage"}
+    refused = subprocess.run(
+        [sys.executable, "-c", "from assay.cli import main; main()", "e", "list"],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "the token in ASSAY_USER_TOKEN was refused" in refused.stderr, refused.stderr
+
+    nobody = cluster.cli("e", "list", "--user", "nobody")
+    assert nobody.returncode == 1 and nobody.stderr.strip() == "error: no user called 'nobody'"
+    assert cluster.cli("e", "list", "--user", "admin").returncode == 0
+
+    # A path no route has (``/users/`` for an empty name) is redirected: the client says so
+    # rather than reading the redirect's empty body as the user.
+    with pytest.raises(AssayError, match="307 Temporary Redirect"):
+        cluster.client.http.request("PATCH", "/api/v1/users/", json_body={"active": False})

@@ -134,6 +134,30 @@ def test_oversized_context_is_refused_before_upload(cluster: Cluster, tmp_path: 
     assert ok.returncode == 0, ok.stderr
 
 
+def test_a_grid_over_the_masters_limit_is_refused_before_the_context_is_packed(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    config = write_config(
+        tmp_path,
+        """
+        entrypoint: python3 train.py
+        hyperparameters:
+          a: {type: double, minval: 0, maxval: 1, count: 500}
+          b: {type: double, minval: 0, maxval: 1, count: 500}
+        searcher: {name: grid, metric: loss, max_length: {batches: 1}}
+        """,
+    )
+    # The CLI checks against the master's limit (100,000 by default), not the most any master
+    # takes: the directory, which does not exist, is never looked at.
+    result = cluster.cli("e", "create", str(config), str(tmp_path / "not-there"))
+    assert result.returncode == 1
+    assert "the grid has 250,000 points, over the limit of 100,000 (this master's limit" in (
+        result.stderr
+    ), result.stderr
+    assert "not-there" not in result.stderr
+    assert no_experiments(cluster)
+
+
 def test_tarball_escaping_its_root_is_refused_and_nothing_is_created(cluster: Cluster) -> None:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:

@@ -242,7 +242,6 @@ def test_cli_refuses_hostile_files_in_one_line_and_debug_shows_the_traceback(
     where = f"byte 0xe9 at offset {offset} (line 3, column 10) is not UTF-8"
     assert latin.stderr.strip().splitlines() == [
         f"error: {tmp_path / 'latin1.yaml'} is not UTF-8 text: {where}; save the file as UTF-8",
-        f"  {tmp_path / 'latin1.yaml'}:3:10: {where}",
     ]
     for name, says in [
         ("bomb.yaml", "with its aliases expanded, this holds more than 100,000 values"),

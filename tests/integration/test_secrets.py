@@ -20,7 +20,8 @@ SECRET = "s3cr3t.*+?(tok)[en]$"
 CONFIG = textwrap.dedent(
     f"""
     # The service token is {SECRET}; never show it.
-    name: secrets
+    name: 'secrets for {SECRET}'
+    description: 'calls the service with {SECRET}'
     entrypoint: python3 train.py
     searcher: {{name: single, metric: loss, max_length: {{batches: 1}}}}
     environment:
@@ -70,9 +71,21 @@ def test_secret_variable_reaches_the_trial_but_no_answer_or_log_shows_it(
             assert answer.status_code == 200, (path, answer.text)
             assert SECRET not in answer.text and "s3cr3t" not in answer.text, path
 
-    config = cluster.cli("experiment", "config", str(exp_id), check=True)
-    logs = cluster.cli("trial", "logs", str(trial.id), check=True)
-    for output in (config.stdout, config.stderr, logs.stdout, logs.stderr):
-        assert "s3cr3t" not in output
+    assert shown.name == f"secrets for {MASK}"
+    assert shown.description == f"calls the service with {MASK}"
+
+    outputs = [
+        cluster.cli(*command, check=True)
+        for command in (
+            ("experiment", "config", str(exp_id)),
+            ("experiment", "describe", str(exp_id), "--json"),
+            ("experiment", "describe", str(exp_id)),
+            ("experiment", "list"),
+            ("trial", "logs", str(trial.id)),
+        )
+    ]
+    for output in outputs:
+        assert "s3cr3t" not in output.stdout + output.stderr
+    logs = outputs[-1]
     assert MASK in logs.stdout
     assert "s3cr3t" not in cluster.log("master")

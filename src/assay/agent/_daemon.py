@@ -63,8 +63,12 @@ class Agent:
         kill_grace: float = 10.0,
         address: str | None = None,
         token: str | None = None,
+        cpu: float = 0.0,
+        memory_mb: int = 0,
     ) -> None:
         self.agent_id = agent_id
+        self.cpu = cpu
+        self.memory_mb = memory_mb
         self.token = token
         self.session = secrets.token_hex(16)
         """Made once per process and sent in every hello: the master takes a reconnect of this
@@ -111,6 +115,8 @@ class Agent:
             address=self.address or local_address or socket.gethostname(),
             token=self.token,
             session=self.session,
+            cpu=self.cpu,
+            memory_mb=self.memory_mb,
         )
 
     async def run(self) -> None:

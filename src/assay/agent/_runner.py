@@ -102,7 +102,7 @@ class AllocationRunner:
             code_dir = await self._prepare()
         except Exception as exc:
             self._log(
-                "stderr", f"assay agent {self.env.agent_id}: could not start the trial: {exc}"
+                "stderr", f"assay agent {self.env.agent_id}: could not start {self._what}: {exc}"
             )
             await self.on_exit(self.allocation_id, 1, f"could not start: {exc}")
             return
@@ -141,7 +141,10 @@ class AllocationRunner:
             except OSError as exc:
                 # Out of processes or file descriptors: stop the ranks already started and
                 # report the failure rather than leave the allocation running forever.
-                self._log("stderr", f"assay agent {self.env.agent_id}: could not start: {exc}")
+                self._log(
+                    "stderr",
+                    f"assay agent {self.env.agent_id}: could not start {self._what}: {exc}",
+                )
                 self.killing = True
                 await self._stop_processes()
                 for _, started in self.processes:
@@ -192,13 +195,20 @@ class AllocationRunner:
         await asyncio.gather(*readers, return_exceptions=True)
         return code
 
+    @property
+    def _what(self) -> str:
+        return "the trial" if self.message.trial_id else "the job's instance"
+
     async def _prepare(self) -> Path:
         context = self.message.context
-        data = await asyncio.to_thread(self._context_bytes, context.id, context.sha256)
         if self.dir.exists():
             await asyncio.to_thread(shutil.rmtree, self.dir, True)
         code_dir = self.dir / "code"
-        await asyncio.to_thread(extract_archive, data, code_dir)
+        if context is None:
+            code_dir.mkdir(parents=True)
+        else:
+            data = await asyncio.to_thread(self._context_bytes, context.id, context.sha256)
+            await asyncio.to_thread(extract_archive, data, code_dir)
         info = replace(self.message.cluster_info, master_url=self.env.master_url)
         (self.dir / "cluster_info.json").write_text(json.dumps(info.to_dict()))
         return code_dir

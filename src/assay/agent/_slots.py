@@ -44,6 +44,22 @@ def detect_slots(cpu_slots: int | None = None) -> list[Slot]:
     return [Slot(id=str(i), type="cpu", name="cpu") for i in range(count)]
 
 
+def detect_cores() -> float:
+    """The cores this process may run on (its CPU affinity where the OS says)."""
+    try:
+        return float(len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return float(os.cpu_count() or 1)
+
+
+def detect_memory_mb() -> int:
+    """The machine's physical memory in MiB (0 when the OS does not say)."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // (1024 * 1024))
+    except (AttributeError, ValueError, OSError):
+        return 0
+
+
 def visible_devices(slots: list[Slot]) -> str:
     """``CUDA_VISIBLE_DEVICES`` for a process given these slots: its GPUs, or none at all."""
     gpus = [s for s in slots if s.type == "cuda"]

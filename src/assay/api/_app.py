@@ -15,7 +15,16 @@ from starlette.exceptions import HTTPException
 
 import assay
 from assay import rest
-from assay.api import _cluster, _experiments, _harness, _jobs, _trials, _users
+from assay.api import (
+    _cluster,
+    _experiments,
+    _harness,
+    _jobs,
+    _openpai,
+    _tasks,
+    _trials,
+    _users,
+)
 from assay.api._docs import install_docs
 from assay.api._guard import Guard, allowed_hosts
 from assay.api._limits import DEFAULT_BODY_LIMIT, BodyLimit
@@ -73,6 +82,9 @@ def create_app(master: Master) -> FastAPI:
         _trials.router,
         _harness.router,
         _jobs.router,
+        _tasks.submit,
+        _tasks.router,
+        _openpai.router,
         _cluster.router,
         _users.router,
         _users.signed_in,
@@ -82,7 +94,10 @@ def create_app(master: Master) -> FastAPI:
     app.add_middleware(
         BodyLimit,
         default=DEFAULT_BODY_LIMIT,
-        routes={("POST", "/api/v1/experiments"): UPLOAD_ROUTE_LIMIT},
+        routes={
+            ("POST", "/api/v1/experiments"): UPLOAD_ROUTE_LIMIT,
+            ("POST", "/api/v1/jobs"): UPLOAD_ROUTE_LIMIT,
+        },
     )
     # Added last, so it runs first: a forged request is refused before its body is read.
     settings = master.settings

@@ -23,6 +23,24 @@ def main() -> None:
             report_error(exc)
         except typer.Exit as done:
             sys.exit(done.exit_code)
+    except Exception as exc:
+        # Request bodies are checked before they are sent (``request()``), so a pydantic error
+        # here is an answer this client cannot read: one line, not a page of traceback.
+        pydantic = sys.modules.get("pydantic")
+        if pydantic is None or not isinstance(exc, pydantic.ValidationError):
+            raise
+        if state.debug:
+            traceback.print_exc()
+        try:
+            report_error(
+                AssayError(
+                    f"an answer of the master does not fit this client's {exc.title} "
+                    f"({exc.error_count()} problem(s)); is the master a different version of "
+                    "assay? (--debug shows them)"
+                )
+            )
+        except typer.Exit as done:
+            sys.exit(done.exit_code)
 
 
 __all__ = ["main"]

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from assay.cli._common import assay_home, cluster_file, console, fail
+from assay.cli._common import assay_home, cluster_file, console, err_console, fail
 from assay.errors import AssayError
 from assay.files import write_private
+from assay.protocol import AGENT_TOKEN_FILE
 
 if TYPE_CHECKING:
     from assay.client import Client
@@ -69,17 +70,32 @@ def master(
 
 def agent(
     master_url: Annotated[str | None, typer.Option("--master", help="master URL")] = None,
+    home: Annotated[
+        Path | None,
+        typer.Option(
+            help="state directory (default $ASSAY_HOME or ~/.assay); a master's home on this "
+            "machine gives the agent its token"
+        ),
+    ] = None,
     slots: Annotated[int | None, typer.Option(help="CPU slots when there is no GPU")] = None,
     pool: Annotated[str, typer.Option(help="resource pool to join")] = "default",
     label: Annotated[list[str] | None, typer.Option(help="agent label (repeatable)")] = None,
     agent_id: Annotated[
         str | None, typer.Option("--id", help="agent id (default: host name)")
     ] = None,
+    cpu: Annotated[
+        float | None, typer.Option(help="cores offered to jobs asking for cores (default: all)")
+    ] = None,
+    memory_mb: Annotated[
+        int | None,
+        typer.Option("--memory-mb", help="MiB offered to jobs asking for memory (default: all)"),
+    ] = None,
     token: Annotated[
         str | None,
         typer.Option(
             help="the cluster's agent token (default $ASSAY_AGENT_TOKEN, else the agent-token "
-            "file the master keeps in ASSAY_HOME)",
+            "file in the home: `assay master` keeps it in its ASSAY_HOME, `assay up` in "
+            "ASSAY_HOME/run)",
             show_default=False,
         ),
     ] = None,
@@ -88,12 +104,18 @@ def agent(
     args = [sys.executable, "-m", "assay.agent", "--pool", pool]
     if master_url:
         args += ["--master", master_url]
+    if home is not None:
+        args += ["--home", str(home)]
     if slots is not None:
         args += ["--slots", str(slots)]
     if agent_id:
         args += ["--id", agent_id]
     for item in label or []:
         args += ["--label", item]
+    if cpu is not None:
+        args += ["--cpu", str(cpu)]
+    if memory_mb is not None:
+        args += ["--memory-mb", str(memory_mb)]
     env = dict(os.environ)
     if token:
         # In the agent's environment, not its command line, which every user can read.
@@ -162,7 +184,10 @@ def up(
     tls_key: TlsKey = None,
     allowed_host: AllowedHost = None,
 ) -> None:
-    """Start a single-machine cluster in the background: a master and one local agent."""
+    """Start a single-machine cluster in the background: a master and one local agent.
+
+    What is up already is kept: run again, it starts what is missing (the agent of a master
+    that runs without one)."""
     from assay.client import Client
 
     home = assay_home()
@@ -171,44 +196,77 @@ def up(
     (home / "run").mkdir(mode=0o700, exist_ok=True)
     url = f"{'https' if tls_cert else 'http'}://127.0.0.1:{port}"
     password = _admin_password(home)
+    token_file = home / "run" / AGENT_TOKEN_FILE
+    running = False
     if _read_pid("master") is not None:
         with contextlib.suppress(AssayError):
-            Client(url, timeout=2).info()
-            _sign_in(url, password, home)
-            console.print(f"cluster already up at {url} (stop it with `assay down`)")
-            return
-    master_args = [sys.executable, "-m", "assay.api", "--port", str(port), "--home", str(home)]
-    if config is not None:
-        master_args += ["--config", str(config)]
-    if db is not None:
-        master_args += ["--db", db]
-    master_args += _guard_args(tls_cert, tls_key, allowed_host)
-    # Only agents holding this token may join: other local processes cannot pose as one.
-    token_file = home / "run" / "agent-token"
-    token = secrets.token_urlsafe(24)
-    write_private(token_file, token)
-    env = {**os.environ, "ASSAY_AGENT_TOKEN": token, "ASSAY_ADMIN_PASSWORD": password}
-    proc = _spawn("master", master_args, env)
-    probe = Client(url, timeout=2)
-    _wait(lambda: bool(probe.info()), proc, "master", f"the master did not answer at {url}")
-    client = _sign_in(url, password, home)
+            running = bool(Client(url, timeout=2).info())
+    if not running:
+        # Only agents holding this token may join: other local processes cannot pose as one.
+        write_private(token_file, secrets.token_urlsafe(24))
+    env = dict(os.environ)
+    # The agent presents the token the master was started with (kept while the master runs).
+    with contextlib.suppress(OSError):
+        env["ASSAY_AGENT_TOKEN"] = token_file.read_text().strip()
+    if not running:
+        master_args = [
+            sys.executable, "-m", "assay.api", "--port", str(port), "--home", str(home),
+        ]  # fmt: skip
+        if config is not None:
+            master_args += ["--config", str(config)]
+        if db is not None:
+            master_args += ["--db", db]
+        master_args += _guard_args(tls_cert, tls_key, allowed_host)
+        proc = _spawn("master", master_args, {**env, "ASSAY_ADMIN_PASSWORD": password})
+        probe = Client(url, timeout=2)
+        _wait(lambda: bool(probe.info()), proc, "master", f"the master did not answer at {url}")
+    # The agent needs no sign-in (it has the agent token): the cluster comes up either way.
+    client, refusal = _sign_in(url, password, home)
+    started_agent = _read_pid("agent") is None
+    if started_agent:
+        _start_agent(url, home, slots, env, client)
+    cluster_file().write_text(json.dumps({"master": url}))
+    if running and not started_agent:
+        console.print(f"cluster already up at {url} (stop it with `assay down`)")
+    elif client is None:
+        console.print(
+            f"cluster up: master {url}, local agent connected; state in {home}; "
+            "stop it with `assay down`"
+        )
+    else:
+        agents = [a for a in client.agents() if a.connected]
+        total = sum(len(a.slots) for a in agents)
+        console.print(
+            f"cluster up: master {url}, {len(agents)} agent(s), {total} slot(s); "
+            f"state in {home}; stop it with `assay down`"
+        )
+    if refusal is not None:
+        err_console.print(f"[bold yellow]warning:[/] {refusal}", highlight=False, soft_wrap=True)
+
+
+def _start_agent(
+    url: str, home: Path, slots: int | None, env: dict[str, str], client: Client | None
+) -> None:
+    """Start the local agent and wait until it has joined: as the master lists its agents to
+    ``client``, or, signed in as no one, as the agent's log says."""
     agent_args = [sys.executable, "-m", "assay.agent", "--master", url, "--home", str(home)]
     if slots is not None:
         agent_args += ["--slots", str(slots)]
+    log = home / "logs" / "agent.log"
+    try:
+        seen = log.stat().st_size  # the log is appended to: only what this agent writes counts
+    except OSError:
+        seen = 0
     agent_proc = _spawn("agent", agent_args, env)
-    _wait(
-        lambda: any(a.connected for a in client.agents()),
-        agent_proc,
-        "agent",
-        "the local agent did not connect",
-    )
-    cluster_file().write_text(json.dumps({"master": url}))
-    agents = [a for a in client.agents() if a.connected]
-    total = sum(len(a.slots) for a in agents)
-    console.print(
-        f"cluster up: master {url}, {len(agents)} agent(s), {total} slot(s); "
-        f"state in {home}; stop it with `assay down`"
-    )
+
+    def joined() -> bool:
+        if client is not None:
+            return any(a.connected for a in client.agents())
+        with log.open("rb") as f:
+            f.seek(seen)
+            return b" connected to " in f.read()
+
+    _wait(joined, agent_proc, "agent", "the local agent did not connect")
 
 
 ADMIN_PASSWORD_FILE = "admin-password"
@@ -230,9 +288,9 @@ def _admin_password(home: Path) -> str:
     return made
 
 
-def _sign_in(url: str, password: str, home: Path) -> Client:
+def _sign_in(url: str, password: str, home: Path) -> tuple[Client | None, str | None]:
     """A client signed in to the local cluster: with the sign-in already kept for it, else
-    as admin (kept for later commands)."""
+    as admin (kept for later commands); else None and why, with how to sign in."""
     from assay.client import Client, StoredLogin, TokenStore
     from assay.errors import Unauthorized
 
@@ -240,17 +298,22 @@ def _sign_in(url: str, password: str, home: Path) -> Client:
     if client.http.token is not None:
         with contextlib.suppress(Unauthorized):
             client.me()
-            return client
+            return client, None
     try:
         session = client.login("admin", password)
     except Unauthorized:
-        fail(
-            f"the master at {url} did not take the admin password kept in "
-            f"{home / ADMIN_PASSWORD_FILE} (changed since?); sign in with "
-            "`assay user login USERNAME`, then run `assay up` again"
+        source = (
+            "in ASSAY_ADMIN_PASSWORD"
+            if os.environ.get("ASSAY_ADMIN_PASSWORD")
+            else f"kept in {home / ADMIN_PASSWORD_FILE}"
+        )
+        return None, (
+            f"could not sign you in to {url} automatically: the master did not take the admin "
+            f"password {source} (changed since?); sign in with `assay user login admin` "
+            "(or as another user)"
         )
     TokenStore().put(client.url, StoredLogin("admin", session.token))
-    return client
+    return client, None
 
 
 def _wait(ready: object, proc: subprocess.Popen[bytes], name: str, message: str) -> None:
@@ -283,7 +346,7 @@ def down() -> None:
         stopped.append(name)
         _pid_file(name).unlink(missing_ok=True)
     cluster_file().unlink(missing_ok=True)
-    (assay_home() / "run" / "agent-token").unlink(missing_ok=True)
+    (assay_home() / "run" / AGENT_TOKEN_FILE).unlink(missing_ok=True)
     if stopped:
         console.print(f"stopped: {', '.join(stopped)}")
     else:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -77,12 +78,17 @@ def fail(message: str, code: int = 1) -> NoReturn:
 def read_config_file(path: Path) -> str:
     """The text of the config file at ``path``; a file that cannot be read, is too big to be a
     config or is not UTF-8 ends the command with a one-line error."""
-    from assay.config import MAX_CONFIG_BYTES, decode_config
+    from assay.config import MAX_CONFIG_BYTES, config_too_large, decode_config
 
     try:
         with path.open("rb") as f:
             # One byte past the limit is enough to refuse it, whatever the file (or device) is.
             data = f.read(MAX_CONFIG_BYTES + 1)
+            if len(data) > MAX_CONFIG_BYTES:
+                # Its real size when it has one (a file), not the bytes read to refuse it.
+                info = os.fstat(f.fileno())
+                known = stat.S_ISREG(info.st_mode) and info.st_size > MAX_CONFIG_BYTES
+                raise config_too_large(str(path), info.st_size if known else None)
     except OSError as exc:
         fail(f"cannot read config file {path}: {exc.strerror or exc}")
     return decode_config(data, str(path))
@@ -91,7 +97,11 @@ def read_config_file(path: Path) -> str:
 def report_error(exc: AssayError) -> NoReturn:
     if isinstance(exc, MasterUnreachable):
         fail(f"{exc.message}; start a cluster with `assay up` or point at one with -m URL")
-    lines = [exc.message, *(f"  {d}" for d in exc.details)]
+    details = exc.details
+    if len(details) == 1 and details[0].message in exc.message:
+        # The message already says it (``invalid YAML in f at line 3, column 9: ...``).
+        details = []
+    lines = [exc.message, *(f"  {d}" for d in details)]
     fail("\n".join(lines))
 
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from assay import rest
+    from assay.client import Client
 
 app = typer.Typer(help="Create, inspect and control experiments.", no_args_is_help=True)
 
@@ -58,10 +59,12 @@ def create(
 
     text = read_config_file(config_file)
     overrides = tuple(config or ())
-    # Validate here first: a bad config should not cost an upload.
-    load_experiment_config(parse_yaml(text, str(config_file)), overrides=overrides)
-    packed = pack_context(context_dir)
+    raw = parse_yaml(text, str(config_file))
     c = client()
+    # Validate here first, as this master would (its grid limit is its own): a bad config
+    # should not cost an upload.
+    load_experiment_config(raw, overrides=overrides, max_grid_points=_grid_limit(c))
+    packed = pack_context(context_dir)
     with upload_progress(len(packed.data)) as progress:
         exp = c.create_experiment(
             text, packed.data, overrides=overrides, activate=not paused, progress=progress
@@ -78,6 +81,21 @@ def create(
         print_outcome(c, final)
         if final.state != rest.ExperimentState.COMPLETED:
             raise typer.Exit(1)
+
+
+def _usernames(c: Client) -> set[str]:
+    return {u.username for u in c.users()}
+
+
+def _grid_limit(c: Client) -> int | None:
+    """The master's ``limits.max_grid_points``; None (any master's limit) when it does not say
+    or does not answer: the config is still checked, and the upload then says what is wrong."""
+    from assay.errors import AssayError
+
+    try:
+        return c.info().max_grid_points
+    except AssayError:
+        return None
 
 
 @contextmanager
@@ -123,7 +141,11 @@ def list_(
     """List experiments, newest first (archived ones hidden unless --all)."""
     from rich.table import Table
 
-    answer = client().list_experiments(archived=all_, limit=limit, user=user)
+    c = client()
+    answer = c.list_experiments(archived=all_, limit=limit, user=user)
+    # Nothing of a user who does not exist is a typo, not an empty list.
+    if user is not None and not answer.pagination.total and user not in _usernames(c):
+        fail(f"no user called {user!r}")
     if as_json:
         print_json(answer)
         return

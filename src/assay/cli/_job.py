@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from assay.cli._common import client, console, fail, print_json, request, when
+from assay.cli._common import client, console, fail, print_json, read_config_file, request, when
 
-app = typer.Typer(help="View and change the job queue.", no_args_is_help=True)
+app = typer.Typer(
+    help="The job queue, and OpenPAI jobs: submit, describe, logs, stop.", no_args_is_help=True
+)
 
 PoolOption = Annotated[
     str | None, typer.Option("--resource-pool", "-p", help="pool (default: the default pool)")
@@ -143,3 +146,60 @@ def update_batch(
         parsed.setdefault(job_id, {"job_id": job_id})[field] = value
     client().update_jobs([request(rest.BatchChange, **fields) for fields in parsed.values()])
     console.print(f"updated {len(parsed)} job(s)")
+
+
+# -- jobs that are not experiments --------------------------------------------------------------
+
+JobId = Annotated[str, typer.Argument(help="the job's number (`assay task list`), e.g. 7")]
+
+
+@app.command()
+def submit(
+    job_file: Annotated[
+        Path, typer.Argument(help="OpenPAI job: protocol v2 YAML or v1 JSON", exists=False)
+    ],
+    context_dir: Annotated[
+        Path | None,
+        typer.Argument(help="optional directory the instances start in (uploaded)"),
+    ] = None,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="follow it to the end")] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Submit an OpenPAI job (task roles with instances, all placed at once)."""
+    from assay.cli._jobrun import submit as submit_job
+
+    text = read_config_file(job_file)
+    submit_job(text, kind="job", context_dir=context_dir, follow=follow, as_json=as_json)
+
+
+@app.command()
+def describe(job_id: JobId, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """A job's roles and instances: state, host, ports, exit code, retries."""
+    from assay.cli._jobrun import describe as describe_job
+    from assay.cli._jobrun import parse_task_id
+
+    describe_job(parse_task_id(job_id), as_json)
+
+
+@app.command()
+def logs(
+    job_id: JobId,
+    role: Annotated[str | None, typer.Option("--role", help="only this role")] = None,
+    index: Annotated[int | None, typer.Option("--index", help="only this instance")] = None,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="stream until it ends")] = False,
+) -> None:
+    """Its instances' output, each line prefixed with [role/index]."""
+    from assay.cli._jobrun import parse_task_id, print_logs
+
+    if index is not None and role is None:
+        fail("--index needs --role: instances are numbered within their role")
+    print_logs(parse_task_id(job_id), role, index, follow)
+
+
+@app.command()
+def stop(job_id: JobId) -> None:
+    """Stop every instance; the job ends STOPPED."""
+    from assay.cli._jobrun import parse_task_id
+    from assay.cli._jobrun import stop as stop_job
+
+    stop_job(parse_task_id(job_id))

@@ -31,13 +31,24 @@ def read_password(prompt: str, *, confirm: bool = False) -> str:
     return value
 
 
+def named(username: str) -> str:
+    """``username`` as given for a user the command acts on; an empty or blank one ends the
+    command (it would otherwise name no one, or the wrong route, on the master)."""
+    if not username.strip():
+        fail("username: must not be empty")
+    return username
+
+
 @app.command()
 def login(username: Annotated[str, typer.Argument(help="who to sign in as")]) -> None:
     """Sign in to the master; the session is kept for later commands (30 days)."""
+    from assay import rest
     from assay.client import StoredLogin, TokenStore
 
+    named(username)
+    body = request(rest.Login, username=username, password=read_password("Password"))
     c = client()
-    session = c.login(username, read_password("Password"))
+    session = c.login(body.username, body.password)
     TokenStore().put(c.url, StoredLogin(session.user.username, session.token))
     console.print(f"signed in to {c.url} as {session.user.username}")
 
@@ -106,6 +117,7 @@ def create(
     """Create a user (admins only); their password is asked for, or read from stdin."""
     from assay import rest
 
+    named(username)
     password = read_password("New user's password", confirm=True)
     body = request(rest.UserCreate, username=username, password=password, admin=admin)
     user = client().create_user(body)
@@ -115,7 +127,7 @@ def create(
 def _set_active(username: str, active: bool) -> None:
     from assay import rest
 
-    user = client().change_user(username, rest.UserChange(active=active))
+    user = client().change_user(named(username), request(rest.UserChange, active=active))
     console.print(f"{user.username} is now {'active' if user.active else 'deactivated'}")
 
 
@@ -127,7 +139,7 @@ def activate(username: Annotated[str, typer.Argument()]) -> None:
 
 @app.command()
 def deactivate(username: Annotated[str, typer.Argument()]) -> None:
-    """Stop a user from signing in; their tokens stop working (admins only)."""
+    """Stop a user from signing in, and revoke their sessions and tokens (admins only)."""
     _set_active(username, False)
 
 
@@ -141,7 +153,8 @@ def change_password(
     from assay import rest
 
     c = client()
-    name = username or c.me().username
+    # Only a name left out means "mine": an empty one is a mistake, not the caller's own.
+    name = named(username) if username is not None else c.me().username
     password = read_password("New password", confirm=True)
     c.change_user(name, request(rest.UserChange, password=password))
     console.print(f"changed the password of {name}")

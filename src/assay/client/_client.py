@@ -2,13 +2,42 @@
 
 from __future__ import annotations
 
+import os
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
 
 from assay import rest
-from assay.client._auth import token_for
+from assay.client._auth import USER_TOKEN_ENV, token_for
 from assay.client._http import HttpSession, master_url
 from assay.client._upload import FilePart, MultipartBody, Progress, post_multipart
+from assay.errors import InvalidRequest
+
+R = TypeVar("R", bound=rest.Request)
+
+
+def request_body(model: type[R], **fields: Any) -> R:
+    """The request ``model`` built from ``fields``; :class:`InvalidRequest` saying what is
+    wrong with each field (on one line), rather than pydantic's error, when it cannot be."""
+    try:
+        return model(**fields)
+    except ValidationError as exc:
+        problems = [
+            f"{'.'.join(str(p) for p in err['loc']) or 'body'}: {err['msg']}"
+            for err in exc.errors()
+        ]
+        raise InvalidRequest("; ".join(problems)) from None
+
+
+def user_path(username: str) -> str:
+    """The path of the user ``username``; an empty or blank name, which would name another
+    route, is refused before anything is sent."""
+    if not username.strip():
+        raise InvalidRequest("username: must not be empty")
+    return f"/api/v1/users/{urllib.parse.quote(username, safe='')}"
 
 
 class Client:
@@ -23,6 +52,8 @@ class Client:
     ) -> None:
         self.http = HttpSession(master_url(url), timeout=timeout)
         self.http.token = token or token_for(self.http.base_url)
+        if not token and os.environ.get(USER_TOKEN_ENV):
+            self.http.token_source = USER_TOKEN_ENV
 
     @property
     def url(self) -> str:
@@ -122,6 +153,69 @@ class Client:
         )
         return rest.Experiment.model_validate(answer)
 
+    # -- jobs that are not experiments ----------------------------------------------------------
+    def submit_job(
+        self,
+        config_text: str,
+        *,
+        kind: str = "job",
+        context: bytes | Path | None = None,
+        overrides: Sequence[str] = (),
+        progress: Progress | None = None,
+    ) -> rest.Task:
+        """Submit an OpenPAI job (``kind`` job: the format is read from its keys), a Determined
+        command config (``command``) or generic-task config (``generic``), with an optional
+        context tar.gz its instances start in."""
+        fields = [("config", config_text), ("kind", kind)]
+        fields += [("overrides", item) for item in overrides]
+        file = (
+            None
+            if context is None
+            else FilePart("context", "context.tar.gz", "application/gzip", context)
+        )
+        answer = post_multipart(
+            self.http,
+            "/api/v1/jobs",
+            MultipartBody(fields, file),
+            timeout=300.0,
+            progress=progress,
+        )
+        return rest.Task.model_validate(answer)
+
+    def tasks(self, *, user: str | None = None, active: bool = False) -> list[rest.TaskSummary]:
+        params = {"user": user, "active": "true" if active else None}
+        return rest.TaskList.model_validate(self.http.get("/api/v1/tasks", params=params)).tasks
+
+    def task(self, task_id: int) -> rest.Task:
+        return rest.Task.model_validate(self.http.get(f"/api/v1/tasks/{task_id}"))
+
+    def stop_task(self, task_id: int) -> rest.Task:
+        return rest.Task.model_validate(self.http.post(f"/api/v1/tasks/{task_id}/stop"))
+
+    def task_logs(
+        self,
+        task_id: int,
+        *,
+        role: str | None = None,
+        index: int | None = None,
+        after: int = 0,
+        limit: int = 10_000,
+    ) -> list[rest.TaskLogEntry]:
+        params = {"role": role, "index": index, "after": after, "limit": limit}
+        answer = self.http.get(f"/api/v1/tasks/{task_id}/logs", params=params)
+        return rest.TaskLogPage.model_validate(answer).logs
+
+    def follow_task_logs(
+        self, task_id: int, *, role: str | None = None, index: int | None = None, after: int = 0
+    ) -> Iterator[rest.TaskLogEntry]:
+        """The job's lines as they arrive, until it and its processes have ended."""
+        params = {"follow": "true", "after": after, "role": role, "index": index}
+        for event, data in self.http.events(f"/api/v1/tasks/{task_id}/logs", params=params):
+            if event == "log":
+                yield rest.TaskLogEntry.model_validate(data)
+            elif event == "end":
+                return
+
     # -- job queue -----------------------------------------------------------------------------
     def jobs(self, resource_pool: str | None = None) -> rest.JobQueue:
         answer = self.http.get("/api/v1/jobs", params={"resource_pool": resource_pool})
@@ -135,7 +229,7 @@ class Client:
 
     def update_jobs(self, updates: Sequence[rest.BatchChange]) -> rest.JobsUpdated:
         """All or nothing: every change is applied, or none is and the error lists why."""
-        body = rest.JobBatch(updates=list(updates)).model_dump(exclude_none=True)
+        body = request_body(rest.JobBatch, updates=list(updates)).model_dump(exclude_none=True)
         return rest.JobsUpdated.model_validate(self.http.post("/api/v1/jobs/update-batch", body))
 
     # -- trials --------------------------------------------------------------------------------
@@ -175,9 +269,11 @@ class Client:
     # -- users and tokens ----------------------------------------------------------------------
     def login(self, username: str, password: str) -> rest.Session:
         """Sign in; later requests of this client carry the new session's token."""
-        body = rest.Login(username=username, password=password).model_dump()
-        session = rest.Session.model_validate(self.http.post("/api/v1/auth/login", body))
+        body = request_body(rest.Login, username=username, password=password).model_dump()
+        answer = self.http.post("/api/v1/auth/login", body, signed=False)
+        session = rest.Session.model_validate(answer)
         self.http.token = session.token
+        self.http.token_source = None
         return session
 
     def logout(self) -> None:
@@ -194,7 +290,7 @@ class Client:
 
     def change_user(self, username: str, change: rest.UserChange) -> rest.User:
         answer = self.http.request(
-            "PATCH", f"/api/v1/users/{username}", json_body=change.model_dump(exclude_none=True)
+            "PATCH", user_path(username), json_body=change.model_dump(exclude_none=True)
         )
         return rest.User.model_validate(answer)
 

@@ -17,7 +17,7 @@ import urllib.parse
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from assay.errors import AssayError, MasterUnreachable, error_from_payload
+from assay.errors import AssayError, MasterUnreachable, Unauthorized, error_from_payload
 
 DEFAULT_MASTER = "http://127.0.0.1:8080"
 
@@ -53,6 +53,10 @@ def raise_for_error(status: int, data: bytes) -> None:
 class HttpSession:
     """Requests to one master. Raises :class:`MasterUnreachable` when nothing answers at the URL
     and the error the master sent (``NotFound``, ``InvalidConfig``...) for 4xx/5xx answers."""
+
+    token_source: str | None = None
+    """Where the token came from, when that is worth saying in a refusal (``ASSAY_USER_TOKEN``):
+    a user who set it long ago may not think of it when a request is refused."""
 
     def __init__(self, base_url: str, *, token: str | None = None, timeout: float = 30.0) -> None:
         parsed = urllib.parse.urlsplit(base_url if "://" in base_url else f"http://{base_url}")
@@ -92,10 +96,11 @@ class HttpSession:
             conn.close()
         self._local.conn = None
 
-    def headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
-        """The headers every request carries (the token, JSON wanted), plus ``extra``."""
+    def headers(self, extra: Mapping[str, str] | None, *, signed: bool = True) -> dict[str, str]:
+        """The headers every request carries (the token unless not ``signed``, JSON wanted),
+        plus ``extra``."""
         headers = {"Accept": "application/json"}
-        if self.token:
+        if self.token and signed:
             headers["Authorization"] = f"Bearer {self.token}"
         if extra:
             headers.update(extra)
@@ -145,10 +150,12 @@ class HttpSession:
         params: Mapping[str, Any] | None = None,
         timeout: float | None = None,
         raw: bool = False,
+        signed: bool = True,
     ) -> Any:
-        """One request; the decoded JSON answer (or bytes with ``raw=True``)."""
+        """One request; the decoded JSON answer (or bytes with ``raw=True``). ``signed``: send
+        the token (signing in needs none, and its refusal is about the password)."""
         body = None
-        headers = self.headers(None)
+        headers = self.headers(None, signed=signed)
         if json_body is not None:
             body = json.dumps(json_body).encode()
             headers["Content-Type"] = "application/json"
@@ -165,7 +172,14 @@ class HttpSession:
         except (TimeoutError, OSError) as exc:
             self._drop()
             raise MasterUnreachable(f"master at {self.base_url} stopped answering: {exc}") from exc
-        raise_for_error(response.status, data)
+        self.raise_for_error(response.status, data, signed=signed)
+        if 300 <= response.status < 400:
+            # No route of the API redirects: a path the master does not know (``/users/`` for an
+            # empty name is redirected to ``/users``), or something else at this address.
+            raise AssayError(
+                f"the master at {self.base_url} answered {method} {path} with "
+                f"{response.status} {response.reason} (a redirect this client does not follow)"
+            )
         if raw:
             return data
         return json.loads(data) if data else None
@@ -190,7 +204,7 @@ class HttpSession:
             headers=self.headers({"Accept": "text/event-stream"}),
             timeout=timeout,
         )
-        raise_for_error(response.status, response.read() if response.status >= 400 else b"")
+        self.raise_for_error(response.status, response.read() if response.status >= 400 else b"")
         event = "message"
         lines: list[str] = []
         try:
@@ -212,6 +226,20 @@ class HttpSession:
         finally:
             # A stream is never reused for another request.
             self._drop()
+
+    def raise_for_error(self, status: int, data: bytes, *, signed: bool = True) -> None:
+        """:func:`raise_for_error`, naming where the token came from when it was refused."""
+        try:
+            raise_for_error(status, data)
+        except Unauthorized as exc:
+            if not (signed and self.token and self.token_source):
+                raise
+            raise Unauthorized(
+                f"the token in {self.token_source} was refused: {exc.message} (a token in "
+                f"{self.token_source} is used before any sign-in; set a valid one there, or "
+                "unset it)",
+                exc.details,
+            ) from None
 
     def close(self) -> None:
         self._drop()

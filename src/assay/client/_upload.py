@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assay.client._http import HttpSession, failure_reason, raise_for_error
+from assay.client._http import HttpSession, failure_reason
 from assay.errors import AssayError, MasterUnreachable
 
 CHUNK = 256 * 1024
@@ -56,18 +56,23 @@ class MultipartBody:
     Fields repeat as often as they are given (``[("overrides", "a=1"), ("overrides", "b=2")]``).
     """
 
-    def __init__(self, fields: Sequence[tuple[str, str]], file: FilePart) -> None:
+    def __init__(self, fields: Sequence[tuple[str, str]], file: FilePart | None) -> None:
         self.boundary = f"assay-{secrets.token_hex(16)}"
         self.content_type = f"multipart/form-data; boundary={self.boundary}"
         head = b"".join(self._field(name, value) for name, value in fields)
-        self._head = head + self._file_header(file)
-        self._tail = f"\r\n--{self.boundary}--\r\n".encode()
+        self._head = head + (self._file_header(file) if file is not None else b"")
+        self._tail = (
+            f"\r\n--{self.boundary}--\r\n" if file is not None else f"--{self.boundary}--\r\n"
+        ).encode()
         self.file = file
-        self._file_size = file.size()
+        self._file_size = file.size() if file is not None else 0
         self.length = len(self._head) + self._file_size + len(self._tail)
 
     def chunks(self) -> Iterator[bytes | memoryview]:
         yield self._head
+        if self.file is None:
+            yield self._tail
+            return
         sent = 0
         for chunk in self.file.chunks():
             sent += len(chunk)
@@ -139,12 +144,12 @@ def post_multipart(
                 raise MasterUnreachable(
                     f"master at {base_url} stopped taking the upload: {failure_reason(exc)}"
                 ) from exc
-            return _decode(response)
+            return _decode(response, session)
         try:
             response = conn.getresponse()
         except (OSError, http.client.HTTPException) as exc:
             raise MasterUnreachable(f"master at {base_url} stopped answering: {exc}") from exc
-        return _decode(response)
+        return _decode(response, session)
     finally:
         conn.close()
 
@@ -177,12 +182,12 @@ def _early_response(conn: http.client.HTTPConnection) -> http.client.HTTPRespons
         return None
 
 
-def _decode(response: http.client.HTTPResponse) -> Any:
+def _decode(response: http.client.HTTPResponse, session: HttpSession) -> Any:
     try:
         data = response.read()
     except OSError as exc:
         raise MasterUnreachable(f"the master's answer was cut off: {exc}") from exc
-    raise_for_error(response.status, data)
+    session.raise_for_error(response.status, data)
     try:
         return json.loads(data) if data else None
     except ValueError as exc:

@@ -1,5 +1,6 @@
-"""Configs: the experiment config (Determined's expconf, extended), the master's settings, and
-the functions that read them and report every problem at once."""
+"""Configs: the experiment config (Determined's expconf, extended), the master's settings, the
+native spec of other jobs (read from OpenPAI job files and Determined command and task configs),
+and the functions that read them and report every problem at once."""
 
 from __future__ import annotations
 
@@ -39,10 +40,12 @@ from assay.config._hparams import (
     parse_hyperparameters,
     unflatten,
 )
+from assay.config._jobspec import JobSpec, JobSpecKind, Prerequisite, TaskRoleSpec
 from assay.config._length import Length, PositiveLength, Unit
 from assay.config._limits import (
     DEFAULT_MAX_GRID_POINTS,
     MAX_CONFIG_BYTES,
+    MAX_NAME,
     MAX_SLOTS_PER_TRIAL,
     MAX_TRIALS,
 )
@@ -55,6 +58,7 @@ from assay.config._master import (
     SchedulerConfig,
     load_master_config,
 )
+from assay.config._openpai import job_format, load_job_file
 from assay.config._resources import DeviceConfig, ResourcesConfig, parse_memory_size
 from assay.config._searcher import (
     EOL_SEARCHERS,
@@ -87,6 +91,7 @@ from assay.config._searcher import (
 from assay.config._secrets import (
     MASK,
     mask_text,
+    masked_by_config,
     masked_config,
     masked_config_text,
     secret_pattern,
@@ -101,7 +106,9 @@ from assay.config._storage import (
     SharedFSConfig,
     default_checkpoint_storage,
 )
-from assay.config._yaml import decode_config, parse_yaml
+from assay.config._task import command_spec, entrypoint_command, load_task_config
+from assay.config._templates import job_secret_values, render_commands
+from assay.config._yaml import config_too_large, decode_config, parse_yaml
 from assay.errors import ErrorDetail, InvalidConfig
 
 __all__ = [
@@ -110,6 +117,7 @@ __all__ = [
     "GRID_COUNT_MESSAGE",
     "MASK",
     "MAX_CONFIG_BYTES",
+    "MAX_NAME",
     "MAX_SLOTS_PER_TRIAL",
     "MAX_TRIALS",
     "OPTUNA_SEARCHERS",
@@ -146,6 +154,8 @@ __all__ = [
     "Hyperparameters",
     "IntHP",
     "InvalidConfig",
+    "JobSpec",
+    "JobSpecKind",
     "KerberosConfig",
     "Length",
     "LimitsConfig",
@@ -156,6 +166,7 @@ __all__ = [
     "OptunaConfig",
     "PBTConfig",
     "PositiveLength",
+    "Prerequisite",
     "ProfilingConfig",
     "ProviderConfig",
     "RandomConfig",
@@ -173,25 +184,35 @@ __all__ = [
     "SharedFSConfig",
     "SingleConfig",
     "SyncHalvingConfig",
+    "TaskRoleSpec",
     "Unit",
     "apply_overrides",
     "check_submittable",
+    "command_spec",
+    "config_too_large",
     "decode_config",
     "default_checkpoint_storage",
+    "entrypoint_command",
     "flatten",
     "grid_points",
     "grid_problems",
     "hyperband_trials",
     "hyperparameters_to_json",
+    "job_format",
+    "job_secret_values",
     "load_experiment_config",
+    "load_job_file",
     "load_master_config",
+    "load_task_config",
     "mask_text",
+    "masked_by_config",
     "masked_config",
     "masked_config_text",
     "parse_hyperparameters",
     "parse_memory_size",
     "parse_yaml",
     "problems_from",
+    "render_commands",
     "secret_pattern",
     "secret_values",
     "unflatten",

@@ -177,7 +177,8 @@ class MasterConfig(ConfigModel):
     agent_token: str | None = None
     """A secret agents must present to join (``assay agent --token`` or ``ASSAY_AGENT_TOKEN``).
     Without one (nor ``ASSAY_AGENT_TOKEN`` for the master), the master makes one on the
-    cluster's first start, keeps it in its database and in ``ASSAY_HOME/agent-token``."""
+    cluster's first start, keeps it in its database and in ``ASSAY_HOME/agent-token``
+    (``assay up`` gives its master a token of its own, in ``ASSAY_HOME/run/agent-token``)."""
     # How the master protects itself from browsers and the network (kept together).
     tls: TlsConfig | None = None
     """Serve https with this certificate and key (``--tls-cert``/``--tls-key``)."""

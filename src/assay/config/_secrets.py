@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from assay.config._jobspec import JobSpec
+from assay.config._templates import job_secret_values
 from assay.config._yaml import parse_yaml
 from assay.errors import InvalidConfig
 
@@ -30,7 +32,10 @@ def _is_secret_entry(value: Any) -> bool:
 
 def secret_values(config: Any) -> list[str]:
     """The values of the secret environment variables of a config, stored or as written (a
-    list of entries or a map of device types to such lists)."""
+    list of entries or a map of device types to such lists); of a :class:`JobSpec`, its
+    secrets and its variables marked secret."""
+    if isinstance(config, JobSpec):
+        return job_secret_values(config)
     env = config.get("environment") if isinstance(config, Mapping) else None
     variables = env.get("environment_variables") if isinstance(env, Mapping) else None
     lists = list(variables.values()) if isinstance(variables, Mapping) else [variables]
@@ -67,6 +72,13 @@ def _compiled(parts: tuple[str, ...]) -> re.Pattern[str] | None:
 def mask_text(text: str, pattern: re.Pattern[str] | None) -> str:
     """``text`` with every match of ``pattern`` (from :func:`secret_pattern`) masked."""
     return text if pattern is None else pattern.sub(MASK, text)
+
+
+def masked_by_config(text: str, config: Mapping[str, Any]) -> str:
+    """``text`` (the experiment's name, description or message: free text that may have been
+    copied from its config) with every secret value of ``config`` in it masked."""
+    values = secret_values(config)
+    return mask_text(text, secret_pattern(values)) if values else text
 
 
 def _scrub(value: Any, pattern: re.Pattern[str] | None) -> Any:

@@ -218,10 +218,20 @@ def decode_config(data: bytes, source: str) -> str:
 
 def _check_size(size: int, unit: str, source: str) -> None:
     if size > MAX_CONFIG_BYTES:
-        raise InvalidConfig(
-            f"{source} has {count(size)} {unit}; a config may have at most "
-            f"{count(MAX_CONFIG_BYTES)} bytes (1 MiB)"
-        )
+        raise config_too_large(source, f"{count(size)} {unit}")
+
+
+def config_too_large(source: str, size: int | str | None = None) -> InvalidConfig:
+    """The refusal of a config over :data:`~assay.config._limits.MAX_CONFIG_BYTES`: ``size``
+    in bytes, or as words (``"2,000,000 characters"``); None when only its first bytes were
+    read (a reader stops one byte past the limit, whatever the file or device)."""
+    if size is None:
+        shown = f"more than {count(MAX_CONFIG_BYTES)} bytes"
+    else:
+        shown = size if isinstance(size, str) else f"{count(size)} bytes"
+    return InvalidConfig(
+        f"{source} has {shown}; a config may have at most {count(MAX_CONFIG_BYTES)} bytes (1 MiB)"
+    )
 
 
 def parse_yaml(text: str | bytes, source: str) -> Any:

@@ -2,7 +2,7 @@
 
 Everything else reaches the tables through the per-noun repository modules (``experiments``,
 ``trials``, ``allocations``, ``checkpoints``, ``jobs``, ``agents``, ``logs``, ``metrics``,
-``instances``, ``contexts``, ``cluster``, ``users``, ``tokens``): functions that take a
+``instances``, ``tasks``, ``contexts``, ``cluster``, ``users``, ``tokens``): functions that take a
 :class:`Session` and read rows, create them, or run a bulk statement. Callers change a row
 they were given by setting its attributes; the session writes it when the transaction commits.
 """
@@ -22,6 +22,7 @@ from assay.db import (
     jobs,
     logs,
     metrics,
+    tasks,
     tokens,
     trials,
     users,
@@ -38,6 +39,8 @@ from assay.db._models import (
     Instance,
     Job,
     Metric,
+    Task,
+    TaskInstance,
     TaskLog,
     Token,
     Trial,
@@ -57,6 +60,8 @@ __all__ = [
     "Job",
     "Metric",
     "Session",
+    "Task",
+    "TaskInstance",
     "TaskLog",
     "Token",
     "Trial",
@@ -72,6 +77,7 @@ __all__ = [
     "logs",
     "metrics",
     "sqlite_url",
+    "tasks",
     "tokens",
     "trials",
     "users",

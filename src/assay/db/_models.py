@@ -229,18 +229,92 @@ class Checkpoint(Base):
     )
 
 
+class Task(Base):
+    """A job that is not an experiment: an OpenPAI job, a command or a generic task. Its spec
+    is :class:`assay.config.JobSpec` as JSON, without the secrets, which are kept apart."""
+
+    __tablename__ = "tasks"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"))
+    kind: Mapped[str] = mapped_column(String(16))
+    name: Mapped[str] = mapped_column(String(256))
+    owner: Mapped[str] = mapped_column(String(128))
+    state: Mapped[str] = mapped_column(String(16))
+    spec: Mapped[dict[str, Any]] = mapped_column(Json)
+    secrets: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
+    context_id: Mapped[int | None] = mapped_column(ForeignKey("contexts.id"), nullable=True)
+    attempt: Mapped[int] = mapped_column(Integer, default=0)
+    """The job's retries used so far (``jobRetryCount``)."""
+    retrying: Mapped[bool] = mapped_column(Boolean, default=False)
+    """The attempt failed and a retry is left: it starts again once every instance ended."""
+    stop_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    message: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[float] = mapped_column(Float)
+    started_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+    __table_args__ = (
+        Index("ix_tasks_state", "state"),
+        Index("ix_tasks_owner_name", "owner", "name"),
+    )
+
+
+class TaskInstance(Base):
+    """One instance of a task role; its current (or last) run is the allocation it names."""
+
+    __tablename__ = "task_instances"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id"))
+    role: Mapped[str] = mapped_column(String(128))
+    index: Mapped[int] = mapped_column(Integer)
+    state: Mapped[str] = mapped_column(String(16))
+    retries: Mapped[int] = mapped_column(Integer, default=0)
+    """Retries of this instance used in the current attempt (``taskRetryCount``)."""
+    runs: Mapped[int] = mapped_column(Integer, default=0)
+    allocation_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    live: Mapped[bool] = mapped_column(Boolean, default=False)
+    """A process of it is starting or running on ``agent_id``."""
+    started: Mapped[bool] = mapped_column(Boolean, default=False)
+    """The agent said the current run's process started."""
+    kill_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    agent_id: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    host: Mapped[str] = mapped_column(String(256), default="")
+    slots: Mapped[list[Any]] = mapped_column(Json, default=list)
+    ports: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
+    cpu: Mapped[float] = mapped_column(Float, default=0.0)
+    memory_mb: Mapped[int] = mapped_column(Integer, default=0)
+    exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    message: Mapped[str] = mapped_column(Text, default="")
+    started_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+    __table_args__ = (
+        UniqueConstraint("task_id", "role", "index"),
+        Index("ix_task_instances_live", "live"),
+        Index("ix_task_instances_allocation", "allocation_id"),
+    )
+
+
 class TaskLog(Base):
     __tablename__ = "task_logs"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     trial_id: Mapped[int] = mapped_column(Integer)
+    """0 for the lines of jobs that are not experiments (``task_id`` says whose)."""
+    task_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
     allocation_id: Mapped[str] = mapped_column(String(64))
     rank: Mapped[int] = mapped_column(Integer, default=0)
     stream: Mapped[str] = mapped_column(String(8))
     time: Mapped[float] = mapped_column(Float)
     line: Mapped[str] = mapped_column(Text)
 
-    __table_args__ = (Index("ix_task_logs_trial_id", "trial_id", "id"),)
+    __table_args__ = (
+        Index("ix_task_logs_trial_id", "trial_id", "id"),
+        Index("ix_task_logs_task_id", "task_id", "id"),
+    )
 
 
 class AgentRecord(Base):

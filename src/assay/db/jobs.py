@@ -7,8 +7,13 @@ from collections.abc import Sequence
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from assay.db._models import Allocation, Experiment, Job, Trial, slots_per_trial
-from assay.protocol import LIVE_ALLOCATION_STATES, TrialState
+from assay.db._models import Allocation, Experiment, Job, Task, TaskInstance, Trial, slots_per_trial
+from assay.protocol import (
+    LIVE_ALLOCATION_STATES,
+    TERMINAL_TASK_STATES,
+    TaskInstanceState,
+    TrialState,
+)
 
 
 def get(session: Session, job_id: str) -> Job | None:
@@ -87,4 +92,35 @@ def slot_usage(session: Session, job_ids: Sequence[str]) -> dict[str, tuple[int,
     for job_id, config, n in queued:
         per_trial = slots_per_trial(config)
         usage[job_id][1] += per_trial * int(n)
+    return {job_id: (a, b) for job_id, (a, b) in usage.items()}
+
+
+def active_tasks(session: Session, pool: str | None) -> list[tuple[Job, Task]]:
+    """Jobs of tasks (jobs that are not experiments) not done, in ``pool`` when given."""
+    stmt = (
+        select(Job, Task)
+        .join(Task, Task.job_id == Job.id)
+        .where(Job.done.is_(False), Task.state.not_in(TERMINAL_TASK_STATES))
+    )
+    if pool is not None:
+        stmt = stmt.where(Job.pool == pool)
+    return [(j, t) for j, t in session.execute(stmt).all()]
+
+
+def task_slot_usage(session: Session, tasks: Sequence[Task]) -> dict[str, tuple[int, int]]:
+    """Per task job: slots its live instances hold, and slots its waiting instances ask for."""
+    if not tasks:
+        return {}
+    by_task = {t.id: t for t in tasks}
+    usage = {t.job_id: [0, 0] for t in tasks}
+    rows = session.scalars(
+        select(TaskInstance).where(TaskInstance.task_id.in_(list(by_task)))
+    ).all()
+    for inst in rows:
+        task = by_task[inst.task_id]
+        if inst.live:
+            usage[task.job_id][0] += len(inst.slots or [])
+        elif inst.state == TaskInstanceState.WAITING:
+            roles = {r["name"]: r for r in (task.spec or {}).get("roles", [])}
+            usage[task.job_id][1] += int(roles.get(inst.role, {}).get("slots", 0))
     return {job_id: (a, b) for job_id, (a, b) in usage.items()}

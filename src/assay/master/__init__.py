@@ -15,11 +15,14 @@ from assay.master._harness_service import HarnessService
 from assay.master._master import Master
 from assay.master._reads import LOG_PAGE, Reads, TrialLogs
 from assay.master._submit import Submission
+from assay.master._task_service import LOG_PAGE as TASK_LOG_PAGE
+from assay.master._task_service import TaskLogs, TaskService
 from assay.master._users import Actor, UserService
 from assay.protocol import AllocationState, ExperimentState, PreemptReason, TrialState
 
 __all__ = [
     "LOG_PAGE",
+    "TASK_LOG_PAGE",
     "Actor",
     "AgentGateway",
     "AllocationState",
@@ -31,6 +34,8 @@ __all__ = [
     "PreemptReason",
     "Reads",
     "Submission",
+    "TaskLogs",
+    "TaskService",
     "TrialLogs",
     "TrialState",
     "UserService",

@@ -43,6 +43,8 @@ class AgentHub:
             labels=frozenset(hello.labels),
             enabled=enabled,
             address=hello.address,
+            cpu=hello.cpu,
+            memory_mb=hello.memory_mb,
         )
         self._generation += 1
         conn = AgentConnection(

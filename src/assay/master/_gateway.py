@@ -12,16 +12,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from assay.config import MasterConfig
-from assay.db import Allocation, Session, agents, allocations, cluster, logs
+from assay.db import Allocation, Session, TaskInstance, agents, allocations, cluster, logs, tasks
 from assay.errors import Conflict, InvalidRequest, Unauthorized
 from assay.files import write_private
 from assay.master import _gang as gang
 from assay.master import _lifecycle as life
+from assay.master import _tasks as task_life
 from assay.master._agents import AgentConnection, Sender
 from assay.master._orchestrator import Orchestrator
 from assay.master._secrets import LogMasker
@@ -62,7 +63,10 @@ class AgentGateway:
             self.token = self.settings.agent_token
             # A token this master made before would now be the wrong one for a local agent.
             await asyncio.to_thread(path.unlink, missing_ok=True)
-            log.info("agents must present the agent token this master was given")
+            log.info(
+                "agents must present the agent token this master was given (`assay up` keeps "
+                "it in ASSAY_HOME/run/agent-token)"
+            )
             return
         candidate = secrets.token_urlsafe(32)
         token, made = await self.core.record(lambda s: cluster.agent_token(s, candidate))
@@ -96,7 +100,8 @@ class AgentGateway:
             raise Unauthorized(
                 f"agent {agent_id[:100]!r} did not present this cluster's agent token "
                 f"({given} given): start it with --token TOKEN or ASSAY_AGENT_TOKEN=TOKEN "
-                "(the master's log says where its token is)"
+                "(`assay master` keeps it in its ASSAY_HOME/agent-token, `assay up` in "
+                "ASSAY_HOME/run/agent-token)"
             )
         self._admissible(hello)
         return hello
@@ -151,19 +156,41 @@ class AgentGateway:
             # What this agent should be running, read before it can be given anything new: an
             # allocation started after this point is not in its hello and must not look lost.
             ours = await self.core.db.run(lambda s: allocations.on_agent(s, agent_id))
+            instances = await self.core.db.run(lambda s: list(tasks.live_on_agent(s, agent_id)))
             conn = self.core.hub.register(hello, send, enabled)
         await send(Welcome(self.core.cluster_id).to_dict())
-        await self._reconcile(conn, hello, ours)
+        await self._reconcile(conn, hello, ours, instances)
         self.core.wakeup.set()
         return conn
 
     async def _reconcile(
-        self, conn: AgentConnection, hello: Hello, ours: Sequence[Allocation]
+        self,
+        conn: AgentConnection,
+        hello: Hello,
+        ours: Sequence[Allocation],
+        instances: Sequence[TaskInstance],
     ) -> None:
         """After a (re)connect, agree with the agent on which allocations are still alive."""
         agent_id = conn.view.id
         running = set(hello.running)
         exited = {e.allocation_id: e for e in hello.exited}
+        for inst in instances:
+            alloc_id = inst.allocation_id or ""
+            if alloc_id in exited:
+                continue
+            if alloc_id in running:
+                if not inst.started:
+                    await self.core.transact(task_life.instance_started, alloc_id, agent_id)
+                if inst.kill_requested:
+                    await conn.send(Kill(alloc_id).to_dict())
+            else:
+                await self.core.transact(
+                    task_life.instance_exited,
+                    agent_id,
+                    alloc_id,
+                    None,
+                    f"agent {agent_id} no longer runs it after reconnecting",
+                )
         for alloc in ours:
             if alloc.id in exited or agent_id in (alloc.exits or {}):
                 continue
@@ -183,7 +210,7 @@ class AgentGateway:
                 )
         for event in exited.values():
             await self.on_message(agent_id, event)
-        known = {a.id for a in ours}
+        known = {a.id for a in ours} | {i.allocation_id for i in instances if i.allocation_id}
         for alloc_id in sorted(running - known):
             await conn.send(Kill(alloc_id).to_dict())
 
@@ -207,11 +234,23 @@ class AgentGateway:
         else:
             msg = raw
         if isinstance(msg, Started):
-            await self.core.transact(life.allocation_started, msg.allocation_id, agent_id)
+            if task_life.task_of_allocation(msg.allocation_id) is not None:
+                await self.core.transact(task_life.instance_started, msg.allocation_id, agent_id)
+            else:
+                await self.core.transact(life.allocation_started, msg.allocation_id, agent_id)
         elif isinstance(msg, Exited):
-            await self.core.transact(
-                gang.agent_exited, agent_id, msg.allocation_id, msg.exit_code, msg.reason
-            )
+            if task_life.task_of_allocation(msg.allocation_id) is not None:
+                await self.core.transact(
+                    task_life.instance_exited,
+                    agent_id,
+                    msg.allocation_id,
+                    msg.exit_code,
+                    msg.reason,
+                )
+            else:
+                await self.core.transact(
+                    gang.agent_exited, agent_id, msg.allocation_id, msg.exit_code, msg.reason
+                )
             await self.core.hub.send(agent_id, AckExit(msg.allocation_id))
         elif isinstance(msg, Logs):
             await self._ingest_logs(msg.entries)
@@ -223,9 +262,28 @@ class AgentGateway:
     async def _ingest_logs(self, entries: list[LogEntry]) -> None:
         if not entries:
             return
-        await self.core.record(lambda s: logs.insert(s, self.masker.masked(s, entries)))
-        for trial_id in {e.trial_id for e in entries}:
-            self.core.waiters.notify(("logs", trial_id))
+        by_task: dict[int, list[LogEntry]] = {}
+        trial_entries = []
+        for entry in entries:
+            task_id = task_life.task_of_allocation(entry.allocation_id)
+            if task_id is None:
+                trial_entries.append(entry)
+            else:
+                by_task.setdefault(task_id, []).append(entry)
+        if trial_entries:
+            await self.core.record(lambda s: logs.insert(s, self.masker.masked(s, trial_entries)))
+            for trial_id in {e.trial_id for e in trial_entries}:
+                self.core.waiters.notify(("logs", trial_id))
+        for task_id, lines in by_task.items():
+            await self.core.record(self._task_log_writer(task_id, lines))
+            self.core.waiters.notify(("task-logs", task_id))
+
+    def _task_log_writer(self, task_id: int, lines: list[LogEntry]) -> Callable[[Session], None]:
+        def write(session: Session) -> None:
+            masked = self.masker.masked_for_task(session, task_id, lines)
+            tasks.insert_logs(session, task_id, masked)
+
+        return write
 
     async def resend_kills(self) -> None:
         """Kills are messages and can be lost (a dropped connection, a master restart): repeat
@@ -237,6 +295,10 @@ class AgentGateway:
             for agent_id in alloc.slots or {}:
                 if agent_id not in (alloc.exits or {}) and hub.is_connected(agent_id):
                     await hub.send(agent_id, Kill(alloc.id))
+        for inst, _, _ in await self.core.read(tasks.live_instances):
+            owner, alloc_id = inst.agent_id, inst.allocation_id
+            if inst.kill_requested and owner and alloc_id and hub.is_connected(owner):
+                await hub.send(owner, Kill(alloc_id))
 
     async def reap_lost(self) -> None:
         """Fail the allocations of agents gone longer than ``agent_lost_after_seconds``."""
@@ -253,3 +315,16 @@ class AgentGateway:
                     await self.core.transact(
                         gang.agent_exited, agent_id, alloc.id, None, f"agent {agent_id} was lost"
                     )
+        for inst, _, _ in await self.core.read(tasks.live_instances):
+            owner = inst.agent_id
+            if not owner or not inst.allocation_id or hub.is_connected(owner):
+                continue
+            since = hub.disconnected_since(owner) or self.core.started_at
+            if now - since >= limit:
+                await self.core.transact(
+                    task_life.instance_exited,
+                    owner,
+                    inst.allocation_id,
+                    None,
+                    f"agent {owner} was lost",
+                )

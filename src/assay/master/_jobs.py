@@ -7,7 +7,8 @@ from typing import Any
 
 from assay import rest
 from assay.config import MasterConfig
-from assay.db import Experiment, Job, Session, experiments, jobs
+from assay.db import Experiment, Job, Session, Task, experiments, jobs
+from assay.db import tasks as db_tasks
 from assay.errors import Conflict, ErrorDetail, InvalidRequest, NotFound
 from assay.master._tx import Reschedule, Tx
 from assay.protocol import ExperimentState, JobState
@@ -28,6 +29,7 @@ _UPDATABLE = (*_ACTIVE, ExperimentState.PAUSED)
 
 def job_view(job: Job) -> JobView:
     """What the scheduler and the queue rules see of a job."""
+    kind = JobKind(job.type.lower()) if job.type.lower() in _KINDS else JobKind.EXPERIMENT
     return JobView(
         id=job.id,
         priority=job.priority,
@@ -35,9 +37,14 @@ def job_view(job: Job) -> JobView:
         queue_position=job.queue_position,
         submitted=job.submitted_at,
         max_slots=job.max_slots,
-        kind=JobKind.EXPERIMENT,
+        # Only experiments checkpoint: other jobs' processes would lose their work.
+        preemptible=kind is JobKind.EXPERIMENT,
+        kind=kind,
         pool=job.pool,
     )
+
+
+_KINDS = {k.value for k in JobKind}
 
 
 def policies(settings: MasterConfig) -> dict[str, PolicyKind]:
@@ -57,11 +64,17 @@ def list_jobs(
         names = ", ".join(policies(settings))
         raise NotFound(f"resource pool {pool!r} does not exist; this cluster has: {names}")
     rows = jobs.active(session, pool, _ACTIVE)
+    task_rows = jobs.active_tasks(session, pool)
     usage = jobs.slot_usage(session, [job.id for job, _ in rows])
-    by_id = {job.id: (job, exp) for job, exp in rows}
+    usage.update(jobs.task_slot_usage(session, [t for _, t in task_rows]))
+    by_id: dict[str, tuple[Job, Experiment | None, Task | None]] = {
+        job.id: (job, exp, None) for job, exp in rows
+    }
+    by_id.update({job.id: (job, None, task) for job, task in task_rows})
     out = []
-    for position, view in enumerate(order_jobs([job_view(j) for j, _ in rows], policy)):
-        job, exp = by_id[view.id]
+    views = [job_view(j) for j, _, _ in by_id.values()]
+    for position, view in enumerate(order_jobs(views, policy)):
+        job, exp, task = by_id[view.id]
         acquired, queued = usage.get(job.id, (0, 0))
         status = JobState.SCHEDULED if acquired > 0 or job.id in waiting else JobState.QUEUED
         out.append(
@@ -70,7 +83,8 @@ def list_jobs(
                 id=job.id,
                 type=job.type,
                 name=job.name,
-                experiment_id=exp.id,
+                experiment_id=exp.id if exp is not None else None,
+                task_id=task.id if task is not None else None,
                 priority=job.priority,
                 weight=job.weight,
                 max_slots=job.max_slots,
@@ -89,6 +103,7 @@ def update_jobs(tx: Tx, updates: list[JobUpdate], settings: MasterConfig) -> lis
     """Apply ``updates`` all together or not at all (every problem reported at once)."""
     pools = policies(settings)
     by_id = {job.id: job for job, _ in jobs.active(tx.session, None, _UPDATABLE)}
+    by_id.update({job.id: job for job, _ in jobs.active_tasks(tx.session, None)})
     views = {job_id: job_view(job) for job_id, job in by_id.items()}
     validate_batch(updates, views, pools, pools=list(pools))
     for update in updates:
@@ -188,7 +203,10 @@ def _about_experiment(
 
 
 def _set_config(tx: Tx, job: Job, key: str, value: Any) -> None:
-    """Keep the experiment's shown config in step with its job."""
+    """Keep the experiment's (or task's) shown config in step with its job."""
+    task = db_tasks.by_job(tx.session, job.id)
+    if task is not None and key == "resource_pool":
+        task.spec = {**task.spec, "pool": value}
     for exp in experiments.of_job(tx.session, job.id):
         config = dict(exp.config)
         config["resources"] = {**config.get("resources", {}), key: value}

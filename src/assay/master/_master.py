@@ -6,6 +6,8 @@ an :class:`Orchestrator` (database, lock, searchers, agent hub, long-polls):
 - ``master.experiments`` (:class:`ExperimentCommands`): what users do to experiments, trials
   and the queue, each in one transaction that answers with what it changed;
 - ``master.reads`` (:class:`Reads`): what users and the web UI read, as plain views;
+- ``master.tasks`` (:class:`TaskService`): jobs that are not experiments (OpenPAI jobs,
+  commands, generic tasks);
 - ``master.users`` (:class:`UserService`): users, signing in, tokens, and who may change what;
 - ``master.harness`` (:class:`HarnessService`): what trial processes ask for and report;
 - ``master.agents`` (:class:`AgentGateway`): the agents' WebSockets;
@@ -35,6 +37,7 @@ from assay.master._loops import Loops
 from assay.master._orchestrator import Orchestrator
 from assay.master._reads import Reads
 from assay.master._searchers import SearcherCache
+from assay.master._task_service import TaskService
 from assay.master._users import UserService
 
 log = logging.getLogger(__name__)
@@ -72,6 +75,7 @@ class Master:
         )
         self.reads = Reads(self.core, settings)
         self.users = UserService(self.core)
+        self.tasks = TaskService(self.core, settings, self.core.hub.connected_views)
 
     @classmethod
     def open(

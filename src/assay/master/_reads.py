@@ -56,6 +56,7 @@ class Reads:
             cluster_id=self.core.cluster_id,
             started_at=self.core.started_at,
             database="sqlite" if self.core.db.is_sqlite else "postgresql",
+            max_grid_points=self.settings.limits.max_grid_points,
         )
 
     async def experiment(self, experiment_id: int) -> rest.Experiment:

@@ -10,14 +10,18 @@ from assay.db import (
     Allocation,
     Experiment,
     Job,
+    Task,
+    TaskInstance,
     Trial,
     allocations,
     checkpoints,
     contexts,
     metrics,
+    tasks,
     trials,
 )
 from assay.master import _gang as gang
+from assay.master import _tasks as task_life
 from assay.master._jobs import job_view
 from assay.master._lifecycle import request_preemption
 from assay.master._tx import StartAllocation, Tx
@@ -38,12 +42,16 @@ from assay.scheduler import (
     Agent,
     Decision,
     Fitting,
+    Part,
     PolicyKind,
     PoolSnapshot,
     Request,
     Running,
     schedule,
 )
+
+TASK_REQUEST = "task:"
+"""The prefix of the scheduler request ids of jobs that are not experiments."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,8 @@ class AgentView:
     labels: frozenset[str] = frozenset()
     enabled: bool = True
     address: str = ""
+    cpu: float = 0.0
+    memory_mb: int = 0
 
 
 @dataclass
@@ -72,23 +82,42 @@ def schedule_pass(
     result = PassResult()
     live = allocations.live_with_jobs(tx.session)
     queued = trials.queued(tx.session)
-    if not queued and not live:
+    task_live = tasks.live_instances(tx.session)
+    task_waiting = tasks.waiting(tx.session)
+    if not queued and not live and not task_live and not task_waiting:
         return result
     used: dict[str, set[str]] = {}
     for alloc, _trial, _job in live:
         for agent_id, slot_ids in (alloc.slots or {}).items():
             used.setdefault(agent_id, set()).update(slot_ids)
+    for inst, _task, _job in task_live:
+        if inst.agent_id:
+            used.setdefault(inst.agent_id, set()).update(inst.slots or [])
+    views_by_id = {a.id: a for a in agents}
+    ports_taken = _ports_by_host(task_live, views_by_id)
     for pool in settings.resource_pools:
         name = pool.pool_name
         pool_agents = [a for a in agents if a.pool == name]
         pool_live = [row for row in live if row[2].pool == name]
         pool_queued = [row for row in queued if row[2].pool == name]
-        if not pool_queued:
+        pool_waiting = [row for row in task_waiting if row[1].pool == name]
+        if not pool_queued and not pool_waiting:
             continue
-        snapshot = _snapshot(tx, pool, pool_agents, used, pool_live, pool_queued)
+        pool_task_live = [row for row in task_live if row[2].pool == name]
+        snapshot = _snapshot(
+            tx, pool, pool_agents, used, pool_live, pool_queued, pool_task_live, pool_waiting
+        )
         decision: Decision = schedule(snapshot, tx.now)
         candidates = {str(t.id): (t, e) for t, e, _ in pool_queued}
+        waiting_tasks = {f"{TASK_REQUEST}{t.id}": t for t, _ in pool_waiting}
         for request_id, assigned in decision.assign.items():
+            if request_id in waiting_tasks:
+                task = waiting_tasks[request_id]
+                parts = decision.parts.get(request_id, ())
+                for agent_id, slot_ids in parts:
+                    used.setdefault(agent_id, set()).update(slot_ids)
+                result.started += _start_task(tx, task, parts, views_by_id, cluster_id, ports_taken)
+                continue
             trial, exp = candidates[request_id]
             placement = assigned or _aux_placement(pool_agents, used)
             if placement is None:
@@ -99,7 +128,8 @@ def schedule_pass(
             alloc = start_trial(tx, trial, exp, placement, name, views, cluster_id)
             result.started.append(alloc.id)
         for request_id in decision.reserve:
-            result.waiting_jobs.add(candidates[request_id][1].job_id)
+            if request_id in candidates:
+                result.waiting_jobs.add(candidates[request_id][1].job_id)
         allocs = {a.id: a for a, _, _ in pool_live}
         for alloc_id in decision.preempt:
             victim = allocs.get(alloc_id)
@@ -109,6 +139,71 @@ def schedule_pass(
     return result
 
 
+def _ports_by_host(
+    task_live: list[tuple[TaskInstance, Task, Job]], views: dict[str, AgentView]
+) -> dict[str, set[int]]:
+    """Ports held by live job instances, per host address (agents may share a machine)."""
+    taken: dict[str, set[int]] = {}
+    for inst, _, _ in task_live:
+        host = inst.host or (inst.agent_id or "")
+        for ports in (inst.ports or {}).values():
+            taken.setdefault(host, set()).update(int(p) for p in ports)
+    return taken
+
+
+def _start_task(
+    tx: Tx,
+    task: Task,
+    parts: tuple[tuple[str, tuple[str, ...]], ...],
+    views: dict[str, AgentView],
+    cluster_id: str,
+    ports_taken: dict[str, set[int]],
+) -> list[str]:
+    waiting = task_life.waiting_instances(tx.session, task.id)
+    if len(parts) != len(waiting):
+        return []
+    placements = [
+        task_life.Placement(
+            agent_id, slot_ids, views[agent_id].address if agent_id in views else ""
+        )
+        for agent_id, slot_ids in parts
+    ]
+    started = task_life.start_instances(tx, task, waiting, placements, cluster_id, ports_taken)
+    for inst in waiting:
+        for ports in (inst.ports or {}).values():
+            ports_taken.setdefault(inst.host, set()).update(int(p) for p in ports)
+    return started
+
+
+def _task_requests(tx: Tx, waiting: list[tuple[Task, Job]]) -> list[Request]:
+    out = []
+    for task, job in waiting:
+        spec = task.spec or {}
+        roles = {r["name"]: r for r in spec.get("roles", [])}
+        parts = []
+        for inst in task_life.waiting_instances(tx.session, task.id):
+            role = roles.get(inst.role, {})
+            parts.append(
+                Part(
+                    slots=int(role.get("slots", 0)),
+                    cpu=float(role.get("cpu", 0.0)),
+                    memory_mb=int(role.get("memory_mb", 0)),
+                    label=spec.get("agent_label") or None,
+                )
+            )
+        if parts:
+            out.append(
+                Request(
+                    id=f"{TASK_REQUEST}{task.id}",
+                    job_id=job.id,
+                    slots=sum(p.slots for p in parts),
+                    submitted=task.created_at,
+                    parts=tuple(parts),
+                )
+            )
+    return out
+
+
 def _snapshot(
     tx: Tx,
     pool: ResourcePoolConfig,
@@ -116,8 +211,14 @@ def _snapshot(
     used: dict[str, set[str]],
     live: list[tuple[Allocation, Trial, Job]],
     queued: list[tuple[Trial, Experiment, Job]],
+    task_live: list[tuple[TaskInstance, Task, Job]],
+    task_waiting: list[tuple[Task, Job]],
 ) -> PoolSnapshot:
     jobs = {job.id: job_view(job) for _, _, job in [*live, *queued]}
+    for _, _, job in task_live:
+        jobs[job.id] = job_view(job)
+    for _, job in task_waiting:
+        jobs[job.id] = job_view(job)
     pending = []
     for trial, exp, job in queued:
         resources = tx.searchers.config(exp).resources
@@ -131,6 +232,7 @@ def _snapshot(
                 is_single_node=bool(resources.is_single_node),
             )
         )
+    pending.extend(_task_requests(tx, task_waiting))
     running = [
         Running(
             id=alloc.id,
@@ -141,6 +243,16 @@ def _snapshot(
         )
         for alloc, _, job in live
     ]
+    running.extend(
+        Running(
+            id=inst.allocation_id or f"{TASK_REQUEST}{inst.id}",
+            job_id=job.id,
+            assignment={inst.agent_id: tuple(inst.slots or ())} if inst.agent_id else {},
+            started=inst.started_at or 0.0,
+            usage={inst.agent_id: (inst.cpu, inst.memory_mb)} if inst.agent_id else {},
+        )
+        for inst, _, job in task_live
+    )
     return PoolSnapshot(
         name=pool.pool_name,
         agents=tuple(
@@ -150,6 +262,8 @@ def _snapshot(
                 free=tuple(s.id for s in a.slots if s.id not in used.get(a.id, set())),
                 labels=a.labels,
                 enabled=a.enabled,
+                cpu=a.cpu,
+                memory_mb=a.memory_mb,
             )
             for a in agents
         ),

@@ -9,12 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from assay.config import (
+    MAX_NAME,
     ExperimentConfig,
     InvalidConfig,
     MasterConfig,
     ResourcesConfig,
     default_checkpoint_storage,
     load_experiment_config,
+    masked_by_config,
     parse_yaml,
 )
 from assay.context import ContextInfo, inspect_archive
@@ -195,7 +197,7 @@ def create_experiment(tx: Tx, sub: ValidSubmission, settings: MasterConfig) -> E
         tx.session,
         job_id=secrets.token_hex(4),
         type="EXPERIMENT",
-        name=cfg.name or "experiment",
+        name="experiment",  # named below, once the experiment is
         pool=pool_name,
         priority=priority,
         weight=cfg.resources.weight,
@@ -218,7 +220,10 @@ def create_experiment(tx: Tx, sub: ValidSubmission, settings: MasterConfig) -> E
         owner=sub.owner,
         created_at=tx.now,
     )
-    job.name = f"{exp.name} ({exp.id})" if cfg.name is None else cfg.name
+    # The job queue shows the name as it is stored: with no secret value in it (a mask may be
+    # longer than what it hides; the column keeps MAX_NAME characters).
+    name = masked_by_config(exp.name, exp.config)
+    job.name = (f"{name} ({exp.id})" if cfg.name is None else name)[:MAX_NAME]
     searcher = tx.searchers.build(exp, cfg, sub.context_data)
     tx.touched.add(exp.id)
     ops = searcher.initial_operations() if sub.activate else []

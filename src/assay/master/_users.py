@@ -200,6 +200,10 @@ class UserService:
                 user.admin = body.admin
             if body.active is not None:
                 user.active = body.active
+            if body.active is False:
+                # Every sign-in and access token ends here: activating the user again gives
+                # back none of them (they sign in again and make new tokens).
+                tokens.revoke_all(tx.session, user.id, tx.now)
             if hashed is not None:
                 user.password_hash = hashed
                 # Whoever knew the old password is signed out; the caller's own session stays.

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from assay import rest
-from assay.config import masked_config, masked_config_text
+from assay.config import mask_text, masked_config, masked_config_text, secret_pattern, secret_values
 from assay.db import (
     AgentRecord,
     Allocation,
@@ -52,16 +52,19 @@ def _experiment_fields(
     exp: Experiment, counts: dict[str, int], best: Trial | None
 ) -> dict[str, Any]:
     searcher = exp.config.get("searcher", {})
+    # The name and the description come from the config, and so may hold a secret value, as
+    # its message may quote one: no answer shows it.
+    secrets = secret_pattern(secret_values(exp.config))
     return {
         "id": exp.id,
-        "name": exp.name,
-        "description": exp.description,
+        "name": mask_text(exp.name, secrets),
+        "description": mask_text(exp.description, secrets),
         "state": ExperimentState(exp.state),
         "archived": exp.archived,
         "progress": exp.progress,
         "owner": exp.owner,
         "job_id": exp.job_id,
-        "message": exp.message,
+        "message": mask_text(exp.message, secrets),
         "created_at": exp.created_at,
         "ended_at": exp.ended_at,
         "seed": exp.seed,

@@ -46,10 +46,12 @@ from assay.protocol._harness import (
 )
 from assay.protocol._info import TASK_TYPE_TRIAL, ClusterInfo, SearcherInfo, TrialEnv, TrialInfo
 from assay.protocol._states import (
+    ENDED_TASK_INSTANCE_STATES,
     LIVE_ALLOCATION_STATES,
     LIVE_INSTANCE_STATES,
     STATE_ENUMS,
     TERMINAL_EXPERIMENT_STATES,
+    TERMINAL_TASK_STATES,
     TERMINAL_TRIAL_STATES,
     AllocationState,
     CheckpointState,
@@ -58,17 +60,21 @@ from assay.protocol._states import (
     InstanceState,
     JobState,
     PreemptReason,
+    TaskInstanceState,
+    TaskState,
     TrialState,
 )
 
 __all__ = [
     "AGENT_TOKEN_ENV",
     "AGENT_TOKEN_FILE",
+    "ENDED_TASK_INSTANCE_STATES",
     "LIVE_ALLOCATION_STATES",
     "LIVE_INSTANCE_STATES",
     "STATE_ENUMS",
     "TASK_TYPE_TRIAL",
     "TERMINAL_EXPERIMENT_STATES",
+    "TERMINAL_TASK_STATES",
     "TERMINAL_TRIAL_STATES",
     "TRAINING",
     "VALIDATION",
@@ -103,6 +109,8 @@ __all__ = [
     "Slot",
     "Start",
     "Started",
+    "TaskInstanceState",
+    "TaskState",
     "TrialEnv",
     "TrialInfo",
     "TrialState",

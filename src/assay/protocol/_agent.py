@@ -220,11 +220,17 @@ class Hello:
     session: str = ""
     """Random, made once per agent process: a reconnect presents the same one, so the master
     tells the same agent coming back from a second process given the id of a connected one."""
+    cpu: float = 0.0
+    """Cores the agent offers to jobs that ask for cores (0: it did not say)."""
+    memory_mb: int = 0
+    """Memory in MiB the agent offers to jobs that ask for memory (0: it did not say)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "type": self.type,
             "agent_id": self.agent_id,
+            "cpu": self.cpu,
+            "memory_mb": self.memory_mb,
             "pool": self.pool,
             "labels": list(self.labels),
             "slots": [s.to_dict() for s in self.slots],
@@ -258,6 +264,8 @@ class Hello:
             address=f.text("address", ""),
             token=f.text("token", None),
             session=f.text("session", ""),
+            cpu=max(0.0, f.number("cpu", 0.0)),
+            memory_mb=max(0, f.integer("memory_mb", 0)),
         )
 
 
@@ -344,14 +352,16 @@ class Refusal:
 
 @dataclass(frozen=True)
 class Start:
-    """Run a trial's entrypoint on these slots of the agent."""
+    """Run a trial's entrypoint (or a job instance's commands) on these slots of the agent."""
 
     type: ClassVar[str] = "start"
     allocation_id: str
     trial_id: int
+    """0 for the instances of jobs that are not experiments."""
     experiment_id: int
     run: int
-    context: ContextRef
+    context: ContextRef | None
+    """None: the processes start in an empty directory (a job submitted without a context)."""
     entrypoint: str | list[str]
     env: dict[str, str]
     """Variables of the trial's processes (the experiment's, then assay's own)."""
@@ -368,7 +378,7 @@ class Start:
             "trial_id": self.trial_id,
             "experiment_id": self.experiment_id,
             "run": self.run,
-            "context": self.context.to_dict(),
+            "context": None if self.context is None else self.context.to_dict(),
             "entrypoint": self.entrypoint,
             "env": dict(self.env),
             "slots": list(self.slots),
@@ -391,12 +401,13 @@ class Start:
             )
         env = f.mapping("env", {})
         distributed = f.raw.get("distributed")
+        context = f.raw.get("context")
         return cls(
             allocation_id=f.text("allocation_id"),
             trial_id=f.integer("trial_id"),
             experiment_id=f.integer("experiment_id"),
             run=f.integer("run"),
-            context=ContextRef.from_dict(f.raw.get("context"), f.path("context")),
+            context=None if context is None else ContextRef.from_dict(context, f.path("context")),
             entrypoint=entrypoint,
             env={str(k): str(v) for k, v in env.items()},
             slots=f.texts("slots"),

@@ -146,6 +146,54 @@ class InstanceState(StrEnum):
 
 LIVE_INSTANCE_STATES = (InstanceState.LAUNCHING, InstanceState.RUNNING)
 
+
+class TaskState(StrEnum):
+    """A job that is not an experiment (an OpenPAI job, a command, a generic task), with
+    OpenPAI's state names."""
+
+    WAITING = "WAITING"
+    """Queued: its instances wait to be placed (all together)."""
+    RUNNING = "RUNNING"
+    """Its instances were placed and run."""
+    STOPPING = "STOPPING"
+    """A user stopped it; its processes are being ended."""
+    STOPPED = "STOPPED"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_TASK_STATES
+
+
+TERMINAL_TASK_STATES = (TaskState.STOPPED, TaskState.SUCCEEDED, TaskState.FAILED)
+
+
+class TaskInstanceState(StrEnum):
+    """One instance of a task role of such a job."""
+
+    WAITING = "WAITING"
+    """Waits to be placed (first run, or a retry)."""
+    RUNNING = "RUNNING"
+    """Placed on an agent: starting or running."""
+    SUCCEEDED = "SUCCEEDED"
+    """Its commands ended with exit code 0."""
+    FAILED = "FAILED"
+    """Its commands failed (or its agent was lost) and no retry is left."""
+    STOPPED = "STOPPED"
+    """Ended by a stop, or because the job's outcome was decided without it."""
+
+    @property
+    def ended(self) -> bool:
+        return self in ENDED_TASK_INSTANCE_STATES
+
+
+ENDED_TASK_INSTANCE_STATES = (
+    TaskInstanceState.SUCCEEDED,
+    TaskInstanceState.FAILED,
+    TaskInstanceState.STOPPED,
+)
+
 STATE_ENUMS: tuple[type[StrEnum], ...] = (
     ExperimentState,
     TrialState,
@@ -153,5 +201,7 @@ STATE_ENUMS: tuple[type[StrEnum], ...] = (
     JobState,
     CheckpointState,
     InstanceState,
+    TaskState,
+    TaskInstanceState,
 )
 """The enums whose values are states (upper-case words no other string may spell)."""

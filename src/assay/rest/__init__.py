@@ -7,7 +7,7 @@ command line can use it without the server.
 
 from __future__ import annotations
 
-from assay.protocol import AllocationState, ExperimentState, PreemptReason, TrialState
+from assay.protocol import AllocationState, ExperimentState, PreemptReason, TaskState, TrialState
 from assay.rest._cluster import (
     Agent,
     AgentList,
@@ -51,6 +51,33 @@ from assay.rest._harness import (
     SearcherOperation,
 )
 from assay.rest._jobs import BatchChange, Job, JobBatch, JobChange, JobQueue, JobsUpdated
+from assay.rest._openpai import (
+    PaiError,
+    PaiErrorCode,
+    PaiExecutionType,
+    PaiExecutionTypeChange,
+    PaiExitMessages,
+    PaiExitSpec,
+    PaiJobDetail,
+    PaiJobList,
+    PaiJobPage,
+    PaiJobStatus,
+    PaiJobSummary,
+    PaiMessage,
+    PaiRetryDetails,
+    PaiTaskRole,
+    PaiTaskRoleStatus,
+    PaiTaskStatus,
+)
+from assay.rest._tasks import (
+    Task,
+    TaskInstance,
+    TaskList,
+    TaskLogEntry,
+    TaskLogPage,
+    TaskRole,
+    TaskSummary,
+)
 from assay.rest._trials import (
     Allocation,
     Checkpoint,
@@ -127,6 +154,22 @@ __all__ = [
     "MetricsBatch",
     "NewAccessToken",
     "Pagination",
+    "PaiError",
+    "PaiErrorCode",
+    "PaiExecutionType",
+    "PaiExecutionTypeChange",
+    "PaiExitMessages",
+    "PaiExitSpec",
+    "PaiJobDetail",
+    "PaiJobList",
+    "PaiJobPage",
+    "PaiJobStatus",
+    "PaiJobSummary",
+    "PaiMessage",
+    "PaiRetryDetails",
+    "PaiTaskRole",
+    "PaiTaskRoleStatus",
+    "PaiTaskStatus",
     "PreemptReason",
     "PreemptionSignal",
     "ProgressReport",
@@ -137,6 +180,14 @@ __all__ = [
     "SearcherOperation",
     "SearcherSummary",
     "Session",
+    "Task",
+    "TaskInstance",
+    "TaskList",
+    "TaskLogEntry",
+    "TaskLogPage",
+    "TaskRole",
+    "TaskState",
+    "TaskSummary",
     "TokenCreate",
     "Trial",
     "TrialDetail",

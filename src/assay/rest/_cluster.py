@@ -13,6 +13,11 @@ class MasterInfo(Resource):
     cluster_id: str
     started_at: float
     database: str = Field(description="sqlite or postgresql.")
+    max_grid_points: int | None = Field(
+        default=None,
+        description="The most points a grid search may have here (`limits.max_grid_points`); "
+        "clients check a config against it before they upload its context.",
+    )
 
 
 class AgentSlot(Resource):

@@ -11,9 +11,12 @@ from assay.rest._common import Request, Resource
 class Job(Resource):
     position: int = Field(description="Place in the pool's scheduling order, from 0.")
     id: str
-    type: str = Field(description="EXPERIMENT, or another kind of job.")
+    type: str = Field(description="EXPERIMENT, JOB (OpenPAI), COMMAND or GENERIC.")
     name: str
-    experiment_id: int
+    experiment_id: int | None = Field(description="The experiment it runs, if it is one.")
+    task_id: int | None = Field(
+        default=None, description="Its id in `assay job describe`, when not an experiment."
+    )
     priority: int
     weight: float
     max_slots: int | None

@@ -5,6 +5,10 @@ preemption) or ``fair_share`` (weighted max-min shares); ``assay.scheduler.testi
 :data:`Policy` against the rules every decision keeps. The job-queue rules behind ``assay job
 update`` and the autoscaling decisions of provider-backed pools live here too, equally free of
 IO.
+
+Jobs that are not experiments ask for gangs: a request with parts (:class:`Part`), one per
+instance, each on one agent with its slots, cores and memory, started all together or not at all
+(:func:`fit_parts`; :func:`never_fits` says when a pool could never hold them).
 """
 
 from __future__ import annotations
@@ -16,12 +20,15 @@ from contextlib import contextmanager
 from assay.scheduler._autoscale import Instance, ProviderSettings, ScalingDecision, decide_scaling
 from assay.scheduler._fair_share import schedule_fair_share
 from assay.scheduler._model import (
+    DEFAULT_PRIORITY,
     Agent,
     Decision,
     Fitting,
     InconsistentSnapshot,
     Job,
     JobKind,
+    Part,
+    PartPlacement,
     Placement,
     Policy,
     PolicyKind,
@@ -29,6 +36,7 @@ from assay.scheduler._model import (
     Request,
     Running,
 )
+from assay.scheduler._parts import fit_parts, never_fits
 from assay.scheduler._priority import schedule_priority
 from assay.scheduler._queue import (
     JobUpdate,
@@ -72,6 +80,7 @@ def _collector_paused() -> Iterator[None]:
 
 
 __all__ = [
+    "DEFAULT_PRIORITY",
     "Agent",
     "Decision",
     "Fitting",
@@ -80,6 +89,8 @@ __all__ = [
     "Job",
     "JobKind",
     "JobUpdate",
+    "Part",
+    "PartPlacement",
     "Placement",
     "Policy",
     "PolicyKind",
@@ -90,8 +101,10 @@ __all__ = [
     "Running",
     "ScalingDecision",
     "decide_scaling",
+    "fit_parts",
     "move_ahead_of",
     "move_behind_of",
+    "never_fits",
     "order_jobs",
     "schedule",
     "validate_batch",

@@ -6,7 +6,7 @@ import heapq
 from collections.abc import Iterator
 
 from assay.scheduler._model import Decision, Job, PoolSnapshot, Request, Running
-from assay.scheduler._pass import Pass, Shape, shape
+from assay.scheduler._pass import Kind, Pass, shape
 from assay.scheduler._queue import queue_key
 from assay.scheduler._shares import water_fill, whole_slots
 from assay.scheduler._victims import choose_victims
@@ -29,6 +29,10 @@ def schedule_fair_share(pool: PoolSnapshot, now: float) -> Decision:
     targets, as long as they fit now. If a request within its job's target could not be placed,
     only preemptible work may take them (and only with preemption on): the slots it lends can
     be taken back, which non-preemptible work could never give.
+
+    A gang request (with parts) counts its parts' slots like any request, but starts only if
+    all its parts fit on the slots, cores and memory free now: it never waits for slots being
+    given back and never preempts.
     """
     del now
     run = Pass.open(pool)
@@ -93,7 +97,7 @@ def _within_targets(
     whether some request within its target could not be placed."""
     left: list[Request] = []
     starved = False
-    failed: set[Shape] = set()
+    failed: set[Kind] = set()
     taken: set[str] = set()
     # Only jobs that may give slots back in this pass can see what they keep shrink; for every
     # other job a request beyond its target now stays beyond it, so it can be set aside at once.
@@ -127,7 +131,7 @@ def _within_targets(
         cursor[job_id] += 1
         more = cursor[job_id] < len(reqs)
         within = keeps.get(job_id, 0) + req.slots <= target.get(job_id, 0)
-        kind = (req.slots, req.label, req.is_single_node)
+        kind: Kind = req.parts or (req.slots, req.label, req.is_single_node)
         if not within or not run.within_max_slots(job, req):
             # Over its target by this request (slots come in requests, targets in slots):
             # it may still be lent free slots later.
@@ -151,6 +155,8 @@ def _place(
     taken: set[str],
     keeps: dict[str, int],
 ) -> bool:
+    if req.parts:
+        return run.start_gang(req)
     placement = run.state.fit_now(req)
     if placement is not None:
         run.start(req, placement)
@@ -221,9 +227,11 @@ def _lend(
     starved: bool,
 ) -> None:
     """Place left-over requests on slots still free, least-served job first."""
-    if run.state.free_now == 0:
+    # Zero-slot gangs may still start without a free slot (on cores and memory).
+    gangs = run.gangs > 0
+    if run.state.free_now == 0 and not gangs:
         return
-    failed: set[Shape] = set()
+    failed: set[Kind] = set()
     left.sort(
         key=lambda r: (
             _usage(keeps.get(r.job_id, 0), jobs[r.job_id]),
@@ -236,6 +244,11 @@ def _lend(
         job = jobs[req.job_id]
         if starved and not (run.pool.preemption and job.preemptible):
             continue
+        if req.parts:
+            fits = req.parts not in failed and run.within_max_slots(job, req)
+            if fits and not run.start_gang(req):
+                failed.add(req.parts)
+            continue
         if shape(req) in failed or not run.within_max_slots(job, req):
             continue
         placement = run.state.fit_now(req)
@@ -243,5 +256,5 @@ def _lend(
             failed.add(shape(req))
             continue
         run.start(req, placement)
-        if run.state.free_now == 0:
+        if run.state.free_now == 0 and not gangs:
             return

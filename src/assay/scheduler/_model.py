@@ -31,6 +31,8 @@ class JobKind(StrEnum):
     TENSORBOARD = "tensorboard"
     CHECKPOINT_GC = "checkpoint_gc"
     GENERIC = "generic"
+    JOB = "job"
+    """An OpenPAI job: task roles with instances."""
 
 
 MIN_PRIORITY = 1
@@ -50,13 +52,20 @@ class InconsistentSnapshot(AssayError):
 
 @dataclass(frozen=True)
 class Agent:
-    """One agent of the pool. ``free`` are its slot ids no allocation holds."""
+    """One agent of the pool. ``free`` are its slot ids no allocation holds.
+
+    ``cpu`` (cores) and ``memory_mb`` are what the agent offers to job instances (see
+    :class:`Part`); 0 means it did not say, and counts as unlimited. Only gang requests are
+    fitted against them: trials ask for slots alone.
+    """
 
     id: str
     slots: tuple[str, ...]
     free: tuple[str, ...]
     labels: frozenset[str] = frozenset()
     enabled: bool = True
+    cpu: float = 0.0
+    memory_mb: int = 0
 
 
 @dataclass(frozen=True)
@@ -76,10 +85,27 @@ class Job:
 
 
 @dataclass(frozen=True)
+class Part:
+    """One instance of a gang request: ``slots`` slots, ``cpu`` cores and ``memory_mb`` of
+    memory, all on one agent carrying ``label`` (when given)."""
+
+    slots: int
+    cpu: float = 0.0
+    memory_mb: int = 0
+    label: str | None = None
+
+
+@dataclass(frozen=True)
 class Request:
     """One allocation a job wants: ``slots`` slots, on one agent if it fits there, else spread
     over whole agents (``is_single_node`` forbids spreading). ``label`` restricts it to agents
-    carrying that label. Zero-slot requests run beside slot work and never wait for slots."""
+    carrying that label. Zero-slot requests run beside slot work and never wait for slots.
+
+    With ``parts`` the request is a gang (the instances of a job's task roles): every part on
+    one agent with the slots, cores and memory it asks for, all parts or none, started on what
+    is free now (it never waits for slots nor preempts). ``slots`` is then the sum of the parts'
+    slots (what ``max_slots`` and fair share count) and ``label``/``is_single_node`` are unused.
+    """
 
     id: str
     job_id: str
@@ -87,17 +113,22 @@ class Request:
     submitted: float = 0.0
     label: str | None = None
     is_single_node: bool = False
+    parts: tuple[Part, ...] = ()
 
 
 @dataclass(frozen=True)
 class Running:
-    """An allocation holding slots. ``preempting`` is true once it was told to give them back."""
+    """An allocation holding slots. ``preempting`` is true once it was told to give them back.
+
+    ``usage`` is the cores and memory (MB) it holds per agent id: only job instances (gang
+    requests) hold any, and they hold them until they exit, preempting or not."""
 
     id: str
     job_id: str
     assignment: dict[str, tuple[str, ...]]
     started: float = 0.0
     preempting: bool = False
+    usage: dict[str, tuple[float, int]] = field(default_factory=dict)
     slots: int = field(init=False, repr=False, compare=False)
     """How many slots it holds (counted once: a pass reads it for every allocation often)."""
 
@@ -120,6 +151,9 @@ class PoolSnapshot:
 Placement = dict[str, tuple[str, ...]]
 """Slot ids per agent id."""
 
+PartPlacement = tuple[tuple[str, tuple[str, ...]], ...]
+"""Where each part of a gang request goes, in the order of its parts: (agent id, slot ids)."""
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -130,12 +164,18 @@ class Decision:
     some of them have exited (those being preempted now or earlier); nothing else is placed on
     those slots in this pass. ``victims`` says, per waiting request, which allocations of
     ``preempt`` were chosen to make room for it.
+
+    ``parts`` says, for each gang request started, where each of its parts goes, in the order
+    of ``Request.parts``: (agent id, slot ids). ``assign`` holds the union for it as usual
+    (every agent a part went to, with all the slots taken there, empty when only zero-slot
+    parts went there).
     """
 
     assign: dict[str, Placement] = field(default_factory=dict)
     preempt: tuple[str, ...] = ()
     reserve: dict[str, Placement] = field(default_factory=dict)
     victims: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    parts: dict[str, PartPlacement] = field(default_factory=dict)
 
 
 Policy = Callable[[PoolSnapshot, float], Decision]

@@ -10,14 +10,20 @@ from assay.scheduler._model import (
     Decision,
     InconsistentSnapshot,
     Job,
+    Part,
+    PartPlacement,
     Placement,
     PoolSnapshot,
     Request,
     Running,
 )
+from assay.scheduler._parts import Room, open_room
 
 Shape = tuple[int, str | None, bool]
 """What decides whether a request can be placed: its slots, label and single-node flag."""
+
+Kind = Shape | tuple[Part, ...]
+"""What decides whether any request can be placed: its shape, or a gang's parts."""
 
 
 def shape(req: Request) -> Shape:
@@ -47,6 +53,11 @@ class Pass:
     reserve: dict[str, Placement] = field(default_factory=dict)
     victims: dict[str, tuple[str, ...]] = field(default_factory=dict)
     preempt: list[str] = field(default_factory=list)
+    parts: dict[str, PartPlacement] = field(default_factory=dict)
+    gangs: int = 0
+    """How many pending requests are gangs (counted by :meth:`start_zero_slot`)."""
+    room: Room | None = None
+    """Cores and memory free for gangs, opened on the first gang of the pass."""
 
     @classmethod
     def open(cls, pool: PoolSnapshot) -> Pass:
@@ -80,15 +91,49 @@ class Pass:
             self.victims[req.id] = tuple(v.id for v in victims)
         self.held[req.job_id] = self.held.get(req.job_id, 0) + req.slots
 
+    def start_gang(self, req: Request) -> bool:
+        """Start gang request ``req`` on the slots, cores and memory free now, if its parts
+        all fit there."""
+        room = self.room
+        if room is None:
+            # Every enabled agent, also those without slots (they take CPU-only parts).
+            avail = self.state.avail
+            slots = {a.id: avail.get(a.id, []) for a in self.pool.agents if a.enabled}
+            room = self.room = open_room(self.pool.agents, slots, self.pool.running)
+        spots = room.place(req.parts, self.pool.fitting)
+        if spots is None:
+            return False
+        room.take(req.parts, spots)
+        union: dict[str, list[str]] = {}
+        for agent_id, slot_ids in spots:
+            union.setdefault(agent_id, []).extend(slot_ids)
+        placement = {agent_id: tuple(sorted(ids)) for agent_id, ids in union.items()}
+        taken = {agent_id: ids for agent_id, ids in placement.items() if ids}
+        if taken:
+            self.state.take(taken)
+        self.assign[req.id] = placement
+        self.parts[req.id] = tuple(spots)
+        self.held[req.job_id] = self.held.get(req.job_id, 0) + req.slots
+        return True
+
     def start_zero_slot(self) -> list[Request]:
         """Start every zero-slot request (they need no slots, so nothing can hold them back)
-        and return the others."""
+        and return the others. Gangs are among the others, zero-slot or not: their parts
+        still need cores and memory."""
         rest = []
         jobs = self.pool.jobs
         for req in self.pool.pending:
             if req.job_id not in jobs:
                 job_of(self.pool, req.job_id, f"pending request {req.id!r}")
-            if req.slots == 0:
+            if req.parts:
+                if req.slots != sum(p.slots for p in req.parts):
+                    raise InconsistentSnapshot(
+                        f"gang request {req.id!r} asks for {req.slots} slots, but its parts "
+                        f"for {sum(p.slots for p in req.parts)}; Request.slots must be their sum"
+                    )
+                self.gangs += 1
+                rest.append(req)
+            elif req.slots == 0:
                 self.assign[req.id] = {}
             else:
                 rest.append(req)
@@ -100,4 +145,5 @@ class Pass:
             preempt=tuple(self.preempt),
             reserve=self.reserve,
             victims=self.victims,
+            parts=self.parts,
         )

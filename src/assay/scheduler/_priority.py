@@ -3,7 +3,7 @@ preemption of work behind the requester in the queue."""
 
 from __future__ import annotations
 
-from assay.scheduler._model import Decision, PoolSnapshot
+from assay.scheduler._model import Decision, Part, PoolSnapshot
 from assay.scheduler._pass import Pass, Shape
 from assay.scheduler._preempt import VictimIndex
 from assay.scheduler._queue import priority_key
@@ -22,6 +22,10 @@ def schedule_priority(pool: PoolSnapshot, now: float) -> Decision:
     job is not starved by a stream of small ones; with preemption on, preemptible work may
     still start behind it ("backfilling"), as it can be taken back when the slots are needed.
     A request whose job would exceed its ``max_slots`` is skipped and blocks nothing.
+
+    A gang request (with parts) starts only if all its parts fit on the slots, cores and
+    memory free now; otherwise it cannot be placed (and blocks as above). It never waits for
+    slots being given back and never preempts: its instances start together or not at all.
     """
     del now
     run = Pass.open(pool)
@@ -32,12 +36,23 @@ def schedule_priority(pool: PoolSnapshot, now: float) -> Decision:
 
     blocked = False
     failed: set[Shape] = set()
+    failed_gangs: set[tuple[Part, ...]] = set()
     held = run.held
     for req in pending:
         job = jobs[req.job_id]
         if blocked and not (pool.preemption and job.preemptible):
             continue
         if job.max_slots is not None and held.get(job.id, 0) + req.slots > job.max_slots:
+            continue
+        if req.parts:
+            # A gang starts on what is free now or not at all: it neither waits for slots nor
+            # preempts. What is free only shrinks during a pass, so equal parts are not retried.
+            if req.parts not in failed_gangs and run.start_gang(req):
+                continue
+            failed_gangs.add(req.parts)
+            blocked = True
+            if not pool.preemption:
+                break
             continue
         kind = (req.slots, req.label, req.is_single_node)
         if kind in failed:

@@ -89,6 +89,30 @@ def test_experiment_answers_show_secret_values_masked(master: Master, context: b
         ]
 
 
+def test_a_secret_value_in_the_experiments_name_or_description_is_masked_in_every_answer(
+    master: Master, context: bytes
+) -> None:
+    # People paste values into names and descriptions; the config text masks them, and so must
+    # the fields read from it.
+    config = CONFIG.replace(
+        "entrypoint:", f"name: run-{TOKEN}\ndescription: uses {KEY} and {TOKEN}\nentrypoint:"
+    )
+    created = run(master.experiments.create(ADMIN, Submission(config, context)))
+    listed = run(master.reads.experiments()).experiments
+    queue = run(master.experiments.queue(None))
+    for answer in (
+        created,
+        run(master.reads.experiment(created.id)),
+        run(master.experiments.pause(ADMIN, created.id)),
+        *listed,
+    ):
+        assert answer.name == f"run-{MASK}"
+        assert answer.description == f"uses {MASK} and {MASK}"
+        assert "hunter2" not in answer.model_dump_json()
+    assert [job.name for job in queue.jobs] == [f"run-{MASK}"]
+    assert "hunter2" not in queue.model_dump_json() and "(+)" not in queue.model_dump_json()
+
+
 def test_secret_values_are_masked_in_log_lines_before_they_are_stored(
     master: Master, context: bytes
 ) -> None:

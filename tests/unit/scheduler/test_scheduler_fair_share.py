@@ -176,6 +176,7 @@ def test_non_preemptible_job_over_its_share_is_never_preempted() -> None:
     pool=st.one_of(
         snapshots(policy=PolicyKind.FAIR_SHARE),
         snapshots(policy=PolicyKind.FAIR_SHARE, preemption=True, busy=True),
+        snapshots(policy=PolicyKind.FAIR_SHARE, preemption=True, busy=True, gangs=True),
     )
 )
 def test_fair_share_preempts_only_over_share_jobs_and_only_for_jobs_under_theirs(
@@ -222,7 +223,7 @@ def test_fair_share_preempts_only_over_share_jobs_and_only_for_jobs_under_theirs
             left[agent_id].difference_update(slot_ids)
     if pool.preemption:
         for r in pool.pending:
-            if r.id in decision.assign or r.id in decision.reserve or not r.slots:
+            if r.id in decision.assign or r.id in decision.reserve or not r.slots or r.parts:
                 continue
             job = jobs[r.job_id]
             if not job.preemptible or job.max_slots is not None:

@@ -13,7 +13,7 @@ from assay.scheduler.testing import PolicyViolation, check_decision, check_polic
 
 
 def _zero_slot_starts(pool: PoolSnapshot) -> dict[str, Placement]:
-    return {r.id: {} for r in pool.pending if r.slots == 0}
+    return {r.id: {} for r in pool.pending if r.slots == 0 and not r.parts}
 
 
 def over_committing(pool: PoolSnapshot, now: float) -> Decision:

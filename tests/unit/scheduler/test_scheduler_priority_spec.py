@@ -9,6 +9,10 @@ In queue order (priority, queue position, submission), each request with slots i
 - else, with preemption on, waiting with victims: jobs behind it in the queue, preemptible, not
   already giving slots back, such that it fits with them and no longer fits without any one;
 - else failed: it fits on none of those, not even with every victim it could have taken.
+
+A gang request (with parts) is skipped and fails as above, but otherwise is started exactly where
+:func:`fit_parts` puts its parts on the slots, cores and memory free, or failed: it never waits
+nor preempts. A gang with the same parts as one that failed earlier in the pass fails unseen.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from collections.abc import Iterable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.scheduler import PolicyKind, PoolSnapshot, Request, Running, schedule
+from assay.scheduler import Part, PolicyKind, PoolSnapshot, Request, Running, fit_parts, schedule
 from assay.scheduler._fit import fit
 from assay.scheduler._queue import priority_key
 from assay.scheduler.testing import snapshots
@@ -51,6 +55,8 @@ def _remove(state: dict[str, set[str]], placement: dict[str, tuple[str, ...]]) -
     pool=st.one_of(
         snapshots(policy=PolicyKind.PRIORITY),
         snapshots(policy=PolicyKind.PRIORITY, preemption=True, busy=True),
+        snapshots(policy=PolicyKind.PRIORITY, gangs=True),
+        snapshots(policy=PolicyKind.PRIORITY, preemption=True, busy=True, gangs=True),
     )
 )
 def test_priority_decision_follows_the_specification_request_by_request(
@@ -68,9 +74,16 @@ def test_priority_decision_follows_the_specification_request_by_request(
     chosen: set[str] = set()
     running = {a.id: a for a in pool.running}
     failed = False
+    cpu: dict[str, float] = {a.id: a.cpu for a in pool.agents}
+    memory: dict[str, float] = {a.id: a.memory_mb for a in pool.agents}
+    for alloc in pool.running:
+        for agent_id, (cores, mb) in alloc.usage.items():
+            cpu[agent_id] -= cores
+            memory[agent_id] -= mb
+    failed_gangs: set[tuple[Part, ...]] = set()
 
     order = sorted(
-        (r for r in pool.pending if r.slots),
+        (r for r in pool.pending if r.slots or r.parts),
         key=lambda r: (rank[r.job_id], r.submitted, r.id),
     )
     for req in order:
@@ -81,6 +94,23 @@ def test_priority_decision_follows_the_specification_request_by_request(
             continue
         if failed and not (pool.preemption and job.preemptible):
             assert not placed, f"{req.id} started behind a request that could not be placed"
+            continue
+        if req.parts:
+            assert req.id not in decision.reserve, f"gang {req.id} waits"
+            spots = None
+            if req.parts not in failed_gangs:
+                spots = fit_parts(req.parts, pool.agents, _union(free), cpu, memory, pool.fitting)
+            if spots is None:
+                assert req.id not in decision.assign, f"gang {req.id} started, not fitting"
+                failed_gangs.add(req.parts)
+                failed = True
+                continue
+            assert decision.parts.get(req.id) == tuple(spots), f"gang {req.id} misplaced"
+            for part, (agent_id, slot_ids) in zip(req.parts, spots, strict=True):
+                free[agent_id].difference_update(slot_ids)
+                cpu[agent_id] -= part.cpu
+                memory[agent_id] -= part.memory_mb
+            held[job.id] = held.get(job.id, 0) + req.slots
             continue
         now_fit = fit(req, pool.agents, _union(free), pool.fitting)
         soon_fit = fit(req, pool.agents, _union(free, coming), pool.fitting)

@@ -1,0 +1,213 @@
+"""OpenPAI's REST API v2 for jobs, on the same master, so scripts written for an OpenPAI
+rest-server keep working: submit (YAML body), list, read ``{user}~{job}``, stop. Answers and
+errors have OpenPAI's shapes (:mod:`assay.rest._openpai`); sign in as for ``/api/v1``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, TypeVar
+
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.responses import JSONResponse
+
+from assay import rest
+from assay.api._deps import SIGNED_IN, ActorDep, MasterDep
+from assay.config import load_job_file
+from assay.errors import AssayError, Conflict, InvalidRequest, NotFound
+from assay.protocol import TaskState
+
+router = APIRouter(prefix="/api/v2/jobs", tags=["openpai"], dependencies=SIGNED_IN)
+
+Frame = Annotated[
+    str,
+    Path(
+        max_length=512,
+        pattern=r"^[^~\x00]+~[^~\x00]+$",
+        description="`{user}~{job}`, as OpenPAI names a job.",
+    ),
+]
+
+T = TypeVar("T")
+
+_CODES: dict[int, str] = {
+    400: rest.PaiErrorCode.BAD_CONFIGURATION,
+    401: rest.PaiErrorCode.UNAUTHORIZED_USER,
+    403: rest.PaiErrorCode.FORBIDDEN_USER,
+    404: rest.PaiErrorCode.NO_JOB,
+    409: rest.PaiErrorCode.CONFLICT_JOB,
+}
+
+
+async def _pai(call: Callable[[], Awaitable[T]]) -> T | JSONResponse:
+    """``call()``, with an error answered as OpenPAI did, ``{"code", "message"}``, beside
+    assay's own ``{"error": {...}}``: one body both kinds of client read."""
+    try:
+        return await call()
+    except AssayError as exc:
+        status = exc.status if exc.status < 500 else 500
+        message = str(exc)
+        details = getattr(exc, "details", None) or []
+        if details:
+            message += ": " + "; ".join(
+                f"{d.path}: {d.message}" if d.path else d.message for d in details
+            )
+        code = _CODES.get(status, rest.PaiErrorCode.UNKNOWN)
+        body = rest.PaiError(code=code, message=message).model_dump(exclude_none=True)
+        return JSONResponse({**body, **exc.to_json()}, status_code=status)
+
+
+def _ms(seconds: float | None) -> int | None:
+    return None if seconds is None else int(seconds * 1000)
+
+
+def _common(task: rest.Task) -> dict[str, Any]:
+    return {
+        "username": task.user,
+        "state": task.state,
+        "sub_state": task.state.value,
+        "execution_type": rest.PaiExecutionType.STOP
+        if task.state in (TaskState.STOPPING, TaskState.STOPPED)
+        else rest.PaiExecutionType.START,
+        "retries": task.attempt,
+        "retry_details": rest.PaiRetryDetails(user=task.attempt),
+        "created_time": _ms(task.created_at) or 0,
+        "completed_time": _ms(task.ended_at),
+        "app_exit_code": task.exit_code,
+        "virtual_cluster": task.resource_pool,
+    }
+
+
+def summary(task: rest.Task) -> rest.PaiJobSummary:
+    return rest.PaiJobSummary(
+        name=task.name,
+        debug_id=f"task-{task.id}",
+        total_gpu_number=sum(r.slots * r.instances for r in task.roles),
+        total_task_number=sum(r.instances for r in task.roles),
+        total_task_role_number=len(task.roles),
+        **_common(task),
+    )
+
+
+def detail(task: rest.Task) -> rest.PaiJobDetail:
+    roles: dict[str, rest.PaiTaskRole] = {}
+    for role in task.roles:
+        statuses = [
+            rest.PaiTaskStatus(
+                task_index=i.index,
+                task_state=TaskState(i.state.value),
+                container_id=i.allocation_id,
+                container_ip=i.host or None,
+                container_node_name=i.agent_id,
+                container_ports={k: ",".join(str(p) for p in v) for k, v in i.ports.items()},
+                container_gpus=len(i.slots),
+                container_exit_code=i.exit_code,
+                container_exit_diagnostics=i.message or None,
+                retries=i.retries,
+                created_time=_ms(task.created_at),
+                current_attempt_launched_time=_ms(i.started_at),
+                current_attempt_completed_time=_ms(i.ended_at),
+            )
+            for i in task.instances
+            if i.role == role.name
+        ]
+        roles[role.name] = rest.PaiTaskRole(
+            task_role_status=rest.PaiTaskRoleStatus(name=role.name), task_statuses=statuses
+        )
+    status = rest.PaiJobStatus(
+        app_id=f"task-{task.id}.{task.attempt}",
+        app_progress=1.0 if task.ended_at else 0.0,
+        app_launched_time=_ms(task.started_at),
+        app_completed_time=_ms(task.ended_at),
+        app_exit_trigger_message=task.message or None,
+        **_common(task),
+    )
+    return rest.PaiJobDetail(
+        name=task.name, job_status=status, task_roles=roles, debug_id=f"task-{task.id}"
+    )
+
+
+def _split(frame: str) -> tuple[str, str]:
+    user, _, name = frame.partition("~")
+    return user, name
+
+
+@router.post("", status_code=202, response_model=rest.PaiMessage)
+async def submit(request: Request, master: MasterDep, actor: ActorDep) -> Any:
+    """Submit a job: the protocol YAML (v2) or the v1 JSON as the request body."""
+
+    async def run() -> JSONResponse:
+        raw = await request.body()
+        try:
+            text = raw.decode()
+        except UnicodeDecodeError as exc:
+            raise InvalidRequest(
+                f"the job protocol is not UTF-8 text (byte {exc.start} cannot be read)"
+            ) from exc
+        spec = await asyncio.to_thread(load_job_file, text)
+        try:
+            await master.tasks.by_name(actor.username, spec.name)
+        except NotFound:
+            pass
+        else:
+            raise Conflict(
+                f"job {actor.username}~{spec.name} exists already: OpenPAI names a job by "
+                "user and name, so give this one another name"
+            )
+        await master.tasks.submit(actor, spec, None)
+        message = rest.PaiMessage(
+            status=202, message=f"Update job {spec.name} for user {actor.username} successfully."
+        )
+        return JSONResponse(message.model_dump(exclude_none=True), status_code=202)
+
+    return await _pai(run)
+
+
+@router.get("", response_model=list[rest.PaiJobSummary])
+async def list_jobs(
+    master: MasterDep,
+    username: Annotated[str | None, Query(max_length=64, pattern=rest.NO_NUL)] = None,
+) -> Any:
+    """Every job that is not an experiment, newest first (``username``: only theirs)."""
+
+    async def run() -> JSONResponse:
+        listing = await master.tasks.listing(user=username)
+        out = []
+        for item in listing.tasks:
+            out.append(summary(await master.tasks.get(item.id)).model_dump(mode="json"))
+        return JSONResponse(out)
+
+    return await _pai(run)
+
+
+@router.get("/{frame}", response_model=rest.PaiJobDetail)
+async def get_job(frame: Frame, master: MasterDep) -> Any:
+    async def run() -> JSONResponse:
+        task = await master.tasks.by_name(*_split(frame))
+        return JSONResponse(detail(task).model_dump(mode="json"))
+
+    return await _pai(run)
+
+
+@router.put("/{frame}/executionType", status_code=202, response_model=rest.PaiMessage)
+async def set_execution_type(
+    frame: Frame, change: rest.PaiExecutionTypeChange, master: MasterDep, actor: ActorDep
+) -> Any:
+    """``{"value": "STOP"}`` stops the job. Starting a stopped job again is not offered:
+    submit it again."""
+
+    async def run() -> JSONResponse:
+        user, name = _split(frame)
+        task = await master.tasks.by_name(user, name)
+        if change.value == rest.PaiExecutionType.START:
+            raise InvalidRequest(
+                f"job {frame} cannot be started again; submit it again (POST /api/v2/jobs)"
+            )
+        if task.state not in (TaskState.STOPPING, TaskState.STOPPED) and task.ended_at is None:
+            await master.tasks.stop(actor, task.id)
+        message = rest.PaiMessage(
+            status=202, message=f"Execute job {name} for user {user} successfully."
+        )
+        return JSONResponse(message.model_dump(exclude_none=True), status_code=202)
+
+    return await _pai(run)

@@ -1,0 +1,191 @@
+"""Tasks: jobs that are not experiments (OpenPAI jobs, commands, generic tasks), their
+instances, and their log lines."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+from sqlalchemy import Table, select
+from sqlalchemy.orm import Session
+
+from assay.db._models import Job, Task, TaskInstance, TaskLog
+from assay.protocol import TERMINAL_TASK_STATES, LogEntry, TaskInstanceState, TaskState
+
+_STREAM_WIDTH = 8
+
+
+def create(
+    session: Session,
+    *,
+    job: Job,
+    kind: str,
+    name: str,
+    owner: str,
+    spec: dict[str, Any],
+    secrets: dict[str, str],
+    context_id: int | None,
+    roles: Sequence[tuple[str, int]],
+    now: float,
+) -> Task:
+    """A new WAITING task of ``job`` with ``instances`` WAITING instances per (role, count)."""
+    task = Task(
+        job_id=job.id,
+        kind=kind,
+        name=name,
+        owner=owner,
+        state=TaskState.WAITING,
+        spec=spec,
+        secrets=dict(secrets),
+        context_id=context_id,
+        attempt=0,
+        retrying=False,
+        stop_requested=False,
+        message="",
+        created_at=now,
+    )
+    session.add(task)
+    session.flush()
+    for role, count in roles:
+        for index in range(count):
+            session.add(
+                TaskInstance(
+                    task_id=task.id,
+                    role=role,
+                    index=index,
+                    state=TaskInstanceState.WAITING,
+                    retries=0,
+                    runs=0,
+                    live=False,
+                    started=False,
+                    kill_requested=False,
+                    host="",
+                    slots=[],
+                    ports={},
+                    cpu=0.0,
+                    memory_mb=0,
+                    message="",
+                )
+            )
+    session.flush()
+    return task
+
+
+def get(session: Session, task_id: int) -> Task | None:
+    return session.get(Task, task_id)
+
+
+def by_job(session: Session, job_id: str) -> Task | None:
+    return session.scalars(select(Task).where(Task.job_id == job_id)).first()
+
+
+def by_owner_and_name(session: Session, owner: str, name: str) -> Task | None:
+    """The newest task of ``owner`` called ``name`` (OpenPAI's ``user~job`` address)."""
+    return session.scalars(
+        select(Task).where(Task.owner == owner, Task.name == name).order_by(Task.id.desc())
+    ).first()
+
+
+def listing(
+    session: Session, *, owner: str | None = None, active_only: bool = False, limit: int = 1000
+) -> Sequence[Task]:
+    """Tasks, newest first."""
+    stmt = select(Task).order_by(Task.id.desc()).limit(limit)
+    if owner is not None:
+        stmt = stmt.where(Task.owner == owner)
+    if active_only:
+        stmt = stmt.where(Task.state.not_in(TERMINAL_TASK_STATES))
+    return session.scalars(stmt).all()
+
+
+def active(session: Session) -> Sequence[Task]:
+    """Tasks not ended, oldest first."""
+    return session.scalars(
+        select(Task).where(Task.state.not_in(TERMINAL_TASK_STATES)).order_by(Task.id)
+    ).all()
+
+
+def instances(session: Session, task_id: int) -> Sequence[TaskInstance]:
+    """The task's instances, by role (in creation order) and index."""
+    return session.scalars(
+        select(TaskInstance).where(TaskInstance.task_id == task_id).order_by(TaskInstance.id)
+    ).all()
+
+
+def live_instances(session: Session) -> list[tuple[TaskInstance, Task, Job]]:
+    """Instances with a process starting or running, with their task and job."""
+    rows = session.execute(
+        select(TaskInstance, Task, Job)
+        .join(Task, TaskInstance.task_id == Task.id)
+        .join(Job, Task.job_id == Job.id)
+        .where(TaskInstance.live.is_(True))
+    ).all()
+    return [(i, t, j) for i, t, j in rows]
+
+
+def waiting(session: Session) -> list[tuple[Task, Job]]:
+    """Tasks with instances to place (and no retry of the whole job pending), oldest first."""
+    rows = session.execute(
+        select(Task, Job)
+        .join(Job, Task.job_id == Job.id)
+        .where(
+            Task.state.in_((TaskState.WAITING, TaskState.RUNNING)),
+            Task.retrying.is_(False),
+            Task.stop_requested.is_(False),
+            Task.id.in_(
+                select(TaskInstance.task_id).where(TaskInstance.state == TaskInstanceState.WAITING)
+            ),
+        )
+        .order_by(Task.id)
+    ).all()
+    return [(t, j) for t, j in rows]
+
+
+def instance_by_allocation(session: Session, allocation_id: str) -> TaskInstance | None:
+    return session.scalars(
+        select(TaskInstance).where(TaskInstance.allocation_id == allocation_id)
+    ).first()
+
+
+def live_on_agent(session: Session, agent_id: str) -> Sequence[TaskInstance]:
+    return session.scalars(
+        select(TaskInstance).where(TaskInstance.live.is_(True), TaskInstance.agent_id == agent_id)
+    ).all()
+
+
+def insert_logs(session: Session, task_id: int, entries: Sequence[LogEntry]) -> None:
+    rows = [
+        {
+            "trial_id": 0,
+            "task_id": task_id,
+            "allocation_id": e.allocation_id,
+            "rank": e.rank,
+            "stream": e.stream[:_STREAM_WIDTH],
+            "time": e.time,
+            "line": e.line,
+        }
+        for e in entries
+    ]
+    if rows:
+        session.execute(cast(Table, TaskLog.__table__).insert(), rows)
+
+
+def logs_after(
+    session: Session,
+    task_id: int,
+    after_id: int,
+    limit: int,
+    allocation_prefix: str | None = None,
+) -> Sequence[TaskLog]:
+    """Up to ``limit`` of the task's lines with an id above ``after_id``, in order; only those
+    of allocations whose id starts with ``allocation_prefix`` when given."""
+    stmt = (
+        select(TaskLog)
+        .where(TaskLog.task_id == task_id, TaskLog.id > after_id)
+        .order_by(TaskLog.id)
+        .limit(limit)
+    )
+    if allocation_prefix is not None:
+        escaped = allocation_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        stmt = stmt.where(TaskLog.allocation_id.like(escaped + "%", escape="\\"))
+    return session.scalars(stmt).all()
