@@ -32,6 +32,7 @@ from assay.agent._launch import trial_command
 from assay.agent._ranks import process_env
 from assay.agent._slots import visible_devices
 from assay.client import HttpSession
+from assay.compat import trial_pythonpath
 from assay.context import extract_archive
 from assay.protocol import AGENT_TOKEN_ENV, LogEntry, Slot, Start, TrialEnv
 
@@ -247,6 +248,9 @@ class AllocationRunner:
         slots = [self.env.slots[s] for s in self.message.slots if s in self.env.slots]
         env["CUDA_VISIBLE_DEVICES"] = visible_devices(slots)
         env.update(self.message.env)
+        # After the experiment's variables: `import determined` / `import nni` must find assay's
+        # shims even when the experiment sets a PYTHONPATH of its own.
+        env["PYTHONPATH"] = trial_pythonpath(env.get("PYTHONPATH"))
         env[TrialEnv.MASTER] = self.env.master_url
         env[TrialEnv.CLUSTER_INFO] = str(self.dir / "cluster_info.json")
         env[TrialEnv.AGENT_ID] = self.env.agent_id
