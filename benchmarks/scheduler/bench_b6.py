@@ -16,6 +16,9 @@ Two scenarios:
 
     .venv/bin/python benchmarks/scheduler/bench_b6.py            # 21 runs each, writes RESULTS.md
     .venv/bin/python benchmarks/scheduler/bench_b6.py --quick    # small pool, prints only
+
+``--gangs N`` adds N queued OpenPAI-style jobs whose request is a gang (2-21 parts of 0-1 slot,
+1-4 cores, 1-8 GB each, on agents offering 32 cores and 256 GB): the cost of placing gangs.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from assay.scheduler import (
     Agent,
     Decision,
     Job,
+    Part,
     PolicyKind,
     PoolSnapshot,
     Request,
@@ -51,8 +55,11 @@ SIZES = [1, 1, 1, 1, 2, 2, 2, 4, 4, 8]
 WEIGHTS = [0.5, 1.0, 1.0, 1.0, 2.0, 4.0]
 
 
-def build_pool(agents: int, queued: int, scenario: str, seed: int = 6) -> PoolSnapshot:
-    """A busy pool with ``queued`` single-request jobs waiting (see the module docstring)."""
+def build_pool(
+    agents: int, queued: int, scenario: str, seed: int = 6, gangs: int = 0
+) -> PoolSnapshot:
+    """A busy pool with ``queued`` single-request jobs waiting (see the module docstring), and
+    ``gangs`` gang jobs among them."""
     rng = random.Random(seed)
     storm = scenario == "storm"
     jobs: dict[str, Job] = {}
@@ -90,7 +97,8 @@ def build_pool(agents: int, queued: int, scenario: str, seed: int = 6) -> PoolSn
             n_alloc += 1
             at += size
         free = tuple(s for s in slots if s not in held)
-        agent_list.append(Agent(agent_id, slots, free))
+        agent = Agent(agent_id, slots, free)
+        agent_list.append(replace(agent, cpu=32.0, memory_mb=256_000) if gangs else agent)
     pending = []
     for q in range(queued):
         job_id = f"queued-{q:06d}"
@@ -107,6 +115,33 @@ def build_pool(agents: int, queued: int, scenario: str, seed: int = 6) -> PoolSn
             preemptible=rng.random() < 0.85,
         )
         pending.append(Request(f"trial-{q:06d}", job_id, rng.choice(SIZES), submitted=1000.0 + q))
+    # A separate RNG: the pool without gangs stays the same pool as before.
+    gang_rng = random.Random(seed + 1)
+    for g in range(gangs):
+        job_id = f"gang-{g:05d}"
+        jobs[job_id] = Job(
+            job_id,
+            priority=gang_rng.choice(PRIORITIES),
+            queue_position=float(queued + g),
+            submitted=1000.0 + queued + g,
+        )
+        parts = tuple(
+            Part(
+                slots=gang_rng.choice((0, 0, 1)),
+                cpu=float(gang_rng.randint(1, 4)),
+                memory_mb=gang_rng.randint(1, 8) * 1000,
+            )
+            for _ in range(gang_rng.randint(2, 21))
+        )
+        pending.append(
+            Request(
+                f"task-{g:05d}",
+                job_id,
+                sum(p.slots for p in parts),
+                submitted=1000.0 + queued + g,
+                parts=parts,
+            )
+        )
     return PoolSnapshot(
         name="default",
         agents=tuple(agent_list),
@@ -129,12 +164,14 @@ def time_passes(pool: PoolSnapshot, runs: int) -> tuple[list[float], Decision]:
 
 
 def describe(pool: PoolSnapshot) -> str:
+    gangs = sum(1 for r in pool.pending if r.parts)
+    gang_note = f" ({gangs} of them gangs)" if gangs else ""
     held = sum(r.slots for r in pool.running)
     total = sum(len(a.slots) for a in pool.agents)
     return (
         f"{len(pool.agents)} agents x 8 slots, {len(pool.running)} running allocations holding "
         f"{held}/{total} slots ({sum(r.preempting for r in pool.running)} already preempting), "
-        f"{len(pool.pending)} queued jobs of one request each"
+        f"{len(pool.pending)} queued jobs of one request each{gang_note}"
     )
 
 
@@ -142,24 +179,26 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small pool, print only")
     parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--gangs", type=int, default=0, help="queued gang jobs to add")
     args = parser.parse_args()
     agents, queued = (50, 500) if args.quick else (1000, 10_000)
     runs = max(5, args.runs)
     rows = []
     pools = {}
     for scenario in ("steady", "storm"):
-        pool = pools[scenario] = build_pool(agents, queued, scenario)
+        pool = pools[scenario] = build_pool(agents, queued, scenario, gangs=args.gangs)
         for label, variant in (
             ("priority", pool),
             ("fair share", replace(pool, policy=PolicyKind.FAIR_SHARE)),
         ):
             times, decision = time_passes(variant, runs)
             started = sum(1 for p in decision.assign.values() if p)
+            gangs_started = f", {len(decision.parts)} gangs placed" if args.gangs else ""
             row = (
                 f"| {scenario} | {label} | {statistics.median(times):.1f} ms "
                 f"| {min(times):.1f}-{max(times):.1f} ms | {runs} "
                 f"| {started} started, {len(decision.reserve)} waiting, "
-                f"{len(decision.preempt)} preempted |"
+                f"{len(decision.preempt)} preempted{gangs_started} |"
             )
             rows.append(row)
             print(row, flush=True)
@@ -168,9 +207,12 @@ def main() -> int:
     command = "python benchmarks/scheduler/bench_b6.py" + (
         f" --runs {args.runs}" if args.runs != 21 else ""
     )
+    section = "B6" if not args.gangs else f"B6-gangs-{args.gangs}"
+    if args.gangs:
+        command += f" --gangs {args.gangs}"
     body = "\n".join(
         [
-            "## B6: one scheduling pass",
+            "## B6: one scheduling pass" + (f", {args.gangs} gangs queued" if args.gangs else ""),
             "",
             stamp(command).rstrip(),
             *(f"- {name} pool: {describe(p)}; seed 6" for name, p in pools.items()),
@@ -182,8 +224,8 @@ def main() -> int:
             *rows,
         ]
     )
-    write_section("B6", body)
-    print("wrote the B6 section of benchmarks/RESULTS.md")
+    write_section(section, body)
+    print(f"wrote the {section} section of benchmarks/RESULTS.md")
     return 0
 
 
