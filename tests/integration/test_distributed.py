@@ -1,5 +1,5 @@
-"""Distributed trials on a real cluster: torch.distributed (gloo, CPU) over the ranks assay
-launches, on one agent's slots and on a gang of two agents on loopback."""
+"""Distributed trials on a real cluster: torch.distributed (gloo, CPU) over the ranks assay's
+per-slot launcher starts, on one agent's slots and on a gang of two agents on loopback."""
 
 from __future__ import annotations
 
@@ -44,7 +44,9 @@ def ddp_config(**hparams: Any) -> str:
     return yaml.safe_dump(
         {
             "name": "ddp",
-            "entrypoint": "python3 train.py",
+            # One process per slot, as the agent started them before it ran the entrypoint
+            # once per node.
+            "entrypoint": "python3 -m assay.launch.per_slot python3 train.py",
             "hyperparameters": {"checkpoint_every": 4, **hparams},
             "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": LENGTH}},
             "resources": {"slots_per_trial": 2},

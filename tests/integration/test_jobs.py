@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -197,6 +198,12 @@ def test_failing_command_is_retried_task_retry_count_times_then_fails(cluster: C
     assert inst.state == "FAILED" and inst.runs == 3 and inst.retries == 2
     lines = _lines(cluster, task.id)
     assert lines.count("attempt") == 3 and "never" not in lines
+    # Between runs, the log says a new one starts, and why.
+    said = [line for line in lines if line.startswith("assay: main/0")]
+    assert said == [
+        "assay: main/0: attempt 2 of 3 starting after exit code 3",
+        "assay: main/0: attempt 3 of 3 starting after exit code 3",
+    ]
 
 
 def test_stop_ends_the_job_stopped_with_its_processes_gone(
@@ -205,9 +212,12 @@ def test_stop_ends_the_job_stopped_with_its_processes_gone(
     task = cluster.client.submit_job(_sleeper_job("to_stop", tmp_path, instances=2))
     wait_for("the sleeper's pid file", lambda: len(list(tmp_path.glob("*.pid"))) == 1, timeout=60)
     queue = cluster.client.jobs()
-    assert [(j.type, j.name) for j in queue.jobs if j.task_id == task.id] == [("JOB", "to_stop")]
+    # Zero slots, running: RUNNING, not QUEUED (nothing waits) nor SCHEDULED.
+    assert [(j.type, j.name, j.status) for j in queue.jobs if j.task_id == task.id] == [
+        ("JOB", "to_stop", "RUNNING")
+    ]
     listed = cluster.cli("job", "list", check=True).stdout
-    assert "JOB" in listed and "to_stop" in listed
+    assert "JOB" in listed and "to_stop" in listed and "RUNNING" in listed
     result = cluster.cli("job", "stop", str(task.id), check=True)
     assert "STOPP" in result.stdout
     done = _wait_ended(cluster, task.id)
@@ -224,8 +234,24 @@ def test_job_no_agent_could_hold_is_refused_at_submission_naming_role_and_resour
     spec["taskRoles"] = [dict(SEED_JSON["taskRoles"][0], memoryMB=10_000_000)]  # type: ignore[index]
     with pytest.raises(InvalidConfig) as err:
         cluster.client.submit_job(json.dumps(spec))
-    text = str(err.value) + " ".join(d.message for d in err.value.details)
-    assert "default" in text and "memory" in text
+    (detail,) = err.value.details
+    # The user's own key path and number, as the v1 file writes them.
+    assert detail.path == "taskRoles[0].memoryMB"
+    assert "task role default" in detail.message and "10000000 MB" in detail.message
+    assert "e+" not in detail.message
+    v2 = json.loads(_sleeper_job("too_big", Path("/nonexistent"), instances=1))
+    v2["taskRoles"]["main"]["resourcePerInstance"]["gpu"] = 5
+    with pytest.raises(InvalidConfig) as err:
+        cluster.client.submit_job(json.dumps(v2))
+    assert [d.path for d in err.value.details] == ["taskRoles.main.resourcePerInstance.gpu"]
+    v2["defaults"] = {"virtualCluster": "nosuch"}
+    with pytest.raises(InvalidConfig) as err:
+        cluster.client.submit_job(json.dumps(v2))
+    assert [d.path for d in err.value.details] == ["defaults.virtualCluster"]
+    refused = cluster.cli("cmd", "run", "--config", "resources.slots=5", "--", "true")
+    assert refused.returncode == 1
+    (line,) = refused.stderr.strip().splitlines()
+    assert "resources.slots: the command can never be placed" in line and "roles." not in line
     assert cluster.client.tasks() == []
 
 
@@ -240,18 +266,43 @@ def test_generic_task_from_determined_examples_runs(cluster: Cluster, tmp_path: 
     assert "task ran" in result.stdout
     assert "SUCCEEDED" in result.stdout
     listing = cluster.cli("task", "list", "--all", "--json", check=True)
-    assert any(row["type"] == "GENERIC" for row in json.loads(listing.stdout))
+    (row,) = [row for row in json.loads(listing.stdout) if row["type"] == "GENERIC"]
+    # The same id as `assay job describe --json` gives, and the table shows.
+    described = json.loads(cluster.cli("job", "describe", str(row["id"]), "--json").stdout)
+    assert row["id"] == described["id"] and isinstance(row["id"], int)
+    assert described["attempt"] == 0
+    shown = cluster.cli("job", "describe", str(row["id"]), check=True).stdout
+    assert "job retries 0 of 0" in shown
 
 
-def test_cmd_run_follows_a_zero_slot_command_to_its_end(cluster: Cluster) -> None:
+def test_cmd_run_follows_a_zero_slot_command_to_its_end_and_exits_with_its_code(
+    cluster: Cluster,
+) -> None:
     result = cluster.cli(
         "cmd", "run", "--config", "resources.slots=0", "--", "sh", "-c", "echo hi from cmd"
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "hi from cmd" in result.stdout
     failed = cluster.cli("cmd", "run", "--", "sh", "-c", "exit 4")
-    assert failed.returncode == 1
+    assert failed.returncode == 4
     assert "FAILED" in failed.stdout and "exit code 4" in failed.stdout
+
+
+def test_following_ends_promptly_when_the_job_ends(cluster: Cluster) -> None:
+    # The follow used to end only at the next 15 s keep-alive after the last line.
+    started = time.monotonic()
+    result = cluster.cli(
+        "cmd", "run", "--config", "resources.slots=0", "--", "sh", "-c", "echo x; sleep 2"
+    )
+    took = time.monotonic() - started
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert took < 10, f"cmd run took {took:.1f}s"
+    task = cluster.client.submit_job(json.dumps(SEED_JSON))
+    _wait_ended(cluster, task.id)
+    started = time.monotonic()
+    followed = cluster.cli("job", "logs", "-f", str(task.id), check=True)
+    assert "hello from the seed" in followed.stdout
+    assert time.monotonic() - started < 8
 
 
 SECRET_JOB = textwrap.dedent(
@@ -309,6 +360,10 @@ def test_openpai_rest_v2_submit_list_get_stop_round_trip(cluster: Cluster) -> No
         assert missing.status_code == 404 and missing.json()["code"] == "NoJobError"
         bad = http.post("/api/v2/jobs", content="protocolVersion: 2\nname: x\n", headers=yaml_body)
         assert bad.status_code == 400 and bad.json()["code"] == "BadConfigurationError"
+        too_big = SECRET_JOB.replace("gpu: 0", "gpu: 5").replace("with_secret", "too_big")
+        refused = http.post("/api/v2/jobs", content=too_big, headers=yaml_body).json()
+        # Each problem once in the message OpenPAI's clients show.
+        assert refused["message"].count("can never be placed") == 1, refused["message"]
 
         sleeper = SECRET_JOB.replace("with_secret", "sleeper").replace(
             'echo "<% $parameters.greeting %> with <% $secrets.token %>"', "sleep 300"
@@ -337,6 +392,8 @@ def test_openpai_rest_v2_submit_list_get_stop_round_trip(cluster: Cluster) -> No
     assert "hello with ********" in lines and str(len("tok-3xq9-very-secret")) in lines
     shown = cluster.client.task(task.id).model_dump_json()
     assert "tok-3xq9-very-secret" not in shown and "token" in shown
+    # Protocol v2 names the image per role; the job's is theirs when they agree.
+    assert cluster.client.task(task.id).image == "python:3.11"
     described = cluster.cli("job", "describe", str(task.id), check=True).stdout
     assert "tok-3xq9-very-secret" not in described
 
@@ -363,7 +420,9 @@ def test_job_retry_count_runs_the_whole_job_again_then_fails(cluster: Cluster) -
     assert done.exit_code == 5
     (inst,) = done.instances
     assert inst.runs == 2 and inst.retries == 0
-    assert _lines(cluster, task.id).count("run of 0") == 2
+    lines = _lines(cluster, task.id)
+    assert lines.count("run of 0") == 2
+    assert "assay: job attempt 2 of 2 starting after exit code 5" in lines
 
 
 def test_a_queued_job_is_reprioritised_like_any_job(cluster: Cluster, tmp_path: Path) -> None:
@@ -373,5 +432,72 @@ def test_a_queued_job_is_reprioritised_like_any_job(cluster: Cluster, tmp_path: 
     (row,) = [j for j in cluster.client.jobs().jobs if j.task_id == task.id]
     assert row.priority == 7 and row.type == "JOB"
     assert cluster.client.task(task.id).priority == 7
-    cluster.client.stop_task(task.id)
+    # The queue id `assay job list` shows and the number `assay task list` shows name one job.
+    cluster.cli("job", "update", str(task.id), "--priority", "9", check=True)
+    assert cluster.client.task(task.id).priority == 9
+    by_queue_id = cluster.cli("job", "describe", task.job_id, check=True).stdout
+    by_number = cluster.cli("job", "describe", str(task.id), check=True).stdout
+    assert f"job {task.id} (queue id {task.job_id}): reprioritised" in by_queue_id
+    assert by_queue_id.splitlines()[0] == by_number.splitlines()[0]
+    nosuch = cluster.cli("job", "logs", str(task.id), "--role", "nosuch")
+    assert nosuch.returncode == 1
+    assert "has no role 'nosuch'; its roles are: main" in nosuch.stderr
+    beyond = cluster.cli("job", "logs", str(task.id), "--role", "main", "--index", "5")
+    assert beyond.returncode == 1 and "its instances are 0 to 1" in beyond.stderr
+    missing = cluster.cli("job", "describe", "0badf00d")
+    assert missing.returncode == 1 and "no job has the id 0badf00d" in missing.stderr
+    cluster.cli("job", "stop", task.job_id, check=True)
     assert _wait_ended(cluster, task.id).state == "STOPPED"
+
+
+def test_a_job_name_is_refused_while_its_job_runs_and_taken_over_once_it_ended(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    import httpx
+
+    job_file = tmp_path / "named.json"
+    job_file.write_text(_sleeper_job("named", tmp_path, instances=2))
+    cluster.cli("job", "submit", str(job_file), check=True)
+    (first,) = cluster.client.tasks()
+    again = cluster.cli("job", "submit", str(job_file))
+    assert again.returncode == 1
+    (line,) = again.stderr.strip().splitlines()
+    assert "'named'" in line and f"job {first.id}" in line
+    with httpx.Client(base_url=cluster.url, headers=cluster.auth_headers(), timeout=30) as http:
+        body = _sleeper_job("named", tmp_path, instances=2)
+        refused = http.post("/api/v2/jobs", content=body)
+        assert refused.status_code == 409 and refused.json()["code"] == "ConflictJobError"
+        assert len(cluster.client.tasks()) == 1
+
+        cluster.client.stop_task(first.id)
+        _wait_ended(cluster, first.id)
+        cluster.cli("job", "submit", str(job_file), check=True)
+        second = max(t.id for t in cluster.client.tasks())
+        assert second != first.id
+        named = http.get("/api/v2/jobs/admin~named").json()
+        assert named["debugId"] == f"task-{second}"
+        assert [j["name"] for j in http.get("/api/v2/jobs").json()] == ["named"]
+        cluster.client.stop_task(second)
+        _wait_ended(cluster, second)
+
+
+def test_submit_and_follow_speak_plainly_and_say_the_image_once(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    job_file = tmp_path / "seed.json"
+    job_file.write_text(json.dumps(SEED_JSON))
+    (tmp_path / "ctx").mkdir()
+    (tmp_path / "ctx" / "only.txt").write_text("one file\n")
+    done = cluster.cli("job", "submit", str(job_file), str(tmp_path / "ctx"), "-f", check=True)
+    assert "with 1 file (" in done.stdout and ": 1 role, 1 instance;" in done.stdout
+    assert "(s)" not in done.stdout
+    assert done.stdout.count("tensorflow/tensorflow:1.12.0-gpu-py3") == 1, done.stdout
+    (task,) = cluster.client.tasks()
+    described = cluster.cli("job", "describe", str(task.id), check=True).stdout
+    assert described.count("tensorflow/tensorflow:1.12.0-gpu-py3") == 1, described
+    command = cluster.cli("cmd", "run", "--config", "resources.slots=0", "--", "true", check=True)
+    assert "1 role, 1 instance" in command.stdout
+    (ran,) = [t for t in cluster.client.tasks() if t.kind == "command"]
+    again = cluster.cli("job", "stop", str(ran.id))
+    assert again.returncode == 1
+    assert f"command {ran.id} has ended already (SUCCEEDED)" in again.stderr

@@ -117,7 +117,7 @@ def test_job_queue_lists_reorders_and_refuses_what_the_pool_does_not_allow(
         lambda: len(q := pools.client.jobs().jobs) == 2 and q,
     )
     assert [j.name for j in queue] == ["first_job", "second_job"]
-    assert [j.status for j in queue] == ["SCHEDULED", "QUEUED"]
+    assert [j.status for j in queue] == ["RUNNING", "QUEUED"]
     assert [(j.slots_acquired, j.slots_needed) for j in queue] == [(1, 1), (0, 1)]
     shown = pools.cli("job", "list", check=True).stdout
     for column in (

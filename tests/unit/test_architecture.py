@@ -34,6 +34,8 @@ ALLOWED: dict[str, set[str]] = {
     "scheduler": set(),
     "db": {"protocol"},
     "master": {
+        # compat: the custom searcher's worker gets the shims (an NNI tuner's ``nni.tuner``).
+        "compat",
         "config",
         "context",
         "db",
@@ -48,7 +50,9 @@ ALLOWED: dict[str, set[str]] = {
     "agent": {"protocol", "client", "context", "files", "compat"},
     "core": {"protocol", "client", "storage"},
     # The upstream shims (``determined``, ``nni``) are built on the harness.
-    "compat": {"core", "protocol", "client"},
+    "compat": {"core", "protocol", "client", "launch"},
+    # Launchers run inside trials: the standard library and the wire shapes only.
+    "launch": {"protocol"},
     "client": {"rest", "files"},
     # searcher only inside `preview-search`: tests/unit/cli checks what the CLI loads at start.
     "cli": {"client", "rest", "protocol", "config", "context", "searcher", "files"},

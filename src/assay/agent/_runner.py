@@ -4,9 +4,11 @@ Each process runs under the launcher (:mod:`assay.agent._launch`) as the leader 
 process group: stopping it signals the whole group, and the agent's death (even by SIGKILL)
 ends the group within moments, so no orphan keeps training on a GPU.
 
-A distributed allocation runs one process per slot of this agent, each with its rank's
-variables; they live and die together: when one fails the others are stopped, and the
-allocation's exit is reported once, after all of them ended, with the first failing code.
+The entrypoint runs once per node, as Determined's does: once on this agent however many of
+its slots the allocation holds, with those slots in ``CUDA_VISIBLE_DEVICES``. A distributed
+allocation's process also gets this agent's share of the rank layout (``ASSAY_RANK_LAYOUT``),
+from which a launcher (:mod:`assay.launch`) starts the ranks; the lines they tag
+``[rank=N]`` are logged as that rank's.
 """
 
 from __future__ import annotations
@@ -29,12 +31,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from assay.agent._launch import trial_command
-from assay.agent._ranks import process_env
 from assay.agent._slots import visible_devices
 from assay.client import HttpSession
 from assay.compat import trial_pythonpath
 from assay.context import extract_archive
-from assay.protocol import AGENT_TOKEN_ENV, LogEntry, Slot, Start, TrialEnv
+from assay.protocol import AGENT_TOKEN_ENV, AdaptDLEnv, LogEntry, NniEnv, Slot, Start, TrialEnv
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,7 @@ StartSink = Callable[[str], Awaitable[None]]
 
 _LEGACY_TRIAL_CLASS = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _MAX_LINE = 64 * 1024
+_RANK_TAG = re.compile(r"^\[rank=(\d{1,6})\] ")
 
 
 @dataclass
@@ -120,39 +122,31 @@ class AllocationRunner:
             await self.on_exit(self.allocation_id, 1, reason)
             return
         env = self._environment()
-        count = self.layout.local_world_size if self.layout else 1
-        for local_rank in range(count):
-            if self.killing and self.processes:
-                break
-            rank = self.layout.rank(local_rank) if self.layout else 0
-            proc_env = {**env, **process_env(self.layout, local_rank)} if self.layout else env
-            try:
-                # From the event loop's thread, which lives as long as the agent: the parent
-                # death signal follows the thread that started the process.
-                process = await asyncio.create_subprocess_exec(
-                    *trial_command(["/bin/bash", "-c", startup_script(entrypoint)]),
-                    cwd=str(code_dir),
-                    env=proc_env,
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.PIPE,
-                    start_new_session=True,
-                    limit=_MAX_LINE,
-                )
-            except OSError as exc:
-                # Out of processes or file descriptors: stop the ranks already started and
-                # report the failure rather than leave the allocation running forever.
-                self._log(
-                    "stderr",
-                    f"assay agent {self.env.agent_id}: could not start {self._what}: {exc}",
-                )
-                self.killing = True
-                await self._stop_processes()
-                for _, started in self.processes:
-                    await started.wait()
-                await self.on_exit(self.allocation_id, 1, f"could not start: {exc}")
-                return
-            self.processes.append((rank, process))
+        if self.layout is not None:
+            env[TrialEnv.RANK_LAYOUT] = json.dumps(self.layout.to_dict())
+        rank = self.layout.first_rank if self.layout else 0
+        try:
+            # From the event loop's thread, which lives as long as the agent: the parent
+            # death signal follows the thread that started the process.
+            process = await asyncio.create_subprocess_exec(
+                *trial_command(["/bin/bash", "-c", startup_script(entrypoint)]),
+                cwd=str(code_dir),
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+                limit=_MAX_LINE,
+            )
+        except OSError as exc:
+            # Out of processes or file descriptors: report the failure rather than leave the
+            # allocation running forever.
+            self._log(
+                "stderr", f"assay agent {self.env.agent_id}: could not start {self._what}: {exc}"
+            )
+            await self.on_exit(self.allocation_id, 1, f"could not start: {exc}")
+            return
+        self.processes.append((rank, process))
         await self.on_start(self.allocation_id)
         if self.killing:
             # The kill came while the processes were being created.
@@ -179,9 +173,7 @@ class AllocationRunner:
         first = failed[1] if failed else 0
         if self.killing:
             return first, "killed"
-        if failed is None or self.layout is None:
-            return first, ""
-        return first, f"rank {failed[0]} failed; the other ranks were stopped"
+        return first, ""
 
     async def _wait_one(self, rank: int, process: asyncio.subprocess.Process) -> int:
         assert process.stdout is not None and process.stderr is not None
@@ -212,7 +204,28 @@ class AllocationRunner:
             await asyncio.to_thread(extract_archive, data, code_dir)
         info = replace(self.message.cluster_info, master_url=self.env.master_url)
         (self.dir / "cluster_info.json").write_text(json.dumps(info.to_dict()))
+        (self.dir / "output").mkdir()
+        await asyncio.to_thread(self._adaptdl_paths)
         return code_dir
+
+    def _adaptdl_paths(self) -> None:
+        """Make the AdaptDL directories the master named, and check that an ``adaptdl.nfs``
+        export is where the trial expects it: trials run without a container, so the agent's
+        administrator mounts the export at ``container_mount_path``; nothing is mounted here."""
+        for name in AdaptDLEnv.PATHS:
+            if self.message.env.get(name):
+                Path(self.message.env[name]).mkdir(parents=True, exist_ok=True)
+        trial = self.message.cluster_info.trial
+        nfs = ((trial.config if trial else {}).get("adaptdl") or {}).get("nfs")
+        if not isinstance(nfs, dict):
+            return
+        mount = str(nfs.get("container_mount_path", ""))
+        if not Path(mount).is_dir():
+            raise RuntimeError(
+                f"adaptdl.nfs: {mount} is not a directory on agent {self.env.agent_id}; trials "
+                f"run without a container here, so mount {nfs.get('server')}:{nfs.get('path')} "
+                f"at {mount} on the agents (or leave adaptdl.nfs out)"
+            )
 
     def _context_bytes(self, context_id: int, sha256: str) -> bytes:
         """The context archive, from this agent's cache or downloaded once from the master."""
@@ -254,23 +267,32 @@ class AllocationRunner:
         env[TrialEnv.MASTER] = self.env.master_url
         env[TrialEnv.CLUSTER_INFO] = str(self.dir / "cluster_info.json")
         env[TrialEnv.AGENT_ID] = self.env.agent_id
+        env[NniEnv.SYS_DIR] = str(self.dir)
+        env[NniEnv.OUTPUT_DIR] = str(self.dir / "output")
         # The agent's own credential is not the trial's (nor is any experiment's to set).
         env.pop(AGENT_TOKEN_ENV, None)
         return env
 
     async def _pump(self, stream: asyncio.StreamReader, name: str, rank: int) -> None:
-        # Determined's prefix, so the ranks' interleaved lines read apart in a plain log.
-        prefix = f"[rank={rank}] " if self.layout is not None else ""
         while True:
             try:
                 raw = await stream.readuntil(b"\n")
             except asyncio.IncompleteReadError as exc:
                 if exc.partial:
-                    self._log(name, prefix + exc.partial.decode(errors="replace"), rank)
+                    self._log_line(name, exc.partial.decode(errors="replace"), rank)
                 return
             except asyncio.LimitOverrunError as exc:
                 raw = await stream.read(exc.consumed)
-            self._log(name, prefix + raw.decode(errors="replace").rstrip("\n"), rank)
+            self._log_line(name, raw.decode(errors="replace").rstrip("\n"), rank)
+
+    def _log_line(self, stream: str, line: str, rank: int) -> None:
+        """A line of the node's output: a distributed one's launcher tags each rank's lines
+        with Determined's ``[rank=N]`` prefix, which makes the line that rank's."""
+        if self.layout is not None:
+            tagged = _RANK_TAG.match(line)
+            if tagged and int(tagged.group(1)) < self.layout.world_size:
+                rank = int(tagged.group(1))
+        self._log(stream, line, rank)
 
     def _log(self, stream: str, line: str, rank: int = 0) -> None:
         self.on_log(

@@ -40,6 +40,14 @@ async def create_experiment(
     overrides: Annotated[
         list[str], Form(default_factory=list, description="`key.path=value`, one per field.")
     ],
+    notes: Annotated[
+        list[str],
+        Form(
+            default_factory=list,
+            description="Lines for the experiment's log, stored with it (what a config reader "
+            "decided, such as a tuner mapped onto a searcher), one per field.",
+        ),
+    ],
     activate: Annotated[bool, Form(description="False creates the experiment PAUSED.")] = True,
 ) -> rest.Experiment:
     return await master.experiments.create(
@@ -49,6 +57,7 @@ async def create_experiment(
             context=await read_context(context),
             overrides=tuple(overrides),
             activate=activate,
+            notes=tuple(notes),
         ),
     )
 
@@ -81,6 +90,17 @@ async def get_experiment(experiment_id: ExperimentId, master: MasterDep) -> rest
 @router.get("/{experiment_id}/trials")
 async def list_trials(experiment_id: ExperimentId, master: MasterDep) -> rest.TrialList:
     return await master.reads.trials(experiment_id)
+
+
+@router.get("/{experiment_id}/notes")
+async def list_notes(
+    experiment_id: ExperimentId,
+    master: MasterDep,
+    after: Annotated[int, Query(ge=0, le=rest.INT_MAX, description="Notes after this id.")] = 0,
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
+) -> rest.ExperimentNoteList:
+    """The experiment's own log: what the master decided about it, oldest first."""
+    return await master.reads.notes(experiment_id, after=after, limit=limit)
 
 
 @router.get("/{experiment_id}/checkpoints")

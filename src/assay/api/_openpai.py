@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 from assay import rest
 from assay.api._deps import SIGNED_IN, ActorDep, MasterDep
 from assay.config import load_job_file
-from assay.errors import AssayError, Conflict, InvalidRequest, NotFound
+from assay.errors import AssayError, InvalidRequest
 from assay.protocol import TaskState
 
 router = APIRouter(prefix="/api/v2/jobs", tags=["openpai"], dependencies=SIGNED_IN)
@@ -46,12 +46,11 @@ async def _pai(call: Callable[[], Awaitable[T]]) -> T | JSONResponse:
         return await call()
     except AssayError as exc:
         status = exc.status if exc.status < 500 else 500
-        message = str(exc)
-        details = getattr(exc, "details", None) or []
+        message = exc.message
+        # OpenPAI's clients read only the message: it lists each problem, once.
+        details = [d for d in exc.details if d.message not in message]
         if details:
-            message += ": " + "; ".join(
-                f"{d.path}: {d.message}" if d.path else d.message for d in details
-            )
+            message += ": " + "; ".join(str(d) for d in details)
         code = _CODES.get(status, rest.PaiErrorCode.UNKNOWN)
         body = rest.PaiError(code=code, message=message).model_dump(exclude_none=True)
         return JSONResponse({**body, **exc.to_json()}, status_code=status)
@@ -145,15 +144,7 @@ async def submit(request: Request, master: MasterDep, actor: ActorDep) -> Any:
                 f"the job protocol is not UTF-8 text (byte {exc.start} cannot be read)"
             ) from exc
         spec = await asyncio.to_thread(load_job_file, text)
-        try:
-            await master.tasks.by_name(actor.username, spec.name)
-        except NotFound:
-            pass
-        else:
-            raise Conflict(
-                f"job {actor.username}~{spec.name} exists already: OpenPAI names a job by "
-                "user and name, so give this one another name"
-            )
+        # A name still running is refused (409); an ended one's name is taken over.
         await master.tasks.submit(actor, spec, None)
         message = rest.PaiMessage(
             status=202, message=f"Update job {spec.name} for user {actor.username} successfully."
@@ -173,7 +164,12 @@ async def list_jobs(
     async def run() -> JSONResponse:
         listing = await master.tasks.listing(user=username)
         out = []
+        named: set[tuple[str, str]] = set()
         for item in listing.tasks:
+            # Newest first: a name given again names only its newest job, as on OpenPAI.
+            if (item.user, item.name) in named:
+                continue
+            named.add((item.user, item.name))
             out.append(summary(await master.tasks.get(item.id)).model_dump(mode="json"))
         return JSONResponse(out)
 
@@ -201,7 +197,8 @@ async def set_execution_type(
         task = await master.tasks.by_name(user, name)
         if change.value == rest.PaiExecutionType.START:
             raise InvalidRequest(
-                f"job {frame} cannot be started again; submit it again (POST /api/v2/jobs)"
+                f"job {frame} cannot be started again; once it has ended, submit it again under "
+                "the same name (POST /api/v2/jobs) and the new job takes the name"
             )
         if task.state not in (TaskState.STOPPING, TaskState.STOPPED) and task.ended_at is None:
             await master.tasks.stop(actor, task.id)

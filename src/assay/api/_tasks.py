@@ -48,16 +48,16 @@ def parse_job(text: str, kind: str, overrides: tuple[str, ...], filename: str = 
 async def submit_job(
     master: MasterDep,
     actor: ActorDep,
+    overrides: Annotated[
+        list[str], Form(default_factory=list, description="`key.path=value` (commands, tasks).")
+    ],
     config: Annotated[
         str,
         Form(
             description="The job as written: OpenPAI protocol v2 YAML or v1 JSON, or a "
             "Determined command / generic-task config."
         ),
-    ],
-    overrides: Annotated[
-        list[str], Form(default_factory=list, description="`key.path=value` (commands, tasks).")
-    ],
+    ] = "",  # Empty: refused as an empty job file, not as a missing field.
     kind: Annotated[
         Literal["job", "command", "generic"],
         Form(description="job: detect the format from its keys; command; generic (task)."),

@@ -48,7 +48,8 @@ UPLOAD_OPENAPI: dict[str, Any] = {
 UPLOAD_DESCRIPTION = f"""Create an experiment from its config and its context directory.
 
 The body is `multipart/form-data`: the config as the `config` text field, each override as an
-`overrides` field (`key.path=value`, repeat the field), `activate` (`false` creates the experiment
+`overrides` field (`key.path=value`, repeat the field), `notes` (lines for the experiment's
+log, repeat the field), `activate` (`false` creates the experiment
 PAUSED), and the context directory as a gzip-compressed tar file in the `context` file part.
 
 The context may hold at most {format_limit(DEFAULT_CONTEXT_LIMIT)} of files and its archive at most

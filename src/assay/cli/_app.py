@@ -6,7 +6,18 @@ from typing import Annotated
 
 import typer
 
-from assay.cli import _cluster, _cmd, _experiment, _job, _preview, _task, _trial, _user
+from assay.cli import (
+    _cluster,
+    _cmd,
+    _compat,
+    _experiment,
+    _job,
+    _nni,
+    _preview,
+    _task,
+    _trial,
+    _user,
+)
 from assay.cli._common import state
 
 app = typer.Typer(
@@ -44,9 +55,11 @@ app.add_typer(_experiment.app, name="experiment")
 app.add_typer(_experiment.app, name="e", hidden=True)
 app.add_typer(_job.app, name="job")
 app.add_typer(_job.app, name="j", hidden=True)
+app.add_typer(_nni.app, name="nni")
 app.add_typer(_cmd.app, name="cmd")
 app.add_typer(_task.app, name="task")
 app.add_typer(_trial.app, name="trial")
 app.add_typer(_trial.app, name="t", hidden=True)
 app.add_typer(_user.app, name="user")
 app.add_typer(_user.tokens, name="token")
+app.add_typer(_compat.app, name="compat")

@@ -12,7 +12,7 @@ import stat
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
@@ -31,8 +31,58 @@ PIPE_WIDTH = 100_000
 """The width output gets when stdout is not a terminal: wide enough that no log line, YAML value
 or table cell is wrapped or cut for the file or pipe it goes to."""
 
+
+def _tidy_help() -> None:
+    """Typer's help as users read it: a flag shows no value type (``--follow``, not
+    ``--follow <bool>``: it takes none), and each paragraph of a command's docstring wraps as
+    one (the line breaks of the source are not kept, as in Typer before 0.29)."""
+    from typer import core
+
+    show_type = getattr(core.TyperOption, "display_type_rich", None)
+    if show_type is not None:
+
+        def display_type_rich(self: Any, ctx: Any) -> str | None:
+            if self.is_flag and self.metavar is None:
+                return None
+            return show_type(self, ctx)  # type: ignore[no-any-return]
+
+        core.TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+    for cls in (core.TyperCommand, core.TyperGroup):
+        shown = cls.format_help
+
+        def format_help(self: Any, ctx: Any, formatter: Any, _shown: Any = shown) -> None:
+            _reflow_paragraphs()
+            _shown(self, ctx, formatter)
+
+        setattr(cls, "format_help", format_help)  # noqa: B010
+
+
+def _reflow_paragraphs() -> None:
+    # typer.rich_utils loads only when help is shown: patched then, not on every command.
+    from typer import rich_utils
+
+    if not hasattr(rich_utils, "_fix_linebreaks") or getattr(rich_utils, "_assay_tidy", False):
+        return
+
+    def joined(paragraphs: list[str], markup_mode: Any) -> str:
+        if markup_mode == "markdown":
+            return "\n\n".join(paragraphs)
+        # A paragraph starting with \b keeps its lines, as click's own help does.
+        return "\n\n".join(p if p.startswith("\b") else p.replace("\n", " ") for p in paragraphs)
+
+    setattr(rich_utils, "_fix_linebreaks", joined)  # noqa: B010
+    setattr(rich_utils, "_assay_tidy", True)  # noqa: B010
+
+
+_tidy_help()
+
 console = Console() if sys.stdout.isatty() else Console(width=PIPE_WIDTH, soft_wrap=True)
 err_console = Console(stderr=True)
+
+
+JsonOption = Annotated[bool, typer.Option("--json", help="print JSON instead of text")]
+"""The ``--json`` option of every command that prints a resource."""
 
 
 def assay_home() -> Path:
@@ -70,8 +120,17 @@ def client() -> Client:
     return Client(state.master or default_master())
 
 
+def esc(text: object) -> str:
+    """``text`` as it reads, for a string rich would otherwise parse as markup: a regex
+    ``^[a-z]+$`` or a ``[role/index]`` stays as written."""
+    from rich.markup import escape
+
+    return escape(str(text))
+
+
 def fail(message: str, code: int = 1) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    """End the command with ``message`` (plain text, printed as written) on stderr."""
+    err_console.print(f"[bold red]error:[/] {esc(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -89,9 +148,32 @@ def read_config_file(path: Path) -> str:
                 info = os.fstat(f.fileno())
                 known = stat.S_ISREG(info.st_mode) and info.st_size > MAX_CONFIG_BYTES
                 raise config_too_large(str(path), info.st_size if known else None)
+    except FileNotFoundError:
+        fail(f"no such file: {path}")
+    except IsADirectoryError:
+        fail(f"{path} is a directory; give the config file in it")
     except OSError as exc:
         fail(f"cannot read config file {path}: {exc.strerror or exc}")
     return decode_config(data, str(path))
+
+
+def read_job_file(path: Path) -> str:
+    """The text of a job file (:func:`read_config_file`); an empty one, or a ``.json`` one that
+    is not JSON, ends the command saying so, with the line and column of the problem."""
+    text = read_config_file(path)
+    if not text.strip():
+        fail(
+            f"{path} is empty: expected an OpenPAI job (protocol v2 YAML or v1 JSON) or a "
+            "Determined command or task config"
+        )
+    if path.suffix.lower() == ".json":
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as exc:
+            fail(f"invalid JSON at line {exc.lineno} column {exc.colno} of {path}: {exc.msg}")
+        except RecursionError:
+            pass  # The master reports a config nested too deep.
+    return text
 
 
 def report_error(exc: AssayError) -> NoReturn:

@@ -18,7 +18,6 @@ from assay.cli._common import (
     fmt_hparams,
     fmt_metric,
     print_json,
-    read_config_file,
     request,
     styled_state,
     when,
@@ -42,32 +41,71 @@ PROGRESS_FROM = 4 * 2**20
 
 @app.command()
 def create(
-    config_file: Annotated[Path, typer.Argument(help="experiment config (YAML)", exists=False)],
-    context_dir: Annotated[Path, typer.Argument(help="directory with the training code")],
+    config_file: Annotated[
+        Path, typer.Argument(help="experiment config (YAML; an NNI v1 or v2 config too)")
+    ],
+    context_dir: Annotated[
+        Path | None,
+        typer.Argument(
+            help="directory with the training code (default for an NNI config: its "
+            "trialCodeDirectory)"
+        ),
+    ] = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="follow it to the end")] = False,
     paused: Annotated[bool, typer.Option("--paused", help="create it PAUSED")] = False,
     config: Annotated[
         list[str] | None, typer.Option("--config", help="override: key.path=value (repeatable)")
     ] = None,
     as_json: JsonFlag = False,
+    local: Annotated[
+        bool, typer.Option("--local", help="run it here, on a throw-away cluster of this machine")
+    ] = False,
+    test_mode: Annotated[
+        bool,
+        typer.Option(
+            "--test-mode", help="with --local: one short trial to check the code, then exit"
+        ),
+    ] = False,
 ) -> None:
     """Submit an experiment: validate the config, pack the context, send both."""
+    if local or test_mode:
+        from assay.cli._local import run_local
+
+        if not local:
+            fail("--test-mode runs only with --local: `assay e create --local --test-mode ...`")
+        if paused or as_json:
+            # A local run is followed to its end (--follow is what it does anyway).
+            fail(f"{'--paused' if paused else '--json'} does not go with --local")
+        run_local(config_file, context_dir, tuple(config or ()), test_mode)
+        return
     from assay import rest
+    from assay.cli._config_read import read_experiment_config
     from assay.cli._follow import follow_experiment, print_outcome
-    from assay.config import load_experiment_config, parse_yaml
+    from assay.config import load_experiment_config
     from assay.context import format_size, pack_context
 
-    text = read_config_file(config_file)
+    read = read_experiment_config(config_file)
+    context_dir = context_dir or read.context
+    if context_dir is None:
+        fail("give the context directory (the directory with the training code) after the config")
+    text = read.text
     overrides = tuple(config or ())
-    raw = parse_yaml(text, str(config_file))
+    raw = read.raw
     c = client()
     # Validate here first, as this master would (its grid limit is its own): a bad config
     # should not cost an upload.
     load_experiment_config(raw, overrides=overrides, max_grid_points=_grid_limit(c))
+    for note in read.notes:
+        err_console.print(f"note: {note}", highlight=False, soft_wrap=True)
     packed = pack_context(context_dir)
     with upload_progress(len(packed.data)) as progress:
         exp = c.create_experiment(
-            text, packed.data, overrides=overrides, activate=not paused, progress=progress
+            text,
+            packed.data,
+            overrides=overrides,
+            activate=not paused,
+            progress=progress,
+            notes=read.notes,
         )
     if as_json and not follow:
         print_json(exp)
@@ -288,12 +326,18 @@ def logs(
     experiment_id: ExpId,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="until it ends")] = False,
 ) -> None:
-    """Logs of every trial of the experiment, each line prefixed with its trial."""
+    """The experiment's own log (lines prefixed ``[experiment]``: what the master decided about
+    it) and the logs of every trial, each line prefixed with its trial."""
     c = client()
     seen: dict[int, int] = {}
+    last_note = 0
     last_pass = not follow
     while True:
         printed = 0
+        for note in c.notes(experiment_id, after=last_note):
+            _print_note(note)
+            last_note = note.id
+            printed += 1
         for t in c.trials(experiment_id):
             while True:
                 page = c.logs(t.id, after=seen.get(t.id, 0))
@@ -312,6 +356,12 @@ def logs(
             last_pass = ended
             if not ended:
                 c.wait(experiment_id, 1.0)
+
+
+def _print_note(note: rest.ExperimentNote) -> None:
+    from rich.text import Text
+
+    console.print(Text("[experiment] ", style="dim") + Text(note.text))
 
 
 def _print_line(trial_id: int, entry: rest.LogEntry) -> None:

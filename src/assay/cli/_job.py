@@ -7,7 +7,17 @@ from typing import Annotated, Any
 
 import typer
 
-from assay.cli._common import client, console, fail, print_json, read_config_file, request, when
+from assay.cli._common import (
+    JsonOption,
+    client,
+    console,
+    esc,
+    fail,
+    print_json,
+    read_job_file,
+    request,
+    when,
+)
 
 app = typer.Typer(
     help="The job queue, and OpenPAI jobs: submit, describe, logs, stop.", no_args_is_help=True
@@ -56,35 +66,33 @@ def _list(resource_pool: str | None, as_json: bool) -> None:
             str(job.position),
             job.id,
             job.type,
-            job.name,
+            esc(job.name),
             f"{job.weight:g}" if fair else str(job.priority),
             when(job.submitted_at),
             f"{job.slots_acquired}/{job.slots_needed}",
             job.status,
-            job.user,
+            esc(job.user),
         )
     console.print(table)
 
 
 @app.command("list")
-def list_(
-    resource_pool: PoolOption = None, as_json: Annotated[bool, typer.Option("--json")] = False
-) -> None:
+def list_(resource_pool: PoolOption = None, as_json: JsonOption = False) -> None:
     """The pool's active jobs in scheduling order."""
     _list(resource_pool, as_json)
 
 
 @app.command("ls", hidden=True)
-def ls(
-    resource_pool: PoolOption = None, as_json: Annotated[bool, typer.Option("--json")] = False
-) -> None:
+def ls(resource_pool: PoolOption = None, as_json: JsonOption = False) -> None:
     """Alias of list."""
     _list(resource_pool, as_json)
 
 
 @app.command()
 def update(
-    job_id: Annotated[str, typer.Argument(help="job id (see `assay job list`)")],
+    job_id: Annotated[
+        str, typer.Argument(help="queue id (`assay job list`), or a job's number, e.g. 7")
+    ],
     priority: Annotated[
         int | None, typer.Option(help="1 (first) to 99; priority scheduler")
     ] = None,
@@ -118,8 +126,12 @@ def update(
         )
     from assay import rest
 
-    client().update_job(job_id, request(rest.JobChange, **changes))
-    console.print(f"job {job_id} updated")
+    queue_id = job_id
+    if job_id.isdigit() and len(job_id) != 8:
+        # A job's number (`assay task list`): the queue knows it by its queue id.
+        queue_id = client().task(int(job_id)).job_id
+    client().update_job(queue_id, request(rest.JobChange, **changes))
+    console.print(f"job {esc(job_id)} updated")
 
 
 @app.command("update-batch")
@@ -145,12 +157,17 @@ def update_batch(
             fail(f"cannot read {item!r}: {key} must be a {parse.__name__}, got {raw!r}")
         parsed.setdefault(job_id, {"job_id": job_id})[field] = value
     client().update_jobs([request(rest.BatchChange, **fields) for fields in parsed.values()])
-    console.print(f"updated {len(parsed)} job(s)")
+    console.print(f"updated {len(parsed)} job{'' if len(parsed) == 1 else 's'}")
 
 
 # -- jobs that are not experiments --------------------------------------------------------------
 
-JobId = Annotated[str, typer.Argument(help="the job's number (`assay task list`), e.g. 7")]
+JobId = Annotated[
+    str,
+    typer.Argument(
+        help="the job's number (`assay task list`), e.g. 7, or its queue id (`assay job list`)"
+    ),
+]
 
 
 @app.command()
@@ -163,17 +180,17 @@ def submit(
         typer.Argument(help="optional directory the instances start in (uploaded)"),
     ] = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="follow it to the end")] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Submit an OpenPAI job (task roles with instances, all placed at once)."""
     from assay.cli._jobrun import submit as submit_job
 
-    text = read_config_file(job_file)
+    text = read_job_file(job_file)
     submit_job(text, kind="job", context_dir=context_dir, follow=follow, as_json=as_json)
 
 
 @app.command()
-def describe(job_id: JobId, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def describe(job_id: JobId, as_json: JsonOption = False) -> None:
     """A job's roles and instances: state, host, ports, exit code, retries."""
     from assay.cli._jobrun import describe as describe_job
     from assay.cli._jobrun import parse_task_id
@@ -188,7 +205,7 @@ def logs(
     index: Annotated[int | None, typer.Option("--index", help="only this instance")] = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="stream until it ends")] = False,
 ) -> None:
-    """Its instances' output, each line prefixed with [role/index]."""
+    """Its instances' output, each line prefixed with \\[role/index]."""
     from assay.cli._jobrun import parse_task_id, print_logs
 
     if index is not None and role is None:

@@ -3,11 +3,12 @@ experiments: submitting one, describing it, printing and following its logs."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assay.cli._common import client, console, fail, print_json, styled_state, when
+from assay.cli._common import client, console, esc, fail, print_json, styled_state, when
 
 if TYPE_CHECKING:
     from assay import rest
@@ -16,15 +17,44 @@ if TYPE_CHECKING:
 _PAGE = 10_000
 
 
+_QUEUE_ID = re.compile(r"[0-9a-f]{8}")
+
+
 def parse_task_id(raw: str) -> int:
-    """``7``, ``task-7`` or ``job-7`` -> 7."""
+    """The job ``raw`` names: its number (``7``, ``task-7``, ``job-7``), or its id in the queue
+    (``3fa2b1c0``, as ``assay job list`` shows it) -> 7."""
     text = raw.strip()
     for prefix in ("task-", "job-"):
         if text.startswith(prefix):
             text = text[len(prefix) :]
+    if _QUEUE_ID.fullmatch(text):
+        found = by_queue_id(text)
+        if found is not None:
+            return found
     if not text.isdigit():
-        fail(f"{raw!r} is not a job id: expected a number such as 7 (see `assay task list`)")
+        fail(
+            f"{raw!r} is not a job id: expected its number such as 7 (`assay task list --all`) "
+            "or its queue id such as 3fa2b1c0 (`assay job list`)"
+        )
     return int(text)
+
+
+def by_queue_id(queue_id: str) -> int | None:
+    """The number of the job whose queue id is ``queue_id``; None when no job has it. An
+    experiment's queue id ends the command naming the experiment."""
+    c = client()
+    for task in c.tasks():
+        if task.job_id == queue_id:
+            return task.id
+    for job in c.jobs().jobs:
+        if job.id == queue_id and job.experiment_id is not None:
+            fail(
+                f"{queue_id} is experiment {job.experiment_id} in the queue: see "
+                f"`assay experiment describe {job.experiment_id}`"
+            )
+    if not queue_id.isdigit():
+        fail(f"no job has the id {queue_id} (`assay task list --all` shows every job)")
+    return None
 
 
 def submit(
@@ -47,7 +77,7 @@ def submit(
             task = c.submit_job(
                 text, kind=kind, context=packed.data, overrides=overrides, progress=progress
             )
-        what = f" with {packed.files} files ({format_size(packed.size)})"
+        what = f" with {plural(packed.files, 'file')} ({format_size(packed.size)})"
     else:
         task = c.submit_job(text, kind=kind, overrides=overrides)
         what = ""
@@ -56,19 +86,35 @@ def submit(
         return task
     instances = sum(r.instances for r in task.roles)
     console.print(
-        f"submitted {task.kind} {task.id} ({task.name}){what}: {len(task.roles)} role(s), "
-        f"{instances} instance(s); state {styled_state(task.state)}",
+        f"submitted {task.kind} {task.id} ({esc(task.name)}){what}: "
+        f"{plural(len(task.roles), 'role')}, {plural(instances, 'instance')}; "
+        f"state {styled_state(task.state)}",
         highlight=False,
     )
     if not quiet_notes:
         for note in task.notes:
+            if follow and task.image and task.image in note:
+                continue  # The job's log says it when its instances start, just below.
             console.print(f"note: {note}", highlight=False, markup=False)
     if follow:
         final = follow_to_end(c, task.id, prefixed=instances > 1)
-        from assay.protocol import TaskState
-
-        raise SystemExit(0 if final.state == TaskState.SUCCEEDED else 1)
+        raise SystemExit(exit_status(final))
     return task
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def exit_status(task: rest.Task) -> int:
+    """What the CLI exits with for a job it followed: 0 when it succeeded, else its exit code
+    (as a shell would see it), else 1."""
+    from assay.protocol import TaskState
+
+    if task.state == TaskState.SUCCEEDED:
+        return 0
+    code = task.exit_code
+    return code if code is not None and 0 < code < 256 else 1
 
 
 def follow_to_end(c: Client, task_id: int, *, prefixed: bool = True) -> rest.Task:
@@ -83,7 +129,7 @@ def follow_to_end(c: Client, task_id: int, *, prefixed: bool = True) -> rest.Tas
         task = c.task(task_id)
     code = "" if task.exit_code is None else f", exit code {task.exit_code}"
     console.print(
-        f"{task.kind} {task.id} ended {styled_state(task.state)}{code}: {task.message}",
+        f"{task.kind} {task.id} ended {styled_state(task.state)}{code}: {esc(task.message)}",
         highlight=False,
     )
     return task
@@ -121,18 +167,19 @@ def describe(task_id: int, as_json: bool) -> None:
         return
     code = "" if task.exit_code is None else f"  exit code {task.exit_code}"
     console.print(
-        f"{task.kind} {task.id}: {task.name}  user {task.user}  state "
+        f"{task.kind} {task.id} (queue id {task.job_id}): {esc(task.name)}  user "
+        f"{esc(task.user)}  state "
         f"{styled_state(task.state)}{code}",
         highlight=False,
     )
     console.print(
-        f"queue job {task.job_id}  pool {task.resource_pool}  priority {task.priority}  "
-        f"submitted {when(task.created_at)}  attempt {task.attempt + 1} of "
-        f"{task.job_retry_count + 1}  format {task.source_format}",
+        f"pool {esc(task.resource_pool)}  priority {task.priority}  "
+        f"submitted {when(task.created_at)}  job retries {task.attempt} of "
+        f"{task.job_retry_count}  format {task.source_format}",
         highlight=False,
     )
-    if task.image:
-        console.print(f"image {task.image} (recorded; commands run as processes)", markup=False)
+    if task.image and not any(task.image in note for note in task.notes):
+        console.print(f"image {task.image}", highlight=False, markup=False)
     if task.message:
         console.print(f"message: {task.message}", highlight=False, markup=False)
     for note in task.notes:
@@ -142,14 +189,14 @@ def describe(task_id: int, as_json: bool) -> None:
         roles.add_column(col)
     for r in task.roles:
         roles.add_row(
-            r.name,
+            esc(r.name),
             str(r.instances),
             str(r.slots),
             f"{r.cpu:g}",
             str(r.memory_mb),
             ",".join(f"{k}:{v}" for k, v in r.ports.items()) or "-",
             str(r.task_retry_count),
-            " ; ".join(r.commands),
+            esc(" ; ".join(r.commands)),
         )
     console.print(roles)
     insts = Table(box=None, header_style="bold", title="instances", title_justify="left")
@@ -157,15 +204,15 @@ def describe(task_id: int, as_json: bool) -> None:
         insts.add_column(col)
     for i in task.instances:
         insts.add_row(
-            i.role,
+            esc(i.role),
             str(i.index),
             styled_state(i.state),
-            i.agent_id or "-",
-            i.host or "-",
+            esc(i.agent_id or "-"),
+            esc(i.host or "-"),
             ",".join(f"{k}:{'/'.join(map(str, v))}" for k, v in i.ports.items()) or "-",
             "-" if i.exit_code is None else str(i.exit_code),
             str(i.retries),
-            i.message,
+            esc(i.message),
         )
     console.print(insts)
 

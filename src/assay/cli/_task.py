@@ -8,7 +8,16 @@ from typing import Annotated
 
 import typer
 
-from assay.cli._common import client, console, fail, print_json, styled_state, when
+from assay.cli._common import (
+    JsonOption,
+    client,
+    console,
+    esc,
+    fail,
+    print_json,
+    styled_state,
+    when,
+)
 
 app = typer.Typer(help="Generic tasks, and every running task.", no_args_is_help=True)
 
@@ -32,14 +41,14 @@ def create(
         list[str] | None, typer.Option("--config", help="KEY=VALUE overriding the config")
     ] = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="follow it to the end")] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Create a generic task from a Determined task config (`entrypoint` and `resources`)."""
-    from assay.cli._common import read_config_file
+    from assay.cli._common import read_job_file
     from assay.cli._jobrun import submit
 
     submit(
-        read_config_file(config_file),
+        read_job_file(config_file),
         kind="generic",
         context_dir=context_dir,
         overrides=tuple(config or ()),
@@ -51,7 +60,7 @@ def create(
 @app.command("list")
 def list_(
     show_all: Annotated[bool, typer.Option("--all", "-a", help="ended ones too")] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Every task that runs or waits: trials of active experiments, jobs, commands, tasks."""
     from rich.table import Table
@@ -68,7 +77,7 @@ def list_(
                 continue
             rows.append(
                 {
-                    "id": f"trial-{trial.id}",
+                    "id": trial.id,
                     "type": "TRIAL",
                     "name": f"{exp.name} (experiment {exp.id})",
                     "state": trial.state.value,
@@ -79,7 +88,7 @@ def list_(
     for task in c.tasks(active=not show_all):
         rows.append(
             {
-                "id": f"task-{task.id}",
+                "id": task.id,
                 "type": task.type,
                 "name": task.name,
                 "state": task.state.value,
@@ -95,12 +104,13 @@ def list_(
     for col in ("ID", "Type", "Name", "State", "User", "Created"):
         table.add_column(col)
     for r in rows:
+        # As the other commands take them: trial-3 for a trial, 7 for a job.
         table.add_row(
-            str(r["id"]),
+            f"trial-{r['id']}" if r["type"] == "TRIAL" else str(r["id"]),
             str(r["type"]),
-            str(r["name"]),
+            esc(r["name"]),
             styled_state(str(r["state"])),
-            str(r["user"]),
+            esc(r["user"]),
             when(float(r["created_at"])),  # type: ignore[arg-type]
         )
     console.print(table)
@@ -111,7 +121,7 @@ def logs(
     task: TaskRef,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="stream until it ends")] = False,
 ) -> None:
-    """A task's output: a trial's, or every instance's of a job (prefixed [role/index])."""
+    """A task's output: a trial's, or every instance's of a job (prefixed \\[role/index])."""
     trial_id = _trial_id(task)
     if trial_id is not None:
         from assay.cli._trial import logs as trial_logs
@@ -137,7 +147,7 @@ def kill(task: TaskRef) -> None:
 
 
 @app.command()
-def describe(task: TaskRef, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def describe(task: TaskRef, as_json: JsonOption = False) -> None:
     """A job, command or generic task with its instances (trials: `assay trial describe`)."""
     if _trial_id(task) is not None:
         fail("for a trial use `assay trial describe ID`")

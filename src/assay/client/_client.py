@@ -79,13 +79,16 @@ class Client:
         overrides: Sequence[str] = (),
         activate: bool = True,
         progress: Progress | None = None,
+        notes: Sequence[str] = (),
     ) -> rest.Experiment:
         """Create an experiment from its config text and its context as a tar.gz (the bytes, or
         a file to stream from). The upload streams; ``progress`` is called with (bytes sent,
-        bytes in all) as it goes."""
+        bytes in all) as it goes. ``notes`` are stored as the first lines of the experiment's
+        log."""
         fields = [
             ("config", config_text),
             *(("overrides", item) for item in overrides),
+            *(("notes", item) for item in notes),
             ("activate", "true" if activate else "false"),
         ]
         body = MultipartBody(
@@ -246,6 +249,13 @@ class Client:
 
     def kill_trial(self, trial_id: int) -> rest.Trial:
         return rest.Trial.model_validate(self.http.post(f"/api/v1/trials/{trial_id}/kill"))
+
+    def notes(self, experiment_id: int, *, after: int = 0) -> list[rest.ExperimentNote]:
+        """The experiment's own log lines after note ``after``, oldest first."""
+        answer = self.http.get(
+            f"/api/v1/experiments/{experiment_id}/notes", params={"after": after}
+        )
+        return rest.ExperimentNoteList.model_validate(answer).notes
 
     def logs(self, trial_id: int, *, after: int = 0, limit: int = 10_000) -> list[rest.LogEntry]:
         answer = self.http.get(

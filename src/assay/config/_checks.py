@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from assay.config._experiment import ExperimentConfig
-from assay.config._hparams import flatten, grid_points
+from assay.config._hpgrid import count_hyperparameters, grid_points, grid_problems
 from assay.config._limits import (
     DB_INT_MAX,
     MAX_HYPERPARAMETERS,
@@ -30,7 +30,6 @@ from assay.config._searcher import (
 )
 from assay.errors import ErrorDetail
 
-GRID_COUNT_MESSAGE = "grid search is in use but count was not provided"
 _TIME_BOUND = (*LENGTH_DRIVEN, *OPTUNA_SEARCHERS)
 
 
@@ -52,7 +51,7 @@ def size_problems(cfg: ExperimentConfig, max_grid_points: int | None) -> list[Er
     """What would make the search too big for the master, worked out without building it."""
     problems: list[ErrorDetail] = []
     hps = dict(cfg.hyperparameters)
-    defined = len(flatten(hps))
+    defined = count_hyperparameters(hps)
     if defined > MAX_HYPERPARAMETERS:
         problems.append(
             ErrorDetail(
@@ -211,30 +210,3 @@ def _length_problems(name: str, searcher: dict[str, Any]) -> list[ErrorDetail]:
             )
         ]
     return []
-
-
-def grid_problems(hps: dict[str, Any], path: str = "") -> list[ErrorDetail]:
-    """Every int/double/log hyperparameter under ``hps`` that has no ``count``.
-
-    Nested maps are searched, and so are the elements of list constants (implicit, or explicit
-    ``{type: const, val: [...]}``) that look like hyperparameter maps, as Determined's schema
-    does; their paths carry the index (``hyperparameters.list_hparam[2]``).
-    """
-    problems: list[ErrorDetail] = []
-    for name, node in hps.items():
-        _grid(node, f"{path}.{name}" if path else str(name), problems)
-    return problems
-
-
-def _grid(node: Any, path: str, out: list[ErrorDetail]) -> None:
-    if isinstance(node, list):
-        for i, item in enumerate(node):
-            _grid(item, f"{path}[{i}]", out)
-    elif isinstance(node, dict):
-        if "type" not in node:
-            for name, child in node.items():
-                _grid(child, f"{path}.{name}", out)
-        elif node["type"] in ("int", "double", "log") and node.get("count") is None:
-            out.append(ErrorDetail(path, GRID_COUNT_MESSAGE))
-        elif node["type"] == "const" and isinstance(node.get("val"), list):
-            _grid(node["val"], path, out)

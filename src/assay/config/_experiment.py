@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, Field
 
 from assay.config._base import ConfigModel, OpenSection, Problem, config_error, show
+from assay.config._durations import AdaptDLConfig, Duration
 from assay.config._environment import BindMount, EnvironmentConfig
 from assay.config._hparams import HPName, Hyperparameter
 from assay.config._length import Length, Unit
@@ -124,6 +125,12 @@ class ExperimentConfig(ConfigModel):
     perform_initial_validation: bool = False
     checkpoint_policy: Literal["best", "all", "none"] = "best"
     preemption_timeout: Count | None = None
+    max_duration: Duration | None = None
+    """The experiment's limit of active time (seconds; ``"1h"`` in the config): when it is
+    spent the master stops the experiment as NNI's ``maxExperimentDuration`` does."""
+    max_trial_duration: Duration | None = None
+    """The longest a trial may run (seconds); a trial still running then is ended and marked."""
+    adaptdl: AdaptDLConfig | None = None
     environment: EnvironmentConfig = EnvironmentConfig()
     bind_mounts: list[BindMount] = []
     data: dict[str, Any] = {}

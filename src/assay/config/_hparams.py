@@ -1,8 +1,11 @@
-"""Hyperparameter definitions, as in Determined's expconf.
+"""Hyperparameter definitions, as in Determined's expconf, with NNI's distributions added.
 
-A hyperparameter is ``const``, ``int``, ``double``, ``log`` or ``categorical`` (a map with a
-``type`` key); a map without ``type`` nests further hyperparameters; any other value (a scalar, a
-list, null) is a constant.
+A hyperparameter is ``const``, ``int``, ``double``, ``log``, ``categorical``, ``normal``,
+``lognormal`` or ``choice`` (a map with a ``type`` key); a map without ``type`` nests further
+hyperparameters; any other value (a scalar, a list, null) is a constant. ``q`` quantizes as NNI
+does: ``clip(round(x / q) * q, low, high)`` for the bounded types, ``round(x / q) * q`` for the
+normal ones. A ``choice`` option that is a map is a nested hyperparameter map of its own, drawn
+only when that option is chosen.
 """
 
 from __future__ import annotations
@@ -16,10 +19,15 @@ from typing_extensions import TypeAliasType
 from assay.config._base import ConfigModel, Problem, raise_problems, show
 from assay.config._limits import MAX_NAME
 
-HP_TYPES = ("const", "int", "double", "log", "categorical")
+HP_TYPES = ("const", "int", "double", "log", "categorical", "normal", "lognormal", "choice")
 
 HPName = Annotated[str, Field(max_length=MAX_NAME)]
 """A hyperparameter's name (each level of a nested one)."""
+
+Quantum = Annotated[float, Field(gt=0)]
+"""``q``: values are rounded to a multiple of it (NNI's ``quniform`` and friends)."""
+Spread = Annotated[float, Field(gt=0)]
+"""``sigma`` of a normal distribution."""
 
 
 class ConstHP(ConfigModel):
@@ -60,12 +68,14 @@ class IntHP(_RangeHP):
 
 
 class DoubleHP(_RangeHP):
-    """A float drawn uniformly from ``[minval, maxval]``."""
+    """A float drawn uniformly from ``[minval, maxval]``; with ``q``, then rounded to a multiple
+    of ``q`` and clipped to the range (NNI's ``quniform``)."""
 
     type: Literal["double"]
     minval: float
     maxval: float
     count: Annotated[int, Field(ge=1)] | None = None
+    q: Quantum | None = None
 
     @classmethod
     def _span_checks(cls, low: float, high: float, data: dict[str, Any]) -> list[Problem]:
@@ -77,13 +87,16 @@ class DoubleHP(_RangeHP):
 
 
 class LogHP(_RangeHP):
-    """``base ** u`` with ``u`` drawn uniformly from ``[minval, maxval]`` (the exponents)."""
+    """``base ** u`` with ``u`` drawn uniformly from ``[minval, maxval]`` (the exponents); with
+    ``q``, the value (not the exponent) is then rounded to a multiple of ``q`` and clipped to
+    ``[base ** minval, base ** maxval]`` (NNI's ``qloguniform``)."""
 
     type: Literal["log"]
     minval: float
     maxval: float
     base: Annotated[float, Field(gt=0)] = 10.0
     count: Annotated[int, Field(ge=1)] | None = None
+    q: Quantum | None = None
 
     @classmethod
     def _span_checks(cls, low: float, high: float, data: dict[str, Any]) -> list[Problem]:
@@ -104,6 +117,53 @@ class CategoricalHP(ConfigModel):
 
     type: Literal["categorical"]
     vals: Annotated[list[Any], Field(min_length=1)]
+
+
+class _NormalFamily(ConfigModel):
+    @classmethod
+    def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:
+        mu: Any = data.get("mu")
+        sigma: Any = data.get("sigma")
+        if not (_is_finite(mu) and _is_finite(sigma)):
+            return []  # the fields' own checks say what is wrong
+        # Draws reach about mu +- 40 sigma at the very most; they must stay floats (JSON).
+        if not math.isfinite(abs(float(mu)) + 40 * abs(float(sigma))):
+            return [
+                (
+                    ("sigma",),
+                    f"mu +- 40 * sigma ({mu} +- 40 * {sigma}) is beyond the range of a float",
+                )
+            ]
+        return []
+
+
+class NormalHP(_NormalFamily):
+    """A float drawn from the normal distribution ``N(mu, sigma)``; with ``q``, rounded to a
+    multiple of ``q`` (NNI's ``normal`` and ``qnormal``)."""
+
+    type: Literal["normal"]
+    mu: float
+    sigma: Spread
+    q: Quantum | None = None
+
+
+class LognormalHP(_NormalFamily):
+    """``exp(x)`` with ``x`` drawn from ``N(mu, sigma)``; with ``q``, the value is rounded to a
+    multiple of ``q`` (NNI's ``lognormal`` and ``qlognormal``)."""
+
+    type: Literal["lognormal"]
+    mu: float
+    sigma: Spread
+    q: Quantum | None = None
+
+
+class ChoiceHP(ConfigModel):
+    """One of ``options`` (NNI's ``choice``). An option is a constant (a scalar, a list, null) or
+    a map, which is a nested hyperparameter map drawn only when the option is chosen: the trial
+    receives the chosen option with its hyperparameters resolved."""
+
+    type: Literal["choice"]
+    options: Annotated[list[ChoiceOption], Field(min_length=1)]
 
 
 def _kind(value: Any) -> str:
@@ -137,11 +197,17 @@ def _unknown_type(value: Any) -> Any:
     )
 
 
+def _option_kind(value: Any) -> str:
+    return "<map>" if isinstance(value, dict) else "<constant>"
+
+
 if TYPE_CHECKING:
     # What a validated definition is; mypy cannot follow the recursive TypeAliasType below.
     Hyperparameter: TypeAlias = (
-        "ConstHP | IntHP | DoubleHP | LogHP | CategoricalHP | dict[str, Hyperparameter]"
+        "ConstHP | IntHP | DoubleHP | LogHP | CategoricalHP | NormalHP | LognormalHP | ChoiceHP"
+        " | dict[str, Hyperparameter]"
     )
+    ChoiceOption: TypeAlias = "dict[str, Hyperparameter] | Any"
 else:
     Hyperparameter = TypeAliasType(
         "Hyperparameter",
@@ -151,6 +217,9 @@ else:
             | Annotated[DoubleHP, Tag("<double>")]
             | Annotated[LogHP, Tag("<log>")]
             | Annotated[CategoricalHP, Tag("<categorical>")]
+            | Annotated[NormalHP, Tag("<normal>")]
+            | Annotated[LognormalHP, Tag("<lognormal>")]
+            | Annotated[ChoiceHP, Tag("<choice>")]
             | Annotated[dict[HPName, "Hyperparameter"], Tag("<nested>")]
             | Annotated[ConstHP, BeforeValidator(_implicit_const), Tag("<implicit>")]
             | Annotated[Any, BeforeValidator(_unknown_type), Tag("<unknown>")],
@@ -159,9 +228,21 @@ else:
     )
     """One hyperparameter definition, or a nested map of them."""
 
+    ChoiceOption = TypeAliasType(
+        "ChoiceOption",
+        Annotated[
+            Annotated[dict[HPName, Hyperparameter], Tag("<map>")]
+            | Annotated[Any, Tag("<constant>")],
+            Discriminator(_option_kind),
+        ],
+    )
+    """One option of a ``choice``: a nested hyperparameter map, or a constant as it is."""
+
+ChoiceHP.model_rebuild()
+
 Hyperparameters: TypeAlias = dict[HPName, Hyperparameter]
 
-SearchableHP = IntHP | DoubleHP | LogHP | CategoricalHP
+SearchableHP = IntHP | DoubleHP | LogHP | CategoricalHP | NormalHP | LognormalHP | ChoiceHP
 
 _ADAPTER: TypeAdapter[dict[str, Any]] = TypeAdapter(Hyperparameters)
 
@@ -191,34 +272,6 @@ def flatten(hps: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             flat[key] = hp
     return flat
-
-
-def grid_points(hps: dict[str, Any], stop_after: int | None = None) -> int:
-    """How many points a grid search over the validated ``hps`` has, counted without building
-    any: the product of each hyperparameter's number of values (see ``assay.searcher``'s
-    ``grid_axis``, whose lists have these lengths). Past ``stop_after`` the count stops growing
-    and that bound plus one is returned, so any input is counted at once.
-    """
-    total = 1
-    for hp in flatten(hps).values():
-        total *= _axis_size(hp)
-        if total == 0:
-            return 0
-        if stop_after is not None and total > stop_after:
-            return stop_after + 1
-    return total
-
-
-def _axis_size(hp: Any) -> int:
-    if isinstance(hp, CategoricalHP):
-        return len(hp.vals)
-    if isinstance(hp, IntHP | DoubleHP | LogHP) and hp.count is not None:
-        if isinstance(hp, IntHP):
-            # Evenly spaced integers stay distinct while the step is over 1; past that, the
-            # whole range.
-            return min(hp.count, hp.maxval - hp.minval + 1)
-        return hp.count
-    return 1  # a constant; a range without count is reported by the grid checks
 
 
 def unflatten(values: dict[str, Any]) -> dict[str, Any]:

@@ -28,6 +28,11 @@ _FORMATS = (
 )
 
 
+EMPTY_JOB_FILE = (
+    "expected an OpenPAI job (protocol v2 YAML or v1 JSON) or a Determined command or task config"
+)
+
+
 def job_format(raw: Any) -> str | None:
     """``openpai-v2``, ``openpai-v1`` or ``determined`` as the keys of ``raw`` say; None when
     they say none of these."""
@@ -48,16 +53,24 @@ def _parse(text: str | bytes, source: str) -> Any:
     allows them as spaces (an editor's tab-indented JSON): such text is read as JSON."""
     if isinstance(text, bytes):
         text = decode_config(text, source)
+    if not text.strip():
+        raise InvalidConfig(f"{source} is empty: {EMPTY_JOB_FILE}")
+    as_json = source.lower().endswith(".json") or text.lstrip().startswith(("{", "["))
     try:
         return parse_yaml(text, source)
     except InvalidConfig as yaml_error:
         too_big = len(text.encode("utf-8", "replace")) > MAX_CONFIG_BYTES
-        if too_big or not text.lstrip().startswith("{"):
+        if too_big or not as_json:
             raise
         try:
             return json.loads(text, object_pairs_hook=_unique_keys)
+        except json.JSONDecodeError as exc:
+            # Written as JSON: JSON's error says where it goes wrong, YAML's would mislead.
+            raise InvalidConfig(
+                f"invalid JSON in {source} at line {exc.lineno}, column {exc.colno}: {exc.msg}",
+                [ErrorDetail(f"{source}:{exc.lineno}:{exc.colno}", exc.msg)],
+            ) from None
         except (ValueError, RecursionError):
-            # Neither YAML nor JSON: the YAML error says where the text goes wrong.
             raise yaml_error from None
 
 

@@ -2,7 +2,8 @@
 
 Determined's searchers (single, random, grid, async_halving, adaptive_asha, custom, pbt, and the
 end-of-life sync_halving, adaptive and adaptive_simple, accepted here and refused at submission)
-and assay's additions (hyperband, and tpe, cmaes, qmc, gp, nsga2 backed by Optuna).
+and assay's additions (hyperband, and tpe, cmaes, qmc, gp, nsga2 backed by Optuna; NNI's anneal,
+evolution and batch tuners).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AliasChoices, ConfigDict, Field, Tag
+from pydantic import AliasChoices, BeforeValidator, ConfigDict, Field, Tag
 
 from assay.config._base import ConfigModel, Problem, tagged
 from assay.config._length import Length, PositiveLength
@@ -85,6 +86,15 @@ class SamplerConfig(ConfigModel):
     options: dict[str, Any] = {}
 
 
+def _sampler_shorthand(value: Any) -> Any:
+    # ``sampler: tpe`` is ``sampler: {name: tpe}``.
+    return {"name": value} if isinstance(value, str) else value
+
+
+Sampler = Annotated[SamplerConfig, BeforeValidator(_sampler_shorthand)]
+"""A ``sampler:`` section, or just the sampler's name."""
+
+
 class MedianStopConfig(ConfigModel):
     """Stop a trial whose best result so far is worse than the median of other trials' running
     averages at the same step (NNI's Medianstop)."""
@@ -146,7 +156,7 @@ class RandomConfig(_EarlyStopping):
     max_trials: Trials
     max_concurrent_trials: AtOnce = 16
     max_length: Length | None = None
-    sampler: SamplerConfig | None = None
+    sampler: Sampler | None = None
 
     def plan(self) -> SearchPlan:
         return _planned(self.max_length)
@@ -181,7 +191,7 @@ class AsyncHalvingConfig(_TimeBound):
     divisor: Divisor = 4.0
     max_concurrent_trials: AtOnce = 16
     stop_once: bool = False
-    sampler: SamplerConfig | None = None
+    sampler: Sampler | None = None
 
 
 class AdaptiveASHAConfig(_TimeBound):
@@ -195,17 +205,18 @@ class AdaptiveASHAConfig(_TimeBound):
     bracket_rungs: Annotated[list[Rungs], Field(max_length=MAX_RUNGS)] = []
     max_concurrent_trials: AtOnce = 16
     stop_once: bool = False
-    sampler: SamplerConfig | None = None
+    sampler: Sampler | None = None
 
 
 class HyperbandConfig(_TimeBound):
-    """Hyperband (NNI's and the paper's), with ``eta`` accepted for ``divisor``."""
+    """Hyperband (NNI's and the paper's), with ``eta`` accepted for ``divisor``; with
+    ``sampler: tpe`` it is BOHB (new configurations proposed by TPE from the results so far)."""
 
     name: Literal["hyperband"]
     divisor: Divisor = Field(default=3.0, validation_alias=AliasChoices("divisor", "eta"))
     max_trials: Trials | None = None
     max_concurrent_trials: AtOnce = 16
-    sampler: SamplerConfig | None = None
+    sampler: Sampler | None = None
 
     @classmethod
     def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:
@@ -228,6 +239,48 @@ class OptunaConfig(_TimeBound):
     max_concurrent_trials: AtOnce = 16
     n_startup_trials: Annotated[int, Field(ge=0, le=MAX_TRIALS)] = 10
     sampler_options: dict[str, Any] = {}
+
+
+class AnnealConfig(_EarlyStopping):
+    """NNI's Anneal tuner: random draws at first, then draws around one of the best results so
+    far with a spread that shrinks as results come in."""
+
+    name: Literal["anneal"]
+    max_trials: Trials
+    max_concurrent_trials: AtOnce = 16
+    max_length: Length | None = None
+
+    def plan(self) -> SearchPlan:
+        return _planned(self.max_length)
+
+
+class EvolutionConfig(_EarlyStopping):
+    """NNI's Evolution tuner: a random population of ``population_size``, then each new trial
+    is the better of two random members with one hyperparameter drawn afresh; the worse member
+    leaves the population."""
+
+    name: Literal["evolution"]
+    population_size: Annotated[int, Field(ge=1, le=MAX_TRIALS)] = 32
+    max_trials: Trials
+    max_concurrent_trials: AtOnce = 16
+    max_length: Length | None = None
+
+    def plan(self) -> SearchPlan:
+        return _planned(self.max_length)
+
+
+class BatchConfig(_EarlyStopping):
+    """NNI's BatchTuner: one trial per entry of ``points``, in order. A point gives the trial's
+    hyperparameters as they are, over the values drawn from ``hyperparameters`` (usually
+    constants), a nested map merged key by key."""
+
+    name: Literal["batch"]
+    points: Annotated[list[dict[str, Any]], Field(min_length=1, max_length=MAX_TRIALS)]
+    max_concurrent_trials: AtOnce = 16
+    max_length: Length | None = None
+
+    def plan(self) -> SearchPlan:
+        return _planned(self.max_length)
 
 
 class ReplaceFunction(ConfigModel):
@@ -335,6 +388,9 @@ _Members = (
     | Annotated[HyperbandConfig, Tag("<hyperband>")]
     | Annotated[OptunaConfig, Tag("<optuna>")]
     | Annotated[PBTConfig, Tag("<pbt>")]
+    | Annotated[AnnealConfig, Tag("<anneal>")]
+    | Annotated[EvolutionConfig, Tag("<evolution>")]
+    | Annotated[BatchConfig, Tag("<batch>")]
     | Annotated[CustomConfig, Tag("<custom>")]
     | Annotated[SyncHalvingConfig, Tag("<sync_halving>")]
     | Annotated[AdaptiveConfig, Tag("<adaptive>")]

@@ -1,5 +1,6 @@
 """Checkpoint storage sections: ``shared_fs`` (the default), ``directory``, ``s3``, ``gcs``,
-``azure``; a union chosen by ``type``."""
+``azure``; a union chosen by ``type``. A section without ``type`` holds only the
+garbage-collection policy and inherits the master's storage (as Determined's does)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import posixpath
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, Tag
+from pydantic import BeforeValidator, ConfigDict, Discriminator, Field, Tag
 
 from assay.config._base import ConfigModel, Problem, show, tagged
 from assay.config._limits import DB_INT_MAX, MAX_PATH
@@ -132,21 +133,81 @@ class AzureConfig(_StorageBase):
         return problems
 
 
+_INHERIT = "master_default"
+
+
+class InheritedStorageConfig(_StorageBase):
+    """A section without ``type``: the master's storage, with the GC keys given here."""
+
+    # Its other keys get one problem each from the cross checks, which say what to do.
+    model_config = ConfigDict(extra="ignore")
+    type: Literal["master_default"] = "master_default"
+
+    @classmethod
+    def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:
+        gc = {"type", *_StorageBase.model_fields}
+        return [
+            (
+                (key,),
+                "needs checkpoint_storage.type (shared_fs, directory, s3, gcs or azure); "
+                "without a type the section holds only save_experiment_best, save_trial_best "
+                "and save_trial_latest and the master's storage is used",
+            )
+            for key in data
+            if key not in gc
+        ]
+
+
+def _mark_inherited(value: Any) -> Any:
+    # A type-less section is told apart before the union picks its member by ``type``.
+    if isinstance(value, dict) and value.get("type") is None:
+        return {**value, "type": _INHERIT}
+    return value
+
+
+def _storage_types() -> Discriminator:
+    types = ("shared_fs", "directory", "s3", "gcs", "azure")
+    chosen = tagged("type", {t: f"<{t}>" for t in (_INHERIT, *types)}, "checkpoint storage type")
+    # The inherited member is what a missing type means, never a type to offer.
+    assert isinstance(chosen.custom_error_context, dict)
+    chosen.custom_error_context["expected"] = ", ".join(types)
+    return chosen
+
+
 CheckpointStorageConfig = Annotated[
-    Annotated[SharedFSConfig, Tag("<shared_fs>")]
+    Annotated[InheritedStorageConfig, Tag("<master_default>")]
+    | Annotated[SharedFSConfig, Tag("<shared_fs>")]
     | Annotated[DirectoryConfig, Tag("<directory>")]
     | Annotated[S3Config, Tag("<s3>")]
     | Annotated[GCSConfig, Tag("<gcs>")]
     | Annotated[AzureConfig, Tag("<azure>")],
-    tagged(
-        "type",
-        {t: f"<{t}>" for t in ("shared_fs", "directory", "s3", "gcs", "azure")},
-        "checkpoint storage type",
-    ),
+    _storage_types(),
+    BeforeValidator(_mark_inherited),
 ]
-"""Where checkpoints are stored; chosen by ``type``."""
+"""Where checkpoints are stored; chosen by ``type`` (none: the master's storage)."""
 
 
 def default_checkpoint_storage(assay_home: Path) -> SharedFSConfig:
     """The storage used when neither the experiment nor the master names one."""
     return SharedFSConfig(host_path=str(assay_home / "checkpoints"))
+
+
+def resolve_checkpoint_storage(storage: Any, master_storage: Any, assay_home: Path) -> Any:
+    """The storage an experiment uses: its own; or, given none or only GC keys (no ``type``),
+    the master's (``master.yaml``'s ``checkpoint_storage``, else ``ASSAY_HOME/checkpoints``)
+    with the GC keys it gave."""
+    base = master_storage
+    if base is None or isinstance(base, InheritedStorageConfig):
+        base = _merged(default_checkpoint_storage(assay_home), base)
+    if storage is None:
+        return base
+    if isinstance(storage, InheritedStorageConfig):
+        return _merged(base, storage)
+    return storage
+
+
+def _merged(base: Any, policy: InheritedStorageConfig | None) -> Any:
+    if policy is None:
+        return base
+    keys = policy.model_fields_set - {"type"}
+    return base.model_copy(update={k: getattr(policy, k) for k in keys})

@@ -22,6 +22,8 @@ from assay.config._jobspec import JobSpec, Prerequisite
 from assay.errors import ErrorDetail, InvalidConfig
 
 TEMPLATE = re.compile(r"<%(.*?)%>", re.DOTALL)
+_UNCLOSED = re.compile(r"<%\s*\$")
+"""What starts a template (``<% $``) with no ``%>`` after it; a bare ``<%`` is text."""
 _REFERENCE = re.compile(r"\s*\$([A-Za-z_]\w*)((?:\.[^.\[\]\s%]+|\[\d+\])*)\s*")
 _STEP = re.compile(r"\.([^.\[\]\s%]+)|\[(\d+)\]")
 ROLE_SCOPED = ("data", "output", "script")
@@ -156,6 +158,12 @@ def template_problems(text: str, scope: Scope) -> list[str]:
             _resolve(match.group(1), scope)
         except _Unresolved as exc:
             problems.append(str(exc))
+    outside = TEMPLATE.sub("", text)
+    unclosed = _UNCLOSED.search(outside)
+    if unclosed is not None:
+        # Left as written, the shell would run it: `<` redirects from a file named `%`.
+        opened = outside[unclosed.start() :][:40].splitlines()[0]
+        problems.append(f"template {opened!r} is not closed: end it with %>")
     return problems
 
 

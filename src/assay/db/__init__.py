@@ -2,9 +2,10 @@
 
 Everything else reaches the tables through the per-noun repository modules (``experiments``,
 ``trials``, ``allocations``, ``checkpoints``, ``jobs``, ``agents``, ``logs``, ``metrics``,
-``instances``, ``tasks``, ``contexts``, ``cluster``, ``users``, ``tokens``): functions that take a
-:class:`Session` and read rows, create them, or run a bulk statement. Callers change a row
-they were given by setting its attributes; the session writes it when the transaction commits.
+``instances``, ``notes``, ``tasks``, ``contexts``, ``cluster``, ``users``, ``tokens``):
+functions that take a :class:`Session` and read rows, create them, or run a bulk statement.
+Callers change a row they were given by setting its attributes; the session writes it when the
+transaction commits.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from assay.db import (
     jobs,
     logs,
     metrics,
+    notes,
     tasks,
     tokens,
     trials,
@@ -36,6 +38,7 @@ from assay.db._models import (
     ClusterRecord,
     Context,
     Experiment,
+    ExperimentNote,
     Instance,
     Job,
     Metric,
@@ -56,6 +59,7 @@ __all__ = [
     "Context",
     "Database",
     "Experiment",
+    "ExperimentNote",
     "Instance",
     "Job",
     "Metric",
@@ -76,6 +80,7 @@ __all__ = [
     "jobs",
     "logs",
     "metrics",
+    "notes",
     "sqlite_url",
     "tasks",
     "tokens",

@@ -22,6 +22,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -114,11 +115,30 @@ class Experiment(Base):
     message: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[float] = mapped_column(Float)
     ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    active_seconds: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    """Seconds the experiment was ACTIVE before ``active_since`` (what ``max_duration``
+    counts: a pause stops the clock)."""
+    active_since: Mapped[float | None] = mapped_column(Float, nullable=True)
+    """When it last became ACTIVE; None while it is not (or not yet counted)."""
 
     __table_args__ = (
         Index("ix_experiments_state", "state"),
         Index("ix_experiments_archived_id", "archived", "id"),
     )
+
+
+class ExperimentNote(Base):
+    """A line of the experiment's own log: what the master decided about it (a tuner mapped,
+    keys ignored, a time limit reached)."""
+
+    __tablename__ = "experiment_notes"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id"))
+    time: Mapped[float] = mapped_column(Float)
+    text: Mapped[str] = mapped_column(Text)
+
+    __table_args__ = (Index("ix_experiment_notes_experiment", "experiment_id", "id"),)
 
 
 class Trial(Base):
@@ -177,6 +197,8 @@ class Allocation(Base):
     """It outlived its preemption timeout and was killed; its trial goes where the
     preemption sent it, as if it had stopped in time."""
     released: Mapped[bool] = mapped_column(Boolean, default=False)
+    timed_out: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """Killed because its trial ran longer than ``max_trial_duration``."""
     exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
     exit_reason: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[float] = mapped_column(Float)

@@ -117,3 +117,19 @@ def used_slots(session: Session) -> dict[str, set[str]]:
         for agent_id, slots in (alloc.slots or {}).items():
             used.setdefault(agent_id, set()).update(str(s) for s in slots)
     return used
+
+
+def live_of_experiments(
+    session: Session, experiment_ids: Sequence[int]
+) -> list[tuple[Allocation, Trial]]:
+    """Live allocations of these experiments' trials not yet told to die, with their trial."""
+    rows = session.execute(
+        select(Allocation, Trial)
+        .join(Trial, Allocation.trial_id == Trial.id)
+        .where(
+            Trial.experiment_id.in_(experiment_ids),
+            Allocation.state.in_(LIVE_ALLOCATION_STATES),
+            Allocation.kill_requested.is_(False),
+        )
+    ).all()
+    return [(a, t) for a, t in rows]

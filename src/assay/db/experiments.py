@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from assay.db._models import Experiment
 from assay.errors import NotFound
-from assay.protocol import ExperimentState
+from assay.protocol import TERMINAL_EXPERIMENT_STATES, ExperimentState
 
 
 def get(session: Session, experiment_id: int) -> Experiment | None:
@@ -90,3 +90,10 @@ def page(
 
 def of_job(session: Session, job_id: str) -> Sequence[Experiment]:
     return session.scalars(select(Experiment).where(Experiment.job_id == job_id)).all()
+
+
+def live(session: Session) -> Sequence[Experiment]:
+    """Experiments that have not ended (active, paused or stopping)."""
+    return session.scalars(
+        select(Experiment).where(Experiment.state.not_in(TERMINAL_EXPERIMENT_STATES))
+    ).all()

@@ -171,3 +171,15 @@ def raise_steps_completed(session: Session, trial_id: int, steps: int) -> None:
         .where(Trial.id == trial_id, Trial.steps_completed < steps)
         .values(steps_completed=steps)
     )
+
+
+def sequence_number(session: Session, trial: Trial) -> int:
+    """The trial's place among its experiment's trials, from 0 (NNI's sequence id)."""
+    return int(
+        session.scalar(
+            select(func.count())
+            .select_from(Trial)
+            .where(Trial.experiment_id == trial.experiment_id, Trial.id < trial.id)
+        )
+        or 0
+    )

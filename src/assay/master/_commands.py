@@ -16,6 +16,7 @@ from assay.db import jobs as db_jobs
 from assay.master import _jobs as jobs
 from assay.master import _lifecycle as life
 from assay.master import _views as views
+from assay.master._notes import add_note
 from assay.master._orchestrator import Orchestrator
 from assay.master._submit import Submission, create_experiment, validate_submission
 from assay.master._tx import Tx
@@ -71,6 +72,16 @@ class ExperimentCommands:
             return create_experiment(tx, valid, self.settings)
 
         return await self.core.transact(_viewed(handler))
+
+    async def add_note(self, experiment_id: int, text: str) -> None:
+        """Append a line to the experiment's log (``[experiment]`` in ``assay experiment
+        logs``)."""
+
+        def handler(tx: Tx) -> None:
+            experiments.require(tx.session, experiment_id)
+            add_note(tx, experiment_id, text)
+
+        await self.core.transact(handler)
 
     async def pause(self, actor: Actor, experiment_id: int) -> rest.Experiment:
         return await self.core.transact(

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from assay.compat import trial_pythonpath
 from assay.protocol import ExitedReason
 from assay.searcher import Operation, Shutdown, op_from_json
 
@@ -151,6 +152,8 @@ class CustomSearchMethod:
                 stdout=subprocess.PIPE,
                 stderr=self._stderr,
                 cwd=self.context_dir,
+                # The shims first, as for trials: an NNI custom tuner imports nni.tuner.
+                env={**os.environ, "PYTHONPATH": trial_pythonpath(os.environ.get("PYTHONPATH"))},
             )
         except OSError as exc:
             raise _WorkerFailed(f"could not start the worker process: {exc}") from exc

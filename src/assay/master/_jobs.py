@@ -7,11 +7,11 @@ from typing import Any
 
 from assay import rest
 from assay.config import MasterConfig
-from assay.db import Experiment, Job, Session, Task, experiments, jobs
+from assay.db import Experiment, Job, Session, Task, experiments, jobs, trials
 from assay.db import tasks as db_tasks
 from assay.errors import Conflict, ErrorDetail, InvalidRequest, NotFound
 from assay.master._tx import Reschedule, Tx
-from assay.protocol import ExperimentState, JobState
+from assay.protocol import ExperimentState, JobState, TrialState
 from assay.scheduler import Job as JobView
 from assay.scheduler import (
     JobKind,
@@ -56,8 +56,8 @@ def list_jobs(
 ) -> rest.JobQueue:
     """The active jobs of ``pool`` in scheduling order, with their slots and status.
 
-    SCHEDULED means slots are allocated or reserved for it (it runs, or starts as soon as the
-    slots it preempted come free); QUEUED means it waits for slots.
+    RUNNING means some of it runs (a trial, an instance, with slots or with none); SCHEDULED
+    that slots are reserved for it until the ones it preempted come free; QUEUED that it waits.
     """
     policy = policies(settings).get(pool)
     if policy is None:
@@ -71,12 +71,24 @@ def list_jobs(
         job.id: (job, exp, None) for job, exp in rows
     }
     by_id.update({job.id: (job, None, task) for job, task in task_rows})
+    trial_states = trials.counts(session, [exp.id for _, exp in rows])
+    running = {job.id for job, exp in rows if trial_states.get(exp.id, {}).get(TrialState.RUNNING)}
+    running.update(
+        job.id
+        for job, task in task_rows
+        if any(i.live for i in db_tasks.instances(session, task.id))
+    )
     out = []
     views = [job_view(j) for j, _, _ in by_id.values()]
     for position, view in enumerate(order_jobs(views, policy)):
         job, exp, task = by_id[view.id]
         acquired, queued = usage.get(job.id, (0, 0))
-        status = JobState.SCHEDULED if acquired > 0 or job.id in waiting else JobState.QUEUED
+        if job.id in running or acquired > 0:
+            status = JobState.RUNNING
+        elif job.id in waiting:
+            status = JobState.SCHEDULED
+        else:
+            status = JobState.QUEUED
         out.append(
             rest.Job(
                 position=position,

@@ -13,8 +13,10 @@ from dataclasses import replace
 
 from assay.db import Allocation, Experiment, Trial, allocations, experiments, jobs, trials
 from assay.errors import InvalidTransition
+from assay.master._clock import account_state_change
 from assay.master._gc import mark_for_collection
 from assay.master._transitions import (
+    TIMED_OUT,
     ClosedEvent,
     ExitedEarlyEvent,
     ExitFacts,
@@ -59,9 +61,13 @@ def apply_ops(tx: Tx, exp: Experiment, ops: list[Operation]) -> None:
     """Carry out what the searcher decided, then snapshot it in the same transaction."""
     searcher = tx.searchers.searcher(exp)
     tx.touched.add(exp.id)
+    ended = ExperimentState(exp.state).stopping or ExperimentState(exp.state).terminal
     for op in ops:
         if isinstance(op, Create):
-            _create_trial(tx, exp, op)
+            # A search stopped from outside (its max_duration ran out) starts nothing new
+            # while its last trials finish.
+            if not ended:
+                _create_trial(tx, exp, op)
         elif isinstance(op, ValidateAfter):
             _validate_after(tx, exp, searcher, op)
         elif isinstance(op, Close):
@@ -129,11 +135,11 @@ def _close_trial(tx: Tx, exp: Experiment, searcher: Searcher, op: Close) -> None
 
 def _shutdown(tx: Tx, exp: Experiment, op: Shutdown) -> None:
     event = ExperimentEvent.SEARCHER_FAILED if op.failure else ExperimentEvent.SEARCHER_DONE
-    if not _move_experiment(tx, exp, event):
+    if not move_experiment(tx, exp, event):
         return
     if op.failure:
         exp.message = op.message or "the searcher could not go on"
-    _move_trials(tx, exp, event)
+    move_trials(tx, exp, event)
 
 
 # -- experiment transitions ---------------------------------------------------------------------
@@ -158,16 +164,17 @@ def maybe_finish_experiment(tx: Tx, exp: Experiment) -> None:
     tx.act(Reschedule())
 
 
-def _move_experiment(tx: Tx, exp: Experiment, event: ExperimentEvent) -> bool:
+def move_experiment(tx: Tx, exp: Experiment, event: ExperimentEvent) -> bool:
     """Apply ``event`` to the experiment's state; False if it changes nothing."""
     new = experiment_transition(exp.id, ExperimentState(exp.state), event)
     if new is None:
         return False
+    account_state_change(exp, new, tx.now)
     exp.state = new
     return True
 
 
-def _move_trials(tx: Tx, exp: Experiment, event: ExperimentEvent) -> None:
+def move_trials(tx: Tx, exp: Experiment, event: ExperimentEvent) -> None:
     """Apply ``event`` to each live trial of the experiment."""
     searcher = tx.searchers.searcher(exp) if event is ExperimentEvent.ACTIVATE else None
     for trial in trials.live_of(tx.session, exp.id):
@@ -207,35 +214,35 @@ def _carry_out(tx: Tx, trial: Trial, alloc: Allocation | None, order: TrialOrder
 
 def pause_experiment(tx: Tx, experiment_id: int) -> Experiment:
     exp = experiments.require(tx.session, experiment_id)
-    if _move_experiment(tx, exp, ExperimentEvent.PAUSE):
-        _move_trials(tx, exp, ExperimentEvent.PAUSE)
+    if move_experiment(tx, exp, ExperimentEvent.PAUSE):
+        move_trials(tx, exp, ExperimentEvent.PAUSE)
         tx.act(Reschedule())
     return exp
 
 
 def activate_experiment(tx: Tx, experiment_id: int) -> Experiment:
     exp = experiments.require(tx.session, experiment_id)
-    if _move_experiment(tx, exp, ExperimentEvent.ACTIVATE):
+    if move_experiment(tx, exp, ExperimentEvent.ACTIVATE):
         searcher = tx.searchers.searcher(exp)
         if not searcher.started:
             apply_ops(tx, exp, searcher.initial_operations())
-        _move_trials(tx, exp, ExperimentEvent.ACTIVATE)
+        move_trials(tx, exp, ExperimentEvent.ACTIVATE)
         tx.act(Reschedule())
     return exp
 
 
 def cancel_experiment(tx: Tx, experiment_id: int) -> Experiment:
     exp = experiments.require(tx.session, experiment_id)
-    if _move_experiment(tx, exp, ExperimentEvent.CANCEL):
-        _move_trials(tx, exp, ExperimentEvent.CANCEL)
+    if move_experiment(tx, exp, ExperimentEvent.CANCEL):
+        move_trials(tx, exp, ExperimentEvent.CANCEL)
         maybe_finish_experiment(tx, exp)
     return exp
 
 
 def kill_experiment(tx: Tx, experiment_id: int) -> Experiment:
     exp = experiments.require(tx.session, experiment_id)
-    if _move_experiment(tx, exp, ExperimentEvent.KILL):
-        _move_trials(tx, exp, ExperimentEvent.KILL)
+    if move_experiment(tx, exp, ExperimentEvent.KILL):
+        move_trials(tx, exp, ExperimentEvent.KILL)
     maybe_finish_experiment(tx, exp)
     return exp
 
@@ -349,10 +356,11 @@ def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason:
         runs=trial.runs,
         planned_reached=_planned_reached(tx, exp, searcher, trial),
         latest_checkpoint=trial.latest_checkpoint,
+        timed_out=alloc.timed_out,
     )
     alloc.state = AllocationState.TERMINATED
     alloc.exit_code = exit_code
-    alloc.exit_reason = OVERDUE if alloc.overdue else reason
+    alloc.exit_reason = OVERDUE if alloc.overdue else TIMED_OUT if alloc.timed_out else reason
     alloc.ended_at = tx.now
     tx.act(Reschedule())
     tx.act(Wake(("op", alloc.trial_id)))

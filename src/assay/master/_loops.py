@@ -1,5 +1,6 @@
 """The master's loops: scheduling passes (when woken, at least every second) and the
-once-a-second chores (autoscaling, lost agents, preemption timeouts, repeated kills)."""
+once-a-second chores (autoscaling, lost agents, preemption timeouts, time limits, repeated
+kills)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from assay.master._autoscaler import Autoscaler
 from assay.master._gateway import AgentGateway
 from assay.master._orchestrator import Orchestrator
 from assay.master._scheduling import PassResult, schedule_pass
+from assay.master._time_limits import enforce_time_limits
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +77,9 @@ class Loops:
     async def _enforce_preemption_timeouts(self) -> None:
         await self.core.transact(life.enforce_preemption_timeouts, self._preemption_timeouts)
 
+    async def _enforce_time_limits(self) -> None:
+        await self.core.transact(enforce_time_limits)
+
     async def _prune_waiters(self) -> None:
         self.core.waiters.prune()
 
@@ -87,6 +92,7 @@ class Loops:
                 ("autoscaling", self.autoscaler.step),
                 ("checking for lost agents", self.agents.reap_lost),
                 ("enforcing preemption timeouts", self._enforce_preemption_timeouts),
+                ("enforcing time limits", self._enforce_time_limits),
             ]
             if ticks % 5 == 0:
                 steps.append(("repeating kills", self.agents.resend_kills))

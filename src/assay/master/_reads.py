@@ -23,6 +23,7 @@ from assay.db import (
     instances,
     logs,
     metrics,
+    notes,
     trials,
 )
 from assay.master import _views as views
@@ -103,6 +104,20 @@ class Reads:
             experiments.require(session, experiment_id)
             rows = trials.of_experiment(session, experiment_id)
             return rest.TrialList(trials=[views.trial(t) for t in rows])
+
+        return await self.core.read(read)
+
+    async def notes(
+        self, experiment_id: int, *, after: int = 0, limit: int = 1000
+    ) -> rest.ExperimentNoteList:
+        """The experiment's notes after note ``after``, oldest first."""
+
+        def read(session: Session) -> rest.ExperimentNoteList:
+            experiments.require(session, experiment_id)
+            rows = notes.of_experiment(session, experiment_id, after=after, limit=limit)
+            return rest.ExperimentNoteList(
+                notes=[rest.ExperimentNote(id=n.id, time=n.time, text=n.text) for n in rows]
+            )
 
         return await self.core.read(read)
 

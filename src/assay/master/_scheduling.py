@@ -24,6 +24,7 @@ from assay.master import _gang as gang
 from assay.master import _tasks as task_life
 from assay.master._jobs import job_view
 from assay.master._lifecycle import request_preemption
+from assay.master._trial_env import trial_env
 from assay.master._tx import StartAllocation, Tx
 from assay.protocol import (
     TASK_TYPE_TRIAL,
@@ -321,7 +322,9 @@ def start_trial(
     cfg = tx.searchers.config(exp)
     searcher = tx.searchers.searcher(exp)
     layouts = gang.plan(tx, alloc, placement, agents)
-    addrs = gang.container_addrs(placement, agents) if layouts else []
+    # Every node's address, as Determined gives it, a single node's too.
+    addrs = gang.container_addrs(placement, agents)
+    nni_env = trial_env(tx.session, exp, trial)
     for rank, (agent_id, slot_ids) in enumerate(sorted(placement.items())):
         agent = agents.get(agent_id)
         slot_views = [s for s in agent.slots if s.id in slot_ids] if agent else []
@@ -360,6 +363,7 @@ def start_trial(
         env = cfg.environment.variables(
             "cuda" if any(s.type == "cuda" for s in slot_views) else "cpu"
         )
+        env.update(nni_env)
         env.update(
             {
                 TrialEnv.TRIAL_ID: str(trial.id),
@@ -379,7 +383,9 @@ def start_trial(
             env=env,
             slots=list(slot_ids),
             cluster_info=info,
-            distributed=layouts.get(agent_id),
+            # native_parallel: the code starts its own processes, as with Determined; no
+            # layout tells a launcher where its ranks are.
+            distributed=None if cfg.resources.native_parallel else layouts.get(agent_id),
         )
         tx.act(StartAllocation(agent_id, message))
     return alloc

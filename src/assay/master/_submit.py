@@ -14,17 +14,23 @@ from assay.config import (
     InvalidConfig,
     MasterConfig,
     ResourcesConfig,
-    default_checkpoint_storage,
     load_experiment_config,
     masked_by_config,
     parse_yaml,
+    resolve_checkpoint_storage,
 )
 from assay.context import ContextInfo, inspect_archive
 from assay.db import Experiment, contexts, experiments, jobs
 from assay.errors import ErrorDetail
+from assay.master._clock import account_state_change
 from assay.master._lifecycle import apply_ops
+from assay.master._notes import add_note
 from assay.master._tx import Tx
 from assay.protocol import ExperimentState
+from assay.storage import AVAILABLE_STORAGE_TYPES, storage_from_config
+
+MAX_NOTES = 100
+"""The most notes a submission may carry."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,9 @@ class Submission:
     activate: bool = True
     owner: str = ""
     """Who submits it: set by the master from the signed-in user, never by the client."""
+    notes: tuple[str, ...] = ()
+    """Lines for the experiment's log, stored with it (what a config reader decided: a tuner
+    mapped onto a searcher, keys ignored)."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,7 @@ class ValidSubmission:
     context_data: bytes
     activate: bool
     owner: str
+    notes: tuple[str, ...] = ()
 
 
 def validate_submission(
@@ -62,10 +72,15 @@ def validate_submission(
         ErrorDetail(path, "must not contain NUL characters (\\0)") for path in _nul_paths(raw, "")
     ]
     problems += [
-        ErrorDetail(f"overrides[{i}]", "must not contain NUL characters (\\0)")
-        for i, item in enumerate(sub.overrides)
+        ErrorDetail(f"{what}[{i}]", "must not contain NUL characters (\\0)")
+        for what, items in (("overrides", sub.overrides), ("notes", sub.notes))
+        for i, item in enumerate(items)
         if "\x00" in item
     ]
+    if len(sub.notes) > MAX_NOTES:
+        problems.append(
+            ErrorDetail("notes", f"must have at most {MAX_NOTES} lines, got {len(sub.notes)}")
+        )
     config: ExperimentConfig | None = None
     try:
         config = load_experiment_config(
@@ -88,9 +103,12 @@ def validate_submission(
         noun = "problem" if len(problems) == 1 else "problems"
         raise InvalidConfig(f"invalid experiment config: {len(problems)} {noun}", problems)
     info = inspect_archive(sub.context)
-    if config.checkpoint_storage is None:
-        storage = settings.checkpoint_storage or default_checkpoint_storage(assay_home)
-        config = config.model_copy(update={"checkpoint_storage": storage})
+    storage = resolve_checkpoint_storage(
+        config.checkpoint_storage, settings.checkpoint_storage, assay_home
+    )
+    config = config.model_copy(update={"checkpoint_storage": storage})
+    if config.adaptdl is not None:
+        _check_adaptdl_storage(config)
     if config.reproducibility.experiment_seed is None:
         seed = random.SystemRandom().randrange(0, 2**31 - 1)
         config = config.model_copy(
@@ -100,7 +118,29 @@ def validate_submission(
                 )
             }
         )
-    return ValidSubmission(config, sub.config_text, info, sub.context, sub.activate, sub.owner)
+    return ValidSubmission(
+        config, sub.config_text, info, sub.context, sub.activate, sub.owner, sub.notes
+    )
+
+
+def _check_adaptdl_storage(config: ExperimentConfig) -> None:
+    """AdaptDL's directories live under the checkpoint storage: it must be one this build
+    writes to (a shared_fs or directory storage that every agent reaches at the same path)."""
+    storage = config.checkpoint_storage
+    try:
+        storage_from_config(storage.to_json() if storage is not None else {})
+    except InvalidConfig as exc:
+        kinds = ", ".join(AVAILABLE_STORAGE_TYPES)
+        raise InvalidConfig(
+            "invalid experiment config: 1 problem",
+            [
+                ErrorDetail(
+                    "adaptdl",
+                    f"keeps its checkpoint, share and tensorboard directories in the checkpoint "
+                    f"storage, which must then be of type {kinds} ({exc.details[0].message})",
+                )
+            ],
+        ) from None
 
 
 def _nul_paths(value: Any, path: str) -> list[str]:
@@ -220,6 +260,10 @@ def create_experiment(tx: Tx, sub: ValidSubmission, settings: MasterConfig) -> E
         owner=sub.owner,
         created_at=tx.now,
     )
+    if sub.activate:
+        account_state_change(exp, ExperimentState.ACTIVE, tx.now)
+    for text in sub.notes:
+        add_note(tx, exp.id, text)
     # The job queue shows the name as it is stored: with no secret value in it (a mask may be
     # longer than what it hides; the column keeps MAX_NAME characters).
     name = masked_by_config(exp.name, exp.config)

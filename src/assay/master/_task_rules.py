@@ -36,6 +36,10 @@ class Outcome:
     reason: str
 
 
+def _instances(n: int) -> str:
+    return "1 instance" if n == 1 else f"{n} instances"
+
+
 def decide(
     roles: Sequence[RoleRule], states: Mapping[str, Sequence[TaskInstanceState]]
 ) -> Outcome | None:
@@ -45,7 +49,7 @@ def decide(
         if role.min_failed != -1 and failed >= max(1, role.min_failed):
             return Outcome(
                 TaskState.FAILED,
-                f"{failed} instance(s) of role {role.name} failed "
+                f"{_instances(failed)} of role {role.name} failed "
                 f"(minFailedInstances {role.min_failed})",
             )
     for role in roles:
@@ -56,7 +60,7 @@ def decide(
         if done >= need:
             return Outcome(
                 TaskState.SUCCEEDED,
-                f"{done} instance(s) of role {role.name} succeeded (minSucceededInstances {need})",
+                f"{_instances(done)} of role {role.name} succeeded (minSucceededInstances {need})",
             )
     if all(s.ended for role in roles for s in states.get(role.name, ())):
         return Outcome(TaskState.SUCCEEDED, "every instance ended")

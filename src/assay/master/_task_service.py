@@ -4,11 +4,13 @@ once, nothing half-created), read it, follow its instances' logs, stop it."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from assay import rest
-from assay.config import JobSpec, MasterConfig
+from assay.config import JobSpec, JobSpecKind, MasterConfig
 from assay.context import inspect_archive
 from assay.db import Session, Task, TaskInstance, TaskLog, contexts, jobs, tasks
 from assay.errors import ErrorDetail, InvalidConfig, NotFound
@@ -49,9 +51,10 @@ class TaskService:
             spec = spec.model_copy(update={"pool": default})
         problems = self.problems(spec)
         if problems:
+            n = len(problems)
             raise InvalidConfig(
                 f"job {spec.name!r} cannot be scheduled here: "
-                + "; ".join(f"{p.path}: {p.message}" for p in problems),
+                + (str(problems[0]) if n == 1 else f"{n} problems"),
                 problems,
             )
         pool = next(p for p in self.settings.resource_pools if p.pool_name == spec.pool)
@@ -81,7 +84,7 @@ class TaskService:
         if spec.pool not in pools:
             return [
                 ErrorDetail(
-                    "pool",
+                    _POOL_KEYS.get(spec.source_format, "resources.resource_pool"),
                     f"resource pool {spec.pool!r} does not exist; this cluster has: "
                     + ", ".join(pools),
                 )
@@ -103,17 +106,23 @@ class TaskService:
             # Nothing connected yet: the job waits for agents, as experiments do.
             return []
         out = []
-        for role in spec.roles:
+        for number, role in enumerate(spec.roles):
             part = Part(
                 slots=role.slots, cpu=role.cpu, memory_mb=role.memory_mb, label=spec.agent_label
             )
             why = never_fits((part,), agents)
             if why:
+                # The scheduler writes amounts with :g; a user wrote 10000000, not 1e+07.
+                why = _SCIENTIFIC.sub(lambda m: f"{float(m.group(0)):.0f}", why)
+                what = (
+                    f"an instance of task role {role.name}"
+                    if spec.kind == JobSpecKind.JOB
+                    else f"the {spec.kind.value}"
+                )
                 out.append(
                     ErrorDetail(
-                        f"roles.{role.name}",
-                        f"an instance of role {role.name} can never be placed in pool "
-                        f"{spec.pool!r}: {why}",
+                        _resource_path(spec, number, why),
+                        f"{what} can never be placed in pool {spec.pool!r}: {why}",
                     )
                 )
         return out
@@ -201,6 +210,8 @@ class TaskService:
     ) -> TaskLogs:
         def read(session: Session) -> TaskLogs:
             task = _require(session, task_id)
+            if role is not None:
+                _require_instance(task, role, index)
             prefix = None if role is None else life.allocation_prefix(task_id, role, index)
             rows = tasks.logs_after(session, task_id, after, limit, prefix)
             live = any(i.live for i in tasks.instances(session, task_id))
@@ -216,11 +227,51 @@ class TaskService:
         )
 
 
+_SCIENTIFIC = re.compile(r"\b\d+(?:\.\d+)?e\+\d+\b")
+_POOL_KEYS = {"openpai-v2": "defaults.virtualCluster", "openpai-v1": "virtualCluster"}
+# What the scheduler's reason names -> the key the user wrote it with, by format.
+_RESOURCE_KEYS = {
+    "openpai-v2": {"slot": "gpu", "core": "cpu", "memory": "memoryMB"},
+    "openpai-v1": {"slot": "gpuNumber", "core": "cpuNumber", "memory": "memoryMB"},
+    "determined": {"slot": "slots", "label": "agent_label"},
+}
+
+
+def _resource_path(spec: JobSpec, number: int, why: str) -> str:
+    """The key path, as the job file writes it, of the resource ``why`` says cannot fit."""
+    resource = next((r for r in ("slot", "core", "memory", "label") if r in why), "")
+    role = spec.roles[number]
+    if spec.source_format == "openpai-v2":
+        base = f"taskRoles.{role.name}.resourcePerInstance"
+        key = _RESOURCE_KEYS["openpai-v2"].get(resource)
+    elif spec.source_format == "openpai-v1":
+        base = f"taskRoles[{number}]"
+        key = _RESOURCE_KEYS["openpai-v1"].get(resource)
+    else:
+        base = "resources"
+        key = _RESOURCE_KEYS["determined"].get(resource)
+    return f"{base}.{key}" if key else base
+
+
 def _require(session: Session, task_id: int) -> Task:
     task = tasks.get(session, task_id)
     if task is None:
-        raise NotFound(f"job {task_id} not found (`assay job list` shows the queue)")
+        raise NotFound(f"job {task_id} not found (`assay task list --all` shows every job)")
     return task
+
+
+def _require_instance(task: Task, role: str, index: int | None) -> None:
+    roles = {r["name"]: int(r.get("instances", 1)) for r in (task.spec or {}).get("roles", [])}
+    if role not in roles:
+        raise NotFound(
+            f"job {task.id} has no role {role!r}; its roles are: {', '.join(sorted(roles))}"
+        )
+    if index is not None and not 0 <= index < roles[role]:
+        n = roles[role]
+        raise NotFound(
+            f"role {role} of job {task.id} has no instance {index}; "
+            + ("its only instance is 0" if n == 1 else f"its instances are 0 to {n - 1}")
+        )
 
 
 def log_entry(row: TaskLog) -> rest.TaskLogEntry:
@@ -274,7 +325,7 @@ def task_view(session: Session, task: Task) -> rest.Task:
         user=task.owner,
         state=TaskState(task.state),
         source_format=str(spec.get("source_format", "")),
-        image=spec.get("image"),
+        image=_job_image(spec),
         resource_pool=job.pool if job is not None else str(spec.get("pool", "")),
         priority=job.priority if job is not None else DEFAULT_PRIORITY,
         attempt=task.attempt,
@@ -306,6 +357,15 @@ def task_view(session: Session, task: Task) -> rest.Task:
         ],
         instances=[_instance(i) for i in insts],
     )
+
+
+def _job_image(spec: dict[str, Any]) -> str | None:
+    """The job's image: the one it names, else the one all of its roles name (OpenPAI v2
+    names images per role); None when the roles name different ones, or none."""
+    if spec.get("image"):
+        return str(spec["image"])
+    images = {r.get("image") for r in spec.get("roles", [])}
+    return str(images.pop()) if len(images) == 1 and None not in images else None
 
 
 def summary(session: Session, task: Task) -> rest.TaskSummary:

@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from assay.config import JobSpec, render_commands
+from assay.config import JobSpec, JobSpecKind, render_commands
 from assay.db import Job, Task, TaskInstance, contexts, jobs, tasks
 from assay.errors import Conflict, NotFound
 from assay.master import _task_rules as rules
@@ -67,6 +67,8 @@ def stored_spec(task: Task) -> JobSpec:
 
 
 def create_task(tx: Tx, spec: JobSpec, owner: str, context_id: int | None, priority: int) -> Task:
+    if spec.kind == JobSpecKind.JOB:
+        _check_name_free(tx, owner, spec.name)
     job = jobs.create(
         tx.session,
         job_id=secrets.token_hex(4),
@@ -93,6 +95,18 @@ def create_task(tx: Tx, spec: JobSpec, owner: str, context_id: int | None, prior
     )
     tx.act(Reschedule())
     return task
+
+
+def _check_name_free(tx: Tx, owner: str, name: str) -> None:
+    """OpenPAI's rule: a user's job name names one job. A name whose job has ended may be used
+    again (the new job is the one ``user~name`` names from then on); one still running may not."""
+    same = tasks.by_owner_and_name(tx.session, owner, name)
+    if same is not None and not TaskState(same.state).terminal:
+        raise Conflict(
+            f"job name {name!r} is taken by your job {same.id} ({same.state}); "
+            f"stop it (`assay job stop {same.id}`) or wait for it to end, or give this job "
+            "another name"
+        )
 
 
 # -- starting -----------------------------------------------------------------------------------
@@ -263,6 +277,14 @@ def instance_exited(
             f"run {inst.runs} {what}{f' ({reason})' if reason else ''}; "
             f"retry {inst.retries} of {role.task_retry_count}"
         )
+        after = "it was lost with its agent" if lost else f"exit code {exit_code}"
+        _say(
+            tx,
+            task,
+            inst.allocation_id,
+            f"assay: {inst.role}/{inst.index}: attempt {inst.retries + 1} of "
+            f"{role.task_retry_count + 1} starting after {after}",
+        )
         tx.act(Reschedule())
     else:
         inst.state = TaskInstanceState.FAILED
@@ -272,6 +294,8 @@ def instance_exited(
     settle(tx, task)
     tx.act(Reschedule())
     tx.act(Wake(("task", task.id)))
+    # Followers of the logs wait on lines; this may have been the job's last process.
+    tx.act(Wake(("task-logs", task.id)))
 
 
 def settle(tx: Tx, task: Task) -> None:
@@ -318,6 +342,23 @@ def settle(tx: Tx, task: Task) -> None:
     if task.retrying and not live:
         task.retrying = False
         task.attempt += 1
+        failed_code = next(
+            (i.exit_code for i in insts if i.state == TaskInstanceState.FAILED and i.exit_code),
+            None,
+        )
+        after = (
+            f"exit code {failed_code}"
+            if failed_code is not None
+            else f"attempt {task.attempt} failed"
+        )
+        if insts:
+            _say(
+                tx,
+                task,
+                insts[0].allocation_id,
+                f"assay: job attempt {task.attempt + 1} of {spec.job_retry_count + 1} starting "
+                f"after {after}",
+            )
         task.state = TaskState.WAITING
         for inst in insts:
             inst.state = TaskInstanceState.WAITING
@@ -327,6 +368,17 @@ def settle(tx: Tx, task: Task) -> None:
         tx.act(Reschedule())
     if TaskState(task.state).terminal and not live and job is not None:
         job.done = True
+
+
+def _say(tx: Tx, task: Task, allocation_id: str | None, line: str) -> None:
+    """Write ``line`` into the job's log, where its user reads what happened to it."""
+    if allocation_id:
+        tasks.insert_logs(
+            tx.session,
+            task.id,
+            [LogEntry(allocation_id, 0, line, stream="stderr", time=tx.now)],
+        )
+        tx.act(Wake(("task-logs", task.id)))
 
 
 def _end(
@@ -352,10 +404,12 @@ def _kill(tx: Tx, live: Sequence[TaskInstance]) -> None:
 def stop_task(tx: Tx, task_id: int, actor: Actor) -> Task:
     task = tasks.get(tx.session, task_id)
     if task is None:
-        raise NotFound(f"job {task_id} not found")
-    actor.require_owner(task.owner, f"job {task_id}")
+        raise NotFound(f"job {task_id} not found (`assay task list --all` shows every job)")
+    actor.require_owner(task.owner, f"{task.kind} {task_id}")
     if TaskState(task.state).terminal:
-        raise Conflict(f"job {task_id} has ended already ({task.state}); there is nothing to stop")
+        raise Conflict(
+            f"{task.kind} {task_id} has ended already ({task.state}); there is nothing to stop"
+        )
     if task.stop_requested:
         return task
     task.stop_requested = True
@@ -363,6 +417,7 @@ def stop_task(tx: Tx, task_id: int, actor: Actor) -> Task:
     task.message = f"stopped by {actor.username}"
     settle(tx, task)
     tx.act(Wake(("task", task.id)))
+    tx.act(Wake(("task-logs", task.id)))
     return task
 
 

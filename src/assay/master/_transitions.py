@@ -227,6 +227,12 @@ class ExitFacts:
     planned_reached: bool | None
     """Whether it trained to the search's planned length (None: no planned length)."""
     latest_checkpoint: str | None
+    timed_out: bool = False
+    """It was killed for running longer than ``max_trial_duration``."""
+
+
+TIMED_OUT = "ran longer than max_trial_duration"
+"""The message (and the allocation's exit reason) of a trial ended by its time limit."""
 
 
 @dataclass(frozen=True)
@@ -293,6 +299,14 @@ def decide_exit(f: ExitFacts) -> ExitDecision:
     detail = describe_exit(f.exit_code, f.reason)
     canceled = (ExperimentState.STOPPING_CANCELED, ExperimentState.STOPPING_KILLED)
 
+    if f.timed_out:
+        # Before a user's kill: the time limit's kill is the one it records; the searcher
+        # counts the trial as one that stopped before finishing.
+        return end(
+            TrialState.CANCELED,
+            f"{TIMED_OUT}: ended",
+            searcher=ExitedEarlyEvent(ExitedReason.USER_CANCELED),
+        )
     if f.kill_requested or f.preempt is PreemptReason.CANCEL or f.experiment_state in canceled:
         # A user's cancel or kill of the trial tells its searcher; the experiment's does not.
         stopping = f.experiment_state.stopping

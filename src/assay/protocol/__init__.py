@@ -44,7 +44,15 @@ from assay.protocol._harness import (
     ProgressReport,
     metric_reports,
 )
-from assay.protocol._info import TASK_TYPE_TRIAL, ClusterInfo, SearcherInfo, TrialEnv, TrialInfo
+from assay.protocol._info import (
+    TASK_TYPE_TRIAL,
+    AdaptDLEnv,
+    ClusterInfo,
+    NniEnv,
+    SearcherInfo,
+    TrialEnv,
+    TrialInfo,
+)
 from assay.protocol._states import (
     ENDED_TASK_INSTANCE_STATES,
     LIVE_ALLOCATION_STATES,
@@ -59,6 +67,8 @@ from assay.protocol._states import (
     ExperimentState,
     InstanceState,
     JobState,
+    NNIExperimentStatus,
+    NNITrialStatus,
     PreemptReason,
     TaskInstanceState,
     TaskState,
@@ -79,6 +89,7 @@ __all__ = [
     "TRAINING",
     "VALIDATION",
     "AckExit",
+    "AdaptDLEnv",
     "AgentMessage",
     "AllocationState",
     "CheckpointReport",
@@ -99,6 +110,9 @@ __all__ = [
     "Logs",
     "MasterMessage",
     "MetricReport",
+    "NNIExperimentStatus",
+    "NNITrialStatus",
+    "NniEnv",
     "OperationAnswer",
     "PreemptReason",
     "PreemptionAnswer",

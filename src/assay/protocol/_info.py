@@ -32,6 +32,40 @@ class TrialEnv:
     AGENT_ID = "ASSAY_AGENT_ID"
     RENDEZVOUS_PORT = "ASSAY_RENDEZVOUS_PORT"
     """Where the chief of a distributed trial listens for the other ranks."""
+    RANK_LAYOUT = "ASSAY_RANK_LAYOUT"
+    """This node's share of a distributed allocation (its ``RankLayout`` as JSON), which the
+    launchers (``assay.launch``) start the node's ranks from."""
+
+
+class NniEnv:
+    """NNI's trial environment variables, set for every trial (NNI's trial code reads them)."""
+
+    PLATFORM = "NNI_PLATFORM"
+    """``local``, or ``adl`` for an experiment with an ``adaptdl`` section."""
+    EXPERIMENT_ID = "NNI_EXP_ID"
+    TRIAL_JOB_ID = "NNI_TRIAL_JOB_ID"
+    """The trial's id (assay's trial id, as a string)."""
+    SYS_DIR = "NNI_SYS_DIR"
+    """The trial's working directory on its agent."""
+    OUTPUT_DIR = "NNI_OUTPUT_DIR"
+    """A directory of the trial's for its outputs (under ``NNI_SYS_DIR``)."""
+    TRIAL_SEQ_ID = "NNI_TRIAL_SEQ_ID"
+    """The trial's place among its experiment's trials, from 0."""
+    LOCAL_PLATFORM = "local"
+    ADAPTDL_PLATFORM = "adl"
+
+
+class AdaptDLEnv:
+    """The directories an experiment with an ``adaptdl`` section gives each trial. The agent
+    makes each one before the trial starts."""
+
+    CHECKPOINT_PATH = "ADAPTDL_CHECKPOINT_PATH"
+    """The trial's own: kept across its restarts."""
+    SHARE_PATH = "ADAPTDL_SHARE_PATH"
+    """The experiment's: shared by all of its trials."""
+    TENSORBOARD_LOGDIR = "ADAPTDL_TENSORBOARD_LOGDIR"
+    """The experiment's: kept after the experiment ends."""
+    PATHS = (CHECKPOINT_PATH, SHARE_PATH, TENSORBOARD_LOGDIR)
 
 
 class SearcherInfo(TypedDict, total=False):

@@ -115,7 +115,9 @@ class JobState(StrEnum):
     QUEUED = "QUEUED"
     """It waits for slots."""
     SCHEDULED = "SCHEDULED"
-    """Slots are allocated to it, or reserved for it until the ones it preempted come free."""
+    """Slots are reserved for it until the ones it preempted come free; nothing of it runs."""
+    RUNNING = "RUNNING"
+    """Some of it runs: a trial of the experiment, an instance of the job (with slots or none)."""
 
 
 class CheckpointState(StrEnum):
@@ -194,6 +196,58 @@ ENDED_TASK_INSTANCE_STATES = (
     TaskInstanceState.STOPPED,
 )
 
+
+class NNITrialStatus(StrEnum):
+    """A trial as NNI names its statuses (``assay nni`` output)."""
+
+    WAITING = "WAITING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    USER_CANCELED = "USER_CANCELED"
+    SYS_CANCELED = "SYS_CANCELED"
+    EARLY_STOPPED = "EARLY_STOPPED"
+
+    @classmethod
+    def of(cls, state: TrialState, *, early_stopped: bool) -> NNITrialStatus:
+        """NNI's name for an assay trial state (``early_stopped``: its searcher closed it
+        early)."""
+        if state in (TrialState.QUEUED, TrialState.PAUSED):
+            return cls.WAITING
+        if state == TrialState.COMPLETED:
+            return cls.EARLY_STOPPED if early_stopped else cls.SUCCEEDED
+        if state in (TrialState.ERROR, TrialState.STOPPING_ERROR):
+            return cls.FAILED
+        if state in (TrialState.CANCELED, TrialState.STOPPING_CANCELED, TrialState.STOPPING_KILLED):
+            return cls.USER_CANCELED
+        return cls.RUNNING
+
+
+class NNIExperimentStatus(StrEnum):
+    """An experiment as NNI names its statuses (``assay nni`` output)."""
+
+    RUNNING = "RUNNING"
+    STOPPING = "STOPPING"
+    STOPPED = "STOPPED"
+    DONE = "DONE"
+    NO_MORE_TRIAL = "NO_MORE_TRIAL"
+    ERROR = "ERROR"
+
+    @classmethod
+    def of(cls, state: ExperimentState) -> NNIExperimentStatus:
+        """NNI's name for an assay experiment state: a paused experiment is STOPPED (resumable,
+        as nnictl's), a finished search DONE."""
+        if state == ExperimentState.COMPLETED:
+            return cls.DONE
+        if state in (ExperimentState.PAUSED, ExperimentState.CANCELED):
+            return cls.STOPPED
+        if state == ExperimentState.ERROR:
+            return cls.ERROR
+        if state.stopping:
+            return cls.STOPPING
+        return cls.RUNNING
+
+
 STATE_ENUMS: tuple[type[StrEnum], ...] = (
     ExperimentState,
     TrialState,
@@ -203,5 +257,7 @@ STATE_ENUMS: tuple[type[StrEnum], ...] = (
     InstanceState,
     TaskState,
     TaskInstanceState,
+    NNITrialStatus,
+    NNIExperimentStatus,
 )
 """The enums whose values are states (upper-case words no other string may spell)."""

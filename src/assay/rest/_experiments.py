@@ -71,3 +71,16 @@ class ExperimentResources(Request):
     priority: int | None = Field(default=None, description="1 (first) to 99; priority pools.")
     weight: float | None = Field(default=None, description="Above 0; fair-share pools.")
     max_slots: DbInt | None = Field(default=None, description="At most this many slots at once.")
+
+
+class ExperimentNote(Resource):
+    """A line of the experiment's own log: what the master decided about it (a tuner mapped
+    onto a searcher, keys ignored, a time limit reached)."""
+
+    id: int = Field(description="Increasing; ask for notes after the last one seen.")
+    time: float = Field(description="Seconds since the epoch.")
+    text: str
+
+
+class ExperimentNoteList(Resource):
+    notes: list[ExperimentNote] = Field(description="Oldest first.")

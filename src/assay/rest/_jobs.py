@@ -23,7 +23,9 @@ class Job(Resource):
     submitted_at: float
     slots_acquired: int
     slots_needed: int
-    status: JobState = Field(description="SCHEDULED (has or is about to get slots) or QUEUED.")
+    status: JobState = Field(
+        description="RUNNING (some of it runs), SCHEDULED (slots reserved) or QUEUED."
+    )
     user: str
     resource_pool: str
 

@@ -12,12 +12,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from assay.scheduler._model import Agent, Fitting, Part, Running
-
-Spot = tuple[str, tuple[str, ...]]
-"""Where one part goes: the agent id and the slot ids it takes there."""
-
-CPU_TOLERANCE = 1e-9
-"""Cores are floats: parts of 0.1 and 0.2 cores fit on 0.3 free cores."""
+from assay.scheduler._room import CPU_TOLERANCE, Room, Spot
 
 
 def cpu_capacity(agent: Agent) -> float:
@@ -30,86 +25,11 @@ def memory_capacity(agent: Agent) -> float:
     return float(agent.memory_mb) if agent.memory_mb > 0 else math.inf
 
 
-class Room:
-    """What enabled agents have free for gangs: slots, cores and memory, unlimited as inf.
-
-    The slot lists may be shared with whoever else hands slots out (the pass's
-    :class:`~assay.scheduler._index.PoolState`): the room only reads them, sorted."""
-
-    __slots__ = ("_hosts", "agents", "cpu", "memory", "slots")
-
-    def __init__(
-        self,
-        agents: Sequence[Agent],
-        slots: Mapping[str, Sequence[str]],
-        cpu: dict[str, float],
-        memory: dict[str, float],
-    ) -> None:
-        self.agents = [a for a in agents if a.enabled]
-        self.slots = slots
-        self.cpu = cpu
-        self.memory = memory
-        self._hosts: dict[str | None, list[str]] = {}
-
-    def hosts(self, label: str | None) -> list[str]:
-        """Ids of the agents a part with ``label`` may go to."""
-        hosts = self._hosts.get(label)
-        if hosts is None:
-            hosts = [a.id for a in self.agents if label is None or label in a.labels]
-            self._hosts[label] = hosts
-        return hosts
-
-    def place(self, parts: Sequence[Part], fitting: Fitting) -> list[Spot] | None:
-        """Where each of ``parts`` goes (in their order), or None when they do not all fit.
-        Takes nothing: see :meth:`take`."""
-        n = len(parts)
-        order = sorted(
-            range(n), key=lambda i: (-parts[i].slots, -parts[i].memory_mb, -parts[i].cpu, i)
-        )
-        best = fitting is Fitting.BEST
-        # What earlier parts of this gang took, per agent.
-        used: dict[str, int] = {}
-        used_cpu: dict[str, float] = {}
-        used_memory: dict[str, float] = {}
-        spots: list[Spot | None] = [None] * n
-        for i in order:
-            part = parts[i]
-            chosen: str | None = None
-            chosen_key: tuple[float, float, float, str] | None = None
-            for agent_id in self.hosts(part.label):
-                free = len(self.slots.get(agent_id, ())) - used.get(agent_id, 0)
-                if free < part.slots:
-                    continue
-                cpu = self.cpu[agent_id] - used_cpu.get(agent_id, 0.0)
-                if cpu + CPU_TOLERANCE < part.cpu:
-                    continue
-                memory = self.memory[agent_id] - used_memory.get(agent_id, 0.0)
-                if memory < part.memory_mb:
-                    continue
-                # Best fit packs: the agent with the fewest free slots, then cores, then memory
-                # (so zero-slot parts go where slots are scarce); worst fit the opposite.
-                key = (free, cpu, memory, agent_id) if best else (-free, -cpu, -memory, agent_id)
-                if chosen_key is None or key < chosen_key:
-                    chosen, chosen_key = agent_id, key
-            if chosen is None:
-                return None
-            start = used.get(chosen, 0)
-            spots[i] = (chosen, tuple(self.slots[chosen][start : start + part.slots]))
-            used[chosen] = start + part.slots
-            used_cpu[chosen] = used_cpu.get(chosen, 0.0) + part.cpu
-            used_memory[chosen] = used_memory.get(chosen, 0.0) + part.memory_mb
-        return [spot for spot in spots if spot is not None]
-
-    def take(self, parts: Sequence[Part], spots: Sequence[Spot]) -> None:
-        """Remove the cores and memory of ``parts`` placed at ``spots`` (the slots are taken
-        from whoever owns the slot lists)."""
-        for part, (agent_id, _) in zip(parts, spots, strict=True):
-            self.cpu[agent_id] -= part.cpu
-            self.memory[agent_id] -= part.memory_mb
-
-
 def open_room(
-    agents: Sequence[Agent], slots: Mapping[str, Sequence[str]], running: Iterable[Running]
+    agents: Sequence[Agent],
+    slots: Mapping[str, Sequence[str]],
+    running: Iterable[Running],
+    fitting: Fitting,
 ) -> Room:
     """The room of the enabled ``agents`` with free ``slots``, less the cores and memory the
     ``running`` allocations hold (also those giving their slots back: they hold them until they
@@ -121,7 +41,7 @@ def open_room(
             if agent_id in cpu:
                 cpu[agent_id] -= cores
                 memory[agent_id] -= mb
-    return Room(agents, slots, cpu, memory)
+    return Room(agents, slots, cpu, memory, fitting)
 
 
 def fit_parts(
@@ -152,7 +72,7 @@ def fit_parts(
             free_memory.get(agent.id, agent.memory_mb) if agent.memory_mb > 0 else math.inf
         )
     slots = {agent_id: sorted(ids) for agent_id, ids in free_slots.items()}
-    return Room(agents, slots, cpu, memory).place(parts, fitting)
+    return Room(agents, slots, cpu, memory, fitting).place(parts)
 
 
 def never_fits(parts: Sequence[Part], agents: Sequence[Agent]) -> str | None:

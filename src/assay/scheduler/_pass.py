@@ -17,7 +17,8 @@ from assay.scheduler._model import (
     Request,
     Running,
 )
-from assay.scheduler._parts import Room, open_room
+from assay.scheduler._parts import open_room
+from assay.scheduler._room import Room
 
 Shape = tuple[int, str | None, bool]
 """What decides whether a request can be placed: its slots, label and single-node flag."""
@@ -75,8 +76,13 @@ class Pass:
     def within_max_slots(self, job: Job, req: Request) -> bool:
         return job.max_slots is None or self.held.get(job.id, 0) + req.slots <= job.max_slots
 
-    def start(self, req: Request, placement: Placement) -> None:
+    def _take(self, placement: Placement) -> None:
         self.state.take(placement)
+        if self.room is not None:
+            self.room.refresh(placement)
+
+    def start(self, req: Request, placement: Placement) -> None:
+        self._take(placement)
         self.assign[req.id] = placement
         self.held[req.job_id] = self.held.get(req.job_id, 0) + req.slots
 
@@ -85,7 +91,7 @@ class Pass:
         for victim in victims:
             self.state.add_coming(victim.assignment)
             self.preempt.append(victim.id)
-        self.state.take(placement)
+        self._take(placement)
         self.reserve[req.id] = placement
         if victims:
             self.victims[req.id] = tuple(v.id for v in victims)
@@ -99,8 +105,10 @@ class Pass:
             # Every enabled agent, also those without slots (they take CPU-only parts).
             avail = self.state.avail
             slots = {a.id: avail.get(a.id, []) for a in self.pool.agents if a.enabled}
-            room = self.room = open_room(self.pool.agents, slots, self.pool.running)
-        spots = room.place(req.parts, self.pool.fitting)
+            room = self.room = open_room(
+                self.pool.agents, slots, self.pool.running, self.pool.fitting
+            )
+        spots = room.place(req.parts)
         if spots is None:
             return False
         room.take(req.parts, spots)
@@ -111,6 +119,8 @@ class Pass:
         taken = {agent_id: ids for agent_id, ids in placement.items() if ids}
         if taken:
             self.state.take(taken)
+        # Cores and memory changed wherever a part went, slots where one took any.
+        room.refresh(placement)
         self.assign[req.id] = placement
         self.parts[req.id] = tuple(spots)
         self.held[req.job_id] = self.held.get(req.job_id, 0) + req.slots

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from assay.searcher._adaptive import adaptive_asha
 from assay.searcher._base import Searcher, SearchMethod
-from assay.searcher._basic import RandomSearch
+from assay.searcher._basic import BatchSearch, GridSearch, RandomSearch
 from assay.searcher._custom import CustomSearcher, SearchContext
+from assay.searcher._evolve import AnnealSource, EvolutionSource
 from assay.searcher._factory import make_searcher, search_length
 from assay.searcher._ops import (
     Close,
@@ -27,12 +28,17 @@ from assay.searcher._ops import (
 from assay.searcher._optuna import OptunaSource, distributions
 from assay.searcher._preview import BracketPreview, SearchPreview, preview_search
 from assay.searcher._source import Outcome, ParamSource
+from assay.searcher._space import draw, grid, sample
 
 __all__ = [
+    "AnnealSource",
+    "BatchSearch",
     "BracketPreview",
     "Close",
     "Create",
     "CustomSearcher",
+    "EvolutionSource",
+    "GridSearch",
     "Operation",
     "OptunaSource",
     "Outcome",
@@ -48,10 +54,13 @@ __all__ = [
     "adaptive_asha",
     "checkpoint_parent",
     "distributions",
+    "draw",
+    "grid",
     "make_searcher",
     "op_from_json",
     "op_to_json",
     "parent_checkpoint",
     "preview_search",
+    "sample",
     "search_length",
 ]

@@ -1,4 +1,4 @@
-"""The pool search methods: ``single``, ``random``, ``grid``, and the model-based ones
+"""The pool search methods: ``single``, ``random``, ``grid``, ``batch``, and the model-based ones
 (``tpe``, ``cmaes``, ``qmc``, ``gp``, ``nsga2``), which are a random search whose hyperparameters
 come from an Optuna sampler."""
 
@@ -17,7 +17,7 @@ from assay.searcher._ops import (
     ValidateAfter,
 )
 from assay.searcher._source import Outcome, ParamSource, RandomSource
-from assay.searcher._space import grid
+from assay.searcher._space import grid, sample
 
 
 class _PoolSearch:
@@ -214,21 +214,21 @@ class SingleSearch(RandomSearch):
         )
 
 
-class GridSearch(_PoolSearch):
-    """``grid``: one trial per point of the grid (see :func:`assay.searcher.grid`)."""
+class _PointSearch(_PoolSearch):
+    """One trial per point of a list fixed when the search is built, in order."""
 
     def __init__(
         self,
-        space: dict[str, Any],
+        points: list[dict[str, Any]],
         *,
         max_length: int | None,
         max_concurrent: int,
         rng: random.Random,
         source_checkpoint: str | None = None,
     ) -> None:
-        self.points = grid(space)
+        self.points = points
         super().__init__(
-            max_trials=len(self.points),
+            max_trials=len(points),
             max_length=max_length,
             max_concurrent=max_concurrent,
             rng=rng,
@@ -241,6 +241,9 @@ class GridSearch(_PoolSearch):
             return None
         point = self.points[self.next_point]
         self.next_point += 1
+        return self._complete(point)
+
+    def _complete(self, point: dict[str, Any]) -> dict[str, Any]:
         return point
 
     def snapshot(self) -> dict[str, Any]:
@@ -249,3 +252,64 @@ class GridSearch(_PoolSearch):
     def restore(self, state: dict[str, Any]) -> None:
         super().restore(state)
         self.next_point = state["next_point"]
+
+
+class GridSearch(_PointSearch):
+    """``grid``: one trial per point of the grid (see :func:`assay.searcher.grid`)."""
+
+    def __init__(
+        self,
+        space: dict[str, Any],
+        *,
+        max_length: int | None,
+        max_concurrent: int,
+        rng: random.Random,
+        source_checkpoint: str | None = None,
+    ) -> None:
+        super().__init__(
+            grid(space),
+            max_length=max_length,
+            max_concurrent=max_concurrent,
+            rng=rng,
+            source_checkpoint=source_checkpoint,
+        )
+
+
+def merge_point(base: dict[str, Any], point: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``point``'s values over it; nested maps are merged key by key."""
+    out = dict(base)
+    for key, value in point.items():
+        below = out.get(key)
+        if isinstance(value, dict) and isinstance(below, dict):
+            out[key] = merge_point(below, value)
+        else:
+            out[key] = value
+    return out
+
+
+class BatchSearch(_PointSearch):
+    """``batch`` (NNI's BatchTuner): one trial per given point, in order. Each point is laid
+    over a draw from ``space`` (usually all constants), so constants the points leave out still
+    reach the trial."""
+
+    def __init__(
+        self,
+        space: dict[str, Any],
+        points: list[dict[str, Any]],
+        *,
+        max_length: int | None,
+        max_concurrent: int,
+        rng: random.Random,
+        source_checkpoint: str | None = None,
+    ) -> None:
+        self.space = space
+        super().__init__(
+            [dict(p) for p in points],
+            max_length=max_length,
+            max_concurrent=max_concurrent,
+            rng=rng,
+            source_checkpoint=source_checkpoint,
+        )
+
+    def _complete(self, point: dict[str, Any]) -> dict[str, Any]:
+        return merge_point(sample(self.space, self.rng), point)

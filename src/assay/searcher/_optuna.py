@@ -2,6 +2,11 @@
 
 Optuna does the modelling (TPE, CMA-ES, QMC, GP, NSGA-II); this module maps assay's
 hyperparameter space onto Optuna distributions and drives an in-memory study with ask/tell.
+A ``normal`` or ``lognormal`` is searched as its quantile, uniform on ``(0, 1)``, mapped through
+the inverse normal CDF, so a sampler models it with the right prior; ``q`` is applied to what
+the sampler draws. A ``choice`` is a categorical over its option indices, and the nested
+hyperparameters of option ``i`` of ``model`` are parameters of their own (``model.i.k``), asked
+for only when that option is chosen (Optuna's conditional, define-by-run spaces).
 
 Snapshots keep the study's history (each asked trial's parameters, state, value and the
 system attributes samplers store on trials and on the study) rather than pickling Optuna
@@ -35,16 +40,21 @@ from optuna.trial import TrialState, create_trial
 from assay.config import (
     SAMPLER_NAMES,
     CategoricalHP,
+    ChoiceHP,
     ConstHP,
     DoubleHP,
     IntHP,
     LogHP,
+    LognormalHP,
+    NormalHP,
     SamplerName,
     flatten,
-    unflatten,
+    quantize,
+    value_range,
 )
 from assay.errors import InvalidConfig
 from assay.searcher._source import Outcome
+from assay.searcher._space import draw, leaves, normal_from_unit
 
 _OUTCOME_STATE = {
     Outcome.COMPLETE: TrialState.COMPLETE,
@@ -64,11 +74,40 @@ class FlatParam:
     choices: tuple[Any, ...] | None = None
     """For a categorical whose values Optuna cannot hold (lists, maps, values equal to each
     other such as ``1`` and ``true``): the values, which Optuna then sees as indices."""
+    hp: Any = None
+    """The definition, where what Optuna draws is not yet the value (``q``, the normal
+    families, a ``choice``'s index)."""
+    conditional: bool = False
+    """Drawn only when an enclosing ``choice`` picks its option."""
 
     def from_optuna(self, value: Any) -> Any:
-        if self.choices is None:
-            return value
-        return self.choices[int(value)]
+        hp = self.hp
+        if self.choices is not None:
+            return self.choices[int(value)]
+        if isinstance(hp, NormalHP | LognormalHP):
+            return normal_from_unit(hp, float(value))
+        if isinstance(hp, DoubleHP | LogHP) and hp.q is not None:
+            low, high = value_range(hp)
+            return quantize(float(value), hp.q, low, high)
+        if isinstance(hp, ChoiceHP):
+            return int(value)
+        return value
+
+    def suggest(self, trial: optuna.trial.BaseTrial) -> Any:
+        """Ask ``trial`` for this parameter (a conditional one is not among the distributions
+        asked for up front)."""
+        dist = self.distribution
+        if isinstance(dist, FloatDistribution):
+            raw: Any = trial.suggest_float(
+                self.name, dist.low, dist.high, log=dist.log, step=dist.step
+            )
+        elif isinstance(dist, IntDistribution):
+            raw = trial.suggest_int(self.name, dist.low, dist.high, log=dist.log, step=dist.step)
+        elif isinstance(dist, CategoricalDistribution):
+            raw = trial.suggest_categorical(self.name, dist.choices)
+        else:
+            raise TypeError(f"not an assay distribution: {dist!r}")
+        return self.from_optuna(raw)
 
 
 def _categorical_needs_indices(vals: list[Any]) -> bool:
@@ -78,36 +117,49 @@ def _categorical_needs_indices(vals: list[Any]) -> bool:
     return any(vals[i] == vals[j] for i in range(len(vals)) for j in range(i + 1, len(vals)))
 
 
+_UNIT = FloatDistribution(1e-6, 1 - 1e-6)
+"""The quantile a normal-family hyperparameter is searched as: within 4.75 sigma of ``mu``, so
+a sampler that favours the ends of a range (GP) does not propose values 7 sigma out."""
+
+
 def flat_params(space: dict[str, Any]) -> tuple[dict[str, FlatParam], dict[str, Any]]:
     """Map a hyperparameter space onto Optuna distributions.
 
-    Returns the searchable parameters by flattened name and the constants (which are fixed
-    values, not part of Optuna's space). ``int`` is inclusive at both ends as in assay;
-    ``log`` with base ``b`` over exponents ``[lo, hi]`` is log-uniform over ``[b**lo, b**hi]``,
-    whatever the base, which is exactly Optuna's ``log=True``.
+    Returns the searchable parameters by genome path (the flattened name; see ``_space``) and
+    the constants outside any ``choice`` (which are fixed values, not part of Optuna's space).
+    ``int`` is inclusive at both ends as in assay; ``log`` with base ``b`` over exponents
+    ``[lo, hi]`` is log-uniform over ``[b**lo, b**hi]``, whatever the base, which is exactly
+    Optuna's ``log=True``.
     """
     params: dict[str, FlatParam] = {}
-    constants: dict[str, Any] = {}
-    for name, hp in flatten(space).items():
-        if isinstance(hp, ConstHP):
-            constants[name] = hp.val
-        elif isinstance(hp, IntHP):
-            params[name] = FlatParam(name, IntDistribution(hp.minval, hp.maxval))
-        elif isinstance(hp, DoubleHP):
-            params[name] = FlatParam(name, FloatDistribution(hp.minval, hp.maxval))
-        elif isinstance(hp, LogHP):
-            ends = sorted((float(hp.base**hp.minval), float(hp.base**hp.maxval)))
-            params[name] = FlatParam(name, FloatDistribution(ends[0], ends[1], log=True))
-        elif isinstance(hp, CategoricalHP):
-            vals = list(hp.vals)
-            if _categorical_needs_indices(vals):
-                indices = CategoricalDistribution(list(range(len(vals))))
-                params[name] = FlatParam(name, indices, tuple(vals))
-            else:
-                params[name] = FlatParam(name, CategoricalDistribution(vals))
-        else:
-            raise TypeError(f"not a hyperparameter definition at {name}: {hp!r}")
+    for name, hp, conditional in leaves(space):
+        params[name] = _param(name, hp, conditional)
+    constants = {n: hp.val for n, hp in flatten(space).items() if isinstance(hp, ConstHP)}
     return params, constants
+
+
+def _param(name: str, hp: Any, conditional: bool) -> FlatParam:
+    if isinstance(hp, IntHP):
+        return FlatParam(name, IntDistribution(hp.minval, hp.maxval), conditional=conditional)
+    if isinstance(hp, DoubleHP):
+        dist = FloatDistribution(hp.minval, hp.maxval)
+        return FlatParam(name, dist, hp=hp, conditional=conditional)
+    if isinstance(hp, LogHP):
+        low, high = value_range(hp)
+        dist = FloatDistribution(low, high, log=True)
+        return FlatParam(name, dist, hp=hp, conditional=conditional)
+    if isinstance(hp, NormalHP | LognormalHP):
+        return FlatParam(name, _UNIT, hp=hp, conditional=conditional)
+    if isinstance(hp, ChoiceHP):
+        indices = CategoricalDistribution(list(range(len(hp.options))))
+        return FlatParam(name, indices, hp=hp, conditional=conditional)
+    if isinstance(hp, CategoricalHP):
+        vals = list(hp.vals)
+        if _categorical_needs_indices(vals):
+            indices = CategoricalDistribution(list(range(len(vals))))
+            return FlatParam(name, indices, tuple(vals), conditional=conditional)
+        return FlatParam(name, CategoricalDistribution(vals), conditional=conditional)
+    raise TypeError(f"not a hyperparameter definition at {name}: {hp!r}")
 
 
 def distributions(space: dict[str, Any]) -> dict[str, BaseDistribution]:
@@ -242,8 +294,9 @@ class OptunaSource:
         self.options = dict(options or {})
         self.n_startup_trials = n_startup_trials
         self.params, self.constants = flat_params(space)
-        self.order = list(flatten(space))
-        self.fixed = {name: p.distribution for name, p in self.params.items()}
+        # Asked for up front, so samplers that model the joint space (CMA-ES, GP) see it; the
+        # nested hyperparameters of a choice's options are asked for when chosen.
+        self.fixed = {name: p.distribution for name, p in self.params.items() if not p.conditional}
         # One entry per ask, in ask order (so trial numbers are list indices).
         self.history: list[dict[str, Any]] = []
         self.numbers: dict[str, int] = {}
@@ -258,6 +311,7 @@ class OptunaSource:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             trial = self.study.ask(self.fixed)
+            values, _ = draw(self.space, None, lambda name, hp: self.params[name].suggest(trial))
         number = trial.number
         internal = {
             name: self.params[name].distribution.to_internal_repr(value)
@@ -265,10 +319,7 @@ class OptunaSource:
         }
         self.history.append({"id": request_id, "params": internal, "state": "running"})
         self.numbers[request_id] = number
-        values = {name: self.params[name].from_optuna(v) for name, v in trial.params.items()}
-        return unflatten(
-            {n: self.constants[n] if n in self.constants else values[n] for n in self.order}
-        )
+        return values
 
     def finish(self, request_id: str, outcome: Outcome, metric: float | None) -> None:
         number = self.numbers.pop(request_id, None)

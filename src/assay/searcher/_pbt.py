@@ -9,7 +9,8 @@ train one more round. After ``num_rounds`` rounds every member is closed.
 Explore, per hyperparameter: with probability ``resample_probability`` draw it afresh;
 otherwise multiply it by ``1 - perturb_factor`` or ``1 + perturb_factor`` (a coin flip) and
 clip to its range (ints round down when shrinking and up when growing, so they move);
-categorical and constant values are kept unless resampled.
+categorical, ``choice`` and constant values are kept unless resampled; ``q`` quantizes the
+perturbed value again; ``normal`` and ``lognormal`` values are not clipped (they have no range).
 
 A member's lengths count its own training: a copy made after round ``k`` validates at
 ``length_per_round``, ``2 * length_per_round``... of its own (see :class:`Create`).
@@ -23,12 +24,17 @@ from typing import Any
 
 from assay.config import (
     CategoricalHP,
+    ChoiceHP,
     ConstHP,
     DoubleHP,
     IntHP,
     LogHP,
+    LognormalHP,
+    NormalHP,
     flatten,
+    quantize,
     unflatten,
+    value_range,
 )
 from assay.protocol import ExitedReason
 from assay.searcher._base import (
@@ -67,7 +73,7 @@ def explore(
         if not known:
             new[name] = sample_one(hp, rng)
             continue
-        if isinstance(hp, ConstHP | CategoricalHP):
+        if isinstance(hp, ConstHP | CategoricalHP | ChoiceHP):
             new[name] = value
             continue
         shrink = rng.random() < 0.5
@@ -75,11 +81,13 @@ def explore(
         if isinstance(hp, IntHP):
             moved = math.floor(value * factor) if shrink else math.ceil(value * factor)
             new[name] = min(max(int(moved), hp.minval), hp.maxval)
-        elif isinstance(hp, DoubleHP):
-            new[name] = min(max(float(value) * factor, hp.minval), hp.maxval)
-        elif isinstance(hp, LogHP):
-            ends = sorted((float(hp.base**hp.minval), float(hp.base**hp.maxval)))
-            new[name] = min(max(float(value) * factor, ends[0]), ends[1])
+        elif isinstance(hp, DoubleHP | LogHP):
+            low, high = value_range(hp)
+            moved = min(max(float(value) * factor, low), high)
+            new[name] = moved if hp.q is None else quantize(moved, hp.q, low, high)
+        elif isinstance(hp, NormalHP | LognormalHP):
+            moved = float(value) * factor
+            new[name] = moved if hp.q is None else quantize(moved, hp.q)
         else:
             new[name] = value
     return unflatten(new)

@@ -18,9 +18,12 @@ from assay.config import (
     AdaptiveASHAConfig,
     AdaptiveConfig,
     AdaptiveSimpleConfig,
+    AnnealConfig,
     AsyncHalvingConfig,
+    BatchConfig,
     ConfigModel,
     CustomConfig,
+    EvolutionConfig,
     GridConfig,
     HyperbandConfig,
     OptunaConfig,
@@ -35,7 +38,8 @@ from assay.errors import InvalidConfig
 from assay.searcher._adaptive import adaptive_asha
 from assay.searcher._asha import AsyncHalving, AsyncHalvingStopping
 from assay.searcher._base import SearchMethod
-from assay.searcher._basic import GridSearch, RandomSearch, SingleSearch
+from assay.searcher._basic import BatchSearch, GridSearch, RandomSearch, SingleSearch
+from assay.searcher._evolve import AnnealSource, EvolutionSource
 from assay.searcher._hyperband import hyperband
 from assay.searcher._optuna import OptunaSource
 from assay.searcher._pbt import PBT
@@ -123,6 +127,41 @@ def _optuna(sc: OptunaConfig, given: BuildInputs) -> SearchMethod:
         rng=given.rng,
         source_checkpoint=sc.source_checkpoint_uuid,
         source=model,
+    )
+
+
+def _anneal(sc: AnnealConfig, given: BuildInputs) -> SearchMethod:
+    return RandomSearch(
+        given.space,
+        max_trials=sc.max_trials,
+        max_length=given.plan.length,
+        max_concurrent=sc.max_concurrent_trials,
+        rng=given.rng,
+        source_checkpoint=sc.source_checkpoint_uuid,
+        source=AnnealSource(given.space, given.rng),
+    )
+
+
+def _evolution(sc: EvolutionConfig, given: BuildInputs) -> SearchMethod:
+    return RandomSearch(
+        given.space,
+        max_trials=sc.max_trials,
+        max_length=given.plan.length,
+        max_concurrent=sc.max_concurrent_trials,
+        rng=given.rng,
+        source_checkpoint=sc.source_checkpoint_uuid,
+        source=EvolutionSource(given.space, given.rng, population_size=sc.population_size),
+    )
+
+
+def _batch(sc: BatchConfig, given: BuildInputs) -> SearchMethod:
+    return BatchSearch(
+        given.space,
+        list(sc.points),
+        max_length=given.plan.length,
+        max_concurrent=sc.max_concurrent_trials,
+        rng=given.rng,
+        source_checkpoint=sc.source_checkpoint_uuid,
     )
 
 
@@ -220,6 +259,9 @@ REGISTRY: Mapping[type[ConfigModel], Callable[[Any, BuildInputs], SearchMethod]]
     HyperbandConfig: _hyperband,
     OptunaConfig: _optuna,
     PBTConfig: _pbt,
+    AnnealConfig: _anneal,
+    EvolutionConfig: _evolution,
+    BatchConfig: _batch,
     CustomConfig: _custom,
     SyncHalvingConfig: _end_of_life,
     AdaptiveConfig: _end_of_life,

@@ -1,5 +1,5 @@
-"""An agent running a distributed allocation: one process per slot with its rank's variables,
-living and dying together, its exit reported once."""
+"""An agent running a distributed allocation: the entrypoint once per node with the node's
+layout, and the per-slot launcher's ranks living and dying together, the exit reported once."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from assay.protocol import LogEntry, RankLayout, Start
 ECHO_RANK = (
     "import json, os\n"
     "keys = ['RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE', 'GROUP_RANK', 'NODE_RANK',\n"
-    "        'MASTER_ADDR', 'MASTER_PORT', 'ASSAY_RENDEZVOUS_PORT', 'CUDA_VISIBLE_DEVICES']\n"
+    "        'MASTER_ADDR', 'MASTER_PORT', 'ASSAY_RENDEZVOUS_PORT', 'CUDA_VISIBLE_DEVICES',\n"
+    "        'ASSAY_RANK_LAYOUT']\n"
     "print(json.dumps({k: os.environ.get(k) for k in keys}))\n"
 )
 
@@ -64,8 +65,15 @@ def layout(local: int = 2, first: int = 2, world: int = 4) -> dict[str, Any]:
     }
 
 
+PER_SLOT = "python3 -m assay.launch.per_slot python3 main.py"
+
+
 def start_message(
-    tmp_path: Path, script: str, distributed: dict[str, Any] | None, slots: int = 2
+    tmp_path: Path,
+    script: str,
+    distributed: dict[str, Any] | None,
+    slots: int = 2,
+    entrypoint: str = "python3 main.py",
 ) -> tuple[AgentEnv, dict[str, Any]]:
     """An agent's shared set-up with the context cached, and a start message (as JSON) for
     ``script`` on ``slots`` GPU slots."""
@@ -94,7 +102,7 @@ def start_message(
         "experiment_id": 3,
         "run": 1,
         "context": {"id": 1, "sha256": sha},
-        "entrypoint": "python3 main.py",
+        "entrypoint": entrypoint,
         "env": {"ASSAY_TOKEN": "tok"},
         "slots": [s.id for s in gpus],
         "cluster_info": {},
@@ -105,9 +113,13 @@ def start_message(
 
 
 def make_runner(
-    tmp_path: Path, script: str, distributed: dict[str, Any] | None, slots: int = 2
+    tmp_path: Path,
+    script: str,
+    distributed: dict[str, Any] | None,
+    slots: int = 2,
+    entrypoint: str = PER_SLOT,
 ) -> tuple[AllocationRunner, Recorder]:
-    env, message = start_message(tmp_path, script, distributed, slots)
+    env, message = start_message(tmp_path, script, distributed, slots, entrypoint)
     rec = Recorder()
     runner = AllocationRunner(
         env, Start.from_dict(message), on_log=rec.on_log, on_start=rec.on_start, on_exit=rec.on_exit
@@ -115,7 +127,19 @@ def make_runner(
     return runner, rec
 
 
-def test_each_slot_runs_a_process_with_its_ranks_variables(tmp_path: Path) -> None:
+def test_the_entrypoint_runs_once_per_node_with_the_nodes_layout(tmp_path: Path) -> None:
+    runner, rec = make_runner(tmp_path, ECHO_RANK, layout(), entrypoint="python3 main.py")
+    asyncio.run(runner.run())
+    assert rec.exits == [("7.1", 0, "")]
+    (entry,) = rec.logs
+    assert entry.rank == 2, "the node's first rank"
+    env = json.loads(entry.line)
+    assert env["RANK"] is None and env["WORLD_SIZE"] is None
+    assert env["CUDA_VISIBLE_DEVICES"] == "GPU-0,GPU-1"
+    assert json.loads(env["ASSAY_RANK_LAYOUT"]) == layout()
+
+
+def test_the_per_slot_launcher_runs_each_slot_with_its_ranks_variables(tmp_path: Path) -> None:
     runner, rec = make_runner(tmp_path, ECHO_RANK, layout())
     asyncio.run(runner.run())
     assert rec.starts == ["7.1"]
@@ -127,6 +151,7 @@ def test_each_slot_runs_a_process_with_its_ranks_variables(tmp_path: Path) -> No
         seen[entry.rank] = json.loads(entry.line[len(tag) :])
     assert sorted(seen) == [2, 3]
     for rank, env in seen.items():
+        del env["ASSAY_RANK_LAYOUT"]
         assert env == {
             "RANK": str(rank),
             "WORLD_SIZE": "4",
@@ -142,30 +167,33 @@ def test_each_slot_runs_a_process_with_its_ranks_variables(tmp_path: Path) -> No
 
 
 def test_a_single_slot_allocation_runs_one_untagged_process(tmp_path: Path) -> None:
-    runner, rec = make_runner(tmp_path, ECHO_RANK, None, slots=1)
+    runner, rec = make_runner(tmp_path, ECHO_RANK, None, slots=1, entrypoint="python3 main.py")
     asyncio.run(runner.run())
     assert rec.exits == [("7.1", 0, "")]
     (entry,) = rec.logs
     assert entry.rank == 0
-    assert json.loads(entry.line)["RANK"] is None
+    env = json.loads(entry.line)
+    assert env["RANK"] is None and env["ASSAY_RANK_LAYOUT"] is None
 
 
 def test_a_failing_rank_stops_the_others_and_its_code_is_reported_once(tmp_path: Path) -> None:
     runner, rec = make_runner(tmp_path, FAIL_RANK_ONE, layout(local=2, first=0, world=2))
     asyncio.run(asyncio.wait_for(runner.run(), 30))
-    assert rec.exits == [("7.1", 3, "rank 1 failed; the other ranks were stopped")]
-    assert all(p.returncode is not None for _, p in runner.processes)
+    assert rec.exits == [("7.1", 3, "")]
+    assert any(
+        "rank 1 failed first (exit code 3); the other ranks were stopped" in e.line
+        for e in rec.logs
+    ), [e.line for e in rec.logs]
     assert not runner.running
 
 
 def test_killing_a_distributed_allocation_stops_every_rank(tmp_path: Path) -> None:
-    runner, rec = make_runner(
-        tmp_path, "import time\ntime.sleep(60)\n", layout(local=3, world=3, first=0), slots=3
-    )
+    script = "import os, time\nprint(os.getpid(), flush=True)\ntime.sleep(60)\n"
+    runner, rec = make_runner(tmp_path, script, layout(local=3, world=3, first=0), slots=3)
 
     async def scenario() -> None:
         task = asyncio.create_task(runner.run())
-        while len(runner.processes) < 3 or not rec.starts:
+        while len(rec.logs) < 3 or not rec.starts:
             await asyncio.sleep(0.02)
         await runner.kill()
         await asyncio.wait_for(task, 30)
@@ -174,7 +202,10 @@ def test_killing_a_distributed_allocation_stops_every_rank(tmp_path: Path) -> No
     ((alloc, code, reason),) = rec.exits
     assert (alloc, reason) == ("7.1", "killed")
     assert code is not None and code < 0
-    assert all(p.returncode is not None for _, p in runner.processes)
+    for entry in rec.logs[:3]:
+        pid = int(entry.line.split()[-1])
+        assert not Path(f"/proc/{pid}").exists(), f"rank {entry.rank} outlived the kill"
+    assert not runner.running
 
 
 def test_a_garbled_layout_fails_the_allocation_with_the_reason(tmp_path: Path) -> None:

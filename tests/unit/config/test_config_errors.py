@@ -124,7 +124,8 @@ def test_paths_carry_list_indices_and_no_union_tags(minimal: dict[str, Any]) -> 
     assert _details(raw) == [
         "hyperparameters.outer.inner.vals: must have at least 1 item, got []",
         'hyperparameters.bad.type: unknown hyperparameter type "loguniform"; expected one of: '
-        "const, int, double, log, categorical, or a map without 'type' to nest hyperparameters",
+        "const, int, double, log, categorical, normal, lognormal, choice, or a map without "
+        "'type' to nest hyperparameters",
         "checkpoint_storage.bucket: required",
     ]
 

@@ -548,3 +548,28 @@ def test_render_commands_refuses_a_template_that_names_nothing() -> None:
     with pytest.raises(InvalidConfig) as info:
         render_commands(broken, "worker")
     assert info.value.details[0].path == "taskRoles.worker.commands[0]"
+
+
+def test_an_unclosed_template_is_refused_at_its_command_path() -> None:
+    role = worker(commands=["echo <% $parameters.model %>", "echo <% $parameters.model"])
+    assert problems(v2(taskRoles={"worker": role})) == {
+        "taskRoles.worker.commands[1]": "template '<% $parameters.model' is not closed: "
+        "end it with %>"
+    }
+
+
+@pytest.mark.parametrize("text", ["", "  \n\n", b""])
+def test_an_empty_job_file_is_refused_as_empty(text: str | bytes) -> None:
+    with pytest.raises(InvalidConfig) as info:
+        load_job_file(text, filename="job.yaml")
+    assert str(info.value).startswith("job.yaml is empty: expected an OpenPAI job")
+
+
+def test_a_json_syntax_error_is_reported_as_json_with_line_and_column() -> None:
+    text = '{\n  "jobName": "x",\n  "taskRoles": [\n}\n'
+    for filename in ("job.json", ""):
+        with pytest.raises(InvalidConfig) as info:
+            load_job_file(text, filename=filename)
+        message = str(info.value)
+        assert message.startswith("invalid JSON in "), message
+        assert "at line 4, column 1: " in message and "YAML" not in message

@@ -7,8 +7,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.agent._ranks import process_env
 from assay.db import Allocation, Trial
+from assay.launch import rank_env as process_env
 from assay.master import Master, Submission
 from assay.master._gang import first_failure, pick_port, rank_layouts
 from assay.protocol import RankLayout

@@ -272,3 +272,20 @@ def test_a_closed_trial_completes_and_tells_its_searcher_even_when_paused() -> N
         False,
         ClosedEvent(),
     )
+
+
+@given(
+    kill=st.booleans(),
+    preempt=st.sampled_from([None, *PreemptReason]),
+    closed=st.booleans(),
+    code=st.sampled_from([None, 0, 1, -9]),
+)
+def test_a_trial_killed_by_its_time_limit_ends_canceled_and_says_why(
+    kill: bool, preempt: PreemptReason | None, closed: bool, code: int | None
+) -> None:
+    decision = decide_exit(
+        crash(timed_out=True, kill_requested=kill, preempt=preempt, closed=closed, exit_code=code)
+    )
+    assert (decision.state, decision.ended) == (TrialState.CANCELED, True)
+    assert decision.message == "ran longer than max_trial_duration: ended"
+    assert decision.searcher == ExitedEarlyEvent(ExitedReason.USER_CANCELED)

@@ -81,6 +81,20 @@ SEARCHERS: dict[str, dict[str, Any]] = {
         "replace_function": {"truncate_fraction": 0.25},
         "explore_function": {"resample_probability": 0.2, "perturb_factor": 0.2},
     },
+    "anneal": {"name": "anneal", "max_trials": 8, "max_length": {"batches": 10}},
+    "evolution": {
+        "name": "evolution",
+        "max_trials": 10,
+        "population_size": 3,
+        "max_length": {"batches": 10},
+        "max_concurrent_trials": 2,
+    },
+    "batch": {"name": "batch", "points": [{"lr": 0.1}, {"lr": 0.01, "width": 9}, {"act": "x"}]},
+    "bohb": {
+        "name": "hyperband",
+        "max_length": {"batches": 27},
+        "sampler": {"name": "tpe", "options": {"n_startup_trials": 3}},
+    },
     "random_medianstop": {
         "name": "random",
         "max_trials": 5,

@@ -1,0 +1,214 @@
+"""``assay nni``: nnictl's commands and flags on assay, with NNI's status names.
+
+``stop`` pauses the experiment (NNI's stopped experiment can be resumed, and so can a paused
+one); ``resume`` activates it again.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from assay.cli._common import client, console, err_console, fail, fmt_hparams, print_json, when
+
+if TYPE_CHECKING:
+    from assay import rest
+
+app = typer.Typer(help="NNI's nnictl commands (create, view, stop, resume, trial, experiment).")
+trial_app = typer.Typer(help="Trials of an experiment, with NNI's statuses.", no_args_is_help=True)
+experiment_app = typer.Typer(help="List and export experiments.", no_args_is_help=True)
+app.add_typer(trial_app, name="trial")
+app.add_typer(experiment_app, name="experiment")
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="machine-readable output")]
+ExpId = Annotated[int, typer.Argument(help="experiment id")]
+
+
+def _status(exp: rest.ExperimentSummary) -> str:
+    from assay.protocol import NNIExperimentStatus
+
+    return NNIExperimentStatus.of(exp.state).value
+
+
+def _trial_status(t: rest.Trial) -> str:
+    from assay.protocol import NNITrialStatus
+
+    return NNITrialStatus.of(t.state, early_stopped=t.early_stopped).value
+
+
+def _experiment_row(exp: rest.ExperimentSummary) -> dict[str, Any]:
+    return {
+        "id": exp.id,
+        "experimentName": exp.name,
+        "status": _status(exp),
+        "startTime": exp.created_at,
+        "endTime": exp.ended_at,
+    }
+
+
+def _trial_row(t: rest.Trial) -> dict[str, Any]:
+    return {
+        "trialJobId": t.id,
+        "sequenceId": t.id,
+        "status": _trial_status(t),
+        "parameter": t.hparams,
+        "value": t.best_validation,
+        "startTime": t.created_at,
+        "endTime": t.ended_at,
+    }
+
+
+@app.command()
+def create(
+    config: Annotated[Path, typer.Option("--config", "-c", help="NNI experiment config (YAML)")],
+    port: Annotated[
+        int | None,
+        typer.Option("--port", "-p", help="NNI's web UI port (accepted; the master serves it)"),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Create an experiment from an NNI config (nnictl create --config)."""
+    from assay.cli._config_read import read_experiment_config
+    from assay.cli._experiment import upload_progress
+    from assay.config import load_experiment_config
+    from assay.context import pack_context
+
+    read = read_experiment_config(config)
+    if read.context is None:
+        fail(f"{config} is not an NNI config: create it with assay experiment create")
+    load_experiment_config(read.raw)
+    notes = list(read.notes)
+    if port is not None:
+        notes.append(f"--port {port} accepted: the experiment is seen through the master")
+    for note in notes:
+        err_console.print(f"note: {note}", highlight=False, soft_wrap=True)
+    c = client()
+    packed = pack_context(read.context)
+    with upload_progress(len(packed.data)) as progress:
+        exp = c.create_experiment(read.text, packed.data, progress=progress, notes=notes)
+    if as_json:
+        print_json(_experiment_row(exp))
+        return
+    console.print(f"experiment {exp.id} created ({exp.name}); status {_status(exp)}")
+
+
+@app.command()
+def view(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
+    """Show an experiment and its trials (nnictl view)."""
+    c = client()
+    exp = c.experiment(experiment_id)
+    trials = c.trials(experiment_id)
+    row = _experiment_row(exp)
+    if as_json:
+        print_json({**row, "trials": [_trial_row(t) for t in trials]})
+        return
+    console.print(f"experiment {exp.id} {exp.name}: {row['status']}", highlight=False)
+    _print_trials(trials)
+
+
+@app.command()
+def stop(experiment_id: ExpId) -> None:
+    """Stop an experiment; resume goes on from where it stopped (nnictl stop)."""
+    exp = client().transition(experiment_id, "pause")
+    console.print(f"experiment {experiment_id} stopped; status {_status(exp)}")
+
+
+@app.command()
+def resume(experiment_id: ExpId) -> None:
+    """Resume a stopped experiment (nnictl resume)."""
+    exp = client().transition(experiment_id, "activate")
+    console.print(f"experiment {experiment_id} resumed; status {_status(exp)}")
+
+
+def _print_trials(trials: list[rest.Trial]) -> None:
+    from rich.table import Table
+
+    table = Table("trialJobId", "status", "value", "parameters", "startTime", "endTime")
+    for t in trials:
+        table.add_row(
+            str(t.id),
+            _trial_status(t),
+            "" if t.best_validation is None else f"{t.best_validation:.6g}",
+            fmt_hparams(t.hparams, limit=max(16, console.width - 90)),
+            when(t.created_at),
+            when(t.ended_at),
+        )
+    console.print(table)
+
+
+@trial_app.command("ls")
+def trial_ls(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
+    """An experiment's trials with NNI's statuses (nnictl trial ls)."""
+    trials = client().trials(experiment_id)
+    if as_json:
+        print_json([_trial_row(t) for t in trials])
+        return
+    _print_trials(trials)
+
+
+@experiment_app.command("list")
+def experiment_list(
+    all_: Annotated[bool, typer.Option("--all", help="finished experiments too")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Experiments with NNI's statuses (nnictl experiment list): running ones, or all."""
+    from assay.protocol import NNIExperimentStatus
+
+    found = client().list_experiments(limit=1000).experiments
+    rows = [_experiment_row(e) for e in found]
+    if not all_:
+        rows = [r for r in rows if r["status"] == NNIExperimentStatus.RUNNING]
+    if as_json:
+        print_json(rows)
+        return
+    from rich.table import Table
+
+    table = Table("id", "experimentName", "status", "startTime", "endTime")
+    for r in rows:
+        table.add_row(
+            str(r["id"]),
+            r["experimentName"],
+            r["status"],
+            when(r["startTime"]),
+            when(r["endTime"]),
+        )
+    console.print(table)
+
+
+@experiment_app.command("export")
+def experiment_export(
+    experiment_id: ExpId,
+    type_: Annotated[str, typer.Option("--type", "-t", help="csv or json")],
+    filename: Annotated[Path, typer.Option("--filename", "-f", help="file to write")],
+) -> None:
+    """Write an experiment's trials, their parameters and results to a file
+    (nnictl experiment export)."""
+    if type_ not in ("csv", "json"):
+        fail(f"--type must be csv or json, got {type_!r}")
+    c = client()
+    rows = [_trial_row(t) for t in c.trials(experiment_id)]
+    for row in rows:
+        # NNI exports a trial's final result: the last result it reported.
+        reported = c.metrics(row["trialJobId"], "validation")
+        row["value"] = reported[-1].metrics.get("default") if reported else None
+    if type_ == "json":
+        text = json.dumps(rows, indent=2)
+    else:
+        out = io.StringIO()
+        names = sorted({k for r in rows for k in r["parameter"]})
+        writer = csv.writer(out)
+        writer.writerow(["trialJobId", "status", *names, "reward"])
+        for r in rows:
+            params = [json.dumps(r["parameter"].get(n)) for n in names]
+            writer.writerow([r["trialJobId"], r["status"], *params, r["value"]])
+        text = out.getvalue()
+    try:
+        filename.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot write {filename}: {exc.strerror or exc}")
+    console.print(f"{len(rows)} trials of experiment {experiment_id} written to {filename}")

@@ -1,0 +1,251 @@
+"""NNI-style trial code (``import nni``) on a real cluster: parameters, results as metrics,
+median-stop early stopping, the experiment and trial time limits, experiment notes, and the
+AdaptDL directories."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.integration.cluster import Cluster
+
+pytestmark = pytest.mark.integration
+
+NNI_TRIAL = """\
+import os, time
+import nni
+
+params = nni.get_next_parameter()
+print("NNI", nni.get_experiment_id(), nni.get_trial_id(), nni.get_sequence_id(), flush=True)
+for name in ("NNI_PLATFORM", "NNI_SYS_DIR", "NNI_OUTPUT_DIR"):
+    print(name, os.environ.get(name), flush=True)
+x = params["x"]
+for epoch in range(int(params.get("epochs", 3))):
+    time.sleep(float(params.get("pause", 0.05)))
+    nni.report_intermediate_result({"default": x + 1.0 / (epoch + 1), "epoch": epoch})
+nni.report_final_result(x)
+"""
+
+
+def context(tmp_path: Path, script: str = NNI_TRIAL) -> Path:
+    root = tmp_path / "nni-context"
+    root.mkdir(exist_ok=True)
+    (root / "mnist.py").write_text(script)
+    return root
+
+
+def config(searcher: dict[str, Any], **extra: Any) -> str:
+    hparams = extra.pop("hyperparameters", {})
+    return yaml.safe_dump(
+        {
+            "name": "nni-style",
+            "entrypoint": "python3 mnist.py",
+            "hyperparameters": {"x": {"type": "double", "minval": 0, "maxval": 10}, **hparams},
+            "searcher": {"metric": "default", **searcher},
+            "max_restarts": 0,
+            "reproducibility": {"experiment_seed": 7},
+            **extra,
+        }
+    )
+
+
+def test_nni_trial_code_completes_with_its_results_as_metrics(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    cfg = config({"name": "random", "max_trials": 2, "max_concurrent_trials": 2})
+    notes = ["tuner SMAC mapped to tpe", "keys nniManagerIp ignored"]
+    exp_id = cluster.submit(cfg, context(tmp_path), notes=notes)
+    assert cluster.wait_state(exp_id, "COMPLETED", "ERROR").state == "COMPLETED"
+    trials = sorted(cluster.client.trials(exp_id), key=lambda t: t.id)
+    assert [t.state for t in trials] == ["COMPLETED", "COMPLETED"]
+    for seq, trial in enumerate(trials):
+        x = trial.hparams["x"]
+        vals = cluster.client.metrics(trial.id, "validation")
+        assert [m.steps_completed for m in vals] == [1, 2, 3, 4]
+        assert [m.metrics["default"] for m in vals] == pytest.approx(
+            [x + 1.0, x + 0.5, x + 1 / 3, x]
+        )
+        assert vals[0].metrics["epoch"] == 0
+        assert trial.best_validation == pytest.approx(x)
+        lines = cluster.trial_logs(trial.id)
+        assert f"NNI {exp_id} {trial.id} {seq}" in lines
+        assert "NNI_PLATFORM local" in lines
+        sys_dir = next(line.split(" ", 1)[1] for line in lines if line.startswith("NNI_SYS_DIR"))
+        assert f"NNI_OUTPUT_DIR {sys_dir}/output" in lines
+    logs = cluster.cli("experiment", "logs", str(exp_id), check=True).stdout
+    assert "[experiment] tuner SMAC mapped to tpe" in logs
+    assert "[experiment] keys nniManagerIp ignored" in logs
+    assert f"[trial {trials[0].id}] NNI {exp_id}" in logs
+
+
+def test_nni_final_result_completes_a_planned_searcher_operation(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    cfg = config({"name": "random", "max_trials": 1, "max_length": {"batches": 5}})
+    exp_id = cluster.submit(cfg, context(tmp_path))
+    assert cluster.wait_state(exp_id, "COMPLETED", "ERROR").state == "COMPLETED"
+    [trial] = cluster.client.trials(exp_id)
+    assert trial.state == "COMPLETED" and trial.message == ""
+    assert trial.steps_completed == 5 and not trial.early_stopped
+
+
+def test_median_stop_ends_nni_trials_early(cluster: Cluster, tmp_path: Path) -> None:
+    searcher = {
+        "name": "random",
+        "max_trials": 8,
+        "max_concurrent_trials": 2,
+        "smaller_is_better": True,
+        "early_stopping": {"name": "medianstop", "start_step": 2, "min_trials": 2},
+    }
+    cfg = config(searcher, hyperparameters={"epochs": 12, "pause": 0.3})
+    exp_id = cluster.submit(cfg, context(tmp_path))
+    assert cluster.wait_state(exp_id, "COMPLETED", "ERROR", timeout=240).state == "COMPLETED"
+    trials = cluster.client.trials(exp_id)
+    stopped = [t for t in trials if t.early_stopped]
+    assert stopped, [(t.id, t.hparams, t.best_validation) for t in trials]
+    for trial in stopped:
+        assert trial.state == "COMPLETED"
+        # Stopped before its twelve intermediate results and its final one.
+        assert len(cluster.client.metrics(trial.id, "validation")) < 13
+    full = [t for t in trials if not t.early_stopped]
+    assert full and all(len(cluster.client.metrics(t.id, "validation")) == 13 for t in full)
+
+
+def test_max_duration_counts_active_time_and_stops_the_experiment(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    cfg = config(
+        {"name": "random", "max_trials": 1},
+        hyperparameters={"epochs": 400, "pause": 0.2},
+        max_duration="5s",
+    )
+    exp_id = cluster.submit(cfg, context(tmp_path), activate=False)
+    time.sleep(6.5)
+    assert cluster.client.experiment(exp_id).state == "PAUSED"
+    cluster.client.transition(exp_id, "activate")
+    time.sleep(2.5)
+    # The paused seconds did not count: it is still running.
+    assert cluster.client.experiment(exp_id).state == "ACTIVE"
+    started = time.monotonic()
+    exp = cluster.wait_state(exp_id, "COMPLETED", "ERROR", "CANCELED", timeout=60)
+    assert exp.state == "COMPLETED"
+    assert time.monotonic() - started < 30
+    assert "max_duration (5s) reached" in exp.message
+    [trial] = cluster.client.trials(exp_id)
+    assert trial.state == "COMPLETED"
+    assert len(cluster.client.metrics(trial.id, "validation")) < 400
+    assert any("max_duration (5s) reached" in n.text for n in cluster.client.notes(exp_id))
+
+
+def test_max_trial_duration_ends_a_trial_that_runs_too_long(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    cfg = config(
+        {"name": "random", "max_trials": 1},
+        hyperparameters={"epochs": 400, "pause": 0.2},
+        max_trial_duration=3,
+    )
+    exp_id = cluster.submit(cfg, context(tmp_path))
+    cluster.wait_state(exp_id, "COMPLETED", "ERROR", "CANCELED", timeout=60)
+    [trial] = cluster.client.trials(exp_id)
+    assert trial.state == "CANCELED"
+    assert trial.message == "ran longer than max_trial_duration: ended"
+    detail = cluster.client.trial(trial.id)
+    assert detail.allocations[-1].exit_reason == "ran longer than max_trial_duration"
+    ran = detail.allocations[-1].ended_at - detail.allocations[-1].started_at  # type: ignore[operator]
+    assert 3 <= ran < 20
+    texts = [n.text for n in cluster.client.notes(exp_id)]
+    assert f"trial {trial.id} ran longer than max_trial_duration (3s): ending it" in texts
+
+
+ADAPTDL_TRIAL = """\
+import os, pathlib
+import nni
+
+params = nni.get_next_parameter()
+ckpt = pathlib.Path(os.environ["ADAPTDL_CHECKPOINT_PATH"])
+share = pathlib.Path(os.environ["ADAPTDL_SHARE_PATH"])
+board = pathlib.Path(os.environ["ADAPTDL_TENSORBOARD_LOGDIR"])
+print("PATHS", ckpt, share, board, flush=True)
+print("PLATFORM", os.environ["NNI_PLATFORM"], flush=True)
+runs = ckpt / "runs"
+runs.write_text(runs.read_text() + "run\\n" if runs.exists() else "run\\n")
+(share / f"trial-{nni.get_trial_id()}").write_text("here")
+(board / f"events-{nni.get_trial_id()}").write_text("scalars")
+if runs.read_text().count("run") == 1:
+    raise SystemExit("first run fails on purpose: the restart must see its checkpoint path")
+nni.report_final_result(params["x"])
+"""
+
+
+def test_adaptdl_paths_keep_checkpoints_share_and_tensorboard(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    storage = tmp_path / "storage"
+    cfg = yaml.safe_load(config({"name": "random", "max_trials": 2, "max_concurrent_trials": 2}))
+    cfg.update(
+        max_restarts=1,
+        checkpoint_storage={"type": "shared_fs", "host_path": str(storage)},
+        adaptdl={
+            "image": "registry.example/nni:adaptdl",
+            "adaptive": True,
+            "checkpoint": {"storage_class": "dfs", "storage_size": "1Gi"},
+        },
+    )
+    exp_id = cluster.submit(yaml.safe_dump(cfg), context(tmp_path, ADAPTDL_TRIAL))
+    assert cluster.wait_state(exp_id, "COMPLETED", "ERROR").state == "COMPLETED"
+    root = storage / "adaptdl" / f"experiment-{exp_id}"
+    trials = cluster.client.trials(exp_id)
+    assert all(t.state == "COMPLETED" and t.restarts == 1 for t in trials)
+    for trial in trials:
+        paths = [line for line in cluster.trial_logs(trial.id) if line.startswith("PATHS")]
+        ckpt = root / "checkpoint" / f"trial-{trial.id}"
+        # Both runs saw the same checkpoint path, and the second found the first's file.
+        assert paths == [f"PATHS {ckpt} {root / 'share'} {root / 'tensorboard'}"] * 2
+        assert (ckpt / "runs").read_text() == "run\nrun\n"
+        assert cluster.client.trial(trial.id).allocations[-1].exit_code == 0
+    ids = sorted(t.id for t in trials)
+    assert sorted(p.name for p in (root / "share").iterdir()) == [f"trial-{i}" for i in ids]
+    # The experiment has ended; its tensorboard directory is still there.
+    assert sorted(p.name for p in (root / "tensorboard").iterdir()) == [f"events-{i}" for i in ids]
+    assert all("PLATFORM adl" in cluster.trial_logs(t.id) for t in trials)
+
+
+def test_adaptdl_nfs_not_mounted_on_the_agent_fails_the_start_saying_so(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    cfg = yaml.safe_load(config({"name": "random", "max_trials": 1}))
+    missing = tmp_path / "no-nfs-here"
+    cfg["adaptdl"] = {
+        "nfs": {"server": "10.0.0.1", "path": "/", "container_mount_path": str(missing)}
+    }
+    exp_id = cluster.submit(yaml.safe_dump(cfg), context(tmp_path))
+    cluster.wait_state(exp_id, "COMPLETED", "ERROR")
+    [trial] = cluster.client.trials(exp_id)
+    assert trial.state == "ERROR"
+    logs = "\n".join(cluster.trial_logs(trial.id))
+    assert f"adaptdl.nfs: {missing} is not a directory on agent agent-1" in logs
+    assert f"mount 10.0.0.1:/ at {missing}" in logs
+    # Where the export is mounted, the same experiment runs.
+    missing.mkdir()
+    exp_id = cluster.submit(yaml.safe_dump(cfg), context(tmp_path))
+    assert cluster.wait_state(exp_id, "COMPLETED", "ERROR").state == "COMPLETED"
+
+
+def test_notes_and_durations_are_refused_when_malformed(cluster: Cluster, tmp_path: Path) -> None:
+    from assay.errors import InvalidRequest
+
+    with pytest.raises(InvalidRequest) as info:
+        cluster.submit(
+            config({"name": "random", "max_trials": 1}, max_duration="soon"), context(tmp_path)
+        )
+    assert "max_duration" in str(info.value.details[0].path)
+    with pytest.raises(InvalidRequest) as info:
+        cluster.submit(
+            config({"name": "random", "max_trials": 1}), context(tmp_path), notes=["x"] * 101
+        )
+    assert info.value.details[0].path == "notes"

@@ -1,0 +1,190 @@
+"""Determined's ``det`` and NNI's ``nnictl`` command lines become assay's, command by command."""
+
+from __future__ import annotations
+
+import pytest
+
+from assay.cli._detmap import DET_RULES, NNICTL_RULES, translate
+
+DET_CASES = [
+    (
+        "experiment create c.yaml ctx --local --test-mode",
+        "experiment create --local --test-mode c.yaml ctx",
+    ),
+    (
+        "e create c.yaml ctx --paused --config a.b=1",
+        "experiment create --paused --config a.b=1 c.yaml ctx",
+    ),
+    ("e create c.yaml ctx --follow-first-trial", "experiment create --follow c.yaml ctx"),
+    ("e list", "experiment list"),
+    ("e ls --all --json --limit=7", "experiment list --all --json --limit 7"),
+    ("e describe 4 --json", "experiment describe --json 4"),
+    ("e list-trials 4", "experiment list-trials 4"),
+    ("e lc 4 --best 2", "experiment list-checkpoints --best 2 4"),
+    ("e config 4", "experiment config 4"),
+    ("e logs 4 -f", "experiment logs --follow 4"),
+    ("e wait 4", "experiment wait 4"),
+    ("e kill 4", "experiment kill 4"),
+    ("experiment pause 4", "experiment pause 4"),
+    ("e activate 4", "experiment activate 4"),
+    ("e cancel 4", "experiment cancel 4"),
+    ("e archive 4", "experiment archive 4"),
+    ("e unarchive 4", "experiment unarchive 4"),
+    ("e set priority 4 10", "experiment set priority 4 10"),
+    ("e set weight 4 2.5", "experiment set weight 4 2.5"),
+    ("e set max-slots 4 8", "experiment set max-slots 4 8"),
+    ("t logs 9", "trial logs 9"),
+    ("trial logs 9 --follow", "trial logs --follow 9"),
+    ("t describe 9 --json", "trial describe --json 9"),
+    ("t kill 9", "trial kill 9"),
+    ("cmd run -d python3 x.py --lr 1", "cmd run --detach -- python3 x.py --lr 1"),
+    (
+        "command run --config resources.slots=0 echo hi",
+        "cmd run --config resources.slots=0 -- echo hi",
+    ),
+    ("cmd list", "task list"),
+    ("task list --all", "task list --all"),
+    ("task logs abc -f", "task logs --follow abc"),
+    ("j list", "job list"),
+    ("job list -p gpus", "job list --resource-pool gpus"),
+    ("job update 7a3 --priority 10", "job update --priority 10 7a3"),
+    ("j update 7a3 --ahead-of 9f1", "job update --ahead-of 9f1 7a3"),
+    (
+        "job update-batch 7a3.priority=1 9f1.weight=2",
+        "job update-batch 7a3.priority=1 9f1.weight=2",
+    ),
+    ("user login bob", "user login bob"),
+    ("u whoami", "user whoami"),
+    ("user logout", "user logout"),
+    ("user list", "user list"),
+    ("user activate bob", "user activate bob"),
+    ("user deactivate bob", "user deactivate bob"),
+    ("user change-password bob", "user change-password bob"),
+    ("-m 10.0.0.1:8080 e list", "-m http://10.0.0.1:8080 experiment list"),
+    ("--master=https://m:8443 e list", "-m https://m:8443 experiment list"),
+    ("--help", "--help"),
+]
+
+
+@pytest.mark.parametrize(("typed", "expected"), DET_CASES)
+def test_det_command_becomes_the_assay_command(typed: str, expected: str) -> None:
+    done = translate("det", typed.split(), {})
+    assert done.error is None
+    assert done.argv == expected.split()
+
+
+NNICTL_CASES = [
+    ("create --config c.yml", "nni create --config c.yml"),
+    ("create -c c.yml --port 8081", "nni create --config c.yml --port 8081"),
+    ("stop abc123", "nni stop abc123"),
+    ("resume abc123", "nni resume abc123"),
+    ("view abc123", "nni view abc123"),
+    ("trial ls abc123", "nni trial ls abc123"),
+    ("experiment list", "nni experiment list"),
+    (
+        "experiment export abc123 --type csv --filename out.csv",
+        "nni experiment export --type csv --filename out.csv abc123",
+    ),
+    (
+        "experiment export abc123 -t json -f o.json",
+        "nni experiment export --type json --filename o.json abc123",
+    ),
+    ("experiment show abc123", "nni view abc123"),
+]
+
+
+@pytest.mark.parametrize(("typed", "expected"), NNICTL_CASES)
+def test_nnictl_command_becomes_the_assay_nni_command(typed: str, expected: str) -> None:
+    done = translate("nnictl", typed.split(), {})
+    assert done.error is None
+    assert done.argv == expected.split()
+
+
+def test_every_rule_is_covered_by_a_case() -> None:
+    covered = {
+        id(rule)
+        for tool, rules, cases in (
+            ("det", DET_RULES, DET_CASES),
+            ("nnictl", NNICTL_RULES, NNICTL_CASES),
+        )
+        for rule in rules
+        for typed, _ in cases
+        if rule.assay and _matches(rule, typed.split())
+    }
+    mapped = [r for r in (*DET_RULES, *NNICTL_RULES) if r.assay]
+    missing = [
+        " ".join(r.words[i][0] for i in range(len(r.words))) for r in mapped if id(r) not in covered
+    ]
+    assert not missing, f"rules without a case: {missing}"
+
+
+def _matches(rule: object, words: list[str]) -> bool:
+    rule_words = rule.words  # type: ignore[attr-defined]
+    words = [w for w in words if not w.startswith("-")]
+    return len(words) >= len(rule_words) and all(
+        w in aliases for w, aliases in zip(words, rule_words, strict=False)
+    )
+
+
+def test_det_master_from_the_environment_unless_given() -> None:
+    env = {"DET_MASTER": "gpu-box:8080"}
+    assert translate("det", ["e", "list"], env).argv == [
+        "-m",
+        "http://gpu-box:8080",
+        "experiment",
+        "list",
+    ]
+    given = translate("det", ["-m", "http://other:1", "e", "list"], env)
+    assert given.argv == ["-m", "http://other:1", "experiment", "list"]
+
+
+def test_gc_policy_is_refused_saying_where_the_policy_is_set() -> None:
+    done = translate("det", ["e", "set", "gc-policy", "4", "--save-trial-latest", "2"], {})
+    assert done.argv is None
+    assert done.error is not None and "save_trial_latest" in done.error
+
+
+@pytest.mark.parametrize(
+    ("tool", "typed", "closest"),
+    [
+        ("det", "e frobnicate 3", "`assay experiment`"),
+        ("det", "e lisst", "`assay experiment list`"),
+        ("det", "agent list", "`assay agent`"),
+        ("det", "notebook start", "`assay cmd run`"),
+        ("nnictl", "top", "`assay experiment list`"),
+        ("nnictl", "log stdout abc", "`assay trial logs`"),
+        ("nnictl", "vieww abc", "`assay nni view`"),
+        ("nnictl", "update concurrency abc --value 3", "`assay experiment set`"),
+    ],
+)
+def test_unmapped_command_names_the_closest_assay_command(
+    tool: str, typed: str, closest: str
+) -> None:
+    done = translate(tool, typed.split(), {})
+    assert done.argv is None and done.error is not None
+    assert "no assay equivalent" in done.error and closest in done.error
+    assert "\n" not in done.error
+
+
+def test_unmapped_flag_is_refused_naming_the_mapped_ones() -> None:
+    done = translate("det", ["e", "list", "--csv"], {})
+    assert done.argv is None
+    assert (
+        done.error == "det e list: --csv is not mapped (mapped flags: --all, --json, --limit, -a)"
+    )
+
+
+def test_dropped_flag_is_said_not_silently_lost() -> None:
+    done = translate("nnictl", ["stop", "abc", "--port", "8080"], {})
+    assert done.argv == ["nni", "stop", "abc"]
+    assert done.notes and "--port ignored" in done.notes[0]
+
+
+def test_wrong_number_of_arguments_is_one_line() -> None:
+    done = translate("det", ["e", "describe"], {})
+    assert done.error == "det e describe takes 1 argument(s), got 0"
+
+
+def test_flag_missing_its_value_is_refused() -> None:
+    done = translate("det", ["e", "list", "--limit"], {})
+    assert done.error == "det e list: --limit needs a value"
