@@ -15,6 +15,7 @@ from typing import Any
 from assay.config._base import show
 from assay.config._errors import invalid
 from assay.config._limits import MAX_TRIALS
+from assay.config._load import load_experiment_config
 from assay.config._nni_keys import (
     OTHER_PLATFORM,
     OTHER_PLATFORMS,
@@ -27,10 +28,11 @@ from assay.config._nni_keys import (
     norm,
     normalized,
 )
+from assay.config._nni_paths import NniPaths, class_arg, written_key
 from assay.config._nni_space import convert_space
 from assay.config._nni_tuners import builtin_name, map_assessor, map_tuner, smaller_is_better
 from assay.config._yaml import parse_yaml
-from assay.errors import ErrorDetail
+from assay.errors import ErrorDetail, InvalidConfig
 
 _WHAT = "NNI config"
 _WRITTEN = {
@@ -99,7 +101,8 @@ def read_nni_config(data: Any, base_dir: Path | str) -> tuple[dict[str, Any], li
     for the experiment log.
 
     Raises :class:`~assay.errors.InvalidConfig` naming every key assay cannot honour and what to
-    use instead.
+    use instead. The config read is validated as any assay config is, and its problems are
+    given at the NNI keys the user wrote (``maxTrialNumber``, not ``searcher.max_trials``).
     """
     fmt = nni_format(data)
     if fmt is None:
@@ -115,6 +118,19 @@ def read_nni_config(data: Any, base_dir: Path | str) -> tuple[dict[str, Any], li
 
     def where(key: str) -> str:
         return keys[key][0] if key in keys else _WRITTEN.get(key, key)
+
+    paths = NniPaths()
+    for ours, key in (
+        ("entrypoint", "trialcommand"),
+        ("name", "experimentname"),
+        ("resources", "trialgpunumber"),
+        ("max_duration", "maxexperimentduration"),
+        ("max_trial_duration", "maxtrialduration"),
+        ("searcher.max_trials", "maxtrialnumber"),
+        ("searcher.num_rounds", "maxtrialnumber"),
+        ("searcher.max_concurrent_trials", "trialconcurrency"),
+    ):
+        paths.add(ours, where(key), leaf=True)
 
     for key, (written, value) in keys.items():
         if key in REFUSED_IF_TRUE:
@@ -152,9 +168,10 @@ def read_nni_config(data: Any, base_dir: Path | str) -> tuple[dict[str, Any], li
     context = (base / code_dir).resolve()
 
     space = _search_space(keys, base, problems)
-    hyperparameters, space_problems = convert_space(
-        space, where("searchspace") if "searchspace" in keys else "searchSpace"
-    )
+    space_where = where("searchspace") if "searchspace" in keys else "searchSpace"
+    paths.space(space_where)
+    paths.add("searcher.points", space_where, leaf=True)
+    hyperparameters, space_problems = convert_space(space, space_where)
     problems.extend(space_problems)
 
     concurrency = get("trialconcurrency", 1)
@@ -175,7 +192,15 @@ def read_nni_config(data: Any, base_dir: Path | str) -> tuple[dict[str, Any], li
 
     seed: list[Any] = [None]
     searcher = _searcher(
-        keys, max_trials, concurrency, hyperparameters, (base, context), problems, notes, seed
+        keys,
+        max_trials,
+        concurrency,
+        hyperparameters,
+        (base, context),
+        problems,
+        notes,
+        seed,
+        paths,
     )
 
     out: dict[str, Any] = {
@@ -210,6 +235,11 @@ def read_nni_config(data: Any, base_dir: Path | str) -> tuple[dict[str, Any], li
         )
     if problems:
         raise invalid(_WHAT, problems)
+    _adaptdl_paths(keys, paths)
+    try:
+        load_experiment_config(out)
+    except InvalidConfig as exc:
+        raise invalid(_WHAT, [paths.detail(d) for d in exc.details]) from None
     return out, notes
 
 
@@ -258,6 +288,7 @@ def _searcher(
     problems: list[ErrorDetail],
     notes: list[str],
     seed: list[Any],
+    paths: NniPaths,
 ) -> dict[str, Any]:
     tuner_key = "advisor" if "advisor" in keys else "tuner"
     if tuner_key not in keys:
@@ -269,6 +300,7 @@ def _searcher(
     if not isinstance(section, dict):
         problems.append(ErrorDetail(written, f"must be a map, got {show(section)}"))
         return {}
+    paths.add("searcher", written)
     custom = {norm(k) for k in section} & {"classname", "codedirectory", "codedir", "classfilename"}
     if custom:
         searcher = _custom_tuner(section, written, dirs, problems)
@@ -290,8 +322,11 @@ def _searcher(
         problems.extend(mapped.problems)
         notes.extend(mapped.notes)
         searcher = mapped.searcher
+        for ours, theirs in mapped.paths.items():
+            paths.add(f"searcher.{ours}", theirs, leaf=True)
         if mapped.seed is not None:
             seed[0] = mapped.seed
+            paths.add("reproducibility", class_arg(section, written, "seed", "seed"), leaf=True)
     if "assessor" in keys and tuner_key == "tuner":
         a_written, a_section = keys["assessor"]
         if not isinstance(a_section, dict):
@@ -306,6 +341,10 @@ def _searcher(
         else:
             rule, a_problems = map_assessor(a_section, a_written)
             problems.extend(a_problems)
+            paths.add("searcher.early_stopping", a_written)
+            for ours, key, spelling in _ASSESSOR_ARGS:
+                arg = class_arg(a_section, a_written, key, spelling)
+                paths.add(f"searcher.early_stopping.{ours}", arg, leaf=True)
             if rule is not None and searcher.get("name") not in ("custom", "pbt", "grid"):
                 searcher["early_stopping"] = rule
             elif rule is not None and searcher:
@@ -317,6 +356,15 @@ def _searcher(
                     )
                 )
     return searcher
+
+
+_ASSESSOR_ARGS = (
+    ("start_step", "startstep", "start_step"),
+    ("epoch_num", "epochnum", "epoch_num"),
+    ("threshold", "threshold", "threshold"),
+    ("gap", "gap", "gap"),
+)
+"""The early-stopping keys of assessors' classArgs."""
 
 
 def _custom_tuner(
@@ -435,6 +483,19 @@ def _adaptdl(keys: dict[str, tuple[str, Any]]) -> dict[str, Any]:
             value = {_snake(k): v for k, v in value.items()}
         adl[ours] = value
     return adl
+
+
+def _adaptdl_paths(keys: dict[str, tuple[str, Any]], paths: NniPaths) -> None:
+    for key, ours in _ADAPTDL_KEYS.items():
+        if key not in keys:
+            continue
+        written, value = keys[key]
+        paths.add(f"adaptdl.{ours}", written)
+        if isinstance(value, dict):
+            for inner in value:
+                snake = _snake(str(inner))
+                theirs = f"{written}.{written_key(value, norm(snake), str(inner))}"
+                paths.add(f"adaptdl.{ours}.{snake}", theirs)
 
 
 def _snake(key: str) -> str:

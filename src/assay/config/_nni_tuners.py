@@ -7,6 +7,7 @@ from typing import Any
 
 from assay.config._base import show
 from assay.config._nni_keys import norm
+from assay.config._nni_paths import class_arg
 from assay.errors import ErrorDetail
 
 METRIC = "default"
@@ -34,6 +35,8 @@ class Mapped:
     """``classArgs.seed``: the experiment's seed (every searcher draws from it)."""
     notes: list[str] = field(default_factory=list)
     problems: list[ErrorDetail] = field(default_factory=list)
+    paths: dict[str, str] = field(default_factory=dict)
+    """The searcher's keys (``population_size``) and the NNI paths they were read from."""
 
 
 def _args(section: dict[str, Any], where: str, problems: list[ErrorDetail]) -> dict[str, Any]:
@@ -135,7 +138,29 @@ def map_tuner(
         )
         return out
     _note_unused(section, where, _USED.get(key, set()), out.notes)
+    mode = class_arg(section, where, "optimizemode", "optimize_mode")
+    out.paths = {"metric": mode, "smaller_is_better": mode}
+    for ours, (nni_key, spelling) in _ARG_PATHS.get(key, {}).items():
+        out.paths[ours] = class_arg(section, where, nni_key, spelling)
     return out
+
+
+_ARG_PATHS: dict[str, dict[str, tuple[str, str]]] = {
+    "evolution": {"population_size": ("populationsize", "population_size")},
+    "hyperband": {"divisor": ("eta", "eta"), "max_length": ("r", "R")},
+    "bohb": {"divisor": ("eta", "eta"), "max_length": ("maxbudget", "max_budget")},
+    "pbt": {
+        "population_size": ("populationsize", "population_size"),
+        "replace_function": ("fraction", "fraction"),
+        "explore_function.resample_probability": (
+            "resampleprobability",
+            "resample_probability",
+        ),
+        "explore_function.perturb_factor": ("factor", "factor"),
+    },
+}
+"""The searcher keys each tuner's classArgs become (for naming them in problems)."""
+_ARG_PATHS["pbttuner"] = _ARG_PATHS["pbt"]
 
 
 _USED = {
