@@ -103,7 +103,8 @@ EXPECTED: dict[str, str | list[tuple[str, str]]] = {
         ("searchSpacePath", "cannot read the search space file ./wrong_search_space.json")
     ],
     "test/ut/tools/nnictl/config_files/invalid/tuner-wrong-key.yml": [
-        ("tuner.name", "unknown NNI tuner")
+        ("tuner.wrongTunerKey", "unknown key; valid keys are: name, className"),
+        ("tuner.name", "required: a tuner name"),
     ],
     "test/ut/tools/nnictl/config_files/invalid/wrong-class-args.yml": [
         ("assessor.classArgs.optimize_mode", "must be maximize or minimize")

@@ -17,16 +17,21 @@ from assay.config._errors import invalid
 from assay.config._limits import MAX_TRIALS
 from assay.config._load import load_experiment_config
 from assay.config._nni_keys import (
+    ALGORITHM_KEYS,
     OTHER_PLATFORM,
     OTHER_PLATFORMS,
     RECORDED,
     REFUSED_IF_TRUE,
+    TOP_LEVEL,
     V1_KEYS,
     V1_TO_V2,
     V1_TRIAL,
+    V1_TRIAL_KEYS,
     V2_KEYS,
+    did_you_mean,
     norm,
     normalized,
+    unknown_keys,
 )
 from assay.config._nni_paths import NniPaths, class_arg, written_key
 from assay.config._nni_space import convert_space
@@ -141,11 +146,18 @@ def read_nni_config(data: Any, base_dir: Path | str) -> tuple[dict[str, Any], li
         elif key.startswith("trial."):
             pass  # the trial block's other keys: AdaptDL's, or other services' (_service)
         elif key not in _TOP and key not in RECORDED:
+            close = did_you_mean(written, TOP_LEVEL)
             problems.append(
                 ErrorDetail(
-                    written, "unknown NNI config key; see NNI's experiment config reference"
+                    written,
+                    f"unknown NNI config key (did you mean {close}?)"
+                    if close
+                    else "unknown NNI config key; see NNI's experiment config reference",
                 )
             )
+    trial = normalized(data).get("trial")
+    if fmt == "v1" and trial is not None and isinstance(trial[1], dict):
+        problems.extend(unknown_keys(trial[1], trial[0], V1_TRIAL_KEYS))
 
     command = get("trialcommand")
     if not isinstance(command, str) or not command.strip():
@@ -301,6 +313,7 @@ def _searcher(
         problems.append(ErrorDetail(written, f"must be a map, got {show(section)}"))
         return {}
     paths.add("searcher", written)
+    problems.extend(unknown_keys(section, written, ALGORITHM_KEYS))
     custom = {norm(k) for k in section} & {"classname", "codedirectory", "codedir", "classfilename"}
     if custom:
         searcher = _custom_tuner(section, written, dirs, problems)
@@ -329,6 +342,8 @@ def _searcher(
             paths.add("reproducibility", class_arg(section, written, "seed", "seed"), leaf=True)
     if "assessor" in keys and tuner_key == "tuner":
         a_written, a_section = keys["assessor"]
+        if isinstance(a_section, dict):
+            problems.extend(unknown_keys(a_section, a_written, ALGORITHM_KEYS))
         if not isinstance(a_section, dict):
             problems.append(ErrorDetail(a_written, f"must be a map, got {show(a_section)}"))
         elif {norm(k) for k in a_section} & {"classname", "codedirectory", "codedir"}:

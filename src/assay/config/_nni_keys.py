@@ -3,7 +3,11 @@ into v2 ones, and the lists of keys accepted with a note or refused."""
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Sequence
 from typing import Any
+
+from assay.errors import ErrorDetail
 
 
 def norm(key: str) -> str:
@@ -106,3 +110,113 @@ REFUSED_IF_TRUE = {
     "and nni.report_final_result() in the trial code (useAnnotation: false)",
 }
 """Keys accepted when false, refused when true, with what to do instead."""
+
+
+TOP_LEVEL = (
+    # v2
+    "experimentName",
+    "searchSpaceFile",
+    "searchSpace",
+    "trialCommand",
+    "trialCodeDirectory",
+    "trialConcurrency",
+    "trialGpuNumber",
+    "maxExperimentDuration",
+    "maxTrialDuration",
+    "maxTrialNumber",
+    "nniManagerIp",
+    "useAnnotation",
+    "debug",
+    "logLevel",
+    "experimentWorkingDirectory",
+    "tunerGpuIndices",
+    "tuner",
+    "assessor",
+    "advisor",
+    "trainingService",
+    "sharedStorage",
+    # v1
+    "authorName",
+    "maxExecDuration",
+    "maxTrialNum",
+    "trainingServicePlatform",
+    "searchSpacePath",
+    "multiPhase",
+    "multiThread",
+    "versionCheck",
+    "logDir",
+    "logCollection",
+    "trial",
+    "localConfig",
+    "machineList",
+)
+"""NNI's top-level keys as its documentation spells them (for suggesting one for a typo)."""
+
+V1_TRIAL_KEYS = (
+    "command",
+    "codeDir",
+    "gpuNum",
+    "cpuNum",
+    "memoryMB",
+    "memorySize",
+    "image",
+    "imagePullSecrets",
+    "virtualCluster",
+    "shmMB",
+    "nasMode",
+    "portList",
+    "authFile",
+    "paiConfigPath",
+    "paiStorageConfigName",
+    "worker",
+    "ps",
+    "master",
+    "taskRoles",
+    "adaptive",
+    "checkpoint",
+    "nfs",
+)
+"""The keys of v1's ``trial`` block, on every training service (nnictl's schema)."""
+
+ALGORITHM_KEYS = (
+    "name",
+    "className",
+    "codeDirectory",
+    "classArgs",
+    # v1
+    "builtinTunerName",
+    "builtinAssessorName",
+    "builtinAdvisorName",
+    "codeDir",
+    "classFileName",
+    "gpuNum",
+    "gpuIndices",
+    "includeIntermediateResults",
+)
+"""The keys of a ``tuner``, ``assessor`` or ``advisor`` section (v2 and v1)."""
+
+
+def did_you_mean(key: str, names: Sequence[str]) -> str | None:
+    """The name in ``names`` closest to ``key`` (compared as NNI compares keys), if any is
+    close enough to be the key meant."""
+    by_norm = {norm(n): n for n in names}
+    close = difflib.get_close_matches(norm(key), list(by_norm), n=1, cutoff=0.75)
+    return by_norm[close[0]] if close else None
+
+
+def unknown_keys(section: dict[str, Any], where: str, names: Sequence[str]) -> list[ErrorDetail]:
+    """A problem for each key of ``section`` (written at ``where``) not in ``names``, with the
+    name meant when one is close, else every valid name."""
+    known = {norm(n) for n in names}
+    out: list[ErrorDetail] = []
+    for key in section:
+        if norm(str(key)) in known:
+            continue
+        close = did_you_mean(str(key), names)
+        message = (
+            f"unknown key (did you mean {close}?)"
+            if close
+            else f"unknown key; valid keys are: {', '.join(names)}"
+        )
+        out.append(ErrorDetail(f"{where}.{key}" if where else str(key), message))
+    return out

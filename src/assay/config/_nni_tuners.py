@@ -129,11 +129,12 @@ def map_tuner(
             },
         }
     else:
+        what = f"unknown NNI tuner {show(name)}" if name else "required: a tuner name"
         out.problems.append(
             ErrorDetail(
                 f"{where}.name",
-                f"unknown NNI tuner {show(name)}; expected one of: {BUILTIN}, or a custom tuner "
-                "(className and codeDirectory)",
+                f"{what}; expected one of: {BUILTIN}, or a custom tuner (className and "
+                "codeDirectory)",
             )
         )
         return out
