@@ -183,7 +183,9 @@ def read_nni_config(data: Any, base_dir: Path | str) -> tuple[dict[str, Any], li
     space_where = where("searchspace") if "searchspace" in keys else "searchSpace"
     paths.space(space_where)
     paths.add("searcher.points", space_where, leaf=True)
-    hyperparameters, space_problems = convert_space(space, space_where)
+    tuner = keys.get("advisor", keys.get("tuner", ("", None)))[1]
+    grid = isinstance(tuner, dict) and norm(builtin_name(tuner) or "") == "gridsearch"
+    hyperparameters, space_problems = convert_space(space, space_where, grid=grid)
     problems.extend(space_problems)
 
     concurrency = get("trialconcurrency", 1)

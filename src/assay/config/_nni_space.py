@@ -48,8 +48,15 @@ def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def convert_space(space: Any, where: str) -> tuple[dict[str, Any], list[ErrorDetail]]:
-    """The assay ``hyperparameters`` of an NNI search space, and every problem found."""
+def convert_space(
+    space: Any, where: str, *, grid: bool = False
+) -> tuple[dict[str, Any], list[ErrorDetail]]:
+    """The assay ``hyperparameters`` of an NNI search space, and every problem found.
+
+    With ``grid`` (NNI's GridSearch tuner), each type is written so that assay's grid takes
+    exactly the values GridSearch does: every integer of a ``randint``, every multiple of ``q``
+    of a ``quniform`` or ``qloguniform`` range (clipped to it).
+    """
     if not isinstance(space, dict):
         return {}, [
             ErrorDetail(where, f"must be a map of names to {{_type, _value}}, got {show(space)}")
@@ -57,13 +64,13 @@ def convert_space(space: Any, where: str) -> tuple[dict[str, Any], list[ErrorDet
     out: dict[str, Any] = {}
     problems: list[ErrorDetail] = []
     for name, spec in space.items():
-        hp = _convert(spec, f"{where}.{name}", problems)
+        hp = _convert(spec, f"{where}.{name}", problems, grid)
         if hp is not None:
             out[str(name)] = hp
     return out, problems
 
 
-def _convert(spec: Any, where: str, problems: list[ErrorDetail]) -> Any:
+def _convert(spec: Any, where: str, problems: list[ErrorDetail], grid: bool) -> Any:
     if not isinstance(spec, dict) or "_type" not in spec:
         problems.append(
             ErrorDetail(where, f"must be a map with _type and _value, got {show(spec)}")
@@ -87,7 +94,7 @@ def _convert(spec: Any, where: str, problems: list[ErrorDetail]) -> Any:
         )
         return None
     if kind == "choice":
-        return _choice(value, where, problems)
+        return _choice(value, where, problems, grid)
     arity = _ARITY[str(kind)]
     if len(value) != arity or not all(_number(v) for v in value):
         shape = "[low, high]" if arity == 2 else "[low, high, q]"
@@ -99,7 +106,32 @@ def _convert(spec: Any, where: str, problems: list[ErrorDetail]) -> Any:
             )
         )
         return None
-    return _numeric(str(kind), [float(v) for v in value], value, where, problems)
+    hp = _numeric(str(kind), [float(v) for v in value], value, where, problems)
+    return _exact_grid(str(kind), value, hp) if grid and hp is not None else hp
+
+
+_GRID_VALUES_MAX = 10_000
+"""The most values of a ``qloguniform`` written out for GridSearch (each is in the config the
+master stores); past it, the range is kept, its ends as exact as floats allow."""
+
+
+def _exact_grid(kind: str, raw: list[Any], hp: dict[str, Any]) -> dict[str, Any]:
+    if kind == "randint":
+        # Every integer of [low, high): NNI's GridSearch takes them all.
+        return {**hp, "count": int(hp["maxval"]) - int(hp["minval"]) + 1}
+    if kind == "qloguniform":
+        # The ends of assay's log range are e ** log(low), which float rounding can move off
+        # low itself (999.9999999999994 for 1000): the values, written out, are NNI's exactly.
+        low, high, q = float(raw[0]), float(raw[1]), float(raw[2])
+        first, last = round(low / q), round(high / q)
+        if last - first + 1 <= _GRID_VALUES_MAX:
+            values: list[float] = []
+            for k in range(first, last + 1):
+                value = min(max(float(k * q), low), high)
+                if value not in values:
+                    values.append(value)
+            return {"type": "categorical", "vals": values}
+    return hp  # quniform: assay's grid takes every multiple of q of [low, high] already
 
 
 def _numeric(
@@ -156,7 +188,7 @@ def _numeric(
     return out
 
 
-def _choice(options: list[Any], where: str, problems: list[ErrorDetail]) -> Any:
+def _choice(options: list[Any], where: str, problems: list[ErrorDetail], grid: bool) -> Any:
     converted: list[Any] = []
     for i, option in enumerate(options):
         if isinstance(option, dict):
@@ -165,7 +197,7 @@ def _choice(options: list[Any], where: str, problems: list[ErrorDetail]) -> Any:
             nested: dict[str, Any] = {}
             for key, inner in option.items():
                 if isinstance(inner, dict) and "_type" in inner:
-                    hp = _convert(inner, f"{where}._value[{i}].{key}", problems)
+                    hp = _convert(inner, f"{where}._value[{i}].{key}", problems, grid)
                     if hp is not None:
                         nested[str(key)] = hp
                 else:
