@@ -67,8 +67,6 @@ EXPECTED: dict[str, str | list[tuple[str, str]]] = {
     # NNI's own test of custom tuners and assessors, over a search space that is not NNI's format.
     "test/training_service/config/naive_test/local.yml": [
         ("searchSpace.x", "must be a map with _type and _value"),
-        ("maxTrialNum", "not supported with a custom tuner"),
-        ("trialConcurrency", "not supported with a custom tuner"),
         ("assessor", "custom assessors are not supported: use Medianstop or Curvefitting"),
     ],
     "test/training_service/config/tuners/anneal.yml": [ANNOTATION],
@@ -86,7 +84,7 @@ EXPECTED: dict[str, str | list[tuple[str, str]]] = {
     "test/training_service/config/tuners/tpe.yml": [ANNOTATION],
     "test/ut/experiment/assets/config.yaml": [
         ("searchSpace.a", "must be a map with _type and _value"),
-        ("tuner.classArgs", "other than optimize_mode are not supported"),
+        ("tuner.className", 'must be module.ClassName, got "Tuner"'),
         ("assessor.name", 'unknown NNI assessor "assess"'),
     ],
     "test/ut/experiment/assets/ss.yaml": NOT_AN_EXPERIMENT,

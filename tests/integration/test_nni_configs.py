@@ -169,7 +169,8 @@ from nni.tuner import NoMoreTrialError, Tuner
 class StepTuner(Tuner):
     \"\"\"Tries x = 1, 2, 3 in turn, passing on the result it received last.\"\"\"
 
-    def __init__(self):
+    def __init__(self, optimize_mode="maximize"):
+        # NNI passes every classArgs entry, optimize_mode too, to the constructor.
         self.space = None
         self.last = None
 
@@ -217,3 +218,56 @@ def test_custom_nni_tuner_drives_the_experiment(cluster: Cluster, tmp_path: Path
     assert [t.hparams["space_type"] for t in trials] == ["choice"] * 3
     # Each trial carries the result its predecessor reported, as the tuner received it.
     assert [t.hparams["last"] for t in trials] == [None, 10, 20]
+
+
+COUNTING_TUNER = """\
+from nni.tuner import Tuner
+
+
+class CountingTuner(Tuner):
+    \"\"\"Proposes x = start, start + step, ... for ever: maxTrialNumber ends the search.\"\"\"
+
+    def __init__(self, start, step=1, optimize_mode="maximize"):
+        self.start = start
+        self.step = step
+
+    def generate_parameters(self, parameter_id, **kwargs):
+        return {"x": self.start + self.step * parameter_id}
+"""
+
+
+def test_custom_nni_tuner_gets_class_args_concurrency_and_trial_budget(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "trial.py").write_text(
+        "import time, nni\np = nni.get_next_parameter()\ntime.sleep(1.5)\n"
+        "nni.report_final_result(p['x'])\n"
+    )
+    (code / "counting_tuner.py").write_text(COUNTING_TUNER)
+    config = {
+        "searchSpace": {"x": {"_type": "randint", "_value": [0, 1000]}},
+        "trialCommand": "python3 trial.py",
+        "trialCodeDirectory": "code",
+        "trialConcurrency": 2,
+        "maxTrialNumber": 4,
+        "tuner": {
+            "className": "counting_tuner.CountingTuner",
+            "codeDirectory": "code",
+            "classArgs": {"start": 100, "step": 5, "optimize_mode": "maximize"},
+        },
+        "trainingService": {"platform": "local"},
+    }
+    path = tmp_path / "config.yml"
+    path.write_text(yaml.safe_dump(config))
+    out = cluster.cli("experiment", "create", str(path), "--json", check=True)
+    exp_id = int(json.loads(out.stdout)["id"])
+    final = cluster.wait_state(exp_id, "COMPLETED", "ERROR", timeout=240)
+    assert final.state == "COMPLETED", final.message
+    trials = sorted(cluster.client.trials(exp_id), key=lambda t: t.id)
+    # The constructor got classArgs; maxTrialNumber stopped a tuner that never runs out.
+    assert [t.hparams["x"] for t in trials] == [100, 105, 110, 115]
+    # trialConcurrency: the second trial was created before the first ended.
+    assert trials[0].ended_at is not None
+    assert trials[1].created_at < trials[0].ended_at

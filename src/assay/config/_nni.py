@@ -319,17 +319,19 @@ def _searcher(
     custom = {norm(k) for k in section} & {"classname", "codedirectory", "codedir", "classfilename"}
     if custom:
         searcher = _custom_tuner(section, written, dirs, problems)
-        for key in ("maxtrialnumber", "trialconcurrency") if searcher else ():
-            value = keys[key][1] if key in keys else None
-            if value is not None and not (key == "trialconcurrency" and value == 1):
-                problems.append(
-                    ErrorDetail(
-                        keys[key][0],
-                        "not supported with a custom tuner, which runs one trial at a time "
-                        "until its generate_parameters raises nni.tuner.NoMoreTrialError: "
-                        "leave it out",
-                    )
-                )
+        if searcher:
+            # The tuner shim keeps trialConcurrency trials running and stops after
+            # maxTrialNumber (or when generate_parameters raises NoMoreTrialError).
+            searcher["max_concurrent_trials"] = concurrency
+            if "maxtrialnumber" in keys:
+                searcher["max_trials"] = max_trials
+            paths.add(
+                "searcher.class", f"{written}.{written_key(section, 'classname', 'className')}"
+            )
+            paths.add(
+                "searcher.class_args",
+                f"{written}.{written_key(section, 'classargs', 'classArgs')}",
+            )
     else:
         mapped = map_tuner(
             section, written, max_trials=max_trials, concurrency=concurrency, space=hyperparameters
@@ -402,13 +404,11 @@ def _custom_tuner(
         )
         return {}
     args = fields.get("classargs", ("", None))[1] or {}
-    extra = [k for k in args if norm(str(k)) != "optimizemode"] if isinstance(args, dict) else []
-    if extra or not isinstance(args, dict):
+    if not isinstance(args, dict) or not all(isinstance(k, str) for k in args):
         problems.append(
             ErrorDetail(
-                f"{where}.classArgs",
-                "arguments of a custom tuner other than optimize_mode are not supported: give "
-                "them defaults in the tuner's constructor",
+                f"{where}.{fields.get('classargs', ('classArgs',))[0]}",
+                f"must be a map of the tuner's constructor arguments, got {show(args)}",
             )
         )
         return {}
@@ -437,6 +437,8 @@ def _custom_tuner(
         "metric": "default",
         "smaller_is_better": smaller,
         "class": f"{module}:{cls}",
+        # As NNI does: every classArgs entry (optimize_mode too) is a constructor argument.
+        "class_args": dict(args),
     }
 
 

@@ -329,6 +329,13 @@ class CustomConfig(ConfigModel):
     source_checkpoint_uuid: Annotated[str, Field(max_length=MAX_UUID)] | None = None
     class_: Annotated[str, Field(max_length=MAX_PATH)] | None = Field(default=None, alias="class")
     unit: Literal["batches", "records", "epochs"] | None = None
+    class_args: dict[str, Any] | None = None
+    """Keyword arguments of the class's constructor (an NNI custom tuner's ``classArgs``)."""
+    max_trials: Trials | None = None
+    """For the class to honour (it reads its settings as ``ctx.settings``): an NNI custom tuner
+    stops after this many trials."""
+    max_concurrent_trials: AtOnce | None = None
+    """For the class to honour: an NNI custom tuner keeps this many trials running."""
 
     def plan(self) -> SearchPlan:
         # The user's class decides every length; the master drives its operations.

@@ -45,6 +45,8 @@ class CustomSearchMethod:
         seed: int,
         hyperparameters: dict[str, Any],
         smaller_is_better: bool = True,
+        class_args: dict[str, Any] | None = None,
+        settings: dict[str, Any] | None = None,
         timeout: float = 60.0,
         python: str = sys.executable,
     ) -> None:
@@ -53,6 +55,8 @@ class CustomSearchMethod:
         self.seed = seed
         self.hyperparameters = hyperparameters
         self.smaller_is_better = smaller_is_better
+        self.class_args = dict(class_args or {})
+        self.settings = dict(settings or {})
         self.timeout = timeout
         self.python = python
         self.state: Any = None
@@ -165,6 +169,8 @@ class CustomSearchMethod:
                 "seed": self.seed,
                 "hyperparameters": self.hyperparameters,
                 "smaller_is_better": self.smaller_is_better,
+                "class_args": self.class_args,
+                "settings": self.settings,
                 "state": self.state,
             }
         )

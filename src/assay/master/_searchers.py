@@ -104,6 +104,8 @@ class SearcherCache:
             seed=config.reproducibility.experiment_seed or 0,
             hyperparameters=hyperparameters_to_json(dict(config.hyperparameters)),
             smaller_is_better=sc.smaller_is_better,
+            class_args=sc.class_args,
+            settings=sc.model_dump(mode="json", by_alias=True, exclude_none=True),
         )
 
 

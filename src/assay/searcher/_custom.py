@@ -2,7 +2,8 @@
 
 The class lives in the experiment's context directory and runs in a subprocess of the master,
 so a crash in it fails the experiment (with its traceback) and never the master. It is built
-with no arguments, then driven by these calls, each with a :class:`SearchContext`::
+with the section's ``class_args`` as keyword arguments (none by default), then driven by these
+calls, each with a :class:`SearchContext`::
 
     from assay.searcher import SearchContext
 
@@ -57,12 +58,15 @@ class SearchContext:
         rng: random.Random,
         *,
         smaller_is_better: bool = True,
+        settings: dict[str, Any] | None = None,
     ) -> None:
         self.hyperparameters = hyperparameters
         """The experiment's ``hyperparameters`` section, as JSON."""
         self.space = parse_hyperparameters(hyperparameters)
         self.rng = rng
         self.smaller_is_better = smaller_is_better
+        self.settings = dict(settings or {})
+        """The experiment's ``searcher`` section, as JSON: the class's own settings with it."""
 
     def sample(self) -> dict[str, Any]:
         """A random point of the search space (drawn from ``rng``)."""

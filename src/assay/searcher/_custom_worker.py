@@ -2,11 +2,12 @@
 
 It speaks JSON lines: one request on stdin, one answer on stdout. The first request is
 ``{"op": "start", "class": "module:Class", "context_dir": ..., "seed": ..., "hyperparameters":
-..., "smaller_is_better": ..., "state": null | saved}``; later ones name a searcher event
-(``initial_operations``, ``trial_created``, ``validation_completed``, ``trial_closed``,
-``trial_exited_early``) with its arguments. Every answer is ``{"ok": true, "ops": [...],
-"state": ..., "progress": ...}`` or ``{"ok": false, "error": "<traceback>"}``. Whatever the
-user's code prints goes to stderr, so it cannot corrupt the protocol.
+..., "smaller_is_better": ..., "class_args": {...}, "settings": {...}, "state": null |
+saved}`` (the class is built with ``class_args`` as keyword arguments); later ones name a
+searcher event (``initial_operations``, ``trial_created``, ``validation_completed``,
+``trial_closed``, ``trial_exited_early``) with its arguments. Every answer is ``{"ok": true,
+"ops": [...], "state": ..., "progress": ...}`` or ``{"ok": false, "error": "<traceback>"}``.
+Whatever the user's code prints goes to stderr, so it cannot corrupt the protocol.
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ class _Session:
             dict(request.get("hyperparameters") or {}),
             random.Random(int(request["seed"])),
             smaller_is_better=bool(request.get("smaller_is_better", True)),
+            settings=dict(request.get("settings") or {}),
         )
-        self.searcher = cls()
+        self.searcher = cls(**dict(request.get("class_args") or {}))
         saved = request.get("state")
         if saved is not None:
             set_rng_state(self.ctx.rng, saved["rng"])

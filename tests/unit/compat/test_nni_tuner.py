@@ -118,3 +118,32 @@ def test_tuner_state_is_replayed_into_a_fresh_tuner(tuner_module: Any) -> None:
     third, _ = fresh.on_trial_closed(ctx, second.request_id)
     assert fresh.results == [0.5, 0.25]
     assert third.hparams == {"n": 2}
+
+
+def test_tuner_keeps_the_concurrency_and_stops_at_the_trial_budget(tuner_module: Any) -> None:
+    class Counter(tuner_module.Tuner):  # type: ignore[misc,name-defined]
+        def __init__(self, start: int = 0) -> None:
+            self.start = start
+
+        def generate_parameters(self, parameter_id: int, **kwargs: Any) -> dict[str, Any]:
+            return {"n": self.start + parameter_id}
+
+    ctx = SearchContext(
+        {"n": {"type": "int", "minval": 0, "maxval": 99}},
+        random.Random(0),
+        settings={"max_trials": 3, "max_concurrent_trials": 2},
+    )
+    tuner = Counter(start=10)
+    ops = tuner.initial_operations(ctx)
+    created = [op for op in ops if type(op).__name__ == "Create"]
+    assert [op.hparams for op in created] == [{"n": 10}, {"n": 11}]
+    first, second = created
+    tuner.on_validation_completed(ctx, first.request_id, 1.0, 1)
+    third, _ = tuner.on_trial_closed(ctx, first.request_id)
+    assert third.hparams == {"n": 12}
+    # The budget is spent: closing a trial starts none, and the last one ends the search.
+    tuner.on_validation_completed(ctx, second.request_id, 1.0, 1)
+    assert tuner.on_trial_closed(ctx, second.request_id) == []
+    tuner.on_validation_completed(ctx, third.request_id, 1.0, 1)
+    (end,) = tuner.on_trial_closed(ctx, third.request_id)
+    assert type(end).__name__ == "Shutdown"

@@ -309,7 +309,25 @@ def test_custom_tuner_runs_as_the_custom_searcher(tmp_path: Path) -> None:
         "metric": "default",
         "smaller_is_better": False,
         "class": "my_tuner:MyTuner",
+        "class_args": {},
+        "max_concurrent_trials": 1,
     }
+
+
+def test_custom_tuner_gets_its_class_args_and_the_trial_budget(tmp_path: Path) -> None:
+    args = {"optimize_mode": "minimize", "start": 3, "names": ["a", "b"]}
+    data = v2(tuner={"className": "t.T", "codeDirectory": ".", "classArgs": args})
+    raw, _ = read(data, tmp_path)
+    searcher = raw["searcher"]
+    assert searcher["class_args"] == args
+    assert searcher["smaller_is_better"] is True
+    assert (searcher["max_trials"], searcher["max_concurrent_trials"]) == (6, 2)
+    assert refusal(v2(tuner={"className": "t.T", "classArgs": [1]}), tmp_path) == [
+        "tuner.classArgs: must be a map of the tuner's constructor arguments, got [1]"
+    ]
+    assert refusal(v2(tuner={"className": "t.T"}, maxTrialNumber=0), tmp_path) == [
+        "maxTrialNumber: must be >= 1, got 0"
+    ]
 
 
 def test_custom_tuner_outside_the_code_directory_is_refused(tmp_path: Path) -> None:

@@ -4,8 +4,11 @@ A custom tuner of an NNI config (``tuner: {className, codeDirectory}``) subclass
 and implements NNI's interface: ``update_search_space(search_space)``,
 ``generate_parameters(parameter_id, **kwargs)`` and ``receive_trial_result(parameter_id,
 parameters, value, **kwargs)``. assay runs the subclass as the experiment's custom searcher: this
-class implements assay's searcher protocol on top of those three methods. It runs one trial at a
-time, each to its final result, until ``generate_parameters`` raises :class:`NoMoreTrialError`.
+class implements assay's searcher protocol on top of those three methods. It keeps
+``trialConcurrency`` trials running (the searcher's ``max_concurrent_trials``; one when not
+given), each to its final result, until ``maxTrialNumber`` trials (``max_trials``) have been
+created or ``generate_parameters`` raises :class:`NoMoreTrialError`; the experiment ends when the
+last running trial does. The config's ``classArgs`` are the subclass's constructor arguments.
 The search space is given in NNI's format (``{"name": {"_type": ..., "_value": [...]}}``);
 ``value`` is the trial's final result as it reported it (NNI's ``default`` number).
 """
@@ -42,24 +45,40 @@ class Tuner:
 
     def _assay_state(self) -> dict[str, Any]:
         state: dict[str, Any] = self.__dict__.setdefault(
-            "_assay", {"next_id": 0, "trials": {}, "results": [], "space": None}
+            "_assay",
+            {"next_id": 0, "trials": {}, "results": [], "space": None, "exhausted": False},
         )
         return state
 
     def _assay_next(self, ctx: Any) -> list[Any]:
+        """New trials up to the concurrency, within the trial budget; the shutdown once none
+        runs and no more may start."""
         state = self._assay_state()
-        parameter_id = state["next_id"]
-        try:
-            params = self.generate_parameters(parameter_id)
-        except Exception as exc:
-            if type(exc).__name__ != "NoMoreTrialError":
-                raise
-            return [ctx.shutdown()]
-        state["next_id"] = parameter_id + 1
-        op = ctx.create_trial(dict(params))
-        state["trials"][op.request_id] = [parameter_id, dict(params)]
-        # One operation long: a trial's final result completes it.
-        return [op, ctx.validate_after(op.request_id, 1)]
+        settings = getattr(ctx, "settings", {}) or {}
+        budget = settings.get("max_trials")
+        at_once = max(1, int(settings.get("max_concurrent_trials") or 1))
+        ops: list[Any] = []
+        while (
+            not state.get("exhausted")
+            and len(state["trials"]) < at_once
+            and (budget is None or state["next_id"] < budget)
+        ):
+            parameter_id = state["next_id"]
+            try:
+                params = self.generate_parameters(parameter_id)
+            except Exception as exc:
+                if type(exc).__name__ != "NoMoreTrialError":
+                    raise
+                state["exhausted"] = True
+                break
+            state["next_id"] = parameter_id + 1
+            op = ctx.create_trial(dict(params))
+            state["trials"][op.request_id] = [parameter_id, dict(params)]
+            # One operation long: a trial's final result completes it.
+            ops += [op, ctx.validate_after(op.request_id, 1)]
+        if not state["trials"]:
+            ops.append(ctx.shutdown())
+        return ops
 
     def initial_operations(self, ctx: Any) -> list[Any]:
         space = nni_search_space(ctx.hyperparameters)
