@@ -284,13 +284,24 @@ def _search_space(keys: dict[str, tuple[str, Any]], base: Path, problems: list[E
         return {}
     try:
         return json.loads(text)
-    except ValueError:
-        pass
+    except json.JSONDecodeError as exc:
+        if value.lower().endswith(".json"):
+            # A .json file is JSON (NNI reads it so): where it breaks is what to fix.
+            problems.append(
+                ErrorDetail(
+                    written,
+                    f"{value} is not valid JSON at line {exc.lineno}, column {exc.colno}: "
+                    f"{exc.msg}",
+                )
+            )
+            return {}
     try:
         return parse_yaml(text, value)
+    except InvalidConfig as exc:
+        problems.append(ErrorDetail(written, exc.message))
     except Exception as exc:
         problems.append(ErrorDetail(written, f"{value} is neither JSON nor YAML: {exc}"))
-        return {}
+    return {}
 
 
 def _searcher(

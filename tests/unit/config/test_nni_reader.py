@@ -473,3 +473,23 @@ def test_a_tuner_seed_seeds_the_experiment() -> None:
     assert raw["reproducibility"] == {"experiment_seed": 11}
     assert "sampler_options" not in raw["searcher"]
     assert notes == []
+
+
+def test_invalid_json_search_space_file_names_line_and_column(tmp_path: Path) -> None:
+    (tmp_path / "ss.json").write_text('{\n  "lr": {"_type": "uniform", "_value": [0, 1],}\n}\n')
+    data = v2(searchSpaceFile="ss.json")
+    del data["searchSpace"]
+    got = refusal(data, tmp_path)
+    assert len(got) == 1
+    assert got[0].startswith("searchSpaceFile: ss.json is not valid JSON at line 2, column ")
+    assert "Expecting" in got[0]
+
+
+def test_invalid_yaml_search_space_file_gives_the_yaml_message(tmp_path: Path) -> None:
+    (tmp_path / "ss.yml").write_text("lr: [unclosed\n")
+    data = v2(search_space_file="ss.yml")
+    del data["searchSpace"]
+    got = refusal(data, tmp_path)
+    assert len(got) == 1
+    assert got[0].startswith("search_space_file: invalid YAML in ss.yml")
+    assert "Traceback" not in got[0]
