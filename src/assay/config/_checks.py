@@ -12,6 +12,7 @@ from typing import Any
 
 from assay.config._experiment import ExperimentConfig
 from assay.config._hpgrid import count_hyperparameters, grid_points, grid_problems
+from assay.config._legacy import trial_class_problem
 from assay.config._limits import (
     DB_INT_MAX,
     MAX_HYPERPARAMETERS,
@@ -157,6 +158,9 @@ def semantic_problems(data: Any) -> list[ErrorDetail]:
     problems: list[ErrorDetail] = []
     if data.get("entrypoint") is None:
         problems.append(ErrorDetail("entrypoint", "required"))
+    legacy = trial_class_problem(data.get("entrypoint"))
+    if legacy is not None:
+        problems.append(legacy)
     searcher = data.get("searcher")
     if searcher is None:
         problems.append(ErrorDetail("searcher", "required"))
