@@ -59,7 +59,12 @@ def create(
     ] = None,
     as_json: JsonFlag = False,
     local: Annotated[
-        bool, typer.Option("--local", help="run it here, on a throw-away cluster of this machine")
+        bool,
+        typer.Option(
+            "--local",
+            help="run it here, on a throw-away cluster of this machine (one slot per CPU core, "
+            "or per GPU)",
+        ),
     ] = False,
     test_mode: Annotated[
         bool,
