@@ -35,14 +35,15 @@ _TIME_BOUND = (*LENGTH_DRIVEN, *OPTUNA_SEARCHERS)
 
 
 def check_submittable(
-    cfg: ExperimentConfig, *, max_grid_points: int | None = None
+    cfg: ExperimentConfig, *, max_grid_points: int | None = None, stored: bool = False
 ) -> list[ErrorDetail]:
     """Every reason the master would refuse ``cfg`` although it fits the schema.
 
     ``max_grid_points`` is the master's ``limits.max_grid_points``; None checks a grid against
-    the absolute limit only.
+    the absolute limit only. ``stored``: an experiment the master already holds, whose
+    Trial-class entrypoint (accepted before that was refused) is let through.
     """
-    problems = semantic_problems(cfg.to_json())
+    problems = semantic_problems(cfg.to_json(), stored=stored)
     if not problems:
         problems += size_problems(cfg, max_grid_points)
     return problems
@@ -151,14 +152,14 @@ def _hyperband_problems(length: int, divisor: float) -> list[ErrorDetail]:
     return []
 
 
-def semantic_problems(data: Any) -> list[ErrorDetail]:
+def semantic_problems(data: Any, *, stored: bool = False) -> list[ErrorDetail]:
     """:func:`check_submittable` on the JSON form of a config (possibly not schema-valid)."""
     if not isinstance(data, dict):
         return []
     problems: list[ErrorDetail] = []
     if data.get("entrypoint") is None:
         problems.append(ErrorDetail("entrypoint", "required"))
-    legacy = trial_class_problem(data.get("entrypoint"))
+    legacy = None if stored else trial_class_problem(data.get("entrypoint"))
     if legacy is not None:
         problems.append(legacy)
     searcher = data.get("searcher")

@@ -90,3 +90,9 @@ def test_the_master_refuses_a_trial_class_at_submission(tmp_path: Path) -> None:
     with pytest.raises(InvalidConfig) as caught:
         validate_submission(Submission(text, empty_context()), MasterConfig(), tmp_path)
     assert [d.path for d in caught.value.details] == ["entrypoint"]
+
+
+def test_a_stored_experiment_with_a_trial_class_still_loads(minimal: dict[str, Any]) -> None:
+    # Submitted before the refusal: the master must still load it to end it.
+    cfg = load_experiment_config({**minimal, "entrypoint": "model_def:MyTrial"}, stored=True)
+    assert cfg.entrypoint == "model_def:MyTrial"
