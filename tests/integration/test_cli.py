@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import yaml
 
 from assay.errors import InvalidConfig, InvalidContext
 from tests.integration.cluster import CONTEXTS, ROOT, Cluster, wait_for
@@ -294,3 +295,49 @@ def test_big_context_upload_shows_a_progress_bar_on_a_terminal_only(
         cluster, "e", "create", str(config), str(context), "--paused"
     )
     assert code == 0 and "uploading context" not in screen, "a small context needs no bar"
+
+
+def test_best_checkpoints_are_ranked_by_the_validation_at_their_step_largest_first(
+    cluster: Cluster,
+) -> None:
+    config = {
+        "name": "best-checkpoints",
+        "entrypoint": "python3 train.py",
+        # Each trial validates loss = x / steps at steps 10, 20 and 30, checkpointing each time.
+        "hyperparameters": {
+            "x": {"type": "categorical", "vals": [1, 4]},
+            "code_driven_steps": 30,
+            "checkpoint_every": 10,
+            "step_seconds": 0.001,
+        },
+        "searcher": {
+            "name": "grid",
+            "metric": "loss",
+            "smaller_is_better": False,
+            "max_length": {"batches": 30},
+        },
+        "max_restarts": 0,
+    }
+    exp_id = cluster.submit(yaml.safe_dump(config))
+    exp = cluster.wait_state(exp_id, "COMPLETED", "ERROR", timeout=240)
+    assert exp.state == "COMPLETED", exp
+    x_of = {int(t.id): t.hparams["x"] for t in cluster.client.trials(exp_id)}
+    # The GC policy (save_trial_best 1, save_trial_latest 1) deletes each trial's step-20
+    # checkpoint once the experiment ends: deleted checkpoints are not listed as best.
+    wait_for(
+        "the step-20 checkpoints deleted",
+        lambda: all(
+            c.state == "DELETED"
+            for c in cluster.client.experiment_checkpoints(exp_id)
+            if c.steps_completed == 20
+        ),
+        timeout=60,
+    )
+    listed = cluster.cli("e", "list-checkpoints", str(exp_id), "--best", "4", "--json", check=True)
+    ranked = [(x_of[ck["trial_id"]], ck["steps_completed"]) for ck in json.loads(listed.stdout)]
+    # 4/10, 4/30, 1/10, 1/30: the largest losses first, as the searcher asks.
+    assert ranked == [(4, 10), (4, 30), (1, 10), (1, 30)]
+    table = cluster.cli("e", "list-checkpoints", str(exp_id), "--best", "2", check=True).stdout
+    assert "loss" in table and "0.4" in table and "0.133333" in table and "0.1 " not in table
+    refused = cluster.cli("e", "list-checkpoints", str(exp_id), "--best", "0")
+    assert refused.returncode != 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 import yaml
 
 from assay import rest
+from assay.master import _gang as gang
 from tests.integration.cluster import CONTEXTS, Cluster, serve
 
 pytestmark = pytest.mark.integration
@@ -130,3 +132,29 @@ def test_a_dying_rank_ends_the_gang_and_the_trial_resumes_from_its_checkpoint(
     assert first.exit_code != 0, first
     assert "failed first" in first.exit_reason, first
     assert second.exit_code == 0, second
+
+
+@pytest.fixture
+def busy_rendezvous_port() -> Iterator[int]:
+    """The master's first rendezvous port, held by some other program on the agent's host."""
+    port = gang.RENDEZVOUS_BASE
+    with socket.socket() as held:
+        held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            held.bind(("0.0.0.0", port))
+            held.listen()
+        except OSError:
+            pass  # some other program on this machine holds it already: busy all the same
+        yield port
+
+
+def test_two_slots_on_one_agent_meet_on_other_ports_when_the_masters_port_is_busy(
+    cluster: Cluster, busy_rendezvous_port: int
+) -> None:
+    trial, logs = run_ddp(cluster)
+    assert_ranks_agree(trial, logs)
+    assert trial.restarts == 0, "the busy port cost no restart"
+    notes = [str(e.line) for e in logs if "is already in use on this host" in str(e.line)]
+    assert len(notes) == 1, notes
+    assert f"rendezvous port {busy_rendezvous_port}" in notes[0]
+    assert "the ranks meet on ports" in notes[0]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -336,3 +337,19 @@ def pid_alive(pid: int) -> bool:
     with contextlib.suppress(OSError):
         return " Z " not in Path(f"/proc/{pid}/stat").read_text().split(")", 1)[1][:4]
     return True
+
+
+def test_more_slots_per_trial_than_cores_is_refused_in_one_line(tmp_path: Path) -> None:
+    if shutil.which("nvidia-smi"):
+        pytest.skip("the local agent offers this machine's GPUs, not its cores")
+    cores = os.cpu_count() or 1
+    config, context = make_experiment(tmp_path, trials=1)
+    too_many = f"--config=resources.slots_per_trial={cores + 1}"
+    result = assay_cli(tmp_path, "e", "create", "--local", too_many, str(config), str(context))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.strip() == (
+        f"error: resources.slots_per_trial is {cores + 1}, but --local offers {cores} slot(s) "
+        f"on this machine (one per CPU core); run it locally with --config "
+        f"resources.slots_per_trial={cores}"
+    )
+    assert "local experiment" not in result.stdout, "nothing was submitted"

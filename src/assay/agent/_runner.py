@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from assay.agent._launch import trial_command
+from assay.agent._ports import busy_ports, free_pair, with_ports
 from assay.agent._slots import visible_devices
 from assay.client import HttpSession
 from assay.compat import trial_pythonpath
@@ -121,6 +122,11 @@ class AllocationRunner:
             self._log("stderr", reason)
             await self.on_exit(self.allocation_id, 1, reason)
             return
+        refusal = await self._check_ports()
+        if refusal:
+            self._log("stderr", refusal)
+            await self.on_exit(self.allocation_id, 1, refusal)
+            return
         env = self._environment()
         if self.layout is not None:
             env[TrialEnv.RANK_LAYOUT] = json.dumps(self.layout.to_dict())
@@ -153,6 +159,35 @@ class AllocationRunner:
             self._kill_task = asyncio.create_task(self.kill())
         code, reason = await self._wait_all()
         await self.on_exit(self.allocation_id, code, reason)
+
+    async def _check_ports(self) -> str:
+        """Probe the rendezvous ports on the rank-0 agent before the ranks need them.
+
+        All ranks here: a busy pair is swapped for a free one, and the layout every rank's
+        variables come from carries the new ports. A gang of several agents: the others were
+        told the master's ports, so the trial fails here with a line naming the busy port (the
+        master shifts the ports when it runs the trial again). An empty string: go ahead."""
+        layout = self.layout
+        if layout is None or layout.node_rank != 0:
+            return ""
+        busy = await asyncio.to_thread(busy_ports, layout)
+        if not busy:
+            return ""
+        names = " and ".join(str(p) for p in busy)
+        if layout.num_nodes > 1:
+            return (
+                f"assay agent {self.env.agent_id}: rendezvous port {names} is already in use on "
+                f"this host, and the trial's {layout.num_nodes} agents were told to meet there; "
+                "free the port (or let the trial restart on another)"
+            )
+        port = await asyncio.to_thread(free_pair)
+        self.layout = with_ports(layout, port)
+        self._log(
+            "stderr",
+            f"assay agent {self.env.agent_id}: rendezvous port {names} is already in use on "
+            f"this host; the ranks meet on ports {port} and {port + 1} instead",
+        )
+        return ""
 
     async def _wait_all(self) -> tuple[int | None, str]:
         """Wait for every process; stop the others once one fails. The first failing code (0

@@ -14,6 +14,7 @@ from assay.cli._common import (
     client,
     console,
     err_console,
+    esc,
     fail,
     fmt_hparams,
     fmt_metric,
@@ -58,7 +59,12 @@ def create(
     ] = None,
     as_json: JsonFlag = False,
     local: Annotated[
-        bool, typer.Option("--local", help="run it here, on a throw-away cluster of this machine")
+        bool,
+        typer.Option(
+            "--local",
+            help="run it here, on a throw-away cluster of this machine (one slot per CPU core, "
+            "or per GPU)",
+        ),
     ] = False,
     test_mode: Annotated[
         bool,
@@ -285,7 +291,13 @@ def list_trials(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
 def list_checkpoints(
     experiment_id: ExpId,
     best: Annotated[
-        int | None, typer.Option(help="only the N best (by the searcher metric)")
+        int | None,
+        typer.Option(
+            min=1,
+            help="only the N best, best first: ranked by the searcher metric of the validation "
+            "at each checkpoint's step; deleted checkpoints and ones without that validation "
+            "are left out",
+        ),
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -296,28 +308,41 @@ def list_checkpoints(
 
     c = client()
     ckpts = c.experiment_checkpoints(experiment_id)
+    scores: dict[str, float] = {}
+    metric = ""
     if best is not None:
-        scores = {t.id: t.best_validation for t in c.trials(experiment_id)}
-        exp = c.experiment(experiment_id)
-        sign = 1 if exp.searcher.smaller_is_better else -1
-        scored = [(sign * s, ck) for ck in ckpts if (s := scores[ck.trial_id]) is not None]
-        scored.sort(key=lambda pair: pair[0])
-        ckpts = [ck for _, ck in scored[:best]]
+        from assay.cli._best import best_checkpoints
+
+        searcher = c.experiment(experiment_id).searcher
+        if not searcher.metric:
+            fail(f"experiment {experiment_id}'s searcher has no metric to rank checkpoints by")
+        metric = searcher.metric
+        trials = sorted({ck.trial_id for ck in ckpts})
+        validations = {t: c.metrics(t, "validation") for t in trials}
+        ranked = best_checkpoints(ckpts, validations, metric, searcher.smaller_is_better, best)
+        ckpts = [ck for ck, _ in ranked]
+        scores = {ck.uuid: score for ck, score in ranked}
     if as_json:
         print_json(ckpts)
         return
     table = Table(box=None, header_style="bold")
-    for col in ("UUID", "Trial", "Steps", "State", "Size", "Reported"):
+    columns = ["UUID", "Trial", "Steps", "State", "Size", "Reported"]
+    if best is not None:
+        columns.insert(3, esc(metric))
+    for col in columns:
         table.add_column(col)
     for ck in ckpts:
-        table.add_row(
+        row = [
             ck.uuid,
             str(ck.trial_id),
             str(ck.steps_completed),
             ck.state,
             format_size(ck.size),
             when(ck.reported_at),
-        )
+        ]
+        if best is not None:
+            row.insert(3, fmt_metric(scores[ck.uuid]))
+        table.add_row(*row)
     console.print(table)
 
 

@@ -170,9 +170,24 @@ class LocalCluster:
             signal.signal(signal.SIGINT, previous)
 
 
-def agent_slots(cfg: ExperimentConfig) -> int:
-    """CPU slots for the local agent: every core, and at least what one trial asks for."""
-    return max(cfg.resources.slots_per_trial, os.cpu_count() or 1)
+def agent_slots() -> int:
+    """CPU slots for the local agent (used when the machine has no GPU): one per core. Never
+    more, whatever the config asks: a trial of more slots than cores would oversubscribe them,
+    so it is refused instead (:func:`slots_problem`)."""
+    return os.cpu_count() or 1
+
+
+def slots_problem(wanted: int, slots: list[rest.AgentSlot]) -> str | None:
+    """Why a trial of ``wanted`` slots cannot run on the local agent's ``slots``, in one line."""
+    if wanted <= len(slots):
+        return None
+    gpus = any(s.type != "cpu" for s in slots)
+    kind = "GPU" if gpus else "CPU core"
+    return (
+        f"resources.slots_per_trial is {wanted}, but --local offers {len(slots)} slot(s) on this "
+        f"machine (one per {kind}); run it locally with --config "
+        f"resources.slots_per_trial={len(slots)}"
+    )
 
 
 def run_local(
@@ -206,7 +221,7 @@ def run_local(
         text, apply_overrides(raw, overrides), cfg, packed, overrides, tuple(read.notes)
     )
     try:
-        with LocalCluster(agent_slots(cfg)) as local:
+        with LocalCluster(agent_slots()) as local:
             _run_on(local, submission, test_mode)
     except KeyboardInterrupt:
         # The cluster is gone by now (its processes stopped, its files removed).
@@ -231,13 +246,12 @@ def _run_on(local: LocalCluster, sub: Submission, test_mode: bool) -> None:
     from assay.context import format_size
 
     client = local.connected()
-    slots = sum(len(a.slots) for a in client.agents() if a.connected)
-    wanted = sub.cfg.resources.slots_per_trial
-    if wanted > slots:
-        fail(
-            f"resources.slots_per_trial is {wanted} but this machine offers {slots} slot(s); "
-            f"run it locally with --config resources.slots_per_trial={slots}"
-        )
+    # What the agent offers (its cores, or the machine's GPUs), checked before anything is
+    # submitted; leaving the block stops the cluster.
+    slots = [s for a in client.agents() if a.connected for s in a.slots]
+    problem = slots_problem(sub.cfg.resources.slots_per_trial, slots)
+    if problem:
+        fail(problem)
     if test_mode:
         from assay.cli._testmode import compressed_config
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from assay.config._experiment import ExperimentConfig
 from assay.config._hpgrid import count_hyperparameters, grid_points, grid_problems
+from assay.config._legacy import trial_class_problem
 from assay.config._limits import (
     DB_INT_MAX,
     MAX_HYPERPARAMETERS,
@@ -34,14 +35,15 @@ _TIME_BOUND = (*LENGTH_DRIVEN, *OPTUNA_SEARCHERS)
 
 
 def check_submittable(
-    cfg: ExperimentConfig, *, max_grid_points: int | None = None
+    cfg: ExperimentConfig, *, max_grid_points: int | None = None, stored: bool = False
 ) -> list[ErrorDetail]:
     """Every reason the master would refuse ``cfg`` although it fits the schema.
 
     ``max_grid_points`` is the master's ``limits.max_grid_points``; None checks a grid against
-    the absolute limit only.
+    the absolute limit only. ``stored``: an experiment the master already holds, whose
+    Trial-class entrypoint (accepted before that was refused) is let through.
     """
-    problems = semantic_problems(cfg.to_json())
+    problems = semantic_problems(cfg.to_json(), stored=stored)
     if not problems:
         problems += size_problems(cfg, max_grid_points)
     return problems
@@ -150,13 +152,16 @@ def _hyperband_problems(length: int, divisor: float) -> list[ErrorDetail]:
     return []
 
 
-def semantic_problems(data: Any) -> list[ErrorDetail]:
+def semantic_problems(data: Any, *, stored: bool = False) -> list[ErrorDetail]:
     """:func:`check_submittable` on the JSON form of a config (possibly not schema-valid)."""
     if not isinstance(data, dict):
         return []
     problems: list[ErrorDetail] = []
     if data.get("entrypoint") is None:
         problems.append(ErrorDetail("entrypoint", "required"))
+    legacy = None if stored else trial_class_problem(data.get("entrypoint"))
+    if legacy is not None:
+        problems.append(legacy)
     searcher = data.get("searcher")
     if searcher is None:
         problems.append(ErrorDetail("searcher", "required"))

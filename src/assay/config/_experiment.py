@@ -102,8 +102,9 @@ class SecurityConfig(ConfigModel):
 class ExperimentConfig(ConfigModel):
     """One experiment: what to run, over which hyperparameters, searched how, on what.
 
-    ``entrypoint`` is a shell command run from the context directory (``python3 train.py``), a
-    list of arguments, or a legacy ``module:TrialClass``.
+    ``entrypoint`` is a shell command run from the context directory (``python3 train.py``) or a
+    list of arguments. A legacy ``module:TrialClass`` fits the schema but is refused at
+    submission (:mod:`assay.config._legacy`).
     """
 
     name: Name | None = None

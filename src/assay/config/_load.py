@@ -112,7 +112,11 @@ def apply_overrides(raw: dict[str, Any], overrides: Sequence[str]) -> dict[str, 
 
 
 def load_experiment_config(
-    raw: Any, *, overrides: Sequence[str] = (), max_grid_points: int | None = None
+    raw: Any,
+    *,
+    overrides: Sequence[str] = (),
+    max_grid_points: int | None = None,
+    stored: bool = False,
 ) -> ExperimentConfig:
     """Validate a raw experiment config (as parsed from YAML or JSON), with overrides applied.
 
@@ -120,7 +124,9 @@ def load_experiment_config(
     no config may hold (:func:`~assay.config._limits.value_problems`), schema problems, and the
     submission checks of :func:`check_submittable`. A grid of more than ``max_grid_points``
     points is refused (with None, only past the absolute limit: a stored experiment still loads
-    after the master's limit was lowered).
+    after the master's limit was lowered). ``stored``: the config of an experiment the master
+    already holds, which still loads where a submission rule came later (a Trial-class
+    entrypoint, :mod:`assay.config._legacy`).
     """
     problems: list[ErrorDetail] = []
     if not isinstance(raw, dict):
@@ -140,10 +146,10 @@ def load_experiment_config(
         reported = {d.path for d in schema}
         values = [d for d in values if d.path not in reported]
         reported |= {d.path for d in values}
-        semantic = [d for d in semantic_problems(raw) if d.path not in reported]
+        semantic = [d for d in semantic_problems(raw, stored=stored) if d.path not in reported]
         raise invalid(_WHAT, problems + values + schema + semantic) from None
     problems += values
-    problems.extend(check_submittable(cfg, max_grid_points=max_grid_points))
+    problems.extend(check_submittable(cfg, max_grid_points=max_grid_points, stored=stored))
     if problems:
         raise invalid(_WHAT, problems)
     return cfg

@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 RENDEZVOUS_BASE = 29500
 """The lowest rendezvous port, torch.distributed's default ``MASTER_PORT``."""
 LOOPBACK = "127.0.0.1"
+RUN_SHIFTS = 32
+"""How many runs' bases :func:`run_base` cycles through before it comes back to the first."""
 
 
 class Addressed(Protocol):
@@ -75,6 +77,12 @@ def pick_port(taken: Collection[int], base: int = RENDEZVOUS_BASE) -> int:
     return port
 
 
+def run_base(run: int) -> int:
+    """Where the search for a run's port pair starts: each run of a trial a pair further on, so
+    a run that failed on a port some other program holds is not run again on the same one."""
+    return RENDEZVOUS_BASE + 2 * ((max(run, 1) - 1) % RUN_SHIFTS)
+
+
 def first_failure(exits: Mapping[str, int | None]) -> tuple[str, int | None] | None:
     """The first agent (in report order) whose processes failed or were lost, and its code."""
     for agent_id, code in exits.items():
@@ -96,7 +104,8 @@ def plan(
 
     Reserves the rendezvous port on the rank-0 agent (``alloc.rendezvous_port``), avoiding the
     ports of live allocations whose rank 0 is on the same agent or on another agent at the
-    same address (several agents may share a machine).
+    same address (several agents may share a machine). Each run of the trial starts its
+    search further on (:func:`run_base`).
     """
     if world_size(placement) <= 1:
         return {}
@@ -106,7 +115,7 @@ def plan(
     # them, whatever the agent's address.
     master_addr = LOOPBACK if len(placement) == 1 else (address or host)
     neighbours = {host} | {a.id for a in agents.values() if address and a.address == address}
-    port = pick_port(_ports_taken(tx, neighbours, alloc.id))
+    port = pick_port(_ports_taken(tx, neighbours, alloc.id), run_base(alloc.run))
     alloc.rendezvous_port = port
     return rank_layouts(placement, master_addr, port)
 

@@ -65,7 +65,9 @@ class SearcherCache:
     def _entry(self, exp: Experiment) -> _Entry:
         entry = self._entries.get(exp.id)
         if entry is None:
-            config = load_experiment_config(exp.config)
+            # Stored: a config accepted once keeps loading (its trials meet the agent's own
+            # refusal of a Trial-class entrypoint) rather than break the master's loops.
+            config = load_experiment_config(exp.config, stored=True)
             context = b""
             if isinstance(config.searcher, CustomConfig):
                 context = contexts.archive_of(exp)

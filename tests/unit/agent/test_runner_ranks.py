@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -249,3 +250,45 @@ def test_agent_offers_the_address_its_master_connection_comes_from(tmp_path: Pat
 
     assert agent(None).hello("10.0.0.5").address == "10.0.0.5"
     assert agent("gpu-7.cluster").hello("10.0.0.5").address == "gpu-7.cluster"
+
+
+def test_a_busy_port_is_swapped_for_every_rank_when_all_ranks_are_on_this_agent(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        busy = held.getsockname()[1]
+        one_node = {**layout(local=2, first=0, world=2), "node_rank": 0, "num_nodes": 1}
+        one_node.update(master_addr="127.0.0.1", master_port=busy, rendezvous_port=busy + 1)
+        runner, rec = make_runner(tmp_path, ECHO_RANK, one_node)
+        asyncio.run(asyncio.wait_for(runner.run(), 30))
+    assert rec.exits == [("7.1", 0, "")]
+    notes = [e.line for e in rec.logs if "already in use" in e.line]
+    assert len(notes) == 1 and f"rendezvous port {busy} is already in use" in notes[0]
+    seen = [json.loads(e.line.split("] ", 1)[1]) for e in rec.logs if e.line.startswith("[rank=")]
+    assert len(seen) == 2
+    ports = {(env["MASTER_PORT"], env["ASSAY_RENDEZVOUS_PORT"]) for env in seen}
+    assert len(ports) == 1, "every rank meets on the same ports"
+    ((master, rendezvous),) = ports
+    assert int(master) != busy and int(rendezvous) == int(master) + 1
+    for env in seen:
+        assert json.loads(env["ASSAY_RANK_LAYOUT"])["master_port"] == int(master)
+
+
+def test_a_busy_port_fails_a_gang_of_several_agents_with_one_line_naming_it(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        busy = held.getsockname()[1]
+        chief = {**layout(local=1, first=0, world=2), "node_rank": 0, "num_nodes": 2}
+        chief.update(master_port=busy, rendezvous_port=busy + 1)
+        runner, rec = make_runner(tmp_path, ECHO_RANK, chief, slots=1)
+        asyncio.run(asyncio.wait_for(runner.run(), 30))
+    ((alloc_id, code, reason),) = rec.exits
+    assert (alloc_id, code) == ("7.1", 1)
+    assert f"rendezvous port {busy} is already in use" in reason and "\n" not in reason
+    assert [e.line for e in rec.logs] == [reason], "nothing started"
+    assert rec.starts == []

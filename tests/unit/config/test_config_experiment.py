@@ -60,11 +60,9 @@ def test_null_values_count_as_absent(minimal: dict[str, Any]) -> None:
     assert cfg.max_restarts == 5 and cfg.resources.slots_per_trial == 1
 
 
-def test_entrypoint_accepts_command_list_and_legacy_trial_class(minimal: dict[str, Any]) -> None:
+def test_entrypoint_accepts_a_command_list(minimal: dict[str, Any]) -> None:
     as_list = load_experiment_config({**minimal, "entrypoint": ["python3", "-m", "train"]})
     assert as_list.entrypoint == ["python3", "-m", "train"]
-    legacy = load_experiment_config({**minimal, "entrypoint": "model_def:MyTrial"})
-    assert legacy.entrypoint == "model_def:MyTrial"
 
 
 @pytest.mark.parametrize("bad", ["", "   ", [], ["python3", 3], 7])

@@ -10,7 +10,14 @@ from hypothesis import strategies as st
 from assay.db import Allocation, Trial
 from assay.launch import rank_env as process_env
 from assay.master import Master, Submission
-from assay.master._gang import first_failure, pick_port, rank_layouts
+from assay.master._gang import (
+    RENDEZVOUS_BASE,
+    RUN_SHIFTS,
+    first_failure,
+    pick_port,
+    rank_layouts,
+    run_base,
+)
 from assay.protocol import RankLayout
 from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import Recorder, run
@@ -211,3 +218,25 @@ def test_first_failure_is_the_earliest_non_zero_report(
 ) -> None:
     failing = [(a, c) for a, c in codes if c != 0]
     assert first_failure(dict(codes)) == (failing[0] if failing else None)
+
+
+def test_a_restarted_gang_meets_on_the_next_pair_of_ports(master: Master, context: bytes) -> None:
+    a1, _a2, alloc_id = gang_of_two(master, context)
+    exited(master, "a2", alloc_id, 3)
+    exited(master, "a1", alloc_id, -15)
+    run(master.loops.schedule_once())
+    first, second = a1.of("start")
+    assert first["distributed"]["master_port"] == 29500
+    assert (second["distributed"]["master_port"], second["distributed"]["rendezvous_port"]) == (
+        29502,
+        29503,
+    ), "a port some other program holds is not tried again"
+    assert allocation(master, second["allocation_id"]).rendezvous_port == 29502
+
+
+@given(run_number=st.integers(1, 1000))
+def test_each_runs_base_stays_in_a_bounded_window_of_pairs(run_number: int) -> None:
+    base = run_base(run_number)
+    assert RENDEZVOUS_BASE <= base < RENDEZVOUS_BASE + 2 * RUN_SHIFTS
+    assert (base - RENDEZVOUS_BASE) % 2 == 0
+    assert run_base(run_number + 1) != base
