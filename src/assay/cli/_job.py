@@ -59,6 +59,7 @@ def _list(resource_pool: str | None, as_json: bool) -> None:
         "Slots (acquired/needed)",
         "Status",
         "User",
+        "Why it waits",
     ):
         table.add_column(col)
     for job in answer.jobs:
@@ -72,6 +73,7 @@ def _list(resource_pool: str | None, as_json: bool) -> None:
             f"{job.slots_acquired}/{job.slots_needed}",
             job.status,
             esc(job.user),
+            esc(job.waiting or ""),
         )
     console.print(table)
 

@@ -1,0 +1,90 @@
+"""OpenPAI jobs in the queue as a new user meets them, on a real master and agent: jobs the
+pool could never hold together are refused, waiting ones say why, every id a user types names
+its job, following can be left with Ctrl-C, and OpenPAI's REST v2 list and config."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay import rest
+from assay.errors import InvalidConfig
+from tests.integration.cluster import Cluster, serve, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    c = Cluster(tmp_path / "home")
+    c.start_master()
+    c.start_agent("agent-1", slots=2, extra=("--cpu", "8", "--memory-mb", "16384"))
+    yield from serve(c, request)
+
+
+def _job(name: str, *, instances: int = 1, gpu: int = 0, cpu: float = 0, **more: Any) -> str:
+    spec = {
+        "protocolVersion": 2,
+        "name": name,
+        "type": "job",
+        "prerequisites": [{"name": "image", "type": "dockerimage", "uri": "python:3.11"}],
+        "taskRoles": {
+            "worker": {
+                "dockerImage": "image",
+                "instances": instances,
+                "resourcePerInstance": {"cpu": cpu, "memoryMB": 16, "gpu": gpu},
+                "commands": ["sleep 300"],
+                **more,
+            }
+        },
+    }
+    return json.dumps(spec)
+
+
+def _wait_ended(cluster: Cluster, task_id: int, timeout: float = 60) -> rest.Task:
+    return wait_for(
+        f"job {task_id} to end",
+        lambda: (t := cluster.client.task(task_id)).ended_at is not None and t,
+        timeout=timeout,
+    )
+
+
+def test_a_job_bigger_than_the_pool_in_all_is_refused_naming_its_instances(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    with pytest.raises(InvalidConfig) as err:
+        cluster.client.submit_job(_job("greedy", instances=3, cpu=8))
+    (detail,) = err.value.details
+    assert detail.path == "taskRoles.worker.instances"
+    assert "needs 24 cpus in all, the pool's agents have 8" in detail.message
+    job_file = tmp_path / "greedy.json"
+    job_file.write_text(_job("greedy", instances=3, gpu=1))
+    refused = cluster.cli("job", "submit", str(job_file))
+    assert refused.returncode == 1
+    (line,) = refused.stderr.strip().splitlines()
+    assert "taskRoles.worker.instances" in line and "needs 3 slots in all" in line
+    assert "agents have 2" in line
+    assert cluster.client.tasks() == []
+
+
+def test_a_job_that_fits_in_all_but_waits_says_why_in_the_list(cluster: Cluster) -> None:
+    first = cluster.client.submit_job(_job("holder", instances=2, gpu=1))
+    wait_for(
+        "the holder to run",
+        lambda: all(i.state == "RUNNING" for i in cluster.client.task(first.id).instances),
+    )
+    second = cluster.client.submit_job(_job("waiter", gpu=1))
+    (row,) = [j for j in cluster.client.jobs().jobs if j.task_id == second.id]
+    assert row.status == "QUEUED"
+    assert row.waiting == "needs 1 slot; 0 of the pool's 2 are free"
+    (held,) = [j for j in cluster.client.jobs().jobs if j.task_id == first.id]
+    assert held.waiting is None
+    listed = cluster.cli("job", "list", check=True).stdout
+    assert "Why it waits" in listed and "needs 1 slot; 0 of the pool's 2 are free" in listed
+    cluster.client.stop_task(second.id)
+    cluster.client.stop_task(first.id)
+    _wait_ended(cluster, first.id)
