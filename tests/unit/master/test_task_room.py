@@ -24,7 +24,7 @@ def _role(name: str, instances: int, slots: int = 0, cpu: float = 0, mb: int = 0
 
 
 def test_pool_total_adds_agents_and_an_agent_without_a_limit_makes_it_unlimited() -> None:
-    assert TWO_AGENTS == Amounts(4, 8, 16384)
+    assert Amounts(4, 8, 16384) == TWO_AGENTS
     unlimited = pool_total([AgentRoom(1, 0, 0), AgentRoom(1, 2, 100)])
     assert unlimited.slots == 2 and math.isinf(unlimited.cpu) and math.isinf(unlimited.memory_mb)
 
