@@ -88,3 +88,38 @@ def test_a_job_that_fits_in_all_but_waits_says_why_in_the_list(cluster: Cluster)
     cluster.client.stop_task(second.id)
     cluster.client.stop_task(first.id)
     _wait_ended(cluster, first.id)
+
+
+def test_every_id_form_names_the_job_in_update_ahead_of_and_update_batch(
+    cluster: Cluster,
+) -> None:
+    holder = cluster.client.submit_job(_job("holder", instances=2, gpu=1))
+    first = cluster.client.submit_job(_job("first", gpu=1))
+    second = cluster.client.submit_job(_job("second", gpu=1))
+    cluster.cli("job", "update", "admin~first", "--priority", "30", check=True)
+    assert cluster.client.task(first.id).priority == 30
+    cluster.cli("job", "update", f"job-{second.id}", "--priority", "40", check=True)
+    assert cluster.client.task(second.id).priority == 40
+    cluster.cli("job", "update", str(second.id), "--ahead-of", "admin~first", check=True)
+
+    def order() -> list[int | None]:
+        return [j.task_id for j in cluster.client.jobs().jobs]
+
+    assert order().index(second.id) < order().index(first.id)
+    cluster.cli(
+        "job", "update-batch", f"job-{first.id}.priority=5", "admin~second.priority=6", check=True
+    )
+    assert cluster.client.task(first.id).priority == 5
+    assert cluster.client.task(second.id).priority == 6
+    listed = cluster.cli("job", "list", check=True).stdout
+    header = listed.splitlines()[0].split()
+    assert header[:3] == ["#", "Job", "ID"]
+    rows = {line.split()[1]: line for line in listed.splitlines()[1:] if line.strip()}
+    assert {str(holder.id), str(first.id), str(second.id)} <= set(rows)
+    bad = cluster.cli("job", "update", "nobody~nothing", "--priority", "3")
+    assert bad.returncode == 1 and "no job is named nobody~nothing" in bad.stderr
+    malformed = cluster.cli("job", "update", "trial-3", "--priority", "3")
+    assert malformed.returncode == 1 and "user~name" in malformed.stderr
+    for task in (second, first, holder):
+        cluster.client.stop_task(task.id)
+    _wait_ended(cluster, holder.id)
