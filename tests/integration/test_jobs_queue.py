@@ -13,7 +13,7 @@ import pytest
 
 from assay import rest
 from assay.errors import InvalidConfig
-from tests.integration.cluster import Cluster, serve, wait_for
+from tests.integration.cluster import ROOT, Cluster, serve, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -123,3 +123,57 @@ def test_every_id_form_names_the_job_in_update_ahead_of_and_update_batch(
     for task in (second, first, holder):
         cluster.client.stop_task(task.id)
     _wait_ended(cluster, holder.id)
+
+
+def _interrupted(cluster: Cluster, *args: str) -> tuple[int, str, str]:
+    """Run ``assay *args``, wait for the job it starts to run, press Ctrl-C; its exit status
+    and output."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    before = {t.id for t in cluster.client.tasks()}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from assay.cli import main; main()", *args],
+        env={**cluster.env, "COLUMNS": "160"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        wait_for(
+            "the job to run",
+            lambda: any(
+                t.id not in before and t.running for t in cluster.client.tasks(active=True)
+            ),
+            timeout=60,
+        )
+        time.sleep(1.0)  # into the follow's read
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, out, err
+
+
+def test_ctrl_c_while_following_detaches_and_leaves_the_job_running(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    job_file = tmp_path / "long.json"
+    job_file.write_text(_job("long"))
+    code, out, err = _interrupted(cluster, "job", "submit", str(job_file), "--follow")
+    (task,) = cluster.client.tasks()
+    assert code == 130, out + err
+    assert f"detached; job {task.id} keeps running (assay job stop {task.id} to stop it)" in out
+    assert "Traceback" not in out + err and "Aborted" not in out + err
+    assert cluster.client.task(task.id).state == "RUNNING"
+    code, out, err = _interrupted(cluster, "cmd", "run", "--", "sleep", "300")
+    assert code == 130 and "detached; job" in out and "Traceback" not in err
+    (command,) = [t for t in cluster.client.tasks() if t.kind == "command"]
+    assert cluster.client.task(command.id).state == "RUNNING"
+    for t in (task, command):
+        cluster.client.stop_task(t.id)
+        _wait_ended(cluster, t.id)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -175,9 +177,29 @@ def submit(
                 continue  # The job's log says it when its instances start, just below.
             console.print(f"note: {note}", highlight=False, markup=False)
     if follow:
-        final = follow_to_end(c, task.id, prefixed=instances > 1)
+        with detached_on_interrupt(task.id):
+            final = follow_to_end(c, task.id, prefixed=instances > 1)
         raise SystemExit(exit_status(final))
     return task
+
+
+DETACHED_STATUS = 130
+"""What a shell reports for a command ended by Ctrl-C (128 + SIGINT)."""
+
+
+@contextmanager
+def detached_on_interrupt(task_id: int) -> Iterator[None]:
+    """Ctrl-C while following job ``task_id`` leaves the job running: say so and how to stop
+    it, and exit 130 without a traceback."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        console.print(
+            f"\ndetached; job {task_id} keeps running (assay job stop {task_id} to stop it)",
+            highlight=False,
+            markup=False,
+        )
+        raise SystemExit(DETACHED_STATUS) from None
 
 
 def plural(n: int, word: str) -> str:
@@ -223,8 +245,9 @@ def print_logs(
 ) -> None:
     c = client()
     if follow:
-        for entry in c.follow_task_logs(task_id, role=role, index=index):
-            print_line(entry, prefixed=prefixed)
+        with detached_on_interrupt(task_id):
+            for entry in c.follow_task_logs(task_id, role=role, index=index):
+                print_line(entry, prefixed=prefixed)
         return
     after = 0
     while True:
