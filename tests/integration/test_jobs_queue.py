@@ -177,3 +177,19 @@ def test_ctrl_c_while_following_detaches_and_leaves_the_job_running(
     for t in (task, command):
         cluster.client.stop_task(t.id)
         _wait_ended(cluster, t.id)
+
+
+def test_cmd_run_with_only_a_config_file_runs_its_entrypoint(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    config = tmp_path / "command.yaml"
+    config.write_text("entrypoint: echo from the entrypoint\nresources:\n  slots: 0\n")
+    ran = cluster.cli("cmd", "run", "--config-file", str(config))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "from the entrypoint" in ran.stdout
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("resources:\n  slots: 0\n")
+    refused = cluster.cli("cmd", "run", "--config-file", str(empty))
+    assert refused.returncode == 1
+    (line,) = refused.stderr.strip().splitlines()
+    assert "has no entrypoint" in line and "assay cmd run --" in line
