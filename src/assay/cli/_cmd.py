@@ -37,11 +37,11 @@ def run(
     import yaml
 
     from assay.cli._common import fail, read_config_file
-    from assay.cli._jobrun import submit
+    from assay.cli._jobrun import read_yaml, submit
 
     raw: dict[str, object] = {}
     if config_file is not None:
-        loaded = yaml.safe_load(read_config_file(config_file)) or {}
+        loaded = read_yaml(read_config_file(config_file), config_file) or {}
         if not isinstance(loaded, dict):
             fail(
                 f"{config_file}: a command config is a mapping of keys, got {type(loaded).__name__}"

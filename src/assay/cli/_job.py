@@ -43,6 +43,14 @@ _FIELDS: dict[str, tuple[str, Any]] = {
 }
 
 
+# What each field's value must be, as a user reads it ("a float" says little).
+_KINDS_OF: dict[Any, str] = {
+    int: "a whole number from 1 (most urgent) to 99",
+    float: "a number greater than 0, e.g. 2 or 0.5",
+    str: "text",
+}
+
+
 def _list(resource_pool: str | None, as_json: bool) -> None:
     from rich.table import Table
 
@@ -177,7 +185,7 @@ def update_batch(
         try:
             value = parse(raw.strip().strip('"'))
         except ValueError:
-            fail(f"cannot read {item!r}: {key} must be a {parse.__name__}, got {raw!r}")
+            fail(f"cannot read {item!r}: {key} must be {_KINDS_OF[parse]}, got {raw!r}")
         if field in ("ahead_of", "behind_of"):
             value = queue_id(value)
         job_id = queue_id(job_id)
@@ -210,9 +218,10 @@ def submit(
     as_json: JsonOption = False,
 ) -> None:
     """Submit an OpenPAI job (task roles with instances, all placed at once)."""
+    from assay.cli._jobrun import check_job_file
     from assay.cli._jobrun import submit as submit_job
 
-    text = read_job_file(job_file)
+    text = check_job_file(read_job_file(job_file), job_file)
     submit_job(text, kind="job", context_dir=context_dir, follow=follow, as_json=as_json)
 
 

@@ -137,6 +137,25 @@ def by_queue_id(queue_id: str, *, fallback: bool = False) -> int | None:
     return None
 
 
+def read_yaml(text: str, path: Path) -> object:
+    """The data of the YAML (or JSON) file ``path`` whose text is ``text``; a file that is not
+    YAML ends the command naming the file, its line and column."""
+    from assay.config import InvalidConfig, parse_yaml
+
+    try:
+        return parse_yaml(text, str(path))
+    except InvalidConfig as exc:
+        fail(exc.message)
+
+
+def check_job_file(text: str, path: Path) -> str:
+    """``text`` of the job file ``path``, refused here when it is not YAML (nor JSON) so that
+    the error names the file, not the master's ``<job file>``."""
+    if path.suffix.lower() != ".json":
+        read_yaml(text, path)
+    return text
+
+
 def submit(
     text: str,
     *,
