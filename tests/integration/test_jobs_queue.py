@@ -193,3 +193,45 @@ def test_cmd_run_with_only_a_config_file_runs_its_entrypoint(
     assert refused.returncode == 1
     (line,) = refused.stderr.strip().splitlines()
     assert "has no entrypoint" in line and "assay cmd run --" in line
+
+
+def test_rest_v2_lists_only_openpai_jobs_filters_and_gives_the_config_masked(
+    cluster: Cluster,
+) -> None:
+    import httpx
+
+    job = json.loads(_job("listed"))
+    job["secrets"] = {"token": "tok-very-secret-42"}
+    job["taskRoles"]["worker"]["commands"] = ["echo <% $secrets.token %>"]
+    cluster.client.submit_job(json.dumps(job))
+    ran = cluster.cli("cmd", "run", "--config", "resources.slots=0", "--", "true")
+    assert ran.returncode == 0, ran.stderr
+    with httpx.Client(base_url=cluster.url, headers=cluster.auth_headers(), timeout=30) as http:
+        listed = http.get("/api/v2/jobs").json()
+        assert [j["name"] for j in listed] == ["listed"]  # not the command
+        assert [j["name"] for j in http.get("/api/v2/jobs?username=admin").json()] == ["listed"]
+        assert http.get("/api/v2/jobs?username=nobody").json() == []
+        assert http.get("/api/v2/jobs?vc=nosuch").json() == []
+        wait_for(
+            "the job to succeed",
+            lambda: http.get("/api/v2/jobs?state=SUCCEEDED").json() != [],
+        )
+        assert http.get("/api/v2/jobs?state=RUNNING").json() == []
+        unknown = http.get("/api/v2/jobs?user=admin")
+        assert unknown.status_code == 400 and "'user'" in unknown.json()["message"]
+        assert unknown.json()["code"] == "InvalidParametersError"
+        for path in ("/api/v2/jobs/no-tilde", "/api/v2/jobs/a~b/nothing/here"):
+            bad = http.get(path)
+            assert bad.status_code == 404, (path, bad.text)
+            assert bad.headers["content-type"].startswith("application/json")
+            assert bad.json()["message"]
+        config = http.get("/api/v2/jobs/admin~listed/config")
+        assert config.status_code == 200, config.text
+        assert config.headers["content-type"].startswith("text/yaml")
+        assert "tok-very-secret-42" not in config.text
+        import yaml
+
+        written = yaml.safe_load(config.text)
+        assert written["name"] == "listed" and written["secrets"] == {"token": "******"}
+        assert written["taskRoles"]["worker"]["commands"] == ["echo <% $secrets.token %>"]
+        assert http.get("/api/v2/jobs/admin~nope/config").status_code == 404
