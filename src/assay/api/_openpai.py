@@ -224,7 +224,6 @@ async def get_job(frame: AnyFrame, master: MasterDep) -> Any:
 
 @router.get(
     "/{frame}/config",
-    response_class=PlainTextResponse,
     responses={200: {"content": {"text/yaml": {"schema": {"type": "string"}}}}},
 )
 async def get_job_config(frame: AnyFrame, master: MasterDep) -> Any:
