@@ -8,16 +8,22 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
+import yaml
 from fastapi import APIRouter, Path, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 
 from assay import rest
 from assay.api._deps import SIGNED_IN, ActorDep, MasterDep
-from assay.config import load_job_file
-from assay.errors import AssayError, InvalidRequest
+from assay.config import JobSpecKind, load_job_file
+from assay.errors import AssayError, InvalidRequest, NotFound
 from assay.protocol import TaskState
 
 router = APIRouter(prefix="/api/v2/jobs", tags=["openpai"], dependencies=SIGNED_IN)
+
+AnyFrame = Annotated[
+    str, Path(max_length=512, description="`{user}~{job}`, as OpenPAI names a job.")
+]
+"""A frame checked by the route, so a malformed one gets OpenPAI's JSON error."""
 
 Frame = Annotated[
     str,
@@ -154,35 +160,123 @@ async def submit(request: Request, master: MasterDep, actor: ActorDep) -> Any:
     return await _pai(run)
 
 
+_FILTERS = ("username", "vc", "state")
+"""The query filters of ``GET /api/v2/jobs``."""
+
+
 @router.get("", response_model=list[rest.PaiJobSummary])
 async def list_jobs(
+    request: Request,
     master: MasterDep,
     username: Annotated[str | None, Query(max_length=64, pattern=rest.NO_NUL)] = None,
+    vc: Annotated[
+        str | None, Query(max_length=128, pattern=rest.NO_NUL, description="Pool (vc).")
+    ] = None,
+    state: Annotated[TaskState | None, Query(description="Only jobs in this state.")] = None,
 ) -> Any:
-    """Every job that is not an experiment, newest first (``username``: only theirs)."""
+    """OpenPAI jobs (not experiments, commands or tasks), newest first; ``username``, ``vc``
+    (the resource pool) and ``state`` keep only the matching ones."""
 
     async def run() -> JSONResponse:
+        unknown = sorted(set(request.query_params) - set(_FILTERS))
+        if unknown:
+            body = rest.PaiError(
+                code=rest.PaiErrorCode.INVALID_PARAMETERS,
+                message=f"unknown query parameter {unknown[0]!r}; GET /api/v2/jobs filters by "
+                + ", ".join(_FILTERS),
+            )
+            return JSONResponse(body.model_dump(exclude_none=True), status_code=400)
         listing = await master.tasks.listing(user=username)
         out = []
         named: set[tuple[str, str]] = set()
         for item in listing.tasks:
+            if item.kind != JobSpecKind.JOB.value:
+                continue
             # Newest first: a name given again names only its newest job, as on OpenPAI.
             if (item.user, item.name) in named:
                 continue
             named.add((item.user, item.name))
+            if vc is not None and item.resource_pool != vc:
+                continue
+            if state is not None and item.state != state:
+                continue
             out.append(summary(await master.tasks.get(item.id)).model_dump(mode="json"))
         return JSONResponse(out)
 
     return await _pai(run)
 
 
+def _frame(frame: str) -> tuple[str, str]:
+    user, tilde, name = frame.partition("~")
+    if not tilde or not user or not name or "~" in name:
+        raise NotFound(f"no job {frame!r}: OpenPAI names a job user~job, e.g. alice~mnist")
+    return user, name
+
+
 @router.get("/{frame}", response_model=rest.PaiJobDetail)
-async def get_job(frame: Frame, master: MasterDep) -> Any:
+async def get_job(frame: AnyFrame, master: MasterDep) -> Any:
     async def run() -> JSONResponse:
-        task = await master.tasks.by_name(*_split(frame))
+        task = await master.tasks.by_name(*_frame(frame))
         return JSONResponse(detail(task).model_dump(mode="json"))
 
     return await _pai(run)
+
+
+@router.get(
+    "/{frame}/config",
+    responses={200: {"content": {"text/yaml": {"schema": {"type": "string"}}}}},
+)
+async def get_job_config(frame: AnyFrame, master: MasterDep) -> Any:
+    """The job's config as protocol v2 YAML, as assay runs it: secrets show as ``******``."""
+
+    async def run() -> PlainTextResponse:
+        task = await master.tasks.by_name(*_frame(frame))
+        text = yaml.safe_dump(protocol_v2(task), sort_keys=False, allow_unicode=True)
+        return PlainTextResponse(text, media_type="text/yaml")
+
+    return await _pai(run)
+
+
+MASKED = "******"
+
+
+def protocol_v2(task: rest.Task) -> dict[str, Any]:
+    """``task`` written back as an OpenPAI protocol v2 job; secret values masked."""
+    named = {r.image for r in task.roles if r.image}
+    images = sorted(named | {task.image} if task.image else named)
+    names = {image: f"image{i}" if i else "image" for i, image in enumerate(images)}
+    roles: dict[str, Any] = {}
+    for role in task.roles:
+        entry: dict[str, Any] = {"instances": role.instances}
+        image = role.image or task.image
+        if image:
+            entry["dockerImage"] = names[image]
+        entry["resourcePerInstance"] = {
+            "cpu": role.cpu,
+            "memoryMB": role.memory_mb,
+            "gpu": role.slots,
+            **({"ports": dict(role.ports)} if role.ports else {}),
+        }
+        completion: dict[str, Any] = {"minFailedInstances": role.min_failed_instances}
+        if role.min_succeeded_instances is not None:
+            completion["minSucceededInstances"] = role.min_succeeded_instances
+        entry["completion"] = completion
+        entry["taskRetryCount"] = role.task_retry_count
+        entry["commands"] = list(role.commands)
+        roles[role.name] = entry
+    out: dict[str, Any] = {"protocolVersion": 2, "name": task.name, "type": "job"}
+    if images:
+        out["prerequisites"] = [
+            {"name": names[image], "type": "dockerimage", "uri": image} for image in images
+        ]
+    if task.parameters:
+        out["parameters"] = dict(task.parameters)
+    if task.secret_names:
+        out["secrets"] = {name: MASKED for name in task.secret_names}
+    out["jobRetryCount"] = task.job_retry_count
+    out["taskRoles"] = roles
+    out["defaults"] = {"virtualCluster": task.resource_pool}
+    return out
 
 
 @router.put("/{frame}/executionType", status_code=202, response_model=rest.PaiMessage)
@@ -208,3 +302,18 @@ async def set_execution_type(
         return JSONResponse(message.model_dump(exclude_none=True), status_code=202)
 
     return await _pai(run)
+
+
+# Last: it answers only what no route above takes.
+@router.api_route(
+    "/{anything:path}",
+    methods=["GET", "POST", "PUT", "DELETE", "PATCH"],
+    include_in_schema=False,
+)
+async def no_such_route(anything: str) -> JSONResponse:
+    """A path under /api/v2/jobs that names nothing: OpenPAI's JSON error, not a page."""
+    body = rest.PaiError(
+        code=rest.PaiErrorCode.NO_API,
+        message=f"no such route: /api/v2/jobs/{anything}; see GET /api/v2/jobs/{{user}}~{{job}}",
+    )
+    return JSONResponse(body.model_dump(exclude_none=True), status_code=404)

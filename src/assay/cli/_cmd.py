@@ -13,7 +13,10 @@ app = typer.Typer(help="Run one-off commands on the cluster.", no_args_is_help=T
 
 @app.command(context_settings={"allow_interspersed_args": False})
 def run(
-    command: Annotated[list[str], typer.Argument(help="the command and its arguments")],
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(help="the command and its arguments (default: the config's entrypoint)"),
+    ] = None,
     config: Annotated[
         list[str] | None,
         typer.Option("--config", help="KEY=VALUE of the command config, e.g. resources.slots=0"),
@@ -28,24 +31,30 @@ def run(
         bool, typer.Option("--detach", "-d", help="print its id and return at once")
     ] = False,
 ) -> None:
-    """Run COMMAND on one slot (`--config resources.slots=0` for none) and follow its output.
-    Put `--` before the command when it has options of its own."""
+    """Run COMMAND on one slot (`--config resources.slots=0` for none) and follow its output;
+    without COMMAND, the --config-file's entrypoint. Put `--` before the command when it has
+    options of its own."""
     import yaml
 
-    from assay.cli._common import read_config_file
-    from assay.cli._jobrun import submit
+    from assay.cli._common import fail, read_config_file
+    from assay.cli._jobrun import read_yaml, submit
 
     raw: dict[str, object] = {}
     if config_file is not None:
-        loaded = yaml.safe_load(read_config_file(config_file)) or {}
+        loaded = read_yaml(read_config_file(config_file), config_file) or {}
         if not isinstance(loaded, dict):
-            from assay.cli._common import fail
-
             fail(
                 f"{config_file}: a command config is a mapping of keys, got {type(loaded).__name__}"
             )
         raw.update(loaded)
-    raw["entrypoint"] = list(command)
+    if command:
+        raw["entrypoint"] = list(command)
+    elif not raw.get("entrypoint"):
+        where = f"{config_file} has no entrypoint" if config_file else "no command was given"
+        fail(
+            f"nothing to run: {where}; give the command (assay cmd run -- python3 train.py) "
+            "or a --config-file with an entrypoint"
+        )
     text = yaml.safe_dump(raw, sort_keys=False)
     submit(
         text,

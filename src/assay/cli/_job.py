@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -18,6 +18,9 @@ from assay.cli._common import (
     request,
     when,
 )
+
+if TYPE_CHECKING:
+    from assay import rest
 
 app = typer.Typer(
     help="The job queue, and OpenPAI jobs: submit, describe, logs, stop.", no_args_is_help=True
@@ -40,6 +43,14 @@ _FIELDS: dict[str, tuple[str, Any]] = {
 }
 
 
+# What each field's value must be, as a user reads it ("a float" says little).
+_KINDS_OF: dict[Any, str] = {
+    int: "a whole number from 1 (most urgent) to 99",
+    float: "a number greater than 0, e.g. 2 or 0.5",
+    str: "text",
+}
+
+
 def _list(resource_pool: str | None, as_json: bool) -> None:
     from rich.table import Table
 
@@ -51,6 +62,7 @@ def _list(resource_pool: str | None, as_json: bool) -> None:
     table = Table(box=None, header_style="bold")
     for col in (
         "#",
+        "Job",
         "ID",
         "Type",
         "Job Name",
@@ -59,11 +71,13 @@ def _list(resource_pool: str | None, as_json: bool) -> None:
         "Slots (acquired/needed)",
         "Status",
         "User",
+        "Why it waits",
     ):
         table.add_column(col)
     for job in answer.jobs:
         table.add_row(
             str(job.position),
+            typed_id(job),
             job.id,
             job.type,
             esc(job.name),
@@ -72,8 +86,18 @@ def _list(resource_pool: str | None, as_json: bool) -> None:
             f"{job.slots_acquired}/{job.slots_needed}",
             job.status,
             esc(job.user),
+            esc(job.waiting or ""),
         )
     console.print(table)
+
+
+def typed_id(job: rest.Job) -> str:
+    """The id a user types for ``job`` (a queue row): 7 for a job, exp-3 for an experiment."""
+    if job.task_id is not None:
+        return str(job.task_id)
+    if job.experiment_id is not None:
+        return f"exp-{job.experiment_id}"
+    return job.id
 
 
 @app.command("list")
@@ -91,7 +115,10 @@ def ls(resource_pool: PoolOption = None, as_json: JsonOption = False) -> None:
 @app.command()
 def update(
     job_id: Annotated[
-        str, typer.Argument(help="queue id (`assay job list`), or a job's number, e.g. 7")
+        str,
+        typer.Argument(
+            help="the job: 7 or job-7, exp-3, user~name, or its queue id (`assay job list`)"
+        ),
     ],
     priority: Annotated[
         int | None, typer.Option(help="1 (first) to 99; priority scheduler")
@@ -101,10 +128,10 @@ def update(
         str | None, typer.Option("--resource-pool", help="move to a pool")
     ] = None,
     ahead_of: Annotated[
-        str | None, typer.Option("--ahead-of", help="place ahead of this job")
+        str | None, typer.Option("--ahead-of", help="place ahead of this job (any id form)")
     ] = None,
     behind_of: Annotated[
-        str | None, typer.Option("--behind-of", help="place behind this job")
+        str | None, typer.Option("--behind-of", help="place behind this job (any id form)")
     ] = None,
 ) -> None:
     """Change one job: its priority or weight, pool, or place in the queue."""
@@ -125,26 +152,30 @@ def update(
             "or --behind-of"
         )
     from assay import rest
+    from assay.cli._jobrun import queue_id
 
-    queue_id = job_id
-    if job_id.isdigit() and len(job_id) != 8:
-        # A job's number (`assay task list`): the queue knows it by its queue id.
-        queue_id = client().task(int(job_id)).job_id
-    client().update_job(queue_id, request(rest.JobChange, **changes))
+    for anchor in ("ahead_of", "behind_of"):
+        if anchor in changes:
+            changes[anchor] = queue_id(str(changes[anchor]))
+    client().update_job(queue_id(job_id), request(rest.JobChange, **changes))
     console.print(f"job {esc(job_id)} updated")
 
 
 @app.command("update-batch")
 def update_batch(
-    updates: Annotated[list[str], typer.Argument(help="JOB.FIELD=VALUE, e.g. 73853c5c.priority=1")],
+    updates: Annotated[
+        list[str],
+        typer.Argument(help="JOB.FIELD=VALUE, e.g. 73853c5c.priority=1, job-7.weight=2"),
+    ],
 ) -> None:
     """Change several jobs at once: all of the changes are made, or none."""
     from assay import rest
+    from assay.cli._jobrun import queue_id
 
     parsed: dict[str, dict[str, Any]] = {}
     for item in updates:
         target, sep, raw = item.partition("=")
-        job_id, dot, key = target.partition(".")
+        job_id, dot, key = target.rpartition(".")
         if not sep or not dot or not job_id or key not in _FIELDS:
             fail(
                 f"cannot read {item!r}: expected JOB.FIELD=VALUE with FIELD one of "
@@ -154,7 +185,10 @@ def update_batch(
         try:
             value = parse(raw.strip().strip('"'))
         except ValueError:
-            fail(f"cannot read {item!r}: {key} must be a {parse.__name__}, got {raw!r}")
+            fail(f"cannot read {item!r}: {key} must be {_KINDS_OF[parse]}, got {raw!r}")
+        if field in ("ahead_of", "behind_of"):
+            value = queue_id(value)
+        job_id = queue_id(job_id)
         parsed.setdefault(job_id, {"job_id": job_id})[field] = value
     client().update_jobs([request(rest.BatchChange, **fields) for fields in parsed.values()])
     console.print(f"updated {len(parsed)} job{'' if len(parsed) == 1 else 's'}")
@@ -165,7 +199,8 @@ def update_batch(
 JobId = Annotated[
     str,
     typer.Argument(
-        help="the job's number (`assay task list`), e.g. 7, or its queue id (`assay job list`)"
+        help="the job: its number 7 or job-7 (`assay task list`), user~name, or its queue id "
+        "(`assay job list`)"
     ),
 ]
 
@@ -183,9 +218,10 @@ def submit(
     as_json: JsonOption = False,
 ) -> None:
     """Submit an OpenPAI job (task roles with instances, all placed at once)."""
+    from assay.cli._jobrun import check_job_file
     from assay.cli._jobrun import submit as submit_job
 
-    text = read_job_file(job_file)
+    text = check_job_file(read_job_file(job_file), job_file)
     submit_job(text, kind="job", context_dir=context_dir, follow=follow, as_json=as_json)
 
 

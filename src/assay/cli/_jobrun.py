@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,30 +21,107 @@ _PAGE = 10_000
 
 
 _QUEUE_ID = re.compile(r"[0-9a-f]{8}")
+_NUMBERED = re.compile(r"(job|task|exp|experiment)-(\d+)")
+
+JOB_ID_FORMS = (
+    "its number such as 7 or job-7 (`assay task list --all`), exp-3 for experiment 3, "
+    "user~name for an OpenPAI job, or its queue id such as 3fa2b1c0 (`assay job list`)"
+)
+
+
+@dataclass(frozen=True)
+class JobRef:
+    """A job as a user typed it; exactly one field is set (``queue_id`` may come with
+    ``task_id`` when eight digits could be either)."""
+
+    task_id: int | None = None
+    experiment_id: int | None = None
+    user_and_name: tuple[str, str] | None = None
+    queue_id: str | None = None
+
+
+def read_job_ref(raw: str) -> JobRef:
+    """What ``raw`` names: ``7``, ``job-7``, ``task-7`` (a job's number), ``exp-3`` (an
+    experiment), ``user~name`` (an OpenPAI job by its name) or ``3fa2b1c0`` (a queue id, as
+    ``assay job list`` shows it). Raises ValueError saying the forms it takes."""
+    text = raw.strip()
+    user, tilde, name = text.partition("~")
+    if tilde:
+        if not user or not name or "~" in name:
+            raise ValueError(f"{raw!r} is not a job id: user~name needs both, e.g. alice~mnist")
+        return JobRef(user_and_name=(user, name))
+    numbered = _NUMBERED.fullmatch(text)
+    if numbered:
+        n = int(numbered.group(2))
+        if numbered.group(1).startswith("exp"):
+            return JobRef(experiment_id=n)
+        return JobRef(task_id=n)
+    if _QUEUE_ID.fullmatch(text):
+        # Eight digits may be a queue id or a number: the queue id is tried first.
+        return JobRef(queue_id=text, task_id=int(text) if text.isdigit() else None)
+    if text.isdigit():
+        return JobRef(task_id=int(text))
+    raise ValueError(f"{raw!r} is not a job id: expected {JOB_ID_FORMS}")
+
+
+def _ref(raw: str) -> JobRef:
+    try:
+        return read_job_ref(raw)
+    except ValueError as exc:
+        fail(str(exc))
+
+
+def _by_name(user: str, name: str) -> rest.TaskSummary:
+    found = [t for t in client().tasks(user=user) if t.name == name]
+    if not found:
+        fail(f"no job is named {user}~{name} (`assay task list --all` shows every job)")
+    # A name given again names its newest job, as on OpenPAI.
+    return max(found, key=lambda t: t.id)
+
+
+def queue_id(raw: str) -> str:
+    """The queue id of the job ``raw`` names, in any form :func:`read_job_ref` reads; what
+    ``assay job update``, ``--ahead-of``, ``--behind-of`` and ``update-batch`` send."""
+    ref = _ref(raw)
+    c = client()
+    if ref.queue_id is not None:
+        if ref.task_id is None:
+            return ref.queue_id
+        # Eight digits: a queue id if a job has it, else a number.
+        queued = {t.job_id for t in c.tasks()} | {j.id for j in c.jobs().jobs}
+        if ref.queue_id in queued:
+            return ref.queue_id
+    if ref.user_and_name is not None:
+        return _by_name(*ref.user_and_name).job_id
+    if ref.experiment_id is not None:
+        return c.experiment(ref.experiment_id).job_id
+    assert ref.task_id is not None
+    return c.task(ref.task_id).job_id
 
 
 def parse_task_id(raw: str) -> int:
-    """The job ``raw`` names: its number (``7``, ``task-7``, ``job-7``), or its id in the queue
-    (``3fa2b1c0``, as ``assay job list`` shows it) -> 7."""
-    text = raw.strip()
-    for prefix in ("task-", "job-"):
-        if text.startswith(prefix):
-            text = text[len(prefix) :]
-    if _QUEUE_ID.fullmatch(text):
-        found = by_queue_id(text)
+    """The number of the job ``raw`` names (``7``, ``job-7``, ``user~name``, or its queue id
+    ``3fa2b1c0``) -> 7; an experiment is referred to its own commands."""
+    ref = _ref(raw)
+    if ref.experiment_id is not None:
+        fail(
+            f"{raw} is experiment {ref.experiment_id}: see "
+            f"`assay experiment describe {ref.experiment_id}`"
+        )
+    if ref.user_and_name is not None:
+        return _by_name(*ref.user_and_name).id
+    if ref.queue_id is not None:
+        found = by_queue_id(ref.queue_id, fallback=ref.task_id is not None)
         if found is not None:
             return found
-    if not text.isdigit():
-        fail(
-            f"{raw!r} is not a job id: expected its number such as 7 (`assay task list --all`) "
-            "or its queue id such as 3fa2b1c0 (`assay job list`)"
-        )
-    return int(text)
+    assert ref.task_id is not None
+    return ref.task_id
 
 
-def by_queue_id(queue_id: str) -> int | None:
-    """The number of the job whose queue id is ``queue_id``; None when no job has it. An
-    experiment's queue id ends the command naming the experiment."""
+def by_queue_id(queue_id: str, *, fallback: bool = False) -> int | None:
+    """The number of the job whose queue id is ``queue_id``; None when no job has it and
+    ``fallback`` (it may be a number). An experiment's queue id ends the command naming the
+    experiment."""
     c = client()
     for task in c.tasks():
         if task.job_id == queue_id:
@@ -52,9 +132,28 @@ def by_queue_id(queue_id: str) -> int | None:
                 f"{queue_id} is experiment {job.experiment_id} in the queue: see "
                 f"`assay experiment describe {job.experiment_id}`"
             )
-    if not queue_id.isdigit():
+    if not fallback:
         fail(f"no job has the id {queue_id} (`assay task list --all` shows every job)")
     return None
+
+
+def read_yaml(text: str, path: Path) -> object:
+    """The data of the YAML (or JSON) file ``path`` whose text is ``text``; a file that is not
+    YAML ends the command naming the file, its line and column."""
+    from assay.config import InvalidConfig, parse_yaml
+
+    try:
+        return parse_yaml(text, str(path))
+    except InvalidConfig as exc:
+        fail(exc.message)
+
+
+def check_job_file(text: str, path: Path) -> str:
+    """``text`` of the job file ``path``, refused here when it is not YAML (nor JSON) so that
+    the error names the file, not the master's ``<job file>``."""
+    if path.suffix.lower() != ".json":
+        read_yaml(text, path)
+    return text
 
 
 def submit(
@@ -97,9 +196,29 @@ def submit(
                 continue  # The job's log says it when its instances start, just below.
             console.print(f"note: {note}", highlight=False, markup=False)
     if follow:
-        final = follow_to_end(c, task.id, prefixed=instances > 1)
+        with detached_on_interrupt(task.id):
+            final = follow_to_end(c, task.id, prefixed=instances > 1)
         raise SystemExit(exit_status(final))
     return task
+
+
+DETACHED_STATUS = 130
+"""What a shell reports for a command ended by Ctrl-C (128 + SIGINT)."""
+
+
+@contextmanager
+def detached_on_interrupt(task_id: int) -> Iterator[None]:
+    """Ctrl-C while following job ``task_id`` leaves the job running: say so and how to stop
+    it, and exit 130 without a traceback."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        console.print(
+            f"\ndetached; job {task_id} keeps running (assay job stop {task_id} to stop it)",
+            highlight=False,
+            markup=False,
+        )
+        raise SystemExit(DETACHED_STATUS) from None
 
 
 def plural(n: int, word: str) -> str:
@@ -145,8 +264,9 @@ def print_logs(
 ) -> None:
     c = client()
     if follow:
-        for entry in c.follow_task_logs(task_id, role=role, index=index):
-            print_line(entry, prefixed=prefixed)
+        with detached_on_interrupt(task_id):
+            for entry in c.follow_task_logs(task_id, role=role, index=index):
+                print_line(entry, prefixed=prefixed)
         return
     after = 0
     while True:

@@ -45,10 +45,10 @@ def create(
 ) -> None:
     """Create a generic task from a Determined task config (`entrypoint` and `resources`)."""
     from assay.cli._common import read_job_file
-    from assay.cli._jobrun import submit
+    from assay.cli._jobrun import check_job_file, submit
 
     submit(
-        read_job_file(config_file),
+        check_job_file(read_job_file(config_file), config_file),
         kind="generic",
         context_dir=context_dir,
         overrides=tuple(config or ()),

@@ -138,3 +138,13 @@ def _ssh(parameters: dict[str, Any], at: Loc, problems: list[Problem], notes: li
             said.append("userssh is not provided")
     if said:
         notes.append(f"{_path(at)} (ssh): {'; '.join(said)}")
+
+
+def more_successes_than_instances(path: str, wanted: int, instances: int) -> str:
+    """The note for a role asking for more successes than it has instances: it can never end
+    the job early, so the job succeeds once every instance has ended (OpenPAI's rule too)."""
+    many = "instance" if instances == 1 else "instances"
+    return (
+        f"{path} ({wanted}) is more than the role's {instances} {many}: its successes never "
+        "end the job early; the job succeeds once every instance has ended"
+    )

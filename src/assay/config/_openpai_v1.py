@@ -18,7 +18,7 @@ from pydantic import AfterValidator, Field
 from assay.config._base import Problem, config_error, show
 from assay.config._jobspec import JobSpec, JobSpecKind, TaskRoleSpec
 from assay.config._limits import DB_INT_MAX, MAX_NAME, MAX_SLOTS_PER_TRIAL
-from assay.config._openpai_extras import extras_findings
+from assay.config._openpai_extras import extras_findings, more_successes_than_instances
 from assay.config._openpai_v2 import (
     MAX_INSTANCES,
     MAX_PORTS,
@@ -217,6 +217,13 @@ def _notes(job: OpenPaiJobV1) -> list[str]:
             "with enough slots"
         )
     for i, role in enumerate(job.task_roles):
+        wanted = role.min_succeeded
+        if wanted is not None and wanted > role.task_number:
+            notes.append(
+                more_successes_than_instances(
+                    f"taskRoles[{i}].minSucceededTaskCount", wanted, role.task_number
+                )
+            )
         if role.shm_mb is not None:
             notes.append(
                 f"taskRoles[{i}].shmMB ({role.shm_mb}): not applied; instances use the /dev/shm "

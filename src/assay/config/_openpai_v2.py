@@ -16,7 +16,7 @@ from pydantic import AfterValidator, ConfigDict, Field
 from assay.config._base import ConfigModel, Loc, Problem, config_error, show
 from assay.config._jobspec import JobSpec, JobSpecKind, Prerequisite, TaskRoleSpec
 from assay.config._limits import DB_INT_MAX, MAX_DESCRIPTION, MAX_NAME, MAX_SLOTS_PER_TRIAL
-from assay.config._openpai_extras import extras_findings
+from assay.config._openpai_extras import extras_findings, more_successes_than_instances
 from assay.config._templates import ROLE_SCOPED, Scope, template_problems
 
 ROLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -372,6 +372,13 @@ def _notes(job: OpenPaiJobV2) -> list[str]:
     )
     for name, role in job.task_roles.items():
         at = f"taskRoles.{name}"
+        wanted = role.completion.min_succeeded
+        if wanted is not None and wanted > role.instances:
+            notes.append(
+                more_successes_than_instances(
+                    f"{at}.completion.minSucceededInstances", wanted, role.instances
+                )
+            )
         options = role.extra_container_options
         if options is not None and options.shm_mb is not None:
             notes.append(

@@ -19,6 +19,7 @@ from assay.master import _views as views
 from assay.master._notes import add_note
 from assay.master._orchestrator import Orchestrator
 from assay.master._submit import Submission, create_experiment, validate_submission
+from assay.master._task_room import AgentRoom
 from assay.master._tx import Tx
 from assay.master._users import Actor
 from assay.protocol import ExperimentState
@@ -134,7 +135,14 @@ class ExperimentCommands:
         order."""
         name = pool or self.settings.default_compute_pool
         waiting = set(self._waiting_jobs())
-        return await self.core.read(lambda s: jobs.list_jobs(s, name, self.settings, waiting))
+        agents = [
+            AgentRoom(len(a.slots), a.cpu, a.memory_mb)
+            for a in self.core.hub.connected_views()
+            if a.pool == name and a.enabled
+        ]
+        return await self.core.read(
+            lambda s: jobs.list_jobs(s, name, self.settings, waiting, agents)
+        )
 
     async def update_jobs(self, actor: Actor, updates: list[JobUpdate]) -> rest.JobsUpdated:
         """Apply every update or none (all problems reported together)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from assay import rest
@@ -10,8 +10,9 @@ from assay.config import MasterConfig
 from assay.db import Experiment, Job, Session, Task, experiments, jobs, trials
 from assay.db import tasks as db_tasks
 from assay.errors import Conflict, ErrorDetail, InvalidRequest, NotFound
+from assay.master import _task_room as room
 from assay.master._tx import Reschedule, Tx
-from assay.protocol import ExperimentState, JobState, TrialState
+from assay.protocol import ExperimentState, JobState, TaskInstanceState, TrialState
 from assay.scheduler import Job as JobView
 from assay.scheduler import (
     JobKind,
@@ -52,9 +53,14 @@ def policies(settings: MasterConfig) -> dict[str, PolicyKind]:
 
 
 def list_jobs(
-    session: Session, pool: str, settings: MasterConfig, waiting: set[str]
+    session: Session,
+    pool: str,
+    settings: MasterConfig,
+    waiting: set[str],
+    agents: Sequence[room.AgentRoom] = (),
 ) -> rest.JobQueue:
-    """The active jobs of ``pool`` in scheduling order, with their slots and status.
+    """The active jobs of ``pool`` in scheduling order, with their slots and status, and for
+    each that does not run, why it waits (``agents``: the pool's connected, enabled agents).
 
     RUNNING means some of it runs (a trial, an instance, with slots or with none); SCHEDULED
     that slots are reserved for it until the ones it preempted come free; QUEUED that it waits.
@@ -73,22 +79,48 @@ def list_jobs(
     by_id.update({job.id: (job, None, task) for job, task in task_rows})
     trial_states = trials.counts(session, [exp.id for _, exp in rows])
     running = {job.id for job, exp in rows if trial_states.get(exp.id, {}).get(TrialState.RUNNING)}
-    running.update(
-        job.id
-        for job, task in task_rows
-        if any(i.live for i in db_tasks.instances(session, task.id))
-    )
+    # What waiting instances ask for, and what live ones hold, of cores and memory too.
+    needs: dict[str, room.Amounts] = {}
+    held = room.Amounts(slots=sum(a for a, _ in usage.values()))
+    for job, task_row in task_rows:
+        insts = db_tasks.instances(session, task_row.id)
+        if any(i.live for i in insts):
+            running.add(job.id)
+        roles = {r["name"]: r for r in (task_row.spec or {}).get("roles", [])}
+        need = room.Amounts()
+        for inst in insts:
+            if inst.live:
+                held = held + room.Amounts(0, inst.cpu or 0.0, inst.memory_mb or 0)
+            elif inst.state == TaskInstanceState.WAITING:
+                r = roles.get(inst.role, {})
+                need = need + room.Amounts(
+                    int(r.get("slots", 0)), float(r.get("cpu", 0.0)), int(r.get("memory_mb", 0))
+                )
+        needs[job.id] = need
+    total = room.pool_total(agents)
+    free = total - held
     out = []
+    ahead: str | None = None
     views = [job_view(j) for j, _, _ in by_id.values()]
     for position, view in enumerate(order_jobs(views, policy)):
         job, exp, task = by_id[view.id]
         acquired, queued = usage.get(job.id, (0, 0))
+        why = None
         if job.id in running or acquired > 0:
             status = JobState.RUNNING
-        elif job.id in waiting:
-            status = JobState.SCHEDULED
         else:
-            status = JobState.QUEUED
+            status = JobState.SCHEDULED if job.id in waiting else JobState.QUEUED
+        if status != JobState.RUNNING and (task is not None or queued > 0):
+            need = needs.get(job.id, room.Amounts(slots=queued))
+            why = room.why_waiting(
+                room.Queued(need, reserved=status == JobState.SCHEDULED, ahead=ahead),
+                pool=pool,
+                agents=len(agents),
+                total=total,
+                free=free,
+            )
+            if ahead is None:
+                ahead = f"job {task.id}" if task is not None else f"experiment {exp and exp.id}"
         out.append(
             rest.Job(
                 position=position,
@@ -106,6 +138,7 @@ def list_jobs(
                 status=status,
                 user=job.owner,
                 resource_pool=job.pool,
+                waiting=why,
             )
         )
     return rest.JobQueue(resource_pool=pool, scheduler=policy.value, jobs=out)

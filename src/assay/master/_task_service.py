@@ -14,6 +14,7 @@ from assay.config import JobSpec, JobSpecKind, MasterConfig
 from assay.context import inspect_archive
 from assay.db import Session, Task, TaskInstance, TaskLog, contexts, jobs, tasks
 from assay.errors import ErrorDetail, InvalidConfig, NotFound
+from assay.master import _task_room as room
 from assay.master import _tasks as life
 from assay.master._orchestrator import Orchestrator
 from assay.master._scheduling import AgentView
@@ -125,7 +126,21 @@ class TaskService:
                         f"{what} can never be placed in pool {spec.pool!r}: {why}",
                     )
                 )
-        return out
+        if out:
+            return out
+        # Each instance fits an agent; all of them together may still exceed the pool.
+        hosts = [a for a in agents if spec.agent_label is None or spec.agent_label in a.labels]
+        total = room.pool_total([room.AgentRoom(len(a.slots), a.cpu, a.memory_mb) for a in hosts])
+        needs = [
+            room.RoleNeed(
+                role.name,
+                role.instances,
+                room.Amounts(role.slots, role.cpu, role.memory_mb),
+                _instances_path(spec, number),
+            )
+            for number, role in enumerate(spec.roles)
+        ]
+        return [ErrorDetail(path, message) for path, message in room.too_big(needs, total)]
 
     async def get(self, task_id: int) -> rest.Task:
         def read(session: Session) -> rest.Task:
@@ -251,6 +266,15 @@ def _resource_path(spec: JobSpec, number: int, why: str) -> str:
         base = "resources"
         key = _RESOURCE_KEYS["determined"].get(resource)
     return f"{base}.{key}" if key else base
+
+
+def _instances_path(spec: JobSpec, number: int) -> str:
+    """The key path, as the job file writes it, of role ``number``'s instance count."""
+    if spec.source_format == "openpai-v2":
+        return f"taskRoles.{spec.roles[number].name}.instances"
+    if spec.source_format == "openpai-v1":
+        return f"taskRoles[{number}].taskNumber"
+    return "resources"
 
 
 def _require(session: Session, task_id: int) -> Task:

@@ -28,6 +28,11 @@ class Job(Resource):
     )
     user: str
     resource_pool: str
+    waiting: str | None = Field(
+        default=None,
+        description="Why it does not run yet, in one line (e.g. 'needs 4 slots; 2 of the "
+        "pool's 8 are free'); null while it runs.",
+    )
 
 
 class JobQueue(Resource):

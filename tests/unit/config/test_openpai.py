@@ -573,3 +573,17 @@ def test_a_json_syntax_error_is_reported_as_json_with_line_and_column() -> None:
         message = str(info.value)
         assert message.startswith("invalid JSON in "), message
         assert "at line 4, column 1: " in message and "YAML" not in message
+
+
+def test_more_successes_asked_than_instances_is_accepted_with_a_note() -> None:
+    role = worker(completion={"minSucceededInstances": 5})
+    notes = load(v2(taskRoles={"worker": role})).notes
+    (note,) = [n for n in notes if "minSucceededInstances" in n]
+    assert note.startswith("taskRoles.worker.completion.minSucceededInstances (5) is more than")
+    assert "2 instances" in note and "every instance has ended" in note
+    fitting = worker(completion={"minSucceededInstances": 2})
+    assert not [n for n in load(v2(taskRoles={"worker": fitting})).notes if "minSucc" in n]
+    v1 = json.loads(SEED_JSON)
+    v1["taskRoles"][0]["minSucceededTaskCount"] = 3
+    (v1_note,) = [n for n in load_job_file(json.dumps(v1)).notes if "minSucceeded" in n]
+    assert v1_note.startswith("taskRoles[0].minSucceededTaskCount (3) is more than the role's 1")

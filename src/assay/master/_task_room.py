@@ -1,0 +1,169 @@
+"""Room for a job as a whole, free of IO: whether a pool's agents together could ever hold all
+of its instances (a gang starts all at once, so one too big would wait forever), and why a job
+that could fit still waits (what ``assay job list`` shows as "Why it waits").
+
+Amounts are slots, cores and MB of memory. An agent that did not say its cores or memory (0)
+has them unlimited, as the scheduler counts them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+# Cores are floats; a sum of 0.1s must not be refused for rounding.
+_CPU_SLACK = 1e-6
+
+
+@dataclass(frozen=True)
+class Amounts:
+    slots: int = 0
+    cpu: float = 0.0
+    memory_mb: float = 0.0
+
+    def __add__(self, other: Amounts) -> Amounts:
+        return Amounts(
+            self.slots + other.slots, self.cpu + other.cpu, self.memory_mb + other.memory_mb
+        )
+
+    def __sub__(self, other: Amounts) -> Amounts:
+        return Amounts(
+            self.slots - other.slots, self.cpu - other.cpu, self.memory_mb - other.memory_mb
+        )
+
+
+@dataclass(frozen=True)
+class AgentRoom:
+    """What one agent offers: its slots, cores (0: unlimited) and memory (0: unlimited)."""
+
+    slots: int
+    cpu: float = 0.0
+    memory_mb: int = 0
+
+
+@dataclass(frozen=True)
+class RoleNeed:
+    """One task role: ``instances`` copies each asking for ``each``; ``path`` is the key of its
+    instance count as the job file writes it (``taskRoles.worker.instances``)."""
+
+    name: str
+    instances: int
+    each: Amounts
+    path: str
+
+    @property
+    def total(self) -> Amounts:
+        n = self.instances
+        return Amounts(self.each.slots * n, self.each.cpu * n, self.each.memory_mb * n)
+
+
+def pool_total(agents: Sequence[AgentRoom]) -> Amounts:
+    """What ``agents`` have in all."""
+    return Amounts(
+        slots=sum(a.slots for a in agents),
+        cpu=sum(a.cpu if a.cpu > 0 else math.inf for a in agents),
+        memory_mb=sum(float(a.memory_mb) if a.memory_mb > 0 else math.inf for a in agents),
+    )
+
+
+def number(value: float) -> str:
+    """A full number as a user writes it: 24, 0.5, 10000000 (never 1e+07)."""
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:.6f}".rstrip("0").rstrip(".")
+
+
+def _unit(resource: str, n: float) -> str:
+    if resource == "slots":
+        return f"{number(n)} slot" if n == 1 else f"{number(n)} slots"
+    if resource == "cpu":
+        return f"{number(n)} cpu" if n == 1 else f"{number(n)} cpus"
+    return f"{number(n)} MB of memory"
+
+
+def _short(resource: str, n: float) -> str:
+    return number(n) if resource != "memory_mb" else f"{number(n)} MB"
+
+
+def _over(need: Amounts, have: Amounts) -> list[str]:
+    """The resources of which ``need`` asks for more than ``have``."""
+    out = []
+    if need.slots > have.slots:
+        out.append("slots")
+    if need.cpu > have.cpu + _CPU_SLACK:
+        out.append("cpu")
+    if need.memory_mb > have.memory_mb:
+        out.append("memory_mb")
+    return out
+
+
+def too_big(roles: Sequence[RoleNeed], total: Amounts) -> list[tuple[str, str]]:
+    """(key path, message) for each way the job's instances together exceed what the pool's
+    agents have in all, e.g. ``taskRoles.worker.instances``: "task role worker needs 24 cpus in
+    all, the pool's agents have 8 (3 instances of 8 each, ...)". A role too big alone is
+    named; else, when only the roles together are too big, the role asking for the most."""
+    out: list[tuple[str, str]] = []
+    for role in roles:
+        for resource in _over(role.total, total):
+            need = getattr(role.total, resource)
+            each = getattr(role.each, resource)
+            out.append(
+                (
+                    role.path,
+                    f"task role {role.name} needs {_unit(resource, need)} in all, the pool's "
+                    f"agents have {_short(resource, getattr(total, resource))} "
+                    f"({role.instances} instances of {_short(resource, each)} each, started "
+                    "all together or not at all)",
+                )
+            )
+    if out or len(roles) < 2:
+        return out
+    together = Amounts()
+    for role in roles:
+        together = together + role.total
+    for resource in _over(together, total):
+        biggest = max(roles, key=lambda r: getattr(r.total, resource))
+        parts = ", ".join(f"{r.name} {_short(resource, getattr(r.total, resource))}" for r in roles)
+        out.append(
+            (
+                biggest.path,
+                f"the job's {len(roles)} task roles need "
+                f"{_unit(resource, getattr(together, resource))} in all, the pool's agents "
+                f"have {_short(resource, getattr(total, resource))} ({parts}; every instance "
+                "starts together or none does)",
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class Queued:
+    """What :func:`why_waiting` knows of a job that does not run."""
+
+    need: Amounts
+    """What its waiting parts ask for in all (slots only, for an experiment's trials)."""
+    reserved: bool = False
+    """Slots are reserved for it until the work it preempted stops (SCHEDULED)."""
+    ahead: str | None = None
+    """A job ahead of it in the queue that waits too, as users name it (``job 7``)."""
+
+
+def why_waiting(job: Queued, *, pool: str, agents: int, total: Amounts, free: Amounts) -> str:
+    """One line saying why ``job`` waits in ``pool``, whose ``agents`` connected agents have
+    ``total`` of which ``free`` is unused now."""
+    if job.reserved:
+        return "slots are reserved for it; it starts once the work it preempted has stopped"
+    if agents == 0:
+        return f"no agent of pool {pool!r} is connected"
+    short = _over(job.need, free)
+    if short:
+        resource = short[0]
+        need = getattr(job.need, resource)
+        return (
+            f"needs {_unit(resource, need)}; {_short(resource, getattr(free, resource))} of "
+            f"the pool's {_short(resource, getattr(total, resource))} are free"
+        )
+    if job.ahead is not None:
+        return f"waits behind {job.ahead}, ahead of it in the queue"
+    return "enough is free in all, but no agent has the free room one of its instances needs"

@@ -1,0 +1,71 @@
+"""Room for a whole job: refusing what a pool's agents could never hold together, and saying
+why a job that could fit still waits."""
+
+from __future__ import annotations
+
+import math
+
+from assay.master._task_room import (
+    AgentRoom,
+    Amounts,
+    Queued,
+    RoleNeed,
+    number,
+    pool_total,
+    too_big,
+    why_waiting,
+)
+
+TWO_AGENTS = pool_total([AgentRoom(2, 4, 8192), AgentRoom(2, 4, 8192)])
+
+
+def _role(name: str, instances: int, slots: int = 0, cpu: float = 0, mb: int = 0) -> RoleNeed:
+    return RoleNeed(name, instances, Amounts(slots, cpu, mb), f"taskRoles.{name}.instances")
+
+
+def test_pool_total_adds_agents_and_an_agent_without_a_limit_makes_it_unlimited() -> None:
+    assert Amounts(4, 8, 16384) == TWO_AGENTS
+    unlimited = pool_total([AgentRoom(1, 0, 0), AgentRoom(1, 2, 100)])
+    assert unlimited.slots == 2 and math.isinf(unlimited.cpu) and math.isinf(unlimited.memory_mb)
+
+
+def test_a_role_whose_instances_exceed_the_pool_in_all_is_named_with_full_numbers() -> None:
+    ((path, message),) = too_big([_role("worker", 3, cpu=8)], TWO_AGENTS)
+    assert path == "taskRoles.worker.instances"
+    assert "task role worker needs 24 cpus in all, the pool's agents have 8" in message
+    assert "3 instances of 8 each" in message
+    ((_, memory),) = too_big([_role("big", 5000, mb=4096)], TWO_AGENTS)
+    assert "20480000 MB of memory" in memory and "e+" not in memory
+
+
+def test_roles_fitting_alone_but_not_together_name_the_biggest_role() -> None:
+    roles = [_role("ps", 1, slots=1), _role("worker", 2, slots=2)]
+    ((path, message),) = too_big(roles, TWO_AGENTS)
+    assert path == "taskRoles.worker.instances"
+    assert "the job's 2 task roles need 5 slots in all, the pool's agents have 4" in message
+    assert "ps 1, worker 4" in message
+
+
+def test_a_job_that_fits_in_all_is_not_refused() -> None:
+    assert too_big([_role("worker", 2, slots=2, cpu=4, mb=8192)], TWO_AGENTS) == []
+    assert too_big([_role("w", 10, cpu=0.8)], TWO_AGENTS) == []  # 8.000000001 is 8
+
+
+def test_why_waiting_names_the_resource_short_then_the_job_ahead() -> None:
+    free = Amounts(1, 8, 16384)
+    short = why_waiting(Queued(Amounts(slots=3)), pool="p", agents=2, total=TWO_AGENTS, free=free)
+    assert short == "needs 3 slots; 1 of the pool's 4 are free"
+    behind = why_waiting(
+        Queued(Amounts(slots=1), ahead="job 7"), pool="p", agents=2, total=TWO_AGENTS, free=free
+    )
+    assert behind == "waits behind job 7, ahead of it in the queue"
+    none = why_waiting(Queued(Amounts(1)), pool="gpu", agents=0, total=Amounts(), free=Amounts())
+    assert none == "no agent of pool 'gpu' is connected"
+    reserved = why_waiting(
+        Queued(Amounts(5), reserved=True), pool="p", agents=2, total=TWO_AGENTS, free=free
+    )
+    assert "reserved" in reserved
+
+
+def test_numbers_are_written_in_full() -> None:
+    assert [number(24.0), number(0.5), number(1e7)] == ["24", "0.5", "10000000"]
