@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 ASSAY_HOME ?= $(HOME)/.assay
+# The local cluster's API port: `make run PORT=9000` when 8080 is taken.
+PORT ?= 8080
 export ASSAY_HOME
 
 .PHONY: install install-dev run test lint typecheck unit integration bench down clean
@@ -25,7 +27,7 @@ install-dev: $(VENV)/.installed-dev
 
 ## make run: install, start a single-machine cluster, run the digits example to the end.
 run: install
-	$(BIN)/assay up
+	$(BIN)/assay up --port $(PORT)
 	$(BIN)/assay experiment create examples/digits/random.yaml examples/digits --follow
 
 down:
