@@ -249,3 +249,38 @@ def test_notes_and_durations_are_refused_when_malformed(cluster: Cluster, tmp_pa
             config({"name": "random", "max_trials": 1}), context(tmp_path), notes=["x"] * 101
         )
     assert info.value.details[0].path == "notes"
+
+
+BUDGET_TRIAL = """\
+import nni
+
+params = nni.get_next_parameter()
+print("BUDGET", params.get("TRIAL_BUDGET"), flush=True)
+nni.report_final_result(params["x"])
+"""
+
+
+def test_hyperband_trials_get_their_budget_as_trial_budget(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    # NNI's Hyperband R=9, eta=3 as its config reader maps it.
+    searcher = {"name": "hyperband", "max_length": 9, "divisor": 3, "max_trials": 4}
+    exp_id = cluster.submit(config(searcher), context(tmp_path, BUDGET_TRIAL))
+    assert cluster.wait_state(exp_id, "COMPLETED", "ERROR", timeout=240).state == "COMPLETED"
+    budgets = set()
+    for trial in cluster.client.trials(exp_id):
+        lines = cluster.trial_logs(trial.id)
+        found = [int(line.split()[1]) for line in lines if line.startswith("BUDGET")]
+        assert found, lines
+        budgets.update(found)
+    # Hyperband's rungs for R=9, eta=3: budgets 1, 3 and 9.
+    assert budgets and budgets <= {1, 3, 9}
+
+
+def test_trials_of_other_searchers_get_no_trial_budget(cluster: Cluster, tmp_path: Path) -> None:
+    exp_id = cluster.submit(
+        config({"name": "random", "max_trials": 1}), context(tmp_path, BUDGET_TRIAL)
+    )
+    assert cluster.wait_state(exp_id, "COMPLETED", "ERROR").state == "COMPLETED"
+    [trial] = cluster.client.trials(exp_id)
+    assert "BUDGET None" in cluster.trial_logs(trial.id)
