@@ -93,7 +93,9 @@ def _trial_rows(c: Client, trials: list[rest.Trial]) -> list[dict[str, Any]]:
 
 @app.command()
 def create(
-    config: Annotated[Path, typer.Option("--config", "-c", help="NNI experiment config (YAML)")],
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="NNI experiment config (YAML); required")
+    ] = None,
     port: Annotated[
         int | None,
         typer.Option("--port", "-p", help="NNI's web UI port (accepted; the master serves it)"),
@@ -106,6 +108,9 @@ def create(
     from assay.config import load_experiment_config
     from assay.context import pack_context
 
+    if config is None:
+        # Checked here, not by typer: its refusal is a usage box, not one line.
+        fail("--config is required: assay nni create --config config.yml")
     read = read_experiment_config(config)
     if read.context is None:
         fail(f"{config} is not an NNI config: create it with assay experiment create")
