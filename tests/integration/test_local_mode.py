@@ -148,6 +148,8 @@ def test_test_mode_on_broken_code_exits_1_with_the_traceback(tmp_path: Path) -> 
     assert "the trial's traceback:" in result.stderr
     assert "Traceback (most recent call last)" in result.stderr
     assert "in divide" in result.stderr
+    # Shown as the user's file, not the agent's copy of it.
+    assert f'File "{context / "train.py"}", line' in result.stderr
     assert "ZeroDivisionError: division by zero" in result.stderr
     assert "test mode failed: the trial ended ERROR" in result.stderr
     assert local_master_is_gone(result.stdout)
@@ -190,6 +192,37 @@ def test_test_mode_takes_an_nni_config_and_its_code_directory(tmp_path: Path) ->
     assert "test mode passed" in result.stdout
     # One trial: its three intermediate results and the final one, as validations.
     assert len(re.findall(r"validation +step +\d+ +default=", result.stdout)) == 4, out
+
+
+BROKEN_NNI_TRIAL = """\
+import nni
+
+
+def train(x):
+    nni.report_intermediate_result(x)
+    nni.report_final_result({"loss": x})
+
+
+train(nni.get_next_parameter()["x"])
+"""
+
+
+def test_test_mode_traceback_names_the_users_file_and_line_not_assays(tmp_path: Path) -> None:
+    (tmp_path / "mnist.py").write_text(BROKEN_NNI_TRIAL)
+    (tmp_path / "config.yml").write_text(NNI_CONFIG)
+    result = assay_cli(
+        tmp_path, "e", "create", "--local", "--test-mode", str(tmp_path / "config.yml")
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    shown = result.stderr.split("the trial's traceback:", 1)[1]
+    user_file = tmp_path.resolve() / "mnist.py"
+    assert f'File "{user_file}", line 6, in train' in shown
+    assert 'nni.report_final_result({"loss": x})' in shown
+    assert f'File "{user_file}", line 9, in <module>' in shown
+    # The shim's frames (where the ValueError was raised) are assay's, not the user's.
+    assert "shims" not in shown and "allocations" not in shown
+    assert "frames inside assay left out" in shown
+    assert "ValueError: final result: a dict result needs a 'default' key" in shown
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,8 @@ AdaptDL directories."""
 
 from __future__ import annotations
 
+import csv
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -249,3 +251,99 @@ def test_notes_and_durations_are_refused_when_malformed(cluster: Cluster, tmp_pa
             config({"name": "random", "max_trials": 1}), context(tmp_path), notes=["x"] * 101
         )
     assert info.value.details[0].path == "notes"
+
+
+BUDGET_TRIAL = """\
+import nni
+
+params = nni.get_next_parameter()
+print("BUDGET", params.get("TRIAL_BUDGET"), flush=True)
+nni.report_final_result(params["x"])
+"""
+
+
+def test_hyperband_trials_get_their_budget_as_trial_budget(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    # NNI's Hyperband R=9, eta=3 as its config reader maps it.
+    searcher = {"name": "hyperband", "max_length": 9, "divisor": 3, "max_trials": 4}
+    exp_id = cluster.submit(config(searcher), context(tmp_path, BUDGET_TRIAL))
+    assert cluster.wait_state(exp_id, "COMPLETED", "ERROR", timeout=240).state == "COMPLETED"
+    budgets = set()
+    for trial in cluster.client.trials(exp_id):
+        lines = cluster.trial_logs(trial.id)
+        found = [int(line.split()[1]) for line in lines if line.startswith("BUDGET")]
+        assert found, lines
+        budgets.update(found)
+    # Hyperband's rungs for R=9, eta=3: budgets 1, 3 and 9.
+    assert budgets and budgets <= {1, 3, 9}
+
+
+def test_trials_of_other_searchers_get_no_trial_budget(cluster: Cluster, tmp_path: Path) -> None:
+    exp_id = cluster.submit(
+        config({"name": "random", "max_trials": 1}), context(tmp_path, BUDGET_TRIAL)
+    )
+    assert cluster.wait_state(exp_id, "COMPLETED", "ERROR").state == "COMPLETED"
+    [trial] = cluster.client.trials(exp_id)
+    assert "BUDGET None" in cluster.trial_logs(trial.id)
+
+
+SEQ_TRIAL = """\
+import nni
+
+params = nni.get_next_parameter()
+seq = nni.get_sequence_id()
+print("SEQ", seq, flush=True)
+# Better than the final result: the best validation is not what nnictl shows.
+nni.report_intermediate_result(params["x"] - 100)
+if seq == 1:
+    raise SystemExit("the second trial fails")
+nni.report_final_result(params["x"])
+"""
+
+
+def test_nnictl_rows_show_final_results_of_succeeded_trials_and_their_sequence_ids(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    note = 'a, "quoted" note'
+    cfg = config(
+        {"name": "random", "max_trials": 2, "max_concurrent_trials": 2},
+        hyperparameters={"note": {"type": "const", "val": note}},
+    )
+    exp_id = cluster.submit(cfg, context(tmp_path, SEQ_TRIAL))
+    cluster.wait_state(exp_id, "COMPLETED", "ERROR")
+    trials = {t.id: t for t in cluster.client.trials(exp_id)}
+    seq_of = {
+        i: int(next(line.split()[1] for line in cluster.trial_logs(i) if line.startswith("SEQ")))
+        for i in trials
+    }
+    assert sorted(seq_of.values()) == [0, 1]
+
+    rows = json.loads(cluster.cli("nni", "trial", "ls", str(exp_id), "--json", check=True).stdout)
+    view = json.loads(cluster.cli("nni", "view", str(exp_id), "--json", check=True).stdout)
+    assert view["trials"] == rows
+    for row in rows:
+        trial = trials[row["trialJobId"]]
+        assert row["sequenceId"] == seq_of[trial.id]
+        if row["sequenceId"] == 1:
+            assert row["status"] == "FAILED" and row["value"] is None
+        else:
+            assert row["status"] == "SUCCEEDED"
+            assert row["value"] == pytest.approx(trial.hparams["x"])
+
+    path = tmp_path / "export.csv"
+    cluster.cli(
+        "nni", "experiment", "export", str(exp_id), "-t", "csv", "-f", str(path), check=True
+    )
+    with path.open(newline="") as f:
+        table = list(csv.DictReader(f))
+    assert len(table) == 2
+    for line in table:
+        trial = trials[int(line["trialJobId"])]
+        assert int(line["sequenceId"]) == seq_of[trial.id]
+        assert line["note"] == note
+        assert float(line["x"]) == pytest.approx(trial.hparams["x"])
+        if seq_of[trial.id] == 1:
+            assert line["status"] == "FAILED" and line["reward"] == ""
+        else:
+            assert float(line["reward"]) == pytest.approx(trial.hparams["x"])

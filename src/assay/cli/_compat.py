@@ -1,4 +1,5 @@
-"""``assay compat``: Determined's ``det`` and NNI's ``nnictl`` command names, opt-in.
+"""``assay compat``: Determined's ``det`` and NNI's ``nnictl`` command names, opt-in, and where
+the shipped ``determined`` and ``nni`` packages are (``shims-path``).
 
 ``install-commands`` writes two small wrapper scripts; each runs ``assay compat det ARGS`` (or
 ``nnictl``), which translates the words (:mod:`assay.cli._detmap`) and runs the ``assay``
@@ -20,7 +21,8 @@ import typer
 from assay.cli._common import console, err_console, fail
 
 app = typer.Typer(
-    help="Determined's and NNI's command names (det, nnictl) for scripts, opt-in.",
+    help="Determined's and NNI's command names (det, nnictl) for scripts, opt-in; "
+    "the shims' path (shims-path).",
     no_args_is_help=True,
 )
 
@@ -83,6 +85,17 @@ def install_commands(directory: Dir = None) -> None:
     )
     if str(where) not in os.environ.get("PATH", "").split(os.pathsep):
         err_console.print(f"[bold yellow]note:[/] {where} is not on your PATH", highlight=False)
+
+
+@app.command("shims-path")
+def shims_path() -> None:
+    """Print the directory of the shipped `nni` and `determined` packages, to run a trial
+    without assay: PYTHONPATH=$(assay compat shims-path) python3 main.py"""
+    # Loaded here, not at start: the CLI's start-up imports stay the client's.
+    from assay.compat import SHIMS_DIR
+
+    # Plain print: a path rich wrapped or coloured would be a wrong PYTHONPATH.
+    print(SHIMS_DIR)
 
 
 @app.command("uninstall-commands")

@@ -244,7 +244,9 @@ def trial_table(trials: Sequence[rest.Trial], metric: str | None) -> Table:
         ("State", "left"),
         ("Steps", "right"),
         (f"Best {metric or 'metric'}", "right"),
-        ("Restarts", "right"),
+        # `restarts` counts the trial's failures (the last one too, which it was not restarted
+        # after): "Restarts 1" on a trial that failed once and never ran again misleads.
+        ("Failures", "right"),
         ("Checkpoint", "left"),
         ("Hyperparameters", "left"),
     ):

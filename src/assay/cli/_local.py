@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -29,6 +30,9 @@ import typer
 
 from assay.cli._common import console, err_console, fail, fmt_hparams, fmt_metric, styled_state
 from assay.errors import AssayError
+
+ASSAY_PACKAGE = Path(__file__).resolve().parents[1]
+"""assay's own package: frames of its files (the shims' too) are assay's, not the user's."""
 
 if TYPE_CHECKING:
     from assay import rest
@@ -218,7 +222,13 @@ def run_local(
         )
         overrides = (*overrides, f"resources.resource_pool={LOCAL_POOL}")
     submission = Submission(
-        text, apply_overrides(raw, overrides), cfg, packed, overrides, tuple(read.notes)
+        text,
+        apply_overrides(raw, overrides),
+        cfg,
+        packed,
+        overrides,
+        tuple(read.notes),
+        context_dir,
     )
     try:
         with LocalCluster(agent_slots()) as local:
@@ -238,6 +248,8 @@ class Submission:
     overrides: tuple[str, ...]
     notes: tuple[str, ...]
     """For the experiment's log: what reading the config accepted with a caveat."""
+    context: Path
+    """The context directory as the user named it: a traceback's paths are shown in it."""
 
 
 def _run_on(local: LocalCluster, sub: Submission, test_mode: bool) -> None:
@@ -269,7 +281,7 @@ def _run_on(local: LocalCluster, sub: Submission, test_mode: bool) -> None:
         f"({format_size(sub.packed.size)}) on a throw-away cluster (master {client.url})"
     )
     if test_mode:
-        _run_test_mode(client, exp)
+        _run_test_mode(client, exp, local, sub.context)
     else:
         _run_search(client, exp)
 
@@ -284,10 +296,12 @@ def _run_search(client: Client, exp: rest.Experiment) -> None:
         raise typer.Exit(1)
 
 
-def _run_test_mode(client: Client, exp: rest.Experiment) -> None:
+def _run_test_mode(
+    client: Client, exp: rest.Experiment, local: LocalCluster, context: Path
+) -> None:
     from rich.text import Text
 
-    from assay.cli._testmode import judge, traceback_of
+    from assay.cli._testmode import judge, traceback_of, user_traceback
     from assay.protocol import ExperimentState, TrialState
 
     seen: dict[int, int] = {}
@@ -335,7 +349,13 @@ def _run_test_mode(client: Client, exp: rest.Experiment) -> None:
     if verdict.ok:
         console.print(f"test mode passed: experiment {styled_state(final.state)}")
         return
-    tb = traceback_of(lines)
+    tb = user_traceback(
+        traceback_of(lines),
+        # Where the local agent (its work root is under the cluster's home) unpacks the code.
+        ran_in=re.compile(re.escape(str(local.home)) + r"/agents/[^/]+/allocations/[^/]+/code/"),
+        code_dir=context,
+        internal=[str(ASSAY_PACKAGE) + os.sep],
+    )
     if tb:
         err_console.print("the trial's traceback:", highlight=False)
         for line in tb:

@@ -18,6 +18,7 @@ from assay.cli._common import client, console, err_console, fail, fmt_hparams, p
 
 if TYPE_CHECKING:
     from assay import rest
+    from assay.client import Client
 
 app = typer.Typer(help="NNI's nnictl commands (create, view, stop, resume, trial, experiment).")
 trial_app = typer.Typer(help="Trials of an experiment, with NNI's statuses.", no_args_is_help=True)
@@ -51,21 +52,50 @@ def _experiment_row(exp: rest.ExperimentSummary) -> dict[str, Any]:
     }
 
 
-def _trial_row(t: rest.Trial) -> dict[str, Any]:
-    return {
-        "trialJobId": t.id,
-        "sequenceId": t.id,
-        "status": _trial_status(t),
-        "parameter": t.hparams,
-        "value": t.best_validation,
-        "startTime": t.created_at,
-        "endTime": t.ended_at,
-    }
+def _final_value(c: Client, t: rest.Trial, status: str) -> float | None:
+    """NNI's final result of a trial: the last result it reported, and only once it succeeded
+    (a running or failed trial has none, as in nnictl)."""
+    from assay.protocol import NNITrialStatus
+
+    if status != NNITrialStatus.SUCCEEDED:
+        return None
+    reported = c.metrics(t.id, "validation")
+    if reported:
+        # `default` is where the nni module puts the number; other trial code has none.
+        value = reported[-1].metrics.get("default")
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return t.best_validation
+
+
+def _trial_rows(c: Client, trials: list[rest.Trial]) -> list[dict[str, Any]]:
+    """nnictl's rows of an experiment's trials, in the order they were created.
+
+    ``sequenceId`` is the trial's place among its experiment's trials, from 0: what its
+    ``NNI_TRIAL_SEQ_ID`` was (the master counts the experiment's trials of smaller id).
+    """
+    rows = []
+    for seq, t in enumerate(sorted(trials, key=lambda t: t.id)):
+        status = _trial_status(t)
+        rows.append(
+            {
+                "trialJobId": t.id,
+                "sequenceId": seq,
+                "status": status,
+                "parameter": t.hparams,
+                "value": _final_value(c, t, status),
+                "startTime": t.created_at,
+                "endTime": t.ended_at,
+            }
+        )
+    return rows
 
 
 @app.command()
 def create(
-    config: Annotated[Path, typer.Option("--config", "-c", help="NNI experiment config (YAML)")],
+    config: Annotated[
+        Path | None, typer.Option("--config", "-c", help="NNI experiment config (YAML); required")
+    ] = None,
     port: Annotated[
         int | None,
         typer.Option("--port", "-p", help="NNI's web UI port (accepted; the master serves it)"),
@@ -78,6 +108,9 @@ def create(
     from assay.config import load_experiment_config
     from assay.context import pack_context
 
+    if config is None:
+        # Checked here, not by typer: its refusal is a usage box, not one line.
+        fail("--config is required: assay nni create --config config.yml")
     read = read_experiment_config(config)
     if read.context is None:
         fail(f"{config} is not an NNI config: create it with assay experiment create")
@@ -102,13 +135,13 @@ def view(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
     """Show an experiment and its trials (nnictl view)."""
     c = client()
     exp = c.experiment(experiment_id)
-    trials = c.trials(experiment_id)
+    rows = _trial_rows(c, c.trials(experiment_id))
     row = _experiment_row(exp)
     if as_json:
-        print_json({**row, "trials": [_trial_row(t) for t in trials]})
+        print_json({**row, "trials": rows})
         return
     console.print(f"experiment {exp.id} {exp.name}: {row['status']}", highlight=False)
-    _print_trials(trials)
+    _print_trials(rows)
 
 
 @app.command()
@@ -125,18 +158,21 @@ def resume(experiment_id: ExpId) -> None:
     console.print(f"experiment {experiment_id} resumed; status {_status(exp)}")
 
 
-def _print_trials(trials: list[rest.Trial]) -> None:
+def _print_trials(rows: list[dict[str, Any]]) -> None:
     from rich.table import Table
 
-    table = Table("trialJobId", "status", "value", "parameters", "startTime", "endTime")
-    for t in trials:
+    table = Table(
+        "trialJobId", "sequenceId", "status", "value", "parameters", "startTime", "endTime"
+    )
+    for r in rows:
         table.add_row(
-            str(t.id),
-            _trial_status(t),
-            "" if t.best_validation is None else f"{t.best_validation:.6g}",
-            fmt_hparams(t.hparams, limit=max(16, console.width - 90)),
-            when(t.created_at),
-            when(t.ended_at),
+            str(r["trialJobId"]),
+            str(r["sequenceId"]),
+            r["status"],
+            "" if r["value"] is None else f"{r['value']:.6g}",
+            fmt_hparams(r["parameter"], limit=max(16, console.width - 100)),
+            when(r["startTime"]),
+            when(r["endTime"]),
         )
     console.print(table)
 
@@ -144,11 +180,12 @@ def _print_trials(trials: list[rest.Trial]) -> None:
 @trial_app.command("ls")
 def trial_ls(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
     """An experiment's trials with NNI's statuses (nnictl trial ls)."""
-    trials = client().trials(experiment_id)
+    c = client()
+    rows = _trial_rows(c, c.trials(experiment_id))
     if as_json:
-        print_json([_trial_row(t) for t in trials])
+        print_json(rows)
         return
-    _print_trials(trials)
+    _print_trials(rows)
 
 
 @experiment_app.command("list")
@@ -191,24 +228,33 @@ def experiment_export(
     if type_ not in ("csv", "json"):
         fail(f"--type must be csv or json, got {type_!r}")
     c = client()
-    rows = [_trial_row(t) for t in c.trials(experiment_id)]
-    for row in rows:
-        # NNI exports a trial's final result: the last result it reported.
-        reported = c.metrics(row["trialJobId"], "validation")
-        row["value"] = reported[-1].metrics.get("default") if reported else None
-    if type_ == "json":
-        text = json.dumps(rows, indent=2)
-    else:
-        out = io.StringIO()
-        names = sorted({k for r in rows for k in r["parameter"]})
-        writer = csv.writer(out)
-        writer.writerow(["trialJobId", "status", *names, "reward"])
-        for r in rows:
-            params = [json.dumps(r["parameter"].get(n)) for n in names]
-            writer.writerow([r["trialJobId"], r["status"], *params, r["value"]])
-        text = out.getvalue()
+    rows = _trial_rows(c, c.trials(experiment_id))
+    text = json.dumps(rows, indent=2) if type_ == "json" else _csv_text(rows)
     try:
-        filename.write_text(text, encoding="utf-8")
+        # newline="": the csv module ends its rows itself (\r\n, as RFC 4180 has them).
+        with filename.open("w", encoding="utf-8", newline="") as f:
+            f.write(text)
     except OSError as exc:
         fail(f"cannot write {filename}: {exc.strerror or exc}")
     console.print(f"{len(rows)} trials of experiment {experiment_id} written to {filename}")
+
+
+def _csv_cell(value: Any) -> Any:
+    """A parameter as a csv cell: numbers and strings as they are (the csv module quotes what
+    needs it), anything else (a nested choice, a list, null) as JSON."""
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        return value
+    return json.dumps(value)
+
+
+def _csv_text(rows: list[dict[str, Any]]) -> str:
+    """nnictl's csv export: one row a trial, a column for each parameter, then its reward."""
+    out = io.StringIO()
+    names = sorted({k for r in rows for k in r["parameter"]})
+    writer = csv.writer(out)
+    writer.writerow(["trialJobId", "sequenceId", "status", *names, "reward"])
+    for r in rows:
+        params = [_csv_cell(r["parameter"][n]) if n in r["parameter"] else "" for n in names]
+        reward = "" if r["value"] is None else r["value"]
+        writer.writerow([r["trialJobId"], r["sequenceId"], r["status"], *params, reward])
+    return out.getvalue()

@@ -8,11 +8,13 @@ from typing import Annotated
 
 import typer
 
-from assay.cli._common import console, print_json, read_config_file
+from assay.cli._common import console, err_console, print_json
 
 
 def preview(
-    config_file: Annotated[Path, typer.Argument(help="experiment config (YAML)")],
+    config_file: Annotated[
+        Path, typer.Argument(help="experiment config (YAML): assay's, or NNI's (v2 or v1)")
+    ],
     config: Annotated[
         list[str] | None, typer.Option("--config", help="override: key.path=value (repeatable)")
     ] = None,
@@ -29,12 +31,17 @@ def preview(
 ) -> None:
     """Simulate the searcher with made-up metrics: trials, rungs, lengths, total compute."""
     # The searchers (Optuna, numpy) load only for this command.
-    from assay.config import DEFAULT_MAX_GRID_POINTS, load_experiment_config, parse_yaml
+    from assay.cli._config_read import read_experiment_config
+    from assay.config import DEFAULT_MAX_GRID_POINTS, load_experiment_config
     from assay.searcher import preview_search
 
-    text = read_config_file(config_file)
+    # Read as `experiment create` reads it: an NNI config is previewed as the searcher it
+    # maps onto.
+    read = read_experiment_config(config_file)
+    for note in read.notes:
+        err_console.print(f"note: {note}", highlight=False, soft_wrap=True)
     cfg = load_experiment_config(
-        parse_yaml(text, str(config_file)),
+        read.raw,
         overrides=tuple(config or ()),
         max_grid_points=max_grid_points or DEFAULT_MAX_GRID_POINTS,
     )

@@ -8,7 +8,10 @@ hyperparameters), a few batches of training, no restarts, checkpoints in a throw
 from __future__ import annotations
 
 import copy
+import os
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -148,3 +151,64 @@ def traceback_of(lines: Sequence[str]) -> list[str]:
         if line and not line.startswith((" ", "\t")):
             break  # the exception line ends it
     return out
+
+
+_FRAME = re.compile(r'^  File "(?P<path>[^"]+)", line (?P<rest>\d+.*)$')
+
+
+def user_traceback(
+    tb: Sequence[str], *, ran_in: re.Pattern[str], code_dir: Path, internal: Sequence[str]
+) -> list[str]:
+    """``tb`` (from :func:`traceback_of`) as the user reads it: the frames of files under
+    ``internal`` (assay's own package, where the ``nni`` and ``determined`` shims are too)
+    left out, and the paths of the trial's copy of the code (``ran_in`` matches where the
+    agent put it) shown as the files of ``code_dir`` they came from.
+
+    A traceback with no frame of the user's is kept whole: then the fault is assay's, and its
+    frames are the ones that say where.
+    """
+    if not tb:
+        return []
+    frames: list[list[str]] = []
+    head, tail = [tb[0]], [tb[-1]] if len(tb) > 1 else []
+    for line in tb[1:-1]:
+        if _FRAME.match(line) or not frames:
+            frames.append([line])
+        else:
+            frames[-1].append(line)  # the frame's source line (and its ^^^ marks)
+    out: list[str] = []
+    hidden = 0
+    ours = False
+    for frame in frames:
+        match = _FRAME.match(frame[0])
+        if match is None:
+            out += frame
+            continue
+        path = match.group("path")
+        if any(path.startswith(d) for d in internal):
+            hidden += 1
+            continue
+        if hidden:
+            out.append(f"  ({_frames(hidden)} inside assay left out)")
+            hidden = 0
+        copied = ran_in.match(path)
+        if copied:
+            ours = True
+            path = _shown(code_dir / path[copied.end() :])
+        out.append(f'  File "{path}", line {match.group("rest")}')
+        out += frame[1:]
+    if not ours:
+        return list(tb)
+    if hidden:
+        out.append(f"  ({_frames(hidden)} inside assay left out)")
+    return head + out + tail
+
+
+def _frames(n: int) -> str:
+    return "1 frame" if n == 1 else f"{n} frames"
+
+
+def _shown(path: Path) -> str:
+    """A path of the user's as they would write it: relative to here when it is below here."""
+    rel = os.path.relpath(path)
+    return rel if not rel.startswith("..") else str(path)

@@ -38,7 +38,7 @@ def describe(
     console.print(
         f"[bold]trial {trial.id}[/] of experiment {trial.experiment_id}  "
         f"{styled_state(trial.state)}  steps {trial.steps_completed}  "
-        f"restarts {trial.restarts}  best {fmt_metric(trial.best_validation)}"
+        f"failures {trial.restarts}  best {fmt_metric(trial.best_validation)}"
     )
     if trial.message:
         console.print(f"  {trial.message}")

@@ -349,7 +349,8 @@ def decide_exit(f: ExitFacts) -> ExitDecision:
         return stay(again, f"restart {restarts} of {f.max_restarts} after: {detail}", restarts)
     return end(
         TrialState.ERROR,
-        f"failed {restarts} times (max_restarts: {f.max_restarts}); last: {detail}",
+        f"failed {restarts} {'time' if restarts == 1 else 'times'} "
+        f"(max_restarts: {f.max_restarts}); last: {detail}",
         restarts=restarts,
         searcher=ExitedEarlyEvent(ExitedReason.ERRORED),
     )

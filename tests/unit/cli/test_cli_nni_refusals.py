@@ -55,3 +55,8 @@ def test_nni_create_refuses_a_config_that_is_not_nni(tmp_path: Path) -> None:
 def test_nni_export_refuses_an_unknown_type(tmp_path: Path) -> None:
     done = assay(tmp_path, "nni", "experiment", "export", "1", "--type", "xml", "-f", "out")
     assert refusal(done) == ["error: --type must be csv or json, got 'xml'"]
+
+
+def test_nni_create_without_config_says_config_is_required_in_one_line(tmp_path: Path) -> None:
+    lines = refusal(assay(tmp_path, "nni", "create"))
+    assert lines == ["error: --config is required: assay nni create --config config.yml"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -40,3 +41,44 @@ def test_wrapper_is_marked_and_runs_the_compat_entry(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert "`det agent list` has no assay equivalent; the closest: `assay agent`" in done.stderr
+
+
+def test_shims_path_runs_an_nni_trial_script_standalone(tmp_path: Path) -> None:
+    found = subprocess.run(
+        [sys.executable, "-c", "from assay.cli import main; main()", "compat", "shims-path"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert found.returncode == 0, found.stderr
+    shims = found.stdout.strip()
+    assert found.stdout == shims + "\n"  # one line, nothing wrapped: it goes on PYTHONPATH
+    assert (Path(shims) / "nni" / "__init__.py").is_file()
+    assert (Path(shims) / "determined" / "__init__.py").is_file()
+    script = tmp_path / "main.py"
+    script.write_text(
+        "import nni\n"
+        "print(nni.get_next_parameter())\n"
+        "nni.report_intermediate_result(0.5)\n"
+        "nni.report_final_result(0.75)\n"
+    )
+    # Only the shims on the path, as `PYTHONPATH=$(assay compat shims-path) python3 main.py`;
+    # none of assay's trial variables, so the script is standalone.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NNI_", "ASSAY_"))}
+    env["PYTHONPATH"] = shims
+    ran = subprocess.run(
+        [sys.executable, str(script)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == [
+        "{}",
+        "[nni] intermediate result: 0.5 (index 0)",
+        "[nni] final result: 0.75",
+    ]

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from assay import rest
-from assay.cli._testmode import TEST_BATCHES, compressed_config, judge, traceback_of
+from assay.cli._testmode import (
+    TEST_BATCHES,
+    compressed_config,
+    judge,
+    traceback_of,
+    user_traceback,
+)
 from assay.config import load_experiment_config
 
 
@@ -119,3 +127,53 @@ def test_the_last_traceback_is_found_among_log_lines() -> None:
     ]
     assert traceback_of(lines) == lines[7:11]
     assert traceback_of(["no trouble"]) == []
+
+
+RAN_IN = re.compile(r"/home/agents/[^/]+/allocations/[^/]+/code/")
+ASSAY = "/venv/lib/assay/"
+NNI_TB = [
+    "Traceback (most recent call last):",
+    '  File "/home/agents/local/allocations/1.1/code/mnist.py", line 9, in <module>',
+    '    train(nni.get_next_parameter()["x"])',
+    '  File "/home/agents/local/allocations/1.1/code/lib/train.py", line 6, in train',
+    '    nni.report_final_result({"loss": x})',
+    '  File "/venv/lib/assay/compat/shims/nni/trial.py", line 34, in report_final_result',
+    "    _runtime.current().report(metric, final=True)",
+    '  File "/venv/lib/assay/compat/shims/nni/_runtime.py", line 105, in report',
+    "    number, metrics = _value(metric)",
+    "                      ^^^^^^^^^^^^^^",
+    "ValueError: final result: a dict result needs a 'default' key, got ['loss']",
+]
+
+
+def test_a_traceback_shows_the_users_files_and_leaves_out_assays_frames(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    shown = user_traceback(NNI_TB, ran_in=RAN_IN, code_dir=tmp_path / "code", internal=[ASSAY])
+    assert shown == [
+        "Traceback (most recent call last):",
+        '  File "code/mnist.py", line 9, in <module>',
+        '    train(nni.get_next_parameter()["x"])',
+        '  File "code/lib/train.py", line 6, in train',
+        '    nni.report_final_result({"loss": x})',
+        "  (2 frames inside assay left out)",
+        "ValueError: final result: a dict result needs a 'default' key, got ['loss']",
+    ]
+
+
+def test_code_outside_the_working_directory_is_shown_by_its_full_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    code = tmp_path / "elsewhere"
+    shown = user_traceback(NNI_TB[:5] + NNI_TB[-1:], ran_in=RAN_IN, code_dir=code, internal=[])
+    assert shown[1] == f'  File "{code}/mnist.py", line 9, in <module>'
+    assert shown[3] == f'  File "{code}/lib/train.py", line 6, in train'
+
+
+def test_a_traceback_without_user_frames_is_kept_whole() -> None:
+    inside = [NNI_TB[0], *NNI_TB[5:]]
+    assert user_traceback(inside, ran_in=RAN_IN, code_dir=Path("code"), internal=[ASSAY]) == inside
+    assert user_traceback([], ran_in=RAN_IN, code_dir=Path("code"), internal=[ASSAY]) == []

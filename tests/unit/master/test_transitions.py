@@ -249,6 +249,13 @@ def test_a_crash_is_retried_until_max_restarts_then_errors() -> None:
     )
     last = decide_exit(crash(restarts=1))
     assert (last.state, last.ended, last.restarts) == (TrialState.ERROR, True, 2)
+    assert last.message == "failed 2 times (max_restarts: 1); last: exit code 1"
+
+
+def test_a_trial_that_failed_once_says_one_time() -> None:
+    only = decide_exit(crash(max_restarts=0))
+    assert (only.state, only.restarts) == (TrialState.ERROR, 1)
+    assert only.message == "failed 1 time (max_restarts: 0); last: exit code 1"
 
 
 def test_a_start_that_never_reached_the_agent_is_not_a_failure() -> None:

@@ -23,6 +23,9 @@ log = logging.getLogger("nni")
 
 DEFAULT = "default"
 
+TRIAL_BUDGET = "TRIAL_BUDGET"
+"""The parameter NNI's Hyperband and BOHB advisors give each trial its budget in."""
+
 
 def _value(metric: Any, where: str) -> tuple[float, dict[str, Any]]:
     """The number a result stands for, and the metrics to report."""
@@ -87,6 +90,9 @@ class _AssayTrial:
         info = self._ctx.info
         assert info is not None and info.trial is not None
         self._hparams = dict(info.trial.hparams)
+        budget = trial_budget(info.trial.config, info.searcher.get("pending_length"))
+        if budget is not None:
+            self._hparams[TRIAL_BUDGET] = budget
         self._metric = info.searcher.get("metric") or DEFAULT
         self._code_driven = bool(info.searcher.get("code_driven", True))
         self._step = 0
@@ -124,6 +130,22 @@ class _AssayTrial:
         log.info("the experiment asked this trial to stop; exiting")
         self._ctx.close()
         sys.exit(0)
+
+
+def trial_budget(config: dict[str, Any], pending_length: int | None) -> int | None:
+    """``TRIAL_BUDGET`` for a trial of a hyperband experiment (NNI's Hyperband and BOHB map to
+    it): the length its searcher wants it trained to, as NNI's advisors pass the budget in
+    the parameters; None for other searchers, whose trials NNI gives no budget."""
+    searcher = config.get("searcher")
+    if not isinstance(searcher, dict) or searcher.get("name") != "hyperband":
+        return None
+    if pending_length is not None:
+        return pending_length
+    # Started with nothing pending (the code decides how long): the most it may be given.
+    longest = searcher.get("max_length", searcher.get("max_time"))
+    if isinstance(longest, dict) and len(longest) == 1:
+        longest = next(iter(longest.values()))
+    return longest if isinstance(longest, int) and not isinstance(longest, bool) else None
 
 
 _made: list[_Standalone | _AssayTrial] = []
