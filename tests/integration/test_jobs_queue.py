@@ -220,6 +220,7 @@ def test_rest_v2_lists_only_openpai_jobs_filters_and_gives_the_config_masked(
         unknown = http.get("/api/v2/jobs?user=admin")
         assert unknown.status_code == 400 and "'user'" in unknown.json()["message"]
         assert unknown.json()["code"] == "InvalidParametersError"
+        assert "'user'" in unknown.json()["error"]["message"]
         for path in ("/api/v2/jobs/no-tilde", "/api/v2/jobs/a~b/nothing/here"):
             bad = http.get(path)
             assert bad.status_code == 404, (path, bad.text)

@@ -180,12 +180,15 @@ async def list_jobs(
     async def run() -> JSONResponse:
         unknown = sorted(set(request.query_params) - set(_FILTERS))
         if unknown:
-            body = rest.PaiError(
-                code=rest.PaiErrorCode.INVALID_PARAMETERS,
-                message=f"unknown query parameter {unknown[0]!r}; GET /api/v2/jobs filters by "
-                + ", ".join(_FILTERS),
+            message = f"unknown query parameter {unknown[0]!r}; GET /api/v2/jobs filters by " + (
+                ", ".join(_FILTERS)
             )
-            return JSONResponse(body.model_dump(exclude_none=True), status_code=400)
+            body = rest.PaiError(code=rest.PaiErrorCode.INVALID_PARAMETERS, message=message)
+            # Both shapes, as every other error here: OpenPAI's clients and assay's read it.
+            return JSONResponse(
+                {**body.model_dump(exclude_none=True), **InvalidRequest(message).to_json()},
+                status_code=400,
+            )
         listing = await master.tasks.listing(user=username)
         out = []
         named: set[tuple[str, str]] = set()
