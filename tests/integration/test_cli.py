@@ -341,3 +341,27 @@ def test_best_checkpoints_are_ranked_by_the_validation_at_their_step_largest_fir
     assert "loss" in table and "0.4" in table and "0.133333" in table and "0.1 " not in table
     refused = cluster.cli("e", "list-checkpoints", str(exp_id), "--best", "0")
     assert refused.returncode != 0
+
+
+def test_following_an_experiment_whose_every_trial_failed_shows_why(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    context = tmp_path / "broken"
+    context.mkdir()
+    (context / "train.py").write_text(
+        "import sys\nprint('loading data')\nsys.exit('the dataset directory /nowhere is missing')\n"
+    )
+    config = write_config(
+        tmp_path,
+        """
+        entrypoint: python3 train.py
+        searcher: {name: single, metric: loss, max_length: {batches: 1}}
+        max_restarts: 0
+        """,
+    )
+    result = cluster.cli("e", "create", str(config), str(context), "--follow")
+    assert result.returncode == 1, result.stdout + result.stderr
+    trial_id = cluster.client.trials(1)[0].id
+    assert f"trial {trial_id} failed" in result.stdout
+    assert "the dataset directory /nowhere is missing" in result.stdout
+    assert f"assay trial logs {trial_id}" in result.stdout

@@ -8,8 +8,11 @@ from assay import rest
 from assay.cli._common import console, fmt_metric, styled_state
 from assay.client import Client
 from assay.errors import MasterUnreachable
+from assay.protocol import TrialState
 
 REFRESH = 0.5
+FAILURE_LINES = 5
+"""How many of a failed trial's last log lines the outcome shows."""
 
 
 def follow_experiment(client: Client, experiment_id: int) -> rest.Experiment:
@@ -68,6 +71,7 @@ def print_outcome(client: Client, exp: rest.Experiment) -> None:
     best = exp.best_trial
     if best is None:
         console.print("no trial reported the searcher metric")
+        explain_failure(client, exp.id)
         return
     console.print(
         f"best trial: {best.id}  {exp.searcher.metric} = {fmt_metric(best.best_validation)}  "
@@ -79,3 +83,32 @@ def print_outcome(client: Client, exp: rest.Experiment) -> None:
         where = exp.config.get("checkpoint_storage", {}).get("host_path")
         location = f" in {where}/{uuid}" if where else ""
         console.print(f"best checkpoint: {uuid} (step {ckpt.steps_completed}){location}")
+
+
+def explain_failure(client: Client, experiment_id: int) -> None:
+    """Show why the newest failed trial failed, so a user whose every trial died sees the
+    reason without knowing which trial's log to read."""
+    failed = [t for t in client.trials(experiment_id) if t.state == TrialState.ERROR]
+    if not failed:
+        return
+    trial = max(failed, key=lambda t: (t.ended_at or 0.0, t.id))
+    lines = log_tail(client, trial.id, FAILURE_LINES)
+    said = f": {trial.message}" if trial.message else ""
+    console.print(f"trial {trial.id} failed{said}", markup=False, highlight=False)
+    if lines:
+        console.print("its last lines:")
+        for line in lines:
+            console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+    console.print(f"all of its output: assay trial logs {trial.id}", markup=False)
+
+
+def log_tail(client: Client, trial_id: int, count: int) -> list[str]:
+    """The last ``count`` non-blank lines of the trial's log."""
+    tail: list[str] = []
+    after = 0
+    while True:
+        page = client.logs(trial_id, after=after)
+        if not page:
+            return tail
+        tail = (tail + [e.line.rstrip() for e in page if e.line.strip()])[-count:]
+        after = page[-1].id
