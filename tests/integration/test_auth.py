@@ -95,8 +95,12 @@ def test_a_user_cannot_change_another_users_experiment_but_an_admin_can(
     for action in ("activate", "pause", "cancel", "kill", "archive"):
         with pytest.raises(Forbidden, match=r"belongs to alice.*signed in as bob"):
             bob.transition(exp.id, action)
-    with pytest.raises(Forbidden):
+    with pytest.raises(Forbidden) as refused:
         bob.set_experiment(exp.id, rest.ExperimentResources(priority=1))
+    assert refused.value.message == (
+        f"experiment {exp.id} belongs to alice; only its owner or an admin may change it "
+        "(you are signed in as bob)"
+    )
     assert alice.experiment(exp.id).state == "PAUSED", "nothing bob asked was done"
     # Reading is open to every signed-in user.
     assert bob.experiment(exp.id).name == "alices"

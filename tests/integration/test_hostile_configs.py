@@ -253,3 +253,13 @@ def test_cli_refuses_hostile_files_in_one_line_and_debug_shows_the_traceback(
     debug = cluster.cli("--debug", "preview-search", str(tmp_path / "bomb.yaml"))
     assert debug.returncode == 1 and "Traceback" in debug.stderr and "InvalidConfig" in debug.stderr
     assert experiments(cluster) == before
+
+
+def test_an_openpai_job_posted_as_an_experiment_is_refused_in_one_line(cluster: Cluster) -> None:
+    job = b"protocolVersion: 2\nname: hello\ntype: job\ntaskRoles: {worker: {commands: [x]}}\n"
+    error = refused(cluster, job)
+    assert error["message"] == (
+        "this config is an OpenPAI job, not an experiment config: "
+        "submit it with `assay job submit <file>`"
+    )
+    assert error["details"] == []

@@ -126,6 +126,9 @@ def test_nni_v1_config_with_nni_create_stop_resume_and_export(
     assert next(r for r in everything if r["id"] == exp_id)["status"] == "DONE"
     trials = cluster.client.trials(exp_id)
     assert len(trials) == 2
+    again = cluster.cli("nni", "stop", str(exp_id))
+    assert again.returncode == 1
+    assert again.stderr.strip() == f"error: experiment {exp_id} is already DONE; nothing to stop"
 
     as_json = tmp_path / "export.json"
     cluster.cli(

@@ -62,12 +62,29 @@ def _ours(path: Path) -> bool:
         return False
 
 
+def _make_dir(where: Path) -> None:
+    """Create ``where`` and its missing parents, each 0755 whatever the umask: a directory of
+    commands others may run (a shared bin)."""
+    missing = [d for d in (where, *where.parents) if not d.exists()]
+    for d in reversed(missing):
+        try:
+            d.mkdir(mode=0o755)
+            d.chmod(0o755)
+        except FileExistsError:
+            if not d.is_dir():
+                fail(f"--dir {where}: {d} exists and is not a directory")
+        except OSError as exc:
+            fail(f"--dir {where}: cannot create {d}: {exc.strerror or exc}")
+    if not where.is_dir():
+        fail(f"--dir {where} is not a directory")
+
+
 @app.command("install-commands")
 def install_commands(directory: Dir = None) -> None:
     """Put `det` and `nnictl` wrappers beside `assay` (or in --dir)."""
     where = directory or default_dir()
     if not where.is_dir():
-        fail(f"--dir {where} is not a directory")
+        _make_dir(where)
     for tool in COMMANDS:
         path = where / tool
         if (path.exists() or path.is_symlink()) and not _ours(path):

@@ -29,10 +29,11 @@ class ReadConfig:
 def read_experiment_config(path: Path) -> ReadConfig:
     """The config at ``path``; an NNI config is mapped (raising
     :class:`~assay.errors.InvalidConfig` for what cannot be honoured)."""
-    from assay.config import nni_context, nni_format, parse_yaml, read_nni_config
+    from assay.config import nni_context, nni_format, parse_yaml, read_nni_config, refuse_job_file
 
     text = read_config_file(path)
     raw = parse_yaml(text, str(path))
+    refuse_job_file(raw, str(path))
     fmt = nni_format(raw)
     if fmt is None:
         return ReadConfig(text, raw)

@@ -147,7 +147,15 @@ def view(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
 @app.command()
 def stop(experiment_id: ExpId) -> None:
     """Stop an experiment; resume goes on from where it stopped (nnictl stop)."""
-    exp = client().transition(experiment_id, "pause")
+    from assay.errors import InvalidTransition
+
+    c = client()
+    try:
+        exp = c.transition(experiment_id, "pause")
+    except InvalidTransition:
+        # The master's refusal speaks of pausing an ACTIVE experiment: say it in NNI's words.
+        now = _status(c.experiment(experiment_id))
+        fail(f"experiment {experiment_id} is already {now}; nothing to stop")
     console.print(f"experiment {experiment_id} stopped; status {_status(exp)}")
 
 

@@ -31,6 +31,7 @@ from assay.config._experiment import (
     ReproducibilityConfig,
     SecurityConfig,
 )
+from assay.config._formats import NotAnExperimentConfig, job_format, refuse_job_file
 from assay.config._hparams import (
     CategoricalHP,
     ChoiceHP,
@@ -78,7 +79,7 @@ from assay.config._master import (
     load_master_config,
 )
 from assay.config._nni import nni_context, nni_format, read_nni_config
-from assay.config._openpai import job_format, load_job_file
+from assay.config._openpai import load_job_file
 from assay.config._resources import DeviceConfig, ResourcesConfig, parse_memory_size
 from assay.config._searcher import (
     EOL_SEARCHERS,
@@ -200,6 +201,7 @@ __all__ = [
     "MasterConfig",
     "MedianStopConfig",
     "NormalHP",
+    "NotAnExperimentConfig",
     "OpenSection",
     "OptunaConfig",
     "PBTConfig",
@@ -259,6 +261,7 @@ __all__ = [
     "quantize",
     "quantized_count",
     "read_nni_config",
+    "refuse_job_file",
     "render_commands",
     "resolve_checkpoint_storage",
     "secret_pattern",

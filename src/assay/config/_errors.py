@@ -62,17 +62,28 @@ def _is_tag(seg: str | int) -> bool:
 def problems_from(exc: ValidationError, root: Any, prefix: str = "") -> list[ErrorDetail]:
     """Every problem in ``exc`` (raised validating against type ``root``), in input order.
 
-    Two errors at the same path with the same message are reported once.
+    Two errors at the same path with the same message are reported once, and a list of valid
+    keys is written out only the first time (a file of another format has many unknown keys).
     """
     details: list[ErrorDetail] = []
     seen: set[tuple[str, str]] = set()
+    listed: set[str] = set()
     for err in exc.errors(include_url=False):
         detail = _detail(err, root, prefix)
         key = (detail.path, detail.message)
-        if key not in seen:
-            seen.add(key)
-            details.append(detail)
+        if key in seen:
+            continue
+        seen.add(key)
+        if detail.message.startswith(_VALID_KEYS):
+            if detail.message in listed:
+                detail = ErrorDetail(detail.path, _LISTED_ABOVE)
+            listed.add(key[1])
+        details.append(detail)
     return details
+
+
+_VALID_KEYS = "unknown key; valid keys are: "
+_LISTED_ABOVE = "unknown key (the valid keys are listed above)"
 
 
 def _detail(err: ErrorDetails, root: Any, prefix: str) -> ErrorDetail:
@@ -160,7 +171,7 @@ def _unknown_key(loc: tuple[str | int, ...], root: Any) -> str:
     close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
     if close:
         return f"unknown key (did you mean {close[0]}?)"
-    return f"unknown key; valid keys are: {', '.join(sorted(valid))}"
+    return _VALID_KEYS + ", ".join(sorted(valid))
 
 
 def _valid_keys(root: Any, loc: tuple[str | int, ...]) -> list[str]:

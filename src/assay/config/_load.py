@@ -14,6 +14,7 @@ from assay.config._base import show
 from assay.config._checks import check_submittable, semantic_problems
 from assay.config._errors import invalid, problems_from
 from assay.config._experiment import ExperimentConfig
+from assay.config._formats import refuse_job_file
 from assay.config._limits import MAX_CONFIG_BYTES, MAX_DEPTH, TOO_DEEP, count, value_problems
 from assay.config._yaml import parse_yaml
 from assay.errors import ErrorDetail, InvalidConfig
@@ -126,12 +127,15 @@ def load_experiment_config(
     points is refused (with None, only past the absolute limit: a stored experiment still loads
     after the master's limit was lowered). ``stored``: the config of an experiment the master
     already holds, which still loads where a submission rule came later (a Trial-class
-    entrypoint, :mod:`assay.config._legacy`).
+    entrypoint, :mod:`assay.config._legacy`). An OpenPAI job is refused in one line
+    (:class:`~assay.config._formats.NotAnExperimentConfig`).
     """
     problems: list[ErrorDetail] = []
     if not isinstance(raw, dict):
         detail = ErrorDetail("", f"must be a map of keys to values, got {show(raw)}")
         raise invalid(_WHAT, [detail])
+    # An OpenPAI job would fail on every one of its keys; one line saying what it is helps more.
+    refuse_job_file(raw)
     if overrides:
         raw, problems = overrides_applied(raw, overrides)
     values = value_problems(raw)
@@ -141,7 +145,7 @@ def load_experiment_config(
     try:
         cfg = ExperimentConfig.model_validate(raw)
     except ValidationError as exc:
-        schema = problems_from(exc, ExperimentConfig)
+        schema = [_task_hint(raw, d) for d in problems_from(exc, ExperimentConfig)]
         # The schema's message names the field's own limit; the general one is left out.
         reported = {d.path for d in schema}
         values = [d for d in values if d.path not in reported]
@@ -153,3 +157,19 @@ def load_experiment_config(
     if problems:
         raise invalid(_WHAT, problems)
     return cfg
+
+
+_TASK_HINT = (
+    "required; with an entrypoint but no searcher or hyperparameters this looks like a "
+    "Determined command or task config: run it with `assay job submit`"
+)
+
+
+def _task_hint(raw: dict[str, Any], detail: ErrorDetail) -> ErrorDetail:
+    """The missing searcher's problem, saying so when the file reads as a Determined task config
+    (only a guess, so it stays one problem among the others rather than a refusal)."""
+    if detail.path != "searcher" or detail.message != "required":
+        return detail
+    if "entrypoint" not in raw or "hyperparameters" in raw:
+        return detail
+    return ErrorDetail(detail.path, _TASK_HINT)

@@ -13,6 +13,7 @@ from typing import Any
 
 from assay.config._base import show
 from assay.config._errors import invalid
+from assay.config._formats import job_format
 from assay.config._jobload import validated
 from assay.config._jobspec import JobSpec, JobSpecKind
 from assay.config._limits import MAX_CONFIG_BYTES
@@ -31,21 +32,6 @@ _FORMATS = (
 EMPTY_JOB_FILE = (
     "expected an OpenPAI job (protocol v2 YAML or v1 JSON) or a Determined command or task config"
 )
-
-
-def job_format(raw: Any) -> str | None:
-    """``openpai-v2``, ``openpai-v1`` or ``determined`` as the keys of ``raw`` say; None when
-    they say none of these."""
-    if not isinstance(raw, dict):
-        return None
-    roles = raw.get("taskRoles")
-    if "protocolVersion" in raw or isinstance(roles, dict):
-        return "openpai-v2"
-    if "jobName" in raw or isinstance(roles, list):
-        return "openpai-v1"
-    if "entrypoint" in raw:
-        return "determined"
-    return None
 
 
 def _parse(text: str | bytes, source: str) -> Any:

@@ -13,6 +13,7 @@ from assay.config import (
     ExperimentConfig,
     InvalidConfig,
     MasterConfig,
+    NotAnExperimentConfig,
     ResourcesConfig,
     load_experiment_config,
     masked_by_config,
@@ -86,6 +87,8 @@ def validate_submission(
         config = load_experiment_config(
             raw, overrides=sub.overrides, max_grid_points=settings.limits.max_grid_points
         )
+    except NotAnExperimentConfig:
+        raise  # one line on its own: the rest would be noise about a job file's keys
     except InvalidConfig as exc:
         problems.extend(exc.details)
     pool = _requested_pool(raw, sub.overrides, config)

@@ -55,7 +55,7 @@ class Actor:
         """Raise :class:`Forbidden` unless this actor owns ``what`` or is an admin."""
         if not self.may_change(owner):
             raise Forbidden(
-                f"{what} belongs to {owner}; only {owner} or an admin may change it "
+                f"{what} belongs to {owner}; only its owner or an admin may change it "
                 f"(you are signed in as {self.username})"
             )
 

@@ -90,3 +90,17 @@ def test_an_oversized_config_is_refused_with_its_real_size(tmp_path: Path) -> No
         "error: /dev/zero has more than 1,048,576 bytes; a config may have at most 1,048,576 "
         "bytes (1 MiB)"
     )
+
+
+def test_experiment_create_refuses_an_openpai_job_naming_the_command_that_takes_it(
+    tmp_path: Path,
+) -> None:
+    job = tmp_path / "hello.yaml"
+    job.write_text(
+        "protocolVersion: 2\nname: hello\ntype: job\n"
+        "taskRoles:\n  worker:\n    instances: 1\n    commands: [echo hi]\n"
+    )
+    assert one_line_error(assay(tmp_path, "experiment", "create", str(job), str(tmp_path))) == (
+        f"error: {job} is an OpenPAI job, not an experiment config: "
+        f"submit it with `assay job submit {job}`"
+    )

@@ -82,3 +82,42 @@ def test_shims_path_runs_an_nni_trial_script_standalone(tmp_path: Path) -> None:
         "[nni] intermediate result: 0.5 (index 0)",
         "[nni] final result: 0.75",
     ]
+
+
+def test_install_commands_creates_a_missing_dir_and_its_parents_0755(tmp_path: Path) -> None:
+    where = tmp_path / "new" / "bin"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    code = "from assay.cli import main; main()"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "compat", "install-commands", "--dir", str(where)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    for d in (where, where.parent):
+        assert d.stat().st_mode & 0o777 == 0o755
+    assert MARKER in (where / "det").read_text()
+    assert MARKER in (where / "nnictl").read_text()
+
+
+def test_install_commands_refuses_a_dir_that_is_a_file(tmp_path: Path) -> None:
+    where = tmp_path / "file"
+    where.write_text("")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    code = "from assay.cli import main; main()"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "compat", "install-commands", "--dir", str(where / "bin")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 1
+    assert (
+        done.stderr.strip()
+        == f"error: --dir {where / 'bin'}: cannot create {where / 'bin'}: Not a directory"
+    )

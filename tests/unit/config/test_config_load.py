@@ -136,3 +136,55 @@ def test_an_override_puts_its_value_at_its_path(path: list[str], value: Any) -> 
         node = node[part]
     assert node == value
     assert out.get("keep") == 1 or path[0] == "keep"
+
+
+OPENPAI_V2 = {
+    "protocolVersion": 2,
+    "name": "hello",
+    "type": "job",
+    "taskRoles": {"worker": {"instances": 1, "commands": ["echo hi"]}},
+}
+BASE_CONFIG: dict[str, Any] = {
+    "entrypoint": "python3 train.py",
+    "searcher": {"name": "single", "metric": "loss", "max_length": 1},
+}
+OPENPAI_V1 = {"jobName": "hello", "taskRoles": [{"name": "worker", "command": "echo hi"}]}
+
+
+@pytest.mark.parametrize("raw", [OPENPAI_V2, OPENPAI_V1], ids=["v2", "v1"])
+def test_an_openpai_job_is_refused_in_one_line_that_says_to_submit_it_as_a_job(
+    raw: dict[str, Any],
+) -> None:
+    with pytest.raises(InvalidConfig) as info:
+        load_experiment_config(raw)
+    assert info.value.message == (
+        "this config is an OpenPAI job, not an experiment config: "
+        "submit it with `assay job submit <file>`"
+    )
+    assert info.value.details == []
+
+
+def test_the_list_of_valid_keys_is_written_once_however_many_keys_are_unknown() -> None:
+    raw = {**BASE_CONFIG, "foo": 1, "bar": 2, "baz": 3}
+    with pytest.raises(InvalidConfig) as info:
+        load_experiment_config(raw)
+    messages = [d.message for d in info.value.details]
+    assert len(messages) == 3
+    assert messages[0].startswith("unknown key; valid keys are: adaptdl, ")
+    assert messages[1:] == ["unknown key (the valid keys are listed above)"] * 2
+
+
+def test_a_determined_task_config_is_told_apart_at_the_missing_searcher() -> None:
+    with pytest.raises(InvalidConfig) as info:
+        load_experiment_config({"entrypoint": "python3 train.py", "resources": {"slots": 1}})
+    [detail] = info.value.details
+    assert detail.path == "searcher"
+    assert "looks like a Determined command or task config" in detail.message
+    assert "assay job submit" in detail.message
+
+
+def test_a_missing_searcher_with_hyperparameters_is_plainly_required() -> None:
+    raw = {"entrypoint": "python3 train.py", "hyperparameters": {"lr": 0.1}}
+    with pytest.raises(InvalidConfig) as info:
+        load_experiment_config(raw)
+    assert [str(d) for d in info.value.details] == ["searcher: required"]
