@@ -190,9 +190,8 @@ def up(
 ) -> None:
     """Start a single-machine cluster in the background: a master and one local agent.
 
-    What is up already is kept: run again, it starts what is missing (the agent of a master
-    that runs without one), on the port the cluster is up on; another --port is refused until
-    `assay down`."""
+    What is up already is kept, on its own port: run again, it starts what is missing (the
+    agent of a master that runs without one). Another --port is refused until `assay down`."""
     from assay.client import Client
 
     home = assay_home()
