@@ -3,8 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 ASSAY_HOME ?= $(HOME)/.assay
-# The local cluster's API port: `make run PORT=9000` when 8080 is taken.
-PORT ?= 8080
+# The local cluster's API port: `make run PORT=9000` when 8080 is taken. Unset, `assay up`
+# keeps a cluster already up wherever it listens, else starts one on 8080.
+PORT ?=
 export ASSAY_HOME
 
 .PHONY: install install-dev run test lint typecheck unit integration bench down clean
@@ -27,7 +28,7 @@ install-dev: $(VENV)/.installed-dev
 
 ## make run: install, start a single-machine cluster, run the digits example to the end.
 run: install
-	$(BIN)/assay up --port $(PORT)
+	$(BIN)/assay up $(if $(PORT),--port $(PORT))
 	$(BIN)/assay experiment create examples/digits/random.yaml examples/digits --follow
 
 down:

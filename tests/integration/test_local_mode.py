@@ -54,13 +54,20 @@ with assay.core.init() as core:
 FULL_LENGTH = 400
 
 
-def make_experiment(tmp_path: Path, *, broken: bool = False, trials: int = 3) -> tuple[Path, Path]:
+def make_experiment(
+    tmp_path: Path, *, broken: bool = False, trials: int = 3, storage: bool = True
+) -> tuple[Path, Path]:
     context = tmp_path / "code"
     (context / "data").mkdir(parents=True)
     (context / "train.py").write_text(TRAIN)
     (context / "data" / "big.bin").write_bytes(b"x" * 1000)
     (context / ".detignore").write_text("data/big.bin\n")
     config = tmp_path / "config.yaml"
+    storage_keys = f"""
+            checkpoint_storage:
+              type: shared_fs
+              host_path: {tmp_path / "checkpoints"}
+            """
     config.write_text(
         textwrap.dedent(
             f"""
@@ -74,10 +81,8 @@ def make_experiment(tmp_path: Path, *, broken: bool = False, trials: int = 3) ->
               metric: loss
               max_trials: {trials}
               max_length: {{batches: {FULL_LENGTH}}}
-            checkpoint_storage:
-              type: shared_fs
-              host_path: {tmp_path / "checkpoints"}
             """
+            + (storage_keys if storage else "")
         )
     )
     return config, context
@@ -256,6 +261,27 @@ def test_local_runs_the_whole_search_and_prints_the_best_trial(tmp_path: Path) -
     # The whole length this time, and the best checkpoint kept in the config's storage.
     assert f"(step {FULL_LENGTH})" in result.stdout
     assert len(list((tmp_path / "checkpoints").iterdir())) >= 1
+    assert printed_checkpoint(result.stdout).parent == tmp_path / "checkpoints"
+    assert local_master_is_gone(result.stdout)
+
+
+def printed_checkpoint(stdout: str) -> Path:
+    """The best checkpoint's directory as printed; it must outlive the command."""
+    match = re.search(r"best checkpoint: \S+ \(step \d+\) in (\S+)", stdout)
+    assert match, stdout
+    path = Path(match.group(1))
+    assert path.is_dir() and (path / "steps").is_file(), f"{path} is gone"
+    return path
+
+
+def test_local_without_checkpoint_storage_keeps_the_best_checkpoint_in_assay_home(
+    tmp_path: Path,
+) -> None:
+    config, context = make_experiment(tmp_path, trials=1, storage=False)
+    result = assay_cli(tmp_path, "e", "create", "--local", str(config), str(context))
+    assert result.returncode == 0, result.stdout + result.stderr
+    path = printed_checkpoint(result.stdout)
+    assert path.parent == tmp_path / "home" / "local-checkpoints"
     assert local_master_is_gone(result.stdout)
 
 

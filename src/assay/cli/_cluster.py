@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
+from urllib.parse import urlsplit
 
 import typer
 
@@ -172,7 +173,10 @@ def _tail(name: str, lines: int = 20) -> str:
 
 
 def up(
-    port: Annotated[int, typer.Option(help="master port")] = 8080,
+    port: Annotated[
+        int | None,
+        typer.Option(help="master port (default: the running cluster's, else 8080)"),
+    ] = None,
     slots: Annotated[
         int | None, typer.Option(help="CPU slots of the local agent (default: cores)")
     ] = None,
@@ -186,21 +190,19 @@ def up(
 ) -> None:
     """Start a single-machine cluster in the background: a master and one local agent.
 
-    What is up already is kept: run again, it starts what is missing (the agent of a master
-    that runs without one)."""
+    What is up already is kept, on its own port: run again, it starts what is missing (the
+    agent of a master that runs without one). Another --port is refused until `assay down`."""
     from assay.client import Client
 
     home = assay_home()
     # It holds the database, the agent token and the admin's password: its owner's only.
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     (home / "run").mkdir(mode=0o700, exist_ok=True)
-    url = f"{'https' if tls_cert else 'http'}://127.0.0.1:{port}"
+    running_url = _running_master(home, port)
+    running = running_url is not None
+    url = running_url or f"{'https' if tls_cert else 'http'}://127.0.0.1:{port or 8080}"
     password = _admin_password(home)
     token_file = home / "run" / AGENT_TOKEN_FILE
-    running = False
-    if _read_pid("master") is not None:
-        with contextlib.suppress(AssayError):
-            running = bool(Client(url, timeout=2).info())
     if not running:
         # Only agents holding this token may join: other local processes cannot pose as one.
         write_private(token_file, secrets.token_urlsafe(24))
@@ -242,6 +244,36 @@ def up(
         )
     if refusal is not None:
         err_console.print(f"[bold yellow]warning:[/] {refusal}", highlight=False, soft_wrap=True)
+
+
+def _running_master(home: Path, port: int | None) -> str | None:
+    """The URL of the master this ``ASSAY_HOME``'s ``assay up`` started, if it still runs;
+    None when there is none to keep. A second master on the same database would fight the
+    first over it, and ``down`` would stop only the one recorded last: ``up`` never starts one
+    while the recorded master lives, and says what to do instead."""
+    from assay.client import Client
+
+    pid = _read_pid("master")
+    if pid is None:
+        return None
+    try:
+        recorded = str(json.loads(cluster_file().read_text())["master"])
+    except (OSError, ValueError, KeyError, TypeError):
+        recorded = f"http://127.0.0.1:{port or 8080}"  # an older `up` kept no record
+    answers = False
+    with contextlib.suppress(AssayError):
+        answers = bool(Client(recorded, timeout=2).info())
+    if not answers:
+        fail(
+            f"the master of ASSAY_HOME={home} (pid {pid}) runs but does not answer at "
+            f"{recorded}; `assay down` stops it (its log: {home / 'logs' / 'master.log'})"
+        )
+    if port is not None and urlsplit(recorded).port != port:
+        fail(
+            f"a cluster is already up at {recorded} (ASSAY_HOME={home}); "
+            "`assay down` first to move it"
+        )
+    return recorded
 
 
 def _start_agent(

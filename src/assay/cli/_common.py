@@ -106,6 +106,12 @@ def default_master() -> str:
         return DEFAULT_MASTER
 
 
+def _guessed_master() -> bool:
+    """Whether the master addressed is the bare default: none given (-m, ``$ASSAY_MASTER``)
+    and no cluster recorded by ``assay up`` in ``ASSAY_HOME``."""
+    return not (state.master or os.environ.get("ASSAY_MASTER") or cluster_file().exists())
+
+
 class State:
     master: str | None = None
     debug: bool = False
@@ -178,6 +184,14 @@ def read_job_file(path: Path) -> str:
 
 def report_error(exc: AssayError) -> NoReturn:
     if isinstance(exc, MasterUnreachable):
+        if _guessed_master():
+            from assay.client import DEFAULT_MASTER
+
+            # Naming only the default URL would read as if a cluster had been there.
+            fail(
+                f"no cluster is up (none recorded in ASSAY_HOME={assay_home()}, none answering "
+                f"at {DEFAULT_MASTER}): `assay up` starts one; or give -m URL"
+            )
         fail(f"{exc.message}; start a cluster with `assay up` or point at one with -m URL")
     details = exc.details
     if len(details) == 1 and details[0].message in exc.message:

@@ -2,16 +2,18 @@
 
 It runs on a throw-away cluster of this machine: the real master (``python -m assay.api``) with
 a temporary home and SQLite database on a loopback port, and one real agent, both torn down
-with their home when the command ends. Separate processes rather than a master embedded in
-this one because that is the code path the cluster takes, so what passes here passes there:
-the context is packed, uploaded and unpacked as it would be (ignore files honoured), the
-trial gets the same environment, shims and harness, and a crash or hang of the trial cannot
-take the command down with it. The cost is a second or two to start the master.
+with their home when the command ends (a whole search's checkpoints excepted: they go to the
+config's storage, else to ``ASSAY_HOME/local-checkpoints``). Separate processes rather than a
+master embedded in this one because that is the code path the cluster takes, so what passes
+here passes there: the context is packed, uploaded and unpacked as it would be (ignore files
+honoured), the trial gets the same environment, shims and harness, and a crash or hang of the
+trial cannot take the command down with it. The cost is a second or two to start the master.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import secrets
@@ -28,7 +30,15 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from assay.cli._common import console, err_console, fail, fmt_hparams, fmt_metric, styled_state
+from assay.cli._common import (
+    assay_home,
+    console,
+    err_console,
+    fail,
+    fmt_hparams,
+    fmt_metric,
+    styled_state,
+)
 from assay.errors import AssayError
 
 ASSAY_PACKAGE = Path(__file__).resolve().parents[1]
@@ -44,6 +54,8 @@ STARTUP_TIMEOUT = 60.0
 STOP_GRACE = 20.0
 AGENT_ID = "local"
 LOCAL_POOL = "default"
+LOCAL_CHECKPOINTS = "local-checkpoints"
+"""Under ``ASSAY_HOME``: where ``--local`` keeps the checkpoints of a config naming no storage."""
 
 
 def _free_port() -> int:
@@ -53,10 +65,14 @@ def _free_port() -> int:
 
 
 class LocalCluster:
-    """A master and one agent on loopback in a temporary home, as a context manager."""
+    """A master and one agent on loopback in a temporary home, as a context manager.
 
-    def __init__(self, slots: int) -> None:
+    ``storage``: where the master keeps the checkpoints of experiments that name no storage
+    of their own; None, a directory in the temporary home (removed with it)."""
+
+    def __init__(self, slots: int, storage: Path | None = None) -> None:
         self.slots = slots
+        self.storage = storage
         self.root = Path(tempfile.mkdtemp(prefix="assay-local-"))
         self.home = self.root / "home"
         self.checkpoints = self.root / "checkpoints"
@@ -109,11 +125,21 @@ class LocalCluster:
 
         self.home.mkdir(mode=0o700, parents=True)
         self.checkpoints.mkdir()
-        master = self._spawn(
-            "master",
-            [sys.executable, "-m", "assay.api", "--host", "127.0.0.1", "--port", str(self.port),
-             "--home", str(self.home)],
-        )  # fmt: skip
+        master_args = [
+            sys.executable, "-m", "assay.api", "--host", "127.0.0.1", "--port", str(self.port),
+            "--home", str(self.home),
+        ]  # fmt: skip
+        if self.storage is not None:
+            self.storage.mkdir(mode=0o700, parents=True, exist_ok=True)
+            master_yaml = self.home / "master.yaml"
+            # JSON is YAML: no quoting of the path to get wrong.
+            master_yaml.write_text(
+                json.dumps(
+                    {"checkpoint_storage": {"type": "shared_fs", "host_path": str(self.storage)}}
+                )
+            )
+            master_args += ["--config", str(master_yaml)]
+        master = self._spawn("master", master_args)
         client = Client(self.url, timeout=30)
         # Not a token kept for some earlier master on this port, nor $ASSAY_USER_TOKEN: this
         # master's admin signs in below.
@@ -230,8 +256,11 @@ def run_local(
         tuple(read.notes),
         context_dir,
     )
+    # A whole search keeps its checkpoints past the command (the throw-away cluster's home is
+    # removed): the config's storage, else LOCAL_CHECKPOINTS. Test mode writes to neither.
+    storage = None if test_mode else assay_home() / LOCAL_CHECKPOINTS
     try:
-        with LocalCluster(agent_slots()) as local:
+        with LocalCluster(agent_slots(), storage) as local:
             _run_on(local, submission, test_mode)
     except KeyboardInterrupt:
         # The cluster is gone by now (its processes stopped, its files removed).
