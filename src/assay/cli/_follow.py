@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import time
 
 from assay import rest
@@ -80,9 +81,18 @@ def print_outcome(client: Client, exp: rest.Experiment) -> None:
     uuid = best.latest_checkpoint
     if uuid:
         ckpt = client.checkpoint(uuid)
-        where = exp.config.get("checkpoint_storage", {}).get("host_path")
+        where = checkpoint_directory(exp.config.get("checkpoint_storage") or {})
         location = f" in {where}/{uuid}" if where else ""
         console.print(f"best checkpoint: {uuid} (step {ckpt.steps_completed}){location}")
+
+
+def checkpoint_directory(storage: dict[str, object]) -> str | None:
+    """Where a shared_fs storage puts checkpoints: ``storage_path`` is taken inside
+    ``host_path`` when relative, as the storage does."""
+    host, sub = storage.get("host_path"), storage.get("storage_path")
+    if not isinstance(host, str):
+        return None
+    return posixpath.join(host, sub) if isinstance(sub, str) else host
 
 
 def explain_failure(client: Client, experiment_id: int) -> None:
