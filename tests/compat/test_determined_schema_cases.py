@@ -174,7 +174,8 @@ def _sanity_allowed(schema: str, detail: ErrorDetail) -> bool:
     return (
         schema.endswith("/experiment.json")
         and detail.path in ("searcher", "entrypoint")
-        and detail.message == "required"
+        # A missing searcher may add a hint that the file looks like a task config.
+        and detail.message.split(";", 1)[0] == "required"
     )
 
 
