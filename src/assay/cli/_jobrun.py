@@ -11,7 +11,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assay.cli._common import client, console, esc, fail, print_json, styled_state, when
+from assay.cli._common import (
+    client,
+    console,
+    esc,
+    fail,
+    print_json,
+    print_log_line,
+    styled_state,
+    when,
+)
 
 if TYPE_CHECKING:
     from assay import rest
@@ -255,8 +264,7 @@ def follow_to_end(c: Client, task_id: int, *, prefixed: bool = True) -> rest.Tas
 
 
 def print_line(entry: rest.TaskLogEntry, *, prefixed: bool) -> None:
-    prefix = f"[{entry.role}/{entry.index}] " if prefixed else ""
-    console.print(prefix + entry.line, highlight=False, markup=False, soft_wrap=True)
+    print_log_line(entry.line, f"[{entry.role}/{entry.index}] " if prefixed else "")
 
 
 def print_logs(
