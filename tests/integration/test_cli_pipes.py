@@ -74,3 +74,17 @@ def test_create_follow_json_streams_one_json_object_per_line_to_the_end(
     assert states[-1] in ("COMPLETED", "ERROR")
     assert result.returncode == (0 if states[-1] == "COMPLETED" else 1), result.stderr
     assert "created experiment" not in result.stdout, "no text view mixed into the JSON"
+
+
+def test_task_create_follow_json_streams_the_task_its_log_lines_and_how_it_ended(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    config = tmp_path / "task.yaml"
+    config.write_text("entrypoint: python3 train.py\nresources:\n  slots: 0\n")
+    result = cluster.cli(
+        "task", "create", str(config), str(_printing_context(tmp_path)), "-f", "--json"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    objects = [json.loads(line) for line in result.stdout.splitlines()]
+    assert objects[0]["id"] == objects[-1]["id"] and objects[-1]["state"] == "SUCCEEDED"
+    assert LONG_LINE in [o.get("line") for o in objects[1:-1]]
