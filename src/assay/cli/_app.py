@@ -25,8 +25,25 @@ app = typer.Typer(
     help="Train deep-learning models on your own machines.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,
+    # Every command and group below inherits these from the root's context.
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _show_version(shown: bool) -> None:
+    if not shown:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        number = version("assay")
+    except PackageNotFoundError:  # Run from a source tree that was never installed.
+        import assay
+
+        number = assay.__version__
+    print(f"assay {number}")
+    raise typer.Exit()
 
 
 @app.callback()
@@ -41,6 +58,12 @@ def _root(
         ),
     ] = None,
     debug: Annotated[bool, typer.Option("--debug", help="show a traceback with any error")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_show_version, help="print assay's version"
+        ),
+    ] = False,
 ) -> None:
     state.master = master
     state.debug = debug

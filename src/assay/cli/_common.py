@@ -81,6 +81,19 @@ console = Console() if sys.stdout.isatty() else Console(width=PIPE_WIDTH, soft_w
 err_console = Console(stderr=True)
 
 
+def print_log_line(line: str, prefix: str = "") -> None:
+    """One line of a log: into a pipe or a file exactly as it was written (rich would expand its
+    tabs and drop its carriage returns), on a terminal through the console, ``prefix`` dimmed."""
+    if not console.is_terminal:
+        # Followed logs are read as they come (``| grep``, ``| tee``): no block buffering.
+        sys.stdout.write(f"{prefix}{line}\n")
+        sys.stdout.flush()
+        return
+    from rich.text import Text
+
+    console.print(Text(prefix, style="dim") + Text(line), highlight=False, soft_wrap=True)
+
+
 JsonOption = Annotated[bool, typer.Option("--json", help="print JSON instead of text")]
 """The ``--json`` option of every command that prints a resource."""
 
@@ -221,6 +234,15 @@ def print_json(data: Any) -> None:
     from pydantic_core import to_jsonable_python
 
     sys.stdout.write(json.dumps(to_jsonable_python(data), indent=2, default=str) + "\n")
+
+
+def print_json_line(data: Any) -> None:
+    """``data`` as one line of JSON, flushed: what a followed ``--json`` prints for each thing
+    as it happens (JSON lines, for ``jq`` or a script reading the stream)."""
+    from pydantic_core import to_jsonable_python
+
+    sys.stdout.write(json.dumps(to_jsonable_python(data), default=str) + "\n")
+    sys.stdout.flush()
 
 
 def when(ts: float | None) -> str:

@@ -19,6 +19,8 @@ from assay.cli._common import (
     fmt_hparams,
     fmt_metric,
     print_json,
+    print_json_line,
+    print_log_line,
     request,
     styled_state,
     when,
@@ -86,7 +88,7 @@ def create(
         return
     from assay import rest
     from assay.cli._config_read import read_experiment_config
-    from assay.cli._follow import follow_experiment, print_outcome
+    from assay.cli._follow import follow_experiment, follow_experiment_json, print_outcome
     from assay.config import load_experiment_config
     from assay.context import format_size, pack_context
 
@@ -115,6 +117,13 @@ def create(
         )
     if as_json and not follow:
         print_json(exp)
+        return
+    if as_json:
+        # JSON lines: the experiment as created, then as it changes, to its end.
+        print_json_line(exp)
+        final = follow_experiment_json(c, exp.id)
+        if final.state != rest.ExperimentState.COMPLETED:
+            raise typer.Exit(1)
         return
     console.print(
         f"created experiment {exp.id} ({exp.name}) from {packed.files} files "
@@ -200,8 +209,8 @@ def list_(
     for e in answer.experiments:
         table.add_row(
             str(e.id),
-            e.name,
-            e.owner,
+            esc(e.name),
+            esc(e.owner),
             styled_state(e.state),
             f"{e.progress * 100:.0f}%",
             str(sum(e.trials.values())),
@@ -386,15 +395,11 @@ def logs(
 
 
 def _print_note(note: rest.ExperimentNote) -> None:
-    from rich.text import Text
-
-    console.print(Text("[experiment] ", style="dim") + Text(note.text))
+    print_log_line(note.text, "[experiment] ")
 
 
 def _print_line(trial_id: int, entry: rest.LogEntry) -> None:
-    from rich.text import Text
-
-    console.print(Text(f"[trial {trial_id}] ", style="dim") + Text(entry.line))
+    print_log_line(entry.line, f"[trial {trial_id}] ")
 
 
 @app.command()

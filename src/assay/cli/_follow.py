@@ -6,7 +6,7 @@ import posixpath
 import time
 
 from assay import rest
-from assay.cli._common import console, fmt_metric, styled_state
+from assay.cli._common import console, fmt_metric, print_json_line, styled_state
 from assay.client import Client
 from assay.errors import MasterUnreachable
 from assay.protocol import TrialState
@@ -63,6 +63,25 @@ def follow_experiment(client: Client, experiment_id: int) -> rest.Experiment:
     if not console.is_terminal:
         console.print()
     return exp
+
+
+def follow_experiment_json(client: Client, experiment_id: int) -> rest.Experiment:
+    """Print the experiment as one JSON line each time its state, progress or trials change,
+    until it ends (the last line is its final description); returns that description."""
+    shown: tuple[object, ...] | None = None
+    while True:
+        try:
+            exp = client.experiment(experiment_id)
+        except MasterUnreachable:
+            time.sleep(1.0)  # The master may be restarting.
+            continue
+        seen = (exp.state, exp.progress, sorted(exp.trials.items()), exp.best_trial)
+        if seen != shown:
+            print_json_line(exp)
+            shown = seen
+        if exp.state.terminal:
+            return exp
+        client.wait(experiment_id, REFRESH)
 
 
 def print_outcome(client: Client, exp: rest.Experiment) -> None:

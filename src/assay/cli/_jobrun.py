@@ -11,7 +11,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assay.cli._common import client, console, esc, fail, print_json, styled_state, when
+from assay.cli._common import (
+    client,
+    console,
+    esc,
+    fail,
+    print_json,
+    print_json_line,
+    print_log_line,
+    styled_state,
+    when,
+)
 
 if TYPE_CHECKING:
     from assay import rest
@@ -183,6 +193,15 @@ def submit(
     if as_json and not follow:
         print_json(task)
         return task
+    if as_json:
+        # JSON lines: the job as submitted, each log entry as it comes, the job as it ended.
+        print_json_line(task)
+        with detached_on_interrupt(task.id):
+            for entry in c.follow_task_logs(task.id):
+                print_json_line(entry)
+            final = settled(c, task.id)
+        print_json_line(final)
+        raise SystemExit(exit_status(final))
     instances = sum(r.instances for r in task.roles)
     console.print(
         f"submitted {task.kind} {task.id} ({esc(task.name)}){what}: "
@@ -236,16 +255,22 @@ def exit_status(task: rest.Task) -> int:
     return code if code is not None and 0 < code < 256 else 1
 
 
-def follow_to_end(c: Client, task_id: int, *, prefixed: bool = True) -> rest.Task:
-    """Print every line as it comes, then the outcome; the job as it ended."""
-    for entry in c.follow_task_logs(task_id):
-        print_line(entry, prefixed=prefixed)
+def settled(c: Client, task_id: int) -> rest.Task:
+    """The job once it has ended, after its log stream closed."""
     task = c.task(task_id)
     # The stream ends once the processes are gone; the state settles in the same transaction.
     deadline = time.monotonic() + 10
     while not task.ended_at and time.monotonic() < deadline:
         time.sleep(0.2)
         task = c.task(task_id)
+    return task
+
+
+def follow_to_end(c: Client, task_id: int, *, prefixed: bool = True) -> rest.Task:
+    """Print every line as it comes, then the outcome; the job as it ended."""
+    for entry in c.follow_task_logs(task_id):
+        print_line(entry, prefixed=prefixed)
+    task = settled(c, task_id)
     code = "" if task.exit_code is None else f", exit code {task.exit_code}"
     console.print(
         f"{task.kind} {task.id} ended {styled_state(task.state)}{code}: {esc(task.message)}",
@@ -255,8 +280,7 @@ def follow_to_end(c: Client, task_id: int, *, prefixed: bool = True) -> rest.Tas
 
 
 def print_line(entry: rest.TaskLogEntry, *, prefixed: bool) -> None:
-    prefix = f"[{entry.role}/{entry.index}] " if prefixed else ""
-    console.print(prefix + entry.line, highlight=False, markup=False, soft_wrap=True)
+    print_log_line(entry.line, f"[{entry.role}/{entry.index}] " if prefixed else "")
 
 
 def print_logs(

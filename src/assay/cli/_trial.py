@@ -6,7 +6,16 @@ from typing import Annotated
 
 import typer
 
-from assay.cli._common import client, console, fmt_metric, print_json, styled_state, when
+from assay.cli._common import (
+    client,
+    console,
+    fmt_metric,
+    print_json,
+    print_json_line,
+    print_log_line,
+    styled_state,
+    when,
+)
 
 app = typer.Typer(help="Inspect trials, follow their logs, kill them.", no_args_is_help=True)
 
@@ -67,18 +76,22 @@ def logs(
     follow: Annotated[
         bool, typer.Option("--follow", "-f", help="stream until the trial ends")
     ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="one JSON object per line (with -f: as they come)")
+    ] = False,
 ) -> None:
     """The trial's output (stdout and stderr of every run)."""
     c = client()
+    show = print_json_line if as_json else lambda entry: print_log_line(entry.line)
     if follow:
         for entry in c.follow_logs(trial_id):
-            console.print(entry.line, highlight=False, markup=False)
+            show(entry)
         return
     after = 0
     while True:
         page = c.logs(trial_id, after=after)
         for entry in page:
-            console.print(entry.line, highlight=False, markup=False)
+            show(entry)
         if len(page) < 10_000:
             return
         after = page[-1].id

@@ -35,3 +35,10 @@ def test_lines_tables_and_hyperparameters_reach_a_pipe_whole() -> None:
     assert sum(LONG in line for line in lines) == 3, out
     assert any("digits-random-search-with-a-long-name" in line for line in lines), out
     assert "…" not in out, "nothing is cut"
+
+
+def test_a_log_line_reaches_a_pipe_byte_for_byte_tabs_and_carriage_returns_included() -> None:
+    line = "epoch 1\tloss=0.5\r\x1b[31mred\x1b[0m [bold]x[/] " + "7" * 300
+    code = f"from assay.cli._common import print_log_line\nprint_log_line({line!r}, '[trial 1] ')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True).stdout
+    assert out == f"[trial 1] {line}\n".encode()
