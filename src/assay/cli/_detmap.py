@@ -123,7 +123,12 @@ DET_RULES: tuple[Rule, ...] = (
     ),
     Rule((_EXP, ("delete",)), refuse="assay keeps experiments: `assay experiment archive ID`"),
     Rule((_TRIAL, ("logs",)), ("trial", "logs"), positionals=ONE, flags=dict(FOLLOW)),
-    Rule((_TRIAL, ("describe",)), ("trial", "describe"), positionals=ONE, flags=dict(JSON)),
+    Rule(
+        (_TRIAL, ("describe",)),
+        ("trial", "describe"),
+        positionals=ONE,
+        flags={**JSON, "--metrics": Flag("--metrics"), "--csv": Flag("--csv")},
+    ),
     Rule((_TRIAL, ("kill",)), ("trial", "kill"), positionals=ONE),
     Rule(
         (("command", "cmd"), ("run",)),

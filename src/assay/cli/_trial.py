@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import csv
+import json
+import sys
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from assay.cli._common import (
     client,
     console,
+    fail,
     fmt_metric,
     print_json,
     print_json_line,
@@ -16,6 +20,9 @@ from assay.cli._common import (
     styled_state,
     when,
 )
+
+if TYPE_CHECKING:
+    from assay import rest
 
 app = typer.Typer(help="Inspect trials, follow their logs, kill them.", no_args_is_help=True)
 
@@ -25,22 +32,40 @@ TrialId = Annotated[int, typer.Argument(help="trial id")]
 @app.command()
 def describe(
     trial_id: TrialId,
-    metrics: Annotated[bool, typer.Option(help="also list every validation")] = False,
+    metrics: Annotated[
+        bool,
+        typer.Option("--metrics", help="also print every training and validation report, by step"),
+    ] = False,
+    as_csv: Annotated[
+        bool, typer.Option("--csv", help="the metric series as CSV (implies --metrics)")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
 ) -> None:
     """A trial: state, hyperparameters, progress, checkpoints and validation metrics."""
     from rich.table import Table
 
+    if as_csv and as_json:
+        fail("--csv and --json are two output formats; pick one")
     c = client()
     trial = c.trial(trial_id)
-    validations = c.metrics(trial_id, "validation")
+    # One request for every group when the series are wanted; the validations are a subset.
+    reports = c.metrics(trial_id) if metrics or as_csv else None
+    if as_csv:
+        _write_csv(reports or [])
+        return
+    if reports is None:
+        validations = c.metrics(trial_id, "validation")
+    else:
+        validations = [r for r in reports if r.group == "validation"]
     checkpoints = c.trial_checkpoints(trial_id)
     if as_json:
+        extra = {} if reports is None else {"metrics": _series(reports)}
         print_json(
             {
                 **trial.model_dump(mode="json"),
                 "validation_metrics": validations,
                 "checkpoints": checkpoints,
+                **extra,
             }
         )
         return
@@ -53,11 +78,18 @@ def describe(
         console.print(f"  {trial.message}")
     console.print(f"  hyperparameters: {trial.hparams}")
     console.print(f"  latest checkpoint: {trial.latest_checkpoint or '-'}")
-    shown = validations if metrics else validations[-10:]
-    if shown:
-        table = Table(box=None, header_style="bold", title="validation metrics")
+    if reports is None:
+        groups = {"validation": validations[-10:]}
+    else:
+        groups = _by_group(reports)
+        if not groups:
+            console.print("  no metrics reported yet")
+    for group, shown in groups.items():
+        if not shown:
+            continue
+        table = Table(box=None, header_style="bold", title=f"{group} metrics")
         table.add_column("Steps")
-        names = sorted({k for v in shown for k in v.metrics})
+        names = _names(shown)
         for name in names:
             table.add_column(name)
         table.add_column("Reported")
@@ -68,6 +100,51 @@ def describe(
                 when(v.time),
             )
         console.print(table)
+
+
+def _by_group(reports: list[rest.Metric]) -> dict[str, list[rest.Metric]]:
+    """Reports by group: training, then validation, then any group the code named, by name."""
+    groups: dict[str, list[rest.Metric]] = {"training": [], "validation": []}
+    for name in sorted({r.group for r in reports} - set(groups)):
+        groups[name] = []
+    for r in sorted(reports, key=lambda r: (r.steps_completed, r.time)):
+        groups[r.group].append(r)
+    return {g: rs for g, rs in groups.items() if rs}
+
+
+def _names(reports: list[rest.Metric]) -> list[str]:
+    return sorted({k for r in reports for k in r.metrics})
+
+
+def _series(reports: list[rest.Metric]) -> dict[str, list[dict[str, Any]]]:
+    """Each group's reports as rows: steps, time and the metric values side by side."""
+    return {
+        group: [{"steps_completed": r.steps_completed, "time": r.time, **r.metrics} for r in rs]
+        for group, rs in _by_group(reports).items()
+    }
+
+
+def _write_csv(reports: list[rest.Metric]) -> None:
+    """One row per report: group, steps, time, then a column per metric name of any group
+    (empty where that report lacks it), so one file holds both series for a spreadsheet."""
+    groups = _by_group(reports)
+    names = _names(reports)
+    out = csv.writer(sys.stdout, lineterminator="\n")
+    out.writerow(["group", "steps_completed", "time", *names])
+    for group, rs in groups.items():
+        for r in rs:
+            out.writerow(
+                [group, r.steps_completed, r.time, *(_cell(r.metrics.get(n)) for n in names)]
+            )
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, dict | list):
+        # A structured metric stays one cell, readable back as JSON.
+        return json.dumps(value)
+    return str(value)
 
 
 @app.command()

@@ -36,6 +36,7 @@ DET_CASES = [
     ("t logs 9", "trial logs 9"),
     ("trial logs 9 --follow", "trial logs --follow 9"),
     ("t describe 9 --json", "trial describe --json 9"),
+    ("t describe 9 --metrics --csv", "trial describe --metrics --csv 9"),
     ("t kill 9", "trial kill 9"),
     ("cmd run -d python3 x.py --lr 1", "cmd run --detach -- python3 x.py --lr 1"),
     (
