@@ -8,6 +8,7 @@ import typer
 
 from assay.cli import (
     _cluster,
+    _cluster_info,
     _cmd,
     _compat,
     _experiment,
@@ -71,8 +72,10 @@ def _root(
 
 app.command()(_cluster.up)
 app.command()(_cluster.down)
-app.command(context_settings={"allow_extra_args": False})(_cluster.master)
-app.command()(_cluster.agent)
+app.add_typer(_cluster_info.master_app, name="master")
+app.add_typer(_cluster_info.agent_app, name="agent")
+app.add_typer(_cluster_info.slot_app, name="slot")
+app.add_typer(_cluster_info.pool_app, name="resource-pool")
 app.command("preview-search")(_preview.preview)
 app.add_typer(_experiment.app, name="experiment")
 app.add_typer(_experiment.app, name="e", hidden=True)

@@ -184,6 +184,7 @@ def upload_progress(size: int) -> Iterator[Callable[[int, int], None] | None]:
         yield advance
 
 
+@app.command("ls", hidden=True)
 @app.command("list")
 def list_(
     all_: Annotated[bool, typer.Option("--all", "-a", help="include archived")] = False,
@@ -432,29 +433,84 @@ def _transition(action: str, past: str) -> Any:
 
 
 set_app = typer.Typer(
-    help="Change an experiment's priority, weight or max slots.", no_args_is_help=True
+    help="Change an experiment's priority, weight, max slots, name, description or labels.",
+    no_args_is_help=True,
 )
 app.add_typer(set_app, name="set")
 
 
-def _setter(field: str, kind: type) -> Any:
+def _setter(field: str, kind: type, none_ok: bool = False) -> Any:
     def command(experiment_id: ExpId, value: NewValue) -> None:
-        from assay import rest
+        shown = field.replace("_", "-")
+        parsed: Any
+        if none_ok and value.strip().lower() in ("none", "null", "unlimited"):
+            parsed = None  # no limit
+        else:
+            try:
+                parsed = kind(value)
+            except ValueError:
+                also = " or 'none' (no limit)" if none_ok else ""
+                fail(f"{shown} must be a {kind.__name__}{also}, got {value!r}")
+        _set(experiment_id, {field: parsed})
+        console.print(
+            f"experiment {experiment_id}: {shown} set to {'none' if parsed is None else parsed}"
+        )
 
-        try:
-            parsed = kind(value)
-        except ValueError:
-            fail(f"{field.replace('_', '-')} must be a {kind.__name__}, got {value!r}")
-        client().set_experiment(experiment_id, request(rest.ExperimentResources, **{field: parsed}))
-        console.print(f"experiment {experiment_id}: {field.replace('_', '-')} set to {parsed}")
-
-    command.__doc__ = f"Set the experiment's {field.replace('_', ' ')}."
+    command.__doc__ = f"Set the experiment's {field.replace('_', ' ')}" + (
+        " (a number, or 'none' for no limit)." if none_ok else "."
+    )
     return command
+
+
+def _set(experiment_id: int, fields: dict[str, Any]) -> None:
+    from assay import rest
+
+    client().set_experiment(experiment_id, request(rest.ExperimentResources, **fields))
 
 
 set_app.command("priority")(_setter("priority", int))
 set_app.command("weight")(_setter("weight", float))
-set_app.command("max-slots")(_setter("max_slots", int))
+set_app.command("max-slots")(_setter("max_slots", int, none_ok=True))
+
+
+@set_app.command("name")
+def set_name(experiment_id: ExpId, value: NewValue) -> None:
+    """Rename the experiment."""
+    if not value.strip():
+        fail("name must not be empty")
+    _set(experiment_id, {"name": value})
+    console.print(f"experiment {experiment_id}: name set to {esc(value)}")
+
+
+@set_app.command("description")
+def set_description(experiment_id: ExpId, value: NewValue) -> None:
+    """Set the experiment's description ('' clears it)."""
+    _set(experiment_id, {"description": value})
+    console.print(f"experiment {experiment_id}: description set")
+
+
+@set_app.command("labels")
+def set_labels(
+    experiment_id: ExpId,
+    values: Annotated[
+        list[str],
+        typer.Argument(help="the labels, comma-separated or one per argument ('' clears them)"),
+    ],
+) -> None:
+    """Replace the experiment's labels."""
+    labels = parse_labels(values)
+    _set(experiment_id, {"labels": labels})
+    shown = ", ".join(labels) if labels else "(none)"
+    console.print(f"experiment {experiment_id}: labels set to {esc(shown)}")
+
+
+def parse_labels(values: Sequence[str]) -> list[str]:
+    """``["a,b", "c"]`` -> ``["a", "b", "c"]``: commas and separate arguments both separate;
+    blanks around a label are dropped, and so are empty ones (``''`` alone clears the labels);
+    a label given twice is kept once, in its first place."""
+    labels = [part.strip() for value in values for part in value.split(",")]
+    return list(dict.fromkeys(label for label in labels if label))
+
 
 app.command("pause")(_transition("pause", "paused"))
 app.command("activate")(_transition("activate", "activated"))

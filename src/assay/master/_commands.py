@@ -47,6 +47,29 @@ def _owned(actor: Actor, handler: Callable[..., rest.Experiment]) -> Callable[..
     return run
 
 
+_METADATA = ("name", "description", "labels")
+"""What ``PATCH /experiments/{id}`` changes besides resources (``assay experiment set``)."""
+
+
+def _set_metadata(tx: Tx, exp: Experiment, changes: Mapping[str, Any]) -> Experiment:
+    """Set the experiment's name, description and labels (given in ``changes``; None keeps
+    one). The config shown keeps them too, as a submitted config would."""
+    config = dict(exp.config)
+    for field in _METADATA:
+        value = changes.get(field)
+        if value is None:
+            continue
+        if field == "labels":
+            value = list(dict.fromkeys(value))  # a label given twice is one label
+        else:
+            setattr(exp, field, value)
+        config[field] = value
+    if config != exp.config:
+        exp.config = config
+        tx.searchers.drop(exp.id)
+    return exp
+
+
 class ExperimentCommands:
     """Each command runs in one transaction and answers with what it changed, read in that
     same transaction."""
@@ -113,13 +136,21 @@ class ExperimentCommands:
         self, actor: Actor, experiment_id: int, changes: Mapping[str, Any]
     ) -> rest.Experiment:
         """Change the experiment's ``priority``, ``weight`` and ``max_slots`` (the keys given;
-        ``max_slots`` None lifts the limit): all of them, or none when one is refused."""
-        return await self.core.transact(
-            _owned(actor, _viewed(jobs.update_experiment_resources)),
-            experiment_id,
-            changes,
-            self.settings,
-        )
+        ``max_slots`` None lifts the limit) and its ``name``, ``description`` and ``labels``:
+        all of them, or none when one is refused (one transaction)."""
+        resources = {k: v for k, v in changes.items() if k not in _METADATA}
+        metadata = {k: v for k, v in changes.items() if k in _METADATA}
+
+        def handler(tx: Tx, experiment_id: int) -> Experiment:
+            # Resources first: they may refuse (an ended experiment, a bad weight), and then
+            # nothing is changed. Metadata may change on an ended experiment too.
+            if resources or not metadata:
+                exp = jobs.update_experiment_resources(tx, experiment_id, resources, self.settings)
+            else:
+                exp = experiments.require(tx.session, experiment_id)
+            return _set_metadata(tx, exp, metadata)
+
+        return await self.core.transact(_owned(actor, _viewed(handler)), experiment_id)
 
     async def kill_trial(self, actor: Actor, trial_id: int) -> rest.Trial:
         def handler(tx: Tx) -> rest.Trial:

@@ -76,6 +76,7 @@ def _experiment_fields(
         "resource_pool": exp.config.get("resources", {}).get("resource_pool", ""),
         "trials": {TrialState(state): n for state, n in counts.items()},
         "best_trial": _best_trial(best),
+        "labels": [mask_text(str(label), secrets) for label in exp.config.get("labels") or []],
     }
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from assay.protocol import ExperimentState, TrialState
-from assay.rest._common import DbInt, Pagination, Request, Resource
+from assay.rest._common import NO_NUL, DbInt, Pagination, Request, Resource
 
 
 class SearcherSummary(Resource):
@@ -44,6 +44,7 @@ class ExperimentSummary(Resource):
     resource_pool: str
     trials: dict[TrialState, int] = Field(description="How many of its trials are in each state.")
     best_trial: BestTrial | None
+    labels: list[str] = Field(default=[], description="Its labels (the config's `labels`).")
 
 
 class Experiment(ExperimentSummary):
@@ -65,12 +66,25 @@ class ExperimentStateAnswer(Resource):
     state: ExperimentState
 
 
+# The config's own limits (assay.config's MAX_NAME, MAX_DESCRIPTION, MAX_LABELS): a name set
+# later fits where a submitted one does.
+_Name = Annotated[str, Field(min_length=1, max_length=256, pattern=NO_NUL)]
+
+
 class ExperimentResources(Request):
-    """A change of an experiment's share of the cluster: every field given is applied."""
+    """A change of an experiment: its share of the cluster, its name, description or labels.
+    Every field given is applied, or none when one is refused."""
 
     priority: int | None = Field(default=None, description="1 (first) to 99; priority pools.")
     weight: float | None = Field(default=None, description="Above 0; fair-share pools.")
     max_slots: DbInt | None = Field(default=None, description="At most this many slots at once.")
+    name: _Name | None = Field(default=None, description="A new name (not empty).")
+    description: Annotated[str, Field(max_length=8192, pattern=NO_NUL)] | None = Field(
+        default=None, description="A new description (may be empty)."
+    )
+    labels: Annotated[list[_Name], Field(max_length=100)] | None = Field(
+        default=None, description="The experiment's labels, replacing the ones it has."
+    )
 
 
 class ExperimentNote(Resource):

@@ -1,0 +1,167 @@
+"""``assay agent list``, ``assay slot list``, ``assay resource-pool list`` and ``assay master
+info``: what the cluster has, as Determined's commands of those names show it.
+
+``assay agent`` and ``assay master`` also start an agent or a master; :func:`group` keeps that
+(the bare command, with its options) and adds the subcommands beside it."""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+
+from assay.cli._common import client, console, esc, print_json, when
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="machine-readable output")]
+
+
+def group(run: Callable[..., None], help_text: str) -> typer.Typer:
+    """A command group whose bare form runs ``run`` with its options (``assay agent --slots 2``)
+    and whose subcommands are added to it (``assay agent list``)."""
+
+    def callback(ctx: typer.Context, **options: Any) -> None:
+        if ctx.invoked_subcommand is None:
+            run(**options)
+
+    # Typer reads the options from the signature: ``run``'s, with the context in front. Its
+    # annotations are read in ``run``'s module (``__wrapped__``).
+    sig = inspect.signature(run, eval_str=True)
+    ctx_param = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    callback.__signature__ = sig.replace(  # type: ignore[attr-defined]
+        parameters=[ctx_param.replace(annotation=typer.Context), *sig.parameters.values()]
+    )
+    callback.__annotations__ = {**run.__annotations__, "ctx": "typer.Context"}
+    callback.__wrapped__ = run  # type: ignore[attr-defined]
+    callback.__doc__ = run.__doc__
+    sub = typer.Typer(help=help_text, invoke_without_command=True)
+    sub.callback(invoke_without_command=True)(callback)
+    return sub
+
+
+def agent_list(as_json: JsonFlag = False) -> None:
+    """The agents the master knows, connected or not."""
+    from rich.table import Table
+
+    agents = client().agents()
+    if as_json:
+        print_json(agents)
+        return
+    table = Table(box=None, header_style="bold")
+    for col in ("Agent ID", "Pool", "Connected", "Enabled", "Slots", "Address", "Labels", "Seen"):
+        table.add_column(col)
+    for a in agents:
+        table.add_row(
+            esc(a.id),
+            esc(a.pool),
+            "yes" if a.connected else "no",
+            "yes" if a.enabled else "no",
+            str(len(a.slots)),
+            esc(a.address),
+            esc(", ".join(a.labels)),
+            when(a.last_seen),
+        )
+    console.print(table)
+
+
+def slot_list(as_json: JsonFlag = False) -> None:
+    """Every slot of every agent: its device and whether it is in use."""
+    from rich.table import Table
+
+    agents = client().agents()
+    rows = [
+        {"agent_id": a.id, "pool": a.pool, "connected": a.connected, **s.model_dump(mode="json")}
+        for a in agents
+        for s in a.slots
+    ]
+    if as_json:
+        print_json(rows)
+        return
+    table = Table(box=None, header_style="bold")
+    for col in ("Agent ID", "Pool", "Slot ID", "Type", "Device", "Allocated", "Connected"):
+        table.add_column(col)
+    for a in agents:
+        for s in a.slots:
+            table.add_row(
+                esc(a.id),
+                esc(a.pool),
+                esc(s.id),
+                s.type,
+                esc(s.name or s.uuid),
+                "yes" if s.allocated else "no",
+                "yes" if a.connected else "no",
+            )
+    console.print(table)
+
+
+def pool_list(as_json: JsonFlag = False) -> None:
+    """The resource pools, their schedulers and what they hold."""
+    from rich.table import Table
+
+    pools = client().resource_pools()
+    if as_json:
+        print_json(pools)
+        return
+    table = Table(box=None, header_style="bold")
+    for col in ("Name", "Scheduler", "Preemption", "Agents", "Slots", "Description"):
+        table.add_column(col)
+    for p in pools:
+        table.add_row(
+            esc(p.name),
+            p.scheduler,
+            "yes" if p.preemption else "no",
+            str(p.agents),
+            str(p.slots),
+            esc(p.description),
+        )
+    console.print(table)
+
+
+def master_info(as_json: JsonFlag = False) -> None:
+    """The master's version, URL, database and uptime."""
+    c = client()
+    info = c.info()
+    uptime = max(0.0, time.time() - info.started_at)
+    if as_json:
+        print_json(
+            {**info.model_dump(mode="json"), "url": c.http.base_url, "uptime_seconds": uptime}
+        )
+        return
+    for key, value in (
+        ("version", info.version),
+        ("url", c.http.base_url),
+        ("cluster id", info.cluster_id),
+        ("database", info.database),
+        ("started", when(info.started_at)),
+        ("uptime", _duration(uptime)),
+    ):
+        console.print(f"{key + ':':<12}{esc(str(value))}", highlight=False)
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    return f"{days}d {hours}h {minutes}m {secs}s" if days else f"{hours}h {minutes}m {secs}s"
+
+
+def _build() -> tuple[typer.Typer, typer.Typer, typer.Typer, typer.Typer]:
+    from assay.cli import _cluster
+
+    master = group(_cluster.master, "Run a master (the bare command), or ask one about itself.")
+    master.command("info")(master_info)
+    agent = group(_cluster.agent, "Run an agent (the bare command), or list the agents.")
+    agent.command("list")(agent_list)
+    agent.command("ls", hidden=True)(agent_list)
+    slot = typer.Typer(help="The cluster's slots.", no_args_is_help=True)
+    slot.command("list")(slot_list)
+    slot.command("ls", hidden=True)(slot_list)
+    pool = typer.Typer(help="The cluster's resource pools.", no_args_is_help=True)
+    pool.command("list")(pool_list)
+    pool.command("ls", hidden=True)(pool_list)
+    return master, agent, slot, pool
+
+
+master_app, agent_app, slot_app, pool_app = _build()
