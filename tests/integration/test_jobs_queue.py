@@ -167,7 +167,8 @@ def test_ctrl_c_while_following_detaches_and_leaves_the_job_running(
     code, out, err = _interrupted(cluster, "job", "submit", str(job_file), "--follow")
     (task,) = cluster.client.tasks()
     assert code == 130, out + err
-    assert f"detached; job {task.id} keeps running (assay job stop {task.id} to stop it)" in out
+    assert f"detached; job {task.id} keeps running (assay job logs {task.id} -f re-attaches" in out
+    assert f"assay job stop {task.id} stops it" in out
     assert "Traceback" not in out + err and "Aborted" not in out + err
     assert cluster.client.task(task.id).state == "RUNNING"
     code, out, err = _interrupted(cluster, "cmd", "run", "--", "sleep", "300")

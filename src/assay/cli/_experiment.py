@@ -86,9 +86,8 @@ def create(
             fail(f"{'--paused' if paused else '--json'} does not go with --local")
         run_local(config_file, context_dir, tuple(config or ()), test_mode)
         return
-    from assay import rest
     from assay.cli._config_read import read_experiment_config
-    from assay.cli._follow import follow_experiment, follow_experiment_json, print_outcome
+    from assay.cli._follow import follow_to_end
     from assay.config import load_experiment_config
     from assay.context import format_size, pack_context
 
@@ -121,19 +120,22 @@ def create(
     if as_json:
         # JSON lines: the experiment as created, then as it changes, to its end.
         print_json_line(exp)
-        final = follow_experiment_json(c, exp.id)
-        if final.state != rest.ExperimentState.COMPLETED:
-            raise typer.Exit(1)
-        return
+        follow_to_end(c, exp.id, as_json=True)
     console.print(
         f"created experiment {exp.id} ({exp.name}) from {packed.files} files "
         f"({format_size(packed.size)}); state {styled_state(exp.state)}"
     )
     if follow:
-        final = follow_experiment(c, exp.id)
-        print_outcome(c, final)
-        if final.state != rest.ExperimentState.COMPLETED:
-            raise typer.Exit(1)
+        follow_to_end(c, exp.id)
+
+
+@app.command("follow")
+def follow_(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
+    """Re-attach to an experiment: show it live until it ends (as `create --follow` does), then
+    how it ended; exit 0 only if it COMPLETED. Ctrl-C detaches again."""
+    from assay.cli._follow import follow_to_end
+
+    follow_to_end(client(), experiment_id, as_json=as_json)
 
 
 def _usernames(c: Client) -> set[str]:
@@ -365,34 +367,62 @@ def logs(
 ) -> None:
     """The experiment's own log (lines prefixed ``[experiment]``: what the master decided about
     it) and the logs of every trial, each line prefixed with its trial."""
+    from assay.cli._reconnect import Reconnector, detached_on_interrupt
+    from assay.errors import AssayError
+
     c = client()
-    seen: dict[int, int] = {}
-    last_note = 0
-    last_pass = not follow
-    while True:
+    tail = _LogTail(c, experiment_id)
+    if not follow:
+        tail.one_pass()
+        return
+    resume = f"assay experiment logs {experiment_id} -f"
+    rc = Reconnector(c.url, resume)
+    with detached_on_interrupt(f"experiment {experiment_id}", resume):
+        last_pass = False
+        while True:
+            try:
+                printed = tail.one_pass()
+                if last_pass:
+                    return
+                if printed == 0:
+                    # One more pass after the end: lines stored just before it still show.
+                    last_pass = c.experiment(experiment_id).state.terminal
+                    if not last_pass:
+                        c.wait(experiment_id, 1.0)
+            except AssayError as exc:
+                # The master is away: the pass after goes on after the lines already shown.
+                rc.failed(exc)
+                continue
+            rc.ok()
+
+
+class _LogTail:
+    """Where ``experiment logs`` is in the experiment's notes and each trial's log."""
+
+    def __init__(self, c: Client, experiment_id: int) -> None:
+        self.c = c
+        self.experiment_id = experiment_id
+        self.seen: dict[int, int] = {}
+        self.last_note = 0
+
+    def one_pass(self) -> int:
+        """Print what came since the last pass; how many lines that was."""
+        c = self.c
         printed = 0
-        for note in c.notes(experiment_id, after=last_note):
+        for note in c.notes(self.experiment_id, after=self.last_note):
             _print_note(note)
-            last_note = note.id
+            self.last_note = note.id
             printed += 1
-        for t in c.trials(experiment_id):
+        for t in c.trials(self.experiment_id):
             while True:
-                page = c.logs(t.id, after=seen.get(t.id, 0))
+                page = c.logs(t.id, after=self.seen.get(t.id, 0))
                 for entry in page:
                     _print_line(t.id, entry)
-                if page:
-                    seen[t.id] = page[-1].id
+                    self.seen[t.id] = entry.id
                 printed += len(page)
                 if len(page) < 10_000:
                     break
-        if last_pass:
-            return
-        if printed == 0:
-            # One more pass after the end: lines stored just before it still show.
-            ended = c.experiment(experiment_id).state.terminal
-            last_pass = ended
-            if not ended:
-                c.wait(experiment_id, 1.0)
+        return printed
 
 
 def _print_note(note: rest.ExperimentNote) -> None:
@@ -410,12 +440,14 @@ def wait(
 ) -> None:
     """Block until the experiment ends; exit 0 only if it COMPLETED."""
     from assay import rest
+    from assay.cli._reconnect import Reconnector
 
     c = client()
+    rc = Reconnector(c.url, f"assay experiment wait {experiment_id}")
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         remaining = 30.0 if deadline is None else max(0.0, min(30.0, deadline - time.monotonic()))
-        state = c.wait(experiment_id, remaining)
+        state = rc.call(lambda: c.wait(experiment_id, remaining))  # noqa: B023
         if state.terminal:
             console.print(f"experiment {experiment_id} {styled_state(state)}")
             raise typer.Exit(0 if state == rest.ExperimentState.COMPLETED else 1)

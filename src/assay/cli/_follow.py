@@ -1,23 +1,79 @@
-"""The live view of an experiment: a progress bar and its trials, refreshed until it ends."""
+"""Following an experiment to its end: a live view in a terminal, a line per change when
+stdout is a pipe or a file (CI logs), JSON lines with ``--json``; through master restarts."""
 
 from __future__ import annotations
 
 import posixpath
-import time
+import sys
+from collections.abc import Iterator
+from typing import NoReturn
+
+import typer
 
 from assay import rest
-from assay.cli._common import console, fmt_metric, print_json_line, styled_state
+from assay.cli._common import console, fmt_hparams, fmt_metric, print_json_line, styled_state
+from assay.cli._reconnect import Reconnector, detached_on_interrupt
 from assay.client import Client
-from assay.errors import MasterUnreachable
-from assay.protocol import TrialState
+from assay.protocol import ExperimentState, TrialState
 
 REFRESH = 0.5
 FAILURE_LINES = 5
 """How many of a failed trial's last log lines the outcome shows."""
+PROGRESS_STEP = 0.1
+"""A piped follow prints the experiment's line again each time its progress passes a tenth."""
 
 
-def follow_experiment(client: Client, experiment_id: int) -> rest.Experiment:
-    """Show the experiment live until it ends; returns its final description."""
+def resume_command(experiment_id: int, as_json: bool = False) -> str:
+    return f"assay experiment follow {experiment_id}" + (" --json" if as_json else "")
+
+
+def follow_to_end(client: Client, experiment_id: int, *, as_json: bool = False) -> NoReturn:
+    """Follow the experiment until it ends, show how it ended, and exit as that end says: 0
+    for COMPLETED, else 1; 130 after Ctrl-C, which leaves it running."""
+    rc = Reconnector(client.url, resume_command(experiment_id, as_json))
+    with detached_on_interrupt(f"experiment {experiment_id}", rc.resume):
+        if as_json:
+            final = follow_experiment_json(client, experiment_id, rc)
+        else:
+            final = follow_experiment(client, experiment_id, rc)
+            print_outcome(client, final, rc)
+    raise typer.Exit(0 if final.state == ExperimentState.COMPLETED else 1)
+
+
+def watch(
+    client: Client, experiment_id: int, rc: Reconnector, *, with_trials: bool = True
+) -> Iterator[tuple[rest.Experiment, list[rest.Trial]]]:
+    """The experiment (and its trials) each time they may have changed, the last time as it
+    ended; requests are retried while the master is away."""
+    while True:
+        exp = rc.call(lambda: client.experiment(experiment_id))
+        trials = rc.call(lambda: client.trials(experiment_id)) if with_trials else []
+        yield exp, trials
+        if exp.state.terminal:
+            return
+        rc.call(lambda: client.wait(experiment_id, REFRESH))
+
+
+def follow_experiment(
+    client: Client, experiment_id: int, rc: Reconnector | None = None
+) -> rest.Experiment:
+    """Show the experiment until it ends, live in a terminal, else a line per change; returns
+    its final description."""
+    rc = rc or Reconnector(client.url, resume_command(experiment_id))
+    if console.is_terminal:
+        return _follow_live(client, experiment_id, rc)
+    lines = ProgressLines(experiment_id)
+    exp: rest.Experiment | None = None
+    for exp, trials in watch(client, experiment_id, rc):
+        for line in lines.update(exp, trials):
+            # As written: a CI log or a file gets every line whole, at once.
+            sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+    assert exp is not None
+    return exp
+
+
+def _follow_live(client: Client, experiment_id: int, rc: Reconnector) -> rest.Experiment:
     from rich.console import Group
     from rich.live import Live
     from rich.progress import (
@@ -39,16 +95,10 @@ def follow_experiment(client: Client, experiment_id: int) -> rest.Experiment:
         console=console,
     )
     task = progress.add_task("", total=1.0, exp_id=experiment_id, state="", summary="")
-    exp = client.experiment(experiment_id)
+    exp: rest.Experiment | None = None
+    # The reconnection notes (stderr) print above the view: Live redirects stderr.
     with Live(console=console, refresh_per_second=4, transient=False) as live:
-        while True:
-            try:
-                exp = client.experiment(experiment_id)
-                trials = client.trials(experiment_id)
-            except MasterUnreachable:
-                # The master may be restarting; keep showing the last view.
-                time.sleep(1.0)
-                continue
+        for exp, trials in watch(client, experiment_id, rc):
             summary = "  ".join(f"{k.lower()} {v}" for k, v in sorted(exp.trials.items()))
             progress.update(
                 task,
@@ -57,41 +107,90 @@ def follow_experiment(client: Client, experiment_id: int) -> rest.Experiment:
                 summary=summary,
             )
             live.update(Group(progress, trial_table(trials[-20:], exp.searcher.metric)))
-            if exp.state.terminal:
-                break
-            client.wait(experiment_id, REFRESH)
-    if not console.is_terminal:
-        console.print()
+    assert exp is not None
     return exp
 
 
-def follow_experiment_json(client: Client, experiment_id: int) -> rest.Experiment:
+class ProgressLines:
+    """What a piped follow prints: a line for the experiment when its state, trial counts or
+    best result change (or its progress passes a tenth), a line for a trial when it appears or
+    changes state. Plain text, one line each, never cut."""
+
+    def __init__(self, experiment_id: int) -> None:
+        self.experiment_id = experiment_id
+        self.shown: tuple[object, ...] | None = None
+        self.trial_states: dict[int, TrialState] = {}
+
+    def update(self, exp: rest.Experiment, trials: list[rest.Trial]) -> list[str]:
+        metric = exp.searcher.metric or "metric"
+        out = []
+        for t in trials:
+            before = self.trial_states.get(t.id)
+            if before == t.state:
+                continue
+            self.trial_states[t.id] = t.state
+            out.append(self._trial_line(t, metric, first=before is None))
+        best = exp.best_trial
+        seen = (
+            exp.state,
+            int(exp.progress / PROGRESS_STEP + 1e-9),
+            sorted(exp.trials.items()),
+            best and (best.id, best.best_validation),
+        )
+        if seen != self.shown:
+            self.shown = seen
+            out.append(self._experiment_line(exp, metric))
+        return out
+
+    def _experiment_line(self, exp: rest.Experiment, metric: str) -> str:
+        counts = ", ".join(f"{n} {state.lower()}" for state, n in sorted(exp.trials.items()))
+        line = f"experiment {exp.id} {exp.state} {exp.progress * 100:.0f}%"
+        line += f": trials {counts}" if counts else ": no trials yet"
+        best = exp.best_trial
+        if best is not None and best.best_validation is not None:
+            line += f"; best {metric} {fmt_metric(best.best_validation)} (trial {best.id})"
+        return line
+
+    @staticmethod
+    def _trial_line(t: rest.Trial, metric: str, *, first: bool) -> str:
+        line = f"trial {t.id} {t.state}"
+        if t.state.terminal:
+            line += f" after {t.steps_completed} steps"
+            if t.best_validation is not None:
+                line += f"; best {metric} {fmt_metric(t.best_validation)}"
+            if t.message:
+                line += f": {t.message}"
+        elif first and t.hparams:
+            line += f": {fmt_hparams(t.hparams, limit=10_000)}"
+        return line.replace("\n", " ")
+
+
+def follow_experiment_json(
+    client: Client, experiment_id: int, rc: Reconnector | None = None
+) -> rest.Experiment:
     """Print the experiment as one JSON line each time its state, progress or trials change,
     until it ends (the last line is its final description); returns that description."""
+    rc = rc or Reconnector(client.url, resume_command(experiment_id, as_json=True))
     shown: tuple[object, ...] | None = None
-    while True:
-        try:
-            exp = client.experiment(experiment_id)
-        except MasterUnreachable:
-            time.sleep(1.0)  # The master may be restarting.
-            continue
+    exp: rest.Experiment | None = None
+    for exp, _ in watch(client, experiment_id, rc, with_trials=False):
         seen = (exp.state, exp.progress, sorted(exp.trials.items()), exp.best_trial)
         if seen != shown:
             print_json_line(exp)
             shown = seen
-        if exp.state.terminal:
-            return exp
-        client.wait(experiment_id, REFRESH)
+    assert exp is not None
+    return exp
 
 
-def print_outcome(client: Client, exp: rest.Experiment) -> None:
+def print_outcome(client: Client, exp: rest.Experiment, rc: Reconnector | None = None) -> None:
+    rc = rc or Reconnector(client.url, f"assay experiment describe {exp.id}")
     console.print(f"experiment {exp.id} ended {styled_state(exp.state)}")
     if exp.message:
         console.print(f"  {exp.message}")
     best = exp.best_trial
     if best is None:
         console.print("no trial reported the searcher metric")
-        explain_failure(client, exp.id)
+        explain_failure(client, exp.id, rc)
         return
     console.print(
         f"best trial: {best.id}  {exp.searcher.metric} = {fmt_metric(best.best_validation)}  "
@@ -99,7 +198,7 @@ def print_outcome(client: Client, exp: rest.Experiment) -> None:
     )
     uuid = best.latest_checkpoint
     if uuid:
-        ckpt = client.checkpoint(uuid)
+        ckpt = rc.call(lambda: client.checkpoint(uuid))
         where = checkpoint_directory(exp.config.get("checkpoint_storage") or {})
         location = f" in {where}/{uuid}" if where else ""
         console.print(f"best checkpoint: {uuid} (step {ckpt.steps_completed}){location}")
@@ -114,14 +213,15 @@ def checkpoint_directory(storage: dict[str, object]) -> str | None:
     return posixpath.join(host, sub) if isinstance(sub, str) else host
 
 
-def explain_failure(client: Client, experiment_id: int) -> None:
+def explain_failure(client: Client, experiment_id: int, rc: Reconnector) -> None:
     """Show why the newest failed trial failed, so a user whose every trial died sees the
     reason without knowing which trial's log to read."""
-    failed = [t for t in client.trials(experiment_id) if t.state == TrialState.ERROR]
+    trials = rc.call(lambda: client.trials(experiment_id))
+    failed = [t for t in trials if t.state == TrialState.ERROR]
     if not failed:
         return
     trial = max(failed, key=lambda t: (t.ended_at or 0.0, t.id))
-    lines = log_tail(client, trial.id, FAILURE_LINES)
+    lines = rc.call(lambda: log_tail(client, trial.id, FAILURE_LINES))
     said = f": {trial.message}" if trial.message else ""
     console.print(f"trial {trial.id} failed{said}", markup=False, highlight=False)
     if lines:

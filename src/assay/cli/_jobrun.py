@@ -22,6 +22,7 @@ from assay.cli._common import (
     styled_state,
     when,
 )
+from assay.cli._reconnect import DETACHED_STATUS, Reconnector, task_log_stream
 
 if TYPE_CHECKING:
     from assay import rest
@@ -197,9 +198,10 @@ def submit(
         # JSON lines: the job as submitted, each log entry as it comes, the job as it ended.
         print_json_line(task)
         with detached_on_interrupt(task.id):
-            for entry in c.follow_task_logs(task.id):
+            rc = Reconnector(c.url, f"assay job logs {task.id} -f")
+            for entry in task_log_stream(c, task.id, rc):
                 print_json_line(entry)
-            final = settled(c, task.id)
+            final = settled(c, task.id, rc)
         print_json_line(final)
         raise SystemExit(exit_status(final))
     instances = sum(r.instances for r in task.roles)
@@ -221,10 +223,6 @@ def submit(
     return task
 
 
-DETACHED_STATUS = 130
-"""What a shell reports for a command ended by Ctrl-C (128 + SIGINT)."""
-
-
 @contextmanager
 def detached_on_interrupt(task_id: int) -> Iterator[None]:
     """Ctrl-C while following job ``task_id`` leaves the job running: say so and how to stop
@@ -233,7 +231,8 @@ def detached_on_interrupt(task_id: int) -> Iterator[None]:
         yield
     except KeyboardInterrupt:
         console.print(
-            f"\ndetached; job {task_id} keeps running (assay job stop {task_id} to stop it)",
+            f"\ndetached; job {task_id} keeps running (assay job logs {task_id} -f re-attaches, "
+            f"assay job stop {task_id} stops it)",
             highlight=False,
             markup=False,
         )
@@ -255,22 +254,24 @@ def exit_status(task: rest.Task) -> int:
     return code if code is not None and 0 < code < 256 else 1
 
 
-def settled(c: Client, task_id: int) -> rest.Task:
+def settled(c: Client, task_id: int, rc: Reconnector) -> rest.Task:
     """The job once it has ended, after its log stream closed."""
-    task = c.task(task_id)
+    task = rc.call(lambda: c.task(task_id))
     # The stream ends once the processes are gone; the state settles in the same transaction.
     deadline = time.monotonic() + 10
     while not task.ended_at and time.monotonic() < deadline:
         time.sleep(0.2)
-        task = c.task(task_id)
+        task = rc.call(lambda: c.task(task_id))
     return task
 
 
 def follow_to_end(c: Client, task_id: int, *, prefixed: bool = True) -> rest.Task:
-    """Print every line as it comes, then the outcome; the job as it ended."""
-    for entry in c.follow_task_logs(task_id):
+    """Print every line as it comes, then the outcome; the job as it ended. A master restart
+    meanwhile is ridden through."""
+    rc = Reconnector(c.url, f"assay job logs {task_id} -f")
+    for entry in task_log_stream(c, task_id, rc):
         print_line(entry, prefixed=prefixed)
-    task = settled(c, task_id)
+    task = settled(c, task_id, rc)
     code = "" if task.exit_code is None else f", exit code {task.exit_code}"
     console.print(
         f"{task.kind} {task.id} ended {styled_state(task.state)}{code}: {esc(task.message)}",
@@ -289,7 +290,8 @@ def print_logs(
     c = client()
     if follow:
         with detached_on_interrupt(task_id):
-            for entry in c.follow_task_logs(task_id, role=role, index=index):
+            rc = Reconnector(c.url, f"assay job logs {task_id} -f")
+            for entry in task_log_stream(c, task_id, rc, role=role, index=index):
                 print_line(entry, prefixed=prefixed)
         return
     after = 0

@@ -161,8 +161,12 @@ def logs(
     c = client()
     show = print_json_line if as_json else lambda entry: print_log_line(entry.line)
     if follow:
-        for entry in c.follow_logs(trial_id):
-            show(entry)
+        from assay.cli._reconnect import Reconnector, detached_on_interrupt, trial_log_stream
+
+        resume = f"assay trial logs {trial_id} -f"
+        with detached_on_interrupt(f"trial {trial_id}", resume):
+            for entry in trial_log_stream(c, trial_id, Reconnector(c.url, resume)):
+                show(entry)
         return
     after = 0
     while True:

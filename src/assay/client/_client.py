@@ -14,7 +14,7 @@ from assay import rest
 from assay.client._auth import USER_TOKEN_ENV, token_for
 from assay.client._http import HttpSession, master_url
 from assay.client._upload import FilePart, MultipartBody, Progress, post_multipart
-from assay.errors import InvalidRequest
+from assay.errors import InvalidRequest, MasterUnreachable
 
 R = TypeVar("R", bound=rest.Request)
 
@@ -211,13 +211,15 @@ class Client:
     def follow_task_logs(
         self, task_id: int, *, role: str | None = None, index: int | None = None, after: int = 0
     ) -> Iterator[rest.TaskLogEntry]:
-        """The job's lines as they arrive, until it and its processes have ended."""
+        """The job's lines as they arrive, until it and its processes have ended (as
+        :meth:`follow_logs`)."""
         params = {"follow": "true", "after": after, "role": role, "index": index}
         for event, data in self.http.events(f"/api/v1/tasks/{task_id}/logs", params=params):
             if event == "log":
                 yield rest.TaskLogEntry.model_validate(data)
             elif event == "end":
                 return
+        raise _stream_cut(self.url)
 
     # -- job queue -----------------------------------------------------------------------------
     def jobs(self, resource_pool: str | None = None) -> rest.JobQueue:
@@ -264,7 +266,8 @@ class Client:
         return rest.LogPage.model_validate(answer).logs
 
     def follow_logs(self, trial_id: int, *, after: int = 0) -> Iterator[rest.LogEntry]:
-        """Log lines as they arrive, until the trial has ended."""
+        """Log lines as they arrive, until the trial has ended; :class:`MasterUnreachable` when
+        the stream ends before (the master went away): ``after`` the last line takes it up."""
         for event, data in self.http.events(
             f"/api/v1/trials/{trial_id}/logs", params={"follow": "true", "after": after}
         ):
@@ -272,6 +275,7 @@ class Client:
                 yield rest.LogEntry.model_validate(data)
             elif event == "end":
                 return
+        raise _stream_cut(self.url)
 
     def checkpoint(self, uuid: str) -> rest.Checkpoint:
         return rest.Checkpoint.model_validate(self.http.get(f"/api/v1/checkpoints/{uuid}"))
@@ -319,3 +323,8 @@ class Client:
 
     def close(self) -> None:
         self.http.close()
+
+
+def _stream_cut(url: str) -> MasterUnreachable:
+    # A master that shuts down closes its streams without the "end" event.
+    return MasterUnreachable(f"the master at {url} closed the log stream before its end")

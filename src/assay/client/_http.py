@@ -134,7 +134,13 @@ class HttpSession:
                     raise MasterUnreachable(
                         f"master at {self.base_url} closed the connection: {exc}"
                     ) from exc
-            except (ConnectionRefusedError, socket.gaierror, OSError) as exc:
+            except (
+                ConnectionRefusedError,
+                socket.gaierror,
+                OSError,
+                http.client.HTTPException,
+            ) as exc:
+                # HTTPException: an answer cut off (a master killed while answering).
                 self._drop()
                 raise MasterUnreachable(
                     f"no master answering at {self.base_url} ({failure_reason(exc)})"
@@ -169,7 +175,7 @@ class HttpSession:
         )
         try:
             data = response.read()
-        except (TimeoutError, OSError) as exc:
+        except (TimeoutError, OSError, http.client.HTTPException) as exc:
             self._drop()
             raise MasterUnreachable(f"master at {self.base_url} stopped answering: {exc}") from exc
         self.raise_for_error(response.status, data, signed=signed)
@@ -195,7 +201,8 @@ class HttpSession:
     def events(
         self, path: str, *, params: Mapping[str, Any] | None = None, timeout: float = 60.0
     ) -> Iterator[tuple[str, Any]]:
-        """Server-sent events from ``path`` as ``(event, data)`` pairs, until the stream ends."""
+        """Server-sent events from ``path`` as ``(event, data)`` pairs, until the stream ends
+        (:class:`MasterUnreachable` when the connection breaks)."""
         response = self._send(
             "GET",
             path,
@@ -209,7 +216,12 @@ class HttpSession:
         lines: list[str] = []
         try:
             while True:
-                raw_line = response.readline()
+                try:
+                    raw_line = response.readline()
+                except (OSError, http.client.HTTPException) as exc:
+                    raise MasterUnreachable(
+                        f"master at {self.base_url} stopped answering: {failure_reason(exc)}"
+                    ) from exc
                 if not raw_line:
                     return
                 line = raw_line.decode(errors="replace").rstrip("\r\n")
