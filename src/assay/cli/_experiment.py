@@ -120,13 +120,13 @@ def create(
     if as_json:
         # JSON lines: the experiment as created, then as it changes, to its end.
         print_json_line(exp)
-        follow_to_end(c, exp.id, as_json=True)
+        follow_to_end(c, exp.id, as_json=True, reached=True)
     console.print(
         f"created experiment {exp.id} ({exp.name}) from {packed.files} files "
         f"({format_size(packed.size)}); state {styled_state(exp.state)}"
     )
     if follow:
-        follow_to_end(c, exp.id)
+        follow_to_end(c, exp.id, reached=True)
 
 
 @app.command("follow")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import posixpath
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from typing import NoReturn
 
@@ -27,10 +28,13 @@ def resume_command(experiment_id: int, as_json: bool = False) -> str:
     return f"assay experiment follow {experiment_id}" + (" --json" if as_json else "")
 
 
-def follow_to_end(client: Client, experiment_id: int, *, as_json: bool = False) -> NoReturn:
+def follow_to_end(
+    client: Client, experiment_id: int, *, as_json: bool = False, reached: bool = False
+) -> NoReturn:
     """Follow the experiment until it ends, show how it ended, and exit as that end says: 0
-    for COMPLETED, else 1; 130 after Ctrl-C, which leaves it running."""
-    rc = Reconnector(client.url, resume_command(experiment_id, as_json))
+    for COMPLETED, else 1; 130 after Ctrl-C, which leaves it running. ``reached``: the master
+    answered already (it created the experiment), so its absence from now on is waited out."""
+    rc = Reconnector(client.url, resume_command(experiment_id, as_json), reached=reached)
     with detached_on_interrupt(f"experiment {experiment_id}", rc.resume):
         if as_json:
             final = follow_experiment_json(client, experiment_id, rc)
@@ -96,8 +100,9 @@ def _follow_live(client: Client, experiment_id: int, rc: Reconnector) -> rest.Ex
     )
     task = progress.add_task("", total=1.0, exp_id=experiment_id, state="", summary="")
     exp: rest.Experiment | None = None
-    # The reconnection notes (stderr) print above the view: Live redirects stderr.
     with Live(console=console, refresh_per_second=4, transient=False) as live:
+        # The notes of a reconnection print above the view, which stays whole below them.
+        rc.say = lambda text: live.console.print(text, markup=False, highlight=False)
         for exp, trials in watch(client, experiment_id, rc):
             summary = "  ".join(f"{k.lower()} {v}" for k, v in sorted(exp.trials.items()))
             progress.update(
@@ -130,22 +135,26 @@ class ProgressLines:
                 continue
             self.trial_states[t.id] = t.state
             out.append(self._trial_line(t, metric, first=before is None))
+        # Counted from the trials shown, so that the lines agree with each other.
+        counts = Counter(t.state for t in trials)
         best = exp.best_trial
         seen = (
             exp.state,
             int(exp.progress / PROGRESS_STEP + 1e-9),
-            sorted(exp.trials.items()),
+            sorted(counts.items()),
             best and (best.id, best.best_validation),
         )
         if seen != self.shown:
             self.shown = seen
-            out.append(self._experiment_line(exp, metric))
+            out.append(self._experiment_line(exp, counts, metric))
         return out
 
-    def _experiment_line(self, exp: rest.Experiment, metric: str) -> str:
-        counts = ", ".join(f"{n} {state.lower()}" for state, n in sorted(exp.trials.items()))
+    def _experiment_line(
+        self, exp: rest.Experiment, counts: Counter[TrialState], metric: str
+    ) -> str:
+        shown = ", ".join(f"{n} {state.lower()}" for state, n in sorted(counts.items()))
         line = f"experiment {exp.id} {exp.state} {exp.progress * 100:.0f}%"
-        line += f": trials {counts}" if counts else ": no trials yet"
+        line += f": trials {shown}" if shown else ": no trials yet"
         best = exp.best_trial
         if best is not None and best.best_validation is not None:
             line += f"; best {metric} {fmt_metric(best.best_validation)} (trial {best.id})"

@@ -30,7 +30,8 @@ seconds, when set): a restart takes seconds, an upgrade minutes."""
 PATIENCE_ENV = "ASSAY_FOLLOW_PATIENCE"
 
 FIRST_DELAY = 0.25
-MAX_DELAY = 5.0
+MAX_DELAY = 2.0
+"""Tries at most this far apart: a master back is seen within two seconds."""
 
 DETACHED_STATUS = 130
 """What a shell reports for a command ended by Ctrl-C (128 + SIGINT)."""
@@ -59,14 +60,20 @@ def _duration(seconds: float) -> str:
 class Reconnector:
     """Retries what a follow asks of the master while the master is away.
 
-    ``resume`` is the command that takes the follow up again, named when it gives up."""
+    ``resume`` is the command that takes the follow up again, named when it gives up.
+    Until the master has answered once (``reached``), a failure is reported at once: a
+    follow started with no master there is a mistake to say, not an outage to wait out."""
 
-    def __init__(self, url: str, resume: str) -> None:
+    def __init__(self, url: str, resume: str, *, reached: bool = False) -> None:
         self.url = url
         self.resume = resume
+        self.reached = reached
         self.patience = patience()
         self.down_since: float | None = None
         self._delay = FIRST_DELAY
+        self.say: Callable[[str], None] = _on_stderr
+        """Where the notes go: stderr, or above a live view (which a write to stderr would
+        tear: the view would be drawn again below its old self)."""
 
     @property
     def down(self) -> bool:
@@ -75,18 +82,16 @@ class Reconnector:
     def failed(self, exc: AssayError) -> None:
         """After a failed request: wait before the next try, or raise when ``exc`` is not the
         master being away or it has been away too long."""
-        if not retryable(exc):
+        if not (self.reached and retryable(exc)):
             raise exc
         now = time.monotonic()
         if self.down_since is None:
             self.down_since = now
-            reason = exc.message
-            err_console.print(
-                f"master unreachable at {self.url} ({reason}); retrying for up to "
-                f"{_duration(self.patience)}...",
-                markup=False,
-                highlight=False,
-                soft_wrap=True,
+            # The URL is said once, before the reason.
+            reason = exc.message.replace(f" at {self.url}", "")
+            self.say(
+                f"master unreachable at {self.url}: {reason}; retrying for up to "
+                f"{_duration(self.patience)}..."
             )
         elif now - self.down_since >= self.patience:
             raise AssayError(
@@ -99,17 +104,13 @@ class Reconnector:
 
     def ok(self) -> None:
         """After a request that got an answer: say the master is back if it was away."""
+        self.reached = True
         if self.down_since is None:
             return
         away = time.monotonic() - self.down_since
         self.down_since = None
         self._delay = FIRST_DELAY
-        err_console.print(
-            f"reconnected to the master at {self.url} after {_duration(away)}",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
+        self.say(f"reconnected to the master at {self.url} after {_duration(away)}")
 
     def call(self, fn: Callable[[], T]) -> T:
         """``fn()``, tried until the master answers it."""
@@ -123,13 +124,17 @@ class Reconnector:
             return value
 
 
+def _on_stderr(text: str) -> None:
+    err_console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
 def trial_log_stream(c: Client, trial_id: int, rc: Reconnector) -> Iterator[rest.LogEntry]:
     """The trial's log lines as they come until it ends, across master restarts: a broken
     stream is opened again after the last line shown."""
     after = 0
     while True:
-        if rc.down:
-            # Tells the master is back even when no line comes for a while.
+        if rc.down or not rc.reached:
+            # Says the master is there (or back) even when no line comes for a while.
             rc.call(lambda: c.trial(trial_id))
         try:
             for entry in c.follow_logs(trial_id, after=after):
@@ -146,7 +151,7 @@ def task_log_stream(
     """:func:`trial_log_stream` for a job's log."""
     after = 0
     while True:
-        if rc.down:
+        if rc.down or not rc.reached:
             rc.call(lambda: c.task(task_id))
         try:
             for entry in c.follow_task_logs(task_id, role=role, index=index, after=after):
