@@ -170,15 +170,6 @@ def test_piped_follow_prints_progress_as_it_happens_and_ctrl_c_then_follow_reatt
     assert "999" in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
 
 
-def test_create_follow_json_streams_json_lines_to_the_end(cluster: Cluster, tmp_path: Path) -> None:
-    config = counter_config(tmp_path, trials=1, steps=30, step_seconds=0.02)
-    done = cluster.cli(
-        "e", "create", str(config), str(CONTEXTS / "counter"), "-f", "--json", check=True
-    )
-    states = [json.loads(line)["state"] for line in done.stdout.splitlines()]
-    assert len(states) >= 2 and states[-1] == "COMPLETED", done.stdout
-
-
 class Tmux:
     """A terminal a person would look at: a tmux server of its own, one 120x40 window."""
 
