@@ -68,11 +68,12 @@ def finish(proc: subprocess.Popen[str], timeout: float = 120) -> tuple[int, str,
     return proc.returncode, out, err
 
 
-def test_follow_rides_through_a_master_restart_to_the_experiments_real_end(
+def test_follow_and_log_follow_ride_through_a_master_restart_to_the_real_end(
     cluster: Cluster, tmp_path: Path
 ) -> None:
     config = counter_config(tmp_path, trials=2, steps=80, step_seconds=0.05)
     proc = start_cli(cluster, "e", "create", str(config), str(CONTEXTS / "counter"), "-f")
+    logs: subprocess.Popen[str] | None = None
     try:
         wait_for(
             "both trials training",
@@ -81,11 +82,20 @@ def test_follow_rides_through_a_master_restart_to_the_experiments_real_end(
                 and all(t.steps_completed >= 10 for t in ts)
             ),
         )
+        logs = start_cli(cluster, "t", "logs", "1", "-f")
+        wait_for("the log follow to start", lambda: cluster.trial_logs(1))
+        time.sleep(0.5)
         cluster.kill_master()
-        time.sleep(1.0)  # the follow meets a closed port, then a master starting
+        time.sleep(1.0)  # the follows meet a closed port, then a master starting
         cluster.start_master()
     finally:
         code, out, err = finish(proc)
+        assert logs is not None
+        logs_code, logs_out, logs_err = finish(logs)
+    # The trial's log, followed across the restart: every line once, in order.
+    assert logs_code == 0, logs_out + logs_err
+    assert logs_out.splitlines() == cluster.trial_logs(1), logs_out
+    assert f"reconnected to the master at {cluster.url}" in logs_err
     assert code == 0, out + err
     assert f"master unreachable at {cluster.url}" in err
     assert f"reconnected to the master at {cluster.url}" in err
