@@ -90,8 +90,9 @@ def test_follow_and_log_follow_ride_through_a_master_restart_to_the_real_end(
         cluster.start_master()
     finally:
         code, out, err = finish(proc)
-        assert logs is not None
-        logs_code, logs_out, logs_err = finish(logs)
+        logs_done = finish(logs) if logs is not None else None
+    assert logs_done is not None
+    logs_code, logs_out, logs_err = logs_done
     # The trial's log, followed across the restart: every line once, in order.
     assert logs_code == 0, logs_out + logs_err
     assert logs_out.splitlines() == cluster.trial_logs(1), logs_out
