@@ -8,7 +8,7 @@ ASSAY_HOME ?= $(HOME)/.assay
 PORT ?=
 export ASSAY_HOME
 
-.PHONY: install install-dev run test lint typecheck unit integration bench down clean
+.PHONY: install install-dev system-deps run test lint typecheck unit integration bench down clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,8 +34,14 @@ run: install
 down:
 	$(BIN)/assay down
 
+# Packages the suite needs from the system: tmux drives a terminal for the live-display test.
+system-deps:
+	@command -v tmux >/dev/null 2>&1 || { \
+	  sudo=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
+	  $$sudo apt-get update -q && $$sudo apt-get install -y -q tmux; }
+
 ## make test: install what the suite needs, then lint, type-check and run every test.
-test: install-dev
+test: install-dev system-deps
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy
