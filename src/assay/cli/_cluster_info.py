@@ -13,7 +13,16 @@ from typing import Annotated, Any
 
 import typer
 
-from assay.cli._common import client, console, esc, print_json, when
+from assay.cli._common import (
+    CsvOption,
+    check_formats,
+    client,
+    console,
+    esc,
+    print_json,
+    print_table,
+    when,
+)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="machine-readable output")]
 
@@ -41,10 +50,11 @@ def group(run: Callable[..., None], help_text: str) -> typer.Typer:
     return sub
 
 
-def agent_list(as_json: JsonFlag = False) -> None:
+def agent_list(as_json: JsonFlag = False, as_csv: CsvOption = False) -> None:
     """The agents the master knows, connected or not."""
     from rich.table import Table
 
+    check_formats(as_json, as_csv)
     agents = client().agents()
     if as_json:
         print_json(agents)
@@ -63,13 +73,14 @@ def agent_list(as_json: JsonFlag = False) -> None:
             esc(", ".join(a.labels)),
             when(a.last_seen),
         )
-    console.print(table)
+    print_table(table, as_csv)
 
 
-def slot_list(as_json: JsonFlag = False) -> None:
+def slot_list(as_json: JsonFlag = False, as_csv: CsvOption = False) -> None:
     """Every slot of every agent: its device and whether it is in use."""
     from rich.table import Table
 
+    check_formats(as_json, as_csv)
     agents = client().agents()
     rows = [
         {"agent_id": a.id, "pool": a.pool, "connected": a.connected, **s.model_dump(mode="json")}
@@ -93,13 +104,14 @@ def slot_list(as_json: JsonFlag = False) -> None:
                 "yes" if s.allocated else "no",
                 "yes" if a.connected else "no",
             )
-    console.print(table)
+    print_table(table, as_csv)
 
 
-def pool_list(as_json: JsonFlag = False) -> None:
+def pool_list(as_json: JsonFlag = False, as_csv: CsvOption = False) -> None:
     """The resource pools, their schedulers and what they hold."""
     from rich.table import Table
 
+    check_formats(as_json, as_csv)
     pools = client().resource_pools()
     if as_json:
         print_json(pools)
@@ -116,7 +128,7 @@ def pool_list(as_json: JsonFlag = False) -> None:
             str(p.slots),
             esc(p.description),
         )
-    console.print(table)
+    print_table(table, as_csv)
 
 
 def master_info(as_json: JsonFlag = False) -> None:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from assay.cli._common import (
+    CsvOption,
+    check_formats,
     client,
     console,
     err_console,
@@ -21,6 +23,7 @@ from assay.cli._common import (
     print_json,
     print_json_line,
     print_log_line,
+    print_table,
     request,
     styled_state,
     when,
@@ -191,10 +194,12 @@ def list_(
     limit: Annotated[int, typer.Option(help="at most this many")] = 100,
     user: Annotated[str | None, typer.Option("--user", "-u", help="only this user's")] = None,
     as_json: JsonFlag = False,
+    as_csv: CsvOption = False,
 ) -> None:
     """List experiments, newest first (archived ones hidden unless --all)."""
     from rich.table import Table
 
+    check_formats(as_json, as_csv)
     c = client()
     answer = c.list_experiments(archived=all_, limit=limit, user=user)
     # Nothing of a user who does not exist is a typo, not an empty list.
@@ -219,7 +224,9 @@ def list_(
             when(e.created_at),
             "yes" if e.archived else "",
         )
-    console.print(table)
+    print_table(table, as_csv)
+    if as_csv:
+        return
     shown, total = len(answer.experiments), answer.pagination.total
     if total > shown:
         console.print(f"[dim]{shown} of {total} shown[/]")
@@ -288,15 +295,16 @@ def config(experiment_id: ExpId) -> None:
 
 
 @app.command("list-trials")
-def list_trials(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
+def list_trials(experiment_id: ExpId, as_json: JsonFlag = False, as_csv: CsvOption = False) -> None:
     """The experiment's trials."""
+    check_formats(as_json, as_csv)
     c = client()
     trials = c.trials(experiment_id)
     if as_json:
         print_json(trials)
         return
     exp = c.experiment(experiment_id)
-    console.print(trial_table(trials, exp.searcher.metric))
+    print_table(trial_table(trials, exp.searcher.metric), as_csv)
 
 
 @app.command("list-checkpoints")
@@ -312,12 +320,14 @@ def list_checkpoints(
         ),
     ] = None,
     as_json: JsonFlag = False,
+    as_csv: CsvOption = False,
 ) -> None:
     """The experiment's checkpoints."""
     from rich.table import Table
 
     from assay.context import format_size
 
+    check_formats(as_json, as_csv)
     c = client()
     ckpts = c.experiment_checkpoints(experiment_id)
     scores: dict[str, float] = {}
@@ -355,7 +365,7 @@ def list_checkpoints(
         if best is not None:
             row.insert(3, fmt_metric(scores[ck.uuid]))
         table.add_row(*row)
-    console.print(table)
+    print_table(table, as_csv)
 
 
 @app.command()

@@ -8,12 +8,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from assay.cli._common import (
+    CsvOption,
     JsonOption,
+    check_formats,
     client,
     console,
     esc,
     fail,
     print_json,
+    print_table,
     read_job_file,
     request,
     when,
@@ -51,9 +54,10 @@ _KINDS_OF: dict[Any, str] = {
 }
 
 
-def _list(resource_pool: str | None, as_json: bool) -> None:
+def _list(resource_pool: str | None, as_json: bool, as_csv: bool = False) -> None:
     from rich.table import Table
 
+    check_formats(as_json, as_csv)
     answer = client().jobs(resource_pool)
     if as_json:
         print_json(answer)
@@ -88,7 +92,7 @@ def _list(resource_pool: str | None, as_json: bool) -> None:
             esc(job.user),
             esc(job.waiting or ""),
         )
-    console.print(table)
+    print_table(table, as_csv)
 
 
 def typed_id(job: rest.Job) -> str:
@@ -101,15 +105,19 @@ def typed_id(job: rest.Job) -> str:
 
 
 @app.command("list")
-def list_(resource_pool: PoolOption = None, as_json: JsonOption = False) -> None:
+def list_(
+    resource_pool: PoolOption = None, as_json: JsonOption = False, as_csv: CsvOption = False
+) -> None:
     """The pool's active jobs in scheduling order."""
-    _list(resource_pool, as_json)
+    _list(resource_pool, as_json, as_csv)
 
 
 @app.command("ls", hidden=True)
-def ls(resource_pool: PoolOption = None, as_json: JsonOption = False) -> None:
+def ls(
+    resource_pool: PoolOption = None, as_json: JsonOption = False, as_csv: CsvOption = False
+) -> None:
     """Alias of list."""
-    _list(resource_pool, as_json)
+    _list(resource_pool, as_json, as_csv)
 
 
 @app.command()

@@ -9,12 +9,15 @@ from typing import Annotated
 import typer
 
 from assay.cli._common import (
+    CsvOption,
     JsonOption,
+    check_formats,
     client,
     console,
     esc,
     fail,
     print_json,
+    print_table,
     styled_state,
     when,
 )
@@ -61,12 +64,14 @@ def create(
 def list_(
     show_all: Annotated[bool, typer.Option("--all", "-a", help="ended ones too")] = False,
     as_json: JsonOption = False,
+    as_csv: CsvOption = False,
 ) -> None:
     """Every task that runs or waits: trials of active experiments, jobs, commands, tasks."""
     from rich.table import Table
 
     from assay.protocol import ExperimentState
 
+    check_formats(as_json, as_csv)
     c = client()
     rows: list[dict[str, object]] = []
     open_states = [ExperimentState.ACTIVE, ExperimentState.PAUSED]
@@ -113,7 +118,7 @@ def list_(
             esc(r["user"]),
             when(float(r["created_at"])),  # type: ignore[arg-type]
         )
-    console.print(table)
+    print_table(table, as_csv)
 
 
 @app.command()

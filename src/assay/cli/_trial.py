@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from assay.cli._common import (
+    check_formats,
     client,
     console,
     fail,
@@ -44,8 +45,7 @@ def describe(
     """A trial: state, hyperparameters, progress, checkpoints and validation metrics."""
     from rich.table import Table
 
-    if as_csv and as_json:
-        fail("--csv and --json are two output formats; pick one")
+    check_formats(as_json, as_csv)
     c = client()
     trial = c.trial(trial_id)
     # One request for every group when the series are wanted; the validations are a subset.
