@@ -13,7 +13,6 @@ from assay.cli._common import (
     check_formats,
     client,
     console,
-    fail,
     fmt_metric,
     print_json,
     print_json_line,
