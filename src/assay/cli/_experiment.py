@@ -28,6 +28,14 @@ from assay.cli._common import (
     styled_state,
     when,
 )
+from assay.cli._logview import (
+    HeadOption,
+    TailOption,
+    TimestampsOption,
+    check_window,
+    stamp,
+    window,
+)
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -372,29 +380,47 @@ def list_checkpoints(
 def logs(
     experiment_id: ExpId,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="until it ends")] = False,
+    head: HeadOption = None,
+    tail: TailOption = None,
+    timestamps: TimestampsOption = False,
 ) -> None:
     """The experiment's own log (lines prefixed ``[experiment]``: what the master decided about
     it) and the logs of every trial, each line prefixed with its trial."""
+    check_window(head, tail, follow)
     c = client()
     seen: dict[int, int] = {}
     last_note = 0
     last_pass = not follow
+    # The first pass gathers what is stored, to cut it to --head or --tail; later ones print.
+    gathered: list[tuple[str, str, float]] | None = [] if (head, tail) != (None, None) else None
+
+    def show(prefix: str, line: str, ts: float) -> None:
+        if gathered is not None:
+            gathered.append((prefix, line, ts))
+        else:
+            print_log_line(line, (stamp(ts) if timestamps else "") + prefix)
+
     while True:
         printed = 0
         for note in c.notes(experiment_id, after=last_note):
-            _print_note(note)
+            show("[experiment] ", note.text, note.time)
             last_note = note.id
             printed += 1
         for t in c.trials(experiment_id):
             while True:
                 page = c.logs(t.id, after=seen.get(t.id, 0))
                 for entry in page:
-                    _print_line(t.id, entry)
+                    show(f"[trial {t.id}] ", entry.line, entry.time)
                 if page:
                     seen[t.id] = page[-1].id
                 printed += len(page)
                 if len(page) < 10_000:
                     break
+        if gathered is not None:
+            shown, gathered = gathered, None
+            # By time: the last lines are the last written, whichever trial wrote them.
+            for prefix, line, ts in window(sorted(shown, key=lambda g: g[2]), head, tail):
+                show(prefix, line, ts)
         if last_pass:
             return
         if printed == 0:
@@ -403,14 +429,6 @@ def logs(
             last_pass = ended
             if not ended:
                 c.wait(experiment_id, 1.0)
-
-
-def _print_note(note: rest.ExperimentNote) -> None:
-    print_log_line(note.text, "[experiment] ")
-
-
-def _print_line(trial_id: int, entry: rest.LogEntry) -> None:
-    print_log_line(entry.line, f"[trial {trial_id}] ")
 
 
 @app.command()

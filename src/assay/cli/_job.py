@@ -21,6 +21,7 @@ from assay.cli._common import (
     request,
     when,
 )
+from assay.cli._logview import HeadOption, TailOption, TimestampsOption, check_window
 
 if TYPE_CHECKING:
     from assay import rest
@@ -248,13 +249,19 @@ def logs(
     role: Annotated[str | None, typer.Option("--role", help="only this role")] = None,
     index: Annotated[int | None, typer.Option("--index", help="only this instance")] = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="stream until it ends")] = False,
+    head: HeadOption = None,
+    tail: TailOption = None,
+    timestamps: TimestampsOption = False,
 ) -> None:
     """Its instances' output, each line prefixed with \\[role/index]."""
     from assay.cli._jobrun import parse_task_id, print_logs
 
     if index is not None and role is None:
         fail("--index needs --role: instances are numbered within their role")
-    print_logs(parse_task_id(job_id), role, index, follow)
+    check_window(head, tail, follow)
+    print_logs(
+        parse_task_id(job_id), role, index, follow, head=head, tail=tail, timestamps=timestamps
+    )
 
 
 @app.command()

@@ -21,6 +21,7 @@ from assay.cli._common import (
     styled_state,
     when,
 )
+from assay.cli._logview import HeadOption, TailOption, TimestampsOption, check_window
 
 app = typer.Typer(help="Generic tasks, and every running task.", no_args_is_help=True)
 
@@ -125,17 +126,21 @@ def list_(
 def logs(
     task: TaskRef,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="stream until it ends")] = False,
+    head: HeadOption = None,
+    tail: TailOption = None,
+    timestamps: TimestampsOption = False,
 ) -> None:
     """A task's output: a trial's, or every instance's of a job (prefixed \\[role/index])."""
     trial_id = _trial_id(task)
     if trial_id is not None:
         from assay.cli._trial import logs as trial_logs
 
-        trial_logs(trial_id, follow)
+        trial_logs(trial_id, follow, head=head, tail=tail, timestamps=timestamps)
         return
     from assay.cli._jobrun import parse_task_id, print_logs
 
-    print_logs(parse_task_id(task), None, None, follow)
+    check_window(head, tail, follow)
+    print_logs(parse_task_id(task), None, None, follow, head=head, tail=tail, timestamps=timestamps)
 
 
 @app.command()

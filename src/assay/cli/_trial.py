@@ -20,6 +20,14 @@ from assay.cli._common import (
     styled_state,
     when,
 )
+from assay.cli._logview import (
+    HeadOption,
+    TailOption,
+    TimestampsOption,
+    check_window,
+    stamp,
+    stored_lines,
+)
 
 if TYPE_CHECKING:
     from assay import rest
@@ -155,22 +163,33 @@ def logs(
     as_json: Annotated[
         bool, typer.Option("--json", help="one JSON object per line (with -f: as they come)")
     ] = False,
+    head: HeadOption = None,
+    tail: TailOption = None,
+    timestamps: TimestampsOption = False,
 ) -> None:
     """The trial's output (stdout and stderr of every run)."""
+    check_window(head, tail, follow)
     c = client()
-    show = print_json_line if as_json else lambda entry: print_log_line(entry.line)
-    if follow:
+
+    def show(entry: rest.LogEntry) -> None:
+        if as_json:
+            print_json_line(entry)
+        else:
+            print_log_line(entry.line, stamp(entry.time) if timestamps else "")
+
+    if follow and tail is None:
         for entry in c.follow_logs(trial_id):
             show(entry)
         return
-    after = 0
-    while True:
-        page = c.logs(trial_id, after=after)
-        for entry in page:
+    page = 10_000
+    stored, last = stored_lines(
+        lambda after: c.logs(trial_id, after=after, limit=page), page, head=head, tail=tail
+    )
+    for entry in stored:
+        show(entry)
+    if follow:
+        for entry in c.follow_logs(trial_id, after=last):
             show(entry)
-        if len(page) < 10_000:
-            return
-        after = page[-1].id
 
 
 @app.command()
