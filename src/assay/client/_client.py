@@ -156,6 +156,38 @@ class Client:
         )
         return rest.Experiment.model_validate(answer)
 
+    def fork_experiment(
+        self, experiment_id: int, *, overrides: Sequence[str] = (), activate: bool = True
+    ) -> rest.Experiment:
+        """A new experiment with the experiment's config (``overrides`` applied) and context."""
+        body = request_body(rest.ExperimentFork, overrides=list(overrides), activate=activate)
+        answer = self.http.post(f"/api/v1/experiments/{experiment_id}/fork", body.model_dump())
+        return rest.Experiment.model_validate(answer)
+
+    def continue_experiment(
+        self,
+        experiment_id: int,
+        *,
+        trial_id: int | None = None,
+        overrides: Sequence[str] = (),
+        activate: bool = True,
+    ) -> rest.Experiment:
+        """A new experiment training a trial of the ended experiment further (its only one, or
+        ``trial_id``) from its latest checkpoint."""
+        body = request_body(
+            rest.ExperimentContinue,
+            trial_id=trial_id,
+            overrides=list(overrides),
+            activate=activate,
+        )
+        answer = self.http.post(f"/api/v1/experiments/{experiment_id}/continue", body.model_dump())
+        return rest.Experiment.model_validate(answer)
+
+    def delete_experiment(self, experiment_id: int) -> rest.ExperimentDeleted:
+        """Delete an ended experiment: its checkpoint files, then its rows."""
+        answer = self.http.request("DELETE", f"/api/v1/experiments/{experiment_id}", timeout=300.0)
+        return rest.ExperimentDeleted.model_validate(answer)
+
     # -- jobs that are not experiments ----------------------------------------------------------
     def submit_job(
         self,
