@@ -152,6 +152,37 @@ def master_info(as_json: JsonFlag = False) -> None:
         console.print(f"{key + ':':<12}{esc(str(value))}", highlight=False)
 
 
+def master_config(as_json: JsonFlag = False) -> None:
+    """The running master's effective config (defaults filled in), secrets masked."""
+    config = client().master_config()
+    if as_json:
+        print_json(config)
+        return
+    import yaml
+
+    console.print(yaml.safe_dump(config, sort_keys=False), highlight=False, markup=False, end="")
+
+
+def master_logs(
+    tail: Annotated[int | None, typer.Option("--tail", min=0, help="only the last N lines")] = None,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="keep printing new lines")] = False,
+) -> None:
+    """The master's own log: its recent lines (the last 10,000 since it started)."""
+    from assay.cli._common import print_log_line
+    from assay.cli._logview import window
+
+    c = client()
+    lines = c.master_logs()
+    for entry in window(lines, None, tail):
+        print_log_line(entry.line)
+    last = lines[-1].id if lines else 0
+    while follow:
+        time.sleep(1.0)
+        for entry in c.master_logs(after=last):
+            print_log_line(entry.line)
+            last = entry.id
+
+
 def _duration(seconds: float) -> str:
     minutes, secs = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
@@ -164,6 +195,8 @@ def _build() -> tuple[typer.Typer, typer.Typer, typer.Typer, typer.Typer]:
 
     master = group(_cluster.master, "Run a master (the bare command), or ask one about itself.")
     master.command("info")(master_info)
+    master.command("config")(master_config)
+    master.command("logs")(master_logs)
     agent = group(_cluster.agent, "Run an agent (the bare command), or list the agents.")
     agent.command("list")(agent_list)
     agent.command("ls", hidden=True)(agent_list)

@@ -63,6 +63,15 @@ class Client:
     def info(self) -> rest.MasterInfo:
         return rest.MasterInfo.model_validate(self.http.get("/api/v1/master"))
 
+    def master_config(self) -> dict[str, Any]:
+        """The master's effective settings, secrets masked (admins only)."""
+        return rest.MasterConfigView.model_validate(self.http.get("/api/v1/master/config")).config
+
+    def master_logs(self, *, after: int = 0) -> list[rest.MasterLogLine]:
+        """The master's recent log lines after line ``after`` (admins only)."""
+        answer = self.http.get("/api/v1/master/logs", params={"after": after})
+        return rest.MasterLogPage.model_validate(answer).lines
+
     def agents(self) -> list[rest.Agent]:
         return rest.AgentList.model_validate(self.http.get("/api/v1/agents")).agents
 
