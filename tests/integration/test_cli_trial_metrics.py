@@ -65,5 +65,5 @@ def test_trial_describe_metrics_prints_training_and_validation_series_by_step(
 def test_trial_describe_refuses_csv_and_json_together(cluster: Cluster) -> None:
     result = cluster.cli("t", "describe", "1", "--csv", "--json")
     assert result.returncode == 1
-    assert "--csv and --json are two output formats; pick one" in result.stderr
+    assert "--json and --csv are two output formats; pick one" in result.stderr
     assert "Traceback" not in result.stderr

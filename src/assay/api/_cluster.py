@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Annotated
 
-from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from fastapi import APIRouter, Query, WebSocket, WebSocketDisconnect
 from fastapi.responses import Response
 
 from assay import rest
-from assay.api._deps import SIGNED_IN, ContextId, Credentials, MasterDep
-from assay.errors import AssayError
-from assay.master import Master
+from assay.api._deps import SIGNED_IN, ActorDep, ContextId, Credentials, MasterDep
+from assay.errors import AssayError, Forbidden
+from assay.master import MASTER_LOG_KEEP, Actor, Master, effective_config
 from assay.protocol import Hello, Refusal
 
 log = logging.getLogger(__name__)
@@ -23,6 +24,33 @@ router = APIRouter(prefix="/api/v1", tags=["cluster"])
 async def master_info(master: MasterDep) -> rest.MasterInfo:
     """The master's version and identity; open to all, as its health check."""
     return master.reads.info()
+
+
+def _admin_only(actor: Actor, what: str) -> None:
+    if not actor.admin:
+        raise Forbidden(f"only an admin may read the master's {what} (you are {actor.username})")
+
+
+@router.get("/master/config")
+async def master_config(master: MasterDep, actor: ActorDep) -> rest.MasterConfigView:
+    """The settings the master runs with (defaults filled in), secrets masked; admins only."""
+    _admin_only(actor, "config")
+    return rest.MasterConfigView(config=effective_config(master.settings))
+
+
+@router.get("/master/logs")
+async def master_logs(
+    master: MasterDep,
+    actor: ActorDep,
+    after: Annotated[
+        int, Query(ge=0, le=rest.INT_MAX, description="Only lines with an id above this.")
+    ] = 0,
+    limit: Annotated[int, Query(ge=1, le=MASTER_LOG_KEEP)] = MASTER_LOG_KEEP,
+) -> rest.MasterLogPage:
+    """The master's recent log lines (the last 10,000 since it started), oldest first;
+    admins only."""
+    _admin_only(actor, "log")
+    return rest.MasterLogPage(lines=master.recent_log.after(after, limit))
 
 
 @router.get("/agents", dependencies=SIGNED_IN)

@@ -158,3 +158,32 @@ async def unarchive(
     experiment_id: ExperimentId, master: MasterDep, actor: ActorDep
 ) -> rest.ExperimentSummary:
     return await master.experiments.set_archived(actor, experiment_id, False)
+
+
+@router.post("/{experiment_id}/fork", status_code=201)
+async def fork(
+    experiment_id: ExperimentId, body: rest.ExperimentFork, master: MasterDep, actor: ActorDep
+) -> rest.Experiment:
+    """A new experiment with this one's config (overrides applied) and context."""
+    return await master.experiments.fork(actor, experiment_id, body)
+
+
+@router.post("/{experiment_id}/continue", status_code=201)
+async def continue_trial(
+    experiment_id: ExperimentId, body: rest.ExperimentContinue, master: MasterDep, actor: ActorDep
+) -> rest.Experiment:
+    """A new experiment whose one trial trains a trial of this ended experiment further, from
+    its latest checkpoint, with the same hyperparameters."""
+    return await master.experiments.continue_trial(actor, experiment_id, body)
+
+
+@router.delete(
+    "/{experiment_id}",
+    responses={409: {"description": "It has not ended, or a checkpoint could not be deleted."}},
+)
+async def delete_experiment(
+    experiment_id: ExperimentId, master: MasterDep, actor: ActorDep
+) -> rest.ExperimentDeleted:
+    """Delete an ended experiment: its checkpoints from storage first, then its rows and its
+    context (when no other experiment uses it). Owner or admin only."""
+    return await master.experiments.delete(actor, experiment_id)

@@ -12,6 +12,7 @@ from assay.cli import (
     _cmd,
     _compat,
     _experiment,
+    _experiment_lifecycle,
     _job,
     _nni,
     _preview,
@@ -77,6 +78,7 @@ app.add_typer(_cluster_info.agent_app, name="agent")
 app.add_typer(_cluster_info.slot_app, name="slot")
 app.add_typer(_cluster_info.pool_app, name="resource-pool")
 app.command("preview-search")(_preview.preview)
+_experiment_lifecycle.register(_experiment.app)
 app.add_typer(_experiment.app, name="experiment")
 app.add_typer(_experiment.app, name="e", hidden=True)
 app.add_typer(_job.app, name="job")

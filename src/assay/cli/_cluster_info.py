@@ -13,7 +13,16 @@ from typing import Annotated, Any
 
 import typer
 
-from assay.cli._common import client, console, esc, print_json, when
+from assay.cli._common import (
+    CsvOption,
+    check_formats,
+    client,
+    console,
+    esc,
+    print_json,
+    print_table,
+    when,
+)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="machine-readable output")]
 
@@ -41,10 +50,11 @@ def group(run: Callable[..., None], help_text: str) -> typer.Typer:
     return sub
 
 
-def agent_list(as_json: JsonFlag = False) -> None:
+def agent_list(as_json: JsonFlag = False, as_csv: CsvOption = False) -> None:
     """The agents the master knows, connected or not."""
     from rich.table import Table
 
+    check_formats(as_json, as_csv)
     agents = client().agents()
     if as_json:
         print_json(agents)
@@ -63,13 +73,14 @@ def agent_list(as_json: JsonFlag = False) -> None:
             esc(", ".join(a.labels)),
             when(a.last_seen),
         )
-    console.print(table)
+    print_table(table, as_csv)
 
 
-def slot_list(as_json: JsonFlag = False) -> None:
+def slot_list(as_json: JsonFlag = False, as_csv: CsvOption = False) -> None:
     """Every slot of every agent: its device and whether it is in use."""
     from rich.table import Table
 
+    check_formats(as_json, as_csv)
     agents = client().agents()
     rows = [
         {"agent_id": a.id, "pool": a.pool, "connected": a.connected, **s.model_dump(mode="json")}
@@ -93,13 +104,14 @@ def slot_list(as_json: JsonFlag = False) -> None:
                 "yes" if s.allocated else "no",
                 "yes" if a.connected else "no",
             )
-    console.print(table)
+    print_table(table, as_csv)
 
 
-def pool_list(as_json: JsonFlag = False) -> None:
+def pool_list(as_json: JsonFlag = False, as_csv: CsvOption = False) -> None:
     """The resource pools, their schedulers and what they hold."""
     from rich.table import Table
 
+    check_formats(as_json, as_csv)
     pools = client().resource_pools()
     if as_json:
         print_json(pools)
@@ -116,7 +128,7 @@ def pool_list(as_json: JsonFlag = False) -> None:
             str(p.slots),
             esc(p.description),
         )
-    console.print(table)
+    print_table(table, as_csv)
 
 
 def master_info(as_json: JsonFlag = False) -> None:
@@ -140,6 +152,37 @@ def master_info(as_json: JsonFlag = False) -> None:
         console.print(f"{key + ':':<12}{esc(str(value))}", highlight=False)
 
 
+def master_config(as_json: JsonFlag = False) -> None:
+    """The running master's effective config (defaults filled in), secrets masked."""
+    config = client().master_config()
+    if as_json:
+        print_json(config)
+        return
+    import yaml
+
+    console.print(yaml.safe_dump(config, sort_keys=False), highlight=False, markup=False, end="")
+
+
+def master_logs(
+    tail: Annotated[int | None, typer.Option("--tail", min=0, help="only the last N lines")] = None,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="keep printing new lines")] = False,
+) -> None:
+    """The master's own log: its recent lines (the last 10,000 since it started)."""
+    from assay.cli._common import print_log_line
+    from assay.cli._logview import window
+
+    c = client()
+    lines = c.master_logs()
+    for entry in window(lines, None, tail):
+        print_log_line(entry.line)
+    last = lines[-1].id if lines else 0
+    while follow:
+        time.sleep(1.0)
+        for entry in c.master_logs(after=last):
+            print_log_line(entry.line)
+            last = entry.id
+
+
 def _duration(seconds: float) -> str:
     minutes, secs = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
@@ -152,6 +195,8 @@ def _build() -> tuple[typer.Typer, typer.Typer, typer.Typer, typer.Typer]:
 
     master = group(_cluster.master, "Run a master (the bare command), or ask one about itself.")
     master.command("info")(master_info)
+    master.command("config")(master_config)
+    master.command("logs")(master_logs)
     agent = group(_cluster.agent, "Run an agent (the bare command), or list the agents.")
     agent.command("list")(agent_list)
     agent.command("ls", hidden=True)(agent_list)

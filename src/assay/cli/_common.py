@@ -289,3 +289,39 @@ def styled_state(value: str) -> str:
     stopping = value.startswith("STOPPING_")
     style = STATE_STYLE.get(value, "yellow" if stopping else "")
     return f"[{style}]{value}[/]" if style else value
+
+
+CsvOption = Annotated[
+    bool, typer.Option("--csv", help="print CSV (the table's columns, never cut) instead of text")
+]
+"""The ``--csv`` option of every listing."""
+
+
+def check_formats(as_json: bool, as_csv: bool) -> None:
+    """End the command when both ``--json`` and ``--csv`` were given: they are two outputs."""
+    if as_json and as_csv:
+        fail("--json and --csv are two output formats; pick one")
+
+
+def print_table(table: Any, as_csv: bool = False) -> None:
+    """A listing's table: on the console, or with ``as_csv`` as CSV on stdout, the same columns
+    and rows with the markup (colours, escapes) taken off and nothing wrapped or cut."""
+    if not as_csv:
+        console.print(table)
+        return
+    import csv
+
+    from rich.text import Text
+
+    def plain(cell: Any) -> str:
+        if isinstance(cell, Text):
+            return cell.plain
+        return Text.from_markup(str(cell)).plain
+
+    out = csv.writer(sys.stdout, lineterminator="\n")
+    columns = list(table.columns)
+    out.writerow([plain(c.header) for c in columns])
+    cells = [list(c.cells) for c in columns]
+    for row in zip(*cells, strict=True):
+        out.writerow([plain(cell) for cell in row])
+    sys.stdout.flush()

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from assay.cli._common import (
+    CsvOption,
+    check_formats,
     client,
     console,
     err_console,
@@ -21,9 +23,18 @@ from assay.cli._common import (
     print_json,
     print_json_line,
     print_log_line,
+    print_table,
     request,
     styled_state,
     when,
+)
+from assay.cli._logview import (
+    HeadOption,
+    TailOption,
+    TimestampsOption,
+    check_window,
+    stamp,
+    window,
 )
 
 if TYPE_CHECKING:
@@ -193,10 +204,12 @@ def list_(
     limit: Annotated[int, typer.Option(help="at most this many")] = 100,
     user: Annotated[str | None, typer.Option("--user", "-u", help="only this user's")] = None,
     as_json: JsonFlag = False,
+    as_csv: CsvOption = False,
 ) -> None:
     """List experiments, newest first (archived ones hidden unless --all)."""
     from rich.table import Table
 
+    check_formats(as_json, as_csv)
     c = client()
     answer = c.list_experiments(archived=all_, limit=limit, user=user)
     # Nothing of a user who does not exist is a typo, not an empty list.
@@ -221,7 +234,9 @@ def list_(
             when(e.created_at),
             "yes" if e.archived else "",
         )
-    console.print(table)
+    print_table(table, as_csv)
+    if as_csv:
+        return
     shown, total = len(answer.experiments), answer.pagination.total
     if total > shown:
         console.print(f"[dim]{shown} of {total} shown[/]")
@@ -290,15 +305,16 @@ def config(experiment_id: ExpId) -> None:
 
 
 @app.command("list-trials")
-def list_trials(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
+def list_trials(experiment_id: ExpId, as_json: JsonFlag = False, as_csv: CsvOption = False) -> None:
     """The experiment's trials."""
+    check_formats(as_json, as_csv)
     c = client()
     trials = c.trials(experiment_id)
     if as_json:
         print_json(trials)
         return
     exp = c.experiment(experiment_id)
-    console.print(trial_table(trials, exp.searcher.metric))
+    print_table(trial_table(trials, exp.searcher.metric), as_csv)
 
 
 @app.command("list-checkpoints")
@@ -314,12 +330,14 @@ def list_checkpoints(
         ),
     ] = None,
     as_json: JsonFlag = False,
+    as_csv: CsvOption = False,
 ) -> None:
     """The experiment's checkpoints."""
     from rich.table import Table
 
     from assay.context import format_size
 
+    check_formats(as_json, as_csv)
     c = client()
     ckpts = c.experiment_checkpoints(experiment_id)
     scores: dict[str, float] = {}
@@ -357,23 +375,28 @@ def list_checkpoints(
         if best is not None:
             row.insert(3, fmt_metric(scores[ck.uuid]))
         table.add_row(*row)
-    console.print(table)
+    print_table(table, as_csv)
 
 
 @app.command()
 def logs(
     experiment_id: ExpId,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="until it ends")] = False,
+    head: HeadOption = None,
+    tail: TailOption = None,
+    timestamps: TimestampsOption = False,
 ) -> None:
     """The experiment's own log (lines prefixed ``[experiment]``: what the master decided about
     it) and the logs of every trial, each line prefixed with its trial."""
     from assay.cli._reconnect import Reconnector, detached_on_interrupt
     from assay.errors import AssayError
 
+    check_window(head, tail, follow)
     c = client()
-    tail = _LogTail(c, experiment_id)
+    log = _LogTail(c, experiment_id, timestamps=timestamps, windowed=(head, tail) != (None, None))
+    log.one_pass()
+    log.print_window(head, tail)
     if not follow:
-        tail.one_pass()
         return
     resume = f"assay experiment logs {experiment_id} -f"
     rc = Reconnector(c.url, resume)
@@ -381,7 +404,7 @@ def logs(
         last_pass = False
         while True:
             try:
-                printed = tail.one_pass()
+                printed = log.one_pass()
                 if last_pass:
                     return
                 if printed == 0:
@@ -399,38 +422,49 @@ def logs(
 class _LogTail:
     """Where ``experiment logs`` is in the experiment's notes and each trial's log."""
 
-    def __init__(self, c: Client, experiment_id: int) -> None:
+    def __init__(self, c: Client, experiment_id: int, *, timestamps: bool, windowed: bool) -> None:
         self.c = c
         self.experiment_id = experiment_id
+        self.timestamps = timestamps
         self.seen: dict[int, int] = {}
         self.last_note = 0
+        # The first pass gathers what is stored, to cut it to --head or --tail; later ones print.
+        self.gathered: list[tuple[str, str, float]] | None = [] if windowed else None
+
+    def show(self, prefix: str, line: str, ts: float) -> None:
+        if self.gathered is not None:
+            self.gathered.append((prefix, line, ts))
+        else:
+            print_log_line(line, (stamp(ts) if self.timestamps else "") + prefix)
+
+    def print_window(self, head: int | None, tail: int | None) -> None:
+        """Print what the first pass gathered, cut to ``head`` or ``tail``."""
+        if self.gathered is None:
+            return
+        shown, self.gathered = self.gathered, None
+        # By time: the last lines are the last written, whichever trial wrote them.
+        for prefix, line, ts in window(sorted(shown, key=lambda g: g[2]), head, tail):
+            self.show(prefix, line, ts)
 
     def one_pass(self) -> int:
         """Print what came since the last pass; how many lines that was."""
         c = self.c
         printed = 0
         for note in c.notes(self.experiment_id, after=self.last_note):
-            _print_note(note)
+            self.show("[experiment] ", note.text, note.time)
             self.last_note = note.id
             printed += 1
         for t in c.trials(self.experiment_id):
             while True:
                 page = c.logs(t.id, after=self.seen.get(t.id, 0))
                 for entry in page:
-                    _print_line(t.id, entry)
-                    self.seen[t.id] = entry.id
+                    self.show(f"[trial {t.id}] ", entry.line, entry.time)
+                if page:
+                    self.seen[t.id] = page[-1].id
                 printed += len(page)
                 if len(page) < 10_000:
                     break
         return printed
-
-
-def _print_note(note: rest.ExperimentNote) -> None:
-    print_log_line(note.text, "[experiment] ")
-
-
-def _print_line(trial_id: int, entry: rest.LogEntry) -> None:
-    print_log_line(entry.line, f"[trial {trial_id}] ")
 
 
 @app.command()

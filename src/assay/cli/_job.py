@@ -8,16 +8,20 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from assay.cli._common import (
+    CsvOption,
     JsonOption,
+    check_formats,
     client,
     console,
     esc,
     fail,
     print_json,
+    print_table,
     read_job_file,
     request,
     when,
 )
+from assay.cli._logview import HeadOption, TailOption, TimestampsOption, check_window
 
 if TYPE_CHECKING:
     from assay import rest
@@ -51,9 +55,10 @@ _KINDS_OF: dict[Any, str] = {
 }
 
 
-def _list(resource_pool: str | None, as_json: bool) -> None:
+def _list(resource_pool: str | None, as_json: bool, as_csv: bool = False) -> None:
     from rich.table import Table
 
+    check_formats(as_json, as_csv)
     answer = client().jobs(resource_pool)
     if as_json:
         print_json(answer)
@@ -88,7 +93,7 @@ def _list(resource_pool: str | None, as_json: bool) -> None:
             esc(job.user),
             esc(job.waiting or ""),
         )
-    console.print(table)
+    print_table(table, as_csv)
 
 
 def typed_id(job: rest.Job) -> str:
@@ -101,15 +106,19 @@ def typed_id(job: rest.Job) -> str:
 
 
 @app.command("list")
-def list_(resource_pool: PoolOption = None, as_json: JsonOption = False) -> None:
+def list_(
+    resource_pool: PoolOption = None, as_json: JsonOption = False, as_csv: CsvOption = False
+) -> None:
     """The pool's active jobs in scheduling order."""
-    _list(resource_pool, as_json)
+    _list(resource_pool, as_json, as_csv)
 
 
 @app.command("ls", hidden=True)
-def ls(resource_pool: PoolOption = None, as_json: JsonOption = False) -> None:
+def ls(
+    resource_pool: PoolOption = None, as_json: JsonOption = False, as_csv: CsvOption = False
+) -> None:
     """Alias of list."""
-    _list(resource_pool, as_json)
+    _list(resource_pool, as_json, as_csv)
 
 
 @app.command()
@@ -240,13 +249,19 @@ def logs(
     role: Annotated[str | None, typer.Option("--role", help="only this role")] = None,
     index: Annotated[int | None, typer.Option("--index", help="only this instance")] = None,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="stream until it ends")] = False,
+    head: HeadOption = None,
+    tail: TailOption = None,
+    timestamps: TimestampsOption = False,
 ) -> None:
     """Its instances' output, each line prefixed with \\[role/index]."""
     from assay.cli._jobrun import parse_task_id, print_logs
 
     if index is not None and role is None:
         fail("--index needs --role: instances are numbered within their role")
-    print_logs(parse_task_id(job_id), role, index, follow)
+    check_window(head, tail, follow)
+    print_logs(
+        parse_task_id(job_id), role, index, follow, head=head, tail=tail, timestamps=timestamps
+    )
 
 
 @app.command()

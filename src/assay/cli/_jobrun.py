@@ -22,6 +22,7 @@ from assay.cli._common import (
     styled_state,
     when,
 )
+from assay.cli._logview import stamp, stored_lines
 from assay.cli._reconnect import DETACHED_STATUS, Reconnector, task_log_stream
 
 if TYPE_CHECKING:
@@ -280,28 +281,39 @@ def follow_to_end(c: Client, task_id: int, *, prefixed: bool = True) -> rest.Tas
     return task
 
 
-def print_line(entry: rest.TaskLogEntry, *, prefixed: bool) -> None:
-    print_log_line(entry.line, f"[{entry.role}/{entry.index}] " if prefixed else "")
+def print_line(entry: rest.TaskLogEntry, *, prefixed: bool, timestamps: bool = False) -> None:
+    when = stamp(entry.time) if timestamps else ""
+    print_log_line(entry.line, when + (f"[{entry.role}/{entry.index}] " if prefixed else ""))
 
 
 def print_logs(
-    task_id: int, role: str | None, index: int | None, follow: bool, prefixed: bool = True
+    task_id: int,
+    role: str | None,
+    index: int | None,
+    follow: bool,
+    prefixed: bool = True,
+    *,
+    head: int | None = None,
+    tail: int | None = None,
+    timestamps: bool = False,
 ) -> None:
     c = client()
-    if follow:
-        with detached_on_interrupt(task_id):
-            rc = Reconnector(c.url, f"assay job logs {task_id} -f")
-            for entry in task_log_stream(c, task_id, rc, role=role, index=index):
-                print_line(entry, prefixed=prefixed)
-        return
-    after = 0
-    while True:
-        page = c.task_logs(task_id, role=role, index=index, after=after, limit=_PAGE)
-        for entry in page:
-            print_line(entry, prefixed=prefixed)
-        if len(page) < _PAGE:
+    last = 0
+    if not follow or tail is not None:
+        stored, last = stored_lines(
+            lambda after: c.task_logs(task_id, role=role, index=index, after=after, limit=_PAGE),
+            _PAGE,
+            head=head,
+            tail=tail,
+        )
+        for entry in stored:
+            print_line(entry, prefixed=prefixed, timestamps=timestamps)
+        if not follow:
             return
-        after = page[-1].id
+    with detached_on_interrupt(task_id):
+        rc = Reconnector(c.url, f"assay job logs {task_id} -f")
+        for entry in task_log_stream(c, task_id, rc, role=role, index=index, after=last):
+            print_line(entry, prefixed=prefixed, timestamps=timestamps)
 
 
 def describe(task_id: int, as_json: bool) -> None:

@@ -128,10 +128,11 @@ def _on_stderr(text: str) -> None:
     err_console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
-def trial_log_stream(c: Client, trial_id: int, rc: Reconnector) -> Iterator[rest.LogEntry]:
-    """The trial's log lines as they come until it ends, across master restarts: a broken
-    stream is opened again after the last line shown."""
-    after = 0
+def trial_log_stream(
+    c: Client, trial_id: int, rc: Reconnector, *, after: int = 0
+) -> Iterator[rest.LogEntry]:
+    """The trial's log lines after line ``after`` as they come until it ends, across master
+    restarts: a broken stream is opened again after the last line shown."""
     while True:
         if rc.down or not rc.reached:
             # Says the master is there (or back) even when no line comes for a while.
@@ -146,10 +147,15 @@ def trial_log_stream(c: Client, trial_id: int, rc: Reconnector) -> Iterator[rest
 
 
 def task_log_stream(
-    c: Client, task_id: int, rc: Reconnector, *, role: str | None = None, index: int | None = None
+    c: Client,
+    task_id: int,
+    rc: Reconnector,
+    *,
+    role: str | None = None,
+    index: int | None = None,
+    after: int = 0,
 ) -> Iterator[rest.TaskLogEntry]:
     """:func:`trial_log_stream` for a job's log."""
-    after = 0
     while True:
         if rc.down or not rc.reached:
             rc.call(lambda: c.task(task_id))

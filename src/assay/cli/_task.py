@@ -9,15 +9,19 @@ from typing import Annotated
 import typer
 
 from assay.cli._common import (
+    CsvOption,
     JsonOption,
+    check_formats,
     client,
     console,
     esc,
     fail,
     print_json,
+    print_table,
     styled_state,
     when,
 )
+from assay.cli._logview import HeadOption, TailOption, TimestampsOption, check_window
 
 app = typer.Typer(help="Generic tasks, and every running task.", no_args_is_help=True)
 
@@ -61,12 +65,14 @@ def create(
 def list_(
     show_all: Annotated[bool, typer.Option("--all", "-a", help="ended ones too")] = False,
     as_json: JsonOption = False,
+    as_csv: CsvOption = False,
 ) -> None:
     """Every task that runs or waits: trials of active experiments, jobs, commands, tasks."""
     from rich.table import Table
 
     from assay.protocol import ExperimentState
 
+    check_formats(as_json, as_csv)
     c = client()
     rows: list[dict[str, object]] = []
     open_states = [ExperimentState.ACTIVE, ExperimentState.PAUSED]
@@ -113,24 +119,28 @@ def list_(
             esc(r["user"]),
             when(float(r["created_at"])),  # type: ignore[arg-type]
         )
-    console.print(table)
+    print_table(table, as_csv)
 
 
 @app.command()
 def logs(
     task: TaskRef,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="stream until it ends")] = False,
+    head: HeadOption = None,
+    tail: TailOption = None,
+    timestamps: TimestampsOption = False,
 ) -> None:
     """A task's output: a trial's, or every instance's of a job (prefixed \\[role/index])."""
     trial_id = _trial_id(task)
     if trial_id is not None:
         from assay.cli._trial import logs as trial_logs
 
-        trial_logs(trial_id, follow)
+        trial_logs(trial_id, follow, head=head, tail=tail, timestamps=timestamps)
         return
     from assay.cli._jobrun import parse_task_id, print_logs
 
-    print_logs(parse_task_id(task), None, None, follow)
+    check_window(head, tail, follow)
+    print_logs(parse_task_id(task), None, None, follow, head=head, tail=tail, timestamps=timestamps)
 
 
 @app.command()

@@ -10,15 +10,23 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from assay.cli._common import (
+    check_formats,
     client,
     console,
-    fail,
     fmt_metric,
     print_json,
     print_json_line,
     print_log_line,
     styled_state,
     when,
+)
+from assay.cli._logview import (
+    HeadOption,
+    TailOption,
+    TimestampsOption,
+    check_window,
+    stamp,
+    stored_lines,
 )
 
 if TYPE_CHECKING:
@@ -44,8 +52,7 @@ def describe(
     """A trial: state, hyperparameters, progress, checkpoints and validation metrics."""
     from rich.table import Table
 
-    if as_csv and as_json:
-        fail("--csv and --json are two output formats; pick one")
+    check_formats(as_json, as_csv)
     c = client()
     trial = c.trial(trial_id)
     # One request for every group when the series are wanted; the validations are a subset.
@@ -156,26 +163,36 @@ def logs(
     as_json: Annotated[
         bool, typer.Option("--json", help="one JSON object per line (with -f: as they come)")
     ] = False,
+    head: HeadOption = None,
+    tail: TailOption = None,
+    timestamps: TimestampsOption = False,
 ) -> None:
     """The trial's output (stdout and stderr of every run)."""
+    check_window(head, tail, follow)
     c = client()
-    show = print_json_line if as_json else lambda entry: print_log_line(entry.line)
-    if follow:
-        from assay.cli._reconnect import Reconnector, detached_on_interrupt, trial_log_stream
 
-        resume = f"assay trial logs {trial_id} -f"
-        with detached_on_interrupt(f"trial {trial_id}", resume):
-            for entry in trial_log_stream(c, trial_id, Reconnector(c.url, resume)):
-                show(entry)
-        return
-    after = 0
-    while True:
-        page = c.logs(trial_id, after=after)
-        for entry in page:
+    def show(entry: rest.LogEntry) -> None:
+        if as_json:
+            print_json_line(entry)
+        else:
+            print_log_line(entry.line, stamp(entry.time) if timestamps else "")
+
+    last = 0
+    if not follow or tail is not None:
+        page = 10_000
+        stored, last = stored_lines(
+            lambda after: c.logs(trial_id, after=after, limit=page), page, head=head, tail=tail
+        )
+        for entry in stored:
             show(entry)
-        if len(page) < 10_000:
+        if not follow:
             return
-        after = page[-1].id
+    from assay.cli._reconnect import Reconnector, detached_on_interrupt, trial_log_stream
+
+    resume = f"assay trial logs {trial_id} -f"
+    with detached_on_interrupt(f"trial {trial_id}", resume):
+        for entry in trial_log_stream(c, trial_id, Reconnector(c.url, resume), after=last):
+            show(entry)
 
 
 @app.command()

@@ -8,7 +8,18 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from assay.cli._common import client, console, fail, print_json, request, when
+from assay.cli._common import (
+    CsvOption,
+    check_formats,
+    client,
+    console,
+    esc,
+    fail,
+    print_json,
+    print_table,
+    request,
+    when,
+)
 
 if TYPE_CHECKING:
     from assay import rest
@@ -82,7 +93,7 @@ def whoami(as_json: JsonOption = False) -> None:
         console.print(f"{user.username}{' (admin)' if user.admin else ''}")
 
 
-def _users_table(users: list[rest.User]) -> None:
+def _users_table(users: list[rest.User], as_csv: bool = False) -> None:
     from rich.table import Table
 
     table = Table(box=None, header_style="bold")
@@ -91,22 +102,23 @@ def _users_table(users: list[rest.User]) -> None:
     for user in users:
         table.add_row(
             str(user.id),
-            user.username,
+            esc(user.username),
             "yes" if user.admin else "",
             "yes" if user.active else "no",
             when(user.created_at),
         )
-    console.print(table)
+    print_table(table, as_csv)
 
 
 @app.command("list")
-def list_(as_json: JsonOption = False) -> None:
+def list_(as_json: JsonOption = False, as_csv: CsvOption = False) -> None:
     """Every user."""
+    check_formats(as_json, as_csv)
     users = client().users()
     if as_json:
         print_json(users)
     else:
-        _users_table(users)
+        _users_table(users, as_csv)
 
 
 @app.command()
@@ -187,10 +199,12 @@ def list_tokens(
         bool, typer.Option("--all-users", help="every user's (admins only)")
     ] = False,
     as_json: JsonOption = False,
+    as_csv: CsvOption = False,
 ) -> None:
     """Your access tokens (never the tokens themselves)."""
     from rich.table import Table
 
+    check_formats(as_json, as_csv)
     listed = client().tokens(all_users=all_users)
     if as_json:
         print_json(listed)
@@ -201,13 +215,13 @@ def list_tokens(
     for token in listed:
         table.add_row(
             str(token.id),
-            token.username,
-            token.description,
+            esc(token.username),
+            esc(token.description),
             when(token.created_at),
             when(token.expires_at) or "never",
             when(token.revoked_at),
         )
-    console.print(table)
+    print_table(table, as_csv)
 
 
 @tokens.command("revoke")

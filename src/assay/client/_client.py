@@ -63,6 +63,15 @@ class Client:
     def info(self) -> rest.MasterInfo:
         return rest.MasterInfo.model_validate(self.http.get("/api/v1/master"))
 
+    def master_config(self) -> dict[str, Any]:
+        """The master's effective settings, secrets masked (admins only)."""
+        return rest.MasterConfigView.model_validate(self.http.get("/api/v1/master/config")).config
+
+    def master_logs(self, *, after: int = 0) -> list[rest.MasterLogLine]:
+        """The master's recent log lines after line ``after`` (admins only)."""
+        answer = self.http.get("/api/v1/master/logs", params={"after": after})
+        return rest.MasterLogPage.model_validate(answer).lines
+
     def agents(self) -> list[rest.Agent]:
         return rest.AgentList.model_validate(self.http.get("/api/v1/agents")).agents
 
@@ -155,6 +164,38 @@ class Client:
             json_body=change.model_dump(exclude_unset=True),
         )
         return rest.Experiment.model_validate(answer)
+
+    def fork_experiment(
+        self, experiment_id: int, *, overrides: Sequence[str] = (), activate: bool = True
+    ) -> rest.Experiment:
+        """A new experiment with the experiment's config (``overrides`` applied) and context."""
+        body = request_body(rest.ExperimentFork, overrides=list(overrides), activate=activate)
+        answer = self.http.post(f"/api/v1/experiments/{experiment_id}/fork", body.model_dump())
+        return rest.Experiment.model_validate(answer)
+
+    def continue_experiment(
+        self,
+        experiment_id: int,
+        *,
+        trial_id: int | None = None,
+        overrides: Sequence[str] = (),
+        activate: bool = True,
+    ) -> rest.Experiment:
+        """A new experiment training a trial of the ended experiment further (its only one, or
+        ``trial_id``) from its latest checkpoint."""
+        body = request_body(
+            rest.ExperimentContinue,
+            trial_id=trial_id,
+            overrides=list(overrides),
+            activate=activate,
+        )
+        answer = self.http.post(f"/api/v1/experiments/{experiment_id}/continue", body.model_dump())
+        return rest.Experiment.model_validate(answer)
+
+    def delete_experiment(self, experiment_id: int) -> rest.ExperimentDeleted:
+        """Delete an ended experiment: its checkpoint files, then its rows."""
+        answer = self.http.request("DELETE", f"/api/v1/experiments/{experiment_id}", timeout=300.0)
+        return rest.ExperimentDeleted.model_validate(answer)
 
     # -- jobs that are not experiments ----------------------------------------------------------
     def submit_job(

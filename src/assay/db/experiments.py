@@ -97,3 +97,42 @@ def live(session: Session) -> Sequence[Experiment]:
     return session.scalars(
         select(Experiment).where(Experiment.state.not_in(TERMINAL_EXPERIMENT_STATES))
     ).all()
+
+
+def delete(session: Session, experiment_id: int) -> None:
+    """Delete the experiment and every row of it: its trials' metrics, logs, allocations and
+    checkpoints, its notes, its trials, its job, and its context when nothing else uses it."""
+    from sqlalchemy import delete as sql_delete
+
+    from assay.db._models import (
+        Allocation,
+        Checkpoint,
+        Context,
+        ExperimentNote,
+        Job,
+        Metric,
+        Task,
+        TaskLog,
+        Trial,
+    )
+
+    exp = require(session, experiment_id)
+    trial_ids = select(Trial.id).where(Trial.experiment_id == experiment_id)
+    for model, column in (
+        (Metric, Metric.trial_id),
+        (TaskLog, TaskLog.trial_id),
+        (Allocation, Allocation.trial_id),
+    ):
+        session.execute(sql_delete(model).where(column.in_(trial_ids)))
+    session.execute(sql_delete(Checkpoint).where(Checkpoint.experiment_id == experiment_id))
+    session.execute(sql_delete(ExperimentNote).where(ExperimentNote.experiment_id == experiment_id))
+    session.execute(sql_delete(Trial).where(Trial.experiment_id == experiment_id))
+    job_id, context_id = exp.job_id, exp.context_id
+    session.delete(exp)
+    session.flush()
+    session.execute(sql_delete(Job).where(Job.id == job_id))
+    used = session.scalar(
+        select(func.count()).select_from(Experiment).where(Experiment.context_id == context_id)
+    ) or session.scalar(select(func.count()).select_from(Task).where(Task.context_id == context_id))
+    if not used:
+        session.execute(sql_delete(Context).where(Context.id == context_id))

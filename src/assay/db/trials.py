@@ -183,3 +183,10 @@ def sequence_number(session: Session, trial: Trial) -> int:
         )
         or 0
     )
+
+
+def starting_from(session: Session, uuids: set[str]) -> Sequence[Trial]:
+    """The trials that start from one of the checkpoints ``uuids`` (continued, or warm-started)."""
+    if not uuids:
+        return []
+    return session.scalars(select(Trial).where(Trial.source_checkpoint.in_(uuids))).all()

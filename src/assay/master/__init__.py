@@ -13,6 +13,8 @@ from assay.master._gateway import AgentGateway
 from assay.master._harness import Caller
 from assay.master._harness_service import HarnessService
 from assay.master._master import Master
+from assay.master._master_log import KEEP as MASTER_LOG_KEEP
+from assay.master._master_log import effective_config
 from assay.master._reads import LOG_PAGE, Reads, TrialLogs
 from assay.master._submit import Submission
 from assay.master._task_service import LOG_PAGE as TASK_LOG_PAGE
@@ -22,6 +24,7 @@ from assay.protocol import AllocationState, ExperimentState, PreemptReason, Tria
 
 __all__ = [
     "LOG_PAGE",
+    "MASTER_LOG_KEEP",
     "TASK_LOG_PAGE",
     "Actor",
     "AgentGateway",
@@ -39,4 +42,5 @@ __all__ = [
     "TrialLogs",
     "TrialState",
     "UserService",
+    "effective_config",
 ]

@@ -13,6 +13,7 @@ from assay import rest
 from assay.config import MasterConfig
 from assay.db import Experiment, Session, experiments, trials
 from assay.db import jobs as db_jobs
+from assay.master import _derive as derive
 from assay.master import _jobs as jobs
 from assay.master import _lifecycle as life
 from assay.master import _views as views
@@ -96,6 +97,26 @@ class ExperimentCommands:
             return create_experiment(tx, valid, self.settings)
 
         return await self.core.transact(_viewed(handler))
+
+    async def fork(
+        self, actor: Actor, experiment_id: int, body: rest.ExperimentFork
+    ) -> rest.Experiment:
+        """A new experiment from the experiment's config and context, with overrides."""
+        sub = await self.core.read(lambda s: derive.fork_submission(s, actor, experiment_id, body))
+        return await self.create(actor, sub)
+
+    async def continue_trial(
+        self, actor: Actor, experiment_id: int, body: rest.ExperimentContinue
+    ) -> rest.Experiment:
+        """A new experiment training one of the experiment's trials further."""
+        sub = await self.core.read(
+            lambda s: derive.continue_submission(s, actor, experiment_id, body)
+        )
+        return await self.create(actor, sub)
+
+    async def delete(self, actor: Actor, experiment_id: int) -> rest.ExperimentDeleted:
+        """Delete an ended experiment: its checkpoints from storage, then its rows."""
+        return await derive.delete_experiment(self.core, actor, experiment_id)
 
     async def add_note(self, experiment_id: int, text: str) -> None:
         """Append a line to the experiment's log (``[experiment]`` in ``assay experiment

@@ -34,6 +34,7 @@ from assay.master._commands import ExperimentCommands
 from assay.master._gateway import AgentGateway
 from assay.master._harness_service import HarnessService
 from assay.master._loops import Loops
+from assay.master._master_log import MasterLog
 from assay.master._orchestrator import Orchestrator
 from assay.master._reads import Reads
 from assay.master._searchers import SearcherCache
@@ -76,6 +77,8 @@ class Master:
         self.reads = Reads(self.core, settings)
         self.users = UserService(self.core)
         self.tasks = TaskService(self.core, settings, self.core.hub.connected_views)
+        self.recent_log = MasterLog()
+        """The master's recent log lines (``assay master logs``)."""
 
     @classmethod
     def open(
@@ -107,6 +110,7 @@ class Master:
     # -- start and stop ---------------------------------------------------------------------------
 
     async def start(self) -> None:
+        self.recent_log.install()
         core = self.core
         core.started_at = core.clock()
         now = core.started_at
@@ -139,3 +143,4 @@ class Master:
         self.begin_shutdown()
         await self.autoscaler.close()
         await self.loops.stop()
+        self.recent_log.remove()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from assay.protocol import InstanceState
@@ -69,3 +71,20 @@ class ResourcePool(Resource):
 
 class ResourcePoolList(Resource):
     resource_pools: list[ResourcePool]
+
+
+class MasterConfigView(Resource):
+    """The settings the running master uses (defaults filled in), every secret masked."""
+
+    config: dict[str, Any]
+
+
+class MasterLogLine(Resource):
+    id: int = Field(description="Increasing; ask for lines after the last one seen.")
+    time: float = Field(description="Seconds since the epoch.")
+    level: str
+    line: str
+
+
+class MasterLogPage(Resource):
+    lines: list[MasterLogLine] = Field(description="Oldest first.")

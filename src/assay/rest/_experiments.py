@@ -98,3 +98,34 @@ class ExperimentNote(Resource):
 
 class ExperimentNoteList(Resource):
     notes: list[ExperimentNote] = Field(description="Oldest first.")
+
+
+_Override = Annotated[str, Field(max_length=65536, pattern=NO_NUL)]
+
+
+class ExperimentFork(Request):
+    """A new experiment from another's config and context, with overrides applied."""
+
+    overrides: Annotated[list[_Override], Field(max_length=1000)] = Field(
+        default=[], description="`key.path=value`, as `create --config` takes them."
+    )
+    activate: bool = Field(default=True, description="False creates it PAUSED.")
+
+
+class ExperimentContinue(ExperimentFork):
+    """A new experiment whose one trial trains a trial of an ended experiment further, from its
+    latest checkpoint, with the same hyperparameters (give a larger ``searcher.max_length`` in
+    ``overrides``)."""
+
+    trial_id: DbInt | None = Field(
+        default=None, description="The trial to continue; needed when the experiment has several."
+    )
+
+
+class ExperimentDeleted(Resource):
+    """What deleting an experiment removed."""
+
+    id: int
+    name: str
+    trials: int = Field(description="How many trials were deleted with it.")
+    checkpoints: int = Field(description="How many checkpoints were deleted from storage.")
