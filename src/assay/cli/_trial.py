@@ -12,8 +12,10 @@ import typer
 from assay.cli._common import (
     client,
     console,
+    esc,
     fail,
     fmt_metric,
+    fmt_report,
     print_json,
     print_json_line,
     print_log_line,
@@ -75,9 +77,18 @@ def describe(
         f"failures {trial.restarts}  best {fmt_metric(trial.best_validation)}"
     )
     if trial.message:
-        console.print(f"  {trial.message}")
-    console.print(f"  hyperparameters: {trial.hparams}")
+        console.print(f"  {esc(trial.message)}")
+    if trial.waiting:
+        console.print(f"  waiting: {esc(trial.waiting)}")
+    console.print(f"  hyperparameters: {esc(str(trial.hparams))}")
     console.print(f"  latest checkpoint: {trial.latest_checkpoint or '-'}")
+    latest_reports = {"training": trial.latest_training, "validation": trial.latest_validation}
+    for name, latest in latest_reports.items():
+        if latest is not None:
+            console.print(
+                f"  latest {name}: step {latest.steps_completed}  "
+                f"{esc(fmt_report(latest, None, limit=200))}  ({when(latest.time)})"
+            )
     if reports is None:
         groups = {"validation": validations[-10:]}
     else:
