@@ -1,6 +1,7 @@
 """Room for a job as a whole, free of IO: whether a pool's agents together could ever hold all
 of its instances (a gang starts all at once, so one too big would wait forever), and why a job
-that could fit still waits (what ``assay job list`` shows as "Why it waits").
+or an experiment's queued trials wait (the ``waiting`` of the queue, experiment and trial
+answers: "Why it waits" in ``assay job list``).
 
 Amounts are slots, cores and MB of memory. An agent that did not say its cores or memory (0)
 has them unlimited, as the scheduler counts them.
@@ -210,8 +211,8 @@ def why_waiting(
         return _behind(job.ahead, "")
     if job.trial is not None:
         return (
-            f"{_unit('slots', per)} are free in all, but no agent or set of whole agents of one "
-            "size has them free together"
+            f"enough slots are free in all; a trial starts once {_unit('slots', per)} are free "
+            "on one agent or on whole agents of one size"
         )
     return "enough is free in all, but no agent has the free room one of its instances needs"
 
