@@ -23,6 +23,7 @@ from assay.protocol import ExperimentState, TrialState
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from assay import rest
     from assay.client import Client
 
 M = TypeVar("M", bound="BaseModel")
@@ -270,6 +271,18 @@ def fmt_hparams(hparams: dict[str, Any], limit: int = 60) -> str:
         return out
 
     text = ", ".join(flat(hparams))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def fmt_report(report: rest.Metric | None, metric: str | None, limit: int = 40) -> str:
+    """A report's values in a table cell: the searcher ``metric`` alone when the report has
+    it, else ``name=value`` pairs cut at ``limit``; empty without a report."""
+    if report is None:
+        return ""
+    values = report.metrics
+    if metric is not None and metric in values:
+        return fmt_metric(values[metric])
+    text = ", ".join(f"{k}={fmt_metric(v)}" for k, v in values.items())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -20,6 +20,7 @@ from assay.cli._common import (
     fail,
     fmt_hparams,
     fmt_metric,
+    fmt_report,
     print_json,
     print_json_line,
     print_log_line,
@@ -258,7 +259,9 @@ def describe(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
         f"({'min' if searcher.smaller_is_better else 'max'})"
     )
     if exp.message:
-        console.print(f"  {exp.message}")
+        console.print(f"  {esc(exp.message)}")
+    if exp.waiting:
+        console.print(f"  waiting: {esc(exp.waiting)}")
     console.print(trial_table(trials, searcher.metric))
 
 
@@ -271,6 +274,9 @@ def trial_table(trials: Sequence[rest.Trial], metric: str | None) -> Table:
         ("State", "left"),
         ("Steps", "right"),
         (f"Best {metric or 'metric'}", "right"),
+        # The latest reports, so a running trial shows where it is before it validates.
+        ("Latest training", "right"),
+        ("Latest validation", "right"),
         # `restarts` counts the trial's failures (the last one too, which it was not restarted
         # after): "Restarts 1" on a trial that failed once and never ran again misleads.
         ("Failures", "right"),
@@ -278,7 +284,7 @@ def trial_table(trials: Sequence[rest.Trial], metric: str | None) -> Table:
         ("Hyperparameters", "left"),
     ):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    room = max(16, console.width - 70)
+    room = max(16, console.width - 100)
     for t in trials:
         state = styled_state(t.state) + (" (early stop)" if t.early_stopped else "")
         table.add_row(
@@ -286,6 +292,8 @@ def trial_table(trials: Sequence[rest.Trial], metric: str | None) -> Table:
             state,
             str(t.steps_completed),
             fmt_metric(t.best_validation),
+            fmt_report(t.latest_training, metric, limit=24),
+            fmt_report(t.latest_validation, metric, limit=24),
             str(t.restarts),
             (t.latest_checkpoint or "")[:8],
             fmt_hparams(t.hparams, limit=room),

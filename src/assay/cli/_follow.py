@@ -199,7 +199,7 @@ def print_outcome(client: Client, exp: rest.Experiment, rc: Reconnector | None =
     best = exp.best_trial
     if best is None:
         console.print("no trial reported the searcher metric")
-        explain_failure(client, exp.id, rc)
+        explain_failure(client, exp.id, rc, already_said=exp.message or "")
         return
     console.print(
         f"best trial: {best.id}  {exp.searcher.metric} = {fmt_metric(best.best_validation)}  "
@@ -222,22 +222,29 @@ def checkpoint_directory(storage: dict[str, object]) -> str | None:
     return posixpath.join(host, sub) if isinstance(sub, str) else host
 
 
-def explain_failure(client: Client, experiment_id: int, rc: Reconnector) -> None:
+def explain_failure(
+    client: Client, experiment_id: int, rc: Reconnector, *, already_said: str = ""
+) -> None:
     """Show why the newest failed trial failed, so a user whose every trial died sees the
-    reason without knowing which trial's log to read."""
+    reason without knowing which trial's log to read. What ``already_said`` (the experiment's
+    own message) names already, the trial and its log command, is not said again."""
     trials = rc.call(lambda: client.trials(experiment_id))
     failed = [t for t in trials if t.state == TrialState.ERROR]
     if not failed:
         return
     trial = max(failed, key=lambda t: (t.ended_at or 0.0, t.id))
     lines = rc.call(lambda: log_tail(client, trial.id, FAILURE_LINES))
-    said = f": {trial.message}" if trial.message else ""
-    console.print(f"trial {trial.id} failed{said}", markup=False, highlight=False)
+    pointer = f"assay trial logs {trial.id}"
+    named = pointer in already_said
+    if not named:
+        said = f": {trial.message}" if trial.message else ""
+        console.print(f"trial {trial.id} failed{said}", markup=False, highlight=False)
     if lines:
-        console.print("its last lines:")
+        console.print(f"trial {trial.id}'s last lines:" if named else "its last lines:")
         for line in lines:
             console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
-    console.print(f"all of its output: assay trial logs {trial.id}", markup=False)
+    if not named:
+        console.print(f"all of its output: {pointer}", markup=False)
 
 
 def log_tail(client: Client, trial_id: int, count: int) -> list[str]:

@@ -13,7 +13,9 @@ from assay.cli._common import (
     check_formats,
     client,
     console,
+    esc,
     fmt_metric,
+    fmt_report,
     print_json,
     print_json_line,
     print_log_line,
@@ -82,9 +84,18 @@ def describe(
         f"failures {trial.restarts}  best {fmt_metric(trial.best_validation)}"
     )
     if trial.message:
-        console.print(f"  {trial.message}")
-    console.print(f"  hyperparameters: {trial.hparams}")
+        console.print(f"  {esc(trial.message)}")
+    if trial.waiting:
+        console.print(f"  waiting: {esc(trial.waiting)}")
+    console.print(f"  hyperparameters: {esc(str(trial.hparams))}")
     console.print(f"  latest checkpoint: {trial.latest_checkpoint or '-'}")
+    latest_reports = {"training": trial.latest_training, "validation": trial.latest_validation}
+    for name, latest in latest_reports.items():
+        if latest is not None:
+            console.print(
+                f"  latest {name}: step {latest.steps_completed}  "
+                f"{esc(fmt_report(latest, None, limit=200))}  ({when(latest.time)})"
+            )
     if reports is None:
         groups = {"validation": validations[-10:]}
     else:

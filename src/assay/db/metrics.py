@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, select, update
+from sqlalchemy import Table, and_, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -86,3 +86,39 @@ def validation_values(
         )
     ).all()
     return [(t, s, (v or {}).get(metric)) for t, s, v in rows]
+
+
+def latest(session: Session, trial_ids: Sequence[int]) -> dict[int, dict[str, Metric]]:
+    """Per trial, its latest current (not archived) report of each group, by step: what its
+    views show as its latest training and validation metrics."""
+    if not trial_ids:
+        return {}
+    top = (
+        select(
+            Metric.trial_id,
+            Metric.group,
+            func.max(Metric.steps_completed).label("steps"),
+        )
+        .where(Metric.trial_id.in_(list(trial_ids)), Metric.archived.is_(False))
+        .group_by(Metric.trial_id, Metric.group)
+        .subquery()
+    )
+    rows = session.scalars(
+        select(Metric)
+        .join(
+            top,
+            and_(
+                Metric.trial_id == top.c.trial_id,
+                Metric.group == top.c.group,
+                Metric.steps_completed == top.c.steps,
+            ),
+        )
+        .where(Metric.archived.is_(False))
+        # Two runs may have reported the same step (one archived is left out above); the later
+        # run wins.
+        .order_by(Metric.run)
+    ).all()
+    out: dict[int, dict[str, Metric]] = {}
+    for row in rows:
+        out.setdefault(row.trial_id, {})[row.group] = row
+    return out

@@ -20,7 +20,6 @@ from assay.master import _views as views
 from assay.master._notes import add_note
 from assay.master._orchestrator import Orchestrator
 from assay.master._submit import Submission, create_experiment, validate_submission
-from assay.master._task_room import AgentRoom
 from assay.master._tx import Tx
 from assay.master._users import Actor
 from assay.protocol import ExperimentState
@@ -178,7 +177,8 @@ class ExperimentCommands:
             trial = trials.require(tx.session, trial_id)
             exp = experiments.require(tx.session, trial.experiment_id)
             actor.require_owner(exp.owner, f"trial {trial_id} (of experiment {exp.id})")
-            return views.trial(life.kill_trial(tx, trial_id))
+            (killed,) = views.trials_of(tx.session, [life.kill_trial(tx, trial_id)])
+            return killed
 
         return await self.core.transact(handler)
 
@@ -187,11 +187,7 @@ class ExperimentCommands:
         order."""
         name = pool or self.settings.default_compute_pool
         waiting = set(self._waiting_jobs())
-        agents = [
-            AgentRoom(len(a.slots), a.cpu, a.memory_mb)
-            for a in self.core.hub.connected_views()
-            if a.pool == name and a.enabled
-        ]
+        agents = jobs.pool_agents(self.core.hub.connected_views(), name)
         return await self.core.read(
             lambda s: jobs.list_jobs(s, name, self.settings, waiting, agents)
         )

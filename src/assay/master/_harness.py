@@ -59,6 +59,12 @@ def ingest_metrics(
         # was checked, and its late reports must not mix with the next run's.
         raise Unauthorized(f"allocation {caller.allocation_id} has ended")
     metrics.insert(session, caller.trial_id, caller.run, reports, now)
+    if reports:
+        # Every group counts, training too: a trial that has trained 80,000 batches and not yet
+        # validated or checkpointed has not done 0 steps.
+        trials.raise_steps_completed(
+            session, caller.trial_id, max(r.steps_completed for r in reports)
+        )
     validations = [r for r in reports if r.group == VALIDATION]
     if not validations:
         return []
@@ -74,8 +80,6 @@ def ingest_metrics(
             score = float(value) if smaller else -float(value)
             trials.improve_best_validation(session, trial.id, float(value), score)
             relevant.append(r)
-    if validations:
-        trials.raise_steps_completed(session, trial.id, max(r.steps_completed for r in validations))
     return relevant
 
 

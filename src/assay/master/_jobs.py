@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from assay import rest
 from assay.config import MasterConfig
@@ -23,6 +23,9 @@ from assay.scheduler import (
     order_jobs,
     validate_batch,
 )
+
+if TYPE_CHECKING:
+    from assay.master._scheduling import AgentView
 
 _ACTIVE = (ExperimentState.ACTIVE, *(s for s in ExperimentState if s.stopping))
 _UPDATABLE = (*_ACTIVE, ExperimentState.PAUSED)
@@ -52,6 +55,24 @@ def policies(settings: MasterConfig) -> dict[str, PolicyKind]:
     return {p.pool_name: PolicyKind(p.scheduler.type) for p in settings.resource_pools}
 
 
+def pool_agents(connected: Iterable[AgentView], pool: str) -> list[room.AgentRoom]:
+    """What the connected, enabled agents of ``pool`` offer, as the wait explanations count."""
+    return [
+        room.AgentRoom(len(a.slots), a.cpu, a.memory_mb, frozenset(a.labels))
+        for a in connected
+        if a.pool == pool and a.enabled
+    ]
+
+
+def _trial_shape(exp: Experiment) -> room.TrialShape:
+    resources = exp.config.get("resources") or {}
+    return room.TrialShape(
+        slots=int(resources.get("slots_per_trial", 1)),
+        label=resources.get("agent_label") or None,
+        single_node=bool(resources.get("is_single_node")),
+    )
+
+
 def list_jobs(
     session: Session,
     pool: str,
@@ -60,10 +81,13 @@ def list_jobs(
     agents: Sequence[room.AgentRoom] = (),
 ) -> rest.JobQueue:
     """The active jobs of ``pool`` in scheduling order, with their slots and status, and for
-    each that does not run, why it waits (``agents``: the pool's connected, enabled agents).
+    each with work that does not start, why it waits (``agents``: the pool's connected, enabled
+    agents, :func:`pool_agents`).
 
     RUNNING means some of it runs (a trial, an instance, with slots or with none); SCHEDULED
     that slots are reserved for it until the ones it preempted come free; QUEUED that it waits.
+    An experiment with trials running and others queued is RUNNING and still says why the
+    queued ones wait.
     """
     policy = policies(settings).get(pool)
     if policy is None:
@@ -100,7 +124,7 @@ def list_jobs(
     total = room.pool_total(agents)
     free = total - held
     out = []
-    ahead: str | None = None
+    ahead: list[str] = []
     views = [job_view(j) for j, _, _ in by_id.values()]
     for position, view in enumerate(order_jobs(views, policy)):
         job, exp, task = by_id[view.id]
@@ -110,17 +134,25 @@ def list_jobs(
             status = JobState.RUNNING
         else:
             status = JobState.SCHEDULED if job.id in waiting else JobState.QUEUED
-        if status != JobState.RUNNING and (task is not None or queued > 0):
-            need = needs.get(job.id, room.Amounts(slots=queued))
+        waits = status != JobState.RUNNING if task is not None else queued > 0
+        if waits:
+            shape = _trial_shape(exp) if exp is not None else None
+            need = room.Amounts(slots=shape.slots) if shape else needs.get(job.id, room.Amounts())
             why = room.why_waiting(
-                room.Queued(need, reserved=status == JobState.SCHEDULED, ahead=ahead),
+                room.Queued(
+                    need,
+                    reserved=status == JobState.SCHEDULED,
+                    ahead=tuple(ahead),
+                    trial=shape,
+                    held=acquired,
+                    max_slots=job.max_slots,
+                ),
                 pool=pool,
-                agents=len(agents),
+                agents=agents,
                 total=total,
                 free=free,
             )
-            if ahead is None:
-                ahead = f"job {task.id}" if task is not None else f"experiment {exp and exp.id}"
+            ahead.append(f"job {task.id}" if task is not None else f"experiment {exp and exp.id}")
         out.append(
             rest.Job(
                 position=position,
@@ -142,6 +174,22 @@ def list_jobs(
             )
         )
     return rest.JobQueue(resource_pool=pool, scheduler=policy.value, jobs=out)
+
+
+def waiting_of(
+    session: Session,
+    job_id: str,
+    settings: MasterConfig,
+    reserved: set[str],
+    connected: Iterable[AgentView],
+) -> str | None:
+    """Why the job's queued work waits, as its row of :func:`list_jobs` says it: what
+    ``assay experiment describe`` and the trial views show."""
+    job = jobs.get(session, job_id)
+    if job is None or job.done or job.pool not in policies(settings):
+        return None
+    queue = list_jobs(session, job.pool, settings, reserved, pool_agents(connected, job.pool))
+    return next((row.waiting for row in queue.jobs if row.id == job_id), None)
 
 
 def update_jobs(tx: Tx, updates: list[JobUpdate], settings: MasterConfig) -> list[str]:

@@ -14,6 +14,7 @@ from dataclasses import replace
 from assay.db import Allocation, Experiment, Trial, allocations, experiments, jobs, trials
 from assay.errors import InvalidTransition
 from assay.master._clock import account_state_change
+from assay.master._end_message import failure_message
 from assay.master._gc import mark_for_collection
 from assay.master._transitions import (
     TIMED_OUT,
@@ -138,7 +139,7 @@ def _shutdown(tx: Tx, exp: Experiment, op: Shutdown) -> None:
     if not move_experiment(tx, exp, event):
         return
     if op.failure:
-        exp.message = op.message or "the searcher could not go on"
+        exp.message = failure_message(tx.session, exp.id, op.message)
     move_trials(tx, exp, event)
 
 

@@ -74,7 +74,7 @@ class Master:
         self.experiments = ExperimentCommands(
             self.core, settings, assay_home, lambda: self.loops.waiting_jobs
         )
-        self.reads = Reads(self.core, settings)
+        self.reads = Reads(self.core, settings, lambda: self.loops.waiting_jobs)
         self.users = UserService(self.core)
         self.tasks = TaskService(self.core, settings, self.core.hub.connected_views)
         self.recent_log = MasterLog()

@@ -7,13 +7,14 @@ SQLAlchemy. A missing experiment, trial, checkpoint or context raises :class:`No
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 
 import assay
 from assay import rest
 from assay.config import MasterConfig
 from assay.db import (
+    Experiment,
     Session,
     agents,
     allocations,
@@ -26,6 +27,7 @@ from assay.db import (
     notes,
     trials,
 )
+from assay.master import _jobs as jobs
 from assay.master import _views as views
 from assay.master._orchestrator import Orchestrator
 from assay.protocol import TrialState
@@ -47,9 +49,29 @@ class TrialLogs:
 
 
 class Reads:
-    def __init__(self, core: Orchestrator, settings: MasterConfig) -> None:
+    def __init__(
+        self,
+        core: Orchestrator,
+        settings: MasterConfig,
+        reserved: Callable[[], set[str]] = set,
+    ) -> None:
         self.core = core
         self.settings = settings
+        self._reserved = reserved
+        """The jobs the scheduler holds slots for (SCHEDULED in the queue)."""
+
+    def _why_waiting(self) -> Callable[[Session, Experiment], str | None]:
+        """Why an experiment's queued trials wait, read in a session (none queued: None), as
+        the job queue says it; what is not in the database is taken now, outside it."""
+        reserved = set(self._reserved())
+        connected = self.core.hub.connected_views()
+
+        def why(session: Session, exp: Experiment) -> str | None:
+            if not trials.counts(session, [exp.id])[exp.id].get(TrialState.QUEUED):
+                return None
+            return jobs.waiting_of(session, exp.job_id, self.settings, reserved, connected)
+
+        return why
 
     def info(self) -> rest.MasterInfo:
         return rest.MasterInfo(
@@ -61,9 +83,14 @@ class Reads:
         )
 
     async def experiment(self, experiment_id: int) -> rest.Experiment:
-        return await self.core.read(
-            lambda s: views.experiment(s, experiments.require(s, experiment_id))
-        )
+        why = self._why_waiting()
+
+        def read(session: Session) -> rest.Experiment:
+            exp = experiments.require(session, experiment_id)
+            shown = views.experiment(session, exp)
+            return shown.model_copy(update={"waiting": why(session, exp)})
+
+        return await self.core.read(read)
 
     async def experiments(
         self,
@@ -100,10 +127,12 @@ class Reads:
         return await self.core.read(read)
 
     async def trials(self, experiment_id: int) -> rest.TrialList:
+        why = self._why_waiting()
+
         def read(session: Session) -> rest.TrialList:
-            experiments.require(session, experiment_id)
+            exp = experiments.require(session, experiment_id)
             rows = trials.of_experiment(session, experiment_id)
-            return rest.TrialList(trials=[views.trial(t) for t in rows])
+            return rest.TrialList(trials=views.trials_of(session, rows, why(session, exp)))
 
         return await self.core.read(read)
 
@@ -122,9 +151,16 @@ class Reads:
         return await self.core.read(read)
 
     async def trial(self, trial_id: int) -> rest.TrialDetail:
+        why = self._why_waiting()
+
         def read(session: Session) -> rest.TrialDetail:
             row = trials.require(session, trial_id)
-            return views.trial_detail(row, allocations.of_trial(session, trial_id))
+            waiting = None
+            if row.state == TrialState.QUEUED:
+                waiting = why(session, experiments.require(session, row.experiment_id))
+            return views.trial_detail(
+                session, row, allocations.of_trial(session, trial_id), waiting
+            )
 
         return await self.core.read(read)
 

@@ -306,6 +306,9 @@ def start_trial(
     if trial.source_checkpoint is not None and trial.latest_checkpoint == trial.source_checkpoint:
         steps = 0
     metrics.archive_after(tx.session, trial.id, steps, before_run=trial.runs)
+    # The new run starts from there: steps trained past it by an earlier run are redone, and
+    # the trial's views count from where it stands now, as its (unarchived) metrics do.
+    trial.steps_completed = steps
     alloc = allocations.create(
         tx.session,
         allocation_id=f"{trial.id}.{trial.runs}",

@@ -1,6 +1,7 @@
 """Room for a job as a whole, free of IO: whether a pool's agents together could ever hold all
 of its instances (a gang starts all at once, so one too big would wait forever), and why a job
-that could fit still waits (what ``assay job list`` shows as "Why it waits").
+or an experiment's queued trials wait (the ``waiting`` of the queue, experiment and trial
+answers: "Why it waits" in ``assay job list``).
 
 Amounts are slots, cores and MB of memory. An agent that did not say its cores or memory (0)
 has them unlimited, as the scheduler counts them.
@@ -35,11 +36,24 @@ class Amounts:
 
 @dataclass(frozen=True)
 class AgentRoom:
-    """What one agent offers: its slots, cores (0: unlimited) and memory (0: unlimited)."""
+    """What one agent offers: its slots, cores (0: unlimited) and memory (0: unlimited), and
+    its labels."""
 
     slots: int
     cpu: float = 0.0
     memory_mb: int = 0
+    labels: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class TrialShape:
+    """What each trial of an experiment asks for (``resources``): ``slots`` on one agent if one
+    has them, else over whole agents of one size, unless ``single_node``; only agents with
+    ``label`` when given."""
+
+    slots: int
+    label: str | None = None
+    single_node: bool = False
 
 
 @dataclass(frozen=True)
@@ -139,23 +153,51 @@ def too_big(roles: Sequence[RoleNeed], total: Amounts) -> list[tuple[str, str]]:
 
 @dataclass(frozen=True)
 class Queued:
-    """What :func:`why_waiting` knows of a job that does not run."""
+    """What :func:`why_waiting` knows of a job whose queued work does not start."""
 
     need: Amounts
-    """What its waiting parts ask for in all (slots only, for an experiment's trials)."""
+    """What its next waiting part asks for: all its waiting instances (a job starts them all
+    together), or one trial of an experiment."""
     reserved: bool = False
     """Slots are reserved for it until the work it preempted stops (SCHEDULED)."""
-    ahead: str | None = None
-    """A job ahead of it in the queue that waits too, as users name it (``job 7``)."""
+    ahead: tuple[str, ...] = ()
+    """The jobs ahead of it in the queue that wait too, as users name them (``job 7``)."""
+    trial: TrialShape | None = None
+    """An experiment's: how each of its trials is placed."""
+    held: int = 0
+    """Slots it holds now."""
+    max_slots: int | None = None
+    """The most slots it may hold at once (its ``max_slots``); None: no limit."""
 
 
-def why_waiting(job: Queued, *, pool: str, agents: int, total: Amounts, free: Amounts) -> str:
-    """One line saying why ``job`` waits in ``pool``, whose ``agents`` connected agents have
-    ``total`` of which ``free`` is unused now."""
+def why_waiting(
+    job: Queued, *, pool: str, agents: Sequence[AgentRoom], total: Amounts, free: Amounts
+) -> str:
+    """One line saying why ``job`` waits in ``pool``, whose connected, enabled ``agents`` have
+    ``total`` of which ``free`` is unused now.
+
+    In order: what nothing but time will change (reserved slots), what waiting will not change
+    (no agents, a trial bigger than any placement the agents allow, ``max_slots``), then what
+    other work holds (free room, jobs ahead)."""
     if job.reserved:
         return "slots are reserved for it; it starts once the work it preempted has stopped"
-    if agents == 0:
+    if not agents:
         return f"no agent of pool {pool!r} is connected"
+    if job.trial is not None:
+        never = _trial_never_fits(job.trial, agents, pool)
+        if never is not None:
+            return never
+    per = job.need.slots
+    if job.max_slots is not None and job.held + per > job.max_slots:
+        if per > job.max_slots:
+            return (
+                f"a trial needs {_unit('slots', per)} but its max_slots is {job.max_slots}; "
+                "raise it (assay experiment set max-slots)"
+            )
+        return (
+            f"holds {job.held} slots, and one more trial of {_unit('slots', per)} would pass "
+            f"its max_slots of {job.max_slots}"
+        )
     short = _over(job.need, free)
     if short:
         resource = short[0]
@@ -163,7 +205,57 @@ def why_waiting(job: Queued, *, pool: str, agents: int, total: Amounts, free: Am
         return (
             f"needs {_unit(resource, need)}; {_short(resource, getattr(free, resource))} of "
             f"the pool's {_short(resource, getattr(total, resource))} are free"
+            + _behind(job.ahead, "; ")
         )
-    if job.ahead is not None:
-        return f"waits behind {job.ahead}, ahead of it in the queue"
+    if job.ahead:
+        return _behind(job.ahead, "")
+    if job.trial is not None:
+        return (
+            f"enough slots are free in all; a trial starts once {_unit('slots', per)} are free "
+            "on one agent or on whole agents of one size"
+        )
     return "enough is free in all, but no agent has the free room one of its instances needs"
+
+
+def _behind(ahead: tuple[str, ...], sep: str) -> str:
+    if not ahead:
+        return ""
+    if len(ahead) == 1:
+        return f"{sep}waits behind {ahead[0]}, ahead of it in the queue"
+    return f"{sep}waits behind {len(ahead)} jobs ahead of it in the queue, {ahead[0]} first"
+
+
+def _trial_never_fits(shape: TrialShape, agents: Sequence[AgentRoom], pool: str) -> str | None:
+    """Why no trial of ``shape`` fits ``agents`` even with all their slots free: the slots
+    :func:`assay.scheduler.fit` could ever place it on; None when some placement exists."""
+    hosts = [a for a in agents if shape.label is None or shape.label in a.labels]
+    if not hosts:
+        return (
+            f"its trials need an agent with label {shape.label!r}; no connected agent of pool "
+            f"{pool!r} has it"
+        )
+    need = shape.slots
+    largest = max(a.slots for a in hosts)
+    if need <= largest:
+        return None
+    sizes: dict[int, int] = {}
+    for a in hosts:
+        if a.slots:
+            sizes[a.slots] = sizes.get(a.slots, 0) + 1
+    if not shape.single_node and any(
+        need % size == 0 and count >= need // size for size, count in sizes.items()
+    ):
+        return None
+    where = f"pool {pool!r}" if shape.label is None else f"pool {pool!r} with label {shape.label!r}"
+    head = f"needs {_unit('slots', need)} a trial; the largest agent in {where} has {largest}"
+    if shape.single_node:
+        return f"{head}, and resources.is_single_node keeps a trial on one agent"
+    together = sum(a.slots for a in hosts)
+    if len(hosts) == 1:
+        return head
+    if together < need:
+        return f"{head}, its {len(hosts)} agents {together} in all"
+    return (
+        f"{head}, and a trial spreads only over whole agents with the same number of slots, "
+        "which these do not make up"
+    )

@@ -8,7 +8,7 @@ the HTTP layer sends them as they are and needs neither ``assay.db`` nor SQLAlch
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from assay import rest
@@ -25,9 +25,12 @@ from assay.db import (
     Token,
     Trial,
     User,
+    metrics,
     trials,
 )
 from assay.protocol import (
+    TRAINING,
+    VALIDATION,
     AllocationState,
     CheckpointState,
     ExperimentState,
@@ -100,13 +103,36 @@ def experiment(session: Session, exp: Experiment) -> rest.Experiment:
     )
 
 
-def trial(row: Trial) -> rest.Trial:
-    return rest.Trial.model_validate(row, from_attributes=True)
+def trial(
+    row: Trial, latest: Mapping[str, Metric] | None = None, waiting: str | None = None
+) -> rest.Trial:
+    """The trial with its latest report of each group (``latest``, by group, from
+    :func:`assay.db.metrics.latest`) and, while it is queued, why it waits."""
+    reports = latest or {}
+    training, validation = reports.get(TRAINING), reports.get(VALIDATION)
+    return rest.Trial.model_validate(row, from_attributes=True).model_copy(
+        update={
+            "latest_training": None if training is None else metric(training),
+            "latest_validation": None if validation is None else metric(validation),
+            "waiting": waiting if row.state == TrialState.QUEUED else None,
+        }
+    )
 
 
-def trial_detail(row: Trial, runs: Sequence[Allocation]) -> rest.TrialDetail:
+def trials_of(
+    session: Session, rows: Sequence[Trial], waiting: str | None = None
+) -> list[rest.Trial]:
+    """``rows`` as answers show trials, their latest reports read in ``session`` at once."""
+    latest = metrics.latest(session, [t.id for t in rows])
+    return [trial(t, latest.get(t.id), waiting) for t in rows]
+
+
+def trial_detail(
+    session: Session, row: Trial, runs: Sequence[Allocation], waiting: str | None = None
+) -> rest.TrialDetail:
     """The trial with all its runs, first to last."""
-    return rest.TrialDetail(**dict(trial(row)), allocations=[allocation(a) for a in runs])
+    (shown,) = trials_of(session, [row], waiting)
+    return rest.TrialDetail(**dict(shown), allocations=[allocation(a) for a in runs])
 
 
 def allocation(alloc: Allocation) -> rest.Allocation:

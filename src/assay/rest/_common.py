@@ -22,6 +22,16 @@ DbText = Annotated[str, Field(pattern=NO_NUL)]
 """A string without NUL characters."""
 
 
+Waiting = Annotated[
+    str | None,
+    Field(
+        description="Why its queued work does not start, in one line (e.g. 'needs 4 slots a "
+        "trial; the largest agent in pool 'default' has 2'); null when nothing of it waits."
+    ),
+]
+"""The one field that explains a wait, on a job of the queue, an experiment and a trial."""
+
+
 class Resource(BaseModel):
     """Base of every REST resource.
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from assay.protocol import ExperimentState, TrialState
-from assay.rest._common import NO_NUL, DbInt, Pagination, Request, Resource
+from assay.rest._common import NO_NUL, DbInt, Pagination, Request, Resource, Waiting
 
 
 class SearcherSummary(Resource):
@@ -52,6 +52,7 @@ class Experiment(ExperimentSummary):
 
     config: dict[str, Any]
     original_config: str
+    waiting: Waiting = None
 
 
 class ExperimentList(Resource):

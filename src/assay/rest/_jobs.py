@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from assay.protocol import JobState
-from assay.rest._common import Request, Resource
+from assay.rest._common import Request, Resource, Waiting
 
 
 class Job(Resource):
@@ -28,11 +28,7 @@ class Job(Resource):
     )
     user: str
     resource_pool: str
-    waiting: str | None = Field(
-        default=None,
-        description="Why it does not run yet, in one line (e.g. 'needs 4 slots; 2 of the "
-        "pool's 8 are free'); null while it runs.",
-    )
+    waiting: Waiting = None
 
 
 class JobQueue(Resource):

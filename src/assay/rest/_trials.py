@@ -7,7 +7,21 @@ from typing import Any
 from pydantic import Field
 
 from assay.protocol import AllocationState, CheckpointState, ExitedReason, PreemptReason, TrialState
-from assay.rest._common import Resource
+from assay.rest._common import Resource, Waiting
+
+
+class Metric(Resource):
+    """One report of one metric group at one step."""
+
+    trial_id: int
+    run: int
+    group: str = Field(description="training, validation, or a group the code named.")
+    steps_completed: int
+    metrics: dict[str, Any] = Field(
+        description="Values by name; non-finite numbers as the strings nan, inf, -inf."
+    )
+    time: float
+    archived: bool = Field(description="Reported by a run whose steps were later redone.")
 
 
 class Trial(Resource):
@@ -19,7 +33,10 @@ class Trial(Resource):
     seed: int
     restarts: int = Field(description="How often it was restarted after a failure.")
     runs: int = Field(description="How many times it was started (restarts and resumptions).")
-    steps_completed: int
+    steps_completed: int = Field(
+        description="Steps (batches) trained in its current line of training: the most any "
+        "report or checkpoint of it has said since the checkpoint its latest run resumed from."
+    )
     latest_checkpoint: str | None = Field(description="uuid of its latest checkpoint.")
     best_validation: float | None = Field(description="Its best searcher metric so far.")
     progress: float
@@ -30,6 +47,13 @@ class Trial(Resource):
     message: str
     created_at: float
     ended_at: float | None
+    latest_training: Metric | None = Field(
+        default=None, description="Its latest training report, by step."
+    )
+    latest_validation: Metric | None = Field(
+        default=None, description="Its latest validation report, by step."
+    )
+    waiting: Waiting = None
 
 
 class Allocation(Resource):
@@ -56,20 +80,6 @@ class TrialDetail(Trial):
 
 class TrialList(Resource):
     trials: list[Trial]
-
-
-class Metric(Resource):
-    """One report of one metric group at one step."""
-
-    trial_id: int
-    run: int
-    group: str = Field(description="training, validation, or a group the code named.")
-    steps_completed: int
-    metrics: dict[str, Any] = Field(
-        description="Values by name; non-finite numbers as the strings nan, inf, -inf."
-    )
-    time: float
-    archived: bool = Field(description="Reported by a run whose steps were later redone.")
 
 
 class MetricList(Resource):

@@ -14,6 +14,7 @@ from assay.searcher._custom import CustomSearcher, SearchContext
 from assay.searcher._evolve import AnnealSource, EvolutionSource
 from assay.searcher._factory import make_searcher, search_length
 from assay.searcher._ops import (
+    EVERY_TRIAL_FAILED,
     Close,
     Create,
     Operation,
@@ -31,6 +32,7 @@ from assay.searcher._source import Outcome, ParamSource
 from assay.searcher._space import draw, grid, sample
 
 __all__ = [
+    "EVERY_TRIAL_FAILED",
     "AnnealSource",
     "BatchSearch",
     "BracketPreview",

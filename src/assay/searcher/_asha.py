@@ -30,7 +30,14 @@ from assay.searcher._base import (
     rng_state,
     set_rng_state,
 )
-from assay.searcher._ops import Close, Create, Operation, Shutdown, ValidateAfter
+from assay.searcher._ops import (
+    EVERY_TRIAL_FAILED,
+    Close,
+    Create,
+    Operation,
+    Shutdown,
+    ValidateAfter,
+)
 from assay.searcher._source import Outcome, ParamSource, RandomSource
 
 
@@ -182,7 +189,7 @@ class _HalvingBase:
         self.shut = True
         finished = len(self.done) - self.invalid
         failed = finished > 0 and self.errored == finished
-        return [Shutdown(failure=failed, message="every trial failed" if failed else "")]
+        return [Shutdown(failure=failed, message=EVERY_TRIAL_FAILED if failed else "")]
 
     def trial_created(self, request_id: str) -> list[Operation]:
         return [ValidateAfter(request_id, self.rungs[0].length)]

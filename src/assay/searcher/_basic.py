@@ -10,6 +10,7 @@ from typing import Any
 from assay.protocol import ExitedReason
 from assay.searcher._base import new_request_id, new_trial_seed, rng_state, set_rng_state
 from assay.searcher._ops import (
+    EVERY_TRIAL_FAILED,
     Close,
     Create,
     Operation,
@@ -73,7 +74,7 @@ class _PoolSearch:
             ops += new
         if not self.running and not ops:
             failed = self.finished > 0 and self.errored == self.finished
-            message = "every trial failed" if failed else ""
+            message = EVERY_TRIAL_FAILED if failed else ""
             ops.append(Shutdown(failure=failed, message=message))
         return ops
 

@@ -50,6 +50,10 @@ class Shutdown:
     message: str = ""
 
 
+EVERY_TRIAL_FAILED = "every trial failed"
+"""The message of the :class:`Shutdown` a search ends with when each of its trials failed; the
+master adds which trial failed last and how to read its log."""
+
 Operation: TypeAlias = Create | ValidateAfter | Close | Shutdown
 
 PARENT_CHECKPOINT_PREFIX = "trial:"

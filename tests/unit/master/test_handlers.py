@@ -153,7 +153,12 @@ def test_crash_restarts_until_max_restarts_then_errors(master: Master, context: 
     assert trials(master)[0].state == "ERROR"
     exp = master.db.run_sync(lambda s: s.get(Experiment, exp_id))
     assert exp is not None and exp.state == "ERROR"
-    assert "every trial failed" in exp.message
+    trial_id = trials(master)[0].id
+    assert exp.message == (
+        f"every trial failed; the last to fail was trial {trial_id}: failed 2 times "
+        f"(max_restarts: 1); last: exit code 1; its log: assay trial logs {trial_id}"
+    )
+    assert exp.message.count("every trial failed") == 1
 
 
 def test_pause_asks_running_trials_to_stop_and_activate_requeues_them(

@@ -10,6 +10,7 @@ from assay.master._task_room import (
     Amounts,
     Queued,
     RoleNeed,
+    TrialShape,
     number,
     pool_total,
     too_big,
@@ -51,20 +52,81 @@ def test_a_job_that_fits_in_all_is_not_refused() -> None:
     assert too_big([_role("w", 10, cpu=0.8)], TWO_AGENTS) == []  # 8.000000001 is 8
 
 
+AGENTS = [AgentRoom(2, 4, 8192), AgentRoom(2, 4, 8192)]
+
+
 def test_why_waiting_names_the_resource_short_then_the_job_ahead() -> None:
     free = Amounts(1, 8, 16384)
-    short = why_waiting(Queued(Amounts(slots=3)), pool="p", agents=2, total=TWO_AGENTS, free=free)
+    short = why_waiting(
+        Queued(Amounts(slots=3)), pool="p", agents=AGENTS, total=TWO_AGENTS, free=free
+    )
     assert short == "needs 3 slots; 1 of the pool's 4 are free"
     behind = why_waiting(
-        Queued(Amounts(slots=1), ahead="job 7"), pool="p", agents=2, total=TWO_AGENTS, free=free
+        Queued(Amounts(slots=1), ahead=("job 7",)),
+        pool="p",
+        agents=AGENTS,
+        total=TWO_AGENTS,
+        free=free,
     )
     assert behind == "waits behind job 7, ahead of it in the queue"
-    none = why_waiting(Queued(Amounts(1)), pool="gpu", agents=0, total=Amounts(), free=Amounts())
+    many = why_waiting(
+        Queued(Amounts(slots=1), ahead=("experiment 3", "job 7", "job 8")),
+        pool="p",
+        agents=AGENTS,
+        total=TWO_AGENTS,
+        free=free,
+    )
+    assert many == "waits behind 3 jobs ahead of it in the queue, experiment 3 first"
+    none = why_waiting(Queued(Amounts(1)), pool="gpu", agents=[], total=Amounts(), free=Amounts())
     assert none == "no agent of pool 'gpu' is connected"
     reserved = why_waiting(
-        Queued(Amounts(5), reserved=True), pool="p", agents=2, total=TWO_AGENTS, free=free
+        Queued(Amounts(5), reserved=True), pool="p", agents=AGENTS, total=TWO_AGENTS, free=free
     )
     assert "reserved" in reserved
+
+
+def _trial_wait(shape: TrialShape, agents: list[AgentRoom], **more: object) -> str:
+    total = pool_total(agents)
+    return why_waiting(
+        Queued(Amounts(slots=shape.slots), trial=shape, **more),  # type: ignore[arg-type]
+        pool="default",
+        agents=agents,
+        total=total,
+        free=total,
+    )
+
+
+def test_a_trial_bigger_than_any_placement_of_the_agents_says_the_largest_agent() -> None:
+    one = _trial_wait(TrialShape(4), [AgentRoom(2)])
+    assert one == "needs 4 slots a trial; the largest agent in pool 'default' has 2"
+    two = _trial_wait(TrialShape(8), [AgentRoom(2), AgentRoom(4)])
+    assert (
+        two
+        == "needs 8 slots a trial; the largest agent in pool 'default' has 4, its 2 agents 6 in all"
+    )
+    uneven = _trial_wait(TrialShape(4), [AgentRoom(2), AgentRoom(1), AgentRoom(1)])
+    assert "spreads only over whole agents with the same number of slots" in uneven
+    single = _trial_wait(TrialShape(4, single_node=True), [AgentRoom(2), AgentRoom(2)])
+    assert "the largest agent in pool 'default' has 2" in single and "is_single_node" in single
+    label = _trial_wait(TrialShape(1, label="gpu"), [AgentRoom(2)])
+    assert (
+        label
+        == "its trials need an agent with label 'gpu'; no connected agent of pool 'default' has it"
+    )
+
+
+def test_a_trial_that_two_whole_agents_hold_is_not_called_too_big() -> None:
+    spread = _trial_wait(TrialShape(4), [AgentRoom(2), AgentRoom(2)])
+    assert "largest agent" not in spread
+
+
+def test_max_slots_explains_a_trial_the_job_may_not_start() -> None:
+    over = _trial_wait(TrialShape(2), [AgentRoom(4)], max_slots=1)
+    assert over == (
+        "a trial needs 2 slots but its max_slots is 1; raise it (assay experiment set max-slots)"
+    )
+    full = _trial_wait(TrialShape(1), [AgentRoom(4)], max_slots=2, held=2)
+    assert full == "holds 2 slots, and one more trial of 1 slot would pass its max_slots of 2"
 
 
 def test_numbers_are_written_in_full() -> None:
