@@ -10,7 +10,7 @@ from fastapi.responses import Response
 
 from assay import rest
 from assay.api._deps import SIGNED_IN, ContextId, Credentials, MasterDep
-from assay.errors import AssayError
+from assay.errors import AssayError, Forbidden
 from assay.master import Master
 from assay.protocol import Hello, Refusal
 
@@ -33,6 +33,23 @@ async def list_agents(master: MasterDep) -> rest.AgentList:
 @router.get("/resource-pools", dependencies=SIGNED_IN)
 async def list_pools(master: MasterDep) -> rest.ResourcePoolList:
     return await master.reads.resource_pools()
+
+
+@router.post("/master/drain")
+async def drain(
+    body: rest.DrainRequest, master: MasterDep, credentials: Credentials
+) -> rest.DrainStatus:
+    """Stop the cluster's work for a shutdown (`assay down`): nothing new starts, and every
+    running trial is asked to checkpoint and exit; it is queued again with no restart counted
+    and resumes from its latest checkpoint when a master starts again. Answers once no trial
+    runs, or after `wait_seconds`, with the trials still running. For an admin, or with the
+    cluster's agent token (which the machine running the cluster holds)."""
+    token = credentials.credentials if credentials else None
+    if not master.agents.is_agent_token(token):
+        actor = await master.users.authenticate(token)
+        if not actor.admin:
+            raise Forbidden("only an admin may stop the cluster's work")
+    return await master.drain.drain(body.wait_seconds)
 
 
 _GZIP = {

@@ -54,6 +54,10 @@ class Orchestrator:
         self.wakeup = asyncio.Event()
         """Set to run a scheduling pass soon."""
         self.stopping = False
+        self.draining = False
+        """The cluster is being stopped (``assay down``): nothing new is started. It lasts
+        as long as this process: a master started again schedules as usual, so a stop that
+        never finished leaves nothing stuck."""
         self._work: set[asyncio.Task[Any]] = set()
 
     async def transact(self, handler: Callable[..., T], *args: Any) -> T:
