@@ -416,7 +416,7 @@ def _down(home: Path, grace: float) -> None:
         console.print("no cluster was running")
         return
     said = f"stopped: {', '.join(stopped)}"
-    if drained:
+    if drained and drained[0]:
         asked, killed = drained
         said += f"; {len(asked) - len(killed)} trial(s) checkpointed and exited"
         if killed:
