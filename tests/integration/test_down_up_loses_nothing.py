@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from assay.client import Client
+from assay.errors import InvalidRequest
 from tests.integration.cluster import CONTEXTS, free_port, wait_for
 from tests.integration.test_up_signs_in import Assay, private_assay
 
@@ -80,6 +81,9 @@ def test_down_and_up_twice_mid_experiment_resumes_every_trial_from_its_checkpoin
         created = assay("experiment", "create", str(config), str(CONTEXTS / "counter"))
         assert created.returncode == 0, created.stderr
         client = _client(tmp_path, port)
+        for wait in (-1, 61, "soon"):  # refused before anything is stopped
+            with pytest.raises(InvalidRequest, match="wait_seconds"):
+                client.http.post("/api/v1/master/drain", {"wait_seconds": wait})
         wait_for("both trials training", lambda: _all_past(client, 15))
 
         # With the default grace, each trial checkpoints where it is and exits.

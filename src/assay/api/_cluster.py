@@ -39,7 +39,8 @@ async def list_pools(master: MasterDep) -> rest.ResourcePoolList:
 async def drain(
     body: rest.DrainRequest, master: MasterDep, credentials: Credentials
 ) -> rest.DrainStatus:
-    """Stop the cluster's work for a shutdown (`assay down`): nothing new starts, and every
+    """Stop the cluster's work for a shutdown (`assay down`): nothing new starts (for a minute
+    after the last such request), and every
     running trial is asked to checkpoint and exit; it is queued again with no restart counted
     and resumes from its latest checkpoint when a master starts again. Answers once no trial
     runs, or after `wait_seconds`, with the trials still running. For an admin, or with the

@@ -5,7 +5,9 @@ The intent is written first: each live allocation's preemption reason is set to
 ``CLUSTER_STOP`` in one transaction, so however its trial ends from then on (its own clean
 exit, the kill after the grace, its agent stopped or lost, this master killed meanwhile), the
 exit is recorded as the cluster's stop, not the trial's failure: the trial is queued again
-with no restart counted and resumes from its latest checkpoint.
+with no restart counted and resumes from its latest checkpoint. Nothing new starts for a while
+after each ask (the time the agents need to be stopped); a ``down`` abandoned midway leaves the
+master scheduling again after that.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from assay.master._tx import Tx
 from assay.protocol import PreemptReason
 
 POLL_SECONDS = 0.1
+HOLD_SECONDS = 60.0
+"""How long after its last answer a drain keeps new work from starting: long enough for the
+agents to be stopped, killing what outlived the grace, without its trial starting again."""
 
 
 def _preempt_all(tx: Tx) -> list[int]:
@@ -43,11 +48,13 @@ class ClusterDrain:
         before the first call is caught by the second)."""
         # Before the transaction: a pass already under way may still start a trial, and the
         # transaction, run after it under the lock, preempts that one too.
-        self.core.draining = True
+        core = self.core
+        core.draining_until = max(core.draining_until, core.clock() + wait_seconds + HOLD_SECONDS)
         running = await self.core.transact(_preempt_all)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_seconds
         while running and loop.time() < deadline and not self.core.stopping:
             await asyncio.sleep(POLL_SECONDS)
             running = await self.core.read(_running_trials)
+        core.draining_until = max(core.draining_until, core.clock() + HOLD_SECONDS)
         return rest.DrainStatus(running_trials=running)
