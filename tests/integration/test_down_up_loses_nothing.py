@@ -24,7 +24,7 @@ from tests.integration.test_up_signs_in import Assay, private_assay
 
 pytestmark = pytest.mark.integration
 
-LENGTH = 150
+LENGTH = 120
 
 
 def _config() -> str:
