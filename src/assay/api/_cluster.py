@@ -63,6 +63,24 @@ async def list_pools(master: MasterDep) -> rest.ResourcePoolList:
     return await master.reads.resource_pools()
 
 
+@router.post("/master/drain")
+async def drain(
+    body: rest.DrainRequest, master: MasterDep, credentials: Credentials
+) -> rest.DrainStatus:
+    """Stop the cluster's work for a shutdown (`assay down`): nothing new starts (for a minute
+    after the last such request), and every
+    running trial is asked to checkpoint and exit; it is queued again with no restart counted
+    and resumes from its latest checkpoint when a master starts again. Answers once no trial
+    runs, or after `wait_seconds`, with the trials still running. For an admin, or with the
+    cluster's agent token (which the machine running the cluster holds)."""
+    token = credentials.credentials if credentials else None
+    if not master.agents.is_agent_token(token):
+        actor = await master.users.authenticate(token)
+        if not actor.admin:
+            raise Forbidden("only an admin may stop the cluster's work")
+    return await master.drain.drain(body.wait_seconds)
+
+
 _GZIP = {
     "description": "The context directory as uploaded (tar.gz).",
     "content": {"application/gzip": {"schema": {"type": "string", "format": "binary"}}},

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import typer
 
 from assay.cli._common import assay_home, cluster_file, console, err_console, fail
+from assay.cli._up_guard import check_port_free, home_lock, new_log
 from assay.errors import AssayError
 from assay.files import write_private
 from assay.protocol import AGENT_TOKEN_FILE
@@ -148,20 +149,20 @@ def _read_pid(name: str) -> int | None:
     return pid if _alive(pid) else None
 
 
-def _spawn(name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-    logs = assay_home() / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    log_file = (logs / f"{name}.log").open("ab")
-    proc = subprocess.Popen(
-        args,
-        stdin=subprocess.DEVNULL,
-        stdout=log_file,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        env=env,
-    )
+def _spawn(name: str, args: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[bytes], Path]:
+    """Start ``name`` in the background, writing to a log of this attempt's own."""
+    log = new_log(assay_home() / "logs", name)
+    with log.open("ab") as log_file:
+        proc = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )
     _pid_file(name).write_text(str(proc.pid))
-    return proc
+    return proc, log
 
 
 def _tail(name: str, lines: int = 20) -> str:
@@ -191,16 +192,38 @@ def up(
     """Start a single-machine cluster in the background: a master and one local agent.
 
     What is up already is kept, on its own port: run again, it starts what is missing (the
-    agent of a master that runs without one). Another --port is refused until `assay down`."""
-    from assay.client import Client
-
+    agent of a master that runs without one). Another --port is refused until `assay down`.
+    A port something else holds is refused before anything starts."""
     home = assay_home()
     # It holds the database, the agent token and the admin's password: its owner's only.
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     (home / "run").mkdir(mode=0o700, exist_ok=True)
+    with home_lock(home, "up"):
+        _up(home, port, slots, config, db, tls_cert, tls_key, allowed_host)
+
+
+def _up(
+    home: Path,
+    port: int | None,
+    slots: int | None,
+    config: Path | None,
+    db: str | None,
+    tls_cert: Path | None,
+    tls_key: Path | None,
+    allowed_host: list[str] | None,
+) -> None:
+    from assay.client import Client
+    from assay.config import load_master_config
+
     running_url = _running_master(home, port)
     running = running_url is not None
-    url = running_url or f"{'https' if tls_cert else 'http'}://127.0.0.1:{port or 8080}"
+    if not running:
+        settings = load_master_config(config)
+        port = port or settings.port
+        # Before anything starts: a master that cannot listen would leave an agent and a
+        # report of a cluster up on whatever holds the port.
+        check_port_free(settings.host, port)
+    url = running_url or f"{'https' if tls_cert else 'http'}://127.0.0.1:{port}"
     password = _admin_password(home)
     token_file = home / "run" / AGENT_TOKEN_FILE
     if not running:
@@ -219,7 +242,7 @@ def up(
         if db is not None:
             master_args += ["--db", db]
         master_args += _guard_args(tls_cert, tls_key, allowed_host)
-        proc = _spawn("master", master_args, {**env, "ASSAY_ADMIN_PASSWORD": password})
+        proc, _ = _spawn("master", master_args, {**env, "ASSAY_ADMIN_PASSWORD": password})
         probe = Client(url, timeout=2)
         _wait(lambda: bool(probe.info()), proc, "master", f"the master did not answer at {url}")
     # The agent needs no sign-in (it has the agent token): the cluster comes up either way.
@@ -284,19 +307,12 @@ def _start_agent(
     agent_args = [sys.executable, "-m", "assay.agent", "--master", url, "--home", str(home)]
     if slots is not None:
         agent_args += ["--slots", str(slots)]
-    log = home / "logs" / "agent.log"
-    try:
-        seen = log.stat().st_size  # the log is appended to: only what this agent writes counts
-    except OSError:
-        seen = 0
-    agent_proc = _spawn("agent", agent_args, env)
+    agent_proc, log = _spawn("agent", agent_args, env)
 
     def joined() -> bool:
         if client is not None:
             return any(a.connected for a in client.agents())
-        with log.open("rb") as f:
-            f.seek(seen)
-            return b" connected to " in f.read()
+        return b" connected to " in log.read_bytes()
 
     _wait(joined, agent_proc, "agent", "the local agent did not connect")
 
@@ -360,16 +376,33 @@ def _wait(ready: object, proc: subprocess.Popen[bytes], name: str, message: str)
     fail(f"{message} within {STARTUP_TIMEOUT:.0f}s; its log:\n{_tail(name)}")
 
 
-def down() -> None:
-    """Stop the cluster `assay up` started (the agent first, so its trials end cleanly)."""
+def down(
+    grace: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            help="seconds the running trials get to checkpoint and exit before they are killed",
+        ),
+    ] = 60.0,
+) -> None:
+    """Stop the cluster `assay up` started, losing no work: running trials are asked to
+    checkpoint and exit (killed after --grace seconds), and resume from their latest checkpoint
+    at the next `assay up`, with no restart counted."""
+    home = assay_home()
+    with home_lock(home, "down"):
+        _down(home, grace)
+
+
+def _down(home: Path, grace: float) -> None:
+    drained = _drain(home, grace)
     stopped = []
-    for name, grace in (("agent", 20.0), ("master", 10.0)):
+    for name, wait in (("agent", 20.0), ("master", 10.0)):
         pid = _read_pid(name)
         if pid is None:
             continue
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace
+        deadline = time.monotonic() + wait
         while time.monotonic() < deadline and _alive(pid):
             time.sleep(0.05)
         if _alive(pid):
@@ -378,8 +411,63 @@ def down() -> None:
         stopped.append(name)
         _pid_file(name).unlink(missing_ok=True)
     cluster_file().unlink(missing_ok=True)
-    (assay_home() / "run" / AGENT_TOKEN_FILE).unlink(missing_ok=True)
-    if stopped:
-        console.print(f"stopped: {', '.join(stopped)}")
-    else:
+    (home / "run" / AGENT_TOKEN_FILE).unlink(missing_ok=True)
+    if not stopped:
         console.print("no cluster was running")
+        return
+    said = f"stopped: {', '.join(stopped)}"
+    if drained and drained[0]:
+        asked, killed = drained
+        said += f"; {len(asked) - len(killed)} trial(s) checkpointed and exited"
+        if killed:
+            said += f", {len(killed)} killed after the {grace:g}s grace"
+        said += "; they resume from their latest checkpoint at the next `assay up`"
+    console.print(said)
+
+
+def _drain(home: Path, grace: float) -> tuple[list[int], list[int]] | None:
+    """Ask the master to stop the cluster's work: every running trial checkpoints and exits,
+    for up to ``grace`` seconds. The trials it asked, and those still running at the end;
+    None when there was no master to ask (its trials are then stopped with their agent)."""
+    from assay.client import Client
+    from assay.errors import Unauthorized
+    from assay.rest import DRAIN_WAIT_MAX
+
+    if _read_pid("master") is None:
+        return None
+    try:
+        url = str(json.loads(cluster_file().read_text())["master"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    # The cluster's agent token says this machine runs the cluster; a master configured with
+    # another token takes its admin's sign-in instead.
+    tokens: list[str | None] = []
+    with contextlib.suppress(OSError):
+        tokens.append((home / "run" / AGENT_TOKEN_FILE).read_text().strip() or None)
+    tokens.append(None)
+    try:
+        for token in tokens:
+            client = Client(url, token=token, timeout=10)
+            try:
+                status = client.drain(0.0)
+                break
+            except Unauthorized:
+                if token is None:
+                    raise
+        asked = list(status.running_trials)
+        if asked:
+            console.print(
+                f"asking {len(asked)} running trial(s) to checkpoint and exit (up to {grace:g}s)"
+            )
+        deadline = time.monotonic() + grace
+        while status.running_trials and (left := deadline - time.monotonic()) > 0:
+            status = client.drain(min(left, DRAIN_WAIT_MAX))
+    except AssayError as exc:
+        err_console.print(
+            f"[bold yellow]warning:[/] could not ask {url} to checkpoint the running trials "
+            f"({exc.message}); stopping them with the agent",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return None
+    return asked, list(status.running_trials)

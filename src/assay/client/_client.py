@@ -79,6 +79,13 @@ class Client:
         answer = self.http.get("/api/v1/resource-pools")
         return rest.ResourcePoolList.model_validate(answer).resource_pools
 
+    def drain(self, wait_seconds: float = 0.0) -> rest.DrainStatus:
+        """Stop the cluster's work for a shutdown: every running trial checkpoints and exits
+        (admin, or the agent token). Waits up to ``wait_seconds`` for them."""
+        body = rest.DrainRequest(wait_seconds=wait_seconds).model_dump()
+        answer = self.http.post("/api/v1/master/drain", body, timeout=wait_seconds + 30.0)
+        return rest.DrainStatus.model_validate(answer)
+
     # -- experiments ---------------------------------------------------------------------------
     def create_experiment(
         self,

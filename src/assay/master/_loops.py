@@ -55,6 +55,9 @@ class Loops:
                 await task
 
     async def schedule_once(self) -> PassResult:
+        if self.core.draining:
+            # The trials the stop sent back to the queue wait for the next master.
+            return PassResult()
         agents = self.core.hub.connected_views()
         result = await self.core.transact(
             schedule_pass, agents, self.settings, self.core.cluster_id

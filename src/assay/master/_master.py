@@ -12,6 +12,7 @@ an :class:`Orchestrator` (database, lock, searchers, agent hub, long-polls):
 - ``master.harness`` (:class:`HarnessService`): what trial processes ask for and report;
 - ``master.agents`` (:class:`AgentGateway`): the agents' WebSockets;
 - ``master.loops`` (:class:`Loops`): scheduling passes and periodic chores;
+- ``master.drain`` (:class:`ClusterDrain`): stopping the cluster with every trial checkpointed;
 - ``master.autoscaler`` and checkpoint GC, which see only the narrow interfaces they need.
 
 :class:`Master` itself only builds the parts, starts and stops them; callers (the HTTP layer
@@ -31,6 +32,7 @@ from assay.master import _gc as gc
 from assay.master._agents import AgentHub
 from assay.master._autoscaler import Autoscaler
 from assay.master._commands import ExperimentCommands
+from assay.master._drain import ClusterDrain
 from assay.master._gateway import AgentGateway
 from assay.master._harness_service import HarnessService
 from assay.master._loops import Loops
@@ -79,6 +81,7 @@ class Master:
         self.tasks = TaskService(self.core, settings, self.core.hub.connected_views)
         self.recent_log = MasterLog()
         """The master's recent log lines (``assay master logs``)."""
+        self.drain = ClusterDrain(self.core)
 
     @classmethod
     def open(

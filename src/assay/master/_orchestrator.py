@@ -54,6 +54,10 @@ class Orchestrator:
         self.wakeup = asyncio.Event()
         """Set to run a scheduling pass soon."""
         self.stopping = False
+        self.draining_until = 0.0
+        """Until when nothing new is started: the cluster is being stopped (``assay down``).
+        Held in memory, and only a while after the last ask: a master started again, or one
+        whose stop was abandoned midway, schedules as usual, so nothing is left stuck."""
         self._work: set[asyncio.Task[Any]] = set()
 
     async def transact(self, handler: Callable[..., T], *args: Any) -> T:
@@ -123,6 +127,10 @@ class Orchestrator:
         self._work.add(task)
         task.add_done_callback(self._work.discard)
         task.add_done_callback(_log_failure)
+
+    @property
+    def draining(self) -> bool:
+        return self.clock() < self.draining_until
 
     def begin_shutdown(self) -> None:
         """Answer every long-poll now (with 503, so clients retry against the next master)."""

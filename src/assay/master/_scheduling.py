@@ -24,6 +24,7 @@ from assay.master import _gang as gang
 from assay.master import _tasks as task_life
 from assay.master._jobs import job_view
 from assay.master._lifecycle import request_preemption
+from assay.master._transitions import CLUSTER_STOPPED
 from assay.master._trial_env import trial_env
 from assay.master._tx import StartAllocation, Tx
 from assay.protocol import (
@@ -299,6 +300,8 @@ def start_trial(
 ) -> Allocation:
     """Reserve slots for a new run of ``trial`` and tell its agents to start it."""
     trial.runs += 1
+    if trial.message == CLUSTER_STOPPED:
+        trial.message = ""  # it said when it would resume: now
     checkpoint = (
         checkpoints.get(tx.session, trial.latest_checkpoint) if trial.latest_checkpoint else None
     )

@@ -170,6 +170,7 @@ def has_work(*, closed: bool, code_driven: bool, runs: int, pending: bool) -> bo
 _STRENGTH = {
     PreemptReason.SCHEDULER: 1,
     PreemptReason.PAUSE: 2,
+    PreemptReason.CLUSTER_STOP: 2,
     PreemptReason.EARLY_STOP: 3,
     PreemptReason.SHUTDOWN: 3,
     PreemptReason.CANCEL: 4,
@@ -230,6 +231,12 @@ class ExitFacts:
     timed_out: bool = False
     """It was killed for running longer than ``max_trial_duration``."""
 
+
+CLUSTER_STOPPED = (
+    "paused while the cluster was stopped (`assay down`); it resumes from its latest "
+    "checkpoint when the cluster is up"
+)
+"""The message of a trial its cluster's stop sent back to the queue (cleared when it restarts)."""
 
 TIMED_OUT = "ran longer than max_trial_duration"
 """The message (and the allocation's exit reason) of a trial ended by its time limit."""
@@ -323,6 +330,10 @@ def decide_exit(f: ExitFacts) -> ExitDecision:
         # else asked it to stop meanwhile.
         early = stopped_early(f.runs, f.planned_reached, f.preempt is PreemptReason.EARLY_STOP)
         return end(TrialState.COMPLETED, early_stopped=early, searcher=ClosedEvent())
+    if f.preempt is PreemptReason.CLUSTER_STOP:
+        # Whatever ended it (its own checkpoint and exit, the kill after the grace, its agent
+        # stopping or lost): the cluster's stop, not the trial's failure.
+        return stay(again, CLUSTER_STOPPED)
     if f.preempt in (PreemptReason.PAUSE, PreemptReason.SCHEDULER) and (
         f.exit_code == 0 or f.exit_code is None or f.preempt is PreemptReason.PAUSE or f.overdue
     ):

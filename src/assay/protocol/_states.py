@@ -107,6 +107,10 @@ class PreemptReason(StrEnum):
     """The searcher closed it: the trial ends COMPLETED, marked early-stopped."""
     SHUTDOWN = "shutdown"
     """The searcher finished: the trial ends COMPLETED."""
+    CLUSTER_STOP = "cluster_stop"
+    """The cluster is being stopped (``assay down``): the trial waits, queued, for the cluster
+    to come back and resumes from its latest checkpoint. However it exits, it is not a failure
+    and costs no restart."""
 
 
 class JobState(StrEnum):

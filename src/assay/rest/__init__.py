@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from assay.protocol import AllocationState, ExperimentState, PreemptReason, TaskState, TrialState
 from assay.rest._cluster import (
+    DRAIN_WAIT_MAX,
     Agent,
     AgentList,
     AgentSlot,
+    DrainRequest,
+    DrainStatus,
     Instance,
     MasterConfigView,
     MasterInfo,
@@ -115,6 +118,7 @@ from assay.rest._users import (
 )
 
 __all__ = [
+    "DRAIN_WAIT_MAX",
     "INT_MAX",
     "MAX_TOKEN_DAYS",
     "NO_NUL",
@@ -136,6 +140,8 @@ __all__ = [
     "CompletedOperation",
     "DbInt",
     "DbText",
+    "DrainRequest",
+    "DrainStatus",
     "EarlyExitReport",
     "ErrorBody",
     "ErrorDetail",

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from assay.protocol import InstanceState
-from assay.rest._common import Resource
+from assay.rest._common import Request, Resource
 
 
 class MasterInfo(Resource):
@@ -88,3 +88,25 @@ class MasterLogLine(Resource):
 
 class MasterLogPage(Resource):
     lines: list[MasterLogLine] = Field(description="Oldest first.")
+
+
+DRAIN_WAIT_MAX = 60.0
+"""The longest one ``POST /master/drain`` waits for trials to exit; a longer grace asks again."""
+
+
+class DrainRequest(Request):
+    wait_seconds: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=DRAIN_WAIT_MAX,
+        description="How long to wait for the running trials to checkpoint and exit before "
+        "answering.",
+    )
+
+
+class DrainStatus(Resource):
+    """The cluster is being stopped: nothing new starts, and every running trial was asked to
+    checkpoint and exit (it is queued again, with no restart counted, and resumes from its
+    latest checkpoint when a master starts)."""
+
+    running_trials: list[int] = Field(description="The trials whose processes have not exited yet.")

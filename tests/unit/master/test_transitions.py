@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from assay.errors import InvalidTransition
 from assay.master._transitions import (
+    CLUSTER_STOPPED,
     ClosedEvent,
     ExitedEarlyEvent,
     ExitFacts,
@@ -131,6 +132,27 @@ def test_a_paused_trial_that_exits_waits_to_resume_unless_something_ended_it(
     if not ended_by_other_means:
         assert decision.state in (TrialState.PAUSED, TrialState.QUEUED)
         assert decision.restarts == facts.restarts, "a paused trial's exit is not a failure"
+
+
+@given(exits(preempt=st.just(PreemptReason.CLUSTER_STOP)))
+def test_a_trial_stopped_with_its_cluster_waits_to_resume_whatever_its_exit_code(
+    facts: ExitFacts,
+) -> None:
+    decision = decide_exit(facts)
+    ended_by_other_means = (
+        facts.timed_out
+        or facts.kill_requested
+        or facts.invalid_hp
+        or facts.closed
+        or facts.experiment_state
+        in (ExperimentState.STOPPING_CANCELED, ExperimentState.STOPPING_KILLED)
+    )
+    if not ended_by_other_means:
+        # Killed by signal 15 after the grace, or lost with its agent: never a failure.
+        assert decision.state in (TrialState.PAUSED, TrialState.QUEUED)
+        assert not decision.ended
+        assert decision.restarts == facts.restarts
+        assert decision.message == CLUSTER_STOPPED
 
 
 @given(trial_facts)
