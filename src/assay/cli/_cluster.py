@@ -176,7 +176,10 @@ def _tail(name: str, lines: int = 20) -> str:
 def up(
     port: Annotated[
         int | None,
-        typer.Option(help="master port (default: the running cluster's, else 8080)"),
+        typer.Option(
+            envvar="ASSAY_PORT",
+            help="master port (default: $ASSAY_PORT, else the running cluster's, else 8080)",
+        ),
     ] = None,
     slots: Annotated[
         int | None, typer.Option(help="CPU slots of the local agent (default: cores)")
