@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import typer
 
-from assay.cli._common import assay_home, cluster_file, console, err_console, fail
+from assay.cli._common import assay_home, cluster_file, console, err_console, fail, state
 from assay.cli._up_guard import check_port_free, home_lock, new_log
 from assay.errors import AssayError
 from assay.files import write_private
@@ -104,6 +104,8 @@ def agent(
 ) -> None:
     """Run an agent in the foreground."""
     args = [sys.executable, "-m", "assay.agent", "--pool", pool]
+    # `assay -m URL agent` names the master the way every other command is given it.
+    master_url = master_url or state.master
     if master_url:
         args += ["--master", master_url]
     if home is not None:
