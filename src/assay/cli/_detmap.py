@@ -53,6 +53,15 @@ class Translation:
 JSON = {"--json": Flag("--json")}
 ALL = {"--all": Flag("--all"), "-a": Flag("--all")}
 FOLLOW = {"--follow": Flag("--follow"), "-f": Flag("--follow")}
+CSV = {"--csv": Flag("--csv")}
+# det's log commands: how much of the log and whether each line carries its time.
+LOG_LINES = {
+    **FOLLOW,
+    "--head": Flag("--head", value=True),
+    "--tail": Flag("--tail", value=True),
+    "--timestamps": Flag("--timestamps"),
+    "-t": Flag("--timestamps"),
+}
 ONE = (1, 1)
 MANY = 10_000
 
@@ -112,7 +121,7 @@ DET_RULES: tuple[Rule, ...] = (
         flags={**JSON, "--best": Flag("--best", value=True)},
     ),
     _exp(("config",), "config", positionals=ONE),
-    _exp(("logs",), "logs", positionals=ONE, flags=dict(FOLLOW)),
+    _exp(("logs",), "logs", positionals=ONE, flags=dict(LOG_LINES)),
     _exp(("wait",), "wait", positionals=ONE),
     *(_exp((verb,), verb, positionals=ONE) for verb in ("kill", "pause", "activate", "cancel")),
     *(_exp((verb,), verb, positionals=ONE) for verb in ("archive", "unarchive")),
@@ -121,8 +130,27 @@ DET_RULES: tuple[Rule, ...] = (
         Rule((_EXP, ("set",), (what,)), ("experiment", "set", what), positionals=(2, 2))
         for what in ("priority", "weight", "max-slots")
     ),
-    Rule((_EXP, ("delete",)), refuse="assay keeps experiments: `assay experiment archive ID`"),
-    Rule((_TRIAL, ("logs",)), ("trial", "logs"), positionals=ONE, flags=dict(FOLLOW)),
+    _exp(
+        ("delete",), "delete", positionals=ONE, flags={"--yes": Flag("--yes"), "-y": Flag("--yes")}
+    ),
+    _exp(
+        ("continue",),
+        "continue",
+        positionals=ONE,
+        flags={
+            "--config": Flag("--config", value=True),
+            "--trial": Flag("--trial", value=True),
+            "--follow-first-trial": Flag("--follow"),
+            "-f": Flag("--follow"),
+            "--config-file": Flag(
+                None,
+                value=True,
+                refuse=True,
+                note="continue takes the experiment's own config; change it with --config K=V",
+            ),
+        },
+    ),
+    Rule((_TRIAL, ("logs",)), ("trial", "logs"), positionals=ONE, flags=dict(LOG_LINES)),
     Rule(
         (_TRIAL, ("describe",)),
         ("trial", "describe"),
@@ -146,7 +174,7 @@ DET_RULES: tuple[Rule, ...] = (
     ),
     Rule((("command", "cmd"), ("list", "ls")), ("task", "list"), flags={**ALL, **JSON}),
     Rule((("task",), ("list", "ls")), ("task", "list"), flags={**ALL, **JSON}),
-    Rule((("task",), ("logs",)), ("task", "logs"), positionals=ONE, flags=dict(FOLLOW)),
+    Rule((("task",), ("logs",)), ("task", "logs"), positionals=ONE, flags=dict(LOG_LINES)),
     Rule(
         (("job", "j"), ("list", "ls")),
         ("job", "list"),
@@ -166,10 +194,19 @@ DET_RULES: tuple[Rule, ...] = (
         },
     ),
     Rule((("job", "j"), ("update-batch",)), ("job", "update-batch"), positionals=(1, MANY)),
+    Rule((("agent", "a"), ("list", "ls")), ("agent", "list"), flags={**JSON, **CSV}),
+    Rule((("slot", "s"), ("list", "ls")), ("slot", "list"), flags={**JSON, **CSV}),
     Rule(
-        (_EXP, ("continue",)),
-        refuse="assay has no `experiment continue`: `assay experiment create` with the config "
-        "and searcher.source_checkpoint_uuid to start from a checkpoint",
+        (("resource-pool", "rp"), ("list", "ls")),
+        ("resource-pool", "list"),
+        flags={**JSON, **CSV},
+    ),
+    Rule((("master",), ("info",)), ("master", "info"), flags=dict(JSON)),
+    Rule((("master",), ("config",)), ("master", "config"), flags=dict(JSON)),
+    Rule(
+        (("master",), ("logs",)),
+        ("master", "logs"),
+        flags={**FOLLOW, "--tail": Flag("--tail", value=True)},
     ),
     *(
         Rule((("user", "u"), (verb,)), ("user", verb), positionals=(0, 1))
@@ -234,6 +271,7 @@ _DET_NOUNS = {
     "command": "cmd", "cmd": "cmd", "task": "task", "job": "job", "j": "job",
     "user": "user", "u": "user", "checkpoint": "experiment list-checkpoints",
     "c": "experiment list-checkpoints", "agent": "agent", "a": "agent", "master": "master",
+    "slot": "slot", "s": "slot", "resource-pool": "resource-pool", "rp": "resource-pool",
     "notebook": "cmd run", "shell": "cmd run", "tensorboard": "cmd run",
 }  # fmt: skip
 _NNI_NOUNS = {
