@@ -98,6 +98,12 @@ def test_continue_trains_the_trial_further_from_its_latest_checkpoint(
     assert training[0] == 21 and training[-1] == 30
     assert "done at step 30" in lines
 
+    at_length = day.cli("e", "continue", str(done))
+    assert at_length.returncode == 1 and at_length.stderr.strip().endswith(
+        f"trial {source.id} already trained 20 batches, its searcher.max_length; "
+        "give a longer one: --config searcher.max_length.batches=N"
+    ), at_length.stderr
+
     several = day.cli("e", "continue", str(done), "--trial", "999999")
     assert several.returncode == 1 and "not a trial of experiment" in several.stderr
 

@@ -54,7 +54,8 @@ def continue_(
 ) -> None:
     """Train a trial of an ended experiment further: a new experiment whose one trial starts
     from that trial's latest checkpoint with the same hyperparameters. Give the longer
-    training with --config searcher.max_length=N."""
+    training with --config searcher.max_length.batches=N (in the unit the config counts:
+    .records=N or .epochs=N where it does)."""
     c = client()
     exp = c.continue_experiment(
         experiment_id, trial_id=trial, overrides=tuple(config or ()), activate=not paused

@@ -16,7 +16,13 @@ from typing import Any
 import yaml
 
 from assay import rest
-from assay.config import secret_values
+from assay.config import (
+    ExperimentConfig,
+    InvalidConfig,
+    Unit,
+    load_experiment_config,
+    secret_values,
+)
 from assay.db import Session, checkpoints, contexts, experiments, trials
 from assay.errors import Conflict, Forbidden, InvalidRequest
 from assay.master._orchestrator import Orchestrator
@@ -114,6 +120,14 @@ def continue_submission(
     searcher["source_checkpoint_uuid"] = ckpt.uuid
     config["searcher"] = searcher
     config["hyperparameters"] = _constants(trial.hparams)
+    try:
+        effective = load_experiment_config(config, overrides=body.overrides)
+    except InvalidConfig:
+        effective = None  # create reports it with every other problem of the config
+    if effective is not None:
+        problem = length_problem(effective, trial.id, ckpt.steps_completed)
+        if problem is not None:
+            raise InvalidRequest(problem)
     return Submission(
         config_text=_config_text(config),
         context=contexts.archive_of(exp),
@@ -123,6 +137,27 @@ def continue_submission(
             f"continues trial {trial.id} of experiment {experiment_id} from its checkpoint "
             f"{ckpt.uuid} (step {ckpt.steps_completed})",
         ),
+    )
+
+
+def length_problem(config: ExperimentConfig, trial_id: int, steps: int) -> str | None:
+    """Why continuing a trial from its checkpoint at ``steps`` under ``config`` would train
+    nothing: its ``searcher.max_length`` is already reached (steps count in the searcher's unit,
+    as the trial's code reports them). None when there is training left to do."""
+    length = getattr(config.searcher, "max_length", None)
+    if length is None or steps < length.value:
+        return None
+    unitless = length.unit is Unit.UNITLESS
+    trained = str(steps) if unitless else f"{steps} {length.unit.value}"
+    key = "searcher.max_length" if unitless else f"searcher.max_length.{length.unit.value}"
+    reached = (
+        "its searcher.max_length"
+        if steps == length.value
+        else f"past its searcher.max_length of {length}"
+    )
+    return (
+        f"trial {trial_id} already trained {trained}, {reached}; "
+        f"give a longer one: --config {key}=N"
     )
 
 
