@@ -37,11 +37,19 @@ def test_up_without_a_port_keeps_the_cluster_up_on_another_port_and_down_stops_i
         kept = {name: (run / name).read_text() for name in ("master.pid", "agent-token")}
 
         # No --port: the cluster up on its own port is kept and named, nothing else starts.
-        again = assay("up", "--slots", "2")
+        again = assay("up", "--slots", "1")
         assert again.returncode == 0, again.stderr
         assert f"cluster already up at {url}" in again.stdout, again.stdout
         assert {name: (run / name).read_text() for name in kept} == kept
-        assert json.loads((run / "cluster.json").read_text()) == {"master": url}
+        assert json.loads((run / "cluster.json").read_text())["master"] == url
+
+        # Other slots would be ignored by the agent that runs: refused in one line.
+        resized = assay("up", "--slots", "2")
+        assert resized.returncode == 1
+        assert resized.stderr.strip().splitlines() == [
+            f"error: the cluster in {tmp_path / 'home'} is up with 1 slot; "
+            "`assay down` first to start it with 2"
+        ], resized.stderr
 
         # Another --port would move it: refused in one line saying how.
         moved = assay("up", "--port", str(free_port()))

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import urlsplit
 
 import typer
@@ -197,7 +199,8 @@ def up(
     """Start a single-machine cluster in the background: a master and one local agent.
 
     What is up already is kept, on its own port: run again, it starts what is missing (the
-    agent of a master that runs without one). Another --port is refused until `assay down`.
+    agent of a master that runs without one). Another --port, --slots, --db or --config is
+    refused until `assay down`: the running cluster would ignore it.
     A port something else holds is refused before anything starts."""
     home = assay_home()
     # It holds the database, the agent token and the admin's password: its owner's only.
@@ -222,6 +225,16 @@ def _up(
 
     running_url = _running_master(home, port)
     running = running_url is not None
+    record = _record()
+    if running:
+        problem = ignored_option(
+            home, record, config, db, slots if _read_pid("agent") is not None else None
+        )
+        if problem is not None:
+            fail(problem)
+        record["master"] = str(running_url)
+    else:
+        record = {"config": _config_text(config), "db": _digest(db)}
     if not running:
         settings = load_master_config(config)
         port = port or settings.port
@@ -255,7 +268,8 @@ def _up(
     started_agent = _read_pid("agent") is None
     if started_agent:
         _start_agent(url, home, slots, env, client)
-    cluster_file().write_text(json.dumps({"master": url}))
+        record["slots"] = slots if slots is not None else _live_slots(client)
+    cluster_file().write_text(json.dumps({**record, "master": url}))
     if running and not started_agent:
         console.print(f"cluster already up at {url} (stop it with `assay down`)")
     elif client is None:
@@ -272,6 +286,55 @@ def _up(
         )
     if refusal is not None:
         err_console.print(f"[bold yellow]warning:[/] {refusal}", highlight=False, soft_wrap=True)
+
+
+def _record() -> dict[str, Any]:
+    """What the running cluster was started with (``cluster.json``): its URL, and the options
+    a second ``up`` could not apply without restarting it."""
+    try:
+        found = json.loads(cluster_file().read_text())
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _config_text(config: Path | None) -> str | None:
+    return str(config.resolve()) if config is not None else None
+
+
+def _digest(db: str | None) -> str | None:
+    """The database URL as kept in ``cluster.json``: compared, never shown (it may hold a
+    password)."""
+    return hashlib.sha256(db.encode()).hexdigest() if db is not None else None
+
+
+def _live_slots(client: Client | None) -> int | None:
+    """The slots the local agent (named after this host, as ``assay up`` starts it) offers."""
+    if client is None:
+        return None
+    here = socket.gethostname()
+    return next((len(a.slots) for a in client.agents() if a.id == here and a.connected), None)
+
+
+def ignored_option(
+    home: Path, record: dict[str, Any], config: Path | None, db: str | None, slots: int | None
+) -> str | None:
+    """Why ``up`` with these options cannot keep the cluster that is up (the options it was
+    started with, ``record``): it would ignore them. ``slots`` is given only when the local
+    agent runs (else ``up`` starts one with them). A key the record lacks (a cluster started
+    by an older ``up``) is not compared."""
+    again = "`assay down` first to start it with"
+    had = record.get("slots")
+    if slots is not None and isinstance(had, int) and had != slots:
+        noun = "slot" if had == 1 else "slots"
+        return f"the cluster in {home} is up with {had} {noun}; {again} {slots}"
+    if db is not None and "db" in record and record["db"] != _digest(db):
+        other = "another database" if record["db"] else "the default database (SQLite in it)"
+        return f"the cluster in {home} is up with {other}; {again} this --db"
+    if config is not None and "config" in record and record["config"] != _config_text(config):
+        other = f"the config {record['config']}" if record["config"] else "no --config"
+        return f"the cluster in {home} is up with {other}; {again} {config}"
+    return None
 
 
 def _running_master(home: Path, port: int | None) -> str | None:
