@@ -35,7 +35,9 @@ def _admin_only(actor: Actor, what: str) -> None:
 async def master_config(master: MasterDep, actor: ActorDep) -> rest.MasterConfigView:
     """The settings the master runs with (defaults filled in), secrets masked; admins only."""
     _admin_only(actor, "config")
-    return rest.MasterConfigView(config=effective_config(master.settings))
+    return rest.MasterConfigView(
+        config=effective_config(master.settings, master.core.db.url, master.assay_home)
+    )
 
 
 @router.get("/master/logs")

@@ -9,10 +9,11 @@ import logging
 import re
 import threading
 from collections import deque
+from pathlib import Path
 from typing import Any
 
 from assay import rest
-from assay.config import MASK, MasterConfig
+from assay.config import MASK, MasterConfig, resolve_checkpoint_storage
 
 KEEP = 10_000
 """How many lines the master keeps."""
@@ -71,7 +72,16 @@ def masked(value: Any, key: str = "") -> Any:
     return value
 
 
-def effective_config(settings: MasterConfig) -> dict[str, Any]:
-    """The settings the master runs with (defaults filled in), secrets masked."""
-    result: dict[str, Any] = masked(settings.model_dump(mode="json"))
+def effective_config(settings: MasterConfig, db_url: str, assay_home: Path) -> dict[str, Any]:
+    """The settings the master runs with (defaults filled in), secrets masked: the database it
+    opened (``db_url``), its home, and the checkpoint storage experiments that name none get,
+    where ``settings`` leaves them to their defaults."""
+    config = settings.model_dump(mode="json")
+    storage = resolve_checkpoint_storage(None, settings.checkpoint_storage, assay_home)
+    config.update(
+        db=db_url,
+        assay_home=str(assay_home),
+        checkpoint_storage=storage.to_json() if storage is not None else None,
+    )
+    result: dict[str, Any] = masked(config)
     return result
