@@ -30,6 +30,7 @@ from assay.protocol import (
     AckExit,
     AgentMessage,
     Exited,
+    Heartbeat,
     Hello,
     Kill,
     LogEntry,
@@ -47,6 +48,8 @@ log = logging.getLogger(__name__)
 
 LOG_BATCH = 500
 LOG_INTERVAL = 0.05
+HEARTBEAT_SECONDS = 5.0
+"""How often the agent says it is alive (the master's agent_heartbeat_seconds default)."""
 MAX_BUFFERED_LINES = 200_000
 
 
@@ -126,6 +129,7 @@ class Agent:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._stop.set)
         flusher = asyncio.create_task(self._flush_logs())
+        beater = asyncio.create_task(self._heartbeat())
         connector = asyncio.create_task(self._stay_connected())
         await self._stop.wait()
         if self.refusal is None or self.runners:
@@ -138,7 +142,8 @@ class Agent:
             await asyncio.sleep(0.05)
         connector.cancel()
         flusher.cancel()
-        for task in (connector, flusher):
+        beater.cancel()
+        for task in (connector, flusher, beater):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         if self.ws is not None:
@@ -279,6 +284,13 @@ class Agent:
         except ConnectionClosed:
             return False
         return True
+
+    async def _heartbeat(self) -> None:
+        """Say it is alive: the WebSocket's pings keep the connection, but the master cannot
+        see them; it shows when it last heard from the agent (``assay agent list``)."""
+        while True:
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+            await self._send(Heartbeat())
 
     async def _flush_logs(self) -> None:
         while True:

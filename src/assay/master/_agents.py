@@ -28,6 +28,10 @@ class AgentConnection:
     generation: int = 0
     """Bumped on each reconnect, so a stale connection's clean-up does not undo a newer one."""
     extra: dict[str, Any] = field(default_factory=dict)
+    heard_at: float = 0.0
+    """When the agent last sent anything (its hello, a heartbeat every few seconds, any
+    message). Kept here, not written per heartbeat: the database has the time it connected
+    and disconnected."""
 
 
 class AgentHub:
@@ -35,7 +39,9 @@ class AgentHub:
         self.agents: dict[str, AgentConnection] = {}
         self._generation = 0
 
-    def register(self, hello: Hello, send: Sender, enabled: bool = True) -> AgentConnection:
+    def register(
+        self, hello: Hello, send: Sender, enabled: bool = True, now: float = 0.0
+    ) -> AgentConnection:
         view = AgentView(
             id=hello.agent_id,
             pool=hello.pool,
@@ -53,6 +59,7 @@ class AgentHub:
             version=hello.version,
             session=hello.session,
             generation=self._generation,
+            heard_at=now,
         )
         self.agents[view.id] = conn
         return conn
@@ -72,6 +79,16 @@ class AgentHub:
         """The :attr:`Hello.session` of the agent connected now with this id; None if none is."""
         conn = self.agents.get(agent_id)
         return conn.session if conn is not None and conn.connected else None
+
+    def heard(self, agent_id: str, now: float) -> None:
+        conn = self.agents.get(agent_id)
+        if conn is not None and conn.connected:
+            conn.heard_at = max(conn.heard_at, now)
+
+    def last_heard(self, agent_id: str) -> float | None:
+        """When the connected agent last sent anything; None while it is not connected."""
+        conn = self.agents.get(agent_id)
+        return conn.heard_at if conn is not None and conn.connected else None
 
     def is_connected(self, agent_id: str) -> bool:
         conn = self.agents.get(agent_id)

@@ -157,7 +157,7 @@ class AgentGateway:
             # allocation started after this point is not in its hello and must not look lost.
             ours = await self.core.db.run(lambda s: allocations.on_agent(s, agent_id))
             instances = await self.core.db.run(lambda s: list(tasks.live_on_agent(s, agent_id)))
-            conn = self.core.hub.register(hello, send, enabled)
+            conn = self.core.hub.register(hello, send, enabled, now)
         await send(Welcome(self.core.cluster_id).to_dict())
         await self._reconcile(conn, hello, ours, instances)
         self.core.wakeup.set()
@@ -233,6 +233,7 @@ class AgentGateway:
                 return
         else:
             msg = raw
+        self.core.hub.heard(agent_id, self.core.clock())
         if isinstance(msg, Started):
             if task_life.task_of_allocation(msg.allocation_id) is not None:
                 await self.core.transact(task_life.instance_started, msg.allocation_id, agent_id)

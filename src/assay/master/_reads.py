@@ -258,7 +258,12 @@ class Reads:
             used = allocations.used_slots(session)
             return rest.AgentList(
                 agents=[
-                    views.agent(a, connected=hub.is_connected(a.id), used=used.get(a.id, set()))
+                    views.agent(
+                        a,
+                        connected=hub.is_connected(a.id),
+                        used=used.get(a.id, set()),
+                        last_heard=hub.last_heard(a.id),
+                    )
                     for a in agents.registered(session)
                 ]
             )

@@ -182,8 +182,12 @@ def log_entry(entry: TaskLog) -> rest.LogEntry:
     return rest.LogEntry.model_validate(entry, from_attributes=True)
 
 
-def agent(row: AgentRecord, *, connected: bool, used: set[str]) -> rest.Agent:
-    """A registered agent; ``used``: the ids of its slots that live allocations hold."""
+def agent(
+    row: AgentRecord, *, connected: bool, used: set[str], last_heard: float | None = None
+) -> rest.Agent:
+    """A registered agent; ``used``: the ids of its slots that live allocations hold;
+    ``last_heard``: when its live connection last brought a message (else the database's time
+    of its connect or disconnect)."""
     return rest.Agent(
         id=row.id,
         pool=row.pool,
@@ -197,7 +201,7 @@ def agent(row: AgentRecord, *, connected: bool, used: set[str]) -> rest.Agent:
             for slot in (Slot.from_dict(raw, f"agent {row.id} slots") for raw in row.slots)
         ],
         registered_at=row.registered_at,
-        last_seen=row.last_seen,
+        last_seen=max(row.last_seen, last_heard or 0.0),
     )
 
 

@@ -305,7 +305,8 @@ class Logs:
 
 @dataclass(frozen=True)
 class Heartbeat:
-    """Accepted and ignored: liveness is the WebSocket's own pings."""
+    """The agent is alive (sent every few seconds): the master shows when it last heard from
+    each agent. The connection's own liveness is the WebSocket's pings, which it cannot see."""
 
     type: ClassVar[str] = "heartbeat"
 
