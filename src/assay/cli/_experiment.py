@@ -394,7 +394,8 @@ def logs(
     tail: TailOption = None,
     timestamps: TimestampsOption = False,
 ) -> None:
-    """The experiment's own log (lines prefixed ``[experiment]``: what the master decided about
+    # The help is rich markup: an unescaped [experiment] would be read as a style and vanish.
+    """The experiment's own log (lines prefixed \\[experiment]: what the master decided about
     it) and the logs of every trial, each line prefixed with its trial."""
     from assay.cli._reconnect import Reconnector, detached_on_interrupt
     from assay.errors import AssayError
