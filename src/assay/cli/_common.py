@@ -261,6 +261,18 @@ def when(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, UTC).astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
+PROGRESS_BEFORE_END = 0.99
+"""The most progress shown for an experiment that has not ended: its searcher may count its
+planned work done while its last trials still run, and 100% would read as finished."""
+
+
+def shown_progress(exp: rest.ExperimentSummary) -> float:
+    """The experiment's progress as the views show it: below 100% until it ends."""
+    if exp.state.terminal:
+        return exp.progress
+    return min(exp.progress, PROGRESS_BEFORE_END)
+
+
 def fmt_metric(value: Any) -> str:
     if value is None:
         return ""

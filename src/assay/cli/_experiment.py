@@ -26,6 +26,7 @@ from assay.cli._common import (
     print_log_line,
     print_table,
     request,
+    shown_progress,
     styled_state,
     when,
 )
@@ -229,7 +230,7 @@ def list_(
             esc(e.name),
             esc(e.owner),
             styled_state(e.state),
-            f"{e.progress * 100:.0f}%",
+            f"{shown_progress(e) * 100:.0f}%",
             str(sum(e.trials.values())),
             str(e.searcher.name),
             when(e.created_at),
@@ -255,7 +256,7 @@ def describe(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
     searcher = exp.searcher
     console.print(
         f"[bold]experiment {exp.id}[/] {exp.name}  {styled_state(exp.state)}  "
-        f"{exp.progress * 100:.0f}%  searcher {searcher.name} on {searcher.metric} "
+        f"{shown_progress(exp) * 100:.0f}%  searcher {searcher.name} on {searcher.metric} "
         f"({'min' if searcher.smaller_is_better else 'max'})"
     )
     if exp.message:
