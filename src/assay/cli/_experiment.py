@@ -259,11 +259,21 @@ def describe(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
         f"{shown_progress(exp) * 100:.0f}%  searcher {searcher.name} on {searcher.metric} "
         f"({'min' if searcher.smaller_is_better else 'max'})"
     )
-    if exp.message:
-        console.print(f"  {esc(exp.message)}")
-    if exp.waiting:
-        console.print(f"  waiting: {esc(exp.waiting)}")
+    for line in detail_lines(exp):
+        console.print(f"  {line}", markup=False, highlight=False)
     console.print(trial_table(trials, searcher.metric))
+
+
+def detail_lines(exp: rest.Experiment) -> list[str]:
+    """The lines under ``describe``'s first: its message, and the fields that are set."""
+    lines = [exp.message] if exp.message else []
+    if exp.description:
+        lines.append(f"description: {exp.description}")
+    if exp.labels:
+        lines.append(f"labels: {', '.join(exp.labels)}")
+    if exp.waiting:
+        lines.append(f"waiting: {exp.waiting}")
+    return lines
 
 
 def trial_table(trials: Sequence[rest.Trial], metric: str | None) -> Table:
@@ -515,6 +525,10 @@ set_app = typer.Typer(
 app.add_typer(set_app, name="set")
 
 
+_KIND_WORDS: dict[type, str] = {int: "an integer", float: "a number"}
+"""How a refusal names the kind of value a setter wants."""
+
+
 def _setter(field: str, kind: type, none_ok: bool = False) -> Any:
     def command(experiment_id: ExpId, value: NewValue) -> None:
         shown = field.replace("_", "-")
@@ -526,7 +540,7 @@ def _setter(field: str, kind: type, none_ok: bool = False) -> Any:
                 parsed = kind(value)
             except ValueError:
                 also = " or 'none' (no limit)" if none_ok else ""
-                fail(f"{shown} must be a {kind.__name__}{also}, got {value!r}")
+                fail(f"{shown} must be {_KIND_WORDS.get(kind, kind.__name__)}{also}, got {value!r}")
         _set(experiment_id, {field: parsed})
         console.print(
             f"experiment {experiment_id}: {shown} set to {'none' if parsed is None else parsed}"

@@ -66,3 +66,15 @@ def test_piped_follow_shows_no_100_percent_before_the_experiment_ends() -> None:
     assert running[-1] == "experiment 19 ACTIVE 99%: trials 1 running"
     ended = lines.update(experiment(progress=1.0, state="COMPLETED"), [trial("COMPLETED")])
     assert ended[-1] == "experiment 19 COMPLETED 100%: trials 1 completed"
+
+
+def test_describe_shows_description_and_labels_when_set() -> None:
+    from assay.cli._experiment import detail_lines
+
+    assert detail_lines(experiment()) == []
+    described = experiment(description="mnist [baseline]", labels=["a", "b"], waiting=NEEDS_4)
+    assert detail_lines(described) == [
+        "description: mnist [baseline]",
+        "labels: a, b",
+        f"waiting: {NEEDS_4}",
+    ]
