@@ -63,7 +63,7 @@ def test_bad_values_get_one_line_errors_and_change_nothing(cluster: Cluster) -> 
     e = str(exp_id)
     bad = cluster.cli("e", "set", "max-slots", e, "many")
     assert bad.returncode != 0
-    assert "max-slots must be a int or 'none' (no limit), got 'many'" in bad.stderr
+    assert "max-slots must be an integer or 'none' (no limit), got 'many'" in bad.stderr
     assert "Traceback" not in bad.stderr
     empty = cluster.cli("e", "set", "name", e, "  ")
     assert empty.returncode != 0 and "name must not be empty" in empty.stderr

@@ -56,7 +56,7 @@ def _root(
             "--master",
             "-m",
             help="master URL (default: $ASSAY_MASTER, the cluster `assay up` started, or "
-            "http://127.0.0.1:8080)",
+            "http://127.0.0.1:$ASSAY_PORT, 8080 when unset)",
         ),
     ] = None,
     debug: Annotated[bool, typer.Option("--debug", help="show a traceback with any error")] = False,

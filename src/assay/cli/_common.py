@@ -107,17 +107,28 @@ def cluster_file() -> Path:
     return assay_home() / "run" / "cluster.json"
 
 
-def default_master() -> str:
-    """``$ASSAY_MASTER``, else the cluster ``assay up`` started, else the local default."""
+def local_master() -> str:
+    """The master on this machine ``assay up`` would start: on ``$ASSAY_PORT`` when it is set
+    (as ``assay up`` reads it), else on the default port."""
     from assay.client import DEFAULT_MASTER
 
+    port = os.environ.get("ASSAY_PORT", "").strip()
+    if not port:
+        return DEFAULT_MASTER
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        fail(f"ASSAY_PORT={port} is not a port: give a number from 1 to 65535, or unset it")
+    return f"http://127.0.0.1:{int(port)}"
+
+
+def default_master() -> str:
+    """``$ASSAY_MASTER``, else the cluster ``assay up`` started, else the local master."""
     env = os.environ.get("ASSAY_MASTER")
     if env:
         return env
     try:
         return str(json.loads(cluster_file().read_text())["master"])
     except (OSError, ValueError, KeyError):
-        return DEFAULT_MASTER
+        return local_master()
 
 
 def _guessed_master() -> bool:
@@ -199,12 +210,10 @@ def read_job_file(path: Path) -> str:
 def report_error(exc: AssayError) -> NoReturn:
     if isinstance(exc, MasterUnreachable):
         if _guessed_master():
-            from assay.client import DEFAULT_MASTER
-
             # Naming only the default URL would read as if a cluster had been there.
             fail(
                 f"no cluster is up (none recorded in ASSAY_HOME={assay_home()}, none answering "
-                f"at {DEFAULT_MASTER}): `assay up` starts one; or give -m URL"
+                f"at {local_master()}): `assay up` starts one; or give -m URL"
             )
         fail(f"{exc.message}; start a cluster with `assay up` or point at one with -m URL")
     details = exc.details
@@ -250,6 +259,18 @@ def when(ts: float | None) -> str:
     if ts is None:
         return ""
     return datetime.fromtimestamp(ts, UTC).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+PROGRESS_BEFORE_END = 0.99
+"""The most progress shown for an experiment that has not ended: its searcher may count its
+planned work done while its last trials still run, and 100% would read as finished."""
+
+
+def shown_progress(exp: rest.ExperimentSummary) -> float:
+    """The experiment's progress as the views show it: below 100% until it ends."""
+    if exp.state.terminal:
+        return exp.progress
+    return min(exp.progress, PROGRESS_BEFORE_END)
 
 
 def fmt_metric(value: Any) -> str:

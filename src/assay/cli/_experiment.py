@@ -26,6 +26,7 @@ from assay.cli._common import (
     print_log_line,
     print_table,
     request,
+    shown_progress,
     styled_state,
     when,
 )
@@ -229,7 +230,7 @@ def list_(
             esc(e.name),
             esc(e.owner),
             styled_state(e.state),
-            f"{e.progress * 100:.0f}%",
+            f"{shown_progress(e) * 100:.0f}%",
             str(sum(e.trials.values())),
             str(e.searcher.name),
             when(e.created_at),
@@ -255,14 +256,24 @@ def describe(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
     searcher = exp.searcher
     console.print(
         f"[bold]experiment {exp.id}[/] {exp.name}  {styled_state(exp.state)}  "
-        f"{exp.progress * 100:.0f}%  searcher {searcher.name} on {searcher.metric} "
+        f"{shown_progress(exp) * 100:.0f}%  searcher {searcher.name} on {searcher.metric} "
         f"({'min' if searcher.smaller_is_better else 'max'})"
     )
-    if exp.message:
-        console.print(f"  {esc(exp.message)}")
-    if exp.waiting:
-        console.print(f"  waiting: {esc(exp.waiting)}")
+    for line in detail_lines(exp):
+        console.print(f"  {line}", markup=False, highlight=False)
     console.print(trial_table(trials, searcher.metric))
+
+
+def detail_lines(exp: rest.Experiment) -> list[str]:
+    """The lines under ``describe``'s first: its message, and the fields that are set."""
+    lines = [exp.message] if exp.message else []
+    if exp.description:
+        lines.append(f"description: {exp.description}")
+    if exp.labels:
+        lines.append(f"labels: {', '.join(exp.labels)}")
+    if exp.waiting:
+        lines.append(f"waiting: {exp.waiting}")
+    return lines
 
 
 def trial_table(trials: Sequence[rest.Trial], metric: str | None) -> Table:
@@ -394,7 +405,8 @@ def logs(
     tail: TailOption = None,
     timestamps: TimestampsOption = False,
 ) -> None:
-    """The experiment's own log (lines prefixed ``[experiment]``: what the master decided about
+    # The help is rich markup: an unescaped [experiment] would be read as a style and vanish.
+    """The experiment's own log (lines prefixed \\[experiment]: what the master decided about
     it) and the logs of every trial, each line prefixed with its trial."""
     from assay.cli._reconnect import Reconnector, detached_on_interrupt
     from assay.errors import AssayError
@@ -513,6 +525,10 @@ set_app = typer.Typer(
 app.add_typer(set_app, name="set")
 
 
+_KIND_WORDS: dict[type, str] = {int: "an integer", float: "a number"}
+"""How a refusal names the kind of value a setter wants."""
+
+
 def _setter(field: str, kind: type, none_ok: bool = False) -> Any:
     def command(experiment_id: ExpId, value: NewValue) -> None:
         shown = field.replace("_", "-")
@@ -524,7 +540,7 @@ def _setter(field: str, kind: type, none_ok: bool = False) -> Any:
                 parsed = kind(value)
             except ValueError:
                 also = " or 'none' (no limit)" if none_ok else ""
-                fail(f"{shown} must be a {kind.__name__}{also}, got {value!r}")
+                fail(f"{shown} must be {_KIND_WORDS.get(kind, kind.__name__)}{also}, got {value!r}")
         _set(experiment_id, {field: parsed})
         console.print(
             f"experiment {experiment_id}: {shown} set to {'none' if parsed is None else parsed}"

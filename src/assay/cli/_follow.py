@@ -12,7 +12,15 @@ from typing import NoReturn
 import typer
 
 from assay import rest
-from assay.cli._common import console, fmt_hparams, fmt_metric, print_json_line, styled_state
+from assay.cli._common import (
+    console,
+    esc,
+    fmt_hparams,
+    fmt_metric,
+    print_json_line,
+    shown_progress,
+    styled_state,
+)
 from assay.cli._reconnect import Reconnector, detached_on_interrupt
 from assay.client import Client
 from assay.protocol import ExperimentState, TrialState
@@ -78,7 +86,7 @@ def follow_experiment(
 
 
 def _follow_live(client: Client, experiment_id: int, rc: Reconnector) -> rest.Experiment:
-    from rich.console import Group
+    from rich.console import Group, RenderableType
     from rich.live import Live
     from rich.progress import (
         BarColumn,
@@ -87,6 +95,7 @@ def _follow_live(client: Client, experiment_id: int, rc: Reconnector) -> rest.Ex
         TextColumn,
         TimeElapsedColumn,
     )
+    from rich.text import Text
 
     from assay.cli._experiment import trial_table
 
@@ -107,11 +116,15 @@ def _follow_live(client: Client, experiment_id: int, rc: Reconnector) -> rest.Ex
             summary = "  ".join(f"{k.lower()} {v}" for k, v in sorted(exp.trials.items()))
             progress.update(
                 task,
-                completed=exp.progress,
+                completed=shown_progress(exp),
                 state=styled_state(exp.state),
                 summary=summary,
             )
-            live.update(Group(progress, trial_table(trials[-20:], exp.searcher.metric)))
+            view: list[RenderableType] = [progress]
+            if exp.waiting:
+                view.append(Text.from_markup(f"[yellow]waiting:[/] {esc(exp.waiting)}"))
+            view.append(trial_table(trials[-20:], exp.searcher.metric))
+            live.update(Group(*view))
     assert exp is not None
     return exp
 
@@ -125,6 +138,7 @@ class ProgressLines:
         self.experiment_id = experiment_id
         self.shown: tuple[object, ...] | None = None
         self.trial_states: dict[int, TrialState] = {}
+        self.waiting: str | None = None
 
     def update(self, exp: rest.Experiment, trials: list[rest.Trial]) -> list[str]:
         metric = exp.searcher.metric or "metric"
@@ -140,20 +154,25 @@ class ProgressLines:
         best = exp.best_trial
         seen = (
             exp.state,
-            int(exp.progress / PROGRESS_STEP + 1e-9),
+            int(shown_progress(exp) / PROGRESS_STEP + 1e-9),
             sorted(counts.items()),
             best and (best.id, best.best_validation),
         )
         if seen != self.shown:
             self.shown = seen
             out.append(self._experiment_line(exp, counts, metric))
+        if exp.waiting != self.waiting:
+            # Said when it appears or changes; the trials' lines tell when the wait is over.
+            self.waiting = exp.waiting
+            if exp.waiting:
+                out.append(f"waiting: {exp.waiting}".replace("\n", " "))
         return out
 
     def _experiment_line(
         self, exp: rest.Experiment, counts: Counter[TrialState], metric: str
     ) -> str:
         shown = ", ".join(f"{n} {state.lower()}" for state, n in sorted(counts.items()))
-        line = f"experiment {exp.id} {exp.state} {exp.progress * 100:.0f}%"
+        line = f"experiment {exp.id} {exp.state} {shown_progress(exp) * 100:.0f}%"
         line += f": trials {shown}" if shown else ": no trials yet"
         best = exp.best_trial
         if best is not None and best.best_validation is not None:

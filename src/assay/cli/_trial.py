@@ -13,6 +13,7 @@ from assay.cli._common import (
     check_formats,
     client,
     console,
+    err_console,
     esc,
     fmt_metric,
     fmt_report,
@@ -37,6 +38,15 @@ if TYPE_CHECKING:
 app = typer.Typer(help="Inspect trials, follow their logs, kill them.", no_args_is_help=True)
 
 TrialId = Annotated[int, typer.Argument(help="trial id")]
+
+
+def heading(trial: rest.Trial) -> str:
+    """The first line of ``trial describe``; a field with nothing yet shows ``-``."""
+    return (
+        f"[bold]trial {trial.id}[/] of experiment {trial.experiment_id}  "
+        f"{styled_state(trial.state)}  steps {trial.steps_completed}  "
+        f"failures {trial.restarts}  best {fmt_metric(trial.best_validation) or '-'}"
+    )
 
 
 @app.command()
@@ -78,11 +88,7 @@ def describe(
             }
         )
         return
-    console.print(
-        f"[bold]trial {trial.id}[/] of experiment {trial.experiment_id}  "
-        f"{styled_state(trial.state)}  steps {trial.steps_completed}  "
-        f"failures {trial.restarts}  best {fmt_metric(trial.best_validation)}"
-    )
+    console.print(heading(trial))
     if trial.message:
         console.print(f"  {esc(trial.message)}")
     if trial.waiting:
@@ -165,6 +171,15 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def no_output_note(trial: rest.Trial) -> str | None:
+    """Why a trial's log is empty when the reason is that it never ran; None when it ran."""
+    if trial.runs > 0:
+        return None
+    if trial.state.terminal:
+        return f"trial {trial.id} is {trial.state} and never ran; it has no output"
+    return f"trial {trial.id} is {trial.state}; it has no output yet"
+
+
 @app.command()
 def logs(
     trial_id: TrialId,
@@ -197,6 +212,10 @@ def logs(
         for entry in stored:
             show(entry)
         if not follow:
+            note = no_output_note(c.trial(trial_id)) if not stored else None
+            if note:
+                # On stderr: a pipe reading the log still gets exactly the log, here nothing.
+                err_console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
             return
     from assay.cli._reconnect import Reconnector, detached_on_interrupt, trial_log_stream
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from assay.db import Session, trials
 from assay.protocol import TrialState
-from assay.searcher import EVERY_TRIAL_FAILED
 
 SEARCHER_FAILED = "the searcher could not go on"
 """The message of a failure the searcher gave no words for."""
@@ -14,16 +13,13 @@ SEARCHER_FAILED = "the searcher could not go on"
 
 def failure_message(session: Session, experiment_id: int, said: str) -> str:
     """What the experiment says after its searcher ended it in failure with ``said``: when
-    every trial failed, the last to fail is named with its own message and its log command,
-    each once; any other failure keeps the searcher's words."""
-    if said != EVERY_TRIAL_FAILED:
-        return said or SEARCHER_FAILED
-    failed = [
-        t for t in trials.of_experiment(session, experiment_id) if t.state == TrialState.ERROR
-    ]
-    if not failed:
+    every trial failed, whatever the searcher's words, the last to fail is named with its own
+    message and its log command, each once; any other failure keeps the searcher's words."""
+    said = said or SEARCHER_FAILED
+    every = trials.of_experiment(session, experiment_id)
+    if not every or any(t.state != TrialState.ERROR for t in every):
         return said
-    last = max(failed, key=lambda t: (t.ended_at or 0.0, t.id))
+    last = max(every, key=lambda t: (t.ended_at or 0.0, t.id))
     # A trial's message that merely repeats the experiment's would say it twice.
     why = f": {last.message}" if last.message and last.message != said else ""
     return f"{said}; the last to fail was trial {last.id}{why}; its log: assay trial logs {last.id}"

@@ -195,8 +195,8 @@ def why_waiting(
                 "raise it (assay experiment set max-slots)"
             )
         return (
-            f"holds {job.held} slots, and one more trial of {_unit('slots', per)} would pass "
-            f"its max_slots of {job.max_slots}"
+            f"holds {_unit('slots', job.held)}, and one more trial of {_unit('slots', per)} "
+            f"would pass its max_slots of {job.max_slots}"
         )
     short = _over(job.need, free)
     if short:
@@ -211,7 +211,8 @@ def why_waiting(
         return _behind(job.ahead, "")
     if job.trial is not None:
         return (
-            f"enough slots are free in all; a trial starts once {_unit('slots', per)} are free "
+            f"enough slots are free in all; a trial starts once {_unit('slots', per)} "
+            f"{'is' if per == 1 else 'are'} free "
             "on one agent or on whole agents of one size"
         )
     return "enough is free in all, but no agent has the free room one of its instances needs"

@@ -78,7 +78,9 @@ class Tournament:
         if not self.shut and len(self.finished) == len(self.methods):
             self.shut = True
             failures = [s.message for s in self.finished.values() if s.failure]
-            out.append(Shutdown(failure=bool(failures), message="; ".join(m for m in failures)))
+            # Brackets that failed alike say so once: dict.fromkeys keeps the first of each.
+            message = "; ".join(dict.fromkeys(m for m in failures if m))
+            out.append(Shutdown(failure=bool(failures), message=message))
         return out
 
     def _start(self, index: int, op: Create | ValidateAfter) -> list[Operation]:

@@ -104,3 +104,18 @@ def test_experiment_create_refuses_an_openpai_job_naming_the_command_that_takes_
         f"error: {job} is an OpenPAI job, not an experiment config: "
         f"submit it with `assay job submit {job}`"
     )
+
+
+@pytest.mark.parametrize(
+    ("setting", "wanted"),
+    [
+        ("max-slots", "an integer or 'none' (no limit)"),
+        ("priority", "an integer"),
+        ("weight", "a number"),
+    ],
+)
+def test_a_setting_that_is_no_number_is_refused_naming_the_kind_in_words(
+    tmp_path: Path, setting: str, wanted: str
+) -> None:
+    done = assay(tmp_path, "e", "set", setting, "18", "abc")
+    assert one_line_error(done) == f"error: {setting} must be {wanted}, got 'abc'"

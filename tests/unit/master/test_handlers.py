@@ -14,6 +14,7 @@ from assay.config import MasterConfig
 from assay.db import Allocation, Database, Experiment, Job, Metric, Trial
 from assay.errors import InvalidConfig, InvalidTransition
 from assay.master import Master, Submission
+from assay.master._end_message import failure_message
 from assay.master._harness import Caller
 from assay.protocol import MetricReport
 from tests.unit.master.conftest import ADMIN
@@ -159,6 +160,50 @@ def test_crash_restarts_until_max_restarts_then_errors(master: Master, context: 
         f"(max_restarts: 1); last: exit code 1; its log: assay trial logs {trial_id}"
     )
     assert exp.message.count("every trial failed") == 1
+
+
+def _fail_every_trial(master: Master, exp_id: int, agent: Recorder) -> Experiment:
+    """Schedule, and crash whatever starts, until the experiment ends."""
+    crashed: set[str] = set()
+    for _ in range(50):
+        run(master.loops.schedule_once())
+        exp = master.db.run_sync(lambda s: s.get(Experiment, exp_id))
+        assert exp is not None
+        if exp.state != "ACTIVE":
+            return exp
+        for alloc_id in [s["allocation_id"] for s in agent.starts()]:
+            if alloc_id not in crashed:
+                crashed.add(alloc_id)
+                exited = {"type": "exited", "allocation_id": alloc_id, "exit_code": 1}
+                run(master.agents.on_message("a1", exited))
+    raise AssertionError("the experiment never ended")
+
+
+def test_asha_whose_trials_all_fail_says_every_trial_failed_once_and_names_the_last(
+    master: Master, context: bytes
+) -> None:
+    asha = config(name="adaptive_asha", max_trials=4, max_concurrent_trials=2)
+    exp_id = run(master.experiments.create(ADMIN, Submission(asha, context))).id
+    exp = _fail_every_trial(master, exp_id, connect_agent(master, slots=2))
+    assert exp.state == "ERROR"
+    last = max(trials(master), key=lambda t: (t.ended_at or 0.0, t.id))
+    assert exp.message == (
+        f"every trial failed; the last to fail was trial {last.id}: failed 2 times "
+        f"(max_restarts: 1); last: exit code 1; its log: assay trial logs {last.id}"
+    )
+
+
+def test_any_searcher_words_get_the_last_failing_trial_when_every_trial_failed(
+    master: Master, context: bytes
+) -> None:
+    exp_id = run(master.experiments.create(ADMIN, Submission(config(name="single"), context))).id
+    _fail_every_trial(master, exp_id, connect_agent(master))
+    trial_id = trials(master)[0].id
+    said = master.db.run_sync(lambda s: failure_message(s, exp_id, "the tuner gave up"))
+    assert said == (
+        f"the tuner gave up; the last to fail was trial {trial_id}: failed 2 times "
+        f"(max_restarts: 1); last: exit code 1; its log: assay trial logs {trial_id}"
+    )
 
 
 def test_pause_asks_running_trials_to_stop_and_activate_requeues_them(

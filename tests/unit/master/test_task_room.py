@@ -127,6 +127,8 @@ def test_max_slots_explains_a_trial_the_job_may_not_start() -> None:
     )
     full = _trial_wait(TrialShape(1), [AgentRoom(4)], max_slots=2, held=2)
     assert full == "holds 2 slots, and one more trial of 1 slot would pass its max_slots of 2"
+    one = _trial_wait(TrialShape(1), [AgentRoom(4)], max_slots=1, held=1)
+    assert one == "holds 1 slot, and one more trial of 1 slot would pass its max_slots of 1"
 
 
 def test_numbers_are_written_in_full() -> None:

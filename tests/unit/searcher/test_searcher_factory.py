@@ -16,7 +16,17 @@ import yaml
 import assay
 from assay.config import load_experiment_config
 from assay.errors import InvalidConfig
-from assay.searcher import OptunaSource, RandomSearch, Searcher, make_searcher, preview_search
+from assay.protocol import ExitedReason
+from assay.searcher import (
+    EVERY_TRIAL_FAILED,
+    Create,
+    OptunaSource,
+    RandomSearch,
+    Searcher,
+    Shutdown,
+    make_searcher,
+    preview_search,
+)
 from assay.searcher._asha import AsyncHalving, AsyncHalvingStopping
 from assay.searcher._early_stop import EarlyStopping
 from assay.searcher._tournament import Tournament
@@ -219,3 +229,29 @@ def test_preview_figures_do_not_depend_on_the_processes_string_hashing() -> None
         )
         outputs.add(done.stdout)
     assert len(outputs) == 1
+
+
+def test_tournament_whose_brackets_all_fail_says_so_once() -> None:
+    searcher = make_searcher(
+        _config(
+            {
+                "name": "adaptive_asha",
+                "max_trials": 4,
+                "max_length": {"batches": 64},
+                "max_concurrent_trials": 2,
+            }
+        ),
+        1,
+    )
+    tournament = searcher.method
+    assert isinstance(tournament, Tournament) and len(tournament.methods) > 1
+    pending = tournament.initial_operations()
+    shutdowns: list[Shutdown] = []
+    while pending:
+        op = pending.pop(0)
+        if isinstance(op, Create):
+            pending += tournament.trial_created(op.request_id)
+            pending += tournament.trial_exited_early(op.request_id, ExitedReason.ERRORED)
+        elif isinstance(op, Shutdown):
+            shutdowns.append(op)
+    assert [(s.failure, s.message) for s in shutdowns] == [(True, EVERY_TRIAL_FAILED)]
