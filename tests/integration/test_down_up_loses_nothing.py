@@ -6,7 +6,6 @@ killed after the grace), wait without a restart counted, and resume from their c
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
 import subprocess
@@ -20,7 +19,7 @@ import yaml
 from assay.client import Client
 from assay.errors import InvalidRequest
 from tests.integration.cluster import CONTEXTS, free_port, wait_for
-from tests.integration.test_up_signs_in import Assay, private_assay
+from tests.integration.test_up_signs_in import Assay, private_assay, private_env
 
 pytestmark = pytest.mark.integration
 
@@ -154,7 +153,7 @@ def test_two_ups_at_once_in_one_home_start_one_cluster(tmp_path: Path) -> None:
     both = [
         subprocess.Popen(
             [*command, "--port", port, "--slots", "1"],
-            env=_env(tmp_path),
+            env=private_env(tmp_path),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -188,18 +187,3 @@ def test_each_failed_up_has_a_log_of_its_own(tmp_path: Path) -> None:
     assert latest.read_text().count("unable to open database file") == (
         first_log.read_text().count("unable to open database file")
     )
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    """The environment ``private_assay`` runs ``assay`` in, for processes started together."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("ASSAY_MASTER", "ASSAY_USER_TOKEN", "ASSAY_ADMIN_PASSWORD")
-    }
-    env.update(
-        ASSAY_HOME=str(tmp_path / "home"),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-        COLUMNS="160",
-    )
-    return env

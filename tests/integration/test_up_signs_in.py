@@ -21,8 +21,8 @@ pytestmark = pytest.mark.integration
 Assay = Callable[..., subprocess.CompletedProcess[str]]
 
 
-def private_assay(tmp_path: Path) -> Assay:
-    """The ``assay`` command with a home and a config directory of its own."""
+def private_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of an ``assay`` with a home and a config directory of its own."""
     env = {
         key: value
         for key, value in os.environ.items()
@@ -33,6 +33,12 @@ def private_assay(tmp_path: Path) -> Assay:
         XDG_CONFIG_HOME=str(tmp_path / "config"),
         COLUMNS="160",
     )
+    return env
+
+
+def private_assay(tmp_path: Path) -> Assay:
+    """The ``assay`` command with a home and a config directory of its own."""
+    env = private_env(tmp_path)
 
     def assay(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
         return subprocess.run(

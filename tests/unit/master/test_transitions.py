@@ -117,19 +117,23 @@ def test_no_exit_drops_the_checkpoint_the_trial_resumes_from(facts: ExitFacts) -
     assert decide_exit(facts).resume_from == facts.latest_checkpoint
 
 
-@given(exits(preempt=st.just(PreemptReason.PAUSE)))
-def test_a_paused_trial_that_exits_waits_to_resume_unless_something_ended_it(
-    facts: ExitFacts,
-) -> None:
-    decision = decide_exit(facts)
-    ended_by_other_means = (
+def _ended_by_other_means(facts: ExitFacts) -> bool:
+    """Whether something other than the preemption decides where the trial goes."""
+    return (
         facts.kill_requested
         or facts.invalid_hp
         or facts.closed
         or facts.experiment_state
         in (ExperimentState.STOPPING_CANCELED, ExperimentState.STOPPING_KILLED)
     )
-    if not ended_by_other_means:
+
+
+@given(exits(preempt=st.just(PreemptReason.PAUSE)))
+def test_a_paused_trial_that_exits_waits_to_resume_unless_something_ended_it(
+    facts: ExitFacts,
+) -> None:
+    decision = decide_exit(facts)
+    if not _ended_by_other_means(facts):
         assert decision.state in (TrialState.PAUSED, TrialState.QUEUED)
         assert decision.restarts == facts.restarts, "a paused trial's exit is not a failure"
 
@@ -139,15 +143,7 @@ def test_a_trial_stopped_with_its_cluster_waits_to_resume_whatever_its_exit_code
     facts: ExitFacts,
 ) -> None:
     decision = decide_exit(facts)
-    ended_by_other_means = (
-        facts.timed_out
-        or facts.kill_requested
-        or facts.invalid_hp
-        or facts.closed
-        or facts.experiment_state
-        in (ExperimentState.STOPPING_CANCELED, ExperimentState.STOPPING_KILLED)
-    )
-    if not ended_by_other_means:
+    if not (facts.timed_out or _ended_by_other_means(facts)):
         # Killed by signal 15 after the grace, or lost with its agent: never a failure.
         assert decision.state in (TrialState.PAUSED, TrialState.QUEUED)
         assert not decision.ended
