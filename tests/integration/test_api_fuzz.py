@@ -125,9 +125,15 @@ def target(tmp_path_factory: pytest.TempPathFactory, database: str | None) -> It
 @pytest.fixture(scope="module")
 def fresh(target: Target) -> Target:
     """A trial running after the fuzzing, which may have killed the first one: its allocation's
-    token must be live for a report to get past the token check to the validation."""
-    with contextlib.suppress(AssayError):  # ended already
-        target.cluster.client.transition(_experiment_of(target), "kill")
+    token must be live for a report to get past the token check to the validation. What the
+    fuzzing left running (the first experiment, its forks, archived ones too) is killed first,
+    so the agent's one slot is free for it."""
+    client = target.cluster.client
+    for archived in (False, True):
+        for exp in client.list_experiments(archived=archived, limit=1000).experiments:
+            if not exp.state.terminal:
+                with contextlib.suppress(AssayError):  # ended meanwhile
+                    client.transition(exp.id, "kill")
     return running_trial(target.cluster)
 
 

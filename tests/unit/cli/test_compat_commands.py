@@ -37,10 +37,14 @@ def test_wrapper_is_marked_and_runs_the_compat_entry(tmp_path: Path) -> None:
     wrapper.chmod(0o755)
     # An unmapped command answers without a master: the translation ran, in assay.
     done = subprocess.run(
-        [str(wrapper), "agent", "list"], capture_output=True, text=True, check=False, timeout=60
+        [str(wrapper), "agent", "enable", "x"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
     )
     assert done.returncode == 1
-    assert "`det agent list` has no assay equivalent; the closest: `assay agent`" in done.stderr
+    assert "`det agent enable` has no assay equivalent; the closest: `assay agent`" in done.stderr
 
 
 def test_shims_path_runs_an_nni_trial_script_standalone(tmp_path: Path) -> None:
