@@ -300,9 +300,9 @@ def test_installed_det_lists_the_clusters_experiments_and_uninstall_removes_it(
     listed = run_wrapper(bin_dir / "det", ["e", "list"], env)
     assert listed.returncode == 0, listed.stdout + listed.stderr
     assert re.search(rf"^\s*{experiment_id}\s+local-mode\s", listed.stdout, re.M), listed.stdout
-    unmapped = run_wrapper(bin_dir / "det", ["e", "set", "gc-policy", str(experiment_id)], env)
+    unmapped = run_wrapper(bin_dir / "det", ["e", "frobnicate", str(experiment_id)], env)
     assert unmapped.returncode == 1
-    assert "save_trial_latest" in unmapped.stderr and unmapped.stderr.count("\n") == 1
+    assert "`assay experiment`" in unmapped.stderr and unmapped.stderr.count("\n") == 1
     nni_env = {**env, "ASSAY_MASTER": cluster.url}
     # --all: like nnictl's, the list without it shows running experiments only.
     nni_listed = run_wrapper(bin_dir / "nnictl", ["experiment", "list", "--all"], nni_env)

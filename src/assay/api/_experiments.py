@@ -187,3 +187,18 @@ async def delete_experiment(
     """Delete an ended experiment: its checkpoints from storage first, then its rows and its
     context (when no other experiment uses it). Owner or admin only."""
     return await master.experiments.delete(actor, experiment_id)
+
+
+@router.post(
+    "/{experiment_id}/gc",
+    responses={403: {"description": "Not the experiment's owner or an admin."}},
+)
+async def collect_checkpoints(
+    experiment_id: ExperimentId, body: rest.GcPolicy, master: MasterDep, actor: ActorDep
+) -> rest.GcResult:
+    """Garbage-collect the experiment's checkpoints under a new policy (Determined's
+    `set gc-policy`): a checkpoint is kept if it is among the experiment's best N, its trial's
+    best N or its trial's latest N; omitted numbers keep the experiment's. Files are deleted
+    first, then rows marked DELETED; the policy is stored for the experiment's end. Never
+    collects what a trial that has not ended may still load. Owner or admin only."""
+    return await master.experiments.collect_checkpoints(actor, experiment_id, body)

@@ -13,6 +13,7 @@ from assay.cli import (
     _compat,
     _experiment,
     _experiment_lifecycle,
+    _gc_policy,
     _job,
     _nni,
     _preview,
@@ -79,6 +80,7 @@ app.add_typer(_cluster_info.slot_app, name="slot")
 app.add_typer(_cluster_info.pool_app, name="resource-pool")
 app.command("preview-search")(_preview.preview)
 _experiment_lifecycle.register(_experiment.app)
+_gc_policy.register(_experiment.set_app)
 app.add_typer(_experiment.app, name="experiment")
 app.add_typer(_experiment.app, name="e", hidden=True)
 app.add_typer(_job.app, name="job")

@@ -73,11 +73,6 @@ def _exp(verb: tuple[str, ...], assay_verb: str, **kw: object) -> Rule:
     return Rule((_EXP, verb), ("experiment", assay_verb), **kw)  # type: ignore[arg-type]
 
 
-_GC = (
-    "assay has no `experiment set gc-policy`: set checkpoint_storage's save_experiment_best, "
-    "save_trial_best and save_trial_latest in the experiment config (`assay e create`)"
-)
-
 DET_RULES: tuple[Rule, ...] = (
     _exp(
         ("create",),
@@ -125,7 +120,19 @@ DET_RULES: tuple[Rule, ...] = (
     _exp(("wait",), "wait", positionals=ONE),
     *(_exp((verb,), verb, positionals=ONE) for verb in ("kill", "pause", "activate", "cancel")),
     *(_exp((verb,), verb, positionals=ONE) for verb in ("archive", "unarchive")),
-    Rule((_EXP, ("set",), ("gc-policy",)), refuse=_GC),
+    Rule(
+        (_EXP, ("set",), ("gc-policy",)),
+        ("experiment", "set", "gc-policy"),
+        positionals=ONE,
+        flags={
+            **{
+                f"--{name}": Flag(f"--{name}", value=True)
+                for name in ("save-experiment-best", "save-trial-best", "save-trial-latest")
+            },
+            "--yes": Flag("--yes"),
+            "-y": Flag("--yes"),
+        },
+    ),
     *(
         Rule((_EXP, ("set",), (what,)), ("experiment", "set", what), positionals=(2, 2))
         for what in ("priority", "weight", "max-slots")

@@ -348,10 +348,13 @@ def list_checkpoints(
             "are left out",
         ),
     ] = None,
+    deleted: Annotated[
+        bool, typer.Option("--deleted", "--all", help="include deleted checkpoints")
+    ] = False,
     as_json: JsonFlag = False,
     as_csv: CsvOption = False,
 ) -> None:
-    """The experiment's checkpoints."""
+    """The experiment's checkpoints (deleted ones hidden unless --deleted)."""
     from rich.table import Table
 
     from assay.context import format_size
@@ -359,6 +362,10 @@ def list_checkpoints(
     check_formats(as_json, as_csv)
     c = client()
     ckpts = c.experiment_checkpoints(experiment_id)
+    if not deleted:
+        from assay.protocol import CheckpointState
+
+        ckpts = [ck for ck in ckpts if ck.state != CheckpointState.DELETED]
     scores: dict[str, float] = {}
     metric = ""
     if best is not None:
@@ -519,7 +526,8 @@ def _transition(action: str, past: str) -> Any:
 
 
 set_app = typer.Typer(
-    help="Change an experiment's priority, weight, max slots, name, description or labels.",
+    help="Change an experiment's priority, weight, max slots, name, description, labels or "
+    "checkpoint garbage-collection policy.",
     no_args_is_help=True,
 )
 app.add_typer(set_app, name="set")

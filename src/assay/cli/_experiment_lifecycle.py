@@ -111,25 +111,25 @@ def delete(
             if ck.state != CheckpointState.DELETED
         ]
         question = (
-            f"Delete experiment {experiment_id} ({exp.name}, {_count(trials, 'trial')}, "
-            f"{_count(len(kept), 'checkpoint')})? [y/N] "
+            f"Delete experiment {experiment_id} ({exp.name}, {count(trials, 'trial')}, "
+            f"{count(len(kept), 'checkpoint')})? [y/N] "
         )
-        if not _confirmed(question):
+        if not confirmed(question):
             err_console.print("not deleted", highlight=False)
             raise typer.Exit(1)
     gone = c.delete_experiment(experiment_id)
     console.print(
-        f"deleted experiment {gone.id} ({esc(gone.name)}): {_count(gone.trials, 'trial')}, "
-        f"{_count(gone.checkpoints, 'checkpoint')} removed from storage",
+        f"deleted experiment {gone.id} ({esc(gone.name)}): {count(gone.trials, 'trial')}, "
+        f"{count(gone.checkpoints, 'checkpoint')} removed from storage",
         highlight=False,
     )
 
 
-def _count(n: int, word: str) -> str:
+def count(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _confirmed(question: str) -> bool:
+def confirmed(question: str) -> bool:
     """Ask on stderr (stdout may be a pipe); yes only for y or yes, no at the end of input."""
     sys.stderr.write(question)
     sys.stderr.flush()

@@ -59,6 +59,9 @@ def describe(
     as_csv: Annotated[
         bool, typer.Option("--csv", help="the metric series as CSV (implies --metrics)")
     ] = False,
+    deleted: Annotated[
+        bool, typer.Option("--deleted", help="with --json, include deleted checkpoints")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
 ) -> None:
     """A trial: state, hyperparameters, progress, checkpoints and validation metrics."""
@@ -77,6 +80,10 @@ def describe(
     else:
         validations = [r for r in reports if r.group == "validation"]
     checkpoints = c.trial_checkpoints(trial_id)
+    if not deleted:
+        from assay.protocol import CheckpointState
+
+        checkpoints = [ck for ck in checkpoints if ck.state != CheckpointState.DELETED]
     if as_json:
         extra = {} if reports is None else {"metrics": _series(reports)}
         print_json(

@@ -204,6 +204,16 @@ class Client:
         answer = self.http.request("DELETE", f"/api/v1/experiments/{experiment_id}", timeout=300.0)
         return rest.ExperimentDeleted.model_validate(answer)
 
+    def collect_checkpoints(self, experiment_id: int, policy: rest.GcPolicy) -> rest.GcResult:
+        """Run a garbage-collection policy on the experiment (or, with ``dry_run``, say what
+        it would delete)."""
+        answer = self.http.post(
+            f"/api/v1/experiments/{experiment_id}/gc",
+            policy.model_dump(exclude_none=True),
+            timeout=300.0,
+        )
+        return rest.GcResult.model_validate(answer)
+
     # -- jobs that are not experiments ----------------------------------------------------------
     def submit_job(
         self,

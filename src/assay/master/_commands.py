@@ -14,6 +14,7 @@ from assay.config import MasterConfig
 from assay.db import Experiment, Session, experiments, trials
 from assay.db import jobs as db_jobs
 from assay.master import _derive as derive
+from assay.master import _gc_demand as gc_demand
 from assay.master import _jobs as jobs
 from assay.master import _lifecycle as life
 from assay.master import _views as views
@@ -116,6 +117,12 @@ class ExperimentCommands:
     async def delete(self, actor: Actor, experiment_id: int) -> rest.ExperimentDeleted:
         """Delete an ended experiment: its checkpoints from storage, then its rows."""
         return await derive.delete_experiment(self.core, actor, experiment_id)
+
+    async def collect_checkpoints(
+        self, actor: Actor, experiment_id: int, body: rest.GcPolicy
+    ) -> rest.GcResult:
+        """Run a new garbage-collection policy now and keep it for the experiment's end."""
+        return await gc_demand.collect_now(self.core, actor, experiment_id, body)
 
     async def add_note(self, experiment_id: int, text: str) -> None:
         """Append a line to the experiment's log (``[experiment]`` in ``assay experiment

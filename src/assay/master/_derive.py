@@ -25,12 +25,12 @@ from assay.config import (
 )
 from assay.db import Session, checkpoints, contexts, experiments, trials
 from assay.errors import Conflict, Forbidden, InvalidRequest
+from assay.master._gc import remove_files
 from assay.master._orchestrator import Orchestrator
 from assay.master._submit import Submission
 from assay.master._tx import Tx
 from assay.master._users import Actor
 from assay.protocol import CheckpointState, ExperimentState, TrialState
-from assay.storage import storage_from_config
 
 log = logging.getLogger(__name__)
 
@@ -205,16 +205,12 @@ def _refuse_if_used(session: Session, experiment_id: int, uuids: set[str]) -> No
 def delete_files(plan: DeletionPlan, experiment_id: int) -> None:
     """Delete the plan's checkpoints from storage; the first failure raises, naming it (the
     rows are then kept, so that a later delete finds the files left)."""
-    manager = storage_from_config(plan.storage)
-    for uuid in plan.uuids:
-        try:
-            if manager.exists(uuid):
-                manager.delete(uuid)
-        except Exception as exc:  # any storage's failure: reported, rows kept
-            raise Conflict(
-                f"could not delete checkpoint {uuid} of experiment {experiment_id} from storage "
-                f"({exc}); the experiment is kept: fix the storage and delete it again"
-            ) from exc
+    removal = remove_files(plan.storage, plan.uuids, stop=True)
+    for uuid, reason in removal.failed.items():
+        raise Conflict(
+            f"could not delete checkpoint {uuid} of experiment {experiment_id} from storage "
+            f"({reason}); the experiment is kept: fix the storage and delete it again"
+        )
 
 
 def delete_rows(

@@ -9,6 +9,7 @@ deleted from storage, then marked DELETED.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -63,7 +64,7 @@ def mark_for_collection(tx: Tx, exp: Experiment) -> None:
     searcher = exp.config.get("searcher") or {}
     metric = searcher.get("metric")
     sign = 1.0 if searcher.get("smaller_is_better", True) else -1.0
-    scores = _scores(metrics.validation_values(tx.session, exp.id, metric), sign)
+    scores = validation_scores(metrics.validation_values(tx.session, exp.id, metric), sign)
     rows = list(checkpoints.of(tx.session, experiment_id=exp.id))
     facts = [
         CheckpointFacts(
@@ -92,7 +93,9 @@ def pending_deletions(tx: Tx, experiment_id: int) -> tuple[list[str], dict[str, 
     return doomed, dict(exp.config.get("checkpoint_storage") or {})
 
 
-def _scores(values: Iterable[tuple[int, int, Any]], sign: float) -> Mapping[tuple[int, int], float]:
+def validation_scores(
+    values: Iterable[tuple[int, int, Any]], sign: float
+) -> Mapping[tuple[int, int], float]:
     out: dict[tuple[int, int], float] = {}
     for trial_id, steps, value in values:
         if isinstance(value, int | float) and not isinstance(value, bool):
@@ -109,19 +112,41 @@ def mark_deleted(tx: Tx, uuids: list[str]) -> None:
             ckpt.state = CheckpointState.DELETED
 
 
+@dataclass
+class Removal:
+    """What deleting checkpoints from storage did: the uuids gone (or never there), and the
+    reason each of the others is still there."""
+
+    gone: list[str]
+    failed: dict[str, str]
+
+
+def remove_files(
+    storage: Mapping[str, Any], uuids: Iterable[str], *, stop: bool = False
+) -> Removal:
+    """Delete each checkpoint from storage, going on past a failure (one bad directory must
+    not keep the rest) unless ``stop``. The one place checkpoint files are deleted."""
+    manager = storage_from_config(dict(storage))
+    out = Removal([], {})
+    for uuid in uuids:
+        try:
+            if manager.exists(uuid):
+                manager.delete(uuid)
+            out.gone.append(uuid)
+        except Exception as exc:  # any storage's failure: reported, the row kept
+            out.failed[uuid] = str(exc) or type(exc).__name__
+            if stop:
+                break
+    return out
+
+
 async def collect(master: Transactor, experiment_id: int) -> int:
     """Run the experiment's GC policy; returns how many checkpoints were deleted."""
     uuids, storage = await master.transact(pending_deletions, experiment_id)
     if not uuids:
         return 0
-    manager = storage_from_config(storage)
-    gone = []
-    for uuid in uuids:
-        try:
-            if manager.exists(uuid):
-                manager.delete(uuid)
-            gone.append(uuid)
-        except Exception as exc:  # one bad directory must not stop the rest
-            log.warning("could not delete checkpoint %s: %s", uuid, exc)
-    await master.transact(mark_deleted, gone)
-    return len(gone)
+    removal = await asyncio.to_thread(remove_files, storage, uuids)
+    for uuid, reason in removal.failed.items():
+        log.warning("could not delete checkpoint %s: %s", uuid, reason)
+    await master.transact(mark_deleted, removal.gone)
+    return len(removal.gone)

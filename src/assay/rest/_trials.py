@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from assay.protocol import AllocationState, CheckpointState, ExitedReason, PreemptReason, TrialState
-from assay.rest._common import Resource, Waiting
+from assay.rest._common import DbInt, Request, Resource, Waiting
 
 
 class Metric(Resource):
@@ -115,3 +115,43 @@ class LogEntry(Resource):
 
 class LogPage(Resource):
     logs: list[LogEntry]
+
+
+class GcPolicy(Request):
+    """A garbage-collection policy to run on an experiment now (and keep for its end): a
+    checkpoint is kept if it is among the experiment's best N, its trial's best N or its
+    trial's latest N. An omitted number keeps the experiment's current one."""
+
+    save_experiment_best: DbInt | None = None
+    save_trial_best: DbInt | None = None
+    save_trial_latest: DbInt | None = None
+    dry_run: bool = Field(
+        default=False, description="Only say what would be deleted; change nothing."
+    )
+    uuids: (
+        Annotated[list[Annotated[str, Field(max_length=64)]], Field(max_length=100_000)] | None
+    ) = Field(
+        default=None,
+        description="Delete only these of the checkpoints the policy does not keep (what a "
+        "dry run showed), so nothing reported since is deleted unseen.",
+    )
+
+
+class CollectedCheckpoint(Checkpoint):
+    metric: float | None = Field(
+        description="The searcher metric of the validation at the checkpoint's step, if any."
+    )
+
+
+class GcResult(Resource):
+    save_experiment_best: int
+    save_trial_best: int
+    save_trial_latest: int
+    dry_run: bool
+    checkpoints: list[CollectedCheckpoint] = Field(
+        description="Deleted (or, on a dry run, to be deleted), by trial and step."
+    )
+    failed: dict[str, str] = Field(
+        description="Checkpoints whose files could not be deleted, by uuid, with the reason; "
+        "they are left as they were."
+    )

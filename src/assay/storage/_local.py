@@ -72,7 +72,12 @@ class SharedFSStorage:
             os.rename(source, doomed)
         except FileNotFoundError:
             raise self._not_found(uuid) from None
-        shutil.rmtree(doomed)
+        try:
+            shutil.rmtree(doomed)
+        except OSError:
+            # Put back what is left, so its row still points at files and none lie unknown.
+            os.rename(doomed, source)
+            raise
 
     def list_files(self, uuid: str) -> dict[str, int]:
         return list_directory(self._existing(uuid))

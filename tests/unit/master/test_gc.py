@@ -73,3 +73,37 @@ def test_kept_checkpoints_are_exactly_those_some_rule_asks_for(
         assert any(c.uuid in kept and c.score == best for c in scored)
     limit = exp_best + len({c.trial_id for c in ckpts}) * (trial_best + trial_latest)
     assert len(kept) <= limit
+
+
+# Distinct steps within a trial and distinct scores: no ties, so the kept set has one answer.
+untied = st.lists(
+    st.tuples(st.integers(1, 4), st.integers(0, 10_000), st.none() | st.integers(-1000, 1000)),
+    max_size=25,
+    unique_by=(lambda t: (t[0], t[1]), lambda t: (t[1],)),
+).map(
+    lambda rows: [
+        CheckpointFacts(f"c{i}", trial, steps, None if score is None else score + i / 1000)
+        for i, (trial, steps, score) in enumerate(rows)
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(untied, limits, limits, limits)
+def test_kept_set_is_exactly_the_union_of_the_three_rules(
+    ckpts: list[CheckpointFacts], exp_best: int, trial_best: int, trial_latest: int
+) -> None:
+    scored = sorted((c for c in ckpts if c.score is not None), key=lambda c: c.score or 0.0)
+    union = {c.uuid for c in scored[:exp_best]}
+    for trial in {c.trial_id for c in ckpts}:
+        mine = [c for c in ckpts if c.trial_id == trial]
+        best = sorted((c for c in mine if c.score is not None), key=lambda c: c.score or 0.0)
+        union |= {c.uuid for c in best[:trial_best]}
+        union |= {c.uuid for c in sorted(mine, key=lambda c: -c.steps_completed)[:trial_latest]}
+    doomed = to_delete(
+        ckpts,
+        save_experiment_best=exp_best,
+        save_trial_best=trial_best,
+        save_trial_latest=trial_latest,
+    )
+    assert {c.uuid for c in ckpts} - doomed == union

@@ -1,0 +1,141 @@
+"""Garbage collection on demand (``assay experiment set gc-policy``): a new policy, stored in
+the experiment's config so its end uses it too, and run at once.
+
+Allowed on any experiment, as Determined allows it; what a running one still needs is never
+collected: the latest checkpoint of a trial that has not ended (a restart resumes from it) and
+any checkpoint a trial that has not ended starts from. Rows are marked DELETING in the
+transaction that decides (a master killed after deleting files finishes the job when it comes
+back, as it does for the automatic collection); a checkpoint whose files could not be deleted
+goes back to the state it had, and the answer names it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from assay import rest
+from assay.db import Checkpoint, checkpoints, experiments, metrics, trials
+from assay.master._gc import (
+    CheckpointFacts,
+    mark_deleted,
+    remove_files,
+    to_delete,
+    validation_scores,
+)
+from assay.master._orchestrator import Orchestrator
+from assay.master._tx import Tx
+from assay.master._users import Actor
+from assay.master._views import checkpoint as checkpoint_view
+from assay.protocol import CheckpointState, TrialState
+
+_FIELDS = ("save_experiment_best", "save_trial_best", "save_trial_latest")
+_DEFAULTS = {"save_experiment_best": 0, "save_trial_best": 1, "save_trial_latest": 1}
+"""The policy of a config that sets none (as the config's storage section defaults it)."""
+
+
+@dataclass
+class _Plan:
+    result: rest.GcResult
+    storage: dict[str, object]
+    before: dict[str, str]
+    """Each doomed checkpoint's state before it was marked DELETING."""
+
+
+def _plan(tx: Tx, actor: Actor, experiment_id: int, body: rest.GcPolicy) -> _Plan:
+    exp = experiments.require(tx.session, experiment_id)
+    actor.require_owner(exp.owner, f"experiment {experiment_id}")
+    storage = dict(exp.config.get("checkpoint_storage") or {})
+    policy = {
+        name: int(
+            given
+            if (given := getattr(body, name)) is not None
+            else storage.get(name, _DEFAULTS[name])
+        )
+        for name in _FIELDS
+    }
+    searcher = exp.config.get("searcher") or {}
+    sign = 1.0 if searcher.get("smaller_is_better", True) else -1.0
+    values = metrics.validation_values(tx.session, exp.id, searcher.get("metric"))
+    scores = validation_scores(values, sign)
+    rows = [
+        c
+        for c in checkpoints.of(tx.session, experiment_id=exp.id)
+        if c.state in (CheckpointState.ACTIVE, CheckpointState.DELETING)
+    ]
+    facts = [
+        CheckpointFacts(
+            c.uuid, c.trial_id, c.steps_completed, scores.get((c.trial_id, c.steps_completed))
+        )
+        for c in rows
+    ]
+    doomed = to_delete(facts, **policy) - _still_needed(tx, exp.id, {c.uuid for c in rows})
+    if body.uuids is not None:
+        doomed &= set(body.uuids)
+    chosen = [c for c in rows if c.uuid in doomed]
+    listed = [
+        rest.CollectedCheckpoint(
+            **checkpoint_view(c).model_dump(),
+            metric=_metric(scores.get((c.trial_id, c.steps_completed)), sign),
+        )
+        for c in chosen
+    ]
+    before = {c.uuid: c.state for c in chosen}
+    if not body.dry_run:
+        # The policy is the experiment's from now on: the collection at its end uses it.
+        exp.config = {**exp.config, "checkpoint_storage": {**storage, **policy}}
+        for c in chosen:
+            c.state = CheckpointState.DELETING
+    result = rest.GcResult(**policy, dry_run=body.dry_run, checkpoints=listed, failed={})
+    return _Plan(result, storage, before)
+
+
+def _metric(score: float | None, sign: float) -> float | None:
+    return None if score is None else sign * score
+
+
+def _still_needed(tx: Tx, experiment_id: int, uuids: set[str]) -> set[str]:
+    """The checkpoints a trial that has not ended may still load."""
+    needed = {
+        t.latest_checkpoint
+        for t in trials.of_experiment(tx.session, experiment_id)
+        if t.latest_checkpoint and not TrialState(t.state).terminal
+    }
+    needed.update(
+        t.source_checkpoint or ""
+        for t in trials.starting_from(tx.session, uuids)
+        if not TrialState(t.state).terminal
+    )
+    return needed
+
+
+def _settle(tx: Tx, gone: list[str], failed: dict[str, str], before: dict[str, str]) -> None:
+    mark_deleted(tx, gone)
+    for uuid in failed:
+        row: Checkpoint | None = checkpoints.get(tx.session, uuid)
+        if row is not None and row.state == CheckpointState.DELETING:
+            row.state = before[uuid]
+
+
+async def collect_now(
+    core: Orchestrator, actor: Actor, experiment_id: int, body: rest.GcPolicy
+) -> rest.GcResult:
+    """Apply the policy: files first, then rows (see the module's doc)."""
+    plan: _Plan = await core.transact(_plan, actor, experiment_id, body)
+    result = plan.result
+    if result.dry_run or not result.checkpoints:
+        return result
+    uuids = [c.uuid for c in result.checkpoints]
+    removal = await asyncio.to_thread(remove_files, plan.storage, uuids)
+    await core.transact(_settle, removal.gone, removal.failed, plan.before)
+    gone = set(removal.gone)
+    return result.model_copy(
+        update={
+            "checkpoints": [
+                c.model_copy(update={"state": CheckpointState.DELETED})
+                for c in result.checkpoints
+                if c.uuid in gone
+            ],
+            "failed": removal.failed,
+        }
+    )
