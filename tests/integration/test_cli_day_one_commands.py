@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from assay.errors import Forbidden
+from assay.errors import Forbidden, InvalidRequest
 from assay.storage import storage_from_config
 from tests.integration.cluster import Cluster, serve
 
@@ -142,6 +142,39 @@ def test_delete_asks_first_removes_files_then_rows_and_refuses_a_running_one(
     day.cli("e", "kill", str(theirs), check=True)
     with pytest.raises(Forbidden):
         other.delete_experiment(theirs)
+
+
+def test_set_gc_policy_zero_asks_then_deletes_every_checkpoint_files_first(
+    day: Cluster,
+) -> None:
+    exp_id = day.submit(COUNTER + "checkpoint_storage: {save_trial_latest: 4}\n")
+    exp = day.wait_state(exp_id, "COMPLETED")
+    storage = storage_from_config(exp.config["checkpoint_storage"])
+    kept = [ck.uuid for ck in day.client.experiment_checkpoints(exp_id) if ck.state == "ACTIVE"]
+    assert len(kept) == 4 and all(storage.exists(uuid) for uuid in kept)
+    zero = ("--save-experiment-best", "0", "--save-trial-best", "0", "--save-trial-latest", "0")
+
+    asked = subprocess_with_input(day, "n\n", "e", "set", "gc-policy", *zero, str(exp_id))
+    assert asked.returncode == 1
+    assert "Delete 4 checkpoints? [y/N]" in asked.stderr
+    assert all(uuid in asked.stdout for uuid in kept)
+    assert all(storage.exists(uuid) for uuid in kept)
+
+    done = day.cli("e", "set", "gc-policy", *zero, str(exp_id), "--yes", check=True)
+    assert "deleted 4 checkpoints" in done.stdout
+    assert not any(storage.exists(uuid) for uuid in kept)
+    rows = day.client.experiment_checkpoints(exp_id)
+    assert rows and {ck.state for ck in rows} == {"DELETED"}
+    assert _json(day, "e", "list-checkpoints", str(exp_id), "--json") == []
+    shown = _json(day, "e", "list-checkpoints", str(exp_id), "--json", "--deleted")
+    assert isinstance(shown, list) and len(shown) == len(rows)
+    stored = day.client.experiment(exp_id).config["checkpoint_storage"]
+    assert stored["save_trial_latest"] == 0
+
+    again = day.cli("e", "set", "gc-policy", str(exp_id), check=True)
+    assert "no checkpoints to delete" in again.stdout
+    with pytest.raises(InvalidRequest, match="save_trial_best"):
+        day.client.http.post(f"/api/v1/experiments/{exp_id}/gc", {"save_trial_best": -1})
 
 
 def subprocess_with_input(c: Cluster, text: str, *args: str) -> object:
