@@ -19,6 +19,7 @@ from assay.cli._common import (
     client,
     console,
     esc,
+    listing_table,
     print_json,
     print_table,
     when,
@@ -52,16 +53,15 @@ def group(run: Callable[..., None], help_text: str) -> typer.Typer:
 
 def agent_list(as_json: JsonFlag = False, as_csv: CsvOption = False) -> None:
     """The agents the master knows, connected or not."""
-    from rich.table import Table
 
     check_formats(as_json, as_csv)
     agents = client().agents()
     if as_json:
         print_json(agents)
         return
-    table = Table(box=None, header_style="bold")
-    for col in ("Agent ID", "Pool", "Connected", "Enabled", "Slots", "Address", "Labels", "Seen"):
-        table.add_column(col)
+    table = listing_table(
+        "Agent ID", "Pool", "Connected", "Enabled", "Slots", "Address", "Labels", "Seen"
+    )
     for a in agents:
         table.add_row(
             esc(a.id),
@@ -78,7 +78,6 @@ def agent_list(as_json: JsonFlag = False, as_csv: CsvOption = False) -> None:
 
 def slot_list(as_json: JsonFlag = False, as_csv: CsvOption = False) -> None:
     """Every slot of every agent: its device and whether it is in use."""
-    from rich.table import Table
 
     check_formats(as_json, as_csv)
     agents = client().agents()
@@ -90,9 +89,7 @@ def slot_list(as_json: JsonFlag = False, as_csv: CsvOption = False) -> None:
     if as_json:
         print_json(rows)
         return
-    table = Table(box=None, header_style="bold")
-    for col in ("Agent ID", "Pool", "Slot ID", "Type", "Device", "Allocated", "Connected"):
-        table.add_column(col)
+    table = listing_table("Agent ID", "Pool", "Slot ID", "Type", "Device", "Allocated", "Connected")
     for a in agents:
         for s in a.slots:
             table.add_row(
@@ -109,16 +106,13 @@ def slot_list(as_json: JsonFlag = False, as_csv: CsvOption = False) -> None:
 
 def pool_list(as_json: JsonFlag = False, as_csv: CsvOption = False) -> None:
     """The resource pools, their schedulers and what they hold."""
-    from rich.table import Table
 
     check_formats(as_json, as_csv)
     pools = client().resource_pools()
     if as_json:
         print_json(pools)
         return
-    table = Table(box=None, header_style="bold")
-    for col in ("Name", "Scheduler", "Preemption", "Agents", "Slots", "Description"):
-        table.add_column(col)
+    table = listing_table("Name", "Scheduler", "Preemption", "Agents", "Slots", "Description")
     for p in pools:
         table.add_row(
             esc(p.name),

@@ -337,6 +337,17 @@ def check_formats(as_json: bool, as_csv: bool) -> None:
         fail("--json and --csv are two output formats; pick one")
 
 
+def listing_table(*columns: str) -> Any:
+    """An empty listing table with these column headers, as every ``list`` command draws it
+    (:func:`print_table` prints it, or writes it as CSV)."""
+    from rich.table import Table
+
+    table = Table(box=None, header_style="bold")
+    for column in columns:
+        table.add_column(column)
+    return table
+
+
 def print_table(table: Any, as_csv: bool = False) -> None:
     """A listing's table: on the console, or with ``as_csv`` as CSV on stdout, the same columns
     and rows with the markup (colours, escapes) taken off and nothing wrapped or cut."""

@@ -8,7 +8,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from assay.cli._common import client, console, err_console, esc, fail, fmt_metric, request
+from assay.cli._common import (
+    client,
+    console,
+    err_console,
+    esc,
+    fail,
+    fmt_metric,
+    listing_table,
+    print_table,
+    request,
+)
 
 if TYPE_CHECKING:
     from assay import rest
@@ -80,13 +90,7 @@ def gc_policy(
 
 
 def _print_doomed(experiment_id: int, doomed: list[rest.CollectedCheckpoint]) -> None:
-    from rich.table import Table
-
-    from assay.cli._common import print_table
-
-    table = Table(box=None, header_style="bold")
-    for col in ("UUID", "Trial", "Steps", "Metric"):
-        table.add_column(col)
+    table = listing_table("UUID", "Trial", "Steps", "Metric")
     for ck in doomed:
         table.add_row(ck.uuid, str(ck.trial_id), str(ck.steps_completed), fmt_metric(ck.metric))
     console.print(f"experiment {experiment_id}: checkpoints to delete", highlight=False)

@@ -15,6 +15,7 @@ from assay.cli._common import (
     console,
     esc,
     fail,
+    listing_table,
     print_json,
     print_table,
     read_job_file,
@@ -56,16 +57,13 @@ _KINDS_OF: dict[Any, str] = {
 
 
 def _list(resource_pool: str | None, as_json: bool, as_csv: bool = False) -> None:
-    from rich.table import Table
-
     check_formats(as_json, as_csv)
     answer = client().jobs(resource_pool)
     if as_json:
         print_json(answer)
         return
     fair = answer.scheduler == "fair_share"
-    table = Table(box=None, header_style="bold")
-    for col in (
+    table = listing_table(
         "#",
         "Job",
         "ID",
@@ -77,8 +75,7 @@ def _list(resource_pool: str | None, as_json: bool, as_csv: bool = False) -> Non
         "Status",
         "User",
         "Why it waits",
-    ):
-        table.add_column(col)
+    )
     for job in answer.jobs:
         table.add_row(
             str(job.position),

@@ -16,6 +16,7 @@ from assay.cli._common import (
     console,
     esc,
     fail,
+    listing_table,
     print_json,
     print_table,
     styled_state,
@@ -68,7 +69,6 @@ def list_(
     as_csv: CsvOption = False,
 ) -> None:
     """Every task that runs or waits: trials of active experiments, jobs, commands, tasks."""
-    from rich.table import Table
 
     from assay.protocol import ExperimentState
 
@@ -106,9 +106,7 @@ def list_(
     if as_json:
         print_json(rows)
         return
-    table = Table(box=None, header_style="bold")
-    for col in ("ID", "Type", "Name", "State", "User", "Created"):
-        table.add_column(col)
+    table = listing_table("ID", "Type", "Name", "State", "User", "Created")
     for r in rows:
         # As the other commands take them: trial-3 for a trial, 7 for a job.
         table.add_row(

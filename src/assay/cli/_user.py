@@ -15,6 +15,7 @@ from assay.cli._common import (
     console,
     esc,
     fail,
+    listing_table,
     print_json,
     print_table,
     request,
@@ -94,11 +95,7 @@ def whoami(as_json: JsonOption = False) -> None:
 
 
 def _users_table(users: list[rest.User], as_csv: bool = False) -> None:
-    from rich.table import Table
-
-    table = Table(box=None, header_style="bold")
-    for col in ("ID", "Username", "Admin", "Active", "Created"):
-        table.add_column(col)
+    table = listing_table("ID", "Username", "Admin", "Active", "Created")
     for user in users:
         table.add_row(
             str(user.id),
@@ -202,16 +199,13 @@ def list_tokens(
     as_csv: CsvOption = False,
 ) -> None:
     """Your access tokens (never the tokens themselves)."""
-    from rich.table import Table
 
     check_formats(as_json, as_csv)
     listed = client().tokens(all_users=all_users)
     if as_json:
         print_json(listed)
         return
-    table = Table(box=None, header_style="bold")
-    for col in ("ID", "User", "Description", "Created", "Expires", "Revoked"):
-        table.add_column(col)
+    table = listing_table("ID", "User", "Description", "Created", "Expires", "Revoked")
     for token in listed:
         table.add_row(
             str(token.id),
