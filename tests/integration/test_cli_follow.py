@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.integration.cluster import CONTEXTS, ROOT, Cluster, wait_for
+from tests.integration.test_recovery import random_config
 
 pytestmark = pytest.mark.integration
 
@@ -24,26 +24,7 @@ CLI = [sys.executable, "-c", "from assay.cli import main; main()"]
 
 def counter_config(tmp_path: Path, *, trials: int, steps: int, step_seconds: float) -> Path:
     path = tmp_path / "config.yaml"
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "name": "followed",
-                "entrypoint": "python3 train.py",
-                "hyperparameters": {
-                    "step_seconds": step_seconds,
-                    "checkpoint_every": 10,
-                    "x": {"type": "double", "minval": 1, "maxval": 2},
-                },
-                "searcher": {
-                    "name": "random",
-                    "metric": "loss",
-                    "max_trials": trials,
-                    "max_length": {"batches": steps},
-                },
-                "resources": {"max_slots": 2},
-            }
-        )
-    )
+    path.write_text(random_config(trials, steps, step_seconds))
     return path
 
 
