@@ -8,7 +8,8 @@ ASSAY_HOME ?= $(HOME)/.assay
 PORT ?=
 export ASSAY_HOME
 
-.PHONY: install install-dev system-deps run test lint typecheck unit integration bench down clean
+.PHONY: install install-dev system-deps run test lint typecheck unit integration bench bench-peers \
+	down clean webui webui-types webui-check
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,22 +27,46 @@ install: $(VENV)/.installed
 
 install-dev: $(VENV)/.installed-dev
 
-## make run: install, start a single-machine cluster, run the digits example to the end.
-run: install
+## make webui: build the web UI (web/) into the package, where the master serves it at /.
+webui: web/node_modules/.installed
+	cd web && npm run build
+
+web/node_modules/.installed: web/package-lock.json
+	cd web && npm ci --no-audit --no-fund
+	touch $@
+
+# The UI's TypeScript types, from the OpenAPI document the master's code makes (no server).
+webui-types: install web/node_modules/.installed
+	$(BIN)/python -c 'from assay.api import write_openapi; write_openapi("web/openapi.json")'
+	cd web && npm run gen:api
+
+## make webui-check: fail when web/src/api/schema.d.ts no longer matches the API.
+webui-check: install web/node_modules/.installed
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(BIN)/python -c 'import sys; from assay.api import write_openapi; write_openapi(sys.argv[1])' \
+	  "$$tmp/openapi.json" && \
+	web/node_modules/.bin/openapi-typescript "$$tmp/openapi.json" -o "$$tmp/schema.d.ts" \
+	  >/dev/null 2>&1 && \
+	{ cmp -s "$$tmp/schema.d.ts" web/src/api/schema.d.ts || \
+	  { echo "web/src/api/schema.d.ts is stale: run make webui-types and commit it"; exit 1; }; }
+
+## make run: install, build the UI, start a single-machine cluster, run the digits example.
+run: install webui
 	$(BIN)/assay up $(if $(PORT),--port $(PORT))
 	$(BIN)/assay experiment create examples/digits/random.yaml examples/digits --follow
 
 down:
 	$(BIN)/assay down
 
-# Packages the suite needs from the system: tmux drives a terminal for the live-display test.
+# Packages the suite needs from the system: tmux drives a terminal for the live-display test;
+# the web UI's tests drive Debian's Chromium.
 system-deps:
-	@command -v tmux >/dev/null 2>&1 || { \
+	@{ command -v tmux && command -v chromium; } >/dev/null 2>&1 || { \
 	  sudo=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
-	  $$sudo apt-get update -q && $$sudo apt-get install -y -q tmux; }
+	  $$sudo apt-get update -q && $$sudo apt-get install -y -q tmux chromium; }
 
 ## make test: install what the suite needs, then lint, type-check and run every test.
-test: install-dev system-deps
+test: install-dev system-deps webui webui-check
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy
@@ -57,10 +82,17 @@ integration: install-dev
 bench: install-dev
 	$(BIN)/pip install -q -e '.[dev,examples,bench]'
 	$(BIN)/python benchmarks/runtime/bench_b2_b4.py
+	$(BIN)/python benchmarks/runtime/bench_b8.py
 	$(BIN)/python benchmarks/scheduler/bench_b6.py
 	$(BIN)/python benchmarks/searchers/b5_suggest_cost.py
 	$(BIN)/python benchmarks/searchers/b9_search_quality.py
 	$(BIN)/python benchmarks/cli/bench_b11.py
+	$(BIN)/python benchmarks/api/bench_b7.py
+
+## make bench-peers: B1 and B3 for assay, Optuna, Ray Tune and NNI in one run (each peer in a
+## virtual environment of its own, made under benchmarks/peers/.venvs/).
+bench-peers: install-dev
+	$(BIN)/python benchmarks/peers/bench_peers.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

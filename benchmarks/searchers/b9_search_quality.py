@@ -63,8 +63,9 @@ TOTAL = -1.0  # a Curve's last entry (TOTAL, compute) records the run's whole co
 ASHA_DIVISOR = 3
 
 
-def drive(searcher: Searcher, task: Task) -> Curve:
-    """Run ``searcher`` on ``task`` to the end with a discrete-event clock."""
+def drive(searcher: Searcher, task: Task, cap: float = float("inf")) -> Curve:
+    """Run ``searcher`` on ``task`` with a discrete-event clock, to its end or until the compute
+    reaches ``cap`` (trials still training then are cut off)."""
     hparams: dict[str, dict[str, Any]] = {}
     trained: dict[str, int] = {}
     heap: list[tuple[int, int, str, int]] = []
@@ -80,9 +81,9 @@ def drive(searcher: Searcher, task: Task) -> Curve:
             if isinstance(op, Create):
                 hparams[op.request_id] = op.hparams
                 trained[op.request_id] = 0
-        for rid in {getattr(op, "request_id", None) for op in ops} - {None}:
-            assert isinstance(rid, str)
-            if rid not in trained:
+        # In the operations' order (a set's order would change with each process's hash seed).
+        for rid in dict.fromkeys(getattr(op, "request_id", None) for op in ops):
+            if not isinstance(rid, str) or rid not in trained:
                 continue
             if searcher.is_closed(rid):
                 if not searcher.trials[rid].exited:
@@ -98,7 +99,7 @@ def drive(searcher: Searcher, task: Task) -> Curve:
     closing: list[str] = []
     queued: set[str] = set()
     absorb(searcher.initial_operations())
-    while heap or closing:
+    while (heap or closing) and compute + sum(now - started[r] for r in queued) < cap:
         while closing:
             absorb(searcher.trial_closed(closing.pop()))
         if not heap:

@@ -20,6 +20,7 @@ __all__ = [
     "InvalidTransition",
     "MasterUnreachable",
     "NotFound",
+    "StorageError",
     "TooLarge",
     "TooManyRequests",
     "Unauthorized",
@@ -145,6 +146,14 @@ class InvalidTransition(Conflict):
     type = "InvalidTransition"
 
 
+class StorageError(AssayError):
+    """Raised when checkpoint storage fails to do what was asked (an object store that cannot
+    be reached, refuses the credentials, or hands back a file of the wrong size)."""
+
+    type = "StorageError"
+    status = 502
+
+
 class MasterUnreachable(AssayError):
     """Raised by the client when no master answers at the URL it was given."""
 
@@ -166,6 +175,7 @@ _BY_TYPE: dict[str, type[AssayError]] = {
         NotFound,
         Conflict,
         InvalidTransition,
+        StorageError,
         MasterUnreachable,
     )
 }

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.conftest import need
+
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 
@@ -16,7 +18,12 @@ QUICK = [
     "benchmarks/scheduler/bench_b6.py",
     "benchmarks/searchers/b5_suggest_cost.py",
     "benchmarks/searchers/b9_search_quality.py",
+    "benchmarks/searchers/b9_peers.py",
     "benchmarks/cli/bench_b11.py",
+    "benchmarks/peers/bench_peers.py",
+    "benchmarks/runtime/bench_b8.py",
+    "benchmarks/api/bench_b7.py",
+    "benchmarks/runtime/bench_b10.py",
 ]
 
 
@@ -34,3 +41,13 @@ def test_benchmark_runs_in_quick_mode_and_writes_nothing(script: str) -> None:
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     after = RESULTS.read_text() if RESULTS.exists() else None
     assert before == after, "quick mode must not overwrite the recorded figures"
+
+
+def test_the_browser_benchmark_runs_in_quick_mode_and_writes_nothing() -> None:
+    """B7's Experiment page in headless Chromium: needs the built UI and Chromium (skipped
+    without them, failing under CI=true)."""
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.api.bench_b7_ui import missing
+
+    need(missing())
+    test_benchmark_runs_in_quick_mode_and_writes_nothing("benchmarks/api/bench_b7_ui.py")

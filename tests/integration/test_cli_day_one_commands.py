@@ -1,6 +1,7 @@
 """The commands a Determined user reaches for on a first day, through the ``assay`` CLI on one
 real cluster: ``experiment fork|continue|delete``, ``master config|logs``, ``--head``/``--tail``/
-``--timestamps`` on logs, ``--csv`` on every listing, and each command of the list running."""
+``--timestamps`` on logs, ``--csv`` on every listing, each command of the list running, and the
+model registry (a registered checkpoint survives ``set gc-policy 0 0 0``)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import json
 import re
 import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from assay.errors import Forbidden, InvalidRequest
+from assay.errors import Forbidden, InvalidRequest, NotFound
 from assay.storage import storage_from_config
 from tests.integration.cluster import Cluster, serve
 
@@ -175,6 +177,72 @@ def test_set_gc_policy_zero_asks_then_deletes_every_checkpoint_files_first(
     assert "no checkpoints to delete" in again.stdout
     with pytest.raises(InvalidRequest, match="save_trial_best"):
         day.client.http.post(f"/api/v1/experiments/{exp_id}/gc", {"save_trial_best": -1})
+
+
+def test_a_registered_checkpoint_survives_gc_and_blocks_its_experiments_deletion(
+    day: Cluster, tmp_path: Path
+) -> None:
+    exp_id = day.submit(COUNTER + "checkpoint_storage: {save_trial_latest: 4}\n")
+    exp = day.wait_state(exp_id, "COMPLETED")
+    storage = storage_from_config(exp.config["checkpoint_storage"])
+    ckpts = day.client.experiment_checkpoints(exp_id)
+    assert len(ckpts) == 4 and {c.state for c in ckpts} == {"ACTIVE"}
+    kept = ckpts[0].uuid  # step 5: neither the best nor the latest
+    others = [c.uuid for c in ckpts[1:]]
+
+    day.cli("model", "create", "mnist", "--description", "digits", check=True)
+    made = day.cli("model", "register-version", "mnist", kept, check=True)
+    assert f"registered checkpoint {kept} as mnist v1" in made.stdout
+
+    zero = ("--save-experiment-best", "0", "--save-trial-best", "0", "--save-trial-latest", "0")
+    done = day.cli("e", "set", "gc-policy", *zero, str(exp_id), "--yes", check=True)
+    assert f"checkpoint {kept} kept: registered as model mnist v1" in done.stdout
+    assert "deleted 3 checkpoints" in done.stdout
+    assert storage.exists(kept) and not any(storage.exists(u) for u in others)
+    states = {c.uuid: c.state for c in day.client.experiment_checkpoints(exp_id)}
+    assert states == {kept: "ACTIVE", **dict.fromkeys(others, "DELETED")}
+
+    described = json.loads(day.cli("model", "describe", "mnist", "--json", check=True).stdout)
+    assert described["model"]["description"] == "digits"
+    assert [(v["version"], v["checkpoint"]["uuid"]) for v in described["versions"]] == [(1, kept)]
+    text = day.cli("model", "describe", "mnist", "--version", "1", check=True).stdout
+    assert f"checkpoint {kept}: experiment {exp_id}" in text
+
+    listed = json.loads(day.cli("e", "list-checkpoints", str(exp_id), "--json").stdout)
+    assert [(c["uuid"], c["model_versions"]) for c in listed] == [
+        (kept, [{"model": "mnist", "version": 1}])
+    ]
+    rows = list(
+        csv.DictReader(io.StringIO(day.cli("e", "list-checkpoints", str(exp_id), "--csv").stdout))
+    )
+    assert [r["Model Versions"] for r in rows] == ["mnist v1"]
+    models = list(csv.DictReader(io.StringIO(day.cli("model", "list", "--csv").stdout)))
+    assert [(m["Name"], m["Versions"], m["Latest"]) for m in models] == [("mnist", "1", "v1")]
+
+    out = tmp_path / "downloaded"
+    day.cli("model", "download", "mnist", "--version", "1", "-o", str(out), check=True)
+    files = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with storage.restore_path(kept) as stored:
+        expected = {
+            p.relative_to(stored).as_posix(): p.read_bytes()
+            for p in stored.rglob("*")
+            if p.is_file()
+        }
+    assert files and files == expected
+
+    refused = day.cli("e", "delete", str(exp_id), "--yes")
+    assert refused.returncode == 1 and "mnist v1" in refused.stderr, refused.stderr
+    assert "Traceback" not in refused.stderr and storage.exists(kept)
+
+    asked = subprocess_with_input(day, "n\n", "model", "delete", "mnist")
+    assert asked.returncode == 1 and "Delete model mnist and its 1 version? [y/N]" in asked.stderr
+    gone = day.cli("model", "delete", "mnist", "--yes", check=True)
+    assert "deleted model mnist and its 1 version; their checkpoints stay" in gone.stdout
+    assert day.client.checkpoint(kept).state == "ACTIVE" and storage.exists(kept)
+    with pytest.raises(NotFound, match="no model called 'mnist'"):
+        day.client.model("mnist")
+    day.cli("e", "delete", str(exp_id), "--yes", check=True)
+    assert not storage.exists(kept)
 
 
 def subprocess_with_input(c: Cluster, text: str, *args: str) -> object:

@@ -206,14 +206,18 @@ def test_adaptdl_paths_keep_checkpoints_share_and_tensorboard(
     for trial in trials:
         paths = [line for line in cluster.trial_logs(trial.id) if line.startswith("PATHS")]
         ckpt = root / "checkpoint" / f"trial-{trial.id}"
-        # Both runs saw the same checkpoint path, and the second found the first's file.
-        assert paths == [f"PATHS {ckpt} {root / 'share'} {root / 'tensorboard'}"] * 2
+        # Both runs saw the same checkpoint path, and the second found the first's file; each
+        # run writes TensorBoard files into its own directory, which the harness uploads.
+        assert [p.split()[1:3] for p in paths] == [[str(ckpt), str(root / "share")]] * 2
+        assert all(p.split()[3].endswith("/tensorboard") for p in paths)
         assert (ckpt / "runs").read_text() == "run\nrun\n"
         assert cluster.client.trial(trial.id).allocations[-1].exit_code == 0
     ids = sorted(t.id for t in trials)
     assert sorted(p.name for p in (root / "share").iterdir()) == [f"trial-{i}" for i in ids]
-    # The experiment has ended; its tensorboard directory is still there.
-    assert sorted(p.name for p in (root / "tensorboard").iterdir()) == [f"events-{i}" for i in ids]
+    # The experiment has ended; each trial's TensorBoard files are in the storage.
+    for i in ids:
+        board = storage / "tensorboard" / str(exp_id) / str(i)
+        assert sorted(p.name for p in board.iterdir()) == [f"events-{i}"]
     assert all("PLATFORM adl" in cluster.trial_logs(t.id) for t in trials)
 
 

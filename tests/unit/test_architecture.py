@@ -47,7 +47,9 @@ ALLOWED: dict[str, set[str]] = {
         "storage",
     },
     "api": {"master", "rest", "protocol", "config", "context", "scheduler"},
-    "agent": {"protocol", "client", "context", "files", "compat"},
+    # core and storage only in the zygote, the interpreter that preloads the harness for the
+    # trial processes it forks (the agent daemon itself imports neither).
+    "agent": {"protocol", "client", "context", "files", "compat", "core", "storage"},
     "core": {"protocol", "client", "storage"},
     # The upstream shims (``determined``, ``nni``) are built on the harness.
     "compat": {"core", "protocol", "client", "launch"},

@@ -13,7 +13,7 @@ from pathlib import Path
 from assay.agent._daemon import Agent
 from assay.agent._slots import detect_cores, detect_memory_mb, detect_slots
 from assay.client import master_url
-from assay.protocol import AGENT_TOKEN_ENV, AGENT_TOKEN_FILE
+from assay.protocol import AGENT_TOKEN_ENV, AGENT_TOKEN_FILE, enable_trace_from_env
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,6 +47,14 @@ def main(argv: list[str] | None = None) -> int:
         "the master keeps in ASSAY_HOME); other users see a command line, so prefer those",
     )
     parser.add_argument("--kill-grace", type=float, default=10.0, help="SIGTERM to SIGKILL seconds")
+    parser.add_argument(
+        "--zygote",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="fork trials whose entrypoint is a plain 'python3 SCRIPT' from an interpreter that "
+        "has the harness imported (each a fresh process, without the interpreter's start-up); "
+        "--no-zygote starts every trial through the shell",
+    )
     args = parser.parse_args(argv)
     if args.slots is not None and args.slots < 0:
         parser.error("--slots must be >= 0")
@@ -57,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    enable_trace_from_env()
     home = (args.home or Path(os.environ.get("ASSAY_HOME", "~/.assay"))).expanduser().resolve()
     try:
         # The agent's state (contexts, unpacked code) is its trials' to read, no one else's.
@@ -88,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         kill_grace=args.kill_grace,
         address=args.address,
         token=token,
+        zygote=args.zygote,
     )
     asyncio.run(agent.run())
     if agent.refusal is not None:

@@ -23,7 +23,8 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
 
 import assay
-from assay.agent._runner import AgentEnv, AllocationRunner
+from assay.agent._forking import ZygoteClient
+from assay.agent._runner import MAX_LINE, AgentEnv, AllocationRunner, base_environment
 from assay.client import HttpSession
 from assay.errors import InvalidRequest
 from assay.protocol import (
@@ -43,6 +44,7 @@ from assay.protocol import (
     Welcome,
     master_message,
 )
+from assay.protocol import trace_mark as mark
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,7 @@ class Agent:
         token: str | None = None,
         cpu: float = 0.0,
         memory_mb: int = 0,
+        zygote: bool = True,
     ) -> None:
         self.agent_id = agent_id
         self.cpu = cpu
@@ -89,6 +92,7 @@ class Agent:
             http=HttpSession(master_url, token=token, timeout=60.0),
             slots={s.id: s for s in slots},
             kill_grace=kill_grace,
+            zygote=ZygoteClient(base_environment, MAX_LINE) if zygote else None,
         )
         self.runners: dict[str, AllocationRunner] = {}
         self.unacked_exits: dict[str, Exited] = {}
@@ -128,6 +132,12 @@ class Agent:
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._stop.set)
+        if self.env.zygote is not None:
+            try:
+                await self.env.zygote.start()
+            except OSError as exc:
+                log.warning("no trial zygote (%s): every trial starts through the shell", exc)
+                self.env.zygote = None
         flusher = asyncio.create_task(self._flush_logs())
         beater = asyncio.create_task(self._heartbeat())
         connector = asyncio.create_task(self._stay_connected())
@@ -149,6 +159,8 @@ class Agent:
         if self.ws is not None:
             with contextlib.suppress(Exception):
                 await self.ws.close()
+        if self.env.zygote is not None:
+            await self.env.zygote.close()
 
     def stop(self) -> None:
         self._stop.set()
@@ -274,6 +286,7 @@ class Agent:
         event = Exited(alloc_id, code, reason)
         self.unacked_exits[alloc_id] = event
         await self._send(event)
+        mark("agent-exit-sent", alloc_id)
 
     async def _send(self, message: AgentMessage) -> bool:
         ws = self.ws

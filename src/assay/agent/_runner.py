@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from assay.agent._forking import ForkedProcess, ZygoteClient, direct_python
 from assay.agent._launch import trial_command
 from assay.agent._ports import busy_ports, free_pair, with_ports
 from assay.agent._slots import visible_devices
@@ -37,15 +38,17 @@ from assay.client import HttpSession
 from assay.compat import trial_pythonpath
 from assay.context import extract_archive
 from assay.protocol import AGENT_TOKEN_ENV, AdaptDLEnv, LogEntry, NniEnv, Slot, Start, TrialEnv
+from assay.protocol import trace_mark as mark
 
 log = logging.getLogger(__name__)
 
+Process = asyncio.subprocess.Process | ForkedProcess
 LogSink = Callable[[LogEntry], None]
 ExitSink = Callable[[str, int | None, str], Awaitable[None]]
 StartSink = Callable[[str], Awaitable[None]]
 
 _LEGACY_TRIAL_CLASS = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-_MAX_LINE = 64 * 1024
+MAX_LINE = 64 * 1024
 _RANK_TAG = re.compile(r"^\[rank=(\d{1,6})\] ")
 
 
@@ -59,6 +62,9 @@ class AgentEnv:
     http: HttpSession
     slots: dict[str, Slot]
     kill_grace: float = 10.0
+    zygote: ZygoteClient | None = None
+    """Forks the trials whose entrypoint is a plain ``python3 SCRIPT``; None: every trial
+    starts through the launcher and the shell."""
 
 
 def startup_script(entrypoint: str | list[str]) -> str:
@@ -72,6 +78,22 @@ def startup_script(entrypoint: str | list[str]) -> str:
         "fi\n"
         f"exec {command}\n"
     )
+
+
+def base_environment() -> dict[str, str]:
+    """What every process this agent starts for a trial gets before the allocation's own
+    variables: the agent's environment less its ``ASSAY_`` variables, the agent's Python first
+    on the ``PATH``, unbuffered output, assay's shims on the ``PYTHONPATH``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    # The CA bundle too: a trial reaches an https master with the agent's trust.
+    for name in ("ASSAY_HOME", "ASSAY_CA_CERT"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    python_bin = str(Path(sys.executable).parent)
+    env["PATH"] = python_bin + os.pathsep + env.get("PATH", "")
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONPATH"] = trial_pythonpath(os.environ.get("PYTHONPATH"))
+    return env
 
 
 class AllocationRunner:
@@ -92,7 +114,7 @@ class AllocationRunner:
         self.on_start = on_start
         self.on_exit = on_exit
         self.layout = message.distributed
-        self.processes: list[tuple[int, asyncio.subprocess.Process]] = []
+        self.processes: list[tuple[int, Process]] = []
         """(rank, process) of each process started so far."""
         self.killing = False
         # Held so the event loop's weak reference is not the only one to a running task.
@@ -102,6 +124,7 @@ class AllocationRunner:
         self.dir = env.work_root / "allocations" / self.allocation_id
 
     async def run(self) -> None:
+        mark("agent-start-received", self.allocation_id)
         try:
             code_dir = await self._prepare()
         except Exception as exc:
@@ -127,23 +150,13 @@ class AllocationRunner:
             self._log("stderr", refusal)
             await self.on_exit(self.allocation_id, 1, refusal)
             return
+        mark("agent-prepared", self.allocation_id)
         env = self._environment()
         if self.layout is not None:
             env[TrialEnv.RANK_LAYOUT] = json.dumps(self.layout.to_dict())
         rank = self.layout.first_rank if self.layout else 0
         try:
-            # From the event loop's thread, which lives as long as the agent: the parent
-            # death signal follows the thread that started the process.
-            process = await asyncio.create_subprocess_exec(
-                *trial_command(["/bin/bash", "-c", startup_script(entrypoint)]),
-                cwd=str(code_dir),
-                env=env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-                limit=_MAX_LINE,
-            )
+            process = await self._spawn(entrypoint, code_dir, env)
         except OSError as exc:
             # Out of processes or file descriptors: report the failure rather than leave the
             # allocation running forever.
@@ -152,13 +165,45 @@ class AllocationRunner:
             )
             await self.on_exit(self.allocation_id, 1, f"could not start: {exc}")
             return
+        mark("agent-spawned", self.allocation_id)
         self.processes.append((rank, process))
         await self.on_start(self.allocation_id)
         if self.killing:
             # The kill came while the processes were being created.
             self._kill_task = asyncio.create_task(self.kill())
         code, reason = await self._wait_all()
+        mark("agent-exit-detected", self.allocation_id)
         await self.on_exit(self.allocation_id, code, reason)
+
+    async def _spawn(
+        self, entrypoint: str | list[str], code_dir: Path, env: dict[str, str]
+    ) -> Process:
+        """The allocation's process: forked by the agent's zygote where the entrypoint is a
+        plain ``python3 SCRIPT`` (a fresh process all the same, without the interpreter's
+        start-up), else under the launcher through the shell."""
+        zygote = self.env.zygote
+        argv = direct_python(entrypoint, code_dir) if zygote is not None else None
+        if zygote is not None and argv is not None and self.layout is None:
+            try:
+                return await zygote.spawn(argv, code_dir, env)
+            except OSError as exc:
+                log.warning(
+                    "the trial zygote could not start %s (%s); starting it afresh",
+                    self.allocation_id,
+                    exc,
+                )
+        # From the event loop's thread, which lives as long as the agent: the parent death
+        # signal follows the thread that started the process.
+        return await asyncio.create_subprocess_exec(
+            *trial_command(["/bin/bash", "-c", startup_script(entrypoint)]),
+            cwd=str(code_dir),
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            limit=MAX_LINE,
+        )
 
     async def _check_ports(self) -> str:
         """Probe the rendezvous ports on the rank-0 agent before the ranks need them.
@@ -210,7 +255,7 @@ class AllocationRunner:
             return first, "killed"
         return first, ""
 
-    async def _wait_one(self, rank: int, process: asyncio.subprocess.Process) -> int:
+    async def _wait_one(self, rank: int, process: Process) -> int:
         assert process.stdout is not None and process.stderr is not None
         readers = [
             asyncio.create_task(self._pump(process.stdout, "stdout", rank)),
@@ -240,6 +285,8 @@ class AllocationRunner:
         info = replace(self.message.cluster_info, master_url=self.env.master_url)
         (self.dir / "cluster_info.json").write_text(json.dumps(info.to_dict()))
         (self.dir / "output").mkdir()
+        if self.message.trial_id:
+            (self.dir / "tensorboard").mkdir()
         await asyncio.to_thread(self._adaptdl_paths)
         return code_dir
 
@@ -283,14 +330,8 @@ class AllocationRunner:
         return data
 
     def _environment(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-        # The CA bundle too: a trial reaches an https master with the agent's trust.
-        for name in ("ASSAY_HOME", "ASSAY_CA_CERT"):
-            if name in os.environ:
-                env[name] = os.environ[name]
-        python_bin = str(Path(sys.executable).parent)
-        env["PATH"] = python_bin + os.pathsep + env.get("PATH", "")
-        env["PYTHONUNBUFFERED"] = "1"
+        env = base_environment()
+        env_path = os.environ.get("PYTHONPATH")
         # Every process of a distributed allocation sees all of its slots on this agent, as
         # torchrun's do: each picks its device by LOCAL_RANK.
         slots = [self.env.slots[s] for s in self.message.slots if s in self.env.slots]
@@ -298,12 +339,19 @@ class AllocationRunner:
         env.update(self.message.env)
         # After the experiment's variables: `import determined` / `import nni` must find assay's
         # shims even when the experiment sets a PYTHONPATH of its own.
-        env["PYTHONPATH"] = trial_pythonpath(env.get("PYTHONPATH"))
+        env["PYTHONPATH"] = trial_pythonpath(self.message.env.get("PYTHONPATH", env_path))
         env[TrialEnv.MASTER] = self.env.master_url
         env[TrialEnv.CLUSTER_INFO] = str(self.dir / "cluster_info.json")
         env[TrialEnv.AGENT_ID] = self.env.agent_id
         env[NniEnv.SYS_DIR] = str(self.dir)
         env[NniEnv.OUTPUT_DIR] = str(self.dir / "output")
+        if self.message.trial_id:
+            # The harness copies this directory's files to checkpoint storage; AdaptDL's code
+            # writes its TensorBoard files to the same place.
+            board = str(self.dir / "tensorboard")
+            env[TrialEnv.TENSORBOARD_DIR] = board
+            if AdaptDLEnv.CHECKPOINT_PATH in self.message.env:
+                env[AdaptDLEnv.TENSORBOARD_LOGDIR] = board
         # The agent's own credential is not the trial's (nor is any experiment's to set).
         env.pop(AGENT_TOKEN_ENV, None)
         return env

@@ -3,5 +3,6 @@
 from __future__ import annotations
 
 from assay.api._app import create_app
+from assay.api._spec import openapi_document, write_openapi
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "openapi_document", "write_openapi"]

@@ -11,7 +11,7 @@ from pathlib import Path
 from assay.api._server import run_master
 from assay.config import MasterConfig, load_master_config, validate_as
 from assay.errors import AssayError, InvalidConfig
-from assay.protocol import AGENT_TOKEN_ENV
+from assay.protocol import AGENT_TOKEN_ENV, enable_trace_from_env
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    enable_trace_from_env()
     try:
         settings = _with_flags(load_master_config(args.config), args)
     except AssayError as exc:

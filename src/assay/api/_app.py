@@ -16,12 +16,18 @@ from starlette.exceptions import HTTPException
 import assay
 from assay import rest
 from assay.api import (
+    _analysis,
+    _checkpoints,
     _cluster,
+    _events,
     _experiments,
     _harness,
     _jobs,
+    _models,
     _openpai,
+    _proxy,
     _tasks,
+    _tensorboards,
     _trials,
     _users,
 )
@@ -29,6 +35,7 @@ from assay.api._docs import install_docs
 from assay.api._guard import Guard, allowed_hosts
 from assay.api._limits import DEFAULT_BODY_LIMIT, BodyLimit
 from assay.api._upload import UPLOAD_ROUTE_LIMIT
+from assay.api._webui import install_webui
 from assay.errors import (
     AssayError,
     Conflict,
@@ -50,7 +57,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         (400, "The request is not valid: `details` names each bad field."),
         (401, "No token, or one that is not valid: sign in first."),
         (403, "Signed in, but only the owner or an admin may do this."),
-        (404, "No such experiment, trial, checkpoint, job or pool."),
+        (404, "No such experiment, trial, checkpoint, job, pool or model."),
         (409, "Not possible in the object's current state."),
         (413, "The upload is over its size limit."),
     )
@@ -64,6 +71,7 @@ def create_app(master: Master) -> FastAPI:
         try:
             yield
         finally:
+            await _proxy.close_proxy_client(app)
             await master.stop()
 
     app = FastAPI(
@@ -79,24 +87,34 @@ def create_app(master: Master) -> FastAPI:
     app.state.login_limits = _users.LoginLimits()
     for router in (
         _experiments.router,
+        _analysis.router,
         _trials.router,
+        _trials.streams,
+        _events.router,
         _harness.router,
+        _checkpoints.router,
         _jobs.router,
+        _models.router,
         _tasks.submit,
         _tasks.router,
+        _tensorboards.router,
         _openpai.router,
         _cluster.router,
         _users.router,
         _users.signed_in,
     ):
         app.include_router(router, responses=_ERRORS)
+    app.include_router(_proxy.router)
     install_docs(app)
+    install_webui(app)
     app.add_middleware(
         BodyLimit,
         default=DEFAULT_BODY_LIMIT,
         routes={
             ("POST", "/api/v1/experiments"): UPLOAD_ROUTE_LIMIT,
             ("POST", "/api/v1/jobs"): UPLOAD_ROUTE_LIMIT,
+            ("POST", "/api/v1/experiments/validate"): UPLOAD_ROUTE_LIMIT,
+            ("POST", "/api/v1/jobs/validate"): UPLOAD_ROUTE_LIMIT,
         },
     )
     # Added last, so it runs first: a forged request is refused before its body is read.
@@ -106,12 +124,14 @@ def create_app(master: Master) -> FastAPI:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = _without_422(
-                get_openapi(
-                    title=app.title,
-                    version=app.version,
-                    description=app.description,
-                    routes=app.routes,
+            app.openapi_schema = _with_stream_payloads(
+                _without_422(
+                    get_openapi(
+                        title=app.title,
+                        version=app.version,
+                        description=app.description,
+                        routes=app.routes,
+                    )
                 )
             )
         return app.openapi_schema
@@ -169,6 +189,21 @@ def _error(
     exc: AssayError, status: int | None = None, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
     return JSONResponse(exc.to_json(), status_code=status or exc.status, headers=headers)
+
+
+def _with_stream_payloads(schema: dict[str, Any]) -> dict[str, Any]:
+    """Name the JSON carried inside server-sent events among the components: no route returns
+    them as a body, yet clients generated from the document need their types."""
+    from pydantic.json_schema import models_json_schema
+
+    _, extra = models_json_schema(
+        [(rest.EventBatch, "serialization"), (rest.EventResync, "serialization")],
+        ref_template="#/components/schemas/{model}",
+    )
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    for name, definition in extra.get("$defs", {}).items():
+        components.setdefault(name, definition)
+    return schema
 
 
 def _without_422(schema: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Header, Path, Request
+from fastapi import Cookie, Depends, Header, Path, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from assay import rest
@@ -50,11 +50,41 @@ async def user_or_trial(master: MasterDep, token: TokenDep) -> None:
         await master.users.authenticate(token)
 
 
+SESSION_COOKIE = "assay_session"
+"""The cookie a browser holds its session token in (set by ``POST /api/v1/auth/one-time``)."""
+
+
+async def stream_user(
+    master: MasterDep,
+    credentials: Credentials,
+    token: Annotated[
+        str | None,
+        Query(
+            max_length=256,
+            description="The session or access token, for clients that cannot send headers "
+            "(a browser's EventSource); the `assay_session` cookie or the Authorization header "
+            "do the same.",
+        ),
+    ] = None,
+    cookie: Annotated[str | None, Cookie(alias=SESSION_COOKIE, include_in_schema=False)] = None,
+) -> Actor:
+    """The signed-in user of a streamed read (server-sent events): by the Authorization
+    header, else the ``token`` query parameter, else the session cookie; or 401.
+
+    Only read-only GET streams take a token this way: a cookie is sent by the browser on its
+    own, so nothing that changes state may trust one (cross-site requests), and a token in a
+    URL may be kept in histories, so a header is preferred wherever a client can send one."""
+    given = credentials.credentials if credentials else token or cookie
+    return await master.users.authenticate(given)
+
+
 ActorDep = Annotated[Actor, Depends(current_user)]
 USER_OR_TRIAL = [Depends(user_or_trial)]
 """For routes that both users and trial processes read."""
 SIGNED_IN = [Depends(current_user)]
 """For a router whose every route needs a signed-in user."""
+STREAM_SIGNED_IN = [Depends(stream_user)]
+"""For a read-only stream a browser opens with EventSource (no headers)."""
 
 ExperimentId = Annotated[int, Path(ge=0, le=rest.INT_MAX, description="An experiment's id.")]
 TrialId = Annotated[int, Path(ge=0, le=rest.INT_MAX, description="A trial's id.")]

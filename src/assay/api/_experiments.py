@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
 from assay import rest
 from assay.api._deps import SIGNED_IN, ActorDep, ExperimentId, MasterDep
 from assay.api._upload import UPLOAD_DESCRIPTION, UPLOAD_OPENAPI, read_context, require_multipart
+from assay.errors import InvalidRequest
 from assay.master import Submission
 
 router = APIRouter(prefix="/api/v1/experiments", tags=["experiments"], dependencies=SIGNED_IN)
@@ -27,7 +28,12 @@ async def create_experiment(
     master: MasterDep,
     actor: ActorDep,
     config: Annotated[
-        str, Form(description="The experiment config as written (YAML or JSON text).")
+        str,
+        Form(
+            description="The experiment config as written (YAML or JSON text): assay's "
+            "(Determined's), or NNI's, which is read against the context: the directory "
+            "holding the config, whose `trialCodeDirectory` the trials then get."
+        ),
     ],
     context: Annotated[
         UploadFile,
@@ -62,21 +68,79 @@ async def create_experiment(
     )
 
 
+@router.post(
+    "/validate",
+    dependencies=[Depends(require_multipart)],
+    form_limits={"max_files": 1},
+    openapi_extra=UPLOAD_OPENAPI,
+)
+async def validate_experiment(
+    master: MasterDep,
+    actor: ActorDep,
+    config: Annotated[
+        str,
+        Form(description="The experiment config as written: assay's (Determined's) or NNI's."),
+    ],
+    overrides: Annotated[
+        list[str], Form(default_factory=list, description="`key.path=value`, one per field.")
+    ],
+    context: Annotated[
+        UploadFile | None,
+        File(
+            description="Optional: the context tar.gz, checked as a submission's (an NNI "
+            "config's search space file is read from it).",
+            json_schema_extra={"format": "binary"},
+        ),
+    ] = None,
+) -> rest.ExperimentValidation:
+    """Check an experiment as `POST /api/v1/experiments` would, creating nothing: the same
+    config, resource-pool and storage checks (and the context's, when one is sent). Invalid
+    answers 400 with each problem's `path` (dotted, with `[i]` list indices) and `message`."""
+    return await master.experiments.validate(
+        actor,
+        Submission(
+            config_text=config,
+            context=b"" if context is None else await read_context(context),
+            overrides=tuple(overrides),
+        ),
+    )
+
+
 @router.get("")
 async def list_experiments(
     master: MasterDep,
     state: Annotated[list[rest.ExperimentState], Query()] = [],  # noqa: B006
-    archived: bool = False,
+    archived: Annotated[bool, Query(description="Archived ones too.")] = False,
     user: Annotated[
         str | None, Query(max_length=64, pattern=rest.NO_NUL, description="Only this owner's.")
     ] = None,
+    name: Annotated[
+        str | None,
+        Query(
+            max_length=256,
+            pattern=rest.NO_NUL,
+            description="Only those whose name holds this (any case).",
+        ),
+    ] = None,
+    label: Annotated[
+        str | None,
+        Query(max_length=256, pattern=rest.NO_NUL, description="Only those with this label."),
+    ] = None,
+    sort: rest.ExperimentSort = rest.ExperimentSort.ID,
+    order: rest.SortOrder = rest.SortOrder.DESC,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=rest.INT_MAX)] = 0,
 ) -> rest.ExperimentList:
+    """A page of experiments: newest first by default; ``pagination.total`` counts every
+    match."""
     return await master.reads.experiments(
         states=[s.value for s in state],
         archived=archived,
         owner=user,
+        name=name,
+        label=label,
+        sort=sort,
+        order=order,
         limit=limit,
         offset=offset,
     )
@@ -88,8 +152,65 @@ async def get_experiment(experiment_id: ExperimentId, master: MasterDep) -> rest
 
 
 @router.get("/{experiment_id}/trials")
-async def list_trials(experiment_id: ExperimentId, master: MasterDep) -> rest.TrialList:
-    return await master.reads.trials(experiment_id)
+async def list_trials(
+    experiment_id: ExperimentId,
+    master: MasterDep,
+    state: Annotated[list[rest.TrialState], Query()] = [],  # noqa: B006
+    sort: rest.TrialSort = rest.TrialSort.ID,
+    order: rest.SortOrder = rest.SortOrder.ASC,
+    limit: Annotated[
+        int | None, Query(ge=1, le=10_000, description="A page of this many; all when absent.")
+    ] = None,
+    offset: Annotated[int, Query(ge=0, le=rest.INT_MAX)] = 0,
+) -> rest.TrialList:
+    """The experiment's trials, by id by default; ``sort=best`` ranks them by the searcher
+    metric (``order=asc``: best first, whichever way the metric points)."""
+    return await master.reads.trials(
+        experiment_id,
+        states=[s.value for s in state],
+        sort=sort,
+        order=order,
+        limit=limit,
+        offset=offset,
+    )
+
+
+@router.get("/{experiment_id}/metrics")
+async def list_curves(
+    experiment_id: ExperimentId,
+    master: MasterDep,
+    trial_ids: Annotated[
+        str,
+        Query(
+            max_length=rest.MAX_SERIES_TRIALS * 11,
+            pattern=r"^[0-9]{1,10}(,[0-9]{1,10})*$",
+            description=f"Comma-separated trial ids, at most {rest.MAX_SERIES_TRIALS}.",
+        ),
+    ],
+    group: Annotated[
+        str | None, Query(max_length=64, pattern=rest.NO_NUL, description="validation by default.")
+    ] = None,
+    metric: Annotated[
+        str | None,
+        Query(max_length=256, pattern=rest.NO_NUL, description="The searcher's by default."),
+    ] = None,
+    max_points: Annotated[
+        int, Query(ge=2, le=100_000, description="Per trial; evenly spaced when it has more.")
+    ] = 1000,
+) -> rest.MetricSeriesList:
+    """Learning curves of many trials in one read (what the Experiment page draws): one metric
+    of one group for each, and the names of every metric they reported."""
+    ids = list(dict.fromkeys(int(t) for t in trial_ids.split(",")))
+    if max(ids) > rest.INT_MAX:
+        raise InvalidRequest(f"trial_ids: {max(ids)} is no trial id (at most {rest.INT_MAX})")
+    if len(ids) > rest.MAX_SERIES_TRIALS:
+        raise InvalidRequest(
+            f"trial_ids names {len(ids)} trials; one read covers at most "
+            f"{rest.MAX_SERIES_TRIALS}: ask in several"
+        )
+    return await master.reads.curves(
+        experiment_id, ids, group=group, metric=metric, max_points=max_points
+    )
 
 
 @router.get("/{experiment_id}/notes")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Depends, Query
 
 from assay import rest
 from assay.api._deps import USER_OR_TRIAL, ExperimentId, MasterDep, TokenDep, TrialId
@@ -29,10 +29,6 @@ async def _any_caller(master: MasterDep, token: TokenDep) -> Caller:
 
 TrialCaller = Annotated[Caller, Depends(_trial_caller)]
 AllocationCaller = Annotated[Caller, Depends(_any_caller)]
-
-CheckpointUuid = Annotated[
-    str, Path(max_length=64, pattern=rest.NO_NUL, description="The checkpoint's uuid.")
-]
 
 
 @router.get("/trials/{trial_id}/searcher/operation")
@@ -90,11 +86,6 @@ async def report_checkpoint(
     body: rest.CheckpointReport, master: MasterDep, caller: AllocationCaller
 ) -> rest.Checkpoint:
     return await master.harness.report_checkpoint(caller, body.to_protocol())
-
-
-@router.get("/checkpoints/{uuid}", dependencies=USER_OR_TRIAL)
-async def get_checkpoint(uuid: CheckpointUuid, master: MasterDep) -> rest.Checkpoint:
-    return await master.reads.checkpoint(uuid)
 
 
 @router.get("/experiments/{experiment_id}/searcher/best_validation", dependencies=USER_OR_TRIAL)

@@ -77,6 +77,33 @@ async def submit_job(
     return await master.tasks.submit(actor, spec, data)
 
 
+@submit.post(
+    "/validate",
+    dependencies=[Depends(require_multipart)],
+    form_limits={"max_files": 1},
+)
+async def validate_job(
+    master: MasterDep,
+    overrides: Annotated[
+        list[str], Form(default_factory=list, description="`key.path=value` (commands, tasks).")
+    ],
+    config: Annotated[str, Form(description="The job as `POST /api/v1/jobs` takes it.")] = "",
+    kind: Annotated[
+        Literal["job", "command", "generic"],
+        Form(description="job: detect the format from its keys; command; generic (task)."),
+    ] = "job",
+    context: Annotated[
+        UploadFile | None,
+        File(description="Optional: the context tar.gz.", json_schema_extra={"format": "binary"}),
+    ] = None,
+) -> rest.TaskValidation:
+    """Check a job as `POST /api/v1/jobs` would, creating nothing. Invalid answers 400 with
+    each problem's `path` and `message` in `details`."""
+    spec = await asyncio.to_thread(parse_job, config, kind, tuple(overrides))
+    data = None if context is None else await read_context(context)
+    return await master.tasks.validate(spec, data)
+
+
 @router.get("")
 async def list_tasks(
     master: MasterDep,

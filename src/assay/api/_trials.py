@@ -5,14 +5,18 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Header, Query
 from fastapi.responses import StreamingResponse
 
 from assay import rest
-from assay.api._deps import SIGNED_IN, ActorDep, MasterDep, TrialId
+from assay.api._deps import SIGNED_IN, STREAM_SIGNED_IN, ActorDep, MasterDep, TrialId
+from assay.api._events import sse_message
 from assay.master import LOG_PAGE, TrialLogs
 
 router = APIRouter(prefix="/api/v1/trials", tags=["trials"], dependencies=SIGNED_IN)
+streams = APIRouter(prefix="/api/v1/trials", tags=["trials"], dependencies=STREAM_SIGNED_IN)
+"""Reads a browser opens without headers (EventSource, a download link): the token may also
+come as the ``token`` query parameter or the session cookie."""
 
 
 @router.get("/{trial_id}")
@@ -45,12 +49,12 @@ async def kill_trial(trial_id: TrialId, master: MasterDep, actor: ActorDep) -> r
 
 _EVENT_STREAM = {
     "description": "With follow=true: a server-sent event stream of `log` events (each a "
-    "LogEntry), ending with an `end` event once the trial has ended.",
+    "LogEntry, its `id:` the line's id), ending with an `end` event once the trial has ended.",
     "content": {"text/event-stream": {"schema": {"type": "string"}}},
 }
 
 
-@router.get(
+@streams.get(
     "/{trial_id}/logs",
     response_model=rest.LogPage,
     responses={200: _EVENT_STREAM},
@@ -63,18 +67,33 @@ async def get_logs(
         int, Query(ge=0, le=rest.INT_MAX, description="Only lines with an id above this.")
     ] = 0,
     limit: Annotated[int, Query(ge=1, le=100_000)] = LOG_PAGE,
+    last_event_id: Annotated[
+        str | None,
+        Header(
+            alias="Last-Event-ID",
+            max_length=64,
+            description="With follow=true: the id of the last line seen (EventSource sends it "
+            "when it reconnects); lines after it and after `after` follow.",
+        ),
+    ] = None,
 ) -> rest.LogPage | StreamingResponse:
     """Log lines of all the trial's runs, oldest first."""
     if not follow:
         return await master.reads.logs(trial_id, after, limit)
+    if last_event_id is not None and last_event_id.strip().isdigit():
+        after = max(after, min(int(last_event_id), rest.INT_MAX))
     batches = await master.reads.follow_logs(trial_id, after)
-    return StreamingResponse(_events(batches), media_type="text/event-stream")
+    return StreamingResponse(
+        _events(batches),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
 async def _events(batches: AsyncIterator[TrialLogs]) -> AsyncIterator[str]:
     async for batch in batches:
         for entry in batch.entries:
-            yield f"event: log\ndata: {entry.model_dump_json()}\n\n"
+            yield sse_message("log", entry.model_dump_json(), str(entry.id))
         if batch.trial_ended:
             yield "event: end\ndata: {}\n\n"
         elif not batch.entries:

@@ -7,10 +7,10 @@ import math
 import time
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Query, Request
+from fastapi import APIRouter, Path, Query, Request, Response
 
 from assay import rest
-from assay.api._deps import SIGNED_IN, ActorDep, MasterDep
+from assay.api._deps import SESSION_COOKIE, SIGNED_IN, ActorDep, MasterDep
 from assay.api._ratelimit import RateLimiter
 from assay.errors import TooManyRequests
 
@@ -44,10 +44,48 @@ async def login(body: rest.Login, master: MasterDep, request: Request) -> rest.S
     return await master.users.login(body.username, body.password)
 
 
+@router.post("/auth/one-time", responses={429: {"description": "Too many attempts; wait."}})
+async def one_time_sign_in(
+    body: rest.OneTimeSignIn, master: MasterDep, request: Request, response: Response
+) -> rest.Session:
+    """Exchange a one-time sign-in token (the ``?token=`` of the link ``assay up`` prints) for
+    a session. The token is spent: a second exchange is refused. The session token is also set
+    as the ``assay_session`` cookie (HttpOnly, SameSite=Strict), which the read-only event and
+    log streams take in place of the Authorization header a browser's EventSource cannot send."""
+    limits: LoginLimits = request.app.state.login_limits
+    limits.check(request.client.host if request.client else "", "one-time")
+    session = await master.users.exchange_one_time(body.token)
+    set_session_cookie(response, request, session)
+    return session
+
+
+def set_session_cookie(response: Response, request: Request, session: rest.Session) -> None:
+    max_age = None
+    if session.expires_at is not None:
+        max_age = max(0, int(session.expires_at - time.time()))
+    response.set_cookie(
+        SESSION_COOKIE,
+        session.token,
+        max_age=max_age,
+        path="/api/",
+        secure=request.url.scheme == "https",
+        httponly=True,
+        samesite="strict",
+    )
+
+
+@signed_in.post("/auth/one-time-tokens", status_code=201)
+async def create_one_time_token(master: MasterDep, actor: ActorDep) -> rest.OneTimeToken:
+    """A one-time sign-in token of the signed-in user, for a browser link (``/?token=...``):
+    good for one exchange at ``POST /api/v1/auth/one-time`` within ten minutes."""
+    return await master.users.create_one_time(actor)
+
+
 @signed_in.post("/auth/logout", status_code=204)
-async def logout(master: MasterDep, actor: ActorDep) -> None:
+async def logout(master: MasterDep, actor: ActorDep, response: Response) -> None:
     """End the session (or revoke the access token) the request is signed in with."""
     await master.users.logout(actor)
+    response.delete_cookie(SESSION_COOKIE, path="/api/")
 
 
 @signed_in.get("/me")

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from assay.cli import (
+    _checkpoint,
     _cluster,
     _cluster_info,
     _cmd,
@@ -15,9 +16,11 @@ from assay.cli import (
     _experiment_lifecycle,
     _gc_policy,
     _job,
+    _model,
     _nni,
     _preview,
     _task,
+    _tensorboard,
     _trial,
     _user,
 )
@@ -81,13 +84,18 @@ app.add_typer(_cluster_info.pool_app, name="resource-pool")
 app.command("preview-search")(_preview.preview)
 _experiment_lifecycle.register(_experiment.app)
 _gc_policy.register(_experiment.set_app)
+_checkpoint.register(_experiment.app, _trial.app)
 app.add_typer(_experiment.app, name="experiment")
 app.add_typer(_experiment.app, name="e", hidden=True)
 app.add_typer(_job.app, name="job")
 app.add_typer(_job.app, name="j", hidden=True)
+app.add_typer(_model.app, name="model")
 app.add_typer(_nni.app, name="nni")
 app.add_typer(_cmd.app, name="cmd")
 app.add_typer(_task.app, name="task")
+app.add_typer(_checkpoint.app, name="checkpoint")
+app.add_typer(_checkpoint.app, name="c", hidden=True)
+app.add_typer(_tensorboard.app, name="tensorboard")
 app.add_typer(_trial.app, name="trial")
 app.add_typer(_trial.app, name="t", hidden=True)
 app.add_typer(_user.app, name="user")

@@ -284,8 +284,29 @@ def _up(
             f"cluster up: master {url}, {len(agents)} agent(s), {total} slot(s); "
             f"state in {home}; stop it with `assay down`"
         )
+    if client is not None:
+        _print_ui_link(client, url)
     if refusal is not None:
         err_console.print(f"[bold yellow]warning:[/] {refusal}", highlight=False, soft_wrap=True)
+
+
+def _print_ui_link(client: Client, url: str) -> None:
+    """The web UI's address with a one-time sign-in token: the first visit needs no password.
+    A master too old to make one gets the plain address."""
+    from urllib.parse import quote
+
+    from assay.errors import AssayError
+
+    try:
+        made = client.one_time_token()
+        link = f"{url}/?token={quote(made.token, safe='')}"
+        minutes = max(1, round((made.expires_at - time.time()) / 60))
+        note = (
+            f" (a one-time sign-in link, good for {minutes} minutes; `assay up` again for another)"
+        )
+    except AssayError:
+        link, note = f"{url}/", ""
+    console.print(f"web UI: {link}{note}", highlight=False, soft_wrap=True, markup=False)
 
 
 def _record() -> dict[str, Any]:

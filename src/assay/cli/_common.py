@@ -10,6 +10,8 @@ import json
 import os
 import stat
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
@@ -370,3 +372,39 @@ def print_table(table: Any, as_csv: bool = False) -> None:
     for row in zip(*cells, strict=True):
         out.writerow([plain(cell) for cell in row])
     sys.stdout.flush()
+
+
+@contextmanager
+def transfer_progress(
+    label: str, size: int, *, minimum: int = 0
+) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on stderr, for a transfer of ``size`` bytes, when stderr is a terminal
+    and the transfer is at least ``minimum`` bytes (worth waiting for); otherwise nothing is
+    shown (``None``). Called with (bytes so far, bytes in all)."""
+    if size < minimum or not err_console.is_terminal:
+        yield None
+        return
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    with Progress(
+        TextColumn(esc(label)),
+        BarColumn(),
+        DownloadColumn(binary_units=True),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(label, total=size)
+
+        def advance(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield advance

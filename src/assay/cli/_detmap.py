@@ -67,6 +67,23 @@ MANY = 10_000
 
 _EXP = ("experiment", "e")
 _TRIAL = ("trial", "t")
+_CKPT = ("checkpoint", "c")
+# det's downloads: where to, and whether to print only the path.
+DOWNLOAD_TO = {
+    "--output-dir": Flag("--output-dir", value=True),
+    "-o": Flag("--output-dir", value=True),
+    "--quiet": Flag("--quiet"),
+    "-q": Flag("--quiet"),
+}
+RANKED_BY_SEARCHER = {
+    flag: Flag(
+        None,
+        value=True,
+        refuse=True,
+        note="assay ranks checkpoints by the searcher's metric and smaller_is_better",
+    )
+    for flag in ("--sort-by", "--smaller-is-better")
+}
 
 
 def _exp(verb: tuple[str, ...], assay_verb: str, **kw: object) -> Rule:
@@ -165,6 +182,94 @@ DET_RULES: tuple[Rule, ...] = (
         flags={**JSON, "--metrics": Flag("--metrics"), "--csv": Flag("--csv")},
     ),
     Rule((_TRIAL, ("kill",)), ("trial", "kill"), positionals=ONE),
+    Rule(
+        (_TRIAL, ("download",)),
+        ("trial", "download"),
+        positionals=ONE,
+        flags={
+            "--best": Flag("--best"),
+            "--latest": Flag("--latest"),
+            "--uuid": Flag(
+                None, value=True, refuse=True, note="use `assay checkpoint download UUID`"
+            ),
+            **DOWNLOAD_TO,
+            **RANKED_BY_SEARCHER,
+        },
+    ),
+    _exp(
+        ("download",),
+        "download",
+        positionals=ONE,
+        flags={"--top-n": Flag("--top-n", value=True), **DOWNLOAD_TO, **RANKED_BY_SEARCHER},
+    ),
+    Rule((_CKPT, ("describe",)), ("checkpoint", "describe"), positionals=ONE, flags=dict(JSON)),
+    Rule(
+        (_CKPT, ("download",)),
+        ("checkpoint", "download"),
+        positionals=ONE,
+        flags={
+            **DOWNLOAD_TO,
+            "--mode": Flag(
+                None, value=True, note="--mode ignored: assay downloads through the master"
+            ),
+        },
+    ),
+    Rule(
+        (_CKPT, ("delete",)),
+        ("checkpoint", "delete"),
+        positionals=(1, MANY),
+        flags={"--yes": Flag("--yes"), "-y": Flag("--yes")},
+    ),
+    Rule(
+        (_CKPT, ("list", "ls")),
+        ("experiment", "list-checkpoints"),
+        positionals=ONE,
+        flags={**JSON, **CSV, "--best": Flag("--best", value=True)},
+    ),
+    Rule(
+        (("model", "m"), ("create",)),
+        ("model", "create"),
+        positionals=ONE,
+        flags={
+            "--description": Flag("--description", value=True),
+            "-d": Flag("--description", value=True),
+            "--label": Flag("--label", value=True),
+            "-l": Flag("--label", value=True),
+        },
+    ),
+    Rule((("model", "m"), ("list", "ls")), ("model", "list"), flags={**JSON, **CSV}),
+    Rule((("model", "m"), ("describe",)), ("model", "describe"), positionals=ONE, flags=dict(JSON)),
+    Rule(
+        (("model", "m"), ("list-versions",)),
+        ("model", "describe"),
+        positionals=ONE,
+        flags=dict(JSON),
+    ),
+    Rule(
+        (("model", "m"), ("register-version",)),
+        ("model", "register-version"),
+        positionals=(2, 2),
+    ),
+    Rule(
+        (("model", "m"), ("delete",)),
+        ("model", "delete"),
+        positionals=ONE,
+        flags={"--yes": Flag("--yes"), "-y": Flag("--yes")},
+    ),
+    Rule(
+        (("tensorboard",), ("start",)),
+        ("tensorboard", "start"),
+        positionals=(1, 1),
+        flags={
+            "--trial-ids": Flag("-t", value=True),
+            "-t": Flag("-t", value=True),
+            "--detach": Flag("--detach"),
+            "-d": Flag("--detach"),
+            "--no-browser": Flag(None, note="--no-browser ignored: assay prints the URL"),
+        },
+    ),
+    Rule((("tensorboard",), ("list", "ls")), ("tensorboard", "list"), flags={**JSON, **ALL}),
+    Rule((("tensorboard",), ("kill",)), ("tensorboard", "kill"), positionals=ONE),
     Rule(
         (("command", "cmd"), ("run",)),
         ("cmd", "run"),
@@ -276,10 +381,10 @@ NNICTL_RULES: tuple[Rule, ...] = (
 _DET_NOUNS = {
     "experiment": "experiment", "e": "experiment", "trial": "trial", "t": "trial",
     "command": "cmd", "cmd": "cmd", "task": "task", "job": "job", "j": "job",
-    "user": "user", "u": "user", "checkpoint": "experiment list-checkpoints",
-    "c": "experiment list-checkpoints", "agent": "agent", "a": "agent", "master": "master",
+    "user": "user", "u": "user", "checkpoint": "checkpoint", "model": "model", "m": "model",
+    "c": "checkpoint", "agent": "agent", "a": "agent", "master": "master",
     "slot": "slot", "s": "slot", "resource-pool": "resource-pool", "rp": "resource-pool",
-    "notebook": "cmd run", "shell": "cmd run", "tensorboard": "cmd run",
+    "notebook": "cmd run", "shell": "cmd run", "tensorboard": "tensorboard",
 }  # fmt: skip
 _NNI_NOUNS = {
     "experiment": "nni experiment",
@@ -288,7 +393,7 @@ _NNI_NOUNS = {
     "top": "experiment list",
     "webui": "nni view",
     "update": "experiment set",
-    "tensorboard": "cmd run",
+    "tensorboard": "tensorboard",
 }
 
 

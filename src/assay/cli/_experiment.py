@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -28,6 +28,7 @@ from assay.cli._common import (
     request,
     shown_progress,
     styled_state,
+    transfer_progress,
     when,
 )
 from assay.cli._logview import (
@@ -166,37 +167,9 @@ def _grid_limit(c: Client) -> int | None:
         return None
 
 
-@contextmanager
-def upload_progress(size: int) -> Iterator[Callable[[int, int], None] | None]:
-    """A progress bar on stderr for an upload of ``size`` bytes, when stderr is a terminal and
-    the upload is big enough to wait for; otherwise nothing is shown (``None``)."""
-    if size < PROGRESS_FROM or not err_console.is_terminal:
-        yield None
-        return
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-        TransferSpeedColumn,
-    )
-
-    with Progress(
-        TextColumn("uploading context"),
-        BarColumn(),
-        DownloadColumn(binary_units=True),
-        TransferSpeedColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("upload", total=size)
-
-        def advance(sent: int, total: int) -> None:
-            bar.update(task, completed=sent, total=total)
-
-        yield advance
+def upload_progress(size: int) -> AbstractContextManager[Callable[[int, int], None] | None]:
+    """A progress bar on stderr for an upload of ``size`` bytes (see ``transfer_progress``)."""
+    return transfer_progress("uploading context", size, minimum=PROGRESS_FROM)
 
 
 @app.command("ls", hidden=True)
@@ -384,7 +357,7 @@ def list_checkpoints(
         print_json(ckpts)
         return
     table = Table(box=None, header_style="bold")
-    columns = ["UUID", "Trial", "Steps", "State", "Size", "Reported"]
+    columns = ["UUID", "Trial", "Steps", "State", "Size", "Reported", "Model Versions"]
     if best is not None:
         columns.insert(3, esc(metric))
     for col in columns:
@@ -397,6 +370,7 @@ def list_checkpoints(
             ck.state,
             format_size(ck.size),
             when(ck.reported_at),
+            esc(", ".join(f"{v.model} v{v.version}" for v in ck.model_versions)),
         ]
         if best is not None:
             row.insert(3, fmt_metric(scores[ck.uuid]))

@@ -56,6 +56,7 @@ def gc_policy(
         f"save-experiment-best {preview.save_experiment_best}, save-trial-best "
         f"{preview.save_trial_best}, save-trial-latest {preview.save_trial_latest}"
     )
+    _print_registered(experiment_id, preview.registered)
     if preview.checkpoints:
         _print_doomed(experiment_id, preview.checkpoints)
         question = f"Delete {count(len(preview.checkpoints), 'checkpoint')}? [y/N] "
@@ -95,6 +96,18 @@ def _print_doomed(experiment_id: int, doomed: list[rest.CollectedCheckpoint]) ->
         table.add_row(ck.uuid, str(ck.trial_id), str(ck.steps_completed), fmt_metric(ck.metric))
     console.print(f"experiment {experiment_id}: checkpoints to delete", highlight=False)
     print_table(table, False)
+
+
+def _print_registered(
+    experiment_id: int, registered: dict[str, list[rest.ModelVersionRef]]
+) -> None:
+    """The checkpoints the policy would delete that model versions keep."""
+    for uuid, versions in registered.items():
+        held = ", ".join(f"{v.model} v{v.version}" for v in versions)
+        console.print(
+            f"experiment {experiment_id}: checkpoint {uuid} kept: registered as model {esc(held)}",
+            highlight=False,
+        )
 
 
 def register(set_app: typer.Typer) -> None:

@@ -12,6 +12,8 @@ from pydantic import ValidationError
 
 from assay import rest
 from assay.client._auth import USER_TOKEN_ENV, token_for
+from assay.client._download import Progress as DownloadProgress
+from assay.client._download import download_checkpoint, files_path
 from assay.client._http import HttpSession, master_url
 from assay.client._upload import FilePart, MultipartBody, Progress, post_multipart
 from assay.errors import InvalidRequest, MasterUnreachable
@@ -38,6 +40,14 @@ def user_path(username: str) -> str:
     if not username.strip():
         raise InvalidRequest("username: must not be empty")
     return f"/api/v1/users/{urllib.parse.quote(username, safe='')}"
+
+
+def model_path(name: str) -> str:
+    """The path of the model ``name``; an empty or blank name, which would name the list of
+    models, is refused before anything is sent."""
+    if not name.strip():
+        raise InvalidRequest("model name: must not be empty")
+    return f"/api/v1/models/{urllib.parse.quote(name, safe='')}"
 
 
 class Client:
@@ -121,6 +131,10 @@ class Client:
         archived: bool = False,
         states: Sequence[str] = (),
         user: str | None = None,
+        name: str | None = None,
+        label: str | None = None,
+        sort: rest.ExperimentSort = rest.ExperimentSort.ID,
+        order: rest.SortOrder = rest.SortOrder.DESC,
         limit: int = 100,
         offset: int = 0,
     ) -> rest.ExperimentList:
@@ -128,6 +142,10 @@ class Client:
             "archived": str(archived).lower(),
             "state": list(states),
             "user": user,
+            "name": name,
+            "label": label,
+            "sort": sort.value,
+            "order": order.value,
             "limit": limit,
             "offset": offset,
         }
@@ -142,9 +160,43 @@ class Client:
         answer = self.http.get(f"/api/v1/experiments/{experiment_id}/trials")
         return rest.TrialList.model_validate(answer).trials
 
+    def trial_page(
+        self,
+        experiment_id: int,
+        *,
+        states: Sequence[str] = (),
+        sort: rest.TrialSort = rest.TrialSort.ID,
+        order: rest.SortOrder = rest.SortOrder.ASC,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> rest.TrialList:
+        """A page of the experiment's trials in the order asked for, with the total."""
+        params = {
+            "state": list(states),
+            "sort": sort.value,
+            "order": order.value,
+            "limit": limit,
+            "offset": offset,
+        }
+        answer = self.http.get(f"/api/v1/experiments/{experiment_id}/trials", params=params)
+        return rest.TrialList.model_validate(answer)
+
     def experiment_checkpoints(self, experiment_id: int) -> list[rest.Checkpoint]:
         answer = self.http.get(f"/api/v1/experiments/{experiment_id}/checkpoints")
         return rest.CheckpointList.model_validate(answer).checkpoints
+
+    def searcher_progress(self, experiment_id: int) -> rest.SearcherProgress:
+        answer = self.http.get(f"/api/v1/experiments/{experiment_id}/searcher-progress")
+        return rest.SearcherProgress.model_validate(answer)
+
+    def hparam_importance(
+        self, experiment_id: int, evaluator: rest.ImportanceEvaluator | None = None
+    ) -> rest.HparamImportance:
+        params = {} if evaluator is None else {"evaluator": evaluator.value}
+        answer = self.http.get(
+            f"/api/v1/experiments/{experiment_id}/hparam-importance", params=params
+        )
+        return rest.HparamImportance.model_validate(answer)
 
     def transition(self, experiment_id: int, action: str) -> rest.ExperimentSummary:
         """``action``: pause, activate, cancel, kill, archive or unarchive."""
@@ -253,6 +305,27 @@ class Client:
     def stop_task(self, task_id: int) -> rest.Task:
         return rest.Task.model_validate(self.http.post(f"/api/v1/tasks/{task_id}/stop"))
 
+    def start_tensorboard(
+        self, experiment_id: int, trial_ids: list[int] | None = None
+    ) -> rest.TensorBoard:
+        body = rest.TensorBoardRequest(experiment_id=experiment_id, trial_ids=trial_ids or [])
+        answer = self.http.post("/api/v1/tensorboards", body.model_dump(mode="json"))
+        return rest.TensorBoard.model_validate(answer)
+
+    def tensorboards(self, *, all_: bool = False) -> list[rest.TensorBoard]:
+        params = {"all": "true" if all_ else None}
+        answer = self.http.get("/api/v1/tensorboards", params=params)
+        return rest.TensorBoardList.model_validate(answer).tensorboards
+
+    def tensorboard(self, tensorboard_id: int) -> rest.TensorBoard:
+        return rest.TensorBoard.model_validate(
+            self.http.get(f"/api/v1/tensorboards/{tensorboard_id}")
+        )
+
+    def kill_tensorboard(self, tensorboard_id: int) -> rest.TensorBoard:
+        answer = self.http.post(f"/api/v1/tensorboards/{tensorboard_id}/kill")
+        return rest.TensorBoard.model_validate(answer)
+
     def task_logs(
         self,
         task_id: int,
@@ -336,13 +409,105 @@ class Client:
         raise _stream_cut(self.url)
 
     def checkpoint(self, uuid: str) -> rest.Checkpoint:
-        return rest.Checkpoint.model_validate(self.http.get(f"/api/v1/checkpoints/{uuid}"))
+        return rest.Checkpoint.model_validate(self.http.get(files_path(uuid)))
+
+    def download_checkpoint(
+        self,
+        uuid: str,
+        dest: str | Path,
+        *,
+        path: str | None = None,
+        progress: DownloadProgress | None = None,
+    ) -> Path:
+        """Download checkpoint ``uuid`` through the master into the directory ``dest``
+        (created if missing), or only its file or directory ``path``; sizes are checked
+        against the checkpoint's listing and nothing is written unless all of it arrived.
+        ``progress`` is called with (bytes received, bytes expected)."""
+        return download_checkpoint(self.http, uuid, dest, path=path, progress=progress)
+
+    def delete_checkpoints(self, uuids: Sequence[str]) -> rest.CheckpointsDeleted:
+        """Delete checkpoints: files first, then rows; ``failed`` names those whose files
+        could not be deleted (kept as they were)."""
+        body = request_body(rest.CheckpointDelete, uuids=list(uuids)).model_dump()
+        answer = self.http.post("/api/v1/checkpoints/delete", body, timeout=300.0)
+        return rest.CheckpointsDeleted.model_validate(answer)
+
+    # -- the model registry ---------------------------------------------------------------------
+    def create_model(
+        self, name: str, *, description: str = "", labels: Sequence[str] = ()
+    ) -> rest.Model:
+        body = request_body(
+            rest.ModelCreate, name=name, description=description, labels=list(labels)
+        )
+        return rest.Model.model_validate(self.http.post("/api/v1/models", body.model_dump()))
+
+    def models(
+        self, *, name: str | None = None, limit: int = 100, offset: int = 0
+    ) -> rest.ModelList:
+        """The models whose name contains ``name`` (any case), by name, a page at a time."""
+        params = {"name": name, "limit": limit, "offset": offset}
+        return rest.ModelList.model_validate(self.http.get("/api/v1/models", params=params))
+
+    def model(self, name: str) -> rest.Model:
+        return rest.Model.model_validate(self.http.get(model_path(name)))
+
+    def change_model(self, name: str, change: rest.ModelChange) -> rest.Model:
+        answer = self.http.request(
+            "PATCH", model_path(name), json_body=change.model_dump(exclude_none=True)
+        )
+        return rest.Model.model_validate(answer)
+
+    def delete_model(self, name: str) -> rest.ModelDeleted:
+        """Delete the model and its versions; their checkpoints stay."""
+        return rest.ModelDeleted.model_validate(self.http.request("DELETE", model_path(name)))
+
+    def register_version(
+        self, name: str, checkpoint_uuid: str, *, version_name: str = "", comment: str = ""
+    ) -> rest.ModelVersion:
+        """Register the checkpoint as the model's next version."""
+        body = request_body(
+            rest.ModelVersionCreate,
+            checkpoint_uuid=checkpoint_uuid,
+            name=version_name,
+            comment=comment,
+        )
+        answer = self.http.post(f"{model_path(name)}/versions", body.model_dump())
+        return rest.ModelVersion.model_validate(answer)
+
+    def model_versions(self, name: str) -> rest.ModelVersionList:
+        """The model and its versions, oldest first."""
+        answer = self.http.get(f"{model_path(name)}/versions")
+        return rest.ModelVersionList.model_validate(answer)
+
+    def model_version(self, name: str, number: int) -> rest.ModelVersion:
+        answer = self.http.get(f"{model_path(name)}/versions/{number}")
+        return rest.ModelVersion.model_validate(answer)
+
+    def delete_model_version(self, name: str, number: int) -> rest.ModelVersion:
+        """Delete the version (its checkpoint stays); the version as it was."""
+        answer = self.http.request("DELETE", f"{model_path(name)}/versions/{number}")
+        return rest.ModelVersion.model_validate(answer)
 
     # -- users and tokens ----------------------------------------------------------------------
     def login(self, username: str, password: str) -> rest.Session:
         """Sign in; later requests of this client carry the new session's token."""
         body = request_body(rest.Login, username=username, password=password).model_dump()
         answer = self.http.post("/api/v1/auth/login", body, signed=False)
+        session = rest.Session.model_validate(answer)
+        self.http.token = session.token
+        self.http.token_source = None
+        return session
+
+    def one_time_token(self) -> rest.OneTimeToken:
+        """A one-time sign-in token of the signed-in user, for a browser link."""
+        answer = self.http.post("/api/v1/auth/one-time-tokens")
+        return rest.OneTimeToken.model_validate(answer)
+
+    def one_time_sign_in(self, token: str) -> rest.Session:
+        """Exchange a one-time sign-in token for a session (as the web UI does); later
+        requests of this client carry the new session's token."""
+        body = request_body(rest.OneTimeSignIn, token=token).model_dump()
+        answer = self.http.post("/api/v1/auth/one-time", body, signed=False)
         session = rest.Session.model_validate(answer)
         self.http.token = session.token
         self.http.token_source = None

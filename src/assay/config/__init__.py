@@ -78,7 +78,7 @@ from assay.config._master import (
     SchedulerConfig,
     load_master_config,
 )
-from assay.config._nni import nni_context, nni_format, read_nni_config
+from assay.config._nni import nni_context, nni_files, nni_format, read_nni_config
 from assay.config._openpai import load_job_file
 from assay.config._resources import DeviceConfig, ResourcesConfig, parse_memory_size
 from assay.config._searcher import (
@@ -252,6 +252,7 @@ __all__ = [
     "masked_config",
     "masked_config_text",
     "nni_context",
+    "nni_files",
     "nni_format",
     "parse_duration",
     "parse_hyperparameters",

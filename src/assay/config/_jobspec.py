@@ -25,6 +25,8 @@ class JobSpecKind(StrEnum):
     """A one-off command (``assay cmd run``, Determined's ``det cmd run``)."""
     GENERIC = "generic"
     """A Determined generic task (``assay task create``)."""
+    TENSORBOARD = "tensorboard"
+    """TensorBoard over trials' event files (``assay tensorboard start``)."""
 
 
 class _Spec(BaseModel):

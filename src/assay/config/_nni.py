@@ -265,6 +265,19 @@ def nni_context(data: Any, base_dir: Path | str) -> Path:
     return (Path(base_dir) / (code_dir if isinstance(code_dir, str) else ".")).resolve()
 
 
+def nni_files(data: Any, base_dir: Path | str) -> list[tuple[str, str, Path]]:
+    """The paths an NNI config names that reading it follows (its trial code directory and its
+    search space file), each as ``(key as written, value, resolved under base_dir)``: what the
+    master checks stays inside an uploaded directory."""
+    keys = _as_v2(data) if isinstance(data, dict) else {}
+    out = []
+    for key in ("trialcodedirectory", "searchspacefile"):
+        if key in keys and isinstance(keys[key][1], str):
+            written, value = keys[key]
+            out.append((written, value, (Path(base_dir) / value).resolve()))
+    return out
+
+
 def _search_space(keys: dict[str, tuple[str, Any]], base: Path, problems: list[ErrorDetail]) -> Any:
     if "searchspace" in keys:
         return keys["searchspace"][1]

@@ -1,9 +1,10 @@
 """Keeping secret environment variable values out of what the master shows.
 
 An ``environment.environment_variables`` entry written ``{name, value, secret: true}`` is
-secret. The stored config keeps the real value (the trial must get it); what the API returns and
-what the master stores of a trial's output has it replaced by :data:`MASK`: the entry's own value
-whatever its length, and every occurrence of a secret value in other text where the value has
+secret, and so are a storage section's credentials (:data:`STORAGE_SECRET_KEYS`). The stored
+config keeps the real value (the trial must get it); what the API returns and what the master
+stores of a trial's output has it replaced by :data:`MASK`: the entry's own value whatever its
+length, and every occurrence of a secret value in other text where the value has
 at least :data:`MIN_MASKED_LENGTH` characters (a shorter one would mask half of every line).
 """
 
@@ -24,6 +25,24 @@ from assay.errors import InvalidConfig
 
 MASK = "********"
 MIN_MASKED_LENGTH = 4
+
+STORAGE_SECRET_KEYS = ("access_key", "secret_key", "connection_string", "credential")
+"""The keys of a storage section (``checkpoint_storage``, ``tensorboard_storage``) that hold
+credentials: secret whether or not they are marked so."""
+
+_STORAGE_SECTIONS = ("checkpoint_storage", "tensorboard_storage")
+
+
+def _storage_secrets(config: Any) -> list[str]:
+    if not isinstance(config, Mapping):
+        return []
+    return [
+        value
+        for section in _STORAGE_SECTIONS
+        if isinstance(storage := config.get(section), Mapping)
+        for key in STORAGE_SECRET_KEYS
+        if isinstance(value := storage.get(key), str) and value
+    ]
 
 
 def _is_secret_entry(value: Any) -> bool:
@@ -47,6 +66,7 @@ def secret_values(config: Any) -> list[str]:
             for entry in entries
             if _is_secret_entry(entry) and isinstance(entry["value"], str)
         }
+        | set(_storage_secrets(config))
     )
 
 
@@ -101,6 +121,13 @@ def masked_config(config: dict[str, Any]) -> dict[str, Any]:
     if not values:
         return config
     masked: dict[str, Any] = _scrub(config, secret_pattern(values))
+    for section in _STORAGE_SECTIONS:
+        storage = masked.get(section)
+        if isinstance(storage, dict):
+            masked[section] = {
+                k: MASK if k in STORAGE_SECRET_KEYS and isinstance(v, str) and v else v
+                for k, v in storage.items()
+            }
     return masked
 
 

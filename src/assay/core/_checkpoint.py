@@ -6,7 +6,10 @@ model; guard them with ``if ctx.distributed.rank == 0``. With ``shard=True`` the
 instead: every rank must call them, each writes its own part into its own directory, and the
 chief commits the union as one checkpoint (files travel to the chief over the ranks'
 connections, so shards are meant to be modest; two ranks writing the same file is an error).
-Reading (``restore_path``, ``download``) works on every rank on its own.
+Reading (``restore_path``, ``download``) works on every rank on its own, and on any machine
+that reaches the master: where the storage does not hold the checkpoint (a ``shared_fs``
+directory not mounted here, a bucket this machine has no credentials for), the checkpoint is
+downloaded through the master with the trial's token.
 """
 
 from __future__ import annotations
@@ -14,8 +17,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import tempfile
-import uuid as uuidlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,9 +26,29 @@ from assay.core._session import MasterSession
 from assay.protocol import CheckpointReport
 
 if TYPE_CHECKING:
+    import tempfile
+
     from assay.storage import StorageManager
 
 log = logging.getLogger("assay.core")
+
+
+def _new_uuid() -> str:
+    # Imported here: uuid and tempfile cost every trial's start-up, most never checkpoint.
+    import uuid
+
+    return str(uuid.uuid4())
+
+
+def _tempdir(prefix: str) -> tempfile.TemporaryDirectory[str]:
+    import tempfile
+
+    return tempfile.TemporaryDirectory(prefix=prefix)
+
+
+DOWNLOAD_RETRY_DEADLINE = 120.0
+"""How long a download through the master is retried while the master is away or the transfer
+breaks off (each try starts afresh, and a failed one leaves nothing behind)."""
 
 
 def _storage(config: dict[str, Any]) -> StorageManager:
@@ -76,7 +97,7 @@ class CheckpointContext:
             return
         self._chief_only("store_path")
         steps = _steps(metadata)
-        storage_id = str(uuidlib.uuid4())
+        storage_id = _new_uuid()
         with self.storage.store_path(storage_id) as path:
             yield path, storage_id
         self._report(storage_id, steps, metadata)
@@ -88,14 +109,14 @@ class CheckpointContext:
         call it, unless ``shard=True``: then every rank must, each with its own directory (or
         None when it has nothing to add)."""
         if shard:
-            storage_id = self._dist.broadcast(str(uuidlib.uuid4()))
+            storage_id = self._dist.broadcast(_new_uuid())
             self._commit_shards(Path(ckpt_dir) if ckpt_dir else None, storage_id, metadata)
             return storage_id
         self._chief_only("upload")
         if ckpt_dir is None:
             raise ValueError("upload() needs the directory to store (ckpt_dir)")
         steps = _steps(metadata)
-        storage_id = str(uuidlib.uuid4())
+        storage_id = _new_uuid()
         self.storage.upload(Path(ckpt_dir), storage_id)
         self._report(storage_id, steps, metadata)
         return storage_id
@@ -110,8 +131,8 @@ class CheckpointContext:
 
     @contextlib.contextmanager
     def _store_sharded(self, metadata: dict[str, Any]) -> Iterator[tuple[Path, str]]:
-        storage_id = self._dist.broadcast(str(uuidlib.uuid4()))
-        with tempfile.TemporaryDirectory(prefix="assay-shard-") as tmp:
+        storage_id = self._dist.broadcast(_new_uuid())
+        with _tempdir(prefix="assay-shard-") as tmp:
             yield Path(tmp), storage_id
             self._commit_shards(Path(tmp), storage_id, metadata)
 
@@ -168,16 +189,50 @@ class CheckpointContext:
         return None
 
     def download(self, storage_id: str, ckpt_dir: str | Path, download_mode: Any = None) -> None:
+        """Copy the checkpoint into the directory ``ckpt_dir`` (created if missing)."""
         del download_mode
-        self.storage.download(storage_id, Path(ckpt_dir))
+        if self._held_here(storage_id):
+            self.storage.download(storage_id, Path(ckpt_dir))
+        else:
+            self._through_master(storage_id, Path(ckpt_dir))
 
     @contextlib.contextmanager
     def restore_path(self, storage_id: str, download_mode: Any = None) -> Iterator[Path]:
         """The checkpoint's directory, for reading. Every rank may call it, each on its own
         (``download_mode`` is accepted for compatibility with Determined)."""
         del download_mode
-        with self.storage.restore_path(storage_id) as path:
+        if self._held_here(storage_id):
+            with self.storage.restore_path(storage_id) as path:
+                yield path
+            return
+        with _tempdir(prefix="assay-restore-") as tmp:
+            path = Path(tmp, storage_id)
+            self._through_master(storage_id, path)
             yield path
+
+    def _held_here(self, storage_id: str) -> bool:
+        """Whether this machine reads the checkpoint from storage itself; off-cluster there is
+        no master to ask, so it always does."""
+        if self._session is None:
+            return True
+        try:
+            return self.storage.exists(storage_id)
+        except Exception as exc:  # any storage's failure to answer here: the master may
+            log.info("checkpoint storage not usable on this machine (%s)", exc)
+            return False
+
+    def _through_master(self, storage_id: str, dest: Path) -> None:
+        from assay.client import download_checkpoint
+
+        assert self._session is not None
+        log.info(
+            "checkpoint %s is not in reach of this machine's storage; downloading it through "
+            "the master",
+            storage_id,
+        )
+        self._session.call(
+            lambda h: download_checkpoint(h, storage_id, dest), deadline=DOWNLOAD_RETRY_DEADLINE
+        )
 
     def get_metadata(self, storage_id: str) -> dict[str, Any]:
         if self._session is None:

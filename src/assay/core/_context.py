@@ -14,8 +14,10 @@ from assay.core._info import get_cluster_info
 from assay.core._preempt import PreemptContext, PreemptMode
 from assay.core._searcher import SearcherContext
 from assay.core._session import MasterSession
+from assay.core._tensorboard import TensorBoardUploader
 from assay.core._train import EarlyExitReason, InvalidHP, TrainContext
-from assay.protocol import ClusterInfo
+from assay.errors import AssayError
+from assay.protocol import ClusterInfo, TrialEnv
 
 log = logging.getLogger("assay.core")
 
@@ -35,6 +37,7 @@ class Context:
         searcher: SearcherContext,
         distributed: DistributedContext,
         session: MasterSession | None,
+        tensorboard: TensorBoardUploader | None = None,
     ) -> None:
         self.info = info
         self.train = train
@@ -43,6 +46,7 @@ class Context:
         self.searcher = searcher
         self.distributed = distributed
         self._session = session
+        self._tensorboard = tensorboard
         self._closed = False
 
     def __enter__(self) -> Context:
@@ -70,6 +74,8 @@ class Context:
         self._closed = True
         self.preempt.close()
         try:
+            if self._tensorboard is not None:
+                self._tensorboard.close()
             self.train._close()
         finally:
             self.distributed.close()
@@ -104,6 +110,7 @@ def init(
     if storage is None:
         raise RuntimeError("the cluster gave this trial no checkpoint storage")
     train = TrainContext(session, trial.trial_id, trial.experiment_id, distributed)
+    uploader = _tensorboard_uploader(storage, trial.experiment_id, trial.trial_id, distributed)
     return Context(
         info=info,
         train=train,
@@ -114,7 +121,35 @@ def init(
         searcher=SearcherContext(session, trial.trial_id, distributed=distributed),
         distributed=distributed,
         session=session,
+        tensorboard=uploader,
     )
+
+
+def _tensorboard_uploader(
+    storage: dict[str, Any], experiment_id: int, trial_id: int, distributed: DistributedContext
+) -> TensorBoardUploader | None:
+    """The chief's uploader of the run's TensorBoard directory (started), or None where there
+    is nothing to upload from or to."""
+    local = os.environ.get(TrialEnv.TENSORBOARD_DIR)
+    if not local or distributed.rank != 0:
+        return None
+    from assay.storage import FileStore, storage_from_config, tensorboard_key
+
+    try:
+        manager = storage_from_config(storage)
+    except AssayError as exc:
+        log.warning("TensorBoard files will not be uploaded: %s", exc)
+        return None
+    if not isinstance(manager, FileStore):
+        log.warning(
+            "TensorBoard files will not be uploaded: %s storage does not keep them",
+            type(manager).__name__,
+        )
+        return None
+    Path(local).mkdir(parents=True, exist_ok=True)
+    uploader = TensorBoardUploader(Path(local), manager, tensorboard_key(experiment_id, trial_id))
+    uploader.start()
+    return uploader
 
 
 def _storage_config(value: str | dict[str, Any] | None) -> dict[str, Any] | None:

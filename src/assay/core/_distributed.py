@@ -19,7 +19,6 @@ import contextlib
 import json
 import logging
 import os
-import pickle
 import socket
 import struct
 import threading
@@ -148,6 +147,8 @@ class _Star:
             raise DistributedError(f"{kind} on {self.name(self.me)} after the context was closed")
 
     def _send(self, sock: socket.socket, member: int, kind: str, obj: Any) -> None:
+        import pickle  # here: a single-process trial never needs it
+
         payload = pickle.dumps((self.seq, kind, obj), protocol=pickle.HIGHEST_PROTOCOL)
         try:
             sock.settimeout(self.timeout)
@@ -175,6 +176,8 @@ class _Star:
                 f"{self.name(member)} closed its connection while {self.name(self.me)} waited "
                 f"in {kind} #{self.seq}: that process has probably exited or failed"
             ) from exc
+        import pickle
+
         seq, their_kind, obj = pickle.loads(frame)
         if (seq, their_kind) != (self.seq, kind):
             raise DistributedError(

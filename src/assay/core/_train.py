@@ -9,7 +9,9 @@ from __future__ import annotations
 import enum
 import logging
 import math
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 from assay.core._distributed import DistributedContext
@@ -22,6 +24,7 @@ from assay.protocol import (
     ExitedReason,
     MetricReport,
     ProgressReport,
+    TrialEnv,
 )
 
 log = logging.getLogger("assay.core")
@@ -147,6 +150,16 @@ class TrainContext:
         path = f"/api/v1/experiments/{self._experiment_id}/searcher/best_validation"
         value = self._session.call(lambda h: h.get(path))["best_validation"]
         return None if value is None else float(value)
+
+    def get_tensorboard_path(self) -> Path:
+        """The directory to write TensorBoard event files into (made if missing).
+
+        On a cluster it is the run's own directory on its agent; the chief's files are copied
+        to checkpoint storage as they appear, and once more when the context closes, for
+        ``assay tensorboard start``. Off a cluster: ``./tensorboard``."""
+        path = Path(os.environ.get(TrialEnv.TENSORBOARD_DIR) or "tensorboard").absolute()
+        path.mkdir(parents=True, exist_ok=True)
+        return path
 
     def set_status(self, status: str) -> None:
         log.info("status: %s", status)

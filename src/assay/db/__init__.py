@@ -2,10 +2,11 @@
 
 Everything else reaches the tables through the per-noun repository modules (``experiments``,
 ``trials``, ``allocations``, ``checkpoints``, ``jobs``, ``agents``, ``logs``, ``metrics``,
-``instances``, ``notes``, ``tasks``, ``contexts``, ``cluster``, ``users``, ``tokens``):
-functions that take a :class:`Session` and read rows, create them, or run a bulk statement.
-Callers change a row they were given by setting its attributes; the session writes it when the
-transaction commits.
+``instances``, ``notes``, ``tasks``, ``contexts``, ``cluster``, ``users``, ``tokens``,
+``searcher_events``, ``registry`` for the model registry, and ``changes`` for what a
+transaction changed): functions that take a :class:`Session` and read rows, create them, or run
+a bulk statement. Callers change a row they were given by setting its attributes; the session
+writes it when the transaction commits.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from sqlalchemy.orm import Session
 from assay.db import (
     agents,
     allocations,
+    changes,
     checkpoints,
     cluster,
     contexts,
@@ -24,6 +26,8 @@ from assay.db import (
     logs,
     metrics,
     notes,
+    registry,
+    searcher_events,
     tasks,
     tokens,
     trials,
@@ -42,12 +46,16 @@ from assay.db._models import (
     Instance,
     Job,
     Metric,
+    Model,
+    ModelVersion,
+    SearcherEvent,
     Task,
     TaskInstance,
     TaskLog,
     Token,
     Trial,
     User,
+    finite_json,
 )
 
 __all__ = [
@@ -63,6 +71,9 @@ __all__ = [
     "Instance",
     "Job",
     "Metric",
+    "Model",
+    "ModelVersion",
+    "SearcherEvent",
     "Session",
     "Task",
     "TaskInstance",
@@ -72,15 +83,19 @@ __all__ = [
     "User",
     "agents",
     "allocations",
+    "changes",
     "checkpoints",
     "cluster",
     "contexts",
     "experiments",
+    "finite_json",
     "instances",
     "jobs",
     "logs",
     "metrics",
     "notes",
+    "registry",
+    "searcher_events",
     "sqlite_url",
     "tasks",
     "tokens",

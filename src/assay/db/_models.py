@@ -110,6 +110,11 @@ class Experiment(Base):
     searcher_state: Mapped[dict[str, Any] | None] = mapped_column(
         Json(none_as_null=True), nullable=True
     )
+    """The searcher's last compaction snapshot; the events after it are in ``searcher_events``."""
+    searcher_seq: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """The sequence number of the searcher's last event (0: none yet)."""
+    searcher_snapshot_seq: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """The last event ``searcher_state`` includes: replay starts after it."""
     progress: Mapped[float] = mapped_column(Float, default=0.0)
     owner: Mapped[str] = mapped_column(String(128))
     message: Mapped[str] = mapped_column(Text, default="")
@@ -124,6 +129,11 @@ class Experiment(Base):
     __table_args__ = (
         Index("ix_experiments_state", "state"),
         Index("ix_experiments_archived_id", "archived", "id"),
+        # What the experiment list sorts on (migration 0010).
+        Index("ix_experiments_name", "name"),
+        Index("ix_experiments_owner", "owner"),
+        Index("ix_experiments_created_at", "created_at"),
+        Index("ix_experiments_ended_at", "ended_at"),
     )
 
 
@@ -139,6 +149,17 @@ class ExperimentNote(Base):
     text: Mapped[str] = mapped_column(Text)
 
     __table_args__ = (Index("ix_experiment_notes_experiment", "experiment_id", "id"),)
+
+
+class SearcherEvent(Base):
+    """One event the experiment's searcher handled since its last snapshot, in order: the
+    snapshot plus these rebuild it exactly (the search methods are pure)."""
+
+    __tablename__ = "searcher_events"
+
+    experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id"), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    event: Mapped[dict[str, Any]] = mapped_column(Json)
 
 
 class Trial(Base):
@@ -168,7 +189,9 @@ class Trial(Base):
     __table_args__ = (
         UniqueConstraint("experiment_id", "request_id"),
         Index("ix_trials_experiment_state", "experiment_id", "state"),
-        Index("ix_trials_experiment_score", "experiment_id", "best_score"),
+        # Best first with ties by id, read off the index (the trials page; migration 0010).
+        Index("ix_trials_experiment_score_id", "experiment_id", "best_score", "id"),
+        Index("ix_trials_experiment_steps", "experiment_id", "steps_completed"),
         Index("ix_trials_state", "state"),
     )
 
@@ -248,6 +271,44 @@ class Checkpoint(Base):
     __table_args__ = (
         Index("ix_checkpoints_trial_steps", "trial_id", "steps_completed"),
         Index("ix_checkpoints_experiment", "experiment_id"),
+    )
+
+
+class Model(Base):
+    """A named entry of the model registry: it holds versions, each one checkpoint."""
+
+    __tablename__ = "models"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), unique=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    labels: Mapped[list[Any]] = mapped_column(Json, default=list)
+    owner: Mapped[str] = mapped_column(String(128))
+    versions_made: Mapped[int] = mapped_column(Integer, default=0)
+    """The highest version number given so far: a version's number is never reused, so a
+    number once downloaded always means the same checkpoint or nothing."""
+    created_at: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)
+
+
+class ModelVersion(Base):
+    """One version of a model: a checkpoint it holds. A checkpoint held by a version is never
+    garbage-collected."""
+
+    __tablename__ = "model_versions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    model_id: Mapped[int] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"))
+    version: Mapped[int] = mapped_column(Integer)
+    checkpoint_uuid: Mapped[str] = mapped_column(ForeignKey("checkpoints.uuid"))
+    name: Mapped[str] = mapped_column(String(256), default="")
+    comment: Mapped[str] = mapped_column(Text, default="")
+    owner: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[float] = mapped_column(Float)
+
+    __table_args__ = (
+        UniqueConstraint("model_id", "version", name="uq_model_versions_model_version"),
+        Index("ix_model_versions_checkpoint", "checkpoint_uuid"),
     )
 
 
@@ -379,6 +440,17 @@ class ClusterRecord(Base):
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     created_at: Mapped[float] = mapped_column(Float)
     agent_token: Mapped[str | None] = mapped_column(String(128), nullable=True)
+
+
+class IdFloor(Base):
+    """The highest id a deleted row of a table had. SQLite gives a new row the largest id in
+    use plus one, so deleting the newest experiment would hand its id to the next; ids are
+    assigned above this floor instead (PostgreSQL's sequences never go back)."""
+
+    __tablename__ = "id_floors"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[int] = mapped_column(BigInteger)
 
 
 class User(Base):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import select
@@ -65,6 +65,16 @@ def of(
     if trial_id is not None:
         stmt = stmt.where(Checkpoint.trial_id == trial_id)
     return session.scalars(stmt.order_by(Checkpoint.trial_id, Checkpoint.steps_completed)).all()
+
+
+def by_uuid(session: Session, uuids: Iterable[str]) -> dict[str, Checkpoint]:
+    """The checkpoints of ``uuids`` that exist, by uuid."""
+    wanted = sorted(set(uuids))
+    out: dict[str, Checkpoint] = {}
+    for start in range(0, len(wanted), 500):
+        stmt = select(Checkpoint).where(Checkpoint.uuid.in_(wanted[start : start + 500]))
+        out.update((c.uuid, c) for c in session.scalars(stmt))
+    return out
 
 
 def experiments_deleting(session: Session) -> list[int]:

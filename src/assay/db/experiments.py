@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import and_, func, select
+from sqlalchemy import ColumnElement, TextClause, and_, func, select, text
 from sqlalchemy.orm import Session
 
-from assay.db._models import Experiment
+from assay.db._ids import next_id, record_deleted
+from assay.db._models import Experiment, Trial
 from assay.errors import NotFound
 from assay.protocol import TERMINAL_EXPERIMENT_STATES, ExperimentState
 
@@ -56,9 +57,15 @@ def create(
         message="",
         created_at=created_at,
     )
+    if (given := next_id(session, Experiment)) is not None:
+        exp.id = given
     session.add(exp)
     session.flush()
     return exp
+
+
+SORTS = ("id", "name", "state", "start", "end", "best", "user")
+"""What :func:`page` sorts by (the values of ``rest.ExperimentSort``)."""
 
 
 def page(
@@ -67,12 +74,20 @@ def page(
     states: Iterable[str] = (),
     include_archived: bool = False,
     owner: str | None = None,
+    name: str | None = None,
+    label: str | None = None,
+    sort: str = "id",
+    descending: bool = True,
     limit: int = 100,
     offset: int = 0,
 ) -> tuple[Sequence[Experiment], int]:
-    """Experiments newest first, filtered by state (any of ``states``; all when empty) and by
-    ``owner`` when given, and the total that match."""
-    conditions = []
+    """A page of experiments sorted by ``sort`` (one of :data:`SORTS`; ties by id the same
+    way), filtered by state (any of ``states``; all when empty), ``owner``, a case-insensitive
+    substring of the ``name`` and a ``label`` when given; and the total that match.
+
+    ``best`` sorts by each experiment's best trial's normalised score (ascending: best first);
+    ``end`` and ``best`` put experiments without a value last either way."""
+    conditions: list[ColumnElement[bool] | TextClause] = []
     if owner is not None:
         conditions.append(Experiment.owner == owner)
     states = list(states)
@@ -80,12 +95,51 @@ def page(
         conditions.append(Experiment.state.in_(states))
     if not include_archived:
         conditions.append(Experiment.archived.is_(False))
+    if name:
+        conditions.append(Experiment.name.icontains(name, autoescape=True))
+    if label is not None:
+        conditions.append(_has_label(session, label))
     where = and_(*conditions) if conditions else and_(True)
     total = session.scalar(select(func.count()).select_from(Experiment).where(where)) or 0
-    rows = session.scalars(
-        select(Experiment).where(where).order_by(Experiment.id.desc()).limit(limit).offset(offset)
-    ).all()
-    return rows, int(total)
+    query = select(Experiment.id).where(where)
+    key: Any
+    if sort == "best":
+        best = (
+            select(Trial.experiment_id, func.min(Trial.best_score).label("score"))
+            .where(Trial.best_score.is_not(None))
+            .group_by(Trial.experiment_id)
+            .subquery()
+        )
+        query = query.outerjoin(best, best.c.experiment_id == Experiment.id)
+        key = best.c.score
+    else:
+        key = {
+            "id": None,
+            "name": Experiment.name,
+            "state": Experiment.state,
+            "start": Experiment.created_at,
+            "end": Experiment.ended_at,
+            "user": Experiment.owner,
+        }[sort]
+    order: list[Any] = []
+    if key is not None:
+        order.append(key.desc().nulls_last() if descending else key.asc().nulls_last())
+    order.append(Experiment.id.desc() if descending else Experiment.id.asc())
+    # The ids first, then only the page's rows: sorting whole rows (configs and all) of
+    # thousands of experiments costs many times more.
+    ids = list(session.scalars(query.order_by(*order).limit(limit).offset(offset)))
+    found = {e.id: e for e in session.scalars(select(Experiment).where(Experiment.id.in_(ids)))}
+    return [found[i] for i in ids if i in found], int(total)
+
+
+def _has_label(session: Session, label: str) -> TextClause:
+    """The experiment's config lists ``label`` among its ``labels``."""
+    if session.get_bind().dialect.name == "postgresql":
+        return text("(experiments.config::jsonb -> 'labels') ? :label").bindparams(label=label)
+    return text(
+        "EXISTS (SELECT 1 FROM json_each(experiments.config, '$.labels') AS l "
+        "WHERE l.value = :label)"
+    ).bindparams(label=label)
 
 
 def of_job(session: Session, job_id: str) -> Sequence[Experiment]:
@@ -111,6 +165,7 @@ def delete(session: Session, experiment_id: int) -> None:
         ExperimentNote,
         Job,
         Metric,
+        SearcherEvent,
         Task,
         TaskLog,
         Trial,
@@ -118,6 +173,12 @@ def delete(session: Session, experiment_id: int) -> None:
 
     exp = require(session, experiment_id)
     trial_ids = select(Trial.id).where(Trial.experiment_id == experiment_id)
+    record_deleted(session, Experiment, experiment_id)
+    record_deleted(
+        session,
+        Trial,
+        session.scalar(select(func.max(Trial.id)).where(Trial.experiment_id == experiment_id)),
+    )
     for model, column in (
         (Metric, Metric.trial_id),
         (TaskLog, TaskLog.trial_id),
@@ -126,6 +187,7 @@ def delete(session: Session, experiment_id: int) -> None:
         session.execute(sql_delete(model).where(column.in_(trial_ids)))
     session.execute(sql_delete(Checkpoint).where(Checkpoint.experiment_id == experiment_id))
     session.execute(sql_delete(ExperimentNote).where(ExperimentNote.experiment_id == experiment_id))
+    session.execute(sql_delete(SearcherEvent).where(SearcherEvent.experiment_id == experiment_id))
     session.execute(sql_delete(Trial).where(Trial.experiment_id == experiment_id))
     job_id, context_id = exp.job_id, exp.context_id
     session.delete(exp)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, func, select, update
+from sqlalchemy import Table, and_, bindparam, func, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -55,6 +55,37 @@ def series(
     ).all()
 
 
+_NAMES = {
+    "sqlite": 'SELECT DISTINCT m."group", j.key FROM metrics AS m, json_each(m."values") AS j '
+    "WHERE m.trial_id IN :ids AND NOT m.archived AND j.type IN ('integer', 'real')",
+    "postgresql": 'SELECT DISTINCT m."group", j.key FROM metrics AS m, json_each(m."values") AS j '
+    "WHERE m.trial_id IN :ids AND NOT m.archived AND json_typeof(j.value) = 'number'",
+}
+
+
+def names(session: Session, trial_ids: Sequence[int]) -> list[tuple[str, str]]:
+    """(group, name) of every numeric metric the trials reported, sorted. The database reads
+    the keys itself: decoding a thousand trials' reports in Python takes seconds."""
+    dialect = session.get_bind().dialect.name
+    query = text(_NAMES[dialect]).bindparams(bindparam("ids", expanding=True))
+    rows = session.execute(query, {"ids": list(trial_ids)}).all()
+    return sorted((str(group), str(name)) for group, name in rows)
+
+
+def curves(session: Session, trial_ids: Sequence[int], group: str) -> Sequence[Any]:
+    """Rows (trial_id, steps_completed, values) of the trials' current reports of ``group``,
+    by trial and step: columns only, as a thousand trials' rows may be read at once."""
+    return session.execute(
+        select(Metric.trial_id, Metric.steps_completed, Metric.values)
+        .where(
+            Metric.trial_id.in_(list(trial_ids)),
+            Metric.group == group,
+            Metric.archived.is_(False),
+        )
+        .order_by(Metric.trial_id, Metric.steps_completed, Metric.run)
+    ).all()
+
+
 def archive_after(session: Session, trial_id: int, steps: int, before_run: int) -> None:
     """Mark reports of earlier runs past the step a restarted run resumes from as archived:
     the new run will report those steps again, and the series must not show both."""
@@ -89,34 +120,28 @@ def validation_values(
 
 
 def latest(session: Session, trial_ids: Sequence[int]) -> dict[int, dict[str, Metric]]:
-    """Per trial, its latest current (not archived) report of each group, by step: what its
-    views show as its latest training and validation metrics."""
+    """Per trial, its latest current (not archived) report of each group, by step (of two
+    runs that reported the same step, the later run's): what its views show as its latest
+    training and validation metrics."""
     if not trial_ids:
         return {}
-    top = (
-        select(
-            Metric.trial_id,
-            Metric.group,
-            func.max(Metric.steps_completed).label("steps"),
+    # One pass over the trials' own rows (the index on trial, group and step): a join against
+    # per-group maxima lets PostgreSQL's planner scan the whole table, millions of rows.
+    rank = (
+        func.row_number()
+        .over(
+            partition_by=(Metric.trial_id, Metric.group),
+            order_by=(Metric.steps_completed.desc(), Metric.run.desc()),
         )
+        .label("rank")
+    )
+    ranked = (
+        select(Metric.id, rank)
         .where(Metric.trial_id.in_(list(trial_ids)), Metric.archived.is_(False))
-        .group_by(Metric.trial_id, Metric.group)
         .subquery()
     )
     rows = session.scalars(
-        select(Metric)
-        .join(
-            top,
-            and_(
-                Metric.trial_id == top.c.trial_id,
-                Metric.group == top.c.group,
-                Metric.steps_completed == top.c.steps,
-            ),
-        )
-        .where(Metric.archived.is_(False))
-        # Two runs may have reported the same step (one archived is left out above); the later
-        # run wins.
-        .order_by(Metric.run)
+        select(Metric).join(ranked, ranked.c.id == Metric.id).where(ranked.c.rank == 1)
     ).all()
     out: dict[int, dict[str, Metric]] = {}
     for row in rows:

@@ -87,12 +87,19 @@ def by_owner_and_name(session: Session, owner: str, name: str) -> Task | None:
 
 
 def listing(
-    session: Session, *, owner: str | None = None, active_only: bool = False, limit: int = 1000
+    session: Session,
+    *,
+    owner: str | None = None,
+    active_only: bool = False,
+    limit: int = 1000,
+    kind: str | None = None,
 ) -> Sequence[Task]:
-    """Tasks, newest first."""
+    """Tasks (of ``kind`` only, when given), newest first."""
     stmt = select(Task).order_by(Task.id.desc()).limit(limit)
     if owner is not None:
         stmt = stmt.where(Task.owner == owner)
+    if kind is not None:
+        stmt = stmt.where(Task.kind == kind)
     if active_only:
         stmt = stmt.where(Task.state.not_in(TERMINAL_TASK_STATES))
     return session.scalars(stmt).all()

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
+from assay.db._ids import next_id
 from assay.db._models import Experiment, Job, Trial, slots_per_trial
 from assay.errors import NotFound
 from assay.protocol import TERMINAL_TRIAL_STATES, ExperimentState, TrialState
@@ -23,6 +24,15 @@ def require(session: Session, trial_id: int) -> Trial:
     if trial is None:
         raise NotFound(f"trial {trial_id} not found")
     return trial
+
+
+def ids_in_experiment(session: Session, experiment_id: int, trial_ids: Sequence[int]) -> set[int]:
+    """Those of ``trial_ids`` that are trials of the experiment."""
+    return set(
+        session.scalars(
+            select(Trial.id).where(Trial.experiment_id == experiment_id, Trial.id.in_(trial_ids))
+        )
+    )
 
 
 def create(
@@ -54,6 +64,8 @@ def create(
         message="",
         created_at=created_at,
     )
+    if (given := next_id(session, Trial)) is not None:
+        trial.id = given
     session.add(trial)
     session.flush()
     return trial
@@ -79,6 +91,56 @@ def of_experiment(session: Session, experiment_id: int) -> Sequence[Trial]:
     return session.scalars(
         select(Trial).where(Trial.experiment_id == experiment_id).order_by(Trial.id)
     ).all()
+
+
+SORTS = ("id", "state", "steps", "restarts", "best")
+"""What :func:`page_of` sorts by (the values of ``rest.TrialSort``)."""
+
+
+def page_of(
+    session: Session,
+    experiment_id: int,
+    *,
+    states: Sequence[str] = (),
+    sort: str = "id",
+    descending: bool = False,
+    limit: int | None = None,
+    offset: int = 0,
+) -> tuple[Sequence[Trial], int]:
+    """A page of the experiment's trials (of ``states`` when given) sorted by ``sort`` (one of
+    :data:`SORTS`; ties by id the same way), and how many match.
+
+    ``best`` sorts by the normalised score, so ascending is best first whichever way the
+    experiment's metric points; trials without a validation come last either way."""
+    where = [Trial.experiment_id == experiment_id]
+    if states:
+        where.append(Trial.state.in_(list(states)))
+    total = session.scalar(select(func.count()).select_from(Trial).where(*where)) or 0
+    key: Any = {
+        "id": None,
+        "state": Trial.state,
+        "steps": Trial.steps_completed,
+        "restarts": Trial.restarts,
+        "best": Trial.best_score,
+    }[sort]
+    order: list[Any] = []
+    if key is not None:
+        order.append(key.desc().nulls_last() if descending else key.asc().nulls_last())
+    order.append(Trial.id.desc() if descending else Trial.id.asc())
+    # The ids first, sorted on what the indexes hold, then only the page's rows: sorting whole
+    # rows (hyperparameters and all) of a large experiment costs many times more.
+    query = select(Trial.id).where(*where).order_by(*order).offset(offset)
+    if limit is not None:
+        query = query.limit(limit)
+    return _in_order(session, list(session.scalars(query))), int(total)
+
+
+def _in_order(session: Session, ids: list[int]) -> list[Trial]:
+    found: dict[int, Trial] = {}
+    for start in range(0, len(ids), 10_000):
+        chunk = ids[start : start + 10_000]
+        found.update((t.id, t) for t in session.scalars(select(Trial).where(Trial.id.in_(chunk))))
+    return [found[i] for i in ids if i in found]
 
 
 def queued(session: Session) -> list[tuple[Trial, Experiment, Job]]:
@@ -129,7 +191,25 @@ def best_of(session: Session, experiment_id: int) -> Trial | None:
         select(Trial)
         .where(Trial.experiment_id == experiment_id, Trial.best_score.is_not(None))
         .order_by(Trial.best_score, Trial.id)
+        .limit(1)  # without it, first() still loads every trial of the experiment
     ).first()
+
+
+def finished_results(
+    session: Session, experiment_id: int
+) -> list[tuple[int, dict[str, Any], float]]:
+    """``(id, hparams, best searcher metric)`` of the experiment's COMPLETED trials that have
+    a metric, oldest first: what hyperparameter importance is computed on."""
+    rows = session.execute(
+        select(Trial.id, Trial.hparams, Trial.best_validation)
+        .where(
+            Trial.experiment_id == experiment_id,
+            Trial.state == TrialState.COMPLETED,
+            Trial.best_validation.is_not(None),
+        )
+        .order_by(Trial.id)
+    )
+    return [(int(i), dict(h or {}), float(v)) for i, h, v in rows if v is not None]
 
 
 def best_of_each(session: Session, experiment_ids: Sequence[int]) -> dict[int, Trial]:
@@ -190,3 +270,14 @@ def starting_from(session: Session, uuids: set[str]) -> Sequence[Trial]:
     if not uuids:
         return []
     return session.scalars(select(Trial).where(Trial.source_checkpoint.in_(uuids))).all()
+
+
+def numbers(session: Session, trial_id: int) -> tuple[int, int, float | None] | None:
+    """The trial's experiment, steps completed and best validation as stored now (read past
+    the session's copy of the row, which bulk updates leave behind)."""
+    found = session.execute(
+        select(Trial.experiment_id, Trial.steps_completed, Trial.best_validation).where(
+            Trial.id == trial_id
+        )
+    ).first()
+    return None if found is None else (int(found[0]), int(found[1]), found[2])

@@ -11,6 +11,7 @@ from typing import Any
 
 from assay import rest
 from assay.config import MasterConfig
+from assay.context import inspect_archive
 from assay.db import Experiment, Session, experiments, trials
 from assay.db import jobs as db_jobs
 from assay.master import _derive as derive
@@ -20,7 +21,14 @@ from assay.master import _lifecycle as life
 from assay.master import _views as views
 from assay.master._notes import add_note
 from assay.master._orchestrator import Orchestrator
-from assay.master._submit import Submission, create_experiment, validate_submission
+from assay.master._submit import (
+    Submission,
+    ValidSubmission,
+    check_config,
+    create_experiment,
+    validate_submission,
+)
+from assay.master._submit_nni import read_submission
 from assay.master._tx import Tx
 from assay.master._users import Actor
 from assay.protocol import ExperimentState
@@ -91,12 +99,39 @@ class ExperimentCommands:
         """Validate the submission (raising with every problem at once, creating nothing),
         then create the experiment and its first trials, owned by ``actor``."""
         sub = replace(sub, owner=actor.username)
-        valid = await asyncio.to_thread(validate_submission, sub, self.settings, self.assay_home)
+
+        def check() -> ValidSubmission:
+            read = read_submission(sub)
+            return validate_submission(read.submission, self.settings, self.assay_home)
+
+        valid = await asyncio.to_thread(check)
 
         def handler(tx: Tx) -> Experiment:
             return create_experiment(tx, valid, self.settings)
 
         return await self.core.transact(_viewed(handler))
+
+    async def validate(self, actor: Actor, sub: Submission) -> rest.ExperimentValidation:
+        """Every check :meth:`create` makes, creating nothing: what the experiment would be,
+        or :class:`~assay.errors.InvalidConfig` with every problem. An empty ``sub.context``
+        skips the context's checks (a config checked before its directory is picked)."""
+        sub = replace(sub, owner=actor.username)
+
+        def check() -> rest.ExperimentValidation:
+            read = read_submission(sub)
+            config, notes = check_config(read.submission, self.settings, self.assay_home)
+            context = read.submission.context
+            files = inspect_archive(context).files if context else None
+            return rest.ExperimentValidation(
+                source=read.source,
+                name=config.name or "experiment",
+                searcher=config.searcher.name,
+                resource_pool=config.resources.resource_pool or self.settings.default_compute_pool,
+                notes=list(notes),
+                context_files=files,
+            )
+
+        return await asyncio.to_thread(check)
 
     async def fork(
         self, actor: Actor, experiment_id: int, body: rest.ExperimentFork

@@ -27,10 +27,12 @@ from assay.db import Session, checkpoints, contexts, experiments, trials
 from assay.errors import Conflict, Forbidden, InvalidRequest
 from assay.master._gc import remove_files
 from assay.master._orchestrator import Orchestrator
+from assay.master._registry import refuse_registered
 from assay.master._submit import Submission
 from assay.master._tx import Tx
 from assay.master._users import Actor
 from assay.protocol import CheckpointState, ExperimentState, TrialState
+from assay.storage import TENSORBOARD_PREFIX, FileStore, storage_from_config
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +174,8 @@ class DeletionPlan:
 
 def deletion_plan(tx: Tx, actor: Actor, experiment_id: int) -> DeletionPlan:
     """What deleting the experiment removes; refused unless ``actor`` owns it (or is an
-    admin), it has ended, and no live trial starts from one of its checkpoints."""
+    admin), it has ended, no live trial starts from one of its checkpoints and no model
+    version holds one."""
     exp = experiments.require(tx.session, experiment_id)
     actor.require_owner(exp.owner, f"experiment {experiment_id}")
     state = ExperimentState(exp.state)
@@ -183,7 +186,13 @@ def deletion_plan(tx: Tx, actor: Actor, experiment_id: int) -> DeletionPlan:
         )
     rows = list(checkpoints.of(tx.session, experiment_id=experiment_id))
     _refuse_if_used(tx.session, experiment_id, {c.uuid for c in rows})
+    refuse_registered(tx.session, [c.uuid for c in rows], f"experiment {experiment_id}")
     kept = sorted(c.uuid for c in rows if c.state != CheckpointState.DELETED)
+    # Marked before their files go: none can be registered as a model version meanwhile, and
+    # a master stopped in between finishes deleting them when it comes back.
+    for c in rows:
+        if c.state == CheckpointState.ACTIVE:
+            c.state = CheckpointState.DELETING
     return DeletionPlan(
         exp.name,
         len(trials.of_experiment(tx.session, experiment_id)),
@@ -211,6 +220,17 @@ def delete_files(plan: DeletionPlan, experiment_id: int) -> None:
             f"could not delete checkpoint {uuid} of experiment {experiment_id} from storage "
             f"({reason}); the experiment is kept: fix the storage and delete it again"
         )
+    store = storage_from_config(plan.storage) if plan.storage else None
+    if isinstance(store, FileStore):
+        where = f"{TENSORBOARD_PREFIX}/{experiment_id}"
+        try:
+            store.delete_prefix(where)
+        except Exception as exc:  # any storage's failure: reported, the rows kept
+            raise Conflict(
+                f"could not delete the TensorBoard files of experiment {experiment_id} "
+                f"({where} in its storage: {exc}); the experiment is kept: fix the storage "
+                "and delete it again"
+            ) from None
 
 
 def delete_rows(

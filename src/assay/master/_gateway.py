@@ -42,6 +42,7 @@ from assay.protocol import (
     Welcome,
     agent_message,
 )
+from assay.protocol import trace_mark as mark
 
 log = logging.getLogger(__name__)
 
@@ -240,6 +241,7 @@ class AgentGateway:
             else:
                 await self.core.transact(life.allocation_started, msg.allocation_id, agent_id)
         elif isinstance(msg, Exited):
+            mark("master-exit-received", msg.allocation_id)
             if task_life.task_of_allocation(msg.allocation_id) is not None:
                 await self.core.transact(
                     task_life.instance_exited,
@@ -252,6 +254,7 @@ class AgentGateway:
                 await self.core.transact(
                     gang.agent_exited, agent_id, msg.allocation_id, msg.exit_code, msg.reason
                 )
+            mark("master-exit-recorded", msg.allocation_id)
             await self.core.hub.send(agent_id, AckExit(msg.allocation_id))
         elif isinstance(msg, Logs):
             await self._ingest_logs(msg.entries)

@@ -1,7 +1,8 @@
 """Checkpoint garbage collection: which checkpoints an ended experiment keeps.
 
 A checkpoint is kept if it is among the experiment's ``save_experiment_best``, its trial's
-``save_trial_best`` or its trial's ``save_trial_latest`` checkpoints. "Best" ranks checkpoints by
+``save_trial_best`` or its trial's ``save_trial_latest`` checkpoints, or a model version of the
+registry holds it (whatever the policy). "Best" ranks checkpoints by
 the searcher metric of the validation reported at the same ``steps_completed`` (checkpoints with
 no such validation are never "best"); "latest" ranks them by ``steps_completed``. The rest are
 deleted from storage, then marked DELETED.
@@ -15,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from assay.db import Experiment, checkpoints, experiments, metrics
+from assay.db import Experiment, checkpoints, experiments, metrics, registry
 from assay.master._tx import Transactor, Tx
 from assay.protocol import CheckpointState
 from assay.storage import storage_from_config
@@ -79,8 +80,17 @@ def mark_for_collection(tx: Tx, exp: Experiment) -> None:
         save_trial_best=int(storage.get("save_trial_best", 1)),
         save_trial_latest=int(storage.get("save_trial_latest", 1)),
     )
+    # A checkpoint a model version holds is never collected, whatever the policy says.
+    held = registry.holding(tx.session, doomed)
+    for uuid, pairs in held.items():
+        log.info(
+            "experiment %d: checkpoint %s kept: registered as model %s",
+            exp.id,
+            uuid,
+            ", ".join(f"{name} v{n}" for name, n in pairs),
+        )
     for c in rows:
-        if c.uuid in doomed:
+        if c.uuid in doomed and c.uuid not in held:
             c.state = CheckpointState.DELETING
 
 

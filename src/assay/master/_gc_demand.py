@@ -3,7 +3,8 @@ the experiment's config so its end uses it too, and run at once.
 
 Allowed on any experiment, as Determined allows it; what a running one still needs is never
 collected: the latest checkpoint of a trial that has not ended (a restart resumes from it) and
-any checkpoint a trial that has not ended starts from. Rows are marked DELETING in the
+any checkpoint a trial that has not ended starts from; nor a checkpoint a model version holds
+(the answer names those). Rows are marked DELETING in the
 transaction that decides (a master killed after deleting files finishes the job when it comes
 back, as it does for the automatic collection); a checkpoint whose files could not be deleted
 goes back to the state it had, and the answer names it.
@@ -15,9 +16,10 @@ import asyncio
 from dataclasses import dataclass
 
 from assay import rest
-from assay.db import Checkpoint, checkpoints, experiments, metrics, trials
+from assay.db import Checkpoint, checkpoints, experiments, metrics, registry, trials
 from assay.master._gc import (
     CheckpointFacts,
+    Removal,
     mark_deleted,
     remove_files,
     to_delete,
@@ -69,9 +71,11 @@ def _plan(tx: Tx, actor: Actor, experiment_id: int, body: rest.GcPolicy) -> _Pla
         )
         for c in rows
     ]
-    doomed = to_delete(facts, **policy) - _still_needed(tx, exp.id, {c.uuid for c in rows})
+    doomed = to_delete(facts, **policy) - still_needed(tx, exp.id, {c.uuid for c in rows})
     if body.uuids is not None:
         doomed &= set(body.uuids)
+    held = registry.holding(tx.session, doomed)
+    doomed -= set(held)
     chosen = [c for c in rows if c.uuid in doomed]
     listed = [
         rest.CollectedCheckpoint(
@@ -86,7 +90,13 @@ def _plan(tx: Tx, actor: Actor, experiment_id: int, body: rest.GcPolicy) -> _Pla
         exp.config = {**exp.config, "checkpoint_storage": {**storage, **policy}}
         for c in chosen:
             c.state = CheckpointState.DELETING
-    result = rest.GcResult(**policy, dry_run=body.dry_run, checkpoints=listed, failed={})
+    registered = {
+        uuid: [rest.ModelVersionRef(model=name, version=n) for name, n in pairs]
+        for uuid, pairs in held.items()
+    }
+    result = rest.GcResult(
+        **policy, dry_run=body.dry_run, checkpoints=listed, failed={}, registered=registered
+    )
     return _Plan(result, storage, before)
 
 
@@ -94,27 +104,46 @@ def _metric(score: float | None, sign: float) -> float | None:
     return None if score is None else sign * score
 
 
-def _still_needed(tx: Tx, experiment_id: int, uuids: set[str]) -> set[str]:
-    """The checkpoints a trial that has not ended may still load."""
-    needed = {
-        t.latest_checkpoint
-        for t in trials.of_experiment(tx.session, experiment_id)
-        if t.latest_checkpoint and not TrialState(t.state).terminal
-    }
-    needed.update(
-        t.source_checkpoint or ""
-        for t in trials.starting_from(tx.session, uuids)
-        if not TrialState(t.state).terminal
-    )
+def still_needed(tx: Tx, experiment_id: int, uuids: set[str]) -> set[str]:
+    """Which of ``uuids`` (checkpoints of the experiment) a trial that has not ended may still
+    load."""
+    return set(needing(tx, experiment_id, uuids))
+
+
+def needing(tx: Tx, experiment_id: int, uuids: set[str]) -> dict[str, str]:
+    """Each of ``uuids`` that a trial that has not ended may still load, with why."""
+    needed: dict[str, str] = {}
+    for t in trials.starting_from(tx.session, uuids):
+        if t.source_checkpoint and not TrialState(t.state).terminal:
+            needed[t.source_checkpoint] = f"trial {t.id} ({t.state}) starts from it"
+    for t in trials.of_experiment(tx.session, experiment_id):
+        if t.latest_checkpoint in uuids and not TrialState(t.state).terminal:
+            needed[t.latest_checkpoint] = (
+                f"it is the latest checkpoint of trial {t.id} ({t.state}), which a restart "
+                "resumes from"
+            )
     return needed
 
 
-def _settle(tx: Tx, gone: list[str], failed: dict[str, str], before: dict[str, str]) -> None:
+def settle(tx: Tx, gone: list[str], failed: dict[str, str], before: dict[str, str]) -> None:
+    """Mark the checkpoints whose files are gone DELETED; put the others back as they were."""
     mark_deleted(tx, gone)
     for uuid in failed:
         row: Checkpoint | None = checkpoints.get(tx.session, uuid)
         if row is not None and row.state == CheckpointState.DELETING:
             row.state = before[uuid]
+
+
+async def delete_marked(
+    core: Orchestrator, storage: dict[str, object], before: dict[str, str]
+) -> Removal:
+    """Delete the files of the checkpoints a transaction marked DELETING (``before``: each
+    one's state before that), then mark the rows: files first, rows after, a row whose files
+    could not be deleted back as it was. Shared by every way checkpoints are deleted on
+    demand."""
+    removal = await asyncio.to_thread(remove_files, storage, list(before))
+    await core.transact(settle, removal.gone, removal.failed, before)
+    return removal
 
 
 async def collect_now(
@@ -125,9 +154,7 @@ async def collect_now(
     result = plan.result
     if result.dry_run or not result.checkpoints:
         return result
-    uuids = [c.uuid for c in result.checkpoints]
-    removal = await asyncio.to_thread(remove_files, plan.storage, uuids)
-    await core.transact(_settle, removal.gone, removal.failed, plan.before)
+    removal = await delete_marked(core, plan.storage, plan.before)
     gone = set(removal.gone)
     return result.model_copy(
         update={

@@ -80,7 +80,24 @@ class HarnessService:
     async def report_metrics(self, caller: Caller, reports: list[MetricReport]) -> None:
         """Store a batch of reports (a repeated one is stored once)."""
         now = self.core.clock()
-        relevant = await self.core.record(lambda s: harness.ingest_metrics(s, caller, reports, now))
+
+        def write(session: Session) -> tuple[list[MetricReport], tuple[int, int, float | None]]:
+            relevant = harness.ingest_metrics(session, caller, reports, now)
+            return relevant, trials.numbers(session, caller.trial_id) or (-1, 0, None)
+
+        relevant, (experiment_id, steps, best) = await self.core.record(write)
+        if reports:
+            # Told to live viewers once stored (a repeated report is told again: viewers
+            # know a report by its trial, run, group and step).
+            stored = [views.reported(caller.trial_id, caller.run, r, now) for r in reports]
+            told = rest.TrialMetrics(
+                trial_id=caller.trial_id,
+                experiment_id=experiment_id,
+                metrics=stored,
+                steps_completed=steps,
+                best_validation=best,
+            )
+            self.core.events.publish(rest.EventBatch(metrics=[told]))
         if relevant:
             await self.core.transact(harness.feed_code_driven, caller, relevant)
 

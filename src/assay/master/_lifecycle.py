@@ -59,7 +59,7 @@ log = logging.getLogger(__name__)
 
 
 def apply_ops(tx: Tx, exp: Experiment, ops: list[Operation]) -> None:
-    """Carry out what the searcher decided, then snapshot it in the same transaction."""
+    """Carry out what the searcher decided, then log what it handled in the same transaction."""
     searcher = tx.searchers.searcher(exp)
     tx.touched.add(exp.id)
     ended = ExperimentState(exp.state).stopping or ExperimentState(exp.state).terminal
@@ -75,9 +75,9 @@ def apply_ops(tx: Tx, exp: Experiment, ops: list[Operation]) -> None:
             _close_trial(tx, exp, searcher, op)
         elif isinstance(op, Shutdown):
             _shutdown(tx, exp, op)
-    exp.searcher_state = searcher.snapshot()
     exp.progress = searcher.progress()
     maybe_finish_experiment(tx, exp)
+    tx.searchers.save(tx.session, exp, final=ExperimentState(exp.state).terminal)
 
 
 def _create_trial(tx: Tx, exp: Experiment, op: Create) -> None:

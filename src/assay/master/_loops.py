@@ -17,6 +17,7 @@ from assay.master._gateway import AgentGateway
 from assay.master._orchestrator import Orchestrator
 from assay.master._scheduling import PassResult, schedule_pass
 from assay.master._time_limits import enforce_time_limits
+from assay.protocol import trace_mark as mark
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,7 @@ class Loops:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wakeup.wait(), timeout=1.0)
             wakeup.clear()
+            mark("master-pass-begins", "-")
             try:
                 await self.schedule_once()
             except Exception:

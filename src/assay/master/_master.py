@@ -7,8 +7,12 @@ an :class:`Orchestrator` (database, lock, searchers, agent hub, long-polls):
   and the queue, each in one transaction that answers with what it changed;
 - ``master.reads`` (:class:`Reads`): what users and the web UI read, as plain views;
 - ``master.tasks`` (:class:`TaskService`): jobs that are not experiments (OpenPAI jobs,
-  commands, generic tasks);
+  commands, generic tasks); ``master.tensorboards`` (:class:`TensorBoardService`): TensorBoards
+  over trials' event files, run as such tasks and served through the API's proxy;
 - ``master.users`` (:class:`UserService`): users, signing in, tokens, and who may change what;
+- ``master.checkpoints`` (:class:`CheckpointService`): checkpoints by uuid: describe, files,
+  delete;
+- ``master.models`` (:class:`ModelRegistry`): the model registry;
 - ``master.harness`` (:class:`HarnessService`): what trial processes ask for and report;
 - ``master.agents`` (:class:`AgentGateway`): the agents' WebSockets;
 - ``master.loops`` (:class:`Loops`): scheduling passes and periodic chores;
@@ -30,7 +34,9 @@ from assay.config import MasterConfig
 from assay.db import Database, Session, agents, checkpoints, cluster, sqlite_url
 from assay.master import _gc as gc
 from assay.master._agents import AgentHub
+from assay.master._analysis import Analysis
 from assay.master._autoscaler import Autoscaler
+from assay.master._checkpoints import CheckpointService
 from assay.master._commands import ExperimentCommands
 from assay.master._drain import ClusterDrain
 from assay.master._gateway import AgentGateway
@@ -39,8 +45,10 @@ from assay.master._loops import Loops
 from assay.master._master_log import MasterLog
 from assay.master._orchestrator import Orchestrator
 from assay.master._reads import Reads
+from assay.master._registry import ModelRegistry
 from assay.master._searchers import SearcherCache
 from assay.master._task_service import TaskService
+from assay.master._tensorboards import TensorBoardService
 from assay.master._users import UserService
 
 log = logging.getLogger(__name__)
@@ -65,6 +73,7 @@ class Master:
         self.core = Orchestrator(db, SearcherCache(assay_home / "searchers"), clock)
         self.agents = AgentGateway(self.core, settings)
         self.harness = HarnessService(self.core)
+        self.checkpoints = CheckpointService(self.core)
         self.autoscaler = Autoscaler(
             self.core,
             self.core.hub,
@@ -77,8 +86,11 @@ class Master:
             self.core, settings, assay_home, lambda: self.loops.waiting_jobs
         )
         self.reads = Reads(self.core, settings, lambda: self.loops.waiting_jobs)
+        self.analysis = Analysis(self.core)
         self.users = UserService(self.core)
+        self.models = ModelRegistry(self.core)
         self.tasks = TaskService(self.core, settings, self.core.hub.connected_views)
+        self.tensorboards = TensorBoardService(self.core, self.tasks)
         self.recent_log = MasterLog()
         """The master's recent log lines (``assay master logs``)."""
         self.drain = ClusterDrain(self.core)

@@ -14,10 +14,14 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from assay import rest
 from assay.db import Database, Session
+from assay.db import changes as db_changes
 from assay.errors import MasterUnreachable
 from assay.master import _gc as gc
+from assay.master import _views as views
 from assay.master._agents import AgentHub
+from assay.master._events import EventHub
 from assay.master._searchers import SearcherCache
 from assay.master._tx import (
     Action,
@@ -30,6 +34,7 @@ from assay.master._tx import (
 )
 from assay.master._waiters import Waiters
 from assay.protocol import Kill
+from assay.protocol import trace_mark as mark
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +54,8 @@ class Orchestrator:
         self.lock = asyncio.Lock()
         self.hub = AgentHub()
         self.waiters = Waiters()
+        self.events = EventHub()
+        """What live viewers (the web UI) are told: changes as they commit."""
         self.cluster_id = ""
         self.started_at = clock()
         self.wakeup = asyncio.Event()
@@ -68,10 +75,15 @@ class Orchestrator:
             now = self.clock()
             holder: dict[str, Tx] = {}
 
+            published: list[rest.EventBatch] = []
+
             def run(session: Session) -> T:
                 tx = Tx(session=session, now=now, searchers=self.searchers)
                 holder["tx"] = tx
-                return handler(tx, *args)
+                db_changes.track(session)
+                result = handler(tx, *args)
+                published.append(views.changes(session))
+                return result
 
             try:
                 result = await self.db.run(run)
@@ -82,6 +94,9 @@ class Orchestrator:
                         self.searchers.drop(exp_id)
                 raise
             actions = holder["tx"].actions
+            # Still under the lock: viewers get the batches in the order they were committed.
+            for batch in published:
+                self.events.publish(batch)
         await self._perform(actions)
         return result
 
@@ -103,6 +118,7 @@ class Orchestrator:
         for action in actions:
             if isinstance(action, StartAllocation):
                 await self.hub.send(action.agent_id, action.message)
+                mark("master-start-sent", action.message.allocation_id)
             elif isinstance(action, KillAllocation):
                 await self.hub.send(action.agent_id, Kill(action.allocation_id))
             elif isinstance(action, Wake):
@@ -136,6 +152,7 @@ class Orchestrator:
         """Answer every long-poll now (with 503, so clients retry against the next master)."""
         self.stopping = True
         self.waiters.close()
+        self.events.close()
 
 
 def _log_failure(task: asyncio.Task[Any]) -> None:

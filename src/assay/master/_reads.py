@@ -27,8 +27,11 @@ from assay.db import (
     notes,
     trials,
 )
+from assay.errors import NotFound
 from assay.master import _jobs as jobs
 from assay.master import _views as views
+from assay.master._curves import pick, series_of
+from assay.master._events import Message, Scope
 from assay.master._orchestrator import Orchestrator
 from assay.protocol import TrialState
 
@@ -98,11 +101,16 @@ class Reads:
         states: Iterable[str] = (),
         archived: bool = False,
         owner: str | None = None,
+        name: str | None = None,
+        label: str | None = None,
+        sort: rest.ExperimentSort = rest.ExperimentSort.ID,
+        order: rest.SortOrder = rest.SortOrder.DESC,
         limit: int = 100,
         offset: int = 0,
     ) -> rest.ExperimentList:
-        """Experiments newest first; ``states`` filters (all when empty), ``owner`` too when
-        given; archived ones only with ``archived``."""
+        """A page of experiments, newest first unless ``sort`` and ``order`` say otherwise;
+        ``states`` filters (all when empty), ``owner``, ``name`` (a substring) and ``label``
+        too when given; archived ones only with ``archived``."""
         wanted = list(states)
 
         def read(session: Session) -> rest.ExperimentList:
@@ -111,6 +119,10 @@ class Reads:
                 states=wanted,
                 include_archived=archived,
                 owner=owner,
+                name=name,
+                label=label,
+                sort=sort.value,
+                descending=order == rest.SortOrder.DESC,
                 limit=limit,
                 offset=offset,
             )
@@ -126,13 +138,38 @@ class Reads:
 
         return await self.core.read(read)
 
-    async def trials(self, experiment_id: int) -> rest.TrialList:
+    async def trials(
+        self,
+        experiment_id: int,
+        *,
+        states: Iterable[str] = (),
+        sort: rest.TrialSort = rest.TrialSort.ID,
+        order: rest.SortOrder = rest.SortOrder.ASC,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> rest.TrialList:
+        """The experiment's trials (of ``states`` when given), by id unless ``sort`` and
+        ``order`` say otherwise; a page of them when ``limit`` is given."""
         why = self._why_waiting()
+        wanted = list(states)
 
         def read(session: Session) -> rest.TrialList:
             exp = experiments.require(session, experiment_id)
-            rows = trials.of_experiment(session, experiment_id)
-            return rest.TrialList(trials=views.trials_of(session, rows, why(session, exp)))
+            rows, total = trials.page_of(
+                session,
+                experiment_id,
+                states=wanted,
+                sort=sort.value,
+                descending=order == rest.SortOrder.DESC,
+                limit=limit,
+                offset=offset,
+            )
+            return rest.TrialList(
+                trials=views.trials_of(session, rows, why(session, exp)),
+                pagination=rest.Pagination(
+                    total=total, limit=total if limit is None else limit, offset=offset
+                ),
+            )
 
         return await self.core.read(read)
 
@@ -168,7 +205,7 @@ class Reads:
         def read(session: Session) -> rest.CheckpointList:
             experiments.require(session, experiment_id)
             rows = checkpoints.of(session, experiment_id=experiment_id)
-            return rest.CheckpointList(checkpoints=[views.checkpoint(c) for c in rows])
+            return rest.CheckpointList(checkpoints=views.checkpoints_held(session, rows))
 
         return await self.core.read(read)
 
@@ -176,12 +213,16 @@ class Reads:
         def read(session: Session) -> rest.CheckpointList:
             trials.require(session, trial_id)
             rows = checkpoints.of(session, trial_id=trial_id)
-            return rest.CheckpointList(checkpoints=[views.checkpoint(c) for c in rows])
+            return rest.CheckpointList(checkpoints=views.checkpoints_held(session, rows))
 
         return await self.core.read(read)
 
     async def checkpoint(self, uuid: str) -> rest.Checkpoint:
-        return await self.core.read(lambda s: views.checkpoint(checkpoints.require(s, uuid)))
+        def read(session: Session) -> rest.Checkpoint:
+            (shown,) = views.checkpoints_held(session, [checkpoints.require(session, uuid)])
+            return shown
+
+        return await self.core.read(read)
 
     async def metrics(
         self, trial_id: int, group: str | None = None, *, include_archived: bool = False
@@ -193,10 +234,63 @@ class Reads:
 
         return await self.core.read(read)
 
+    async def curves(
+        self,
+        experiment_id: int,
+        trial_ids: list[int],
+        *,
+        group: str | None = None,
+        metric: str | None = None,
+        max_points: int = 1000,
+    ) -> rest.MetricSeriesList:
+        """One metric of ``trial_ids`` (trials of the experiment) by step, in one read: by
+        default the searcher's metric of the validation group."""
+
+        def read(session: Session) -> rest.MetricSeriesList:
+            exp = experiments.require(session, experiment_id)
+            missing = sorted(set(trial_ids) - trials.ids_in_experiment(session, exp.id, trial_ids))
+            if missing:
+                shown = ", ".join(map(str, missing[:10])) + (", ..." if len(missing) > 10 else "")
+                raise NotFound(f"experiment {experiment_id} has no trial {shown}")
+            default = f"validation/{(exp.config.get('searcher') or {}).get('metric', '')}"
+            reported = metrics.names(session, trial_ids)
+            shown_group, shown_metric = pick(reported, group, metric, default)
+            rows = metrics.curves(session, trial_ids, shown_group)
+            return series_of(rows, reported, trial_ids, shown_group, shown_metric, max_points)
+
+        return await self.core.read(read)
+
     async def logs(self, trial_id: int, after: int = 0, limit: int = LOG_PAGE) -> rest.LogPage:
         """Up to ``limit`` of the trial's log lines with an id above ``after``, oldest first."""
         batch = await self._logs(trial_id, after, limit)
         return rest.LogPage(logs=batch.entries)
+
+    async def follow_events(
+        self,
+        *,
+        experiment_id: int | None = None,
+        trial_id: int | None = None,
+        last_event_id: str | None = None,
+    ) -> AsyncIterator[Message | None]:
+        """Live changes for a viewer (see :class:`Scope`): of every experiment, of one
+        experiment with its trials and metrics, or of one trial. Raises :class:`NotFound` at
+        once when the experiment or trial does not exist."""
+
+        def read(session: Session) -> Scope:
+            if trial_id is not None:
+                trial = trials.require(session, trial_id)
+                if experiment_id is not None and trial.experiment_id != experiment_id:
+                    raise NotFound(
+                        f"trial {trial_id} is not of experiment {experiment_id} "
+                        f"(it is of experiment {trial.experiment_id})"
+                    )
+                return Scope(trial.experiment_id, trial_id)
+            if experiment_id is not None:
+                experiments.require(session, experiment_id)
+            return Scope(experiment_id)
+
+        scope = await self.core.read(read)
+        return self.core.events.follow(scope, last_event_id, KEEP_ALIVE_SECONDS)
 
     async def follow_logs(self, trial_id: int, after: int = 0) -> AsyncIterator[TrialLogs]:
         """The trial's log lines with an id above ``after`` as they come, in batches.

@@ -1,8 +1,14 @@
 """Each live experiment's searcher and parsed config, kept in memory and rebuilt from the database.
 
-The database holds the truth (the searcher snapshot, written with every event it handles); this
-cache only saves re-parsing. After a failed transaction the affected entries are dropped, so the
-next use restores them from the last committed snapshot.
+The database holds the truth: the searcher's last snapshot and the events it handled since
+(``searcher_events``), appended in the transaction that acts on them. Restoring the snapshot and
+replaying those events rebuilds the searcher exactly (search methods are pure). A snapshot costs
+time and space in proportion to the search's history, an event a few hundred bytes, so the
+master writes a new snapshot (and drops the events it includes) only every
+:data:`SNAPSHOT_EVERY` events: the cost per event stays flat and a restart replays fewer than
+that many. Custom searchers run the user's code, whose replay is not known to be pure: they are
+snapshotted after every event, as before. After a failed transaction the affected entries are
+dropped, so the next use rebuilds them from what was committed.
 """
 
 from __future__ import annotations
@@ -18,16 +24,21 @@ from assay.config import (
     load_experiment_config,
 )
 from assay.context import extract_archive
-from assay.db import Experiment, contexts
+from assay.db import Experiment, Session, contexts, searcher_events
 from assay.errors import ErrorDetail, InvalidConfig
 from assay.master._custom_searcher import CustomSearchMethod
 from assay.searcher import Searcher, SearchMethod, make_searcher
+
+SNAPSHOT_EVERY = 100
+"""Events between two snapshots of a searcher: a restart replays fewer than this many (each as
+costly as when it first happened), and a snapshot's cost is shared by this many events."""
 
 
 @dataclass
 class _Entry:
     config: ExperimentConfig
     searcher: Searcher
+    replayable: bool
 
 
 class SearcherCache:
@@ -45,11 +56,28 @@ class SearcherCache:
 
     def build(self, exp: Experiment, config: ExperimentConfig, context: bytes) -> Searcher:
         """A new searcher for a new experiment (``exp.id`` assigned, context not yet stored)."""
-        searcher = make_searcher(
-            config, exp.seed, custom_method=self._custom(exp.id, config, context)
-        )
-        self._entries[exp.id] = _Entry(config, searcher)
+        custom = self._custom(exp.id, config, context)
+        searcher = make_searcher(config, exp.seed, custom_method=custom)
+        searcher.keeps_events = True
+        self._entries[exp.id] = _Entry(config, searcher, replayable=custom is None)
         return searcher
+
+    def save(self, session: Session, exp: Experiment, *, final: bool = False) -> None:
+        """Write what the experiment's searcher handled since the last save: its events, or a
+        new snapshot when one is due (the first, every :data:`SNAPSHOT_EVERY` events, every
+        event of a custom searcher, and ``final``: the experiment ended)."""
+        entry = self._entry(exp)
+        events = entry.searcher.take_events()
+        due = (
+            exp.searcher_state is None
+            or final
+            or not entry.replayable
+            or searcher_events.pending(exp) + len(events) >= SNAPSHOT_EVERY
+        )
+        if due:
+            searcher_events.compact(session, exp, entry.searcher.snapshot(), handled=len(events))
+        else:
+            searcher_events.append(session, exp, events)
 
     def drop(self, exp_id: int) -> None:
         entry = self._entries.pop(exp_id, None)
@@ -71,12 +99,14 @@ class SearcherCache:
             context = b""
             if isinstance(config.searcher, CustomConfig):
                 context = contexts.archive_of(exp)
-            searcher = make_searcher(
-                config, exp.seed, custom_method=self._custom(exp.id, config, context)
-            )
+            custom = self._custom(exp.id, config, context)
+            searcher = make_searcher(config, exp.seed, custom_method=custom)
             if exp.searcher_state is not None:
                 searcher.restore(exp.searcher_state)
-            entry = _Entry(config, searcher)
+            if searcher_events.pending(exp) > 0:
+                searcher.replay(searcher_events.after_snapshot(exp))
+            searcher.keeps_events = True
+            entry = _Entry(config, searcher, replayable=custom is None)
             self._entries[exp.id] = entry
         return entry
 

@@ -28,7 +28,7 @@ from assay.master._lifecycle import apply_ops
 from assay.master._notes import add_note
 from assay.master._tx import Tx
 from assay.protocol import ExperimentState
-from assay.storage import AVAILABLE_STORAGE_TYPES, storage_from_config
+from assay.storage import LOCAL_STORAGE_TYPES, probe_config_storage, storage_from_config
 
 MAX_NOTES = 100
 """The most notes a submission may carry."""
@@ -47,6 +47,13 @@ class Submission:
     notes: tuple[str, ...] = ()
     """Lines for the experiment's log, stored with it (what a config reader decided: a tuner
     mapped onto a searcher, keys ignored)."""
+
+
+TENSORBOARD_STORAGE_NOTE = (
+    "tensorboard_storage is not used (Determined stopped using it too): each trial's "
+    "TensorBoard files go to checkpoint_storage under tensorboard/<experiment>/<trial>/; "
+    "`assay tensorboard start` shows them"
+)
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,28 @@ def validate_submission(
     Config problems (the schema, the semantic checks and an unknown resource pool) are reported
     together in one :class:`InvalidConfig`.
     """
+    config, notes = check_config(sub, settings, assay_home)
+    info = inspect_archive(sub.context)
+    if config.reproducibility.experiment_seed is None:
+        seed = random.SystemRandom().randrange(0, 2**31 - 1)
+        config = config.model_copy(
+            update={
+                "reproducibility": config.reproducibility.model_copy(
+                    update={"experiment_seed": seed}
+                )
+            }
+        )
+    return ValidSubmission(
+        config, sub.config_text, info, sub.context, sub.activate, sub.owner, notes
+    )
+
+
+def check_config(
+    sub: Submission, settings: MasterConfig, assay_home: Path
+) -> tuple[ExperimentConfig, tuple[str, ...]]:
+    """Every check of a submission but the context's: the config as it would run (its
+    checkpoint storage resolved and probed) and the notes for its log. Raises
+    :class:`InvalidConfig` with every problem of the config at once."""
     raw: Any = parse_yaml(sub.config_text, "<config>")
     problems: list[ErrorDetail] = [
         ErrorDetail(path, "must not contain NUL characters (\\0)") for path in _nul_paths(raw, "")
@@ -105,44 +134,50 @@ def validate_submission(
     if problems or config is None:
         noun = "problem" if len(problems) == 1 else "problems"
         raise InvalidConfig(f"invalid experiment config: {len(problems)} {noun}", problems)
-    info = inspect_archive(sub.context)
     storage = resolve_checkpoint_storage(
         config.checkpoint_storage, settings.checkpoint_storage, assay_home
     )
     config = config.model_copy(update={"checkpoint_storage": storage})
     if config.adaptdl is not None:
         _check_adaptdl_storage(config)
-    if config.reproducibility.experiment_seed is None:
-        seed = random.SystemRandom().randrange(0, 2**31 - 1)
-        config = config.model_copy(
-            update={
-                "reproducibility": config.reproducibility.model_copy(
-                    update={"experiment_seed": seed}
-                )
-            }
-        )
-    return ValidSubmission(
-        config, sub.config_text, info, sub.context, sub.activate, sub.owner, sub.notes
-    )
+    _check_storage(config)
+    notes = sub.notes
+    if config.tensorboard_storage is not None:
+        notes += (TENSORBOARD_STORAGE_NOTE,)
+    return config, notes
 
 
 def _check_adaptdl_storage(config: ExperimentConfig) -> None:
-    """AdaptDL's directories live under the checkpoint storage: it must be one this build
-    writes to (a shared_fs or directory storage that every agent reaches at the same path)."""
+    """AdaptDL's directories live under the checkpoint storage: it must be a directory every
+    agent reaches at the same path (shared_fs or directory)."""
     storage = config.checkpoint_storage
-    try:
-        storage_from_config(storage.to_json() if storage is not None else {})
-    except InvalidConfig as exc:
-        kinds = ", ".join(AVAILABLE_STORAGE_TYPES)
+    kind = getattr(storage, "type", None)
+    if kind not in LOCAL_STORAGE_TYPES:
         raise InvalidConfig(
             "invalid experiment config: 1 problem",
             [
                 ErrorDetail(
                     "adaptdl",
-                    f"keeps its checkpoint, share and tensorboard directories in the checkpoint "
-                    f"storage, which must then be of type {kinds} ({exc.details[0].message})",
+                    "keeps its checkpoint, share and tensorboard directories in the checkpoint "
+                    f"storage, which must then be of type {' or '.join(LOCAL_STORAGE_TYPES)}, "
+                    f"not {kind}",
                 )
             ],
+        )
+
+
+def _check_storage(config: ExperimentConfig) -> None:
+    """The checkpoint storage can be built here, and an object store takes a probe object
+    (credentials, bucket, endpoint), so a bad one is refused now rather than at a trial's
+    first checkpoint. Runs in a worker thread: a probe takes up to about a second."""
+    storage = config.checkpoint_storage
+    try:
+        manager = storage_from_config(storage.to_json() if storage is not None else {})
+        probe_config_storage(manager)
+    except InvalidConfig as exc:
+        noun = "problem" if len(exc.details) == 1 else "problems"
+        raise InvalidConfig(
+            f"invalid experiment config: {len(exc.details)} {noun}", exc.details
         ) from None
 
 

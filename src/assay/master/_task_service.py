@@ -44,20 +44,7 @@ class TaskService:
     async def submit(self, actor: Actor, spec: JobSpec, context: bytes | None) -> rest.Task:
         """Create the job, owned by ``actor``, in the queue of its pool; ``context`` is a
         tar.gz its instances start in (else an empty directory)."""
-        if not spec.pool:
-            slots = any(r.slots for r in spec.roles)
-            default = (
-                self.settings.default_compute_pool if slots else self.settings.default_aux_pool
-            )
-            spec = spec.model_copy(update={"pool": default})
-        problems = self.problems(spec)
-        if problems:
-            n = len(problems)
-            raise InvalidConfig(
-                f"job {spec.name!r} cannot be scheduled here: "
-                + (str(problems[0]) if n == 1 else f"{n} problems"),
-                problems,
-            )
+        spec = self.placed(spec)
         pool = next(p for p in self.settings.resource_pools if p.pool_name == spec.pool)
         priority = spec.priority if spec.priority is not None else pool.scheduler.default_priority
         info = None if context is None else await asyncio.to_thread(inspect_archive, context)
@@ -78,6 +65,40 @@ class TaskService:
             return task_view(tx.session, task)
 
         return await self.core.transact(handler)
+
+    def placed(self, spec: JobSpec) -> JobSpec:
+        """``spec`` in its pool (the default one for its slots when it names none), or
+        :class:`InvalidConfig` with every reason no agent of that pool could ever run it."""
+        if not spec.pool:
+            slots = any(r.slots for r in spec.roles)
+            default = (
+                self.settings.default_compute_pool if slots else self.settings.default_aux_pool
+            )
+            spec = spec.model_copy(update={"pool": default})
+        problems = self.problems(spec)
+        if problems:
+            n = len(problems)
+            raise InvalidConfig(
+                f"job {spec.name!r} cannot be scheduled here: "
+                + (str(problems[0]) if n == 1 else f"{n} problems"),
+                problems,
+            )
+        return spec
+
+    async def validate(self, spec: JobSpec, context: bytes | None) -> rest.TaskValidation:
+        """Every check :meth:`submit` makes, creating nothing: the job as it would queue."""
+        spec = self.placed(spec)
+        info = None if context is None else await asyncio.to_thread(inspect_archive, context)
+        return rest.TaskValidation(
+            name=spec.name,
+            kind=spec.kind.value,
+            source_format=spec.source_format,
+            resource_pool=spec.pool,
+            roles=[r.name for r in spec.roles],
+            instances=sum(r.instances for r in spec.roles),
+            notes=list(spec.notes),
+            context_files=None if info is None else info.files,
+        )
 
     def problems(self, spec: JobSpec) -> list[ErrorDetail]:
         """What no agent of the job's pool could ever hold, by role and resource."""

@@ -32,6 +32,8 @@ from assay.protocol import (
 log = logging.getLogger(__name__)
 
 ALLOCATION_PREFIX = "task-"
+TASK_ID_ENV = "ASSAY_TASK_ID"
+"""The task's id, in every instance's environment (TensorBoard's URL prefix names it)."""
 SCRIPT_ENV = "ASSAY_INSTANCE_SCRIPT"
 """Carries an instance's script (secrets filled in) to its shell: a process's environment is
 its owner's to read, its command line everyone's."""
@@ -186,6 +188,7 @@ def start_instances(
                 placed=placed,
             )
         )
+        env[TASK_ID_ENV] = str(task.id)
         env[SCRIPT_ENV] = rules.instance_script(render_commands(spec, inst.role))
         assert inst.allocation_id is not None and inst.agent_id is not None
         info = ClusterInfo(

@@ -1,11 +1,12 @@
 """The variables every trial gets for NNI's and AdaptDL's trial code (see ``NniEnv`` and
 ``AdaptDLEnv`` in :mod:`assay.protocol`).
 
-AdaptDL's three directories live under the experiment's checkpoint storage (which every agent
-of the cluster reaches at the same path), in ``adaptdl/experiment-<id>/``: ``checkpoint/trial-<id>``
-(the trial's, the same on every restart), ``share`` (the experiment's trials') and
-``tensorboard``. assay never deletes them: checkpoint garbage collection removes checkpoints
-only.
+AdaptDL's checkpoint and share directories live under the experiment's checkpoint storage
+(which every agent of the cluster reaches at the same path), in ``adaptdl/experiment-<id>/``:
+``checkpoint/trial-<id>`` (the trial's, the same on every restart) and ``share`` (the
+experiment's trials'). assay never deletes them: checkpoint garbage collection removes
+checkpoints only. ``ADAPTDL_TENSORBOARD_LOGDIR`` is set by the agent: it is the run's TensorBoard
+directory, which the harness copies to the storage's ``tensorboard/<experiment>/<trial>/``.
 """
 
 from __future__ import annotations
@@ -40,5 +41,4 @@ def trial_env(session: Session, exp: Experiment, trial: Trial) -> dict[str, str]
         root = adaptdl_root(exp.config, exp.id)
         env[AdaptDLEnv.CHECKPOINT_PATH] = str(root / "checkpoint" / f"trial-{trial.id}")
         env[AdaptDLEnv.SHARE_PATH] = str(root / "share")
-        env[AdaptDLEnv.TENSORBOARD_LOGDIR] = str(root / "tensorboard")
     return env

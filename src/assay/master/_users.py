@@ -34,9 +34,15 @@ TOKEN_PREFIX = "assay_"
 _DAY = 86400.0
 
 
+ONE_TIME_SECONDS = 600.0
+"""How long a one-time sign-in token (the link ``assay up`` prints) may be exchanged."""
+
+
 class TokenKind:
     SESSION = "session"
     ACCESS = "access"
+    ONE_TIME = "one-time"
+    """Good only for one exchange for a session (``exchange_one_time``), never as a bearer."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +104,7 @@ class UserService:
 
         def read(session: Session) -> Actor | None:
             found = tokens.live_holder(session, key, now)
-            if found is None:
+            if found is None or found[0].kind == TokenKind.ONE_TIME:
                 return None
             row, user = found
             return Actor(user_id=user.id, username=user.username, admin=user.admin, token_id=row.id)
@@ -141,6 +147,56 @@ class UserService:
                 expires_at=expires,
             )
             return rest.Session(token=token, user=views.user(user), expires_at=expires)
+
+        return await self.core.transact(handler)
+
+    async def create_one_time(self, actor: Actor) -> rest.OneTimeToken:
+        """A one-time sign-in token for ``actor``'s user, good for one exchange within
+        ``ONE_TIME_SECONDS``. Stored as a digest like every token, so it survives a restart of
+        the master until it expires."""
+        token = _new_token()
+
+        def handler(tx: Tx) -> rest.OneTimeToken:
+            expires = tx.now + ONE_TIME_SECONDS
+            tokens.create(
+                tx.session,
+                user_id=actor.user_id,
+                digest=digest(token),
+                kind=TokenKind.ONE_TIME,
+                description="one-time sign-in",
+                now=tx.now,
+                expires_at=expires,
+            )
+            return rest.OneTimeToken(token=token, expires_at=expires)
+
+        return await self.core.transact(handler)
+
+    async def exchange_one_time(self, token: str) -> rest.Session:
+        """A new session for the user of a one-time token, which is spent by it; a token
+        spent, expired, revoked or unknown is :class:`Unauthorized`. Under the master's lock,
+        so two exchanges of one token cannot both succeed."""
+        session_token = _new_token()
+
+        def handler(tx: Tx) -> rest.Session:
+            found = tokens.live_holder(tx.session, digest(token), tx.now)
+            if found is None or found[0].kind != TokenKind.ONE_TIME:
+                raise Unauthorized(
+                    "the sign-in link is not valid (used already, expired, or unknown); "
+                    "run `assay up` again for a new one, or sign in with a password"
+                )
+            row, user = found
+            row.revoked_at = tx.now
+            expires = tx.now + SESSION_DAYS * _DAY
+            tokens.create(
+                tx.session,
+                user_id=user.id,
+                digest=digest(session_token),
+                kind=TokenKind.SESSION,
+                description="signed in with a one-time link",
+                now=tx.now,
+                expires_at=expires,
+            )
+            return rest.Session(token=session_token, user=views.user(user), expires_at=expires)
 
         return await self.core.transact(handler)
 

@@ -20,20 +20,27 @@ from assay.db import (
     Experiment,
     Instance,
     Metric,
+    Model,
+    ModelVersion,
     Session,
     TaskLog,
     Token,
     Trial,
     User,
+    checkpoints,
+    finite_json,
     metrics,
+    registry,
     trials,
 )
+from assay.db import changes as db_changes
 from assay.protocol import (
     TRAINING,
     VALIDATION,
     AllocationState,
     CheckpointState,
     ExperimentState,
+    MetricReport,
     PreemptReason,
     Slot,
     TrialState,
@@ -81,6 +88,51 @@ def _experiment_fields(
         "best_trial": _best_trial(best),
         "labels": [mask_text(str(label), secrets) for label in exp.config.get("labels") or []],
     }
+
+
+def experiment_change(exp: Experiment, *, deleted: bool = False) -> rest.ExperimentChange:
+    """What live viewers are told of a changed experiment."""
+    secrets = secret_pattern(secret_values(exp.config))
+    return rest.ExperimentChange(
+        id=exp.id,
+        name=mask_text(exp.name, secrets),
+        state=ExperimentState(exp.state),
+        archived=exp.archived,
+        progress=exp.progress,
+        message=mask_text(exp.message, secrets),
+        labels=[mask_text(str(label), secrets) for label in exp.config.get("labels") or []],
+        ended_at=exp.ended_at,
+        deleted=deleted,
+    )
+
+
+def trial_change(row: Trial) -> rest.TrialChange:
+    """What live viewers are told of a changed trial."""
+    return rest.TrialChange(
+        id=row.id,
+        experiment_id=row.experiment_id,
+        state=TrialState(row.state),
+        restarts=row.restarts,
+        runs=row.runs,
+        steps_completed=row.steps_completed,
+        latest_checkpoint=row.latest_checkpoint,
+        best_validation=row.best_validation,
+        progress=row.progress,
+        early_stopped=row.early_stopped,
+        message=row.message,
+        ended_at=row.ended_at,
+    )
+
+
+def changes(session: Session) -> rest.EventBatch:
+    """What the transaction of ``session`` changed (see :mod:`assay.db.changes`), as live
+    viewers are told it; rows are taken from the session, where the transaction left them."""
+    found = db_changes.changed(session)
+    return rest.EventBatch(
+        experiments=[experiment_change(e) for e in found.experiments]
+        + [experiment_change(e, deleted=True) for e in found.deleted_experiments],
+        trials=[trial_change(t) for t in found.trials],
+    )
 
 
 def experiment_summary(
@@ -151,8 +203,10 @@ def allocation(alloc: Allocation) -> rest.Allocation:
     )
 
 
-def checkpoint(ckpt: Checkpoint) -> rest.Checkpoint:
+def checkpoint(ckpt: Checkpoint, held: Sequence[tuple[str, int]] = ()) -> rest.Checkpoint:
+    """The checkpoint, with the model versions ``held`` (name, number) that hold it."""
     return rest.Checkpoint(
+        model_versions=[rest.ModelVersionRef(model=name, version=n) for name, n in held],
         uuid=ckpt.uuid,
         trial_id=ckpt.trial_id,
         experiment_id=ckpt.experiment_id,
@@ -166,6 +220,49 @@ def checkpoint(ckpt: Checkpoint) -> rest.Checkpoint:
     )
 
 
+def checkpoints_held(session: Session, rows: Sequence[Checkpoint]) -> list[rest.Checkpoint]:
+    """The checkpoints, each with the model versions that hold it (read in ``session``)."""
+    held = registry.holding(session, [c.uuid for c in rows])
+    return [checkpoint(c, held.get(c.uuid, ())) for c in rows]
+
+
+def model(row: Model, counts: Mapping[int, tuple[int, int]]) -> rest.Model:
+    """The model, with ``counts`` from :func:`assay.db.registry.version_counts`."""
+    number, latest = counts.get(row.id, (0, None))
+    return rest.Model(
+        id=row.id,
+        name=row.name,
+        description=row.description,
+        labels=[str(label) for label in row.labels or []],
+        owner=row.owner,
+        versions=number,
+        latest_version=latest,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+def model_versions(
+    session: Session, owner: Model, rows: Sequence[ModelVersion]
+) -> list[rest.ModelVersion]:
+    """The versions of the model ``owner``, each with its checkpoint (read in ``session``)."""
+    ckpts = checkpoints.by_uuid(session, [row.checkpoint_uuid for row in rows])
+    shown = {c.uuid: c for c in checkpoints_held(session, list(ckpts.values()))}
+    return [
+        rest.ModelVersion(
+            id=row.id,
+            model=owner.name,
+            version=row.version,
+            checkpoint=shown[row.checkpoint_uuid],
+            name=row.name,
+            comment=row.comment,
+            owner=row.owner,
+            created_at=row.created_at,
+        )
+        for row in rows
+    ]
+
+
 def metric(m: Metric) -> rest.Metric:
     return rest.Metric(
         trial_id=m.trial_id,
@@ -175,6 +272,19 @@ def metric(m: Metric) -> rest.Metric:
         metrics=m.values,
         time=m.reported_at,
         archived=m.archived,
+    )
+
+
+def reported(trial_id: int, run: int, report: MetricReport, now: float) -> rest.Metric:
+    """A metric report just stored, as a read of it will show it."""
+    return rest.Metric(
+        trial_id=trial_id,
+        run=run,
+        group=report.group,
+        steps_completed=report.steps_completed,
+        metrics=finite_json(report.metrics),
+        time=report.time or now,
+        archived=False,
     )
 
 

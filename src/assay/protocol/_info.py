@@ -32,6 +32,9 @@ class TrialEnv:
     AGENT_ID = "ASSAY_AGENT_ID"
     RENDEZVOUS_PORT = "ASSAY_RENDEZVOUS_PORT"
     """Where the chief of a distributed trial listens for the other ranks."""
+    TENSORBOARD_DIR = "ASSAY_TENSORBOARD_DIR"
+    """The run's TensorBoard log directory on its agent (``ctx.train.get_tensorboard_path()``),
+    copied to checkpoint storage as its files appear."""
     RANK_LAYOUT = "ASSAY_RANK_LAYOUT"
     """This node's share of a distributed allocation (its ``RankLayout`` as JSON), which the
     launchers (``assay.launch``) start the node's ranks from."""
@@ -64,7 +67,9 @@ class AdaptDLEnv:
     SHARE_PATH = "ADAPTDL_SHARE_PATH"
     """The experiment's: shared by all of its trials."""
     TENSORBOARD_LOGDIR = "ADAPTDL_TENSORBOARD_LOGDIR"
-    """The experiment's: kept after the experiment ends."""
+    """The run's TensorBoard directory, ``TrialEnv.TENSORBOARD_DIR``: set by the agent; its files
+    are copied to the checkpoint storage's ``tensorboard/<experiment>/<trial>/`` and kept after
+    the experiment ends."""
     PATHS = (CHECKPOINT_PATH, SHARE_PATH, TENSORBOARD_LOGDIR)
 
 

@@ -2,12 +2,37 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import Field
 
 from assay.protocol import ExperimentState, TrialState
 from assay.rest._common import NO_NUL, DbInt, Pagination, Request, Resource, Waiting
+
+
+class SortOrder(StrEnum):
+    """Which way a list is sorted."""
+
+    ASC = "asc"
+    DESC = "desc"
+
+
+class ExperimentSort(StrEnum):
+    """What the experiment list can be sorted by (ties broken by id, the same way)."""
+
+    ID = "id"
+    NAME = "name"
+    STATE = "state"
+    START = "start"
+    """When it was created."""
+    END = "end"
+    """When it ended; ones that have not ended come last either way."""
+    BEST = "best"
+    """Its best trial's searcher metric, normalised by the experiment's ``smaller_is_better``:
+    ascending is best first. Ones with no validation yet come last either way."""
+    USER = "user"
+    """Its owner's name."""
 
 
 class SearcherSummary(Resource):
@@ -56,7 +81,9 @@ class Experiment(ExperimentSummary):
 
 
 class ExperimentList(Resource):
-    experiments: list[ExperimentSummary] = Field(description="Newest first.")
+    experiments: list[ExperimentSummary] = Field(
+        description="In the order asked for (``sort``, ``order``); newest first by default."
+    )
     pagination: Pagination
 
 
@@ -85,6 +112,22 @@ class ExperimentResources(Request):
     )
     labels: Annotated[list[_Name], Field(max_length=100)] | None = Field(
         default=None, description="The experiment's labels, replacing the ones it has."
+    )
+
+
+class ExperimentValidation(Resource):
+    """A config that would be accepted as submitted: what it was read as, and what the
+    experiment would be. (A config that would not is answered 400, as a submission is, with
+    each problem's path in ``details``.)"""
+
+    source: str = Field(description="How the config was read: assay, nni-v2 or nni-v1.")
+    name: str = Field(description="The experiment's name (the config's, or the default).")
+    searcher: str = Field(description="The searcher it would run.")
+    resource_pool: str
+    notes: list[str] = Field(description="Lines its log would start with.")
+    context_files: int | None = Field(
+        description="Files in the context archive sent, checked as a submission's; null when "
+        "none was sent."
     )
 
 

@@ -76,6 +76,22 @@ class Task(Resource):
     instances: list[TaskInstance]
 
 
+class TaskValidation(Resource):
+    """A job that would be accepted as submitted. (One that would not is answered 400, as a
+    submission is, with each problem's path in ``details``.)"""
+
+    name: str
+    kind: str = Field(description="job (OpenPAI), command, or generic.")
+    source_format: str = Field(description="What it was read as: openpai-v2, openpai-v1, ...")
+    resource_pool: str
+    roles: list[str] = Field(description="Its task roles, in the order written.")
+    instances: int = Field(description="Instances of every role together.")
+    notes: list[str] = Field(description="Keys accepted with a caveat.")
+    context_files: int | None = Field(
+        description="Files in the context archive sent; null when none was sent."
+    )
+
+
 class TaskSummary(Resource):
     id: int
     job_id: str

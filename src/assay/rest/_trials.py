@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import Field
 
 from assay.protocol import AllocationState, CheckpointState, ExitedReason, PreemptReason, TrialState
-from assay.rest._common import DbInt, Request, Resource, Waiting
+from assay.rest._common import NO_NUL, DbInt, Pagination, Request, Resource, Waiting
 
 
 class Metric(Resource):
@@ -22,6 +23,19 @@ class Metric(Resource):
     )
     time: float
     archived: bool = Field(description="Reported by a run whose steps were later redone.")
+
+
+class TrialSort(StrEnum):
+    """What an experiment's trial list can be sorted by (ties broken by id, the same way)."""
+
+    ID = "id"
+    STATE = "state"
+    STEPS = "steps"
+    """Steps completed."""
+    RESTARTS = "restarts"
+    BEST = "best"
+    """Best validation of the searcher metric, by the experiment's ``smaller_is_better``:
+    ascending is best first. Trials with no validation yet come last either way."""
 
 
 class Trial(Resource):
@@ -79,14 +93,52 @@ class TrialDetail(Trial):
 
 
 class TrialList(Resource):
-    trials: list[Trial]
+    trials: list[Trial] = Field(description="In the order asked for; by id by default.")
+    pagination: Pagination | None = Field(
+        default=None, description="How many match over all pages (the page asked for)."
+    )
 
 
 class MetricList(Resource):
     metrics: list[Metric]
 
 
+MAX_SERIES_TRIALS = 1000
+"""The most trials one read of learning curves covers."""
+
+
+class MetricSeries(Resource):
+    """One metric of one trial by step: its numeric values only (a non-finite one is left
+    out), downsampled to evenly spaced reports, the first and last kept, when longer than
+    asked."""
+
+    trial_id: int
+    steps: list[int]
+    values: list[float]
+
+
+class MetricSeriesList(Resource):
+    """Learning curves of several trials at once: one metric of one group for each."""
+
+    names: list[str] = Field(
+        description="Every numeric metric the trials reported, as group/name, sorted."
+    )
+    group: str
+    metric: str
+    series: list[MetricSeries] = Field(description="One per trial asked, in the order asked.")
+
+
+class ModelVersionRef(Resource):
+    """A model version, by the model's name and the version's number."""
+
+    model: str
+    version: int
+
+
 class Checkpoint(Resource):
+    """A checkpoint: a directory in its experiment's checkpoint storage. Its files are served
+    by ``GET /api/v1/checkpoints/{uuid}/files``."""
+
     uuid: str
     trial_id: int
     experiment_id: int
@@ -97,10 +149,38 @@ class Checkpoint(Resource):
     size: int = Field(description="Total size in bytes.")
     state: CheckpointState
     reported_at: float
+    model_versions: list[ModelVersionRef] = Field(
+        default_factory=list,
+        description="The model versions that hold it (it is never garbage-collected while "
+        "one does), by model name and version.",
+    )
 
 
 class CheckpointList(Resource):
     checkpoints: list[Checkpoint]
+
+
+CheckpointUuid = Annotated[str, Field(min_length=1, max_length=64, pattern=NO_NUL)]
+
+
+class CheckpointDelete(Request):
+    """Checkpoints to delete, by uuid: files from storage first, then each row marked DELETED.
+
+    Refused as a whole (nothing deleted) when one is unknown, not the caller's (or an
+    admin's) to delete, or still needed: the latest checkpoint of a trial that has not ended
+    (a restart resumes from it) or one a trial that has not ended starts from."""
+
+    uuids: Annotated[list[CheckpointUuid], Field(min_length=1, max_length=10_000)]
+
+
+class CheckpointsDeleted(Resource):
+    checkpoints: list[Checkpoint] = Field(
+        description="Deleted (state DELETED), including any that already were."
+    )
+    failed: dict[str, str] = Field(
+        description="Checkpoints whose files could not be deleted, by uuid, with the reason; "
+        "they are left as they were."
+    )
 
 
 class LogEntry(Resource):
@@ -154,4 +234,9 @@ class GcResult(Resource):
     failed: dict[str, str] = Field(
         description="Checkpoints whose files could not be deleted, by uuid, with the reason; "
         "they are left as they were."
+    )
+    registered: dict[str, list[ModelVersionRef]] = Field(
+        default_factory=dict,
+        description="Checkpoints the policy does not keep that are kept anyway because model "
+        "versions hold them, by uuid.",
     )

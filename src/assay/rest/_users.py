@@ -94,3 +94,18 @@ class NewAccessToken(Resource):
 
     token: str
     info: AccessToken
+
+
+class OneTimeToken(Resource):
+    """A one-time sign-in token of the signed-in user, for a browser: shown this once, good for
+    one exchange (``POST /api/v1/auth/one-time``) until ``expires_at``."""
+
+    token: str
+    expires_at: float
+
+
+class OneTimeSignIn(Request):
+    """Exchange a one-time sign-in token for a session (the token is spent either way once it
+    is accepted)."""
+
+    token: Annotated[str, Field(min_length=1, max_length=256)]

@@ -27,7 +27,13 @@ from assay.searcher._ops import (
     parent_checkpoint,
 )
 from assay.searcher._optuna import OptunaSource, distributions
-from assay.searcher._preview import BracketPreview, SearchPreview, preview_search
+from assay.searcher._preview import (
+    BracketPreview,
+    SearchPreview,
+    describe_brackets,
+    preview_search,
+)
+from assay.searcher._rungs import BracketCount, RungCount, count_rungs, halving_brackets
 from assay.searcher._source import Outcome, ParamSource
 from assay.searcher._space import draw, grid, sample
 
@@ -35,6 +41,7 @@ __all__ = [
     "EVERY_TRIAL_FAILED",
     "AnnealSource",
     "BatchSearch",
+    "BracketCount",
     "BracketPreview",
     "Close",
     "Create",
@@ -46,6 +53,7 @@ __all__ = [
     "Outcome",
     "ParamSource",
     "RandomSearch",
+    "RungCount",
     "SearchContext",
     "SearchMethod",
     "SearchPreview",
@@ -55,9 +63,12 @@ __all__ = [
     "ValidateAfter",
     "adaptive_asha",
     "checkpoint_parent",
+    "count_rungs",
+    "describe_brackets",
     "distributions",
     "draw",
     "grid",
+    "halving_brackets",
     "make_searcher",
     "op_from_json",
     "op_to_json",

@@ -96,6 +96,12 @@ def set_rng_state(rng: random.Random, state: list[Any]) -> None:
     rng.setstate((version, tuple(internal), gauss))
 
 
+SearcherEvent = dict[str, Any]
+"""One event a :class:`Searcher` handled, as JSON: ``{"kind": "initial"}``, ``{"kind":
+"validation", "request_id", "metric" (normalized), "length"}``, ``{"kind": "exit", "request_id",
+"reason"}`` or ``{"kind": "closed", "request_id"}``."""
+
+
 WORST_METRIC = sys.float_info.max
 """The metric a method gives a trial that exited without one: worse than any real result, and
 finite so snapshots stay strict JSON."""
@@ -134,6 +140,10 @@ class Searcher:
         self.trials: dict[str, TrialRecord] = {}
         self.started = False
         self.shutdown: Shutdown | None = None
+        self.keeps_events = False
+        """Whether events are kept for :meth:`take_events` (the master's event log turns it
+        on; a simulation that never takes them leaves it off)."""
+        self._journal: list[SearcherEvent] = []
 
     # -- events ---------------------------------------------------------------------------------
 
@@ -141,9 +151,35 @@ class Searcher:
         if self.started:
             return []
         self.started = True
+        self._log({"kind": "initial"})
         return self._apply(self.method.initial_operations())
 
     def validation_completed(self, request_id: str, metric: float, length: int) -> list[Operation]:
+        normalized = normalize_metric(metric, smaller_is_better=self.smaller_is_better)
+        return self._validated(request_id, normalized, length)
+
+    def trial_exited_early(self, request_id: str, reason: ExitedReason) -> list[Operation]:
+        record = self.trials.get(request_id)
+        if record is None or record.exited:
+            return []
+        self._log({"kind": "exit", "request_id": request_id, "reason": reason.value})
+        record.exited = True
+        record.pending = []
+        return self._apply(self.method.trial_exited_early(request_id, reason))
+
+    def trial_closed(self, request_id: str) -> list[Operation]:
+        record = self.trials.get(request_id)
+        if record is None or record.exited:
+            return []
+        self._log({"kind": "closed", "request_id": request_id})
+        record.exited = True
+        record.closed = True
+        record.pending = []
+        return self._apply(self.method.trial_closed(request_id))
+
+    def _validated(self, request_id: str, metric: float, length: int) -> list[Operation]:
+        # ``metric`` is normalized already, so the journal holds finite numbers (strict JSON)
+        # and a replay hands the method exactly what it was given.
         record = self.trials.get(request_id)
         if record is None or record.exited:
             return []
@@ -154,26 +190,41 @@ class Searcher:
             return []
         else:
             record.pending = [p for p in record.pending if p > length]
+        self._log(
+            {"kind": "validation", "request_id": request_id, "metric": metric, "length": length}
+        )
         record.completed_length = max(record.completed_length, length)
-        normalized = normalize_metric(metric, smaller_is_better=self.smaller_is_better)
-        return self._apply(self.method.validation_completed(request_id, normalized, length))
+        return self._apply(self.method.validation_completed(request_id, metric, length))
 
-    def trial_exited_early(self, request_id: str, reason: ExitedReason) -> list[Operation]:
-        record = self.trials.get(request_id)
-        if record is None or record.exited:
-            return []
-        record.exited = True
-        record.pending = []
-        return self._apply(self.method.trial_exited_early(request_id, reason))
+    # -- the event log ----------------------------------------------------------------------------
 
-    def trial_closed(self, request_id: str) -> list[Operation]:
-        record = self.trials.get(request_id)
-        if record is None or record.exited:
-            return []
-        record.exited = True
-        record.closed = True
-        record.pending = []
-        return self._apply(self.method.trial_closed(request_id))
+    def take_events(self) -> list[SearcherEvent]:
+        """The events that changed the search since the last call (JSON-serialisable), oldest
+        first. A snapshot followed by :meth:`replay` of every event taken after it rebuilds
+        this searcher exactly; no-op events (a repeated report, a second exit) are left out."""
+        events, self._journal = self._journal, []
+        return events
+
+    def _log(self, event: SearcherEvent) -> None:
+        if self.keeps_events:
+            self._journal.append(event)
+
+    def replay(self, events: list[SearcherEvent]) -> None:
+        """Deliver logged events again (after :meth:`restore` of the snapshot they follow); the
+        operations they give were carried out when the events first happened."""
+        for event in events:
+            kind = event["kind"]
+            if kind == "initial":
+                self.initial_operations()
+            elif kind == "validation":
+                self._validated(event["request_id"], float(event["metric"]), int(event["length"]))
+            elif kind == "exit":
+                self.trial_exited_early(event["request_id"], ExitedReason(event["reason"]))
+            elif kind == "closed":
+                self.trial_closed(event["request_id"])
+            else:
+                raise ValueError(f"unknown searcher event {event!r}")
+        self._journal = []
 
     # -- queries --------------------------------------------------------------------------------
 
@@ -222,6 +273,7 @@ class Searcher:
         self.started = bool(state["started"])
         raw = state.get("shutdown")
         self.shutdown = None if raw is None else Shutdown(**raw)
+        self._journal = []
 
     # -- internals ------------------------------------------------------------------------------
 

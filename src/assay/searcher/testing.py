@@ -19,7 +19,10 @@ growing lengths and eventually finish on their own. Checks:
   exceed ``max_trials``;
 * the method eventually shuts down and every trial it created is closed or ended;
 * a snapshot taken at any point, restored into a fresh searcher, answers every later event
-  exactly as the original did.
+  exactly as the original did;
+* (:func:`check_replay`) a snapshot plus the searcher's logged events after it, replayed into
+  a fresh searcher, give the live searcher's state, and it answers the rest exactly as the live
+  one did: what the master's event log relies on.
 """
 
 from __future__ import annotations
@@ -278,6 +281,44 @@ def check_restore(make: Callable[[], Searcher], trace: Trace, at: int) -> None:
             raise ContractViolation(
                 f"restored at event {at}, event {index} {event[:2]} gave {got} instead of "
                 f"{trace.outputs[index]}"
+            )
+
+
+def check_replay(make: Callable[[], Searcher], trace: Trace, snap_at: int, upto: int) -> None:
+    """Run ``trace`` live to event ``upto``, snapshotting at ``snap_at`` and logging the events
+    after it (each through JSON, as the database stores them); rebuild a fresh searcher from the
+    snapshot and the log, require its snapshot to equal the live one's, then the same operations
+    for the rest of the trace."""
+    if not 0 <= snap_at <= upto <= len(trace.events):
+        raise ValueError(f"need 0 <= snap_at <= upto <= {len(trace.events)}")
+    live = make()
+    live.keeps_events = True
+    for event in trace.events[:snap_at]:
+        apply_event(live, event)
+    state = json.loads(json.dumps(live.snapshot(), allow_nan=False))
+    live.take_events()
+    for event in trace.events[snap_at:upto]:
+        apply_event(live, event)
+    logged = json.loads(json.dumps(live.take_events(), allow_nan=False))
+    rebuilt = make()
+    rebuilt.restore(state)
+    rebuilt.replay(logged)
+    want = json.loads(json.dumps(live.snapshot(), allow_nan=False))
+    got = json.loads(json.dumps(rebuilt.snapshot(), allow_nan=False))
+    if got != want:
+        raise ContractViolation(
+            f"snapshot at event {snap_at} plus {len(logged)} logged events up to {upto} rebuilt "
+            "a searcher whose snapshot differs from the live one's"
+        )
+    if rebuilt.take_events():
+        raise ContractViolation("a replay left events to log again")
+    for index in range(upto, len(trace.events)):
+        event = trace.events[index]
+        got_ops = [op_to_json(op) for op in apply_event(rebuilt, event)]
+        if got_ops != trace.outputs[index]:
+            raise ContractViolation(
+                f"rebuilt from the snapshot at event {snap_at} and the log to {upto}, event "
+                f"{index} {event[:2]} gave {got_ops} instead of {trace.outputs[index]}"
             )
 
 

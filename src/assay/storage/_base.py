@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -10,6 +11,10 @@ from typing import Protocol, runtime_checkable
 from assay.errors import InvalidRequest
 
 _MAX_NAME = 255
+
+Progress = Callable[[int], None]
+"""Told the number of bytes just moved by an upload or download (possibly from several
+threads at once), to show progress."""
 
 
 @runtime_checkable
@@ -30,6 +35,8 @@ class StorageManager(Protocol):
     - :meth:`list_files` maps every path in the checkpoint, relative and ``/``-separated, to
       its size in bytes; directories appear with a trailing ``/`` and size 0, so empty
       directories survive a round trip.
+    - :meth:`upload` and :meth:`download` call ``progress`` (when given) with each count of
+      bytes moved; together the counts add up to the checkpoint's size.
     """
 
     def store_path(self, uuid: str) -> AbstractContextManager[Path]:
@@ -37,11 +44,11 @@ class StorageManager(Protocol):
         the block exits cleanly, discarded when it raises."""
         ...
 
-    def upload(self, src: Path, uuid: str) -> None:
+    def upload(self, src: Path, uuid: str, *, progress: Progress | None = None) -> None:
         """Copy the directory ``src`` in as checkpoint ``uuid``."""
         ...
 
-    def download(self, uuid: str, dst: Path) -> None:
+    def download(self, uuid: str, dst: Path, *, progress: Progress | None = None) -> None:
         """Copy checkpoint ``uuid`` into the directory ``dst`` (created if missing; files of
         the same name there are overwritten)."""
         ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import posixpath
 from collections.abc import Mapping
 from pathlib import Path
@@ -11,10 +12,19 @@ from assay.errors import ErrorDetail, InvalidConfig
 from assay.storage._base import StorageManager
 from assay.storage._local import DirectoryStorage, SharedFSStorage
 
-AVAILABLE_STORAGE_TYPES = ("shared_fs", "directory")
-"""Checkpoint storage types this build can use."""
+AVAILABLE_STORAGE_TYPES = ("shared_fs", "directory", "s3", "gcs", "azure")
+"""Checkpoint storage types this build can use (the object stores once their extra is
+installed)."""
 
-_UNAVAILABLE_TYPES = ("s3", "gcs", "azure")
+LOCAL_STORAGE_TYPES = ("shared_fs", "directory")
+"""The types that keep checkpoints in a directory every machine reaches at the same path."""
+
+_LIBRARIES = {
+    "s3": ("boto3", "s3"),
+    "gcs": ("google.cloud.storage", "gcs"),
+    "azure": ("azure.storage.blob", "azure"),
+}
+"""Each object store's library, and the extra of assay that installs it."""
 
 
 def storage_from_config(
@@ -37,17 +47,120 @@ def storage_from_config(
         )
     if kind == "directory":
         return DirectoryStorage(_directory_path(_field(cfg, "container_path"), where=where))
+    if kind in _LIBRARIES:
+        return _object_storage(cfg, str(kind), where=where)
     available = ", ".join(AVAILABLE_STORAGE_TYPES)
-    if kind in _UNAVAILABLE_TYPES:
-        problem = f"storage type {kind!r} is not available in this build; use one of {available}"
-    elif kind is None:
+    if kind is None:
         problem = f"is required; use one of {available}"
     else:
-        problem = (
-            f"{kind!r} is not a checkpoint storage type; use one of {available} "
-            f"({', '.join(_UNAVAILABLE_TYPES)} are not available in this build)"
-        )
+        problem = f"{kind!r} is not a checkpoint storage type; use one of {available}"
     raise _invalid(where, [ErrorDetail(f"{where}.type", problem)])
+
+
+def _object_storage(cfg: Mapping[str, Any] | Any, kind: str, *, where: str) -> StorageManager:
+    module, extra = _LIBRARIES[kind]
+    if not _importable(module):
+        raise _invalid(
+            where,
+            [
+                ErrorDetail(
+                    f"{where}.type",
+                    f"storage type {kind!r} needs the {module} package, which is not installed "
+                    f"here; install it with: pip install 'assay[{extra}]'",
+                )
+            ],
+        )
+    if kind == "s3":
+        return _s3(cfg, where=where)
+    if kind == "gcs":
+        from assay.storage._gcs import GCSStorage
+
+        return GCSStorage(
+            _text(cfg, "bucket", where=where, required=True) or "",
+            prefix=_prefix(cfg, where=where),
+        )
+    from assay.storage._azure import AzureStorage
+
+    if _field(cfg, "connection_string") is not None and _field(cfg, "credential") is not None:
+        raise _invalid(
+            where,
+            [
+                ErrorDetail(
+                    f"{where}.credential",
+                    "credential and connection_string must not both be set: a connection "
+                    "string carries its own key; give account_url with credential instead",
+                )
+            ],
+        )
+    return AzureStorage(
+        _text(cfg, "container", where=where, required=True) or "",
+        connection_string=_text(cfg, "connection_string", where=where),
+        account_url=_text(cfg, "account_url", where=where),
+        credential=_text(cfg, "credential", where=where),
+    )
+
+
+def _s3(cfg: Mapping[str, Any] | Any, *, where: str) -> StorageManager:
+    from assay.storage._s3 import S3Storage
+
+    access, secret = _text(cfg, "access_key", where=where), _text(cfg, "secret_key", where=where)
+    if (access is None) != (secret is None):
+        given, missing = (
+            ("access_key", "secret_key") if secret is None else ("secret_key", "access_key")
+        )
+        raise _invalid(
+            where,
+            [
+                ErrorDetail(
+                    f"{where}.{missing}",
+                    f"is required when {given} is set (or leave both out to use the "
+                    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY variables)",
+                )
+            ],
+        )
+    return S3Storage(
+        _text(cfg, "bucket", where=where, required=True) or "",
+        prefix=_prefix(cfg, where=where),
+        access_key=access,
+        secret_key=secret,
+        endpoint_url=_text(cfg, "endpoint_url", where=where),
+    )
+
+
+def _prefix(cfg: Mapping[str, Any] | Any, *, where: str) -> str | None:
+    """The object-key prefix; like Determined, one that climbs (a ``..`` part) is refused."""
+    prefix = _text(cfg, "prefix", where=where)
+    if prefix is not None and ".." in prefix.split("/"):
+        raise _invalid(
+            where,
+            [
+                ErrorDetail(
+                    f"{where}.prefix",
+                    f"prefix cannot contain a '..' part, got {prefix!r}; give a path inside "
+                    "the bucket such as 'checkpoints/team-a'",
+                )
+            ],
+        )
+    return prefix
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a missing parent package, or one stubbed out as None
+        return False
+
+
+def _text(
+    cfg: Mapping[str, Any] | Any, key: str, *, where: str, required: bool = False
+) -> str | None:
+    value = _field(cfg, key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value:
+        problem = "is required" if value is None else f"must be a non-empty string, got {value!r}"
+        raise _invalid(where, [ErrorDetail(f"{where}.{key}", problem)])
+    return value
 
 
 def shared_fs_path(

@@ -7,22 +7,24 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar
 
 from assay.errors import Conflict, InvalidRequest, NotFound
-from assay.storage._base import check_uuid, list_directory
+from assay.storage._base import Progress, check_uuid, list_directory
+from assay.storage._files import LocalFiles
 
 
-class SharedFSStorage:
+class SharedFSStorage(LocalFiles):
     """Checkpoint storage in a directory every machine sees at the same path (Determined's
     ``shared_fs``): checkpoint ``uuid`` is the directory ``base/<uuid>/``.
 
     Writes go to a dot-named sibling of the final directory and are renamed into place, which
     is atomic on one file system, so readers never see half a checkpoint. ``base`` is created
-    on the first write.
+    on the first write. Keyed files (:class:`~assay.storage.FileStore`, TensorBoard's) live
+    beside the checkpoints, as ``base/<key>``.
     """
 
     kind: ClassVar[str] = "shared_fs"
@@ -45,7 +47,7 @@ class SharedFSStorage:
             raise
         self._commit(staging, uuid)
 
-    def upload(self, src: Path, uuid: str) -> None:
+    def upload(self, src: Path, uuid: str, *, progress: Progress | None = None) -> None:
         check_uuid(uuid)
         if not src.is_dir():
             raise InvalidRequest(
@@ -54,11 +56,13 @@ class SharedFSStorage:
             )
         with self.store_path(uuid) as staging:
             # Links are followed so the stored checkpoint does not depend on anything outside it.
-            shutil.copytree(src, staging, dirs_exist_ok=True)
+            shutil.copytree(src, staging, dirs_exist_ok=True, copy_function=_copier(progress))
 
-    def download(self, uuid: str, dst: Path) -> None:
+    def download(self, uuid: str, dst: Path, *, progress: Progress | None = None) -> None:
         source = self._existing(uuid)
-        shutil.copytree(source, dst, symlinks=True, dirs_exist_ok=True)
+        shutil.copytree(
+            source, dst, symlinks=True, dirs_exist_ok=True, copy_function=_copier(progress)
+        )
 
     @contextmanager
     def restore_path(self, uuid: str) -> Iterator[Path]:
@@ -130,6 +134,19 @@ class SharedFSStorage:
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
+
+
+def _copier(progress: Progress | None) -> Callable[[str, str], object]:
+    """shutil's file copy, telling ``progress`` each file's size once it is copied."""
+    if progress is None:
+        return shutil.copy2
+
+    def copy(src: str, dst: str) -> object:
+        done = shutil.copy2(src, dst)
+        progress(os.stat(dst).st_size)
+        return done
+
+    return copy
 
 
 class DirectoryStorage(SharedFSStorage):

@@ -8,6 +8,9 @@ that implementation::
         def make_storage(self, root: Path) -> StorageManager:
             return SharedFSStorage(root / "checkpoints")
 
+:class:`FileStoreConformance` does the same for a :class:`~assay.storage.FileStore`
+(implement ``make_store``).
+
 Trees are described as ``{relative path: bytes}``, with ``None`` for an empty directory.
 """
 
@@ -22,6 +25,7 @@ from hypothesis import strategies as st
 
 from assay.errors import Conflict, InvalidRequest, NotFound
 from assay.storage._base import StorageManager
+from assay.storage._files import FileStore
 
 Tree = dict[str, bytes | None]
 
@@ -267,3 +271,80 @@ class StorageConformance:
         with pytest.raises(NotFound, match=uuid):
             storage.delete(uuid)
         assert not (tmp / "dl").exists()
+
+
+class FileStoreConformance:
+    """The contract of :class:`~assay.storage.FileStore` (TensorBoard's files), as tests."""
+
+    def make_store(self, root: Path) -> FileStore:
+        """A fresh, empty file store keeping its data under (or keyed by) ``root``."""
+        raise NotImplementedError
+
+    def test_put_file_stores_the_bytes_under_the_key(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path / "storage")
+        write_tree(tmp_path / "src", {"events.1": b"abc", "sub/events.2": b"x" * 1000})
+        store.put_file(tmp_path / "src" / "events.1", "tensorboard/1/2/events.1")
+        store.put_file(tmp_path / "src" / "sub" / "events.2", "tensorboard/1/2/sub/events.2")
+        assert store.list_keys("tensorboard/1/2") == {
+            "tensorboard/1/2/events.1": 3,
+            "tensorboard/1/2/sub/events.2": 1000,
+        }
+        assert store.list_keys("tensorboard/1") == store.list_keys("tensorboard/1/2")
+        assert store.list_keys("tensorboard/9") == {}
+
+    def test_a_grown_file_put_again_holds_all_of_its_bytes(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path / "storage")
+        src = tmp_path / "events"
+        src.write_bytes(b"first record;")
+        store.put_file(src, "tb/events")
+        with src.open("ab") as f:
+            f.write(b"second record;")
+        store.put_file(src, "tb/events", append_from=len(b"first record;"))
+        assert store.list_keys("tb") == {"tb/events": src.stat().st_size}
+        self.assert_holds(store, "tb/events", src.read_bytes())
+
+    def test_a_rewritten_file_put_again_holds_only_its_new_bytes(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path / "storage")
+        src = tmp_path / "config.json"
+        src.write_bytes(b'{"long": "first version"}')
+        store.put_file(src, "tb/config.json")
+        src.write_bytes(b"{}")
+        store.put_file(src, "tb/config.json")
+        self.assert_holds(store, "tb/config.json", b"{}")
+
+    def test_get_file_writes_what_the_key_holds(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path / "storage")
+        write_tree(tmp_path / "src", {"events": b"x" * 5000})
+        store.put_file(tmp_path / "src" / "events", "tensorboard/3/4/events")
+        (tmp_path / "out").mkdir()
+        (tmp_path / "out" / "events").write_bytes(b"old and longer than the new" * 1000)
+        store.get_file("tensorboard/3/4/events", tmp_path / "out" / "events", 5000)
+        assert (tmp_path / "out" / "events").read_bytes() == b"x" * 5000
+
+    def test_delete_prefix_removes_everything_under_it_and_nothing_beside(
+        self, tmp_path: Path
+    ) -> None:
+        store = self.make_store(tmp_path / "storage")
+        write_tree(tmp_path / "src", {"a": b"1", "b": b"22"})
+        for key in ("tensorboard/1/1/a", "tensorboard/1/2/sub/b", "tensorboard/10/1/a"):
+            store.put_file(tmp_path / "src" / key.rsplit("/", 1)[1], key)
+        store.delete_prefix("tensorboard/1")
+        assert store.list_keys("tensorboard/1") == {}
+        assert store.list_keys("tensorboard/10") == {"tensorboard/10/1/a": 1}
+        store.delete_prefix("tensorboard/1")  # already gone: not an error
+
+    def test_key_that_is_not_a_plain_relative_path_is_refused(self, tmp_path: Path) -> None:
+        store = self.make_store(tmp_path / "storage")
+        (tmp_path / "f").write_bytes(b"x")
+        for key in ("", "/abs", "a//b", "../up", "a/../b", "a/.hidden", "a\\b"):
+            with pytest.raises(InvalidRequest):
+                store.put_file(tmp_path / "f", key)
+            with pytest.raises(InvalidRequest):
+                store.list_keys(key)
+        assert not (tmp_path / "up").exists()
+
+    def assert_holds(self, store: FileStore, key: str, data: bytes) -> None:
+        """That ``key`` holds exactly ``data`` (a store that is no file system overrides it)."""
+        local = store.local_path(key)
+        assert local is not None, "override assert_holds for a store without local paths"
+        assert local.read_bytes() == data

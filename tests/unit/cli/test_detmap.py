@@ -7,6 +7,15 @@ import pytest
 from assay.cli._detmap import DET_RULES, NNICTL_RULES, translate
 
 DET_CASES = [
+    ("model create mnist --description best", "model create --description best mnist"),
+    ("m list --json", "model list --json"),
+    ("model describe mnist --json", "model describe --json mnist"),
+    ("model list-versions mnist", "model describe mnist"),
+    ("model register-version mnist 0b6f7a52", "model register-version mnist 0b6f7a52"),
+    ("model delete mnist --yes", "model delete --yes mnist"),
+    ("tensorboard start 3 -t 5 --no-browser", "tensorboard start -t 5 3"),
+    ("tensorboard list --all", "tensorboard list --all"),
+    ("tensorboard kill 2", "tensorboard kill 2"),
     (
         "e set gc-policy 4 --save-experiment-best 0 --save-trial-best 0 --save-trial-latest 0",
         "experiment set gc-policy --save-experiment-best 0 --save-trial-best 0 "
@@ -26,6 +35,16 @@ DET_CASES = [
     ("e describe 4 --json", "experiment describe --json 4"),
     ("e list-trials 4", "experiment list-trials 4"),
     ("e lc 4 --best 2", "experiment list-checkpoints --best 2 4"),
+    (
+        "e download 4 --top-n 3 -o out -q",
+        "experiment download --top-n 3 --output-dir out --quiet 4",
+    ),
+    ("t download 9 --best -o out", "trial download --best --output-dir out 9"),
+    ("trial download 9 --latest", "trial download --latest 9"),
+    ("c describe ab12 --json", "checkpoint describe --json ab12"),
+    ("checkpoint download ab12 --output-dir out", "checkpoint download --output-dir out ab12"),
+    ("c delete ab12,cd34 --yes", "checkpoint delete --yes ab12,cd34"),
+    ("c ls 4 --best 1 --csv", "experiment list-checkpoints --best 1 --csv 4"),
     ("e config 4", "experiment config 4"),
     ("e logs 4 -f", "experiment logs --follow 4"),
     ("e wait 4", "experiment wait 4"),

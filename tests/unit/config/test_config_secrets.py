@@ -364,3 +364,24 @@ def test_no_secret_survives_in_the_config_text_whatever_its_yaml_style(
     shown = masked_config_text(text, load_experiment_config(raw).to_json())
     assert secret not in shown
     assert not any(secret in s for s in strings(yaml.safe_load(shown)))
+
+
+def test_storage_credentials_are_masked_in_the_config_and_its_text() -> None:
+    text = (
+        "checkpoint_storage:\n"
+        "  type: s3\n"
+        "  bucket: ckpts\n"
+        "  access_key: AKIAEXAMPLEKEY\n"
+        "  secret_key: supersecretvalue-abc\n"
+        "  endpoint_url: http://127.0.0.1:9000\n"
+    )
+    stored = yaml.safe_load(text)
+    shown = masked_config(stored)
+    assert shown["checkpoint_storage"]["secret_key"] == MASK
+    assert shown["checkpoint_storage"]["access_key"] == MASK
+    assert shown["checkpoint_storage"]["bucket"] == "ckpts"
+    assert stored["checkpoint_storage"]["secret_key"] == "supersecretvalue-abc"  # kept for trials
+    written = masked_config_text(text, stored)
+    assert "supersecretvalue" not in written and "AKIAEXAMPLEKEY" not in written
+    assert "bucket: ckpts" in written
+    assert set(secret_values(stored)) == {"AKIAEXAMPLEKEY", "supersecretvalue-abc"}

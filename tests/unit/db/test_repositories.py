@@ -249,3 +249,22 @@ def test_logs_come_back_in_order_after_an_id(db: Database) -> None:
     rest = db.run_sync(lambda s: logs.after(s, 1, first[-1].id, 100))
     assert [e.line for e in [*first, *rest]] == [f"line {i}" for i in range(5)]
     assert first[0].stream == "stdout-a", "cut to the column's width"
+
+
+def test_a_deleted_experiments_and_trials_ids_are_never_handed_out_again(db: Database) -> None:
+    def newest_deleted(session: Session) -> tuple[int, int]:
+        first = experiment(session, "first")
+        trial(session, first)
+        newest = experiment(session, "newest")
+        last_trial = trial(session, newest, "r2")
+        experiments.delete(session, newest)
+        return newest, last_trial
+
+    gone, gone_trial = db.run_sync(newest_deleted)
+
+    def create_again(session: Session) -> tuple[int, int]:
+        again = experiment(session, "again")
+        return again, trial(session, again, "r3")
+
+    again, again_trial = db.run_sync(create_again)
+    assert again > gone and again_trial > gone_trial

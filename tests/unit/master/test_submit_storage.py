@@ -63,3 +63,20 @@ def test_a_storage_key_without_type_is_refused_saying_type_is_needed(tmp_path: P
     (detail,) = caught.value.details
     assert detail.path == "checkpoint_storage.bucket"
     assert "needs checkpoint_storage.type" in detail.message
+
+
+def test_tensorboard_storage_is_accepted_with_a_note_saying_where_the_files_go(
+    tmp_path: Path,
+) -> None:
+    from assay.master._submit import TENSORBOARD_STORAGE_NOTE
+
+    config = {
+        "entrypoint": "python3 train.py",
+        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}},
+        "tensorboard_storage": {"type": "shared_fs", "host_path": "/tb"},
+    }
+    sub = Submission(config_text=json.dumps(config), context=empty_context())
+    assert validate_submission(sub, MasterConfig(), tmp_path).notes == (TENSORBOARD_STORAGE_NOTE,)
+    del config["tensorboard_storage"]
+    sub = Submission(config_text=json.dumps(config), context=empty_context())
+    assert validate_submission(sub, MasterConfig(), tmp_path).notes == ()

@@ -1,9 +1,10 @@
-"""storage_from_config: the JSON and model forms, Determined's path rules, unavailable types."""
+"""storage_from_config: the JSON and model forms, Determined's path rules, missing libraries."""
 
 from __future__ import annotations
 
 import os
 import posixpath
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from assay.storage import (
     AVAILABLE_STORAGE_TYPES,
     DirectoryStorage,
     SharedFSStorage,
+    StorageManager,
     shared_fs_path,
     storage_from_config,
 )
@@ -92,21 +94,34 @@ def test_directory_type_needs_an_absolute_container_path(cfg: dict[str, Any]) ->
     assert [d.path for d in caught.value.details] == ["checkpoint_storage.container_path"]
 
 
-@pytest.mark.parametrize("kind", ["s3", "gcs", "azure"])
-def test_cloud_storage_types_are_refused_naming_what_is_available(kind: str) -> None:
+@pytest.mark.parametrize(
+    ("kind", "module", "section"),
+    [
+        ("s3", "boto3", {"bucket": "b"}),
+        ("gcs", "google.cloud.storage", {"bucket": "b"}),
+        ("azure", "azure.storage.blob", {"container": "c", "connection_string": "x"}),
+    ],
+)
+def test_object_store_without_its_library_is_refused_naming_the_extra_to_install(
+    kind: str, module: str, section: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # what an uninstalled package looks like
     with pytest.raises(InvalidConfig) as caught:
-        storage_from_config({"type": kind, "bucket": "b"})
+        storage_from_config({"type": kind, **section})
     (detail,) = caught.value.details
     assert detail.path == "checkpoint_storage.type"
-    assert "not available in this build" in detail.message
-    for available in AVAILABLE_STORAGE_TYPES:
-        assert available in detail.message
+    assert detail.message == (
+        f"storage type {kind!r} needs the {module} package, which is not installed here; "
+        f"install it with: pip install 'assay[{kind}]'"
+    )
 
 
 def test_unknown_and_missing_types_are_refused() -> None:
     with pytest.raises(InvalidConfig, match="1 problem") as caught:
         storage_from_config({"type": "ftp"})
-    assert "'ftp' is not a checkpoint storage type" in caught.value.details[0].message
+    assert caught.value.details[0].message == (
+        "'ftp' is not a checkpoint storage type; use one of " + ", ".join(AVAILABLE_STORAGE_TYPES)
+    )
     with pytest.raises(InvalidConfig) as caught:
         storage_from_config({}, where="cfg.storage")
     assert caught.value.details[0].path == "cfg.storage.type"
@@ -178,8 +193,16 @@ def test_determined_schema_cases_for_checkpoint_storage_are_judged_alike() -> No
             str(e) for errs in (case.get("sanity_errors") or {}).values() for e in errs
         )
         if body["type"] != "shared_fs":
-            with pytest.raises(InvalidConfig, match="not available in this build"):
-                storage_from_config(body)
+            if "prefix cannot contain" in errors:
+                with pytest.raises(InvalidConfig, match="prefix cannot contain"):
+                    storage_from_config(body)
+            elif "must not both be set" in errors:
+                with pytest.raises(InvalidConfig, match="must not both be set"):
+                    storage_from_config(body)
+            elif (
+                not errors and not case["name"].endswith("invalid") and "merged" not in case["name"]
+            ):
+                assert isinstance(storage_from_config(body), StorageManager), case["name"]
         elif "storage_path must" in errors:
             with pytest.raises(InvalidConfig, match="subdirectory of host_path"):
                 storage_from_config(body)

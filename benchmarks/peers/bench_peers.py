@@ -1,0 +1,240 @@
+"""B1 (bookkeeping overhead) and B3 (metric ingestion) for assay and its peers, side by side in
+one run: Optuna (in-process threads), Ray Tune (actors reused, and a fresh actor per trial) and
+NNI 3.0 (local mode). Each peer runs in a virtual environment of its own, made by this script
+with pinned versions under ``benchmarks/peers/.venvs/`` (see ``_venvs.py``).
+
+B1: ``--trials`` trials that each sleep 1 s and report once, on 2 slots; wall / ideal, where
+    ideal = trials x 1 s / 2. assay's wall runs from submitting the experiment to seeing it end,
+    a fresh process per trial; the peers' from handing them the search to its end.
+B3: 16 concurrent trials reporting metrics as fast as they can, end to end (start-up
+    included): rows stored per second. assay's rows are durable in SQLite when counted.
+Also the timeline of one assay slot (median of each step between consecutive trials), from the
+trace marks the master and agent write with ``ASSAY_TRACE=1``.
+
+    .venv/bin/python benchmarks/peers/bench_peers.py            # writes RESULTS.md
+    .venv/bin/python benchmarks/peers/bench_peers.py --quick    # assay only, tiny; writes nothing
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks._common import LocalCluster, run_command, stamp, write_section
+from benchmarks.peers import _assay
+from benchmarks.peers._venvs import PEERS, PeerUnavailable, python_of
+
+RUNNERS = Path(__file__).resolve().parent / "runners"
+SLOTS = 2
+SLEEP = 1.0
+B3_TRIALS = 16
+
+
+@dataclass
+class Figure:
+    system: str
+    values: list[float] = field(default_factory=list)
+    why_not: str = ""
+    note: str = ""
+
+    def cell(self, unit: str = "") -> str:
+        if not self.values:
+            return f"not measured: {self.why_not}"
+        v = self.values
+        return f"{statistics.median(v):.3g}{unit} ({min(v):.3g}-{max(v):.3g})"
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values) if self.values else float("nan")
+
+
+def _peer(peer: str, figure: str, args: list[str]) -> dict[str, float]:
+    python = python_of(PEERS[peer])
+    result = subprocess.run(
+        [str(python), str(RUNNERS / f"{peer}_runner.py"), figure, *args],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+    )
+    for line in result.stdout.splitlines():
+        if line.startswith("RESULT "):
+            answer: dict[str, float] = json.loads(line[len("RESULT ") :])
+            return answer
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()] or [f"exit {result.returncode}"]
+    raise PeerUnavailable(f"{peer} {figure} failed: {lines[-1].strip()[:200]}")
+
+
+def _measure(fig: Figure, runs: int, once: Callable[[], float]) -> Figure:
+    for i in range(runs):
+        try:
+            fig.values.append(once())
+        except PeerUnavailable as exc:
+            fig.why_not = str(exc)
+            fig.values.clear()
+            break
+        print(f"  {fig.system} run {i + 1}/{runs}: {fig.values[-1]:.4g}", flush=True)
+    return fig
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="runs of each figure (>= 5 to record)")
+    parser.add_argument("--trials", type=int, default=40, help="B1 trials")
+    parser.add_argument("--rows", type=int, default=1000, help="B3 rows per trial, assay")
+    parser.add_argument(
+        "--peer-rows", type=int, default=200, help="B3 rows per trial for the peers (slower)"
+    )
+    parser.add_argument(
+        "--peers", default="optuna,ray,nni", help="comma-separated peers to run beside assay"
+    )
+    parser.add_argument("--timeline-section", default="B1-timeline", help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true", help="assay only, tiny; write nothing")
+    args = parser.parse_args()
+    if args.quick:
+        runs, trials, sleep, rows, b3_trials, peers = 1, 4, 0.2, 20, 4, []
+    else:
+        runs, trials, sleep, rows, b3_trials = args.runs, args.trials, SLEEP, args.rows, B3_TRIALS
+        peers = [p for p in args.peers.split(",") if p]
+    ideal = trials * sleep / SLOTS
+    peer_rows = args.peer_rows
+
+    b1: list[Figure] = []
+    b3: list[Figure] = []
+    cluster = LocalCluster(slots=SLOTS)
+    cluster.env["ASSAY_TRACE"] = "1"
+    last_exp = 0
+    with cluster:
+
+        def assay_b1() -> float:
+            nonlocal last_exp
+            wall, last_exp = _assay.b1(cluster, trials, sleep)
+            return wall / ideal
+
+        b1.append(_measure(Figure("assay, a fresh process per trial"), runs, assay_b1))
+        tl = _assay.timeline(cluster, last_exp)
+    with LocalCluster(slots=b3_trials) as big:
+        b3.append(
+            _measure(
+                Figure("assay (SQLite)", note=f"{rows} rows/trial"),
+                runs,
+                lambda: _assay.b3(big, b3_trials, rows),
+            )
+        )
+
+    def peer_b1(peer: str, extra: list[str] = []) -> float:  # noqa: B006
+        got = _peer(peer, "b1", ["--trials", str(trials), "--slots", str(SLOTS), *extra])
+        return got["wall"] / ideal
+
+    def peer_b3(peer: str) -> float:
+        got = _peer(peer, "b3", ["--trials", str(b3_trials), "--rows", str(peer_rows)])
+        return got["rows"] / got["wall"]
+
+    labels = {
+        "optuna": ["Optuna 5.0, in-process threads"],
+        "ray": ["Ray Tune 2.60, actors reused", "Ray Tune 2.60, a fresh actor per trial"],
+        "nni": ["NNI 3.0, local mode"],
+    }
+    b3_labels = {
+        "optuna": "Optuna 5.0 (SQLite storage, threads)",
+        "ray": "Ray Tune 2.60",
+        "nni": "NNI 3.0, local mode",
+    }
+    for peer in peers:
+        try:
+            python_of(PEERS[peer])
+        except PeerUnavailable as exc:
+            for label in labels[peer]:
+                b1.append(Figure(label, why_not=str(exc)))
+            b3.append(Figure(b3_labels[peer], why_not=str(exc)))
+            continue
+        if peer == "ray":
+            b1.append(_measure(Figure(labels[peer][0]), runs, lambda: peer_b1("ray", ["--reuse"])))
+            b1.append(_measure(Figure(labels[peer][1]), runs, lambda: peer_b1("ray")))
+        else:
+            b1.append(_measure(Figure(labels[peer][0]), runs, lambda p=peer: peer_b1(p)))  # type: ignore[misc]
+        note = f"{peer_rows} rows/trial"
+        b3.append(_measure(Figure(b3_labels[peer], note=note), runs, lambda p=peer: peer_b3(p)))  # type: ignore[misc]
+
+    report(args, b1, b3, tl, ideal, trials, rows, b3_trials, runs)
+    return 0
+
+
+def report(
+    args: argparse.Namespace,
+    b1: list[Figure],
+    b3: list[Figure],
+    tl: _assay.Timeline,
+    ideal: float,
+    trials: int,
+    rows: int,
+    b3_trials: int,
+    runs: int,
+) -> None:
+    base1, base3 = b1[0].median, b3[0].median
+    lines = [
+        f"| {f.system} | {f.cell('x')} | " + (f"{f.median / base1:.2f} |" if f.values else "- |")
+        for f in b1
+    ]
+    b1_table = "| system | wall / ideal | ÷ assay's |\n|---|---|---|\n" + "\n".join(lines)
+    lines = [
+        f"| {f.system} | {f.note} | {f.cell()} | "
+        + (f"{base3 / f.median:.2f} |" if f.values else "- |")
+        for f in b3
+    ]
+    b3_table = (
+        "| system | size | rows/s, end to end | assay's ÷ this |\n|---|---|---|---|\n"
+        + "\n".join(lines)
+    )
+    steps = "\n".join(f"| {label} | {v:.1f} ms |" for label, v in tl.steps.items())
+    timeline = (
+        "| step (one slot, from a trial's sleep ending) | median |\n|---|---|\n"
+        + steps
+        + f"\n| **sleep's end to the next trial's sleep start** | **{tl.gap_ms:.1f} ms** |\n"
+    )
+    print(b1_table, b3_table, timeline, sep="\n\n")
+    if args.quick:
+        return
+    parts = ["python benchmarks/peers/bench_peers.py"]
+    if runs != 5:
+        parts.append(f"--runs {runs}")
+    if args.peers != "optuna,ray,nni":
+        parts.append(f"--peers {args.peers}")
+    command = run_command(" ".join(parts), 0, 0)
+    body = (
+        "## B1 and B3 beside the peers (one run, same machine)\n\n"
+        + stamp(command)
+        + f"- B1: {trials} trials that sleep 1 s and report once, 2 slots, ideal {ideal:.0f} s; "
+        f"median (min-max) of {runs} runs; the last column is the system's figure over assay's\n"
+        f"- B3: {b3_trials} concurrent trials reporting as fast as they can, rows/s end to end "
+        "(start-up included); the peers report fewer rows per trial (they are slower), so their "
+        "start-up weighs more; the last column is assay's rate over the system's\n"
+        "- the peers run in their own virtual environments (pinned versions) made by the "
+        "benchmark; the machine is shared, so compare the ratios, not the absolute times\n\n"
+        "### B1: bookkeeping overhead\n\n"
+        + b1_table
+        + "\n\n### B3: metric ingestion\n\n"
+        + b3_table
+        + "\n"
+    )
+    write_section("B1-B3-peers", body)
+    write_section(
+        args.timeline_section,
+        f"## B1: timeline of one assay slot ({args.timeline_section})\n\n"
+        + stamp(command)
+        + f"- from the last B1 run's trace marks (`ASSAY_TRACE=1`), {tl.gaps} gaps between "
+        "consecutive trials on a slot\n\n" + timeline,
+    )
+    print(f"wrote the B1-B3-peers and {args.timeline_section} sections of benchmarks/RESULTS.md")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

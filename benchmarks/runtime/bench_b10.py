@@ -1,0 +1,409 @@
+"""B10: the master's memory with 10,000 trials and 1 M metric points, and while a 10,000-trial
+TPE search runs; what persisting the searcher costs per event.
+
+Part 1, reads at scale (a real master process on loopback, SQLite): the benchmark creates an
+experiment through an in-process master, then generates 10,000 finished trials with 100
+validation points each (1 M metric rows) into the database through ``assay.db`` (``trials.create``,
+then the ``Metric`` rows in batches of 50,000). Each run starts ``LocalCluster`` (master + 1
+agent) on that database, reads the master's VmRSS from ``/proc`` after start, then lists the
+experiments, the 10,000 trials, and the metrics of 200 trials through the API, and reads VmRSS
+(and the peak, VmHWM) again.
+
+Part 2, a 10,000-trial TPE search: driven in a child process that holds a real ``Master`` on a
+SQLite file, without HTTP and without trial processes: an in-process agent connection takes the
+master's start messages, and each trial reports one validation through the harness service
+(``HarnessService.complete_operation``, what the REST route calls) and exits at once (the agent
+message ``exited``). Each trial is two searcher events (its validation, which asks TPE for the
+next trial, and its exit). TPE's own model costs O(history) per ask in Optuna (about 0.1 s at
+10,000 trials), which would make the run hours long and measures Optuna, not the master, so by
+default the sampler is TPE with ``n_startup_trials`` = the number of trials (its draws are
+random; the history stored and the bookkeeping are the same); ``--tpe-model`` turns the model on.
+The child samples its own VmRSS every tenth of the trials, and times every save of the searcher
+(``SearcherCache.save``): an event appended to the log, or a compaction snapshot, whose cost is
+what the master paid per event before the log (a full snapshot with every event).
+
+    .venv/bin/python benchmarks/runtime/bench_b10.py            # writes RESULTS.md
+    .venv/bin/python benchmarks/runtime/bench_b10.py --quick    # small, 1 run; writes nothing
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import secrets
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import insert
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks._common import LocalCluster, run_command, stamp, summary, write_section
+
+from assay.config import MasterConfig
+from assay.context import pack_context
+from assay.db import Allocation, Database, Experiment, Metric, trials
+from assay.master import Actor, Master, Submission
+from assay.master._harness import Caller
+from assay.protocol import ExperimentState, TrialState
+
+ADMIN = Actor(user_id=1, username="admin", admin=True, token_id=1)
+HERE = Path(__file__).resolve().parent
+SPACE = {f"x{i}": {"type": "double", "minval": -5.0, "maxval": 5.0} for i in range(5)}
+
+
+def rss_mib(pid: int | str = "self") -> tuple[float, float]:
+    """(VmRSS, VmHWM) of a process in MiB."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            fields[key] = int(value.split()[0]) / 1024
+    return fields["VmRSS"], fields["VmHWM"]
+
+
+def _context() -> bytes:
+    with tempfile.TemporaryDirectory(prefix="assay-b10-ctx-") as tmp:
+        (Path(tmp) / "train.py").write_text("print('b10')\n")
+        return pack_context(Path(tmp)).data
+
+
+def _config(name: str, trials: int, concurrent: int, model: bool) -> str:
+    sampler: dict[str, Any] = {"name": "tpe"}
+    if not model:
+        sampler["options"] = {"n_startup_trials": trials + 1}
+    return json.dumps(
+        {
+            "name": name,
+            "entrypoint": "python3 train.py",
+            "hyperparameters": SPACE,
+            "searcher": {
+                "name": "random",
+                "sampler": sampler,
+                "metric": "loss",
+                "max_trials": trials,
+                "max_concurrent_trials": concurrent,
+                "max_length": {"batches": 1},
+            },
+            "max_restarts": 0,
+        }
+    )
+
+
+# -- part 1: reads at scale -------------------------------------------------------------------
+
+
+def generate(url: str, home: Path, n_trials: int, points: int) -> int:
+    """An ended experiment of ``n_trials`` trials with ``points`` validation rows each."""
+    db = Database(url)
+    master = Master(MasterConfig(), db, home)
+    exp = asyncio.run(
+        master.experiments.create(
+            ADMIN, Submission(_config("b10-reads", n_trials, 1, False), _context(), activate=False)
+        )
+    )
+    rng = random.Random(10)
+    now = time.time()
+
+    def fill(session: Any) -> None:
+        rows: list[dict[str, Any]] = []
+        for i in range(n_trials):
+            trial = trials.create(
+                session,
+                experiment_id=exp.id,
+                request_id=f"gen-{i}",
+                hparams={k: rng.uniform(-5, 5) for k in SPACE},
+                seed=i,
+                state=TrialState.COMPLETED,
+                source_checkpoint=None,
+                created_at=now,
+            )
+            loss = rng.random()
+            trial.best_validation = trial.best_score = loss
+            rows += [
+                {"trial_id": trial.id, "run": 1, "group": "validation", "steps_completed": s + 1,
+                 "values": {"loss": loss}, "reported_at": now, "archived": False}
+                for s in range(points)
+            ]  # fmt: skip
+            if len(rows) >= 50_000:
+                session.execute(insert(Metric), rows)
+                rows = []
+        if rows:
+            session.execute(insert(Metric), rows)
+
+    db.run_sync(fill)
+
+    def end(session: Any) -> None:
+        row = session.get(Experiment, exp.id)
+        row.state = ExperimentState.COMPLETED
+        row.ended_at = now
+
+    db.run_sync(end)
+    db.dispose()
+    return exp.id
+
+
+def read_run(url: str, exp_id: int, password: str) -> dict[str, float]:
+    cluster = LocalCluster(slots=1, db=url)
+    # The admin was created with the first run's password, which the database keeps.
+    cluster.env["ASSAY_ADMIN_PASSWORD"] = password
+    with cluster:
+        pid = cluster.procs[0].pid
+        time.sleep(1.0)  # the start-up work settles
+        started, _ = rss_mib(pid)
+        client = cluster.client
+        listed = client.trials(exp_id)
+        client.list_experiments()
+        for t in listed[:200]:
+            client.metrics(t.id, "validation")
+        after, peak = rss_mib(pid)
+    return {"trials": len(listed), "started": started, "after": after, "peak": peak}
+
+
+# -- part 2: the search, in a child process -----------------------------------------------------
+
+
+class _Agent:
+    """The agent's side of the WebSocket, in process: keeps the start messages."""
+
+    def __init__(self) -> None:
+        self.starts: list[str] = []
+
+    async def __call__(self, message: dict[str, Any]) -> None:
+        if message.get("type") == "start":
+            self.starts.append(message["allocation_id"])
+
+
+def search_child(n_trials: int, concurrent: int, model: bool, samples: int) -> None:
+    home = Path(tempfile.mkdtemp(prefix="assay-b10-search-"))
+    db = Database(f"sqlite:///{home / 'assay.db'}")
+    master = Master(MasterConfig(), db, home)
+    cache = master.core.searchers
+    saves: list[tuple[float, bool, int]] = []  # seconds, compaction?, events
+    original = cache.save
+
+    def timed_save(session: Any, exp: Experiment, *, final: bool = False) -> None:
+        before = exp.searcher_snapshot_seq
+        events = exp.searcher_seq
+        session.flush()  # the transaction's other rows, written before the clock starts
+        start = time.perf_counter()
+        original(session, exp, final=final)
+        session.flush()  # the rows written, inside the transaction
+        took = time.perf_counter() - start
+        compacted = exp.searcher_snapshot_seq != before or exp.searcher_state is None
+        saves.append((took, compacted, exp.searcher_seq - events))
+
+    cache.save = timed_save  # type: ignore[method-assign]
+    run = asyncio.run
+    exp = run(
+        master.experiments.create(
+            ADMIN, Submission(_config("b10-tpe", n_trials, concurrent, model), _context())
+        )
+    )
+    agent = _Agent()
+    hello = {
+        "type": "hello",
+        "agent_id": "a1",
+        "slots": [{"id": str(i), "type": "cpu"} for i in range(concurrent)],
+        "running": [],
+    }
+    run(master.agents.connected(hello, agent))
+    done = 0
+    step = max(1, n_trials // samples)
+    next_sample = step
+    window_start = 0
+    began = time.perf_counter()
+    rng = random.Random(1)
+    while done < n_trials:
+        run(master.loops.schedule_once())
+        todo, agent.starts = agent.starts, []
+        if not todo:
+            break
+        for alloc_id in todo:
+            alloc = master.db.run_sync(lambda s, a=alloc_id: s.get_one(Allocation, a))
+            caller = Caller(alloc.id, alloc.trial_id, alloc.run)
+            run(master.harness.complete_operation(caller, 1, rng.random()))
+            exited = {"type": "exited", "allocation_id": alloc_id, "exit_code": 0}
+            run(master.agents.on_message("a1", exited))
+            done += 1
+        if done >= next_sample or done >= n_trials:
+            window = saves[window_start:]
+            window_start = len(saves)
+            appends = [s[0] for s in window if not s[1] and s[2] > 0]
+            compactions = [s[0] for s in window if s[1]]
+            events = sum(s[2] for s in window)
+            size = master.db.run_sync(
+                lambda s: len(json.dumps(s.get_one(Experiment, exp.id).searcher_state))
+            )
+            rss, _ = rss_mib()
+            print(
+                json.dumps(
+                    {
+                        "trials": done,
+                        "rss": rss,
+                        "elapsed": time.perf_counter() - began,
+                        "append_ms": statistics.median(appends) * 1e3 if appends else None,
+                        "compaction_ms": statistics.median(compactions) * 1e3
+                        if compactions
+                        else None,
+                        "per_event_ms": sum(s[0] for s in window) / max(1, events) * 1e3,
+                        "snapshot_kib": size / 1024,
+                    }
+                ),
+                flush=True,
+            )
+            next_sample += step
+    state = master.db.run_sync(lambda s: s.get_one(Experiment, exp.id).state)
+    print(json.dumps({"done": done, "state": state}), flush=True)
+    db.dispose()
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def search_run(n_trials: int, concurrent: int, model: bool, samples: int) -> list[dict[str, Any]]:
+    cmd = [
+        sys.executable, __file__, "--search-child", str(n_trials), "--concurrent",
+        str(concurrent), "--samples", str(samples),
+    ]  # fmt: skip
+    if model:
+        cmd.append("--tpe-model")
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(out.stdout[-2000:] + out.stderr[-3000:])
+    lines = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    final = lines.pop()
+    if final["done"] != n_trials or final["state"] != "COMPLETED":
+        raise RuntimeError(f"the search did not complete: {final}")
+    return lines
+
+
+# -- main ---------------------------------------------------------------------------------------
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--search-runs", type=int, default=1)
+    parser.add_argument("--trials", type=int, default=10_000)
+    parser.add_argument("--points", type=int, default=100, help="metric rows per trial")
+    parser.add_argument("--concurrent", type=int, default=16)
+    parser.add_argument("--samples", type=int, default=10)
+    parser.add_argument("--tpe-model", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="small, 1 run; write nothing")
+    parser.add_argument("--search-child", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.search_child is not None:
+        search_child(args.search_child, args.concurrent, args.tpe_model, args.samples)
+        return 0
+    if args.quick:
+        args.runs, args.search_runs, args.trials, args.points = 1, 1, 60, 5
+
+    home = Path(tempfile.mkdtemp(prefix="assay-b10-"))
+    try:
+        return _measure(args, home)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _measure(args: argparse.Namespace, home: Path) -> int:
+    url = f"sqlite:///{home / 'assay.db'}"
+    began = time.perf_counter()
+    exp_id = generate(url, home / "gen", args.trials, args.points if not args.tpe_model else 1)
+    print(
+        f"generated {args.trials} trials x {args.points} points in "
+        f"{time.perf_counter() - began:.0f} s",
+        flush=True,
+    )
+    password = secrets.token_urlsafe(12)
+    reads = []
+    for i in range(args.runs if not args.tpe_model else 0):
+        r = read_run(url, exp_id, password)
+        if r["trials"] != args.trials:
+            raise RuntimeError(f"the API listed {r['trials']} trials, not {args.trials}")
+        reads.append(r)
+        print(f"reads run {i + 1}: {r}", flush=True)
+    searches = []
+    for i in range(args.search_runs):
+        samples = search_run(args.trials, args.concurrent, args.tpe_model, args.samples)
+        searches.append(samples)
+        for s in samples:
+            print(f"search run {i + 1}: {s}", flush=True)
+    if args.quick:
+        return 0
+    write_section("B10-tpe-model" if args.tpe_model else "B10", report(args, reads, searches))
+    print("wrote the B10 section of benchmarks/RESULTS.md")
+    return 0
+
+
+def _fmt(values: list[float | None]) -> str:
+    got = [v for v in values if v is not None]
+    return summary(got) if got else "-"
+
+
+def report(args: argparse.Namespace, reads: list[dict[str, float]], searches: list[Any]) -> str:
+    command = run_command("python benchmarks/runtime/bench_b10.py", args.runs, 5)
+    if args.search_runs != 1:
+        command += f" --search-runs {args.search_runs}"
+    if args.tpe_model:
+        command += " --tpe-model"
+    rows = []
+    for index in range(len(searches[0])):
+        at = [run[index] for run in searches]
+        rows.append(
+            f"| {at[0]['trials']:,} | {_fmt([a['rss'] for a in at])} | "
+            f"{_fmt([a['append_ms'] for a in at])} | {_fmt([a['compaction_ms'] for a in at])} | "
+            f"{_fmt([a['per_event_ms'] for a in at])} | {_fmt([a['snapshot_kib'] for a in at])} |"
+        )
+    sampler = (
+        "TPE with its model"
+        if args.tpe_model
+        else f"TPE with `n_startup_trials: {args.trials + 1}` (random draws; see the script)"
+    )
+    if args.tpe_model:
+        return (
+            f"## B10, the searcher's persistence with TPE's model on ({args.trials:,} trials)\n\n"
+            + stamp(command + f" --trials {args.trials}")
+            + f"\nAs the search part of B10 below, with {sampler}.\n\n"
+            "| trials done | RSS MiB | append ms | compaction (= old per-event) ms | "
+            "per event, amortized, ms | snapshot KiB |\n|---|---|---|---|---|---|\n"
+            + "\n".join(rows)
+            + "\n"
+        )
+    return (
+        "## B10: master memory\n\n"
+        + stamp(command)
+        + f"- target: master RSS < 250 MB with {args.trials:,} trials and "
+        f"{args.trials * args.points:,} metric points, and flat during a {args.trials:,}-trial "
+        "TPE search\n\n"
+        f"### Reads at scale ({args.runs} runs; a real master process, SQLite)\n\n"
+        f"One experiment of {args.trials:,} trials x {args.points} validation points generated "
+        "into the database; VmRSS of the master process after start, then after listing the "
+        "experiments, the trials and the metrics of 200 trials through the API.\n\n"
+        "| figure | median (min-max), MiB |\n|---|---|\n"
+        f"| after start | {summary([r['started'] for r in reads])} |\n"
+        f"| after the reads | {summary([r['after'] for r in reads])} |\n"
+        f"| peak (VmHWM) | {summary([r['peak'] for r in reads])} |\n\n"
+        f"### A {args.trials:,}-trial search ({len(searches)} runs)\n\n"
+        f"A `Master` in a child process on SQLite, {sampler}, {args.concurrent} trials at a "
+        "time; trials driven through the harness service and the agent's `exited` message "
+        "without processes (each trial two searcher events). Per window of a tenth of the "
+        "trials: the child's VmRSS; the median time of an event appended to the searcher log; "
+        "the median time of a compaction snapshot (one every 100 events, which is what every "
+        "event cost before the log); the mean persistence cost per event (appends and "
+        "compactions together); the stored snapshot's size.\n\n"
+        "| trials done | RSS MiB | append ms | compaction (= old per-event) ms | "
+        "per event, amortized, ms | snapshot KiB |\n|---|---|---|---|---|---|\n"
+        + "\n".join(rows)
+        + "\n"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,275 @@
+"""The zygote: an interpreter with the harness already imported that forks each trial's process.
+
+A trial whose entrypoint is ``python3 train.py ...`` spends most of its start-up before its
+first line: the interpreter, the launcher and the shell, then importing the harness. The
+agent keeps one zygote (``python -m assay.agent._zygote AGENT_PID``) started at its own
+start, with ``assay.core`` imported and waiting on a socket. For such a trial the agent sends
+it the trial's argv, working directory, environment and its stdin/stdout/stderr (as file
+descriptors); the zygote forks a child, a fresh process for this trial only, which
+
+- starts a session of its own (its process group is the trial's, as the launcher's was) and asks
+  for SIGKILL when the zygote dies;
+- takes the trial's descriptors, directory, environment, ``sys.argv`` and ``sys.path`` (from the
+  trial's ``PYTHONPATH``);
+- runs the script as ``__main__`` and ends as an interpreter running it would (exit code,
+  traceback, threads joined, atexit handlers).
+
+Where the child cannot be what ``python3 train.py`` would have been (the trial's ``python3`` is
+another interpreter, a ``PYTHON*`` variable that shapes start-up differs, the trial's path finds
+another ``assay``, the script is missing), it execs the command instead: the same process, the
+ordinary start. The zygote answers each request with the child's pid and, once it is reaped,
+its wait status; the agent's death (its parent death signal) or the socket closing ends every
+child's process group and the zygote.
+
+One difference stays: children share the zygote's string-hash seed (``PYTHONHASHSEED``), so the
+order of a set of strings is the same in every trial; a trial that sets ``PYTHONHASHSEED``
+runs the ordinary way.
+
+Messages are JSON, one per datagram of a ``SOCK_SEQPACKET`` pair. Agent to zygote:
+``{"id", "argv", "cwd", "env"}`` with three descriptors. Zygote to agent: ``{"id", "pid"}``
+when the child runs, ``{"pid", "status"}`` when it ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import io
+import json
+import os
+import selectors
+import shutil
+import signal
+import socket
+import sys
+import types
+from typing import Any, NoReturn
+
+_PR_SET_PDEATHSIG = 1
+MAX_MESSAGE = 1 << 20
+"""The largest request (a trial's environment is the bulk of it)."""
+# Variables that shape an interpreter's start-up: a trial must have the zygote's.
+_STARTUP_EXEMPT = frozenset({"PYTHONPATH"})
+
+
+def _prctl_death_signal(sig: int) -> None:
+    # Not on Linux: the zygote's end still kills its children's groups.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+
+
+def _startup_vars(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith("PYTHON") and k not in _STARTUP_EXEMPT}
+
+
+class Zygote:
+    def __init__(self, sock: socket.socket, agent_pid: int) -> None:
+        self.sock = sock
+        self.agent_pid = agent_pid
+        self.children: set[int] = set()
+        self.startup = _startup_vars(dict(os.environ))
+        own = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        # The interpreter's own path (the standard library, site-packages), less the zygote's
+        # PYTHONPATH and its first entry (the directory it was started from).
+        self.base_path = [p for p in sys.path[1:] if p not in own]
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+        os.set_blocking(self.wake_r, False)
+
+    def serve(self) -> dict[str, Any] | None:
+        """Answer requests until the agent goes. In a forked child: the request it runs."""
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.signal(signal.SIGTERM, lambda *_: self._end())
+        _prctl_death_signal(signal.SIGTERM)
+        if os.getppid() != self.agent_pid:
+            self._end()
+        sel = selectors.DefaultSelector()
+        sel.register(self.sock, selectors.EVENT_READ)
+        sel.register(self.wake_r, selectors.EVENT_READ)
+        while True:
+            for key, _ in sel.select():
+                if key.fileobj is self.sock:
+                    request = self._receive()
+                    if request is None:
+                        self._end()
+                    if self._fork(request):
+                        sel.close()
+                        return request
+                else:
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(self.wake_r, 4096)
+                    self._reap()
+
+    def _receive(self) -> dict[str, Any] | None:
+        try:
+            data, fds, _, _ = socket.recv_fds(self.sock, MAX_MESSAGE, 3)
+        except OSError:
+            return None
+        if not data:
+            return None
+        request: dict[str, Any] = json.loads(data)
+        request["fds"] = fds
+        return request
+
+    def _fork(self, request: dict[str, Any]) -> bool:
+        """Fork the request's child; True in the child."""
+        ready_r, ready_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(ready_r)
+            self._become_trial(request, ready_w)
+            return True
+        os.close(ready_w)
+        os.read(ready_r, 1)  # its session is made (or it died): a kill of its group reaches it
+        os.close(ready_r)
+        for fd in request["fds"]:
+            os.close(fd)
+        self.children.add(pid)
+        self._send({"id": request["id"], "pid": pid})
+        return False
+
+    def _become_trial(self, request: dict[str, Any], ready_w: int) -> None:
+        os.setsid()
+        _prctl_death_signal(signal.SIGKILL)
+        os.close(ready_w)
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGCHLD, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for i, fd in enumerate(request.pop("fds")):
+            os.dup2(fd, i)
+            os.close(fd)
+        self.sock.close()
+        os.close(self.wake_r)
+        os.close(self.wake_w)
+
+    def _reap(self) -> None:
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            self.children.discard(pid)
+            self._send({"pid": pid, "status": status})
+
+    def _send(self, message: dict[str, Any]) -> None:
+        try:
+            self.sock.send(json.dumps(message).encode())
+        except OSError:
+            self._end()
+
+    def _end(self) -> NoReturn:
+        """The agent is gone: no trial of it may keep running."""
+        for pid in self.children:
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+        os._exit(0)
+
+
+def run_trial(request: dict[str, Any], zygote: Zygote) -> None:
+    """In the child: become the trial, or exec its command where this interpreter would not
+    be the one ``argv`` names. Returns once the script ran; raises what it raised."""
+    argv: list[str] = request["argv"]
+    env: dict[str, str] = request["env"]
+    os.chdir(request["cwd"])
+    script = os.path.abspath(argv[1])
+    path = _trial_path(env, script, zygote.base_path)
+    if not _same_interpreter(argv[0], env) or not os.path.isfile(script) or path is None:
+        _exec(argv, env)
+    if _startup_vars(env) != zygote.startup:
+        _exec(argv, env)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.argv = [argv[1], *argv[2:]]
+    sys.path[:] = path
+    sys.path_importer_cache.clear()
+    import importlib
+
+    importlib.invalidate_caches()
+    main = types.ModuleType("__main__")
+    main.__file__ = script
+    main.__cached__ = None  # type: ignore[attr-defined]
+    from importlib.machinery import SourceFileLoader
+
+    main.__loader__ = SourceFileLoader("__main__", script)
+    sys.modules["__main__"] = main
+    with io.open_code(script) as f:
+        source = f.read()
+    try:
+        code = compile(source, script, "exec")
+        exec(code, main.__dict__)
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        # As the interpreter reports it: the traceback from the script's frames on.
+        tb = exc.__traceback__
+        tb = tb.tb_next if tb is not None and tb.tb_next is not None else tb
+        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+        if isinstance(exc, KeyboardInterrupt):
+            sys.stdout.flush()
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
+        sys.exit(1)
+
+
+def _same_interpreter(command: str, env: dict[str, str]) -> bool:
+    found = shutil.which(command, path=env.get("PATH", os.defpath))
+    if found is None:
+        return False
+    # The same directory (a virtual environment's own) and the same binary.
+    return os.path.dirname(os.path.abspath(found)) == os.path.dirname(
+        os.path.abspath(sys.executable)
+    ) and os.path.realpath(found) == os.path.realpath(sys.executable)
+
+
+def _trial_path(env: dict[str, str], script: str, base: list[str]) -> list[str] | None:
+    """``sys.path`` as ``python3 SCRIPT`` would start with; None when ``assay`` would be found
+    elsewhere than the zygote imported it from (the trial must start the ordinary way)."""
+    extra = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    path = [os.path.dirname(os.path.realpath(script)), *extra, *base]
+    from importlib.machinery import PathFinder
+
+    import assay
+
+    spec = PathFinder.find_spec("assay", path)
+    mine = assay.__spec__.origin if assay.__spec__ is not None else None
+    if spec is None or spec.origin != mine:
+        return None
+    return path
+
+
+def _exec(argv: list[str], env: dict[str, str]) -> NoReturn:
+    try:
+        os.execvpe(argv[0], argv, env)
+    except OSError as exc:
+        sys.stderr.write(f"cannot run {argv[0]}: {exc.strerror}\n")
+    os._exit(127)
+
+
+def main() -> None:
+    if len(sys.argv) != 3 or not sys.argv[1].isdigit() or not sys.argv[2].isdigit():
+        sys.stderr.write("usage: python -m assay.agent._zygote AGENT_PID SOCKET_FD\n")
+        sys.exit(2)
+    # What every trial imports, imported once here (its start-up is what the zygote saves).
+    import assay.core
+    import assay.storage  # the harness's TensorBoard uploader
+
+    del assay
+    import gc
+
+    # What the zygote holds is never collected in a child: without this, a child's final
+    # collection touches every inherited object, copying each page (about 200 ms of exit).
+    gc.freeze()
+    sock = socket.socket(fileno=int(sys.argv[2]))
+    zygote = Zygote(sock, int(sys.argv[1]))
+    request = zygote.serve()
+    if request is None:
+        return
+    run_trial(request, zygote)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""``/api/v1/checkpoints/{uuid}``: describe a checkpoint, download its files, delete it.
+
+Reads are open to signed-in users and to trial processes (by their allocation's token: a
+harness on a machine where the storage is not mounted downloads through here); deleting is
+for the owner of the checkpoint's experiment or an admin. Trial processes report checkpoints
+through ``POST /api/v1/checkpoints`` (see the harness routes).
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+from fastapi.responses import StreamingResponse
+
+from assay import rest
+from assay.api._deps import USER_OR_TRIAL, ActorDep, MasterDep
+from assay.errors import Conflict
+
+router = APIRouter(prefix="/api/v1/checkpoints", tags=["checkpoints"])
+
+CheckpointUuid = Annotated[
+    str, Path(max_length=64, pattern=rest.NO_NUL, description="The checkpoint's uuid.")
+]
+
+_FILES = {
+    "description": "The checkpoint as an uncompressed tar (POSIX pax), or with `path` naming "
+    "a file, that file's bytes.",
+    "content": {
+        "application/x-tar": {"schema": {"type": "string", "format": "binary"}},
+        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+    },
+}
+
+
+@router.get("/{uuid}", dependencies=USER_OR_TRIAL)
+async def get_checkpoint(uuid: CheckpointUuid, master: MasterDep) -> rest.Checkpoint:
+    """A checkpoint: its trial and experiment, step, metadata, files with their sizes, state."""
+    return await master.reads.checkpoint(uuid)
+
+
+@router.get(
+    "/{uuid}/files",
+    dependencies=USER_OR_TRIAL,
+    response_class=StreamingResponse,
+    responses={200: _FILES},
+)
+async def get_files(
+    uuid: CheckpointUuid,
+    master: MasterDep,
+    path: Annotated[
+        str | None,
+        Query(
+            max_length=4096,
+            pattern=rest.NO_NUL,
+            description="A file inside the checkpoint (relative, `/`-separated) to get alone, "
+            "or a directory to get as a tar of everything under it.",
+        ),
+    ] = None,
+) -> StreamingResponse:
+    """The checkpoint's files, streamed from its storage as they are read: a tar of every
+    file, directory and link (links are sent as links, never followed), or one file."""
+    found = await master.checkpoints.files(uuid, path)
+    quoted = urllib.parse.quote(found.filename)
+    headers = {"Content-Disposition": f"attachment; filename*=UTF-8''{quoted}"}
+    if found.single:
+        headers["Content-Length"] = str(found.size)
+        return StreamingResponse(
+            found.chunks, media_type="application/octet-stream", headers=headers
+        )
+    # The size of the files' data (not of the tar), for progress.
+    headers["X-Assay-Files-Size"] = str(found.size)
+    return StreamingResponse(found.chunks, media_type="application/x-tar", headers=headers)
+
+
+@router.delete(
+    "/{uuid}",
+    responses={409: {"description": "Still needed by a trial, or its files could not be deleted."}},
+)
+async def delete_checkpoint(
+    uuid: CheckpointUuid, master: MasterDep, actor: ActorDep
+) -> rest.CheckpointsDeleted:
+    """Delete a checkpoint: its files from storage, then its row marked DELETED. Refused for
+    the latest checkpoint of a trial that has not ended and one a live trial starts from.
+    Owner of its experiment or admin only."""
+    done = await master.checkpoints.delete(actor, [uuid])
+    for reason in done.failed.values():
+        raise Conflict(
+            f"could not delete checkpoint {uuid} from storage ({reason}); it is kept as it was"
+        )
+    return done
+
+
+@router.post("/delete")
+async def delete_checkpoints(
+    body: rest.CheckpointDelete, master: MasterDep, actor: ActorDep
+) -> rest.CheckpointsDeleted:
+    """Delete several checkpoints (as `DELETE /checkpoints/{uuid}` does each). Refused as a
+    whole when one is unknown, not the caller's, or still needed; otherwise each is tried,
+    and `failed` names those whose files could not be deleted, with the reason."""
+    return await master.checkpoints.delete(actor, body.uuids)

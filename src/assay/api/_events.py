@@ -1,0 +1,94 @@
+"""``/api/v1/events``: live changes of experiments, trials and metrics for the web UI, as
+server-sent events (see :mod:`assay.rest._events` for the messages)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query
+from fastapi.responses import StreamingResponse
+
+from assay import rest
+from assay.api._deps import STREAM_SIGNED_IN, MasterDep
+from assay.master import LiveMessage
+
+router = APIRouter(prefix="/api/v1", tags=["events"], dependencies=STREAM_SIGNED_IN)
+
+RETRY_MS = 1000
+"""How soon a browser's EventSource reconnects after the stream is cut."""
+
+EVENT_STREAM: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "A server-sent event stream. Each message's `event:` is an EventKind: "
+        "`batch` (data: EventBatch, with an `id:`) or `resync` (data: EventResync). Lines "
+        "starting with `:` keep the connection open.",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    }
+}
+
+_Id = Annotated[int | None, Query(ge=0, le=rest.INT_MAX)]
+
+
+@router.get("/events", response_class=StreamingResponse, responses=EVENT_STREAM)
+async def events(
+    master: MasterDep,
+    experiment_id: Annotated[
+        int | None,
+        Query(
+            ge=0,
+            le=rest.INT_MAX,
+            description="Follow this experiment, its trials and their new metrics; without "
+            "it, every experiment's changes (and no trials or metrics).",
+        ),
+    ] = None,
+    trial_id: Annotated[
+        int | None,
+        Query(
+            ge=0,
+            le=rest.INT_MAX,
+            description="Follow only this trial (and its experiment) and its new metrics.",
+        ),
+    ] = None,
+    last_event_id: Annotated[
+        str | None,
+        Header(
+            alias="Last-Event-ID",
+            max_length=64,
+            description="The id of the last message seen: resume after it (EventSource "
+            "sends it when it reconnects).",
+        ),
+    ] = None,
+    after: Annotated[
+        str | None,
+        Query(max_length=64, description="As Last-Event-ID, for a client that cannot send it."),
+    ] = None,
+) -> StreamingResponse:
+    """Live changes as they are committed: experiments' states and progress, trials' states,
+    steps and best validation, new metric reports. Open the stream first, then read what to
+    show: nothing committed after the first line of the stream is missed."""
+    messages = await master.reads.follow_events(
+        experiment_id=experiment_id, trial_id=trial_id, last_event_id=last_event_id or after
+    )
+    return StreamingResponse(
+        _sse(messages),
+        media_type="text/event-stream",
+        # Proxies must pass each message on as it comes.
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+async def _sse(messages: AsyncIterator[LiveMessage | None]) -> AsyncIterator[str]:
+    first = True
+    async for message in messages:
+        if message is None:
+            yield f"retry: {RETRY_MS}\n: subscribed\n\n" if first else ": keep-alive\n\n"
+        else:
+            yield sse_message(message.kind, message.data.model_dump_json(), message.id)
+        first = False
+
+
+def sse_message(kind: str, data: str, event_id: str | None = None) -> str:
+    """One server-sent event (``data`` is JSON: one line)."""
+    head = f"id: {event_id}\n" if event_id else ""
+    return f"{head}event: {kind}\ndata: {data}\n\n"

@@ -1,0 +1,157 @@
+"""``/proxy/<task id>/...``: the master's reverse proxy to what a task serves (TensorBoards), so
+it works through the master's one port.
+
+Every request needs a signed-in user, as the API does: a bearer token (programs), or the
+``assay_proxy`` cookie (browsers, which cannot add a header to a page's requests). A browser
+gets the cookie by opening the URL once with ``?token=<token>``: the master checks the token,
+sets it as an HttpOnly, SameSite=Strict cookie scoped to that task's path, and redirects to
+the same URL without it, so the token leaves the address bar and the history's next entry.
+Neither the token nor the cookie is passed on to the task.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+import httpx
+from fastapi import APIRouter, FastAPI, Path, Request
+from fastapi.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.background import BackgroundTask
+
+from assay import rest
+from assay.api._deps import MasterDep, bearer_token
+from assay.errors import Conflict, Unauthorized
+
+router = APIRouter(include_in_schema=False)
+
+COOKIE = "assay_proxy"
+TOKEN_PARAM = "token"
+_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+# Hop-by-hop headers (RFC 9110 section 7.6.1) and what must not reach the task.
+_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+    }
+)
+_PRIVATE = frozenset({"authorization", "cookie"})
+_TIMEOUT = httpx.Timeout(60.0, connect=5.0)
+TaskId = Annotated[int, Path(ge=0, le=rest.INT_MAX, description="The task's id.")]
+
+
+def proxy_client(app: FastAPI) -> httpx.AsyncClient:
+    """The app's one client to tasks (its connections are reused), made on first use."""
+    client: httpx.AsyncClient | None = getattr(app.state, "proxy_client", None)
+    if client is None:
+        client = httpx.AsyncClient(timeout=_TIMEOUT, follow_redirects=False, trust_env=False)
+        app.state.proxy_client = client
+    return client
+
+
+async def close_proxy_client(app: FastAPI) -> None:
+    client: httpx.AsyncClient | None = getattr(app.state, "proxy_client", None)
+    if client is not None:
+        app.state.proxy_client = None
+        await client.aclose()
+
+
+@router.api_route("/proxy/{task_id}", methods=_METHODS)
+async def proxy_root(task_id: TaskId, request: Request) -> Response:
+    """TensorBoard's pages link relative to the directory: add the slash."""
+    query = f"?{request.url.query}" if request.url.query else ""
+    return RedirectResponse(f"/proxy/{task_id}/{query}", status_code=307)
+
+
+@router.api_route("/proxy/{task_id}/{path:path}", methods=_METHODS)
+async def proxy(task_id: TaskId, path: str, request: Request, master: MasterDep) -> Response:
+    prefix = f"/proxy/{task_id}/"
+    given = request.query_params.get(TOKEN_PARAM)
+    if given is not None:
+        await master.users.authenticate(given)
+        rest_of_query = [(k, v) for k, v in request.query_params.multi_items() if k != TOKEN_PARAM]
+        query = urllib.parse.urlencode(rest_of_query)
+        redirect = RedirectResponse(
+            f"{prefix}{urllib.parse.quote(path)}{'?' + query if query else ''}", status_code=303
+        )
+        redirect.set_cookie(
+            COOKIE,
+            given,
+            path=prefix,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+        return redirect
+    token = bearer_token(request.headers.get("authorization")) or request.cookies.get(COOKIE)
+    if not token:
+        raise Unauthorized(
+            f"sign in first: send `Authorization: Bearer <token>`, or open {prefix}?token=<token> "
+            "once in a browser (an access token from `assay token create`)"
+        )
+    await master.users.authenticate(token)
+    try:
+        host, port = await master.tensorboards.target(task_id)
+    except Conflict as exc:
+        return _unavailable(str(exc))
+    upstream = httpx.URL(
+        scheme="http",
+        host=host,
+        port=port,
+        path=prefix + path,
+        query=request.url.query.encode(),
+    )
+    headers = [
+        (k, v)
+        for k, v in request.headers.items()
+        if k.lower() not in _HOP and k.lower() not in _PRIVATE
+    ]
+    client = proxy_client(request.app)
+    has_body = request.method not in ("GET", "HEAD", "OPTIONS")
+    sent = client.build_request(
+        request.method,
+        upstream,
+        headers=headers,
+        content=_body(request) if has_body else None,
+    )
+    try:
+        answer = await client.send(sent, stream=True)
+    except httpx.ConnectError:
+        return _unavailable(
+            f"TensorBoard {task_id} is not listening yet at {host}:{port}; try again shortly "
+            f"(`assay task logs {task_id}` shows its output)"
+        )
+    except httpx.TimeoutException:
+        return JSONResponse(
+            {"error": {"type": "Timeout", "message": f"task {task_id} did not answer in time"}},
+            status_code=504,
+        )
+    out_headers = {k: v for k, v in answer.headers.items() if k.lower() not in _HOP}
+    return StreamingResponse(
+        answer.aiter_raw(),
+        status_code=answer.status_code,
+        headers=out_headers,
+        background=BackgroundTask(answer.aclose),
+    )
+
+
+async def _body(request: Request) -> AsyncIterator[bytes]:
+    async for chunk in request.stream():
+        yield chunk
+
+
+def _unavailable(message: str) -> JSONResponse:
+    return JSONResponse(
+        {"error": {"type": "Unavailable", "message": message, "details": []}},
+        status_code=503,
+        headers={"Retry-After": "2"},
+    )

@@ -1,0 +1,234 @@
+"""``assay checkpoint`` (alias ``c``): describe, download and delete checkpoints; and the
+downloads of ``assay experiment download`` (the best N) and ``assay trial download`` (the best
+or the latest).
+
+Downloads go through the master (``GET /api/v1/checkpoints/{uuid}/files``), so they work from
+any machine that reaches it, storage mounted or not; each checkpoint lands in its own
+directory, checked against the checkpoint's listing before it is put in place.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from assay.cli._common import (
+    JsonOption,
+    client,
+    console,
+    err_console,
+    esc,
+    fail,
+    fmt_metric,
+    listing_table,
+    print_json,
+    print_table,
+    styled_state,
+    transfer_progress,
+    when,
+)
+
+if TYPE_CHECKING:
+    from assay import rest
+    from assay.client import Client
+
+app = typer.Typer(help="Describe, download and delete checkpoints.", no_args_is_help=True)
+
+Uuid = Annotated[str, typer.Argument(help="checkpoint uuid")]
+OutputDir = Annotated[
+    Path | None,
+    typer.Option("--output-dir", "-o", help="directory to download into"),
+]
+Quiet = Annotated[
+    bool, typer.Option("--quiet", "-q", help="print only the directory each checkpoint is in")
+]
+
+
+def _size(n: int) -> str:
+    from assay.context import format_size
+
+    return format_size(n)
+
+
+def _files(ck: rest.Checkpoint) -> int:
+    return sum(1 for name in ck.resources if not name.endswith("/"))
+
+
+@app.command()
+def describe(uuid: Uuid, as_json: JsonOption = False) -> None:
+    """A checkpoint: its experiment and trial, step, state, metadata and files with sizes."""
+    ck = client().checkpoint(uuid)
+    if as_json:
+        print_json(ck)
+        return
+    console.print(f"[bold]checkpoint {ck.uuid}[/]  {styled_state(ck.state)}")
+    console.print(
+        f"  experiment {ck.experiment_id}  trial {ck.trial_id}  steps {ck.steps_completed}  "
+        f"reported {when(ck.reported_at)}",
+        highlight=False,
+    )
+    console.print(f"  size {_size(ck.size)} in {_files(ck)} files", highlight=False, soft_wrap=True)
+    console.print(f"  metadata: {esc(ck.metadata)}", highlight=False)
+    table = listing_table("Path", "Size")
+    for name, size in ck.resources.items():
+        table.add_row(esc(name), "" if name.endswith("/") else _size(size))
+    print_table(table)
+
+
+def fetch(c: Client, ck: rest.Checkpoint, dest: Path, quiet: bool) -> None:
+    """Download ``ck`` into ``dest`` with a progress bar (on a terminal) and say where."""
+    with transfer_progress(f"downloading {ck.uuid[:8]}", ck.size) as progress:
+        c.download_checkpoint(ck.uuid, dest, progress=progress)
+    if quiet:
+        print(dest)
+        return
+    console.print(
+        f"checkpoint {ck.uuid} (trial {ck.trial_id}, steps {ck.steps_completed}, "
+        f"{_files(ck)} files, {_size(ck.size)}) downloaded to {esc(dest)}",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@app.command()
+def download(uuid: Uuid, output_dir: OutputDir = None, quiet: Quiet = False) -> None:
+    """Download a checkpoint through the master into a directory (default
+    checkpoints/UUID); files of the same name there are replaced."""
+    c = client()
+    fetch(c, c.checkpoint(uuid), output_dir or Path("checkpoints", uuid), quiet)
+
+
+@app.command()
+def delete(
+    uuids: Annotated[
+        list[str], typer.Argument(help="checkpoint uuids (also comma-separated, as det takes)")
+    ],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask first")] = False,
+) -> None:
+    """Delete checkpoints: their files from storage first, then each is marked DELETED.
+    Refused for one a trial that has not ended may still load (its latest checkpoint, or
+    one it starts from). Asks first unless --yes."""
+    from assay.cli._experiment_lifecycle import confirmed, count
+
+    wanted = list(dict.fromkeys(u.strip() for arg in uuids for u in arg.split(",") if u.strip()))
+    if not wanted:
+        fail("give the uuid of at least one checkpoint to delete")
+    c = client()
+    found = [c.checkpoint(uuid) for uuid in wanted]
+    table = listing_table("UUID", "Experiment", "Trial", "Steps", "State", "Size")
+    for ck in found:
+        table.add_row(
+            ck.uuid,
+            str(ck.experiment_id),
+            str(ck.trial_id),
+            str(ck.steps_completed),
+            ck.state,
+            _size(ck.size),
+        )
+    console.print("checkpoints to delete", highlight=False)
+    print_table(table)
+    if not yes and not confirmed(f"Delete {count(len(found), 'checkpoint')}? [y/N] "):
+        err_console.print("nothing deleted", highlight=False)
+        raise typer.Exit(1)
+    done = c.delete_checkpoints(wanted)
+    console.print(f"deleted {count(len(done.checkpoints), 'checkpoint')}", highlight=False)
+    for uuid, reason in done.failed.items():
+        err_console.print(
+            f"could not delete checkpoint {uuid} from storage ({esc(reason)}); it is kept",
+            highlight=False,
+        )
+    if done.failed:
+        fail(
+            f"{count(len(done.failed), 'checkpoint')} could not be deleted; fix the storage "
+            "and run the command again"
+        )
+
+
+def experiment_download(
+    experiment_id: Annotated[int, typer.Argument(help="experiment id")],
+    top_n: Annotated[
+        int,
+        typer.Option(
+            "--top-n",
+            min=1,
+            help="how many of the best checkpoints, by the searcher metric of the validation "
+            "at each checkpoint's step (smaller_is_better honoured)",
+        ),
+    ] = 1,
+    output_dir: Annotated[
+        Path,
+        typer.Option("--output-dir", "-o", help="directory to put a directory per checkpoint in"),
+    ] = Path("checkpoints"),
+    quiet: Quiet = False,
+) -> None:
+    """Download the experiment's N best checkpoints, each into OUTPUT_DIR/UUID."""
+    from assay.cli._best import best_checkpoints
+
+    c = client()
+    searcher = c.experiment(experiment_id).searcher
+    if not searcher.metric:
+        fail(f"experiment {experiment_id}'s searcher has no metric to rank checkpoints by")
+    ckpts = c.experiment_checkpoints(experiment_id)
+    validations = {t: c.metrics(t, "validation") for t in sorted({ck.trial_id for ck in ckpts})}
+    ranked = best_checkpoints(
+        ckpts, validations, searcher.metric, searcher.smaller_is_better, top_n
+    )
+    if not ranked:
+        fail(
+            f"experiment {experiment_id} has no checkpoint with a validation of "
+            f"{searcher.metric} at its step to rank it by"
+        )
+    for ck, score in ranked:
+        if not quiet:
+            console.print(f"{esc(searcher.metric)} {fmt_metric(score)}: ", end="", highlight=False)
+        fetch(c, ck, output_dir / ck.uuid, quiet)
+
+
+def trial_download(
+    trial_id: Annotated[int, typer.Argument(help="trial id")],
+    best: Annotated[
+        bool, typer.Option("--best", help="its best checkpoint by the searcher metric")
+    ] = False,
+    latest: Annotated[bool, typer.Option("--latest", help="its latest checkpoint")] = False,
+    output_dir: OutputDir = None,
+    quiet: Quiet = False,
+) -> None:
+    """Download a trial's best or latest checkpoint (default directory checkpoints/UUID)."""
+    if best == latest:
+        fail("give exactly one of --best and --latest")
+    c = client()
+    ckpts = c.trial_checkpoints(trial_id)
+    if best:
+        chosen = _trial_best(c, trial_id, ckpts)
+    else:
+        from assay.cli._best import GONE
+
+        usable = [ck for ck in ckpts if ck.state not in GONE]
+        if not usable:
+            fail(f"trial {trial_id} has no checkpoint that was not deleted")
+        chosen = max(usable, key=lambda ck: (ck.steps_completed, ck.reported_at))
+    fetch(c, chosen, output_dir or Path("checkpoints", chosen.uuid), quiet)
+
+
+def _trial_best(c: Client, trial_id: int, ckpts: list[rest.Checkpoint]) -> rest.Checkpoint:
+    from assay.cli._best import best_checkpoints
+
+    searcher = c.experiment(c.trial(trial_id).experiment_id).searcher
+    if not searcher.metric:
+        fail(f"trial {trial_id}'s searcher has no metric to rank checkpoints by")
+    validations = {trial_id: c.metrics(trial_id, "validation")}
+    ranked = best_checkpoints(ckpts, validations, searcher.metric, searcher.smaller_is_better, 1)
+    if not ranked:
+        fail(
+            f"trial {trial_id} has no checkpoint with a validation of {searcher.metric} at "
+            "its step to rank it by; --latest takes its latest"
+        )
+    return ranked[0][0]
+
+
+def register(experiment_app: typer.Typer, trial_app: typer.Typer) -> None:
+    """Add ``download`` to ``assay experiment`` and ``assay trial``."""
+    experiment_app.command("download")(experiment_download)
+    trial_app.command("download")(trial_download)

@@ -1,0 +1,145 @@
+"""``assay tensorboard``: TensorBoard over an experiment's trials, served through the master
+(Determined's ``det tensorboard``)."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from assay.cli._common import (
+    CsvOption,
+    JsonOption,
+    check_formats,
+    client,
+    console,
+    err_console,
+    esc,
+    fail,
+    listing_table,
+    print_json,
+    print_table,
+    styled_state,
+    when,
+)
+
+if TYPE_CHECKING:
+    from assay import rest
+    from assay.client import Client
+
+app = typer.Typer(help="TensorBoards over trials' event files.", no_args_is_help=True)
+
+_POLL_SECONDS = 0.5
+
+
+def _url(master: str, board: rest.TensorBoard) -> str:
+    return master.rstrip("/") + board.url
+
+
+@app.command()
+def start(
+    experiment_id: Annotated[
+        int, typer.Argument(help="the experiment whose trials to show", metavar="EXP_ID")
+    ],
+    trial_ids: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--trial-id",
+            "-t",
+            help="only this trial (repeat for more); default: all",
+            metavar="TRIAL_ID",
+        ),
+    ] = None,
+    detach: Annotated[
+        bool, typer.Option("--detach", "-d", help="print its URL at once, without waiting")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Start TensorBoard over the trials' uploaded TensorBoard files and print its URL (on the
+    master's port). Browsers sign in once by opening it with ?token=TOKEN."""
+    c = client()
+    board = c.start_tensorboard(experiment_id, trial_ids)
+    if not detach:
+        board = _wait_ready(board)
+    if as_json:
+        print_json({**board.model_dump(mode="json"), "url": _url(c.url, board)})
+        return
+    trials = ", ".join(map(str, board.trial_ids))
+    console.print(
+        f"TensorBoard {board.id} of experiment {board.experiment_id} (trials {trials}): "
+        f"{styled_state(board.state.value)}",
+        highlight=False,
+    )
+    typer.echo(_url(c.url, board))
+    err_console.print(
+        f"in a browser, open it once as {esc(_url(c.url, board))}?token=TOKEN (an access token "
+        "from `assay token create`); `assay tensorboard kill "
+        f"{board.id}` stops it",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _last_error(c: Client, task_id: int) -> str:
+    """The last line the TensorBoard's process wrote to stderr (where it says why it ended)."""
+    lines = [e for e in c.task_logs(task_id) if e.stream == "stderr" and e.line.strip()]
+    return lines[-1].line.strip() if lines else ""
+
+
+def _wait_ready(board: rest.TensorBoard) -> rest.TensorBoard:
+    from assay.protocol import TaskState
+
+    c = client()
+    said = False
+    while not board.ready:
+        if board.state.terminal:
+            fail(
+                f"TensorBoard {board.id} ended before it started ({board.state.value}): "
+                f"{_last_error(c, board.id) or board.message}; `assay task logs {board.id}` "
+                "shows its output"
+            )
+        if not said and board.state == TaskState.WAITING:
+            err_console.print(f"TensorBoard {board.id} is queued; waiting for it to start...")
+            said = True
+        time.sleep(_POLL_SECONDS)
+        board = c.tensorboard(board.id)
+    return board
+
+
+@app.command("list")
+def list_(
+    show_all: Annotated[bool, typer.Option("--all", "-a", help="ended ones too")] = False,
+    as_json: JsonOption = False,
+    as_csv: CsvOption = False,
+) -> None:
+    """TensorBoards that run or wait (--all: ended ones too), newest first."""
+    check_formats(as_json, as_csv)
+    c = client()
+    boards = c.tensorboards(all_=show_all)
+    if as_json:
+        print_json([{**b.model_dump(mode="json"), "url": _url(c.url, b)} for b in boards])
+        return
+    table = listing_table("ID", "Experiment", "Trials", "State", "User", "Started", "URL")
+    for b in boards:
+        table.add_row(
+            str(b.id),
+            str(b.experiment_id),
+            ",".join(map(str, b.trial_ids)),
+            styled_state(b.state.value),
+            esc(b.user),
+            when(b.created_at),
+            esc(_url(c.url, b)),
+        )
+    print_table(table, as_csv)
+
+
+@app.command()
+def kill(
+    tensorboard_id: Annotated[
+        int, typer.Argument(help="its id (`assay tensorboard list`)", metavar="ID")
+    ],
+) -> None:
+    """Stop a TensorBoard."""
+    board = client().kill_tensorboard(tensorboard_id)
+    console.print(f"TensorBoard {board.id}: {styled_state(board.state.value)}", highlight=False)

@@ -1,0 +1,197 @@
+"""Checkpoints in Azure Blob Storage, through azure-storage-blob (the ``azure`` extra).
+
+The container is reached by ``connection_string``, or by ``account_url`` with an optional
+``credential`` (an account key or SAS token), as in Determined. The library retries requests
+on transient errors and moves big blobs in parallel blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, ClassVar
+
+from assay.errors import ErrorDetail, StorageError
+from assay.storage._base import Progress
+from assay.storage._object import ObjectStorage, write_replacing
+
+_CONCURRENCY = 4
+
+
+class AzureClient:
+    """The :class:`~assay.storage.ObjectClient` of one Azure Blob Storage container."""
+
+    def __init__(
+        self,
+        container: str,
+        *,
+        connection_string: str | None = None,
+        account_url: str | None = None,
+        credential: str | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        self.container_name = container
+        self._settings = (connection_string, account_url, credential)
+        self._timeout = timeout
+        self._container: Any = None
+
+    @property
+    def container(self) -> Any:
+        if self._container is None:
+            from azure.storage.blob import BlobServiceClient
+
+            connection_string, account_url, credential = self._settings
+            quick: dict[str, Any] = {}
+            if self._timeout is not None:
+                quick = {
+                    "connection_timeout": self._timeout,
+                    "read_timeout": self._timeout,
+                    "retry_total": 0,
+                }
+            with self._errors("connect"):
+                if connection_string is not None:
+                    service = BlobServiceClient.from_connection_string(connection_string, **quick)
+                else:
+                    service = BlobServiceClient(account_url or "", credential=credential, **quick)
+                self._container = service.get_container_client(self.container_name)
+        return self._container
+
+    def describe(self) -> str:
+        _, account_url, _ = self._settings
+        where = f" at {account_url}" if account_url else ""
+        return f"azure container {self.container_name!r}{where}"
+
+    def quick(self, timeout: float) -> AzureClient:
+        connection_string, account_url, credential = self._settings
+        return AzureClient(
+            self.container_name,
+            connection_string=connection_string,
+            account_url=account_url,
+            credential=credential,
+            timeout=timeout,
+        )
+
+    def upload_file(self, path: Path, key: str, progress: Progress | None) -> None:
+        with self._errors(f"upload {key}"), path.open("rb") as data:
+            self.container.upload_blob(
+                key,
+                data,
+                overwrite=True,
+                max_concurrency=_CONCURRENCY,
+                progress_hook=_increments(progress),
+            )
+
+    def download_file(self, key: str, path: Path, size: int, progress: Progress | None) -> None:
+        with self._errors(f"download {key}"):
+            stream = self.container.download_blob(
+                key, max_concurrency=_CONCURRENCY, progress_hook=_increments(progress)
+            )
+            write_replacing(path, stream.chunks(), None)
+
+    def put_bytes(self, key: str, data: bytes, *, only_if_absent: bool) -> bool:
+        from azure.core.exceptions import ResourceExistsError
+
+        with self._errors(f"write {key}"):
+            try:
+                self.container.upload_blob(key, data, overwrite=not only_if_absent)
+            except ResourceExistsError:
+                return False
+        return True
+
+    def get_bytes(self, key: str) -> bytes | None:
+        from azure.core.exceptions import ResourceNotFoundError
+
+        with self._errors(f"read {key}"):
+            try:
+                data: bytes = self.container.download_blob(key).readall()
+            except ResourceNotFoundError as exc:
+                if getattr(exc, "error_code", None) == "ContainerNotFound":
+                    raise
+                return None
+        return data
+
+    def exists(self, key: str) -> bool:
+        with self._errors(f"look up {key}"):
+            return bool(self.container.get_blob_client(key).exists())
+
+    def list_sizes(self, prefix: str) -> dict[str, int]:
+        with self._errors(f"list {prefix}"):
+            return {b.name: int(b.size) for b in self.container.list_blobs(name_starts_with=prefix)}
+
+    def delete_keys(self, keys: Sequence[str]) -> None:
+        from azure.core.exceptions import ResourceNotFoundError
+
+        for key in keys:
+            with self._errors(f"delete {key}"):
+                try:
+                    self.container.delete_blob(key)
+                except ResourceNotFoundError as exc:
+                    if getattr(exc, "error_code", None) == "ContainerNotFound":
+                        raise
+
+    @contextmanager
+    def _errors(self, what: str) -> Iterator[None]:
+        from azure.core.exceptions import (
+            AzureError,
+            ClientAuthenticationError,
+            ResourceNotFoundError,
+            ServiceRequestError,
+        )
+
+        where = self.describe()
+        try:
+            yield
+        except StorageError:
+            raise
+        except ClientAuthenticationError as exc:
+            message = f"{where} refused the credentials or access: {exc.message}"
+            raise StorageError(message, [ErrorDetail("credential", message)]) from exc
+        except ResourceNotFoundError as exc:
+            message = f"{where} does not exist ({exc.message})"
+            raise StorageError(message, [ErrorDetail("container", message)]) from exc
+        except ServiceRequestError as exc:
+            message = f"{where} is not reachable: {exc.message}"
+            raise StorageError(message, [ErrorDetail("account_url", message)]) from exc
+        except (AzureError, ValueError, OSError) as exc:
+            message = f"{where}: could not {what}: {exc}"
+            raise StorageError(message) from exc
+
+
+def _increments(progress: Progress | None) -> Any:
+    """Azure's progress hook (bytes so far, total) as :data:`Progress` (bytes just moved)."""
+    if progress is None:
+        return None
+    seen = 0
+
+    def hook(current: int, total: int | None) -> None:
+        nonlocal seen
+        if current > seen:
+            progress(current - seen)
+            seen = current
+
+    return hook
+
+
+class AzureStorage(ObjectStorage):
+    """Checkpoint storage in an Azure Blob Storage container, laid out as
+    :class:`~assay.storage.ObjectStorage` describes (Determined's azure storage has no prefix:
+    checkpoints are at the container's top level)."""
+
+    kind: ClassVar[str] = "azure"
+
+    def __init__(
+        self,
+        container: str,
+        *,
+        connection_string: str | None = None,
+        account_url: str | None = None,
+        credential: str | None = None,
+    ) -> None:
+        client = AzureClient(
+            container,
+            connection_string=connection_string,
+            account_url=account_url,
+            credential=credential,
+        )
+        super().__init__(client)

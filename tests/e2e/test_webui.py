@@ -1,0 +1,388 @@
+"""The web UI in a real browser (Debian's Chromium) against a real master and agent running a
+real experiment: each page shows what the API has, and an action taken in the UI is what the
+API reports afterwards.
+
+With ``ASSAY_WEBUI_SCREENSHOTS=DIR`` each page's screenshot is saved in DIR (the README's
+pictures in docs/screenshots/ are made so). The cluster and the signed-in page are the
+session's (``conftest``), shared with the other modules here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from assay.api._webui import DIST
+from tests.e2e.conftest import shot
+from tests.integration.cluster import Cluster, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def experiment_config() -> str:
+    # Long enough to still be training when the last test pauses it.
+    return yaml.safe_dump(
+        {
+            "name": "webui-counter",
+            "entrypoint": "python3 train.py",
+            "labels": ["webui"],
+            "hyperparameters": {
+                "step_seconds": 0.05,
+                "checkpoint_every": 50,
+                "x": {"type": "double", "minval": 1, "maxval": 2},
+            },
+            "searcher": {
+                "name": "random",
+                "metric": "loss",
+                "max_trials": 2,
+                "max_length": {"batches": 4000},
+            },
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def experiment(cluster: Cluster) -> int:
+    exp_id = cluster.submit(experiment_config())
+    wait_for(
+        "both trials to report training metrics",
+        lambda: (
+            (trials := cluster.client.trials(exp_id))
+            and len(trials) == 2
+            and all(t.latest_training is not None for t in trials)
+        ),
+    )
+    return exp_id
+
+
+def test_the_experiments_page_lists_the_running_experiment(
+    cluster: Cluster, experiment: int, page: Any
+) -> None:
+    page.goto(f"{cluster.url}/experiments")
+    table = page.get_by_role("table", name="experiments")
+    row = table.get_by_role("row").filter(has_text="webui-counter")
+    row.get_by_text("ACTIVE").wait_for()
+    assert row.get_by_role("link", name=str(experiment)).count() == 1
+    assert row.get_by_role("cell", name="admin").count() == 1
+    shot(page, "experiments")
+
+
+def test_a_filter_lives_in_the_url_and_hides_what_it_excludes(
+    cluster: Cluster, experiment: int, page: Any
+) -> None:
+    page.goto(f"{cluster.url}/experiments?state=COMPLETED")
+    table = page.get_by_role("table", name="experiments")
+    table.get_by_text("No experiments match.").wait_for()
+    page.goto(f"{cluster.url}/experiments?name=webui&label=webui")
+    table.get_by_role("link", name="webui-counter").wait_for()
+
+
+def test_the_experiment_page_shows_its_trials_hparams_and_a_learning_curve(
+    cluster: Cluster, experiment: int, page: Any
+) -> None:
+    trials = cluster.client.trials(experiment)
+    page.goto(f"{cluster.url}/experiments/{experiment}")
+    table = page.get_by_role("table", name="trials")
+    for trial in trials:
+        table.get_by_role("link", name=str(trial.id), exact=True).wait_for()
+    # The hyperparameter is a column, with each trial's value in it.
+    assert table.get_by_role("columnheader", name="x").count() == 1
+    page.locator(".chart canvas").first.wait_for()
+    assert "searcher:" in page.get_by_label("config").inner_text()
+    shot(page, "experiment")
+
+
+def test_the_trial_page_shows_its_hparams_metrics_and_logs(
+    cluster: Cluster, experiment: int, page: Any
+) -> None:
+    trial = cluster.client.trials(experiment)[0]
+    page.goto(f"{cluster.url}/trials/{trial.id}")
+    logs = page.get_by_label("logs")
+    # The counter prints this when it starts; the line comes from the master's logs.
+    page.wait_for_function(
+        "el => el.textContent.includes('started at step')", arg=logs.element_handle()
+    )
+    hparams = page.get_by_role("table", name="hyperparameters")
+    assert hparams.get_by_role("row").filter(has_text="step_seconds").count() == 1
+    page.locator(".chart canvas").first.wait_for()
+    shot(page, "trial")
+
+
+def test_the_job_queue_shows_the_experiment_and_its_manage_dialog(
+    cluster: Cluster, experiment: int, page: Any
+) -> None:
+    page.goto(f"{cluster.url}/jobs")
+    table = page.get_by_role("table", name="job queue")
+    table.get_by_text("webui-counter").wait_for()
+    table.get_by_role("button", name="manage job webui-counter").click()
+    dialog = page.get_by_role("dialog", name="Manage Job")
+    dialog.wait_for()
+    # The default pool uses the priority scheduler: weight is shown, but disabled.
+    assert dialog.get_by_label("Weight").is_disabled()
+    assert dialog.get_by_label("Priority").is_enabled()
+    shot(page, "job-queue")
+    dialog.get_by_role("button", name="Cancel").click()
+
+
+def test_the_cluster_page_shows_the_pool_and_the_agent_with_its_slots(
+    cluster: Cluster, page: Any
+) -> None:
+    page.goto(f"{cluster.url}/cluster")
+    pools = page.get_by_role("table", name="resource pools")
+    pools.get_by_role("cell", name="default", exact=True).wait_for()
+    agents = page.get_by_role("table", name="agents")
+    agents.get_by_role("cell", name="agent-1", exact=True).wait_for()
+    shot(page, "cluster")
+
+
+def test_pausing_from_the_ui_pauses_the_experiment_in_the_api(
+    cluster: Cluster, experiment: int, page: Any
+) -> None:
+    page.goto(f"{cluster.url}/experiments/{experiment}")
+    pause = page.get_by_role("button", name=f"pause experiment {experiment}")
+    # Reached by keyboard, as every action is.
+    pause.focus()
+    page.keyboard.press("Enter")
+    assert cluster.wait_state(experiment, "PAUSED").state == "PAUSED"
+    # The page catches up without a reload, offering Activate instead.
+    page.get_by_role("button", name=f"activate experiment {experiment}").wait_for()
+
+
+def test_a_change_made_elsewhere_reaches_the_open_pages_through_the_event_stream(
+    cluster: Cluster, experiment: int, page: Any
+) -> None:
+    # The pages do not poll experiments: only the master's event stream can tell them.
+    page.goto(f"{cluster.url}/experiments/{experiment}")
+    page.get_by_role("button", name=f"activate experiment {experiment}").wait_for()
+    cluster.client.transition(experiment, "activate")
+    page.get_by_role("button", name=f"pause experiment {experiment}").wait_for()
+    page.goto(f"{cluster.url}/experiments?label=webui")
+    page.get_by_role("button", name=f"pause experiment {experiment}").wait_for()
+    cluster.client.transition(experiment, "pause")
+    page.get_by_role("button", name=f"activate experiment {experiment}").wait_for()
+
+
+def test_an_open_trial_page_shows_new_log_lines_and_steps_as_they_come(
+    cluster: Cluster, experiment: int, page: Any
+) -> None:
+    trial = cluster.client.trials(experiment)[0]
+    page.goto(f"{cluster.url}/trials/{trial.id}")
+    logs = page.get_by_label("logs")
+    page.wait_for_function("el => el.textContent.includes('run 1 ')", arg=logs.element_handle())
+    steps_before = cluster.client.trials(experiment)[0].steps_completed
+    cluster.client.transition(experiment, "activate")
+    try:
+        # The resumed run's first line and its new steps arrive without a reload.
+        page.wait_for_function("el => el.textContent.includes('run 2 ')", arg=logs.element_handle())
+        page.wait_for_function(
+            """before => {
+                const m = document.body.innerText.match(/steps (\\d+)/);
+                return m !== null && Number(m[1]) > before;
+            }""",
+            arg=steps_before,
+        )
+    finally:
+        cluster.client.transition(experiment, "pause")
+        cluster.wait_state(experiment, "PAUSED")
+
+
+def test_keyboard_alone_reaches_every_action_of_the_experiments_page(
+    cluster: Cluster, experiment: int, page: Any
+) -> None:
+    page.goto(f"{cluster.url}/experiments")
+    page.get_by_role("button", name=f"activate experiment {experiment}").wait_for()
+    wanted = set(
+        page.eval_on_selector_all(
+            "button:not([disabled]), a[href], input, select",
+            "els => els.map(e => e.outerHTML)",
+        )
+    )
+    reached: set[str] = set()
+    page.locator("body").focus()
+    for _ in range(len(wanted) * 2 + 10):
+        page.keyboard.press("Tab")
+        reached.add(page.evaluate("document.activeElement.outerHTML"))
+        if wanted <= reached:
+            break
+    assert wanted <= reached, sorted(wanted - reached)[:5]
+
+
+def test_job_priority_move_ahead_and_move_to_top_change_the_queue_as_the_cli_sees_it(
+    cluster: Cluster, page: Any
+) -> None:
+    # More slots than the cluster has: both wait in the queue, where jobs can be reordered.
+    config = {**yaml.safe_load(experiment_config()), "resources": {"slots_per_trial": 16}}
+    first = cluster.submit(yaml.safe_dump({**config, "name": "queue-a"}))
+    second = cluster.submit(yaml.safe_dump({**config, "name": "queue-b"}))
+
+    def queue() -> list[dict[str, Any]]:
+        listed = json.loads(cluster.cli("job", "list", "--json", check=True).stdout)
+        jobs: list[dict[str, Any]] = listed["jobs"] if isinstance(listed, dict) else listed
+        return [j for j in jobs if j.get("experiment_id") in (first, second)]
+
+    def order() -> list[int]:
+        return [j["experiment_id"] for j in queue()]
+
+    assert order() == [first, second]
+    page.goto(f"{cluster.url}/jobs")
+    table = page.get_by_role("table", name="job queue")
+    table.get_by_role("button", name="manage job queue-b").click()
+    dialog = page.get_by_role("dialog", name="Manage Job")
+    dialog.get_by_label("Priority").fill("30")
+    dialog.get_by_role("button", name="OK").click()
+    dialog.wait_for(state="hidden")
+    wait_for(
+        "queue-b's priority to be 30",
+        lambda: next(j for j in queue() if j["experiment_id"] == second)["priority"] == 30,
+    )
+    table.get_by_role("button", name="manage job queue-b").click()
+    job_a = next(j["id"] for j in queue() if j["experiment_id"] == first)
+    dialog.get_by_label("place").select_option("ahead_of")
+    dialog.get_by_label("other job").select_option(value=job_a)
+    dialog.get_by_role("button", name="OK").click()
+    dialog.wait_for(state="hidden")
+    wait_for("queue-b to move ahead of queue-a", lambda: order() == [second, first])
+    table.get_by_role("button", name="manage job queue-a").click()
+    page.get_by_role("dialog", name="Manage Job").get_by_role("button", name="Move to Top").click()
+    wait_for("queue-a to go to the top", lambda: order() == [first, second])
+    for exp_id in (first, second):
+        cluster.client.transition(exp_id, "kill")
+
+
+def test_archiving_an_ended_experiment_from_the_ui_archives_it_in_the_api(
+    cluster: Cluster, page: Any
+) -> None:
+    exp_id = cluster.submit(experiment_config(), activate=False)
+    cluster.client.transition(exp_id, "kill")
+    cluster.wait_state(exp_id, "CANCELED", "KILLED", "COMPLETED", "ERROR")
+    page.goto(f"{cluster.url}/experiments/{exp_id}")
+    page.get_by_role("button", name=f"archive experiment {exp_id}").click()
+    wait_for("the experiment to be archived", lambda: cluster.client.experiment(exp_id).archived)
+    page.get_by_role("button", name=f"unarchive experiment {exp_id}").wait_for()
+
+
+def test_the_link_assay_up_prints_signs_a_new_browser_in_once(cluster: Cluster, page: Any) -> None:
+    answer = httpx.post(
+        f"{cluster.url}/api/v1/auth/one-time-tokens", headers=cluster.auth_headers()
+    )
+    assert answer.status_code == 201, answer.text
+    link = f"{cluster.url}/experiments?token={answer.json()['token']}"
+    # New browser contexts: no sign-in stored, as on a first visit.
+    first = page.context.browser.new_context()
+    second = page.context.browser.new_context()
+    try:
+        tab = first.new_page()
+        tab.set_default_timeout(30_000)
+        tab.goto(link)
+        tab.get_by_role("button", name="Sign out").wait_for()
+        tab.get_by_role("heading", name="Experiments").wait_for()
+        assert "token=" not in tab.url  # taken out of the address bar and history
+        other = second.new_page()  # the spent link signs no one else in
+        other.set_default_timeout(30_000)
+        other.goto(link)
+        other.wait_for_url(lambda url: "/sign-in" in url)
+    finally:
+        first.close()
+        second.close()
+
+
+@pytest.fixture(scope="module")
+def analysed(cluster: Cluster) -> int:
+    """A finished ASHA search (rungs at 2 and 4 batches, stop_once) over a double, a
+    categorical and a log hyperparameter, on an agent of its own (the first one's slots are
+    the long experiment's)."""
+    cluster.start_agent("agent-2", slots=4)
+    config = {
+        "name": "webui-asha",
+        "entrypoint": "python3 train.py",
+        "hyperparameters": {
+            "step_seconds": 0.001,
+            "checkpoint_every": 1000,
+            "x": {"type": "double", "minval": 1, "maxval": 10},
+            "opt": {"type": "categorical", "vals": ["sgd", "adam"]},
+            "lr": {"type": "log", "minval": -4, "maxval": -1},
+        },
+        "searcher": {
+            "name": "async_halving",
+            "metric": "loss",
+            "num_rungs": 2,
+            "divisor": 2,
+            "max_trials": 4,
+            "stop_once": True,
+            "max_length": {"batches": 4},
+        },
+        "max_restarts": 0,
+    }
+    exp_id = cluster.submit(yaml.safe_dump(config))
+    assert cluster.wait_state(exp_id, "COMPLETED", "ERROR").state == "COMPLETED"
+    return exp_id
+
+
+def test_the_experiment_page_shows_the_rungs_importance_and_hyperparameter_plots(
+    cluster: Cluster, analysed: int, page: Any
+) -> None:
+    progress = cluster.client.searcher_progress(analysed)
+    importance = cluster.client.hparam_importance(analysed)
+    page.goto(f"{cluster.url}/experiments/{analysed}?hp=lr")
+    (bracket,) = progress.brackets
+    rungs = page.get_by_role("table", name="rungs of bracket 1")
+    rungs.wait_for()
+    rows = rungs.get_by_role("row")
+    for index, rung in enumerate(bracket.rungs):
+        cells = rows.nth(index + 1).get_by_role("cell").all_inner_texts()
+        assert cells[1:5] == [str(rung.length), str(rung.reached), "0", str(rung.promoted)]
+    assert "trials created 4 of 4" in page.get_by_label("searcher progress").inner_text()
+    # Importance: one bar per hyperparameter the API ranks, in its order.
+    chart = page.get_by_role("img", name="hyperparameter importance")
+    chart.wait_for()
+    names = chart.locator(".importance-name").all_text_contents()
+    assert names == [i.name for i in importance.importances]
+    # Parallel coordinates: an axis per searched hyperparameter (not the constants), then the
+    # metric; a line per trial. Axes go in the order the API's config has the hyperparameters.
+    space = cluster.client.experiment(analysed).config["hyperparameters"]
+    axes = [name for name in space if name in {"x", "opt", "lr"}] + ["loss"]
+    label = f"parallel coordinates of 4 trials over {', '.join(axes)}"
+    page.get_by_role("img", name=label).wait_for()
+    assert page.locator(".pc-axis-name").all_inner_texts() == axes
+    # The scatter plots the hyperparameter the URL names; choosing another puts it there.
+    page.get_by_role("img", name="loss against lr for 4 trials").wait_for()
+    page.get_by_role("combobox", name="hyperparameter to plot").select_option("opt")
+    page.get_by_role("img", name="loss against opt for 4 trials").wait_for()
+    assert "hp=opt" in page.url
+    shot(page, "experiment-analysis")
+
+
+def test_an_experiment_without_finished_trials_says_why_it_has_no_importance(
+    cluster: Cluster, experiment: int, page: Any
+) -> None:
+    page.goto(f"{cluster.url}/experiments/{experiment}")
+    page.get_by_role("status").filter(has_text="at least 2 finished trials").wait_for()
+
+
+def test_a_client_side_route_loads_the_ui_and_an_unknown_api_path_stays_a_404(
+    cluster: Cluster,
+) -> None:
+    deep = httpx.get(f"{cluster.url}/trials/12345")
+    assert deep.status_code == 200 and '<div id="root">' in deep.text
+    assert deep.headers["cache-control"] == "no-cache"
+    missing = httpx.get(f"{cluster.url}/api/v1/no-such-thing")
+    assert missing.status_code == 404 and missing.json()["error"]["type"]
+    asset = next((DIST / "assets").glob("*.js")).name
+    cached = httpx.get(f"{cluster.url}/assets/{asset}")
+    assert cached.status_code == 200 and "immutable" in cached.headers["cache-control"]
+
+
+def test_without_a_build_the_master_says_how_to_make_one(tmp_path: Path) -> None:
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from assay.api._webui import install_webui
+
+    app = FastAPI()
+    install_webui(app, tmp_path / "no-dist")
+    answer = TestClient(app).get("/experiments")
+    assert answer.status_code == 200 and "make webui" in answer.text

@@ -1,0 +1,193 @@
+"""The agent's zygote: each trial it forks is a fresh process that looks, to the trial and to
+the agent, like ``python3 SCRIPT`` started through the shell; what it cannot be runs that way."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.agent._forking import ForkedProcess, ZygoteClient, direct_python
+from assay.agent._runner import MAX_LINE, base_environment
+
+REPORT = (
+    "import json, os, sys\n"
+    "import __main__\n"
+    "print(json.dumps({'argv': sys.argv, 'cwd': os.getcwd(), 'var': os.environ.get('TRIAL_VAR'),\n"
+    "    'path0': sys.path[0], 'extra': os.environ['EXTRA'] in sys.path,\n"
+    "    'file': __main__.__file__, 'pgid': os.getpgid(0), 'pid': os.getpid(),\n"
+    "    'ppid': os.getppid(), 'name': __name__}))\n"
+    "sys.exit(3)\n"
+)
+
+
+def _with_zygote(body: Callable[[ZygoteClient], Awaitable[Any]]) -> Any:
+    async def run() -> Any:
+        zygote = ZygoteClient(base_environment, MAX_LINE)
+        await zygote.start()
+        try:
+            return await body(zygote)
+        finally:
+            await zygote.close()
+
+    return asyncio.run(run())
+
+
+async def _finish(process: ForkedProcess) -> tuple[int, str, str]:
+    out, err, code = await asyncio.gather(
+        process.stdout.read(), process.stderr.read(), process.wait()
+    )
+    return code, out.decode(), err.decode()
+
+
+def test_a_forked_trial_runs_its_script_with_its_own_argv_directory_environment_and_session(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "train.py").write_text(REPORT)
+    extra = tmp_path / "lib"
+    extra.mkdir()
+    env = base_environment()
+    env["TRIAL_VAR"] = "seven"
+    env["EXTRA"] = str(extra)
+    env["PYTHONPATH"] = f"{extra}:{env['PYTHONPATH']}"
+
+    async def body(zygote: ZygoteClient) -> tuple[int, int, str, str]:
+        process = await zygote.spawn(["python3", "train.py", "--lr=0.1"], tmp_path, env)
+        return (process.pid, *await _finish(process))
+
+    pid, code, out, err = _with_zygote(body)
+    assert code == 3, err
+    seen = json.loads(out)
+    assert seen["argv"] == ["train.py", "--lr=0.1"]
+    assert seen["cwd"] == str(tmp_path)
+    assert seen["var"] == "seven"
+    assert seen["path0"] == str(tmp_path)
+    assert seen["extra"] is True
+    assert seen["file"] == str(tmp_path / "train.py")
+    assert seen["name"] == "__main__"
+    # Its own process, leading its own group (the agent signals the trial's group by its pid).
+    assert seen["pid"] == pid == seen["pgid"]
+    assert seen["ppid"] != os.getpid()
+
+
+def test_an_uncaught_exception_ends_with_code_1_and_a_traceback_from_the_script(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "train.py").write_text("def f():\n    raise ValueError('bad lr')\nf()\n")
+
+    async def body(zygote: ZygoteClient) -> tuple[int, str, str]:
+        return await _finish(await zygote.spawn(["python3", "train.py"], tmp_path, env))
+
+    env = base_environment()
+    code, _, err = _with_zygote(body)
+    assert code == 1
+    lines = err.splitlines()
+    assert lines[0] == "Traceback (most recent call last):"
+    assert lines[1].startswith(f'  File "{tmp_path / "train.py"}", line 3, in <module>')
+    assert lines[-1] == "ValueError: bad lr"
+    assert "zygote" not in err
+
+
+def test_a_trial_whose_python3_is_another_interpreter_runs_that_one(tmp_path: Path) -> None:
+    other = tmp_path / "bin"
+    other.mkdir()
+    (other / "python3").write_text('#!/bin/sh\necho "other python ran $@"\n')
+    (other / "python3").chmod(0o755)
+    (tmp_path / "train.py").write_text("print('the zygote ran it')\n")
+    env = base_environment()
+    env["PATH"] = f"{other}:{env['PATH']}"
+
+    async def body(zygote: ZygoteClient) -> tuple[int, str, str]:
+        return await _finish(await zygote.spawn(["python3", "train.py", "x"], tmp_path, env))
+
+    code, out, _ = _with_zygote(body)
+    assert (code, out) == (0, "other python ran train.py x\n")
+
+
+def test_a_trial_that_sets_a_startup_variable_starts_the_ordinary_way(tmp_path: Path) -> None:
+    # A fresh interpreter reads PYTHONHASHSEED at start; the zygote's children share its own.
+    (tmp_path / "train.py").write_text("print(hash('assay'))\n")
+    env = base_environment()
+    env["PYTHONHASHSEED"] = "123"
+
+    async def body(zygote: ZygoteClient) -> tuple[int, str, str]:
+        return await _finish(await zygote.spawn(["python3", "train.py"], tmp_path, env))
+
+    code, out, err = _with_zygote(body)
+    expected = subprocess.run(
+        [sys.executable, "-c", "print(hash('assay'))"],
+        env={**os.environ, "PYTHONHASHSEED": "123"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert (code, out) == (0, expected), err
+
+
+def test_a_signal_to_the_trials_group_ends_it_as_that_signal(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("import time\nprint('up', flush=True)\ntime.sleep(60)\n")
+
+    async def body(zygote: ZygoteClient) -> int:
+        process = await zygote.spawn(["python3", "train.py"], tmp_path, base_environment())
+        assert await process.stdout.readline() == b"up\n"
+        os.killpg(process.pid, signal.SIGTERM)
+        return await process.wait()
+
+    assert _with_zygote(body) == -signal.SIGTERM
+
+
+def test_the_zygotes_end_ends_its_trials(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("import time\nprint('up', flush=True)\ntime.sleep(60)\n")
+
+    async def run() -> tuple[int, int]:
+        zygote = ZygoteClient(base_environment, MAX_LINE)
+        process = await zygote.spawn(["python3", "train.py"], tmp_path, base_environment())
+        assert await process.stdout.readline() == b"up\n"
+        await zygote.close()
+        # The child is not ours to wait for: its end shows as its output closing.
+        await asyncio.wait_for(process.stdout.read(), 30)
+        return process.pid, await process.wait()
+
+    pid, code = asyncio.run(run())
+    assert code == -signal.SIGKILL
+    # Gone, or a zombie left for init to reap.
+    stat = Path(f"/proc/{pid}/stat")
+    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+
+@pytest.mark.parametrize(
+    ("entrypoint", "argv"),
+    [
+        ("python3 train.py", ["python3", "train.py"]),
+        (
+            "python train.py --lr=0.1 --epochs 3",
+            ["python", "train.py", "--lr=0.1", "--epochs", "3"],
+        ),
+        (["python3.11", "train.py", "a b"], ["python3.11", "train.py", "a b"]),
+        ("python3 -m trainer", None),
+        ("python3 train.py && echo done", None),
+        ("python3 train.py > out.txt", None),
+        ("FOO=1 python3 train.py", None),
+        ("python3 train.py --name 'a b'", None),
+        ("bash run.sh", None),
+        ("python3", None),
+        ("model_def:Trial", None),
+    ],
+)
+def test_only_a_plain_python_script_entrypoint_is_forked(
+    tmp_path: Path, entrypoint: str | list[str], argv: list[str] | None
+) -> None:
+    assert direct_python(entrypoint, tmp_path) == argv
+
+
+def test_an_entrypoint_with_a_startup_hook_is_not_forked(tmp_path: Path) -> None:
+    (tmp_path / "startup-hook.sh").write_text("export X=1\n")
+    assert direct_python("python3 train.py", tmp_path) is None

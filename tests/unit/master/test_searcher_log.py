@@ -1,0 +1,93 @@
+"""The master keeps each searcher as a snapshot plus an event log (``searcher_events``): a
+new master rebuilds the searcher it left, and the log is compacted into a snapshot now and then."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from assay.config import MasterConfig
+from assay.db import Database, Experiment, SearcherEvent
+from assay.master import Master, Submission
+from assay.master import _searchers as searchers_module
+from tests.unit.master.conftest import ADMIN
+from tests.unit.master.support import run
+from tests.unit.master.test_handlers import caller_for, config, connect_agent
+
+
+def finish_running_trials(
+    master: Master, agent_starts: list[dict[str, object]], done: set[str]
+) -> None:
+    for start in agent_starts:
+        alloc = str(start["allocation_id"])
+        if alloc in done:
+            continue
+        done.add(alloc)
+        caller = caller_for(master, alloc)
+        run(master.harness.complete_operation(caller, 100, 0.1 * len(done)))
+        run(
+            master.agents.on_message(
+                "a1", {"type": "exited", "allocation_id": alloc, "exit_code": 0}
+            )
+        )
+
+
+def experiment(master: Master, exp_id: int) -> Experiment:
+    exp = master.db.run_sync(lambda s: s.get(Experiment, exp_id))
+    assert exp is not None
+    return exp
+
+
+def logged(master: Master) -> int:
+    return int(
+        master.db.run_sync(lambda s: s.scalar(select(func.count()).select_from(SearcherEvent)))
+    )
+
+
+def test_a_new_master_rebuilds_the_searcher_from_its_snapshot_and_logged_events(
+    master: Master, context: bytes, db_url: str, tmp_path: Path
+) -> None:
+    sub = Submission(config(name="random", max_trials=8, max_concurrent_trials=2), context)
+    exp_id = run(master.experiments.create(ADMIN, sub)).id
+    agent = connect_agent(master, slots=2)
+    done: set[str] = set()
+    for _ in range(2):
+        run(master.loops.schedule_once())
+        finish_running_trials(master, agent.starts(), done)
+    exp = experiment(master, exp_id)
+    # The submission's snapshot holds the first event (the initial operations); the rest are
+    # only logged.
+    assert exp.searcher_seq > exp.searcher_snapshot_seq == 1
+    assert logged(master) == exp.searcher_seq - 1
+    live = master.core.searchers.searcher(exp).snapshot()
+    assert exp.searcher_state != live, "the stored snapshot alone is behind"
+    reborn = Master(MasterConfig(), Database(db_url), tmp_path / "home2")
+    rebuilt = reborn.db.run_sync(
+        lambda s: reborn.core.searchers.searcher(s.get(Experiment, exp_id)).snapshot()
+    )
+    assert rebuilt == live
+    reborn.db.dispose()
+
+
+def test_the_log_is_compacted_into_a_snapshot_every_few_events_and_when_the_search_ends(
+    master: Master, context: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(searchers_module, "SNAPSHOT_EVERY", 3)
+    sub = Submission(config(name="random", max_trials=6, max_concurrent_trials=2), context)
+    exp_id = run(master.experiments.create(ADMIN, sub)).id
+    agent = connect_agent(master, slots=2)
+    done: set[str] = set()
+    seen_compaction = False
+    while experiment(master, exp_id).state == "ACTIVE":
+        run(master.loops.schedule_once())
+        finish_running_trials(master, agent.starts(), done)
+        exp = experiment(master, exp_id)
+        assert exp.searcher_seq - exp.searcher_snapshot_seq < 3
+        assert logged(master) == exp.searcher_seq - exp.searcher_snapshot_seq
+        seen_compaction |= exp.searcher_snapshot_seq > 0
+    exp = experiment(master, exp_id)
+    assert seen_compaction
+    assert exp.state == "COMPLETED" and len(done) == 6
+    assert exp.searcher_snapshot_seq == exp.searcher_seq and logged(master) == 0

@@ -1,0 +1,110 @@
+// Pure helpers of the hyperparameter views: which hyperparameters were searched, and axes that
+// place any of their values (numbers on a linear or log scale, anything else as categories).
+import { hparam, num } from "./format";
+
+/** A searched hyperparameter: its dotted name and its type in the config. */
+export interface Searched {
+  name: string;
+  type: string;
+  /** A categorical's values in the config's order (so axes keep it). */
+  order?: unknown[];
+}
+
+const isMap = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** The searched hyperparameters of a config's `hyperparameters` (constants left out), dotted
+ * when nested, in definition order. */
+export function searchedHparams(space: unknown, prefix = ""): Searched[] {
+  if (!isMap(space)) return [];
+  const out: Searched[] = [];
+  for (const [key, def] of Object.entries(space)) {
+    const name = `${prefix}${key}`;
+    if (!isMap(def)) continue; // a bare value is a constant
+    const type = def.type;
+    if (typeof type !== "string") {
+      out.push(...searchedHparams(def, `${name}.`));
+    } else if (type !== "const") {
+      out.push({ name, type, order: type === "categorical" && Array.isArray(def.vals) ? def.vals : undefined });
+    }
+  }
+  return out;
+}
+
+/** The value at a dotted name of a trial's (nested) hyperparameters. */
+export function valueAt(hparams: unknown, name: string): unknown {
+  let node: unknown = hparams;
+  for (const part of name.split(".")) {
+    if (!isMap(node) || !(part in node)) return undefined;
+    node = node[part];
+  }
+  return node;
+}
+
+/** Where a value sits on an axis (0 at the bottom, 1 at the top), and what its ticks say. */
+export interface Axis {
+  name: string;
+  kind: "linear" | "log" | "category";
+  position: (value: unknown) => number | null;
+  ticks: { at: number; label: string }[];
+}
+
+const key = (v: unknown) => JSON.stringify(v) ?? "null";
+
+/** An axis for `values`: numeric when every one is a finite number (log-scaled when asked and
+ * all are above zero), else one evenly spaced category per distinct value. */
+export function makeAxis(name: string, values: unknown[], opts: { log?: boolean; order?: unknown[] } = {}): Axis {
+  const present = values.filter((v) => v !== undefined);
+  const numeric = present.length > 0 && present.every((v) => typeof v === "number" && Number.isFinite(v));
+  if (numeric) {
+    const numbers = present as number[];
+    const log = !!opts.log && numbers.every((v) => v > 0);
+    const f = log ? Math.log10 : (v: number) => v;
+    // A loop, not Math.min(...): spreading 50,000 trials' values overflows the call stack.
+    let lo = Infinity, hi = -Infinity;
+    for (const v of numbers) { const x = f(v); if (x < lo) lo = x; if (x > hi) hi = x; }
+    if (lo === hi) { lo -= 0.5; hi += 0.5; }
+    const position = (v: unknown) =>
+      typeof v === "number" && Number.isFinite(v) && (!log || v > 0) ? (f(v) - lo) / (hi - lo) : null;
+    const ticks = [0, 0.25, 0.5, 0.75, 1].map((at) => {
+      const raw = lo + at * (hi - lo);
+      return { at, label: num(log ? 10 ** raw : raw) };
+    });
+    return { name, kind: log ? "log" : "linear", position, ticks };
+  }
+  const seen = new Map<string, unknown>();
+  for (const v of opts.order ?? []) seen.set(key(v), v);
+  const found = new Map<string, unknown>();
+  for (const v of present) found.set(key(v), v);
+  // The config's order first (for those trials drew), then any others sorted by their text.
+  const ordered = [...seen.keys()].filter((k) => found.has(k));
+  ordered.push(...[...found.keys()].filter((k) => !seen.has(k)).sort());
+  const index = new Map(ordered.map((k, i) => [k, i]));
+  // Each category in the middle of its own band, so none sits on the plot's edge.
+  const at = (i: number) => (i + 0.5) / ordered.length;
+  return {
+    name,
+    kind: "category",
+    position: (v) => (v === undefined || !index.has(key(v)) ? null : at(index.get(key(v))!)),
+    ticks: ordered.map((k, i) => ({ at: at(i), label: hparam(found.get(k)) })),
+  };
+}
+
+/** Colour of a trial by how good its metric is: 0 (best) dark blue to 1 (worst) orange. */
+export function rankColour(fraction: number, alpha = 0.75): string {
+  const t = Math.min(Math.max(fraction, 0), 1);
+  const r = Math.round(31 + t * (255 - 31));
+  const g = Math.round(119 + t * (127 - 119));
+  const b = Math.round(180 + t * (14 - 180));
+  return `rgba(${r}, ${g}, ${b}, ${alpha})`;
+}
+
+/** Each metric's goodness from 0 (best) to 1 (worst), by rank, so a few outliers do not
+ * wash the colours out. */
+export function goodness(metrics: number[], smallerIsBetter: boolean): number[] {
+  const order = metrics.map((m, i) => [m, i] as const).sort((a, b) => (smallerIsBetter ? a[0] - b[0] : b[0] - a[0]));
+  const out = new Array<number>(metrics.length).fill(0);
+  const span = Math.max(metrics.length - 1, 1);
+  order.forEach(([, i], rank) => { out[i] = rank / span; });
+  return out;
+}

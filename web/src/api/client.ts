@@ -1,0 +1,107 @@
+// The one typed client of the master's REST API. Paths, parameters and bodies are checked
+// against `schema.d.ts`, which is generated from the master's OpenAPI document.
+import createClient, { type Middleware } from "openapi-fetch";
+import type { components, paths } from "./schema";
+
+export type Schemas = components["schemas"];
+export type Experiment = Schemas["Experiment"];
+export type ExperimentSummary = Schemas["ExperimentSummary"];
+export type ExperimentState = Schemas["ExperimentState"];
+export type Trial = Schemas["Trial"];
+export type TrialDetail = Schemas["TrialDetail"];
+export type Metric = Schemas["Metric"];
+export type Checkpoint = Schemas["Checkpoint"];
+export type Job = Schemas["Job"];
+export type JobQueue = Schemas["JobQueue"];
+export type JobChange = Schemas["JobChange"];
+export type LogEntry = Schemas["LogEntry"];
+export type LogPage = Schemas["LogPage"];
+export type ResourcePool = Schemas["ResourcePool"];
+export type Agent = Schemas["Agent"];
+export type ErrorDetail = Schemas["ErrorDetail"];
+export type ExperimentValidation = Schemas["ExperimentValidation"];
+export type Task = Schemas["Task"];
+export type TaskValidation = Schemas["TaskValidation"];
+export type TaskLogEntry = Schemas["TaskLogEntry"];
+export type TaskLogPage = Schemas["TaskLogPage"];
+
+const TOKEN_KEY = "assay.token";
+
+export function getToken(): string | null {
+  return localStorage.getItem(TOKEN_KEY);
+}
+
+export function setToken(token: string | null): void {
+  if (token) localStorage.setItem(TOKEN_KEY, token);
+  else localStorage.removeItem(TOKEN_KEY);
+}
+
+/** An answer other than 2xx: the API's error shape, flattened to one line a person can read. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    /** Each problem with the path of the field it names, when the API gave them. */
+    readonly details: ErrorDetail[] = [],
+  ) {
+    super(message);
+  }
+}
+
+const bearer: Middleware = {
+  onRequest({ request }) {
+    const token = getToken();
+    if (token) request.headers.set("Authorization", `Bearer ${token}`);
+    return request;
+  },
+};
+
+export const api = createClient<paths>({ baseUrl: window.location.origin });
+api.use(bearer);
+
+type Answer<T> = { data?: T; error?: unknown; response: Response };
+
+/** The data of an answer, or an ApiError saying what the master said was wrong. */
+export async function ok<T>(call: Promise<Answer<T>>): Promise<T> {
+  const { data, error, response } = await call;
+  if (response.ok) return data as T;
+  throw new ApiError(response.status, describe(error, response), detailsOf(error));
+}
+
+function detailsOf(error: unknown): ErrorDetail[] {
+  return (error as { error?: { details?: ErrorDetail[] } } | undefined)?.error?.details ?? [];
+}
+
+/** The multipart uploads (config plus context archive), keyed by their route. */
+type FormRoute =
+  | "/api/v1/experiments"
+  | "/api/v1/experiments/validate"
+  | "/api/v1/jobs"
+  | "/api/v1/jobs/validate";
+type FormAnswer<P extends FormRoute> = paths[P]["post"]["responses"] extends infer R
+  ? R extends { 200: { content: { "application/json": infer T } } }
+    ? T
+    : R extends { 201: { content: { "application/json": infer T } } }
+      ? T
+      : never
+  : never;
+
+/** POST `form` as multipart/form-data to an upload route; its typed answer or an ApiError. */
+export async function postForm<P extends FormRoute>(path: P, form: FormData): Promise<FormAnswer<P>> {
+  const headers: Record<string, string> = {};
+  const token = getToken();
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const response = await fetch(path, { method: "POST", body: form, headers });
+  const body: unknown = await response.json().catch(() => undefined);
+  if (response.ok) return body as FormAnswer<P>;
+  throw new ApiError(response.status, describe(body, response), detailsOf(body));
+}
+
+function describe(error: unknown, response: Response): string {
+  const body = (error ?? {}) as {
+    error?: { message?: string; details?: { path: string; message: string }[] };
+  };
+  const main = body.error?.message ?? `${response.status} ${response.statusText}`;
+  const details = (body.error?.details ?? []).map((d) => `${d.path}: ${d.message}`);
+  return details.length ? `${main} (${details.join("; ")})` : main;
+}

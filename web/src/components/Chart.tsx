@@ -1,0 +1,82 @@
+// Line charts with uPlot: one series per trial, x = steps completed.
+import { useEffect, useRef } from "react";
+import uPlot from "uplot";
+import "uplot/dist/uPlot.min.css";
+
+export interface Series {
+  label: string;
+  points: [number, number][];
+}
+
+const PALETTE = [
+  "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+  "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+];
+
+/** Align series on the union of their x values (uPlot's data layout), gaps as null. */
+function align(series: Series[]): uPlot.AlignedData {
+  const xs = Array.from(new Set(series.flatMap((s) => s.points.map((p) => p[0])))).sort(
+    (a, b) => a - b,
+  );
+  const index = new Map(xs.map((x, i) => [x, i]));
+  const ys = series.map((s) => {
+    const column: (number | null)[] = new Array(xs.length).fill(null);
+    for (const [x, y] of s.points) column[index.get(x)!] = y;
+    return column;
+  });
+  return [xs, ...ys] as uPlot.AlignedData;
+}
+
+export function LineChart({
+  title,
+  series,
+  height = 260,
+}: {
+  title: string;
+  series: Series[];
+  height?: number;
+}) {
+  const box = useRef<HTMLDivElement>(null);
+  const plot = useRef<uPlot | null>(null);
+  const shape = series.map((s) => s.label).join("\u0000");
+
+  useEffect(() => {
+    const element = box.current;
+    if (!element) return;
+    const options: uPlot.Options = {
+      title,
+      width: Math.max(element.clientWidth, 300),
+      height,
+      scales: { x: { time: false } },
+      axes: [{ label: "steps" }, {}],
+      series: [
+        { label: "steps" },
+        ...series.map((s, i) => ({
+          label: s.label,
+          stroke: PALETTE[i % PALETTE.length],
+          width: 1.5,
+          spanGaps: true,
+          points: { show: false },
+        })),
+      ],
+    };
+    plot.current = new uPlot(options, align(series), element);
+    const resize = new ResizeObserver(() =>
+      plot.current?.setSize({ width: Math.max(element.clientWidth, 300), height }),
+    );
+    resize.observe(element);
+    return () => {
+      resize.disconnect();
+      plot.current?.destroy();
+      plot.current = null;
+    };
+    // Rebuilt only when the set of series changes; new points go through setData below.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [shape, title, height]);
+
+  useEffect(() => {
+    plot.current?.setData(align(series));
+  }, [series]);
+
+  return <div className="chart" ref={box} aria-label={`chart: ${title}`} />;
+}

@@ -1,0 +1,84 @@
+// Small shared pieces: state badges, errors, the experiment actions.
+import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { api, ok, type ExperimentState } from "../api/client";
+
+export function StateBadge({ state }: { state: string }) {
+  return <span className={`state state-${state.toLowerCase()}`}>{state}</span>;
+}
+
+export function ErrorLine({ error }: { error: unknown }) {
+  if (!error) return null;
+  return (
+    <p className="error" role="alert">
+      {error instanceof Error ? error.message : String(error)}
+    </p>
+  );
+}
+
+export function Loading() {
+  return <p className="muted">Loading…</p>;
+}
+
+const ENDED: ExperimentState[] = ["COMPLETED", "CANCELED", "ERROR"];
+
+type Action = "pause" | "activate" | "cancel" | "kill" | "archive" | "unarchive";
+
+/** The actions the API allows an experiment in `state`, in the order they are shown. */
+export function actionsFor(state: ExperimentState, archived: boolean): Action[] {
+  if (ENDED.includes(state)) return [archived ? "unarchive" : "archive"];
+  const out: Action[] = [];
+  if (state === "ACTIVE") out.push("pause");
+  if (state === "PAUSED") out.push("activate");
+  if (!state.startsWith("STOPPING_CANCELED") && !state.startsWith("STOPPING_KILLED"))
+    out.push("cancel");
+  out.push("kill");
+  return out;
+}
+
+const PATHS = {
+  pause: "/api/v1/experiments/{experiment_id}/pause",
+  activate: "/api/v1/experiments/{experiment_id}/activate",
+  cancel: "/api/v1/experiments/{experiment_id}/cancel",
+  kill: "/api/v1/experiments/{experiment_id}/kill",
+  archive: "/api/v1/experiments/{experiment_id}/archive",
+  unarchive: "/api/v1/experiments/{experiment_id}/unarchive",
+} as const;
+
+export function ExperimentActions({
+  id,
+  state,
+  archived,
+  compact = false,
+}: {
+  id: number;
+  state: ExperimentState;
+  archived: boolean;
+  compact?: boolean;
+}) {
+  const client = useQueryClient();
+  const act = useMutation({
+    mutationFn: (action: Action) =>
+      ok(api.POST(PATHS[action], { params: { path: { experiment_id: id } } })),
+    onSettled: () => client.invalidateQueries(),
+  });
+  return (
+    <span className={compact ? "actions compact" : "actions"}>
+      {actionsFor(state, archived).map((action) => (
+        <button
+          key={action}
+          type="button"
+          disabled={act.isPending}
+          aria-label={`${action} experiment ${id}`}
+          className={action === "kill" ? "danger" : undefined}
+          onClick={() => {
+            if (action === "kill" && !confirm(`Kill experiment ${id}?`)) return;
+            act.mutate(action);
+          }}
+        >
+          {action[0].toUpperCase() + action.slice(1)}
+        </button>
+      ))}
+      {act.error && <span className="error">{act.error.message}</span>}
+    </span>
+  );
+}

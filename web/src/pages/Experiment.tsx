@@ -1,0 +1,224 @@
+// Experiment: state and actions, trials with hyperparameters, learning curves, config, checkpoints.
+import { useQuery } from "@tanstack/react-query";
+import { useMemo } from "react";
+import { Link, useParams, useSearchParams } from "react-router-dom";
+import { api, ok, type Checkpoint, type Metric, type Schemas, type Trial } from "../api/client";
+import { ErrorLine, ExperimentActions, Loading, StateBadge } from "../components/bits";
+import { LineChart, type Series } from "../components/Chart";
+import { Table, type Column } from "../components/Table";
+import { duration, hparam, num, percent, when } from "../format";
+import { liveOptions, useLiveEvents } from "../live";
+import { Analysis } from "./ExperimentAnalysis";
+
+/** The most trials whose curves are drawn when none are selected. */
+const DEFAULT_CURVES = 20;
+/** The most trials whose curves one read of the API draws. */
+const MAX_CURVES = 1000;
+/** Rows asked first, so they show while the whole list (50,000 trials: seconds) loads. */
+const FIRST_PAGE = 100;
+/** Table sorts the API can do itself: only then is its first page the table's first rows. */
+const SERVER_SORTS: Record<string, Schemas["TrialSort"]> = {
+  id: "id", state: "state", steps: "steps", restarts: "restarts", best: "best",
+};
+
+export function ExperimentPage() {
+  const id = Number(useParams().id);
+  const [params, setParams] = useSearchParams();
+  useLiveEvents({ experimentId: id });
+  const experiment = useQuery({
+    queryKey: ["experiment", id],
+    queryFn: () => ok(api.GET("/api/v1/experiments/{experiment_id}", { params: { path: { experiment_id: id } } })),
+    ...liveOptions({ kind: "experiment", id }),
+  });
+  const tableSort = params.get("tsort") ?? "";
+  const serverSort = SERVER_SORTS[tableSort.replace(/^-/, "") || "id"];
+  const firstPage = useQuery({
+    queryKey: ["trials", id, "first", tableSort],
+    queryFn: () => ok(api.GET("/api/v1/experiments/{experiment_id}/trials", {
+      params: {
+        path: { experiment_id: id },
+        query: { limit: FIRST_PAGE, sort: serverSort, order: tableSort.startsWith("-") ? "desc" : "asc" },
+      },
+    })),
+    enabled: serverSort !== undefined,
+  });
+  // The whole list after the first page: asked together, its read (seconds for 50,000 trials)
+  // would hold the master up answering the first page and the curves.
+  const trials = useQuery({
+    queryKey: ["trials", id],
+    queryFn: () => ok(api.GET("/api/v1/experiments/{experiment_id}/trials", { params: { path: { experiment_id: id } } })),
+    ...liveOptions({ kind: "trials", experimentId: id }),
+    enabled: serverSort === undefined || firstPage.isFetched,
+  });
+  const checkpoints = useQuery({
+    queryKey: ["checkpoints", "experiment", id],
+    queryFn: () => ok(api.GET("/api/v1/experiments/{experiment_id}/checkpoints", { params: { path: { experiment_id: id } } })),
+    ...liveOptions({ kind: "experiment", id }),
+  });
+
+  const rows = trials.data?.trials ?? firstPage.data?.trials ?? [];
+  const partial = !trials.data && firstPage.data ? (firstPage.data.pagination?.total ?? rows.length) : null;
+  const selected = useMemo(
+    () => new Set((params.get("trials") ?? "").split(",").filter(Boolean).map(Number)),
+    [params],
+  );
+  const toggle = (trialId: number) => {
+    const next = new Set(selected);
+    if (next.has(trialId)) next.delete(trialId);
+    else next.add(trialId);
+    const out = new URLSearchParams(params);
+    if (next.size) out.set("trials", [...next].sort((a, b) => a - b).join(","));
+    else out.delete("trials");
+    setParams(out, { replace: true });
+  };
+
+  const hparamNames = useMemo(
+    () => Array.from(new Set(rows.flatMap((t) => Object.keys(t.hparams ?? {})))).sort(),
+    [rows],
+  );
+  const metricName = experiment.data?.searcher.metric ?? "";
+  const columns = useMemo<Column<Trial>[]>(() => [
+    {
+      key: "select", header: "Plot",
+      cell: (t) => (
+        <input type="checkbox" aria-label={`plot trial ${t.id}`} checked={selected.has(t.id)} onChange={() => toggle(t.id)} />
+      ),
+    },
+    { key: "id", header: "Trial", value: (t) => t.id, cell: (t) => <Link to={`/trials/${t.id}`}>{t.id}</Link> },
+    { key: "state", header: "State", value: (t) => t.state, cell: (t) => <StateBadge state={t.state} /> },
+    ...hparamNames.map((h) => ({
+      key: `hp.${h}`, header: h,
+      value: (t: Trial) => { const v = t.hparams?.[h]; return typeof v === "number" ? v : hparam(v); },
+      cell: (t: Trial) => hparam(t.hparams?.[h]), className: "num",
+    })),
+    { key: "best", header: `Best ${metricName}`, value: (t) => t.best_validation, cell: (t) => num(t.best_validation), className: "num" },
+    {
+      key: "latest", header: `Latest ${metricName}`,
+      value: (t) => (metricName ? latestValue(t.latest_validation, metricName) : null),
+      cell: (t) => num(metricName ? latestValue(t.latest_validation, metricName) : null), className: "num",
+    },
+    { key: "steps", header: "Steps", value: (t) => t.steps_completed, cell: (t) => t.steps_completed, className: "num" },
+    { key: "restarts", header: "Restarts", value: (t) => t.restarts, cell: (t) => t.restarts, className: "num" },
+    { key: "duration", header: "Duration", value: (t) => (t.ended_at ?? Date.now() / 1000) - t.created_at, cell: (t) => duration(t.created_at, t.ended_at) },
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  ], [hparamNames, metricName, selected, params]);
+
+  if (experiment.isPending) return <Loading />;
+  if (experiment.error) return <ErrorLine error={experiment.error} />;
+  const e = experiment.data;
+  const plotted = selected.size
+    ? [...selected].sort((a, b) => a - b).slice(0, MAX_CURVES)
+    : rows.slice(0, DEFAULT_CURVES).map((t) => t.id);
+
+  return (
+    <section>
+      <h1>
+        Experiment {e.id}: {e.name} <StateBadge state={e.state} />
+        {e.archived && <span className="tag">archived</span>}
+      </h1>
+      <div className="summary">
+        <ExperimentActions id={e.id} state={e.state} archived={e.archived} />
+        <span>progress {percent(e.progress)}</span>
+        <span>searcher {e.searcher.name} on {e.searcher.metric} ({e.searcher.smaller_is_better ? "smaller" : "larger"} is better)</span>
+        <span>user {e.owner}</span>
+        {e.resource_pool && <span>pool {e.resource_pool}</span>}
+        <span>started {when(e.created_at)}</span>
+        <span>duration {duration(e.created_at, e.ended_at)}</span>
+        {e.labels.length > 0 && <span>labels {e.labels.join(", ")}</span>}
+      </div>
+      {e.message && <p className="message">{e.message}</p>}
+      {e.waiting && <p className="muted">Waiting: {e.waiting}</p>}
+
+      <h2>Trials</h2>
+      <ErrorLine error={trials.error ?? firstPage.error} />
+      {partial !== null && <p className="muted">the first {rows.length} of {partial} trials; loading the rest…</p>}
+      <Table label="trials" rows={rows} columns={columns} rowKey={(t) => t.id} sortParam="tsort" height={420} empty="No trials yet." />
+
+      <h2>Learning curves</h2>
+      <p className="muted">
+        {selected.size
+          ? `${selected.size} selected trial(s)${selected.size > MAX_CURVES ? `; the first ${MAX_CURVES} drawn` : ""}`
+          : `the first ${plotted.length} trials; tick "Plot" to choose`}
+      </p>
+      <Curves experimentId={e.id} trialIds={plotted} />
+
+      {trials.data ? <Analysis experiment={e} trials={rows} /> : <Loading />}
+
+      <h2>Checkpoints</h2>
+      <ErrorLine error={checkpoints.error} />
+      <CheckpointTable checkpoints={checkpoints.data?.checkpoints ?? []} />
+
+      <h2>Config</h2>
+      <pre className="config" aria-label="config">{e.original_config || JSON.stringify(e.config, null, 2)}</pre>
+    </section>
+  );
+}
+
+function latestValue(metric: Metric | null | undefined, name: string): number | null {
+  const value = metric?.metrics?.[name];
+  return typeof value === "number" ? value : null;
+}
+
+/** Curves of one metric of `trialIds` (in the URL; the searcher's by default), read at once. */
+function Curves({ experimentId, trialIds }: { experimentId: number; trialIds: number[] }) {
+  const [params, setParams] = useSearchParams();
+  const asked = params.get("metric");
+  const [group, metric] = asked ? splitChoice(asked) : [undefined, undefined];
+  const ids = trialIds.join(",");
+  const curves = useQuery({
+    queryKey: ["curves", experimentId, ids, asked],
+    queryFn: () => ok(api.GET("/api/v1/experiments/{experiment_id}/metrics", {
+      params: { path: { experiment_id: experimentId }, query: { trial_ids: ids, group, metric } },
+    })),
+    enabled: trialIds.length > 0,
+    placeholderData: (previous) => previous,
+  });
+  const data = curves.data;
+  const chosen = data ? `${data.group}/${data.metric}` : (asked ?? "");
+  const choices = data ? (data.names.includes(chosen) || !asked ? data.names : [...data.names, chosen]) : [];
+  const series: Series[] = useMemo(
+    () => (data?.series ?? []).map((s) => ({
+      label: `trial ${s.trial_id}`,
+      points: s.steps.map((step, i) => [step, s.values[i]] as [number, number]),
+    })),
+    [data],
+  );
+
+  return (
+    <div aria-busy={curves.isFetching}>
+      <ErrorLine error={curves.error} />
+      <label>
+        Metric{" "}
+        <select
+          value={chosen}
+          onChange={(ev) => {
+            const next = new URLSearchParams(params);
+            next.set("metric", ev.target.value);
+            setParams(next, { replace: true });
+          }}
+        >
+          {choices.map((c) => <option key={c}>{c}</option>)}
+        </select>
+      </label>
+      {data && data.names.length > 0 ? <LineChart title={chosen} series={series} /> : data ? <p className="muted">No metrics reported yet.</p> : null}
+    </div>
+  );
+}
+
+function splitChoice(choice: string): [string, string] {
+  const slash = choice.indexOf("/");
+  return slash < 0 ? ["", choice] : [choice.slice(0, slash), choice.slice(slash + 1)];
+}
+
+export function CheckpointTable({ checkpoints }: { checkpoints: Checkpoint[] }) {
+  const columns: Column<Checkpoint>[] = [
+    { key: "uuid", header: "UUID", value: (c) => c.uuid, cell: (c) => <code>{c.uuid}</code> },
+    { key: "trial", header: "Trial", value: (c) => c.trial_id, cell: (c) => <Link to={`/trials/${c.trial_id}`}>{c.trial_id}</Link> },
+    { key: "steps", header: "Steps", value: (c) => c.steps_completed, cell: (c) => c.steps_completed, className: "num" },
+    { key: "state", header: "State", value: (c) => c.state, cell: (c) => <StateBadge state={c.state} /> },
+    { key: "size", header: "Size", value: (c) => c.size, cell: (c) => `${(c.size / 1024).toFixed(1)} KiB`, className: "num" },
+    { key: "time", header: "Reported", value: (c) => c.reported_at, cell: (c) => when(c.reported_at) },
+    { key: "metadata", header: "Metadata", cell: (c) => <code className="small">{JSON.stringify(c.metadata)}</code> },
+  ];
+  return <Table label="checkpoints" rows={checkpoints} columns={columns} rowKey={(c) => c.uuid} sortParam="csort" height={300} empty="No checkpoints." />;
+}

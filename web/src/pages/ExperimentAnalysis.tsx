@@ -1,0 +1,353 @@
+// The Experiment page's analyses: searcher progress (an ASHA search's rungs), hyperparameter
+// importance, parallel coordinates and metric-vs-hyperparameter scatter.
+import { useQuery } from "@tanstack/react-query";
+import { useEffect, useMemo, useRef, useState, type ReactNode } from "react";
+import { useSearchParams } from "react-router-dom";
+import { api, ok, type Experiment, type Schemas, type Trial } from "../api/client";
+import { goodness, makeAxis, rankColour, searchedHparams, valueAt, type Axis } from "../analysis";
+import { ErrorLine, Loading } from "../components/bits";
+import { num, percent } from "../format";
+import "./analysis.css";
+
+type Evaluator = Schemas["ImportanceEvaluator"];
+const EVALUATORS: { value: Evaluator; label: string }[] = [
+  { value: "ped_anova", label: "PED-ANOVA (Optuna's default)" },
+  { value: "fanova", label: "fANOVA" },
+  { value: "mean_decrease_impurity", label: "Mean decrease impurity" },
+];
+
+/** Trials whose metric the views plot: those with a searcher metric. */
+function withMetric(trials: Trial[]): (Trial & { best_validation: number })[] {
+  return trials.filter((t): t is Trial & { best_validation: number } => typeof t.best_validation === "number" && Number.isFinite(t.best_validation));
+}
+
+export function Analysis({ experiment, trials }: { experiment: Experiment; trials: Trial[] }) {
+  // The analyses follow the trials query (live already): they are asked again when its trials
+  // change (a new one, a state, steps trained: a trial reaching a rung), never on a timer of
+  // their own. Short signatures, as query keys are hashed on every render.
+  let steps = 0, completed = 0, lastCompleted = 0;
+  const byState = new Map<string, number>();
+  for (const t of trials) {
+    steps += t.steps_completed;
+    byState.set(t.state, (byState.get(t.state) ?? 0) + 1);
+    if (t.state === "COMPLETED") { completed += 1; lastCompleted = Math.max(lastCompleted, t.id); }
+  }
+  const states = `${trials.length}|${steps}|${[...byState].sort().join(",")}`;
+  const finished = `${completed}|${lastCompleted}`;
+  return (
+    <>
+      <h2>Searcher progress</h2>
+      <SearcherProgress experimentId={experiment.id} version={`${experiment.state}|${states}`} />
+      <h2>Hyperparameter importance</h2>
+      <Importance experimentId={experiment.id} version={finished} />
+      <h2>Parallel coordinates</h2>
+      <ParallelCoordinates experiment={experiment} trials={trials} />
+      <h2>Metric vs hyperparameter</h2>
+      <Scatter experiment={experiment} trials={trials} />
+    </>
+  );
+}
+
+function SearcherProgress({ experimentId, version }: { experimentId: number; version: string }) {
+  const progress = useQuery({
+    queryKey: ["searcher-progress", experimentId, version],
+    queryFn: () => ok(api.GET("/api/v1/experiments/{experiment_id}/searcher-progress", { params: { path: { experiment_id: experimentId } } })),
+    placeholderData: (previous) => previous,
+  });
+  if (progress.isPending) return <Loading />;
+  if (progress.error) return <ErrorLine error={progress.error} />;
+  const p = progress.data;
+  return (
+    <div aria-label="searcher progress">
+      <p className="summary">
+        <span>trials created {p.trials_created}{p.max_trials !== null ? ` of ${p.max_trials}` : ""}</span>
+        <span>completed {p.trials_completed}</span>
+        <span>ended {p.trials_ended}</span>
+        <span>progress {percent(p.progress)}</span>
+      </p>
+      {p.brackets.map((b, i) => (
+        <div key={i} className="bracket">
+          {p.brackets.length > 1 && (
+            <h3>Bracket {i + 1}: {b.rungs.length} rung{b.rungs.length === 1 ? "" : "s"}, {b.trials}{b.max_trials !== null ? ` of ${b.max_trials}` : ""} trials</h3>
+          )}
+          <table aria-label={`rungs of bracket ${i + 1}`} className="rungs">
+            <thead>
+              <tr>
+                <th>Rung</th><th className="num">Length ({p.unit})</th><th className="num">Reached</th>
+                <th className="num">Training</th><th className="num">Promoted</th><th className="num">Best</th><th>Reached of trials</th>
+              </tr>
+            </thead>
+            <tbody>
+              {b.rungs.map((r, j) => (
+                <tr key={j}>
+                  <td>{j + 1}</td>
+                  <td className="num">{r.length}</td>
+                  <td className="num">{r.reached}</td>
+                  <td className="num">{r.training}</td>
+                  <td className="num">{r.promoted}</td>
+                  <td className="num">{num(r.best)}</td>
+                  <td>
+                    <span className="bar" aria-hidden="true">
+                      <span style={{ width: `${(100 * r.reached) / Math.max(b.max_trials ?? b.trials, 1)}%` }} />
+                    </span>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ))}
+    </div>
+  );
+}
+
+function Importance({ experimentId, version }: { experimentId: number; version: string }) {
+  const [params, setParams] = useSearchParams();
+  const wanted = params.get("evaluator");
+  const evaluator = EVALUATORS.find((e) => e.value === wanted)?.value ?? "ped_anova";
+  const importance = useQuery({
+    queryKey: ["hparam-importance", experimentId, evaluator, version],
+    queryFn: () => ok(api.GET("/api/v1/experiments/{experiment_id}/hparam-importance", {
+      params: { path: { experiment_id: experimentId }, query: { evaluator } },
+    })),
+    placeholderData: (previous) => previous,
+  });
+  const data = importance.data;
+  const top = (data?.importances ?? []).reduce((m, i) => Math.max(m, i.importance), 1e-12);
+  return (
+    <div>
+      <label>
+        Evaluator{" "}
+        <select
+          aria-label="importance evaluator"
+          value={evaluator}
+          onChange={(ev) => {
+            const next = new URLSearchParams(params);
+            next.set("evaluator", ev.target.value);
+            setParams(next, { replace: true });
+          }}
+        >
+          {EVALUATORS.map((e) => <option key={e.value} value={e.value}>{e.label}</option>)}
+        </select>
+      </label>
+      <ErrorLine error={importance.error} />
+      {importance.isPending && <Loading />}
+      {data && data.message && <p className="muted" role="status">{data.message}</p>}
+      {data && data.importances.length > 0 && (
+        <>
+          <p className="muted">{data.metric} over {data.trials} finished trials</p>
+          <svg className="importance" role="img" aria-label="hyperparameter importance" width="100%" height={data.importances.length * 24 + 4}>
+            {data.importances.map((item, i) => (
+              <g key={item.name} transform={`translate(0, ${i * 24 + 2})`} aria-label={`${item.name} ${percent(item.importance)}`}>
+                <title>{`${item.name}: ${item.importance.toFixed(4)}`}</title>
+                <text x="0" y="15" className="importance-name">{item.name}</text>
+                <rect x="30%" y="2" height="18" width={`${(60 * item.importance) / top}%`} fill="#1f77b4" />
+                <text x={`${31 + (60 * item.importance) / top}%`} y="15" className="importance-value">{percent(item.importance)}</text>
+              </g>
+            ))}
+          </svg>
+        </>
+      )}
+    </div>
+  );
+}
+
+/** A canvas sized to its box (and the screen's pixel density), redrawn when either changes,
+ * with HTML labels laid over it (text stays selectable and visible to tests and readers). */
+function CanvasPlot({
+  height, label, draw, overlay,
+}: {
+  height: number;
+  label: string;
+  draw: (ctx: CanvasRenderingContext2D, width: number, height: number) => void;
+  overlay: (width: number) => ReactNode;
+}) {
+  const box = useRef<HTMLDivElement>(null);
+  const canvas = useRef<HTMLCanvasElement>(null);
+  const [width, setWidth] = useState(0);
+  useEffect(() => {
+    const element = box.current;
+    if (!element) return;
+    setWidth(element.clientWidth);
+    const resize = new ResizeObserver(() => setWidth(element.clientWidth));
+    resize.observe(element);
+    return () => resize.disconnect();
+  }, []);
+  useEffect(() => {
+    const c = canvas.current;
+    if (!c || width <= 0) return;
+    const ratio = window.devicePixelRatio || 1;
+    c.width = Math.round(width * ratio);
+    c.height = Math.round(height * ratio);
+    const ctx = c.getContext("2d");
+    if (!ctx) return;
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    draw(ctx, width, height);
+  }, [width, height, draw]);
+  return (
+    <div className="plot" ref={box} style={{ height }}>
+      <canvas ref={canvas} role="img" aria-label={label} style={{ width: "100%", height }} />
+      {width > 0 && overlay(width)}
+    </div>
+  );
+}
+
+const PAD = { top: 34, bottom: 22, side: 70 };
+
+interface Prepared {
+  axes: Axis[];
+  rows: { values: unknown[]; metric: number }[];
+  colours: string[];
+  /** Rows' indices, worst metric first: drawn in this order, the best end up on top. */
+  worstFirst: number[];
+}
+
+/** The axes (searched hyperparameters, then the metric) and each plotted trial's values. */
+function usePrepared(experiment: Experiment, trials: Trial[]): Prepared {
+  return useMemo(() => {
+    const space = (experiment.config as Record<string, unknown>)?.hyperparameters;
+    const searched = searchedHparams(space);
+    const plotted = withMetric(trials);
+    const axes = searched.map((s) =>
+      makeAxis(s.name, plotted.map((t) => valueAt(t.hparams, s.name)), {
+        log: s.type === "log" || s.type === "lognormal",
+        order: s.order,
+      }),
+    );
+    const metrics = plotted.map((t) => t.best_validation);
+    axes.push(makeAxis(experiment.searcher.metric ?? "metric", metrics));
+    const good = goodness(metrics, experiment.searcher.smaller_is_better);
+    return {
+      axes,
+      rows: plotted.map((t) => ({ values: [...searched.map((s) => valueAt(t.hparams, s.name)), t.best_validation], metric: t.best_validation })),
+      colours: good.map((g) => rankColour(g, plotted.length > 500 ? 0.35 : 0.75)),
+      worstFirst: good.map((_, i) => i).sort((a, b) => good[b] - good[a]),
+    };
+  }, [experiment, trials]);
+}
+
+function ParallelCoordinates({ experiment, trials }: { experiment: Experiment; trials: Trial[] }) {
+  const { axes, rows, colours, worstFirst } = usePrepared(experiment, trials);
+  const height = 320;
+  const xOf = (i: number, width: number) =>
+    axes.length === 1 ? width / 2 : PAD.side + (i * (width - 2 * PAD.side)) / (axes.length - 1);
+  const yOf = (p: number) => PAD.top + (1 - p) * (height - PAD.top - PAD.bottom);
+  const draw = useMemo(
+    () => (ctx: CanvasRenderingContext2D, width: number) => {
+      ctx.strokeStyle = "#9ca3af";
+      ctx.lineWidth = 1;
+      axes.forEach((_, i) => {
+        ctx.beginPath();
+        ctx.moveTo(xOf(i, width), yOf(0));
+        ctx.lineTo(xOf(i, width), yOf(1));
+        ctx.stroke();
+      });
+      ctx.lineWidth = 1.2;
+      for (const r of worstFirst) {
+        ctx.strokeStyle = colours[r];
+        ctx.beginPath();
+        let drawing = false;
+        rows[r].values.forEach((v, i) => {
+          const p = axes[i].position(v);
+          if (p === null) { drawing = false; return; }
+          const x = xOf(i, width), y = yOf(p);
+          if (drawing) ctx.lineTo(x, y); else ctx.moveTo(x, y);
+          drawing = true;
+        });
+        ctx.stroke();
+      }
+    },
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+    [axes, rows, colours, worstFirst],
+  );
+  if (rows.length === 0) return <p className="muted">No trial has reported the searcher metric yet.</p>;
+  return (
+    <CanvasPlot
+      height={height}
+      label={`parallel coordinates of ${rows.length} trials over ${axes.map((a) => a.name).join(", ")}`}
+      draw={draw}
+      overlay={(width) => axes.map((a, i) => (
+        <div key={a.name} className="pc-axis" style={{ left: xOf(i, width) }}>
+          <span className="pc-axis-name" style={{ top: 4 }}>{a.name}</span>
+          {a.ticks.map((t, k) => (
+            <span key={k} className="pc-tick" style={{ top: yOf(t.at) - 7 }}>{t.label}</span>
+          ))}
+        </div>
+      ))}
+    />
+  );
+}
+
+function Scatter({ experiment, trials }: { experiment: Experiment; trials: Trial[] }) {
+  const [params, setParams] = useSearchParams();
+  const { axes, rows, colours } = usePrepared(experiment, trials);
+  const names = axes.slice(0, -1).map((a) => a.name);
+  const chosen = names.includes(params.get("hp") ?? "") ? params.get("hp")! : names[0];
+  const index = names.indexOf(chosen);
+  const xAxis = axes[index];
+  const yAxis = axes[axes.length - 1];
+  const height = 300;
+  const left = 70, right = 20, top = 34, bottom = 40;
+  const xOf = (p: number, width: number) => left + p * (width - left - right);
+  const yOf = (p: number) => top + (1 - p) * (height - top - bottom);
+  const draw = useMemo(
+    () => (ctx: CanvasRenderingContext2D, width: number) => {
+      if (!xAxis) return;
+      ctx.strokeStyle = "#9ca3af";
+      ctx.beginPath();
+      ctx.moveTo(xOf(0, width), yOf(1));
+      ctx.lineTo(xOf(0, width), yOf(0));
+      ctx.lineTo(xOf(1, width), yOf(0));
+      ctx.stroke();
+      rows.forEach((r, i) => {
+        const px = xAxis.position(r.values[index]);
+        const py = yAxis.position(r.metric);
+        if (px === null || py === null) return;
+        ctx.fillStyle = colours[i];
+        ctx.beginPath();
+        ctx.arc(xOf(px, width), yOf(py), 3.5, 0, 2 * Math.PI);
+        ctx.fill();
+      });
+    },
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+    [xAxis, yAxis, rows, colours, index],
+  );
+  if (!names.length) return <p className="muted">No hyperparameter is searched.</p>;
+  if (rows.length === 0) return <p className="muted">No trial has reported the searcher metric yet.</p>;
+  return (
+    <div>
+      <label>
+        Hyperparameter{" "}
+        <select
+          aria-label="hyperparameter to plot"
+          value={chosen}
+          onChange={(ev) => {
+            const next = new URLSearchParams(params);
+            next.set("hp", ev.target.value);
+            setParams(next, { replace: true });
+          }}
+        >
+          {names.map((n) => <option key={n}>{n}</option>)}
+        </select>
+      </label>
+      <CanvasPlot
+        height={height}
+        label={`${yAxis.name} against ${chosen} for ${rows.length} trials`}
+        draw={draw}
+        overlay={(width) => (
+          <>
+            <span className="sc-axis-name" style={{ left: xOf(0.5, width), top: height - 16 }}>{chosen}{xAxis.kind === "log" ? " (log)" : ""}</span>
+            <span className="sc-axis-name y" style={{ left: 4, top: 4 }}>{yAxis.name}</span>
+            {xAxis.ticks.map((t, k) => (
+              <span key={`x${k}`} className="sc-tick x" style={{ left: xOf(t.at, width), top: yOf(0) + 2 }}>{t.label}</span>
+            ))}
+            {yAxis.ticks.map((t, k) => (
+              <span key={`y${k}`} className="sc-tick y" style={{ left: left - 6, top: yOf(t.at) - 7 }}>{t.label}</span>
+            ))}
+          </>
+        )}
+      />
+    </div>
+  );
+}

@@ -1,0 +1,146 @@
+// Experiments: the list with its filters, paging and row actions; all of it in the URL.
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { Link, useSearchParams } from "react-router-dom";
+import { api, ok, type ExperimentState, type ExperimentSummary, type Schemas } from "../api/client";
+import { ErrorLine, ExperimentActions, Loading, StateBadge } from "../components/bits";
+import { Table, type Column } from "../components/Table";
+import { duration, num, percent, when } from "../format";
+import { liveOptions, useLiveEvents } from "../live";
+
+const STATES: ExperimentState[] = [
+  "ACTIVE", "PAUSED", "STOPPING_COMPLETED", "STOPPING_CANCELED", "STOPPING_KILLED",
+  "STOPPING_ERROR", "COMPLETED", "CANCELED", "ERROR",
+];
+const PAGE = 100;
+
+type SortKey = Schemas["ExperimentSort"];
+/** The columns the API sorts the whole list by (column key = the API's sort key). */
+const SORT_KEYS: SortKey[] = ["id", "name", "state", "start", "end", "best", "user"];
+
+function trialCount(e: ExperimentSummary): number {
+  return Object.values(e.trials ?? {}).reduce((a: number, b) => a + Number(b), 0);
+}
+
+const columns: Column<ExperimentSummary>[] = [
+  { key: "id", header: "ID", value: (e) => e.id, cell: (e) => <Link to={`/experiments/${e.id}`}>{e.id}</Link> },
+  { key: "name", header: "Name", value: (e) => e.name, cell: (e) => <Link to={`/experiments/${e.id}`}>{e.name}</Link> },
+  {
+    key: "state", header: "State", value: (e) => e.state,
+    cell: (e) => (<>
+      <StateBadge state={e.state} />
+      {e.archived && <span className="tag">archived</span>}
+    </>),
+  },
+  {
+    key: "progress", header: "Progress",
+    cell: (e) => <progress max={1} value={e.progress} title={percent(e.progress)} />,
+  },
+  {
+    key: "best", header: "Best metric", value: (e) => e.best_trial?.best_validation,
+    cell: (e) => e.best_trial?.best_validation != null
+      ? `${num(e.best_trial.best_validation)}${e.searcher.metric ? ` (${e.searcher.metric})` : ""}` : "",
+  },
+  { key: "trials", header: "Trials", cell: (e) => trialCount(e), className: "num" },
+  { key: "user", header: "User", value: (e) => e.owner, cell: (e) => e.owner },
+  { key: "start", header: "Started", value: (e) => e.created_at, cell: (e) => when(e.created_at) },
+  {
+    key: "duration", header: "Duration",
+    cell: (e) => duration(e.created_at, e.ended_at),
+  },
+  {
+    key: "actions", header: "Actions",
+    cell: (e) => <ExperimentActions id={e.id} state={e.state} archived={e.archived} compact />,
+  },
+];
+
+export function ExperimentsPage() {
+  const [params, setParams] = useSearchParams();
+  const states = params.getAll("state") as ExperimentState[];
+  const user = params.get("user") ?? "";
+  const name = params.get("name") ?? "";
+  const label = params.get("label") ?? "";
+  const archived = params.get("archived") === "1";
+  const offset = Number(params.get("offset") ?? 0) || 0;
+
+  // The column sorted by (`sort=key`, `-key` descending) is the API's sort of the whole list.
+  const sortParam = params.get("sort") ?? "";
+  const descending = sortParam.startsWith("-");
+  const sortKey = (descending ? sortParam.slice(1) : sortParam) as SortKey;
+  const sort = SORT_KEYS.includes(sortKey) ? sortKey : undefined;
+  // Newest first unless a column is chosen.
+  const order = sort ? (descending ? "desc" : "asc") : "desc";
+
+  useLiveEvents({});
+  const query = useQuery({
+    queryKey: ["experiments", states, user, name, label, archived, sort, order, offset],
+    queryFn: () =>
+      ok(api.GET("/api/v1/experiments", {
+        params: {
+          query: {
+            state: states, user: user || undefined, name: name || undefined,
+            label: label || undefined, archived, sort, order, limit: PAGE, offset,
+          },
+        },
+      })),
+    placeholderData: keepPreviousData,
+    ...liveOptions({ kind: "experiments" }),
+  });
+  const rows = query.data?.experiments ?? [];
+
+  const set = (key: string, value: string | string[] | null) => {
+    const next = new URLSearchParams(params);
+    next.delete(key);
+    if (Array.isArray(value)) value.forEach((v) => next.append(key, v));
+    else if (value) next.set(key, value);
+    if (key !== "offset") next.delete("offset");
+    setParams(next, { replace: true });
+  };
+  const total = query.data?.pagination.total ?? 0;
+
+  return (
+    <section>
+      <h1>Experiments</h1>
+      <form className="filters" role="search" onSubmit={(e) => e.preventDefault()}>
+        <label>
+          Name <input value={name} onChange={(e) => set("name", e.target.value)} placeholder="contains" />
+        </label>
+        <label>
+          User <input value={user} onChange={(e) => set("user", e.target.value)} />
+        </label>
+        <label>
+          Label <input value={label} onChange={(e) => set("label", e.target.value)} />
+        </label>
+        <label>
+          State{" "}
+          <select
+            multiple
+            size={3}
+            value={states}
+            onChange={(e) => set("state", Array.from(e.target.selectedOptions, (o) => o.value))}
+          >
+            {STATES.map((s) => <option key={s}>{s}</option>)}
+          </select>
+        </label>
+        <label className="check">
+          <input type="checkbox" checked={archived} onChange={(e) => set("archived", e.target.checked ? "1" : null)} />
+          Show archived
+        </label>
+      </form>
+      <ErrorLine error={query.error} />
+      {query.isPending ? <Loading /> : (
+        <Table label="experiments" presorted rows={rows} columns={columns} rowKey={(e) => e.id} empty="No experiments match." />
+      )}
+      <div className="pager">
+        <button type="button" disabled={offset === 0} onClick={() => set("offset", String(Math.max(0, offset - PAGE)))}>
+          Previous
+        </button>
+        <span>
+          {total ? `${offset + 1}–${Math.min(offset + PAGE, total)} of ${total}` : "0"}
+        </span>
+        <button type="button" disabled={offset + PAGE >= total} onClick={() => set("offset", String(offset + PAGE))}>
+          Next
+        </button>
+      </div>
+    </section>
+  );
+}

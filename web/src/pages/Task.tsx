@@ -1,0 +1,158 @@
+// Job (an OpenPAI job, a command or a generic task): its state, roles, instances and their logs,
+// followed live as the master streams them.
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useEffect, useRef, useState } from "react";
+import { useParams } from "react-router-dom";
+import { api, ok, type TaskLogEntry, type TaskLogPage } from "../api/client";
+import { ErrorLine, Loading, StateBadge } from "../components/bits";
+import { duration, when } from "../format";
+import { followEvents } from "../live";
+
+const ENDED = ["SUCCEEDED", "FAILED", "STOPPED"];
+
+export function TaskPage() {
+  const id = Number(useParams().id);
+  const client = useQueryClient();
+  const task = useQuery({
+    queryKey: ["task", id],
+    queryFn: () => ok(api.GET("/api/v1/tasks/{task_id}", { params: { path: { task_id: id } } })),
+    // Until live.ts has a stream of job states, a job not ended is read again every 2 s; the
+    // log stream's end also reads it again at once.
+    refetchInterval: (query) => (query.state.data && ENDED.includes(query.state.data.state) ? false : 2000),
+  });
+  const stop = useMutation({
+    mutationFn: () => ok(api.POST("/api/v1/tasks/{task_id}/stop", { params: { path: { task_id: id } } })),
+    onSettled: () => client.invalidateQueries({ queryKey: ["task", id] }),
+  });
+  if (task.isPending) return <Loading />;
+  if (task.error) return <ErrorLine error={task.error} />;
+  const t = task.data;
+  const ended = ENDED.includes(t.state);
+  return (
+    <section>
+      <h1>
+        Job {t.id}: {t.name} <StateBadge state={t.state} />
+        {!ended && (
+          <button type="button" className="danger" aria-label={`stop job ${t.id}`} disabled={stop.isPending} onClick={() => stop.mutate()}>
+            Stop
+          </button>
+        )}
+      </h1>
+      <ErrorLine error={stop.error} />
+      <div className="summary">
+        <span>{t.kind} ({t.source_format})</span>
+        <span>user {t.user}</span>
+        <span>pool {t.resource_pool}</span>
+        <span>priority {t.priority}</span>
+        <span>submitted {when(t.created_at)}</span>
+        {t.started_at && <span>ran {duration(t.started_at, t.ended_at)}</span>}
+        {t.exit_code !== null && <span>exit code {t.exit_code}</span>}
+      </div>
+      {t.message && <p className="message">{t.message}</p>}
+      {t.notes.length > 0 && (
+        <ul className="notes">
+          {t.notes.map((n, i) => (
+            <li key={i} className="muted">
+              {n}
+            </li>
+          ))}
+        </ul>
+      )}
+      <h2>Instances</h2>
+      <div className="table-scroll">
+        <table aria-label="instances">
+          <thead>
+            <tr>
+              <th>Role</th>
+              <th>Index</th>
+              <th>State</th>
+              <th>Agent</th>
+              <th>Slots</th>
+              <th className="num">Exit code</th>
+              <th className="num">Retries</th>
+              <th>Message</th>
+            </tr>
+          </thead>
+          <tbody>
+            {t.instances.map((i) => (
+              <tr key={`${i.role}-${i.index}`}>
+                <td>{i.role}</td>
+                <td>{i.index}</td>
+                <td>
+                  <StateBadge state={i.state} />
+                </td>
+                <td>{i.agent_id ?? ""}</td>
+                <td>{i.slots.join(", ")}</td>
+                <td className="num">{i.exit_code ?? ""}</td>
+                <td className="num">{i.retries}</td>
+                <td>{i.message}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      <h2>Logs</h2>
+      <TaskLogs taskId={id} onEnd={() => client.invalidateQueries({ queryKey: ["task", id] })} />
+    </section>
+  );
+}
+
+/** Every instance's lines: the history, then new ones as the master streams them. */
+function TaskLogs({ taskId, onEnd }: { taskId: number; onEnd: () => void }) {
+  const [lines, setLines] = useState<TaskLogEntry[]>([]);
+  const [ended, setEnded] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const box = useRef<HTMLPreElement>(null);
+  const endRef = useRef(onEnd);
+  endRef.current = onEnd;
+
+  useEffect(() => {
+    const abort = new AbortController();
+    let last = 0;
+    setLines([]);
+    setEnded(false);
+    ok(api.GET("/api/v1/tasks/{task_id}/logs", { params: { path: { task_id: taskId }, query: { limit: 100000 } } }))
+      .then((answer) => {
+        // Without follow=true the answer is JSON; the event stream is read by followEvents.
+        const page = answer as TaskLogPage;
+        if (abort.signal.aborted) return;
+        setLines(page.logs);
+        last = page.logs.at(-1)?.id ?? 0;
+        return followEvents(
+          `/api/v1/tasks/${taskId}/logs?follow=true&after=${last}`,
+          (event) => {
+            if (event.event === "end") {
+              setEnded(true);
+              endRef.current();
+            }
+            if (event.event !== "log") return;
+            const entry = JSON.parse(event.data) as TaskLogEntry;
+            if (entry.id <= last) return;
+            last = entry.id;
+            setLines((old) => [...old, entry]);
+          },
+          abort.signal,
+        );
+      })
+      .catch((e) => {
+        if (!abort.signal.aborted) setError(e);
+      });
+    return () => abort.abort();
+  }, [taskId]);
+
+  useEffect(() => {
+    if (box.current) box.current.scrollTop = box.current.scrollHeight;
+  }, [lines]);
+
+  return (
+    <div className="logs">
+      <p className="muted">
+        {lines.length} lines{ended ? " · job ended" : " · following"}
+      </p>
+      <ErrorLine error={error} />
+      <pre className="log" ref={box} aria-label="logs" tabIndex={0}>
+        {lines.map((l) => `[${l.role}/${l.index}] ${l.line}`).join("\n")}
+      </pre>
+    </div>
+  );
+}

@@ -1,0 +1,205 @@
+// Trial: hyperparameters, training and validation charts, checkpoints, logs (live).
+import { useQuery } from "@tanstack/react-query";
+import { useEffect, useMemo, useRef, useState } from "react";
+import { Link, useParams, useSearchParams } from "react-router-dom";
+import { api, ok, type LogEntry, type LogPage, type Metric } from "../api/client";
+import { ErrorLine, Loading, StateBadge } from "../components/bits";
+import { LineChart } from "../components/Chart";
+import { duration, hparam, num, when } from "../format";
+import { followEvents, liveOptions, useLiveEvents } from "../live";
+import { CheckpointTable } from "./Experiment";
+
+export function TrialPage() {
+  const id = Number(useParams().id);
+  useLiveEvents({ trialId: id });
+  const trial = useQuery({
+    queryKey: ["trial", id],
+    queryFn: () => ok(api.GET("/api/v1/trials/{trial_id}", { params: { path: { trial_id: id } } })),
+    ...liveOptions({ kind: "trial", id }),
+  });
+  const metrics = useQuery({
+    queryKey: ["metrics", id],
+    queryFn: () => ok(api.GET("/api/v1/trials/{trial_id}/metrics", { params: { path: { trial_id: id } } })),
+    ...liveOptions({ kind: "metrics", trialId: id }),
+  });
+  const checkpoints = useQuery({
+    queryKey: ["checkpoints", "trial", id],
+    queryFn: () => ok(api.GET("/api/v1/trials/{trial_id}/checkpoints", { params: { path: { trial_id: id } } })),
+    ...liveOptions({ kind: "trial", id }),
+  });
+  if (trial.isPending) return <Loading />;
+  if (trial.error) return <ErrorLine error={trial.error} />;
+  const t = trial.data;
+  return (
+    <section>
+      <h1>
+        Trial {t.id} <StateBadge state={t.state} />
+      </h1>
+      <div className="summary">
+        <span>
+          experiment <Link to={`/experiments/${t.experiment_id}`}>{t.experiment_id}</Link>
+        </span>
+        <span>steps {t.steps_completed}</span>
+        <span>best validation {num(t.best_validation)}</span>
+        <span>restarts {t.restarts}</span>
+        <span>started {when(t.created_at)}</span>
+        <span>duration {duration(t.created_at, t.ended_at)}</span>
+      </div>
+      {t.message && <p className="message">{t.message}</p>}
+      {t.waiting && <p className="muted">Waiting: {t.waiting}</p>}
+      <h2>Hyperparameters</h2>
+      <table className="kv" aria-label="hyperparameters">
+        <tbody>
+          {Object.entries(t.hparams ?? {}).map(([k, v]) => (
+            <tr key={k}>
+              <th>{k}</th>
+              <td>{hparam(v)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <h2>Metrics</h2>
+      <ErrorLine error={metrics.error} />
+      <MetricCharts metrics={metrics.data?.metrics ?? []} />
+      <h2>Checkpoints</h2>
+      <CheckpointTable checkpoints={checkpoints.data?.checkpoints ?? []} />
+      <h2>Logs</h2>
+      <Logs trialId={id} />
+    </section>
+  );
+}
+
+/** One chart per group (training, validation) with every numeric metric of it. */
+function MetricCharts({ metrics }: { metrics: Metric[] }) {
+  const groups = useMemo(() => {
+    const out = new Map<string, Map<string, [number, number][]>>();
+    for (const m of metrics) {
+      const series = out.get(m.group) ?? new Map<string, [number, number][]>();
+      out.set(m.group, series);
+      for (const [name, value] of Object.entries(m.metrics ?? {})) {
+        if (typeof value !== "number") continue;
+        if (!series.has(name)) series.set(name, []);
+        series.get(name)!.push([m.steps_completed, value]);
+      }
+    }
+    return [...out.entries()].sort();
+  }, [metrics]);
+  if (!groups.length) return <p className="muted">No metrics reported yet.</p>;
+  return (
+    <div className="charts">
+      {groups.map(([group, series]) => (
+        <LineChart
+          key={group}
+          title={group}
+          series={[...series.entries()].map(([label, points]) => ({ label, points }))}
+        />
+      ))}
+    </div>
+  );
+}
+
+/** The trial's log lines: the history, then new lines as the master streams them. */
+function Logs({ trialId }: { trialId: number }) {
+  const [params, setParams] = useSearchParams();
+  const search = params.get("q") ?? "";
+  const follow = params.get("follow") !== "0";
+  const [lines, setLines] = useState<LogEntry[]>([]);
+  const [error, setError] = useState<unknown>(null);
+  const [ended, setEnded] = useState(false);
+  const box = useRef<HTMLPreElement>(null);
+  const last = useRef(0);
+  const history = useRef<Promise<void>>(Promise.resolve());
+
+  useEffect(() => {
+    let cancelled = false;
+    last.current = 0;
+    setLines([]);
+    history.current = ok(api.GET("/api/v1/trials/{trial_id}/logs", { params: { path: { trial_id: trialId }, query: { limit: 100000 } } }))
+      .then((answer) => {
+        // Without follow=true the answer is JSON; the event-stream variant is for followEvents.
+        const page = answer as LogPage;
+        if (cancelled) return;
+        setLines(page.logs);
+        last.current = page.logs.at(-1)?.id ?? 0;
+      })
+      .catch(setError);
+    return () => {
+      cancelled = true;
+    };
+  }, [trialId]);
+
+  useEffect(() => {
+    if (!follow) return;
+    const abort = new AbortController();
+    // The stream starts after the history's last line.
+    history.current.then(() => {
+      if (abort.signal.aborted) return;
+      return followEvents(
+        `/api/v1/trials/${trialId}/logs?follow=true&after=${last.current}`,
+        (event) => {
+          if (event.event === "end") setEnded(true);
+          if (event.event !== "log") return;
+          const entry = JSON.parse(event.data) as LogEntry;
+          if (entry.id <= last.current) return;
+          last.current = entry.id;
+          setLines((old) => [...old, entry]);
+        },
+        abort.signal,
+      );
+    }).catch((e) => {
+      if (!abort.signal.aborted) setError(e);
+    });
+    return () => {
+      abort.abort();
+    };
+  }, [trialId, follow]);
+
+  const shown = useMemo(() => {
+    const needle = search.toLowerCase();
+    return needle ? lines.filter((l) => l.line.toLowerCase().includes(needle)) : lines;
+  }, [lines, search]);
+
+  useEffect(() => {
+    if (follow && box.current) box.current.scrollTop = box.current.scrollHeight;
+  }, [shown, follow]);
+
+  const set = (key: string, value: string | null) => {
+    const next = new URLSearchParams(params);
+    if (value === null) next.delete(key);
+    else next.set(key, value);
+    setParams(next, { replace: true });
+  };
+  const download = () => {
+    const text = lines.map((l) => l.line).join("\n") + "\n";
+    const url = URL.createObjectURL(new Blob([text], { type: "text/plain" }));
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = `trial-${trialId}.log`;
+    a.click();
+    URL.revokeObjectURL(url);
+  };
+
+  return (
+    <div className="logs">
+      <div className="filters">
+        <label>
+          Search <input type="search" value={search} onChange={(e) => set("q", e.target.value || null)} />
+        </label>
+        <label className="check">
+          <input type="checkbox" checked={follow} onChange={(e) => set("follow", e.target.checked ? null : "0")} />
+          Follow
+        </label>
+        <button type="button" onClick={download}>
+          Download
+        </button>
+        <span className="muted">
+          {shown.length} of {lines.length} lines{ended ? " · trial ended" : ""}
+        </span>
+      </div>
+      <ErrorLine error={error} />
+      <pre className="log" ref={box} aria-label="logs" tabIndex={0}>
+        {shown.map((l) => `${l.rank ? `[rank ${l.rank}] ` : ""}${l.line}`).join("\n")}
+      </pre>
+    </div>
+  );
+}
