@@ -61,9 +61,12 @@ def cluster(
     yield from serve(c, request)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def page(cluster: Cluster) -> Iterator[Any]:
-    """A browser page signed in through the UI's sign-in form."""
+    """A browser page signed in through the UI's sign-in form.
+
+    Module-scoped, not session-scoped: while Playwright's sync API is open its event loop counts
+    as running in this thread, so every later test that calls ``asyncio.run`` would fail."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
