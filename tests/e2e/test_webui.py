@@ -190,25 +190,72 @@ def test_an_open_trial_page_shows_new_log_lines_and_steps_as_they_come(
         cluster.wait_state(experiment, "PAUSED")
 
 
-def test_keyboard_alone_reaches_every_action_of_the_experiments_page(
-    cluster: Cluster, experiment: int, page: Any
+KEYBOARD_PAGES = [
+    "/experiments",
+    "/experiments/{exp}",
+    "/trials/{trial}",
+    "/jobs",
+    "/cluster",
+    "/submit",
+]
+
+
+@pytest.mark.parametrize("path", KEYBOARD_PAGES)
+def test_keyboard_alone_reaches_every_action_of_each_page(
+    cluster: Cluster, experiment: int, page: Any, path: str
 ) -> None:
-    page.goto(f"{cluster.url}/experiments")
-    page.get_by_role("button", name=f"activate experiment {experiment}").wait_for()
+    trial = cluster.client.trials(experiment)[0].id
+    page.goto(cluster.url + path.format(exp=experiment, trial=trial))
+    page.get_by_role("main").locator("button, a[href], input, select, textarea").first.wait_for()
+    page.wait_for_load_state("networkidle")
+    # Each control is told apart by its tag, its label or name, and its text: a live page may
+    # re-render a control (a new class, a value) while the keyboard walks it.
+    describe = """e => [e.tagName, e.getAttribute('aria-label') ?? e.getAttribute('name') ?? '',
+        e.getAttribute('href') ?? '', (e.textContent ?? '').trim().slice(0, 40)].join('|')"""
     wanted = set(
         page.eval_on_selector_all(
-            "button:not([disabled]), a[href], input, select",
-            "els => els.map(e => e.outerHTML)",
+            "button:not([disabled]), a[href], input:not([disabled]), select:not([disabled]), "
+            "textarea:not([disabled])",
+            f"els => els.filter(e => e.offsetParent !== null).map({describe})",
         )
     )
+    assert wanted, "the page shows no controls"
     reached: set[str] = set()
     page.locator("body").focus()
     for _ in range(len(wanted) * 2 + 10):
         page.keyboard.press("Tab")
-        reached.add(page.evaluate("document.activeElement.outerHTML"))
+        reached.add(page.evaluate(f"({describe})(document.activeElement)"))
         if wanted <= reached:
             break
     assert wanted <= reached, sorted(wanted - reached)[:5]
+
+
+def test_the_cluster_and_queue_pages_follow_agents_and_jobs_without_a_reload(
+    cluster: Cluster, page: Any
+) -> None:
+    # Neither page polls: an agent joining or leaving, a job queued or ended reach them
+    # through the event stream.
+    page.goto(f"{cluster.url}/cluster")
+    agents = page.get_by_role("table", name="agents")
+    agents.get_by_role("cell", name="agent-1", exact=True).wait_for()
+    cluster.start_agent("agent-ui", slots=1)
+    agents.get_by_role("cell", name="agent-ui", exact=True).wait_for()
+    leaving = cluster.agents.pop("agent-ui")
+    leaving.terminate()
+    leaving.wait(timeout=30)
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('table[aria-label="agents"] tr')].some(
+            r => r.cells[0]?.textContent === 'agent-ui' && r.cells[2]?.textContent === 'no')"""
+    )
+
+    config = {**yaml.safe_load(experiment_config()), "resources": {"slots_per_trial": 16}}
+    page.goto(f"{cluster.url}/jobs")
+    table = page.get_by_role("table", name="job queue")
+    table.wait_for()
+    exp_id = cluster.submit(yaml.safe_dump({**config, "name": "queue-live"}))
+    table.get_by_text("queue-live").wait_for()
+    cluster.client.transition(exp_id, "kill")
+    table.get_by_text("queue-live").wait_for(state="detached")
 
 
 def test_job_priority_move_ahead_and_move_to_top_change_the_queue_as_the_cli_sees_it(

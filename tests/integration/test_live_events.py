@@ -4,6 +4,7 @@ resumed without gaps by Last-Event-ID; sorted and paged lists; one-time sign-in 
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -267,3 +268,33 @@ def test_a_one_time_sign_in_token_signs_in_once(cluster: Cluster) -> None:
         assert http.cookies.get("assay_session") == answer.json()["token"]
         for stream in open_stream(http, "/api/v1/events", {}, {}):
             assert stream.seen == []
+
+
+def test_the_queue_and_cluster_pages_are_told_when_jobs_and_agents_change(
+    cluster: Cluster,
+) -> None:
+    headers = cluster.auth_headers()
+    with httpx.Client(base_url=cluster.url, timeout=60) as http:
+        params = {"queue": "true", "cluster": "true"}
+        for stream in open_stream(http, "/api/v1/events", params, headers):
+            cluster.start_agent("agent-live", slots=1)
+            stream.until(lambda m: m.data["cluster"])
+            exp_id = cluster.submit(_config(5), activate=False)
+            queued = stream.until(lambda m: m.data["queue"])
+            agent = cluster.agents.pop("agent-live")
+            agent.send_signal(signal.SIGTERM)
+            agent.wait(timeout=30)
+            left = stream.until(lambda m: m.data["cluster"])
+        assert any(e["id"] == exp_id for m in queued for e in m.data["experiments"])
+        assert not any(a.id == "agent-live" and a.connected for a in cluster.client.agents())
+        assert left[-1].event == "batch"
+        cluster.client.transition(exp_id, "cancel")
+
+        # The list page's stream is not told of either.
+        for plain in open_stream(http, "/api/v1/events", {}, headers):
+            other = cluster.submit(_config(5), activate=False)
+            got = plain.until(
+                lambda m, other=other: any(e["id"] == other for e in m.data["experiments"])
+            )
+        assert not any(m.data["queue"] or m.data["cluster"] for m in got)
+        cluster.client.transition(other, "cancel")

@@ -1,42 +1,23 @@
 // Live data: the one place the UI subscribes to changes on the master.
 //
-// Experiments, trials and metrics follow the master's event stream (`/api/v1/events`): a page
-// calls `useLiveEvents(scope)` and each batch of changes refetches exactly the queries it
-// touches, so nothing is polled row by row. The job queue and the cluster have no event stream
-// yet and refetch on an interval. Pages ask `liveOptions(topic)` for their query's options, so
-// a topic moves from polling to events here only.
+// Pages follow the master's event stream (`/api/v1/events`): a page calls
+// `useLiveEvents(scope)` and each batch of changes refetches exactly the queries it touches, so
+// nothing is polled. Experiments, trials and metrics come as the rows that changed; the job
+// queue and the cluster as a flag saying they changed, and their pages read them again.
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect } from "react";
 import { getToken, type Schemas } from "./api/client";
 
-/** What a page watches. */
-export type Topic =
-  | { kind: "experiments" }
-  | { kind: "experiment"; id: number }
-  | { kind: "trials"; experimentId: number }
-  | { kind: "trial"; id: number }
-  | { kind: "metrics"; trialId: number }
-  | { kind: "jobs" }
-  | { kind: "cluster" };
-
-/** How often a topic is refetched, in milliseconds; `false`: only when an event says so. */
-const REFETCH_INTERVAL_MS: Record<Topic["kind"], number | false> = {
-  experiments: false,
-  experiment: false,
-  trials: false,
-  trial: false,
-  metrics: false,
-  jobs: 3000,
-  cluster: 5000,
-};
-
-/** TanStack Query options that keep a query on `topic` current. */
-export function liveOptions(topic: Topic): { refetchInterval: number | false } {
-  return { refetchInterval: REFETCH_INTERVAL_MS[topic.kind] };
+/**
+ * Which changes a page follows: one trial, one experiment (with its trials), or every
+ * experiment (neither id); `queue` and `cluster` add the job queue's and the cluster's.
+ */
+export interface Scope {
+  experimentId?: number;
+  trialId?: number;
+  queue?: boolean;
+  cluster?: boolean;
 }
-
-/** Which changes a page follows: one trial, one experiment (with its trials), or the list. */
-export type Scope = { trialId: number } | { experimentId: number } | Record<string, never>;
 
 type Batch = Schemas["EventBatch"];
 
@@ -48,8 +29,10 @@ type Batch = Schemas["EventBatch"];
 export function useLiveEvents(scope: Scope): void {
   const client = useQueryClient();
   const query = new URLSearchParams();
-  if ("trialId" in scope) query.set("trial_id", String(scope.trialId));
-  if ("experimentId" in scope) query.set("experiment_id", String(scope.experimentId));
+  if (scope.trialId !== undefined) query.set("trial_id", String(scope.trialId));
+  if (scope.experimentId !== undefined) query.set("experiment_id", String(scope.experimentId));
+  if (scope.queue) query.set("queue", "true");
+  if (scope.cluster) query.set("cluster", "true");
   const path = `/api/v1/events${query.size ? `?${query}` : ""}`;
   useEffect(() => {
     const stop = new AbortController();
@@ -83,6 +66,14 @@ export function useLiveEvents(scope: Scope): void {
         refetch(["metrics", m.trial_id]);
         refetch(["curves", m.experiment_id]);
         refetch(["trials", m.experiment_id]);
+      }
+      if (batch.queue) {
+        refetch(["jobs"]);
+        refetch(["task"]);
+      }
+      if (batch.cluster) {
+        refetch(["pools"]);
+        refetch(["agents"]);
       }
     };
     void (async () => {

@@ -1,5 +1,6 @@
-"""``/api/v1/events``: live changes of experiments, trials and metrics for the web UI, as
-server-sent events (see :mod:`assay.rest._events` for the messages)."""
+"""``/api/v1/events``: live changes of experiments, trials and metrics (and whether the job
+queue or the cluster changed) for the web UI, as server-sent events (see
+:mod:`assay.rest._events` for the messages)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,14 @@ async def events(
             description="Follow only this trial (and its experiment) and its new metrics.",
         ),
     ] = None,
+    queue: Annotated[
+        bool,
+        Query(description="Also say when the job queue changed (EventBatch.queue)."),
+    ] = False,
+    cluster: Annotated[
+        bool,
+        Query(description="Also say when agents or their slots changed (EventBatch.cluster)."),
+    ] = False,
     last_event_id: Annotated[
         str | None,
         Header(
@@ -68,7 +77,11 @@ async def events(
     steps and best validation, new metric reports. Open the stream first, then read what to
     show: nothing committed after the first line of the stream is missed."""
     messages = await master.reads.follow_events(
-        experiment_id=experiment_id, trial_id=trial_id, last_event_id=last_event_id or after
+        experiment_id=experiment_id,
+        trial_id=trial_id,
+        queue=queue,
+        cluster=cluster,
+        last_event_id=last_event_id or after,
     )
     return StreamingResponse(
         _sse(messages),

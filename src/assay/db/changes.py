@@ -3,7 +3,9 @@
 A session asked to :func:`track` records, at every flush, the experiments and trials it created,
 deleted, or changed in a column a viewer sees (state, progress, steps...). The ids are read at
 the end of the transaction with :func:`changed`; columns no viewer shows (a searcher snapshot)
-do not count, so a transaction that only touched those publishes nothing.
+do not count, so a transaction that only touched those publishes nothing. Changes to the job
+queue (jobs, tasks, their instances, allocations) and to the cluster (agents, taken slots) are
+recorded as two flags: their pages read them again whole.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 from sqlalchemy import event, inspect
 from sqlalchemy.orm import Session
 
-from assay.db._models import Experiment, Trial
+from assay.db._models import AgentRecord, Allocation, Experiment, Job, Task, TaskInstance, Trial
 
 _KEY = "assay.changes"
 
@@ -41,6 +43,19 @@ TRIAL_COLUMNS = (
     "message",
     "ended_at",
 )
+JOB_COLUMNS = ("name", "pool", "priority", "weight", "max_slots", "queue_position", "done")
+TASK_COLUMNS = ("state", "attempt", "retrying", "stop_requested", "exit_code", "message")
+INSTANCE_COLUMNS = ("state", "live", "started", "agent_id", "slots", "exit_code", "message")
+ALLOCATION_COLUMNS = ("state", "started_at", "ended_at", "released")
+AGENT_COLUMNS = ("pool", "labels", "slots", "enabled", "connected")
+_FLAGGED: tuple[tuple[type, tuple[str, ...], bool, bool], ...] = (
+    # (row kind, the columns shown, raises queue, raises cluster)
+    (Job, JOB_COLUMNS, True, False),
+    (Task, TASK_COLUMNS, True, False),
+    (Allocation, ALLOCATION_COLUMNS, True, True),
+    (TaskInstance, INSTANCE_COLUMNS, True, True),
+    (AgentRecord, AGENT_COLUMNS, False, True),
+)
 
 
 @dataclass
@@ -49,6 +64,8 @@ class Changes:
     deleted_experiments: dict[int, Experiment] = field(default_factory=dict)
     """As they were when deleted."""
     trials: set[int] = field(default_factory=set)
+    queue: bool = False
+    cluster: bool = False
 
 
 def track(session: Session) -> None:
@@ -64,6 +81,8 @@ class Changed:
     deleted_experiments: list[Experiment]
     """As they were when deleted."""
     trials: list[Trial]
+    queue: bool = False
+    cluster: bool = False
 
 
 def changed(session: Session) -> Changed:
@@ -78,6 +97,8 @@ def changed(session: Session) -> Changed:
         experiments=[e for e in exps if e is not None],
         deleted_experiments=[e for _, e in sorted(found.deleted_experiments.items())],
         trials=[t for t in trials if t is not None],
+        queue=found.queue,
+        cluster=found.cluster,
     )
 
 
@@ -96,12 +117,28 @@ def _collect(session: Session, _context: Any) -> None:
             changes.experiments.add(obj.id)
         elif isinstance(obj, Trial):
             changes.trials.add(obj.id)
+        else:
+            _flag(changes, obj, whole=True)
     for obj in session.dirty:
         if isinstance(obj, Experiment) and _modified(obj, EXPERIMENT_COLUMNS):
             changes.experiments.add(obj.id)
         elif isinstance(obj, Trial) and _modified(obj, TRIAL_COLUMNS):
             changes.trials.add(obj.id)
+        else:
+            _flag(changes, obj, whole=False)
     for obj in session.deleted:
+        _flag(changes, obj, whole=True)
         if isinstance(obj, Experiment):
             changes.deleted_experiments[obj.id] = obj
             changes.experiments.discard(obj.id)
+
+
+def _flag(changes: Changes, obj: object, *, whole: bool) -> None:
+    """Raise the queue or cluster flags of ``obj``'s kind of row when it was added or deleted
+    (``whole``) or changed in a column their pages show."""
+    for kind, columns, queue, cluster in _FLAGGED:
+        if isinstance(obj, kind):
+            if whole or _modified(obj, columns):
+                changes.queue = changes.queue or queue
+                changes.cluster = changes.cluster or cluster
+            return

@@ -38,18 +38,32 @@ MERGE = 64
 class Scope:
     """What one viewer follows: without ids, every experiment's changes (the list page); with
     ``experiment_id``, that experiment, its trials and their metrics; with ``trial_id`` too,
-    that experiment and only that trial and its metrics."""
+    that experiment and only that trial and its metrics. ``queue`` and ``cluster`` add those
+    flags (the job queue's and the cluster's pages)."""
 
     experiment_id: int | None = None
     trial_id: int | None = None
+    queue: bool = False
+    cluster: bool = False
 
     def select(self, batch: rest.EventBatch) -> rest.EventBatch | None:
         """The part of ``batch`` this viewer follows, or None when nothing is."""
+        part = self._experiments_part(batch)
+        queue, cluster = self.queue and batch.queue, self.cluster and batch.cluster
+        if not (queue or cluster):
+            return part
+        if part is None:
+            return rest.EventBatch(queue=queue, cluster=cluster)
+        if part.queue == queue and part.cluster == cluster:
+            return part
+        return part.model_copy(update={"queue": queue, "cluster": cluster})
+
+    def _experiments_part(self, batch: rest.EventBatch) -> rest.EventBatch | None:
         exp_id, trial_id = self.experiment_id, self.trial_id
         if exp_id is None:
             if not batch.experiments:
                 return None
-            if not batch.trials and not batch.metrics:
+            if not (batch.trials or batch.metrics or batch.queue or batch.cluster):
                 return batch
             return rest.EventBatch(experiments=batch.experiments)
         exps = [e for e in batch.experiments if e.id == exp_id]
@@ -99,7 +113,7 @@ class EventHub:
     def publish(self, batch: rest.EventBatch) -> None:
         """Number ``batch``, keep it, and queue it for every subscriber that follows part of
         it (an empty batch is dropped)."""
-        if not (batch.experiments or batch.trials or batch.metrics):
+        if batch.is_empty():
             return
         self.seq += 1
         self._kept.append((self.seq, batch))
@@ -200,6 +214,8 @@ class EventHub:
                 experiments=[e for _, b in taken for e in b.experiments],
                 trials=[t for _, b in taken for t in b.trials],
                 metrics=[m for _, b in taken for m in b.metrics],
+                queue=any(b.queue for _, b in taken),
+                cluster=any(b.cluster for _, b in taken),
             )
         return Message(self.event_id(seq), rest.EventKind.BATCH, batch)
 

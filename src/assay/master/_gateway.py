@@ -153,7 +153,7 @@ class AgentGateway:
             # Checked again under the lock, with nothing written yet: two processes with one id
             # can both pass the check before either is registered.
             self._admissible(hello)
-            enabled = await self.core.record(record)
+            enabled = await self.core.record(record, publish=True)
             # What this agent should be running, read before it can be given anything new: an
             # allocation started after this point is not in its hello and must not look lost.
             ours = await self.core.db.run(lambda s: allocations.on_agent(s, agent_id))
@@ -218,7 +218,9 @@ class AgentGateway:
     async def disconnected(self, conn: AgentConnection) -> None:
         now = self.core.clock()
         if self.core.hub.disconnect(conn.view.id, conn.generation, now):
-            await self.core.record(lambda s: agents.disconnected(s, conn.view.id, now))
+            await self.core.record(
+                lambda s: agents.disconnected(s, conn.view.id, now), publish=True
+            )
 
     async def on_message(self, agent_id: str, raw: AgentMessage | dict[str, Any]) -> None:
         """Act on a message from a connected agent: an :class:`AgentMessage`, or its JSON."""

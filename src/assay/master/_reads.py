@@ -270,11 +270,14 @@ class Reads:
         *,
         experiment_id: int | None = None,
         trial_id: int | None = None,
+        queue: bool = False,
+        cluster: bool = False,
         last_event_id: str | None = None,
     ) -> AsyncIterator[Message | None]:
         """Live changes for a viewer (see :class:`Scope`): of every experiment, of one
-        experiment with its trials and metrics, or of one trial. Raises :class:`NotFound` at
-        once when the experiment or trial does not exist."""
+        experiment with its trials and metrics, or of one trial; with ``queue`` and
+        ``cluster``, whether those changed too. Raises :class:`NotFound` at once when the
+        experiment or trial does not exist."""
 
         def read(session: Session) -> Scope:
             if trial_id is not None:
@@ -284,10 +287,10 @@ class Reads:
                         f"trial {trial_id} is not of experiment {experiment_id} "
                         f"(it is of experiment {trial.experiment_id})"
                     )
-                return Scope(trial.experiment_id, trial_id)
+                return Scope(trial.experiment_id, trial_id, queue, cluster)
             if experiment_id is not None:
                 experiments.require(session, experiment_id)
-            return Scope(experiment_id)
+            return Scope(experiment_id, None, queue, cluster)
 
         scope = await self.core.read(read)
         return self.core.events.follow(scope, last_event_id, KEEP_ALIVE_SECONDS)

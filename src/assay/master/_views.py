@@ -132,6 +132,8 @@ def changes(session: Session) -> rest.EventBatch:
         experiments=[experiment_change(e) for e in found.experiments]
         + [experiment_change(e, deleted=True) for e in found.deleted_experiments],
         trials=[trial_change(t) for t in found.trials],
+        queue=found.queue,
+        cluster=found.cluster,
     )
 
 

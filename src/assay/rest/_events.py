@@ -78,6 +78,20 @@ class EventBatch(Resource):
     experiments: list[ExperimentChange] = []
     trials: list[TrialChange] = []
     metrics: list[TrialMetrics] = []
+    queue: bool = Field(
+        default=False,
+        description="The job queue changed: a job or task was added, ended, or had its state, "
+        "priority, weight, pool or place changed, or an allocation started or ended. Read the "
+        "queue (and the tasks shown) again.",
+    )
+    cluster: bool = Field(
+        default=False,
+        description="The cluster changed: an agent connected, left, or was enabled or "
+        "disabled, or slots were taken or freed. Read the pools and agents again.",
+    )
+
+    def is_empty(self) -> bool:
+        return not (self.experiments or self.trials or self.metrics or self.queue or self.cluster)
 
 
 class EventResync(Resource):

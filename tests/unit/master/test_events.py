@@ -83,3 +83,27 @@ def test_a_viewer_that_falls_behind_is_dropped_with_a_resync() -> None:
         assert hub.subscribers == 0
 
     asyncio.run(main())
+
+
+def test_queue_and_cluster_changes_reach_only_the_viewers_that_ask_for_them() -> None:
+    async def main() -> None:
+        hub = EventHub()
+        experiments_only = await subscribed(hub, Scope())
+        queue_page = await subscribed(hub, Scope(queue=True, cluster=True))
+        cluster_page = await subscribed(hub, Scope(cluster=True))
+        hub.publish(rest.EventBatch(queue=True))
+        hub.publish(rest.EventBatch(experiments=[exp(1)], trials=[trial(10, 1)], cluster=True))
+        merged = await next_message(queue_page)
+        assert merged.data == rest.EventBatch(experiments=[exp(1)], queue=True, cluster=True)
+        assert merged.id == hub.event_id(2)
+        cluster_only = await next_message(cluster_page)
+        assert cluster_only.data == rest.EventBatch(experiments=[exp(1)], cluster=True)
+        listed = await next_message(experiments_only)
+        assert listed.data == rest.EventBatch(experiments=[exp(1)])
+        assert listed.id == hub.event_id(2)  # the queue-only batch was not its to see
+
+        hub.publish(rest.EventBatch())  # nothing changed: nothing is numbered or sent
+        assert hub.seq == 2
+        hub.close()
+
+    asyncio.run(main())

@@ -1953,6 +1953,12 @@ export interface components {
          */
         EventBatch: {
             /**
+             * Cluster
+             * @description The cluster changed: an agent connected, left, or was enabled or disabled, or slots were taken or freed. Read the pools and agents again.
+             * @default false
+             */
+            cluster: boolean;
+            /**
              * Experiments
              * @default []
              */
@@ -1962,6 +1968,12 @@ export interface components {
              * @default []
              */
             metrics: components["schemas"]["TrialMetrics"][];
+            /**
+             * Queue
+             * @description The job queue changed: a job or task was added, ended, or had its state, priority, weight, pool or place changed, or an allocation started or ended. Read the queue (and the tasks shown) again.
+             * @default false
+             */
+            queue: boolean;
             /**
              * Trials
              * @default []
@@ -5054,6 +5066,10 @@ export interface operations {
                 experiment_id?: number | null;
                 /** @description Follow only this trial (and its experiment) and its new metrics. */
                 trial_id?: number | null;
+                /** @description Also say when the job queue changed (EventBatch.queue). */
+                queue?: boolean;
+                /** @description Also say when agents or their slots changed (EventBatch.cluster). */
+                cluster?: boolean;
                 /** @description As Last-Event-ID, for a client that cannot send it. */
                 after?: string | null;
                 /** @description The session or access token, for clients that cannot send headers (a browser's EventSource); the `assay_session` cookie or the Authorization header do the same. */

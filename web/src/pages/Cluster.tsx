@@ -3,11 +3,12 @@ import { useQuery } from "@tanstack/react-query";
 import { api, ok } from "../api/client";
 import { ErrorLine, Loading } from "../components/bits";
 import { when } from "../format";
-import { liveOptions } from "../live";
+import { useLiveEvents } from "../live";
 
 export function ClusterPage() {
-  const pools = useQuery({ queryKey: ["pools"], queryFn: () => ok(api.GET("/api/v1/resource-pools")), ...liveOptions({ kind: "cluster" }) });
-  const agents = useQuery({ queryKey: ["agents"], queryFn: () => ok(api.GET("/api/v1/agents")), ...liveOptions({ kind: "cluster" }) });
+  useLiveEvents({ cluster: true });
+  const pools = useQuery({ queryKey: ["pools"], queryFn: () => ok(api.GET("/api/v1/resource-pools")) });
+  const agents = useQuery({ queryKey: ["agents"], queryFn: () => ok(api.GET("/api/v1/agents")) });
   const all = agents.data?.agents ?? [];
   const used = (pool: string) =>
     all.filter((a) => a.pool === pool && a.connected).flatMap((a) => a.slots).filter((s) => s.allocated).length;

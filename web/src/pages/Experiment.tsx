@@ -7,7 +7,7 @@ import { ErrorLine, ExperimentActions, Loading, StateBadge } from "../components
 import { LineChart, type Series } from "../components/Chart";
 import { Table, type Column } from "../components/Table";
 import { duration, hparam, num, percent, when } from "../format";
-import { liveOptions, useLiveEvents } from "../live";
+import { useLiveEvents } from "../live";
 import { Analysis } from "./ExperimentAnalysis";
 
 /** The most trials whose curves are drawn when none are selected. */
@@ -28,7 +28,6 @@ export function ExperimentPage() {
   const experiment = useQuery({
     queryKey: ["experiment", id],
     queryFn: () => ok(api.GET("/api/v1/experiments/{experiment_id}", { params: { path: { experiment_id: id } } })),
-    ...liveOptions({ kind: "experiment", id }),
   });
   const tableSort = params.get("tsort") ?? "";
   const serverSort = SERVER_SORTS[tableSort.replace(/^-/, "") || "id"];
@@ -47,13 +46,11 @@ export function ExperimentPage() {
   const trials = useQuery({
     queryKey: ["trials", id],
     queryFn: () => ok(api.GET("/api/v1/experiments/{experiment_id}/trials", { params: { path: { experiment_id: id } } })),
-    ...liveOptions({ kind: "trials", experimentId: id }),
     enabled: serverSort === undefined || firstPage.isFetched,
   });
   const checkpoints = useQuery({
     queryKey: ["checkpoints", "experiment", id],
     queryFn: () => ok(api.GET("/api/v1/experiments/{experiment_id}/checkpoints", { params: { path: { experiment_id: id } } })),
-    ...liveOptions({ kind: "experiment", id }),
   });
 
   const rows = trials.data?.trials ?? firstPage.data?.trials ?? [];

@@ -5,7 +5,7 @@ import { api, ok, type ExperimentState, type ExperimentSummary, type Schemas } f
 import { ErrorLine, ExperimentActions, Loading, StateBadge } from "../components/bits";
 import { Table, type Column } from "../components/Table";
 import { duration, num, percent, when } from "../format";
-import { liveOptions, useLiveEvents } from "../live";
+import { useLiveEvents } from "../live";
 
 const STATES: ExperimentState[] = [
   "ACTIVE", "PAUSED", "STOPPING_COMPLETED", "STOPPING_CANCELED", "STOPPING_KILLED",
@@ -83,7 +83,6 @@ export function ExperimentsPage() {
         },
       })),
     placeholderData: keepPreviousData,
-    ...liveOptions({ kind: "experiments" }),
   });
   const rows = query.data?.experiments ?? [];
 

@@ -5,14 +5,14 @@ import { Link, useSearchParams } from "react-router-dom";
 import { api, ok, type Job, type JobChange, type JobQueue } from "../api/client";
 import { ErrorLine, Loading, StateBadge } from "../components/bits";
 import { when } from "../format";
-import { liveOptions } from "../live";
+import { useLiveEvents } from "../live";
 
 export function JobQueuePage() {
   const [params, setParams] = useSearchParams();
+  useLiveEvents({ queue: true, cluster: true });
   const pools = useQuery({
     queryKey: ["pools"],
     queryFn: () => ok(api.GET("/api/v1/resource-pools")),
-    ...liveOptions({ kind: "cluster" }),
   });
   const names = pools.data?.resource_pools.map((p) => p.name) ?? [];
   const pool = params.get("pool") ?? names[0] ?? "";
@@ -20,7 +20,6 @@ export function JobQueuePage() {
     queryKey: ["jobs", pool],
     queryFn: () => ok(api.GET("/api/v1/jobs", { params: { query: { resource_pool: pool } } })),
     enabled: Boolean(pool),
-    ...liveOptions({ kind: "jobs" }),
   });
   const managing = params.get("manage");
   const job = queue.data?.jobs.find((j) => j.id === managing);

@@ -6,19 +6,18 @@ import { useParams } from "react-router-dom";
 import { api, ok, type TaskLogEntry, type TaskLogPage } from "../api/client";
 import { ErrorLine, Loading, StateBadge } from "../components/bits";
 import { duration, when } from "../format";
-import { followEvents } from "../live";
+import { followEvents, useLiveEvents } from "../live";
 
 const ENDED = ["SUCCEEDED", "FAILED", "STOPPED"];
 
 export function TaskPage() {
   const id = Number(useParams().id);
   const client = useQueryClient();
+  // A job's state, instances and retries change with the queue: each change reads it again.
+  useLiveEvents({ queue: true });
   const task = useQuery({
     queryKey: ["task", id],
     queryFn: () => ok(api.GET("/api/v1/tasks/{task_id}", { params: { path: { task_id: id } } })),
-    // Until live.ts has a stream of job states, a job not ended is read again every 2 s; the
-    // log stream's end also reads it again at once.
-    refetchInterval: (query) => (query.state.data && ENDED.includes(query.state.data.state) ? false : 2000),
   });
   const stop = useMutation({
     mutationFn: () => ok(api.POST("/api/v1/tasks/{task_id}/stop", { params: { path: { task_id: id } } })),

@@ -6,7 +6,7 @@ import { api, ok, type LogEntry, type LogPage, type Metric } from "../api/client
 import { ErrorLine, Loading, StateBadge } from "../components/bits";
 import { LineChart } from "../components/Chart";
 import { duration, hparam, num, when } from "../format";
-import { followEvents, liveOptions, useLiveEvents } from "../live";
+import { followEvents, useLiveEvents } from "../live";
 import { CheckpointTable } from "./Experiment";
 
 export function TrialPage() {
@@ -15,17 +15,14 @@ export function TrialPage() {
   const trial = useQuery({
     queryKey: ["trial", id],
     queryFn: () => ok(api.GET("/api/v1/trials/{trial_id}", { params: { path: { trial_id: id } } })),
-    ...liveOptions({ kind: "trial", id }),
   });
   const metrics = useQuery({
     queryKey: ["metrics", id],
     queryFn: () => ok(api.GET("/api/v1/trials/{trial_id}/metrics", { params: { path: { trial_id: id } } })),
-    ...liveOptions({ kind: "metrics", trialId: id }),
   });
   const checkpoints = useQuery({
     queryKey: ["checkpoints", "trial", id],
     queryFn: () => ok(api.GET("/api/v1/trials/{trial_id}/checkpoints", { params: { path: { trial_id: id } } })),
-    ...liveOptions({ kind: "trial", id }),
   });
   if (trial.isPending) return <Loading />;
   if (trial.error) return <ErrorLine error={trial.error} />;
