@@ -206,8 +206,18 @@ def test_keyboard_alone_reaches_every_action_of_each_page(
 ) -> None:
     trial = cluster.client.trials(experiment)[0].id
     page.goto(cluster.url + path.format(exp=experiment, trial=trial))
-    page.get_by_role("main").locator("button, a[href], input, select, textarea").first.wait_for()
-    page.wait_for_load_state("networkidle")
+    # Loaded when nothing says "Loading…" and the number of controls stops changing between
+    # two looks (the event stream keeps the network busy, so "network idle" never comes).
+    page.wait_for_function(
+        """() => {
+            if (document.body.innerText.includes('Loading…')) return false;
+            const n = document.querySelectorAll('button, a[href], input, select').length;
+            const settled = n === window.__controls;
+            window.__controls = n;
+            return settled;
+        }""",
+        polling=500,
+    )
     # Each control is told apart by its tag, its label or name, and its text: a live page may
     # re-render a control (a new class, a value) while the keyboard walks it.
     describe = """e => [e.tagName, e.getAttribute('aria-label') ?? e.getAttribute('name') ?? '',

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from assay import rest
 from assay.config import MasterConfig
 from assay.db import Allocation, Session, TaskInstance, agents, allocations, cluster, logs, tasks
 from assay.errors import Conflict, InvalidRequest, Unauthorized
@@ -153,12 +154,14 @@ class AgentGateway:
             # Checked again under the lock, with nothing written yet: two processes with one id
             # can both pass the check before either is registered.
             self._admissible(hello)
-            enabled = await self.core.record(record, publish=True)
+            enabled = await self.core.record(record)
             # What this agent should be running, read before it can be given anything new: an
             # allocation started after this point is not in its hello and must not look lost.
             ours = await self.core.db.run(lambda s: allocations.on_agent(s, agent_id))
             instances = await self.core.db.run(lambda s: list(tasks.live_on_agent(s, agent_id)))
             conn = self.core.hub.register(hello, send, enabled, now)
+            # Told once the hub has it: the pages read "connected" from the hub.
+            self.core.events.publish(rest.EventBatch(cluster=True))
         await send(Welcome(self.core.cluster_id).to_dict())
         await self._reconcile(conn, hello, ours, instances)
         self.core.wakeup.set()
@@ -218,9 +221,8 @@ class AgentGateway:
     async def disconnected(self, conn: AgentConnection) -> None:
         now = self.core.clock()
         if self.core.hub.disconnect(conn.view.id, conn.generation, now):
-            await self.core.record(
-                lambda s: agents.disconnected(s, conn.view.id, now), publish=True
-            )
+            await self.core.record(lambda s: agents.disconnected(s, conn.view.id, now))
+            self.core.events.publish(rest.EventBatch(cluster=True))
 
     async def on_message(self, agent_id: str, raw: AgentMessage | dict[str, Any]) -> None:
         """Act on a message from a connected agent: an :class:`AgentMessage`, or its JSON."""

@@ -108,26 +108,11 @@ class Orchestrator:
         async with self.lock:
             return await self.db.run(fn)
 
-    async def record(self, fn: Callable[[Session], T], *, publish: bool = False) -> T:
+    async def record(self, fn: Callable[[Session], T]) -> T:
         """``fn(session)`` writing in a transaction of its own, outside the lock: for writes
         that decide nothing (an agent's row, shipped log lines, stored metric reports), so they
-        never wait behind a scheduling pass. With ``publish``, what it changes that viewers
-        see (an agent connecting or leaving) is published after the commit; metric reports
-        publish their own batch."""
-        if not publish:
-            return await self.db.run(fn)
-        published: list[rest.EventBatch] = []
-
-        def run(session: Session) -> T:
-            db_changes.track(session)
-            result = fn(session)
-            published.append(views.changes(session))
-            return result
-
-        result = await self.db.run(run)
-        for batch in published:
-            self.events.publish(batch)
-        return result
+        never wait behind a scheduling pass."""
+        return await self.db.run(fn)
 
     async def _perform(self, actions: list[Action]) -> None:
         for action in actions:
