@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, bindparam, func, select, text, update
+from sqlalchemy import Table, and_, bindparam, select, text, union_all, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from assay.db._models import Metric, Trial
-from assay.protocol import VALIDATION, MetricReport
+from assay.protocol import TRAINING, VALIDATION, MetricReport
 
 
 def insert(
@@ -119,30 +119,34 @@ def validation_values(
     return [(t, s, (v or {}).get(metric)) for t, s, v in rows]
 
 
-def latest(session: Session, trial_ids: Sequence[int]) -> dict[int, dict[str, Metric]]:
-    """Per trial, its latest current (not archived) report of each group, by step (of two
-    runs that reported the same step, the later run's): what its views show as its latest
+def latest(
+    session: Session, trial_ids: Sequence[int], groups: Sequence[str] = (TRAINING, VALIDATION)
+) -> dict[int, dict[str, Metric]]:
+    """Per trial, its latest current (not archived) report of each of ``groups``, by step (of
+    two runs that reported the same step, the later run's): what its views show as its latest
     training and validation metrics."""
     if not trial_ids:
         return {}
-    # One pass over the trials' own rows (the index on trial, group and step): a join against
-    # per-group maxima lets PostgreSQL's planner scan the whole table, millions of rows.
-    rank = (
-        func.row_number()
-        .over(
-            partition_by=(Metric.trial_id, Metric.group),
-            order_by=(Metric.steps_completed.desc(), Metric.run.desc()),
-        )
-        .label("rank")
-    )
-    ranked = (
-        select(Metric.id, rank)
-        .where(Metric.trial_id.in_(list(trial_ids)), Metric.archived.is_(False))
-        .subquery()
-    )
-    rows = session.scalars(
-        select(Metric).join(ranked, ranked.c.id == Metric.id).where(ranked.c.rank == 1)
-    ).all()
+    # One index probe per trial and group (the index on trial, group and step, read from its
+    # end): ranking every report of the trials instead reads all of them, 5 M rows for an
+    # experiment of 50,000 trials, and a join against per-group maxima lets PostgreSQL's
+    # planner scan the whole table.
+    newest = [
+        select(
+            select(Metric.id)
+            .where(
+                Metric.trial_id == Trial.id,
+                Metric.group == group,
+                Metric.archived.is_(False),
+            )
+            .order_by(Metric.steps_completed.desc(), Metric.run.desc())
+            .limit(1)
+            .correlate(Trial)
+            .scalar_subquery()
+        ).where(Trial.id.in_(list(trial_ids)))
+        for group in groups
+    ]
+    rows = session.scalars(select(Metric).where(Metric.id.in_(union_all(*newest)))).all()
     out: dict[int, dict[str, Metric]] = {}
     for row in rows:
         out.setdefault(row.trial_id, {})[row.group] = row
