@@ -259,9 +259,13 @@ def test_the_cluster_and_queue_pages_follow_agents_and_jobs_without_a_reload(
     )
 
     config = {**yaml.safe_load(experiment_config()), "resources": {"slots_per_trial": 16}}
-    page.goto(f"{cluster.url}/jobs")
+    # Submitted once the page follows the queue's stream: a job queued before that, and after
+    # the page read the queue, would reach it by neither.
+    with page.expect_response(lambda r: "/api/v1/events" in r.url and "queue=true" in r.url):
+        page.goto(f"{cluster.url}/jobs")
     table = page.get_by_role("table", name="job queue")
     table.wait_for()
+    page.get_by_role("tab", name="default").wait_for()
     exp_id = cluster.submit(yaml.safe_dump({**config, "name": "queue-live"}))
     table.get_by_text("queue-live").wait_for()
     cluster.client.transition(exp_id, "kill")

@@ -71,7 +71,12 @@ def test_a_missing_experiment_stops_asking_for_its_events(cluster: Cluster, page
         tab.set_default_timeout(30_000)
         tab.clock.install()
         streams: list[str] = []
-        tab.on("request", lambda r: "/api/v1/events" in r.url and streams.append(r.url))
+
+        def record(request: Any) -> None:
+            if "/api/v1/events" in request.url:
+                streams.append(request.url)
+
+        tab.on("request", record)
         with tab.expect_response(lambda r: "/api/v1/events" in r.url) as first:
             tab.goto(f"{cluster.url}/experiments/999999")
         assert first.value.status == 404
@@ -125,3 +130,32 @@ def test_the_default_sort_is_marked_and_the_whole_header_cell_sorts(
     page.mouse.click(box["x"] + box["width"] - 3, box["y"] + box["height"] / 2)
     page.wait_for_url(re.compile(r"sort=id$"))
     header.get_by_text("▲").wait_for()
+
+
+def test_deleted_checkpoints_are_hidden_until_asked_for(cluster: Cluster, page: Any) -> None:
+    # No slots: it runs beside whatever holds the agent's.
+    config = {
+        "name": "webui-checkpoints",
+        "entrypoint": "python3 train.py",
+        "resources": {"slots_per_trial": 0},
+        "hyperparameters": {"step_seconds": 0.01, "checkpoint_every": 1},
+        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 3}},
+    }
+    exp_id = cluster.submit(yaml.safe_dump(config))
+    assert cluster.wait_state(exp_id, "COMPLETED", "ERROR").state == "COMPLETED"
+    # The experiment's checkpoint policy keeps its latest one and garbage-collects the rest.
+    checkpoints = cluster.client.experiment_checkpoints(exp_id)
+    if all(c.state != "DELETED" for c in checkpoints[:-1]):
+        cluster.client.delete_checkpoints([checkpoints[0].uuid])
+        checkpoints = cluster.client.experiment_checkpoints(exp_id)
+    deleted = [c.uuid for c in checkpoints if c.state == "DELETED"]
+    kept = [c.uuid for c in checkpoints if c.state != "DELETED"]
+    assert deleted and kept
+    page.goto(f"{cluster.url}/experiments/{exp_id}")
+    table = page.get_by_role("table", name="checkpoints")
+    table.get_by_text(kept[0]).wait_for()
+    assert table.get_by_text("DELETED", exact=True).count() == 0
+    page.get_by_label("Show deleted").check()
+    for uuid in deleted:
+        table.get_by_text(uuid).wait_for()
+    assert table.get_by_text("DELETED", exact=True).count() >= len(deleted)
