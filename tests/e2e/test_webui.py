@@ -479,6 +479,13 @@ def test_non_ids_in_the_trials_parameter_are_left_out(
     assert page.get_by_role("alert").count() == 0
 
 
+def test_a_metric_the_trials_never_reported_is_said_to_be_so(
+    cluster: Cluster, experiment: int, page: Any
+) -> None:
+    page.goto(f"{cluster.url}/experiments/{experiment}?metric=validation/nonexistent")
+    page.get_by_text("These trials reported no metric “validation/nonexistent”").wait_for()
+
+
 def test_an_experiment_that_never_ran_has_no_duration_and_cancel_asks_first(
     cluster: Cluster, page: Any
 ) -> None:
