@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import datetime, timedelta
+from itertools import pairwise
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -159,3 +161,52 @@ def test_deleted_checkpoints_are_hidden_until_asked_for(cluster: Cluster, page: 
     for uuid in deleted:
         table.get_by_text(uuid).wait_for()
     assert table.get_by_text("DELETED", exact=True).count() >= len(deleted)
+
+
+# Each request for the event stream, with the page's (fake) time it was made and answered.
+RECORD_STREAMS = """(() => {
+    const fetchOf = window.fetch;
+    window.__streams = [];
+    window.fetch = function (input, init) {
+        const answer = fetchOf.call(this, input, init);
+        if (String(input instanceof Request ? input.url : input).includes('/api/v1/events')) {
+            const seen = { asked: Date.now(), answered: null };
+            window.__streams.push(seen);
+            const done = () => { seen.answered = Date.now(); };
+            answer.then(done, done);
+        }
+        return answer;
+    };
+})();"""
+
+
+def test_an_event_stream_the_master_cannot_serve_is_asked_again_less_often(
+    cluster: Cluster, page: Any
+) -> None:
+    context = page.context.browser.new_context(storage_state=page.context.storage_state())
+    try:
+        tab = context.new_page()
+        tab.set_default_timeout(30_000)
+        # The page's clock stands still but when the test moves it, a quarter second a step.
+        tab.clock.install()
+        tab.clock.pause_at(datetime.now() + timedelta(seconds=1))
+        tab.add_init_script(RECORD_STREAMS)
+        tab.route("**/api/v1/events**", lambda route: route.fulfill(status=503, body="down"))
+        tab.goto(f"{cluster.url}/experiments")
+        tab.get_by_role("heading", name="Experiments").wait_for()
+        streams: list[dict[str, float | None]] = []
+        for _ in range(200):
+            streams = tab.evaluate("() => window.__streams")
+            if len(streams) >= 5 and streams[-1]["answered"] is not None:
+                break
+            tab.clock.run_for(250)
+        # After each refusal the next try waits 1 s, then twice as long each time (to 30 s).
+        gaps = [
+            float(after["asked"] or 0) - float(before["answered"] or 0)
+            for before, after in pairwise(streams)
+        ]
+        assert len(gaps) >= 4, streams
+        for gap, wait in zip(gaps, [1000, 2000, 4000, 8000], strict=False):
+            assert wait <= gap < wait + 250, gaps
+    finally:
+        context.close()
