@@ -1,10 +1,10 @@
 // Experiments: the list with its filters, paging and row actions; all of it in the URL.
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { useEffect } from "react";
 import { Link, useSearchParams } from "react-router-dom";
 import { api, ok, type ExperimentState, type ExperimentSummary, type Schemas } from "../api/client";
 import { ErrorLine, ExperimentActions, Loading, StateBadge } from "../components/bits";
 import { Table, type Column } from "../components/Table";
-import { useEffect } from "react";
 import { duration, NO_VALUE, num, percent, when } from "../format";
 import { useLiveEvents } from "../live";
 import { parseOffset, pickEnum } from "../params";
