@@ -259,9 +259,13 @@ def test_the_cluster_and_queue_pages_follow_agents_and_jobs_without_a_reload(
     )
 
     config = {**yaml.safe_load(experiment_config()), "resources": {"slots_per_trial": 16}}
-    page.goto(f"{cluster.url}/jobs")
+    # Submitted once the page follows the queue's stream: a job queued before that, and after
+    # the page read the queue, would reach it by neither.
+    with page.expect_response(lambda r: "/api/v1/events" in r.url and "queue=true" in r.url):
+        page.goto(f"{cluster.url}/jobs")
     table = page.get_by_role("table", name="job queue")
     table.wait_for()
+    page.get_by_role("tab", name="default").wait_for()
     exp_id = cluster.submit(yaml.safe_dump({**config, "name": "queue-live"}))
     table.get_by_text("queue-live").wait_for()
     cluster.client.transition(exp_id, "kill")
@@ -287,6 +291,10 @@ def test_job_priority_move_ahead_and_move_to_top_change_the_queue_as_the_cli_see
     assert order() == [first, second]
     page.goto(f"{cluster.url}/jobs")
     table = page.get_by_role("table", name="job queue")
+    # Each waiting job says why, as `assay job list` does.
+    waits = next(j for j in queue() if j["experiment_id"] == first)["waiting"]
+    assert waits
+    table.get_by_role("row").filter(has_text="queue-a").get_by_role("cell", name=waits).wait_for()
     table.get_by_role("button", name="manage job queue-b").click()
     dialog = page.get_by_role("dialog", name="Manage Job")
     dialog.get_by_label("Priority").fill("30")
@@ -342,6 +350,9 @@ def test_the_link_assay_up_prints_signs_a_new_browser_in_once(cluster: Cluster, 
         other.set_default_timeout(30_000)
         other.goto(link)
         other.wait_for_url(lambda url: "/sign-in" in url)
+        # It says why, and where the admin's password of an `assay up` cluster is.
+        other.get_by_role("status").filter(has_text="already used or has expired").wait_for()
+        assert "admin-password" in other.locator("main").inner_text()
     finally:
         first.close()
         second.close()
@@ -411,6 +422,98 @@ def test_the_experiment_page_shows_the_rungs_importance_and_hyperparameter_plots
     page.get_by_role("img", name="loss against opt for 4 trials").wait_for()
     assert "hp=opt" in page.url
     shot(page, "experiment-analysis")
+
+
+# How many pixels of a chart's canvas are in its first series' colour (the palette's first,
+# #1f77b4): a series with a single point draws no line, so only its marker can colour any.
+FIRST_SERIES_PIXELS = """el => {
+    const canvas = el.querySelector('canvas');
+    if (!canvas) return 0;
+    const d = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) {
+        const near = Math.abs(d[i] - 31) + Math.abs(d[i + 1] - 119) + Math.abs(d[i + 2] - 180);
+        if (near < 30 && d[i + 3] > 200) n++;
+    }
+    return n;
+}"""
+
+
+def test_a_validation_reported_once_shows_as_a_point_and_early_stops_are_marked(
+    cluster: Cluster, analysed: int, page: Any
+) -> None:
+    # ASHA stopped the trials it did not promote after their one validation (at the first rung).
+    once = [
+        t
+        for t in cluster.client.trials(analysed)
+        if t.early_stopped and len(cluster.client.metrics(t.id, "validation")) == 1
+    ]
+    assert once, "no trial of the ASHA search was stopped after one validation"
+    trial = once[0]
+    page.goto(f"{cluster.url}/experiments/{analysed}?trials={trial.id}")
+    chart = page.get_by_label("chart: validation/loss")
+    chart.locator("canvas").wait_for()
+    page.wait_for_function(f"el => ({FIRST_SERIES_PIXELS})(el) > 0", arg=chart.element_handle())
+    row = (
+        page.get_by_role("table", name="trials")
+        .get_by_role("row")
+        .filter(has=page.get_by_role("link", name=str(trial.id), exact=True))
+    )
+    row.get_by_text("early stop").wait_for()
+
+    page.goto(f"{cluster.url}/trials/{trial.id}")
+    page.get_by_role("heading", name=f"Trial {trial.id}").get_by_text("early stop").wait_for()
+    chart = page.get_by_label("chart: validation")
+    chart.locator("canvas").wait_for()
+    page.wait_for_function(f"el => ({FIRST_SERIES_PIXELS})(el) > 0", arg=chart.element_handle())
+    shot(page, "trial-early-stopped")
+
+
+def test_non_ids_in_the_trials_parameter_are_left_out(
+    cluster: Cluster, experiment: int, page: Any
+) -> None:
+    trial = cluster.client.trials(experiment)[0]
+    page.goto(f"{cluster.url}/experiments/{experiment}?trials=abc,{trial.id},1e3")
+    page.get_by_text("1 selected trial(s)").wait_for()
+    page.locator(".chart canvas").first.wait_for()
+    assert page.get_by_role("alert").count() == 0
+
+
+def test_a_metric_the_trials_never_reported_is_said_to_be_so(
+    cluster: Cluster, experiment: int, page: Any
+) -> None:
+    page.goto(f"{cluster.url}/experiments/{experiment}?metric=validation/nonexistent")
+    page.get_by_text("These trials reported no metric “validation/nonexistent”").wait_for()
+
+
+def test_an_experiment_that_never_ran_has_no_duration_and_cancel_asks_first(
+    cluster: Cluster, page: Any
+) -> None:
+    exp_id = cluster.submit(experiment_config(), activate=False)
+    page.goto(f"{cluster.url}/experiments/{exp_id}")
+    page.get_by_text("duration —").wait_for()
+    asked: list[str] = []
+
+    def answer(accept: bool) -> Any:
+        def handle(dialog: Any) -> None:
+            asked.append(dialog.message)
+            if accept:
+                dialog.accept()
+            else:
+                dialog.dismiss()
+
+        return handle
+
+    cancel = page.get_by_role("button", name=f"cancel experiment {exp_id}")
+    page.once("dialog", answer(False))
+    cancel.click()
+    assert asked == [f"Cancel experiment {exp_id}?"]
+    page.once("dialog", answer(True))
+    cancel.click()
+    cluster.wait_state(exp_id, "CANCELED")
+    page.get_by_role("button", name=f"archive experiment {exp_id}").wait_for()
+    assert cluster.client.experiment(exp_id).state == "CANCELED"
+    page.get_by_text("duration —").wait_for()
 
 
 def test_an_experiment_without_finished_trials_says_why_it_has_no_importance(

@@ -65,6 +65,20 @@ def test_a_bad_config_shows_each_problem_at_its_line_and_creates_nothing(
     assert cluster.client.list_experiments(limit=1000).pagination.total == before
 
 
+def test_problems_are_listed_top_to_bottom(cluster: Cluster, page: Any) -> None:
+    open_submit(page, cluster)
+    text = "max_restart: 1\n" + native_config().replace(
+        "metric: loss", "metric: loss\n  max_trials: 0"
+    )
+    page.get_by_label("config", exact=True).fill(text)
+    problems = page.get_by_role("list", name="problems")
+    problems.get_by_role("listitem").filter(has_text="searcher.max_trials").wait_for()
+    problems.get_by_role("listitem").filter(has_text="max_restart").wait_for()
+    names = problems.get_by_role("button", name=re.compile(r"^line \d+$")).all_inner_texts()
+    lines = [int(n.split()[-1]) for n in names]
+    assert len(lines) >= 2 and lines == sorted(lines), names
+
+
 def test_an_assay_config_with_a_context_archive_is_created_and_runs(
     cluster: Cluster, page: Any, tmp_path: Path
 ) -> None:

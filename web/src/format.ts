@@ -4,6 +4,9 @@ export function when(seconds: number | null | undefined): string {
   return new Date(seconds * 1000).toLocaleString();
 }
 
+/** What a cell shows for a value there is none of (a duration of something that never ran). */
+export const NO_VALUE = "—";
+
 export function duration(start: number, end: number | null | undefined): string {
   const total = Math.max(0, Math.round((end ?? Date.now() / 1000) - start));
   const h = Math.floor(total / 3600);

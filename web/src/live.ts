@@ -6,7 +6,7 @@
 // queue and the cluster as a flag saying they changed, and their pages read them again.
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect } from "react";
-import { getToken, type Schemas } from "./api/client";
+import { getToken, signInAgain, type Schemas } from "./api/client";
 
 /**
  * Which changes a page follows: one trial, one experiment (with its trials), or every
@@ -24,7 +24,10 @@ type Batch = Schemas["EventBatch"];
 /**
  * Follow the master's event stream for `scope` while the component is mounted: each batch
  * refetches the queries it changes; a resync (the stream lost its place) refetches them all.
- * A dropped stream reconnects after a second, resuming after the last event it saw.
+ * A dropped stream (a network error, the master restarting, a 5xx) reconnects, resuming after
+ * the last event it saw: after a second, doubling up to 30 s while it keeps failing. An answer
+ * that another try would only repeat ends it: a 404 (the experiment or trial is not there; the
+ * page says so), a 403 or another 4xx; a 401 goes to the sign-in page, as every query's does.
  */
 export function useLiveEvents(scope: Scope): void {
   const client = useQueryClient();
@@ -77,18 +80,42 @@ export function useLiveEvents(scope: Scope): void {
       }
     };
     void (async () => {
+      let delay = FIRST_RETRY_MS;
       while (!stop.signal.aborted) {
+        let connected = false;
         try {
-          await followEvents(path, apply, stop.signal, lastId);
-        } catch {
-          // A dropped connection or a master restart: try again shortly.
+          await followEvents(path, apply, stop.signal, lastId, () => (connected = true));
+        } catch (error) {
+          if (error instanceof StreamRefused && !retried(error.status)) {
+            if (error.status === 401) signInAgain();
+            return;
+          }
+          // A dropped connection, a master restart or a 5xx: try again, less often each time.
         }
         if (stop.signal.aborted) return;
-        await new Promise((resolve) => setTimeout(resolve, 1000));
+        // A stream that was open and ended starts the backoff afresh.
+        if (connected) delay = FIRST_RETRY_MS;
+        await new Promise((resolve) => setTimeout(resolve, delay));
+        delay = Math.min(delay * 2, LAST_RETRY_MS);
       }
     })();
     return () => stop.abort();
   }, [client, path]);
+}
+
+const FIRST_RETRY_MS = 1000;
+const LAST_RETRY_MS = 30_000;
+
+/** Whether an answer of `status` is worth asking again: the master's trouble, not the request's. */
+function retried(status: number): boolean {
+  return status >= 500 || status === 408 || status === 429;
+}
+
+/** The master answered the stream's request with an error status instead of the stream. */
+export class StreamRefused extends Error {
+  constructor(readonly status: number, statusText: string) {
+    super(`${status} ${statusText}`);
+  }
 }
 
 /** One parsed server-sent event. */
@@ -100,20 +127,24 @@ export interface ServerEvent {
 
 /**
  * Read the server-sent events at `path` (with the bearer token, which EventSource cannot send)
- * and hand each to `onEvent` until `signal` aborts or the stream ends. Resolves when it ends.
+ * and hand each to `onEvent` until `signal` aborts or the stream ends. Resolves when it ends;
+ * rejects with a StreamRefused when the master answers with an error status. `onOpen` is
+ * called once the stream is open.
  */
 export async function followEvents(
   path: string,
   onEvent: (event: ServerEvent) => void,
   signal: AbortSignal,
   lastEventId: string | null = null,
+  onOpen?: () => void,
 ): Promise<void> {
   const headers: Record<string, string> = { Accept: "text/event-stream" };
   const token = getToken();
   if (token) headers.Authorization = `Bearer ${token}`;
   if (lastEventId) headers["Last-Event-ID"] = lastEventId;
   const response = await fetch(path, { headers, signal });
-  if (!response.ok || !response.body) throw new Error(`${response.status} ${response.statusText}`);
+  if (!response.ok || !response.body) throw new StreamRefused(response.status, response.statusText);
+  onOpen?.();
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   for (;;) {

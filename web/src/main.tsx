@@ -2,7 +2,7 @@ import { QueryCache, QueryClient, QueryClientProvider } from "@tanstack/react-qu
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { BrowserRouter, NavLink, Route, Routes, useNavigate } from "react-router-dom";
-import { ApiError, api, getToken, setToken } from "./api/client";
+import { ApiError, api, getToken, setToken, signInAgain } from "./api/client";
 import { ClusterPage } from "./pages/Cluster";
 import { ExperimentPage } from "./pages/Experiment";
 import { ExperimentsPage } from "./pages/Experiments";
@@ -17,10 +17,7 @@ import "./styles.css";
 const queryClient = new QueryClient({
   queryCache: new QueryCache({
     onError: (error) => {
-      if (error instanceof ApiError && error.status === 401 && location.pathname !== "/sign-in") {
-        setToken(null);
-        location.assign(`/sign-in?next=${encodeURIComponent(location.pathname + location.search)}`);
-      }
+      if (error instanceof ApiError && error.status === 401) signInAgain();
     },
   }),
   defaultOptions: {
@@ -89,8 +86,16 @@ async function signInFromLink(): Promise<void> {
   url.searchParams.delete("token");
   history.replaceState(null, "", url.pathname + url.search + url.hash);
   const { data, response } = await api.POST("/api/v1/auth/one-time", { body: { token } });
-  if (response.ok && data) setToken(data.token);
-  // A spent or expired link leaves any session there was; the sign-in page says the rest.
+  if (response.ok && data) {
+    setToken(data.token);
+    return;
+  }
+  // A spent or expired link leaves any session there was. Without one, the sign-in page says
+  // why the link did not sign in (the page asked comes after signing in).
+  if (!getToken()) {
+    const next = new URLSearchParams({ link: response.status === 429 ? "busy" : "spent", next: url.pathname + url.search });
+    history.replaceState(null, "", `/sign-in?${next}`);
+  }
 }
 
 await signInFromLink().catch(() => undefined);

@@ -36,6 +36,16 @@ export function setToken(token: string | null): void {
   else localStorage.removeItem(TOKEN_KEY);
 }
 
+/**
+ * The session is missing or no longer valid (a 401): forget it and go to the sign-in page,
+ * which comes back here after signing in.
+ */
+export function signInAgain(): void {
+  if (location.pathname === "/sign-in") return;
+  setToken(null);
+  location.assign(`/sign-in?next=${encodeURIComponent(location.pathname + location.search)}`);
+}
+
 /** An answer other than 2xx: the API's error shape, flattened to one line a person can read. */
 export class ApiError extends Error {
   constructor(

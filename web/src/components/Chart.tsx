@@ -27,6 +27,21 @@ function align(series: Series[]): uPlot.AlignedData {
   return [xs, ...ys] as uPlot.AlignedData;
 }
 
+/** Markers are drawn when points are at least this far apart on average (CSS pixels). */
+const SPARSE_PX = 8;
+
+/**
+ * Whether series `index` gets a marker at each point in view: always when it has one point
+ * (a lone point draws no line, so without a marker it would not show at all: a validation
+ * reported once), and whenever its points are sparse enough for markers not to smear the line.
+ */
+function markPoints(u: uPlot, index: number, first: number, last: number): boolean {
+  const ys = u.data[index];
+  let count = 0;
+  for (let i = first; i <= last; i++) if (ys[i] != null) count++;
+  return count <= 1 || count * SPARSE_PX <= u.bbox.width / uPlot.pxRatio;
+}
+
 export function LineChart({
   title,
   series,
@@ -56,7 +71,7 @@ export function LineChart({
           stroke: PALETTE[i % PALETTE.length],
           width: 1.5,
           spanGaps: true,
-          points: { show: false },
+          points: { show: markPoints, size: 6, fill: PALETTE[i % PALETTE.length] },
         })),
       ],
     };

@@ -24,6 +24,8 @@ interface Props<T> {
   empty?: ReactNode;
   /** The rows come sorted by the server as the URL says: the table only shows the sort. */
   presorted?: boolean;
+  /** The order rows come in when the URL names none (`key` or `-key`): its marker is shown. */
+  defaultSort?: string;
 }
 
 const ROW_HEIGHT = 34;
@@ -37,9 +39,10 @@ export function Table<T>({
   height = 560,
   empty = "Nothing here.",
   presorted = false,
+  defaultSort = "",
 }: Props<T>) {
   const [params, setParams] = useSearchParams();
-  const sort = params.get(sortParam) ?? "";
+  const sort = params.get(sortParam) || defaultSort;
   const descending = sort.startsWith("-");
   const sortKey = descending ? sort.slice(1) : sort;
   const sorted = useMemo(() => {
@@ -76,7 +79,7 @@ export function Table<T>({
             {columns.map((c) => (
               <th
                 key={c.key}
-                className={c.className}
+                className={[c.className, c.value ? "sortable" : ""].filter(Boolean).join(" ") || undefined}
                 aria-sort={
                   sortKey === c.key ? (descending ? "descending" : "ascending") : undefined
                 }

@@ -6,6 +6,17 @@ export function StateBadge({ state }: { state: string }) {
   return <span className={`state state-${state.toLowerCase()}`}>{state}</span>;
 }
 
+/** A trial's state, with "early stop" when its searcher closed it before its full length
+ * (as the CLI's "COMPLETED (early stop)"). */
+export function TrialStateBadge({ state, earlyStopped }: { state: string; earlyStopped: boolean }) {
+  return (
+    <>
+      <StateBadge state={state} />
+      {earlyStopped && <span className="tag" title="its searcher stopped it before its full length">early stop</span>}
+    </>
+  );
+}
+
 export function ErrorLine({ error }: { error: unknown }) {
   if (!error) return null;
   return (
@@ -71,7 +82,9 @@ export function ExperimentActions({
           aria-label={`${action} experiment ${id}`}
           className={action === "kill" ? "danger" : undefined}
           onClick={() => {
+            // Both end the experiment for good: asked first.
             if (action === "kill" && !confirm(`Kill experiment ${id}?`)) return;
+            if (action === "cancel" && !confirm(`Cancel experiment ${id}?`)) return;
             act.mutate(action);
           }}
         >

@@ -20,7 +20,7 @@ export function ClusterPage() {
       {pools.isPending ? <Loading /> : (
         <table aria-label="resource pools">
           <thead>
-            <tr><th>Name</th><th>Scheduler</th><th>Preemption</th><th>Agents</th><th>Slots</th><th>Used</th><th>Utilisation</th><th>Description</th></tr>
+            <tr><th>Name</th><th>Scheduler</th><th>Preemption</th><th className="num">Agents</th><th className="num">Slots</th><th className="num">Used</th><th>Utilisation</th><th>Description</th></tr>
           </thead>
           <tbody>
             {pools.data?.resource_pools.map((p) => (

@@ -1,13 +1,14 @@
 // Experiment: state and actions, trials with hyperparameters, learning curves, config, checkpoints.
 import { useQuery } from "@tanstack/react-query";
-import { useMemo } from "react";
+import { useMemo, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router-dom";
 import { api, ok, type Checkpoint, type Metric, type Schemas, type Trial } from "../api/client";
-import { ErrorLine, ExperimentActions, Loading, StateBadge } from "../components/bits";
+import { ErrorLine, ExperimentActions, Loading, StateBadge, TrialStateBadge } from "../components/bits";
 import { LineChart, type Series } from "../components/Chart";
 import { Table, type Column } from "../components/Table";
-import { duration, hparam, num, percent, when } from "../format";
+import { duration, hparam, NO_VALUE, num, percent, when } from "../format";
 import { useLiveEvents } from "../live";
+import { badId, idList, parseId } from "../params";
 import { Analysis } from "./ExperimentAnalysis";
 
 /** The most trials whose curves are drawn when none are selected. */
@@ -22,7 +23,14 @@ const SERVER_SORTS: Record<string, Schemas["TrialSort"]> = {
 };
 
 export function ExperimentPage() {
-  const id = Number(useParams().id);
+  const text = useParams().id;
+  const id = parseId(text);
+  // Not an id: said here, without asking the API about it.
+  if (id === null) return <ErrorLine error={badId("experiment", text)} />;
+  return <ExperimentView id={id} />;
+}
+
+function ExperimentView({ id }: { id: number }) {
   const [params, setParams] = useSearchParams();
   useLiveEvents({ experimentId: id });
   const experiment = useQuery({
@@ -55,10 +63,8 @@ export function ExperimentPage() {
 
   const rows = trials.data?.trials ?? firstPage.data?.trials ?? [];
   const partial = !trials.data && firstPage.data ? (firstPage.data.pagination?.total ?? rows.length) : null;
-  const selected = useMemo(
-    () => new Set((params.get("trials") ?? "").split(",").filter(Boolean).map(Number)),
-    [params],
-  );
+  // What is not a trial id in `?trials=` is left out, not sent to the API.
+  const selected = useMemo(() => new Set(idList(params.get("trials"))), [params]);
   const toggle = (trialId: number) => {
     const next = new Set(selected);
     if (next.has(trialId)) next.delete(trialId);
@@ -82,7 +88,10 @@ export function ExperimentPage() {
       ),
     },
     { key: "id", header: "Trial", value: (t) => t.id, cell: (t) => <Link to={`/trials/${t.id}`}>{t.id}</Link> },
-    { key: "state", header: "State", value: (t) => t.state, cell: (t) => <StateBadge state={t.state} /> },
+    {
+      key: "state", header: "State", value: (t) => t.state,
+      cell: (t) => <TrialStateBadge state={t.state} earlyStopped={t.early_stopped} />,
+    },
     ...hparamNames.map((h) => ({
       key: `hp.${h}`, header: h,
       value: (t: Trial) => { const v = t.hparams?.[h]; return typeof v === "number" ? v : hparam(v); },
@@ -96,13 +105,22 @@ export function ExperimentPage() {
     },
     { key: "steps", header: "Steps", value: (t) => t.steps_completed, cell: (t) => t.steps_completed, className: "num" },
     { key: "restarts", header: "Restarts", value: (t) => t.restarts, cell: (t) => t.restarts, className: "num" },
-    { key: "duration", header: "Duration", value: (t) => (t.ended_at ?? Date.now() / 1000) - t.created_at, cell: (t) => duration(t.created_at, t.ended_at) },
+    // The list has no start time: a trial that never ran has no duration; one that did counts
+    // from its creation (the trial page counts from its first run's start).
+    {
+      key: "duration", header: "Duration",
+      value: (t) => (t.runs ? (t.ended_at ?? Date.now() / 1000) - t.created_at : null),
+      cell: (t) => (t.runs ? duration(t.created_at, t.ended_at) : NO_VALUE),
+    },
     // eslint-disable-next-line react-hooks/exhaustive-deps
   ], [hparamNames, metricName, selected, params]);
 
   if (experiment.isPending) return <Loading />;
   if (experiment.error) return <ErrorLine error={experiment.error} />;
   const e = experiment.data;
+  // An experiment none of whose trials ever ran (created paused, then canceled) has no
+  // duration: the time since it was submitted is not one.
+  const ran = rows.some((t) => t.runs > 0);
   const plotted = selected.size
     ? [...selected].sort((a, b) => a - b).slice(0, MAX_CURVES)
     : rows.slice(0, DEFAULT_CURVES).map((t) => t.id);
@@ -119,8 +137,8 @@ export function ExperimentPage() {
         <span>searcher {e.searcher.name} on {e.searcher.metric} ({e.searcher.smaller_is_better ? "smaller" : "larger"} is better)</span>
         <span>user {e.owner}</span>
         {e.resource_pool && <span>pool {e.resource_pool}</span>}
-        <span>started {when(e.created_at)}</span>
-        <span>duration {duration(e.created_at, e.ended_at)}</span>
+        <span>submitted {when(e.created_at)}</span>
+        <span>duration {ran ? duration(e.created_at, e.ended_at) : NO_VALUE}</span>
         {e.labels.length > 0 && <span>labels {e.labels.join(", ")}</span>}
       </div>
       {e.message && <p className="message">{e.message}</p>}
@@ -129,7 +147,7 @@ export function ExperimentPage() {
       <h2>Trials</h2>
       <ErrorLine error={trials.error ?? firstPage.error} />
       {partial !== null && <p className="muted">the first {rows.length} of {partial} trials; loading the rest…</p>}
-      <Table label="trials" rows={rows} columns={columns} rowKey={(t) => t.id} sortParam="tsort" height={420} empty="No trials yet." />
+      <Table label="trials" defaultSort="id" rows={rows} columns={columns} rowKey={(t) => t.id} sortParam="tsort" height={420} empty="No trials yet." />
 
       <h2>Learning curves</h2>
       <p className="muted">
@@ -197,6 +215,9 @@ function Curves({ experimentId, trialIds }: { experimentId: number; trialIds: nu
           {choices.map((c) => <option key={c}>{c}</option>)}
         </select>
       </label>
+      {data && asked && data.names.length > 0 && !data.names.includes(chosen) && (
+        <p className="muted">These trials reported no metric “{asked}”: choose one above.</p>
+      )}
       {data && data.names.length > 0 ? <LineChart title={chosen} series={series} /> : data ? <p className="muted">No metrics reported yet.</p> : null}
     </div>
   );
@@ -207,7 +228,12 @@ function splitChoice(choice: string): [string, string] {
   return slash < 0 ? ["", choice] : [choice.slice(0, slash), choice.slice(slash + 1)];
 }
 
+/** Checkpoints, without the deleted ones (garbage-collected: their files are gone) unless asked,
+ * as `assay e list-checkpoints` shows them without `--deleted`. */
 export function CheckpointTable({ checkpoints }: { checkpoints: Checkpoint[] }) {
+  const [showDeleted, setShowDeleted] = useState(false);
+  const deleted = checkpoints.filter((c) => c.state === "DELETED").length;
+  const shown = showDeleted ? checkpoints : checkpoints.filter((c) => c.state !== "DELETED");
   const columns: Column<Checkpoint>[] = [
     { key: "uuid", header: "UUID", value: (c) => c.uuid, cell: (c) => <code>{c.uuid}</code> },
     { key: "trial", header: "Trial", value: (c) => c.trial_id, cell: (c) => <Link to={`/trials/${c.trial_id}`}>{c.trial_id}</Link> },
@@ -217,5 +243,13 @@ export function CheckpointTable({ checkpoints }: { checkpoints: Checkpoint[] }) 
     { key: "time", header: "Reported", value: (c) => c.reported_at, cell: (c) => when(c.reported_at) },
     { key: "metadata", header: "Metadata", cell: (c) => <code className="small">{JSON.stringify(c.metadata)}</code> },
   ];
-  return <Table label="checkpoints" rows={checkpoints} columns={columns} rowKey={(c) => c.uuid} sortParam="csort" height={300} empty="No checkpoints." />;
+  return (
+    <>
+      <label className="check">
+        <input type="checkbox" checked={showDeleted} onChange={(e) => setShowDeleted(e.target.checked)} />
+        Show deleted ({deleted})
+      </label>
+      <Table label="checkpoints" rows={shown} columns={columns} rowKey={(c) => c.uuid} sortParam="csort" height={300} empty={deleted && !showDeleted ? "No checkpoints but deleted ones." : "No checkpoints."} />
+    </>
+  );
 }

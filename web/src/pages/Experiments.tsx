@@ -1,11 +1,13 @@
 // Experiments: the list with its filters, paging and row actions; all of it in the URL.
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { useEffect } from "react";
 import { Link, useSearchParams } from "react-router-dom";
 import { api, ok, type ExperimentState, type ExperimentSummary, type Schemas } from "../api/client";
 import { ErrorLine, ExperimentActions, Loading, StateBadge } from "../components/bits";
 import { Table, type Column } from "../components/Table";
-import { duration, num, percent, when } from "../format";
+import { duration, NO_VALUE, num, percent, when } from "../format";
 import { useLiveEvents } from "../live";
+import { parseOffset, pickEnum } from "../params";
 
 const STATES: ExperimentState[] = [
   "ACTIVE", "PAUSED", "STOPPING_COMPLETED", "STOPPING_CANCELED", "STOPPING_KILLED",
@@ -19,6 +21,10 @@ const SORT_KEYS: SortKey[] = ["id", "name", "state", "start", "end", "best", "us
 
 function trialCount(e: ExperimentSummary): number {
   return Object.values(e.trials ?? {}).reduce((a: number, b) => a + Number(b), 0);
+}
+
+function ran(e: ExperimentSummary): boolean {
+  return Object.entries(e.trials ?? {}).some(([state, n]) => state !== "QUEUED" && Number(n) > 0);
 }
 
 const columns: Column<ExperimentSummary>[] = [
@@ -42,10 +48,11 @@ const columns: Column<ExperimentSummary>[] = [
   },
   { key: "trials", header: "Trials", cell: (e) => trialCount(e), className: "num" },
   { key: "user", header: "User", value: (e) => e.owner, cell: (e) => e.owner },
-  { key: "start", header: "Started", value: (e) => e.created_at, cell: (e) => when(e.created_at) },
+  { key: "start", header: "Submitted", value: (e) => e.created_at, cell: (e) => when(e.created_at) },
   {
+    // One whose trials never ran (none yet, or all still queued) has no duration yet.
     key: "duration", header: "Duration",
-    cell: (e) => duration(e.created_at, e.ended_at),
+    cell: (e) => (ran(e) ? duration(e.created_at, e.ended_at) : NO_VALUE),
   },
   {
     key: "actions", header: "Actions",
@@ -55,12 +62,13 @@ const columns: Column<ExperimentSummary>[] = [
 
 export function ExperimentsPage() {
   const [params, setParams] = useSearchParams();
-  const states = params.getAll("state") as ExperimentState[];
+  // States in any case (`active`); what is not a state is left out, not sent to the API.
+  const states = pickEnum(params.getAll("state"), STATES);
   const user = params.get("user") ?? "";
   const name = params.get("name") ?? "";
   const label = params.get("label") ?? "";
   const archived = params.get("archived") === "1";
-  const offset = Number(params.get("offset") ?? 0) || 0;
+  const offset = parseOffset(params.get("offset"));
 
   // The column sorted by (`sort=key`, `-key` descending) is the API's sort of the whole list.
   const sortParam = params.get("sort") ?? "";
@@ -95,6 +103,13 @@ export function ExperimentsPage() {
     setParams(next, { replace: true });
   };
   const total = query.data?.pagination.total ?? 0;
+  // An offset past the end (an old link, a list that shrank) shows the last page instead.
+  const lastPage = Math.max(0, Math.floor((total - 1) / PAGE) * PAGE);
+  const beyond = query.data !== undefined && !query.isPlaceholderData && offset > 0 && offset >= total;
+  useEffect(() => {
+    if (beyond) set("offset", lastPage ? String(lastPage) : null);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [beyond, lastPage]);
 
   return (
     <section>
@@ -127,7 +142,7 @@ export function ExperimentsPage() {
       </form>
       <ErrorLine error={query.error} />
       {query.isPending ? <Loading /> : (
-        <Table label="experiments" presorted rows={rows} columns={columns} rowKey={(e) => e.id} empty="No experiments match." />
+        <Table label="experiments" presorted defaultSort="-id" rows={rows} columns={columns} rowKey={(e) => e.id} empty="No experiments match." />
       )}
       <div className="pager">
         <button type="button" disabled={offset === 0} onClick={() => set("offset", String(Math.max(0, offset - PAGE)))}>

@@ -47,9 +47,9 @@ export function JobQueuePage() {
           <table aria-label="job queue">
             <thead>
               <tr>
-                <th>#</th><th>ID</th><th>Type</th><th>Name</th>
-                <th>{queue.data?.scheduler === "fair_share" ? "Weight" : "Priority"}</th>
-                <th>Submitted</th><th>Slots (acquired/needed)</th><th>Status</th><th>User</th><th>Actions</th>
+                <th className="num">#</th><th>ID</th><th>Type</th><th>Name</th>
+                <th className="num">{queue.data?.scheduler === "fair_share" ? "Weight" : "Priority"}</th>
+                <th>Submitted</th><th className="num">Slots (acquired/needed)</th><th>Status</th><th>Why it waits</th><th>User</th><th>Actions</th>
               </tr>
             </thead>
             <tbody>
@@ -63,6 +63,7 @@ export function JobQueuePage() {
                   <td>{when(j.submitted_at)}</td>
                   <td className="num">{j.slots_acquired}/{j.slots_needed}</td>
                   <td><StateBadge state={j.status} /></td>
+                  <td className="why-waits">{j.waiting ?? ""}</td>
                   <td>{j.user}</td>
                   <td>
                     <button type="button" aria-label={`manage job ${j.name}`} onClick={() => setParam("manage", j.id)}>
@@ -72,7 +73,7 @@ export function JobQueuePage() {
                 </tr>
               ))}
               {queue.data?.jobs.length === 0 && (
-                <tr><td colSpan={10} className="empty">No queued or scheduled jobs in this pool.</td></tr>
+                <tr><td colSpan={11} className="empty">No queued or scheduled jobs in this pool.</td></tr>
               )}
             </tbody>
           </table>

@@ -14,9 +14,21 @@ export function SignInPage() {
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
   const next = params.get("next");
+  const link = params.get("link");
   return (
     <section className="sign-in">
       <h1>Sign in</h1>
+      {link === "spent" && (
+        <p className="message" role="status">
+          This sign-in link was already used or has expired: sign in with your user, or run{" "}
+          <code>assay up</code> again for a fresh link.
+        </p>
+      )}
+      {link === "busy" && (
+        <p className="message" role="status">
+          Too many sign-in attempts from here: wait a minute and open the link again, or sign in with your user.
+        </p>
+      )}
       <form
         onSubmit={async (e) => {
           e.preventDefault();
@@ -44,6 +56,10 @@ export function SignInPage() {
         <ErrorLine error={error} />
         <button type="submit" className="primary" disabled={busy}>Sign in</button>
       </form>
+      <p className="muted">
+        On a cluster started with <code>assay up</code>, the user is <code>admin</code> and its
+        password is in <code>$ASSAY_HOME/admin-password</code> (<code>~/.assay/admin-password</code> by default).
+      </p>
     </section>
   );
 }

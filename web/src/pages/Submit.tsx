@@ -92,11 +92,13 @@ export function SubmitPage() {
   const failed = submitError ?? (check.state === "invalid" ? check.error : null);
   const problems: Problem[] = useMemo(() => {
     const details = failed instanceof ApiError ? failed.details : [];
-    return details.map((d) => {
+    const found = details.map((d) => {
       // A YAML syntax error's path is `<config>:line:column`.
       const syntax = /^<config>:(\d+):\d+$/.exec(d.path);
       return { ...d, line: syntax ? Number(syntax[1]) : lineOf(lines, d.path) };
     });
+    // Top to bottom, as the editor shows them; problems without a line after those with one.
+    return found.sort((a, b) => (a.line ?? Infinity) - (b.line ?? Infinity));
   }, [failed, lines]);
 
   const jump = (line: number) => {

@@ -7,11 +7,19 @@ import { api, ok, type TaskLogEntry, type TaskLogPage } from "../api/client";
 import { ErrorLine, Loading, StateBadge } from "../components/bits";
 import { duration, when } from "../format";
 import { followEvents, useLiveEvents } from "../live";
+import { badId, parseId } from "../params";
 
 const ENDED = ["SUCCEEDED", "FAILED", "STOPPED"];
 
 export function TaskPage() {
-  const id = Number(useParams().id);
+  const text = useParams().id;
+  const id = parseId(text);
+  // Not an id: said here, without asking the API about it.
+  if (id === null) return <ErrorLine error={badId("job", text)} />;
+  return <TaskView id={id} />;
+}
+
+function TaskView({ id }: { id: number }) {
   const client = useQueryClient();
   // A job's state, instances and retries change with the queue: each change reads it again.
   useLiveEvents({ queue: true });
@@ -63,7 +71,7 @@ export function TaskPage() {
           <thead>
             <tr>
               <th>Role</th>
-              <th>Index</th>
+              <th className="num">Index</th>
               <th>State</th>
               <th>Agent</th>
               <th>Slots</th>
@@ -76,7 +84,7 @@ export function TaskPage() {
             {t.instances.map((i) => (
               <tr key={`${i.role}-${i.index}`}>
                 <td>{i.role}</td>
-                <td>{i.index}</td>
+                <td className="num">{i.index}</td>
                 <td>
                   <StateBadge state={i.state} />
                 </td>

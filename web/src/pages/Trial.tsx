@@ -2,15 +2,35 @@
 import { useQuery } from "@tanstack/react-query";
 import { useEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router-dom";
-import { api, ok, type LogEntry, type LogPage, type Metric } from "../api/client";
-import { ErrorLine, Loading, StateBadge } from "../components/bits";
+import { api, ok, type LogEntry, type LogPage, type Metric, type TrialDetail } from "../api/client";
+import { ErrorLine, Loading, TrialStateBadge } from "../components/bits";
 import { LineChart } from "../components/Chart";
-import { duration, hparam, num, when } from "../format";
+import { duration, hparam, NO_VALUE, num, when } from "../format";
 import { followEvents, useLiveEvents } from "../live";
+import { badId, parseId } from "../params";
 import { CheckpointTable } from "./Experiment";
 
 export function TrialPage() {
-  const id = Number(useParams().id);
+  const text = useParams().id;
+  const id = parseId(text);
+  // Not an id: said here, without asking the API about it.
+  if (id === null) return <ErrorLine error={badId("trial", text)} />;
+  return <TrialView id={id} />;
+}
+
+/**
+ * When the trial started running (its first run's start: not its creation, which counts the
+ * time it queued) and until when it ran: its end, the end of its latest run while none runs
+ * (paused), or now.
+ */
+function ranFrom(t: TrialDetail): { start: number | null; end: number | null } {
+  const start = t.allocations.find((a) => a.started_at != null)?.started_at ?? null;
+  const running = t.allocations.some((a) => a.started_at != null && a.ended_at == null);
+  const last = t.allocations.at(-1)?.ended_at ?? null;
+  return { start, end: t.ended_at ?? (running ? null : last) };
+}
+
+function TrialView({ id }: { id: number }) {
   useLiveEvents({ trialId: id });
   const trial = useQuery({
     queryKey: ["trial", id],
@@ -27,10 +47,11 @@ export function TrialPage() {
   if (trial.isPending) return <Loading />;
   if (trial.error) return <ErrorLine error={trial.error} />;
   const t = trial.data;
+  const ran = ranFrom(t);
   return (
     <section>
       <h1>
-        Trial {t.id} <StateBadge state={t.state} />
+        Trial {t.id} <TrialStateBadge state={t.state} earlyStopped={t.early_stopped} />
       </h1>
       <div className="summary">
         <span>
@@ -39,8 +60,8 @@ export function TrialPage() {
         <span>steps {t.steps_completed}</span>
         <span>best validation {num(t.best_validation)}</span>
         <span>restarts {t.restarts}</span>
-        <span>started {when(t.created_at)}</span>
-        <span>duration {duration(t.created_at, t.ended_at)}</span>
+        <span>started {ran.start !== null ? when(ran.start) : "not yet"}</span>
+        <span>duration {ran.start !== null ? duration(ran.start, ran.end) : NO_VALUE}</span>
       </div>
       {t.message && <p className="message">{t.message}</p>}
       {t.waiting && <p className="muted">Waiting: {t.waiting}</p>}
