@@ -13,6 +13,7 @@ import math
 import random
 import sys
 import uuid
+from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from assay.protocol import ExitedReason
@@ -64,8 +65,15 @@ class SearchMethod(Protocol):
         """The trial finished after the method closed it, or its code finished on its own."""
         ...
 
-    def progress(self) -> float:
-        """How far the search is, from 0.0 to 1.0."""
+    def progress(self, partial: Mapping[str, float]) -> float:
+        """How far the search is, from 0.0 to 1.0: the work done over the work planned.
+
+        ``partial`` holds the open trials' share of the operation each trains towards now
+        (code-driven: of its whole run), from 0.0 to 1.0, as far as the trials have reported
+        it; a trial not in it has reported none. Work a trial reported this way counts as done,
+        so progress moves while trials train, not only when they validate; it never makes
+        progress smaller.
+        """
         ...
 
     def snapshot(self) -> dict[str, Any]:
@@ -242,18 +250,36 @@ class Searcher:
         its operation and waits for a promotion is open but idle. Code-driven, every open trial
         is training.
         """
-        if self.code_driven:
-            return sum(1 for r in self.trials.values() if not (r.closed or r.exited))
-        return sum(1 for r in self.trials.values() if r.pending and not (r.closed or r.exited))
+        return len(self.training())
 
     def is_closed(self, request_id: str) -> bool:
         record = self.trials.get(request_id)
         return record is None or record.closed or record.exited
 
-    def progress(self) -> float:
+    def training(self) -> list[str]:
+        """The trials training towards an operation (code-driven: every open trial): the ones
+        whose reported share of it :meth:`progress` counts."""
+        return [
+            rid
+            for rid, r in self.trials.items()
+            if not (r.closed or r.exited) and (self.code_driven or r.pending)
+        ]
+
+    def progress(self, partial: Mapping[str, float] | None = None) -> float:
+        """How far the search is, from 0.0 to 1.0 (the one definition every view shows).
+
+        ``partial``: what the trials of :meth:`training` reported of their current operation
+        (see :meth:`SearchMethod.progress`); shares of other trials, and values outside
+        ``[0, 1]``, are left out or clamped, so a stale or odd report cannot count.
+        """
         if self.shutdown is not None:
             return 1.0
-        return max(0.0, min(1.0, self.method.progress()))
+        shares: dict[str, float] = {}
+        for request_id in self.training():
+            share = (partial or {}).get(request_id, 0.0)
+            if share > 0.0:  # NaN compares false: it counts as nothing reported
+                shares[request_id] = min(share, 1.0)
+        return max(0.0, min(1.0, self.method.progress(shares)))
 
     # -- persistence ----------------------------------------------------------------------------
 

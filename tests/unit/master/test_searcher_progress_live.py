@@ -1,13 +1,17 @@
 """Searcher progress while a search runs: an ASHA search's rungs count the results its trials
-reported, not only those in the searcher's last stored snapshot."""
+reported (not only those in the searcher's last stored snapshot), and an experiment's progress
+counts what its training trials reported, the same figure in every answer."""
 
 from __future__ import annotations
+
+import uuid
 
 import pytest
 
 from assay.db import Experiment
 from assay.master import Master, Submission
 from assay.master._analysis import _brackets
+from assay.protocol import CheckpointReport
 from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import run
 from tests.unit.master.test_handlers import caller_for, config, connect_agent
@@ -86,3 +90,31 @@ def test_adaptive_asha_brackets_count_their_trials_while_the_search_runs(
     assert sum(b.trials for b in answer.brackets) == answer.trials_created > 8
     assert sum(b.rungs[0].reached for b in answer.brackets) == 8
     assert sum(b.max_trials or 0 for b in answer.brackets) == 16
+
+
+def test_progress_counts_what_training_trials_reported_and_every_answer_agrees(
+    master: Master, context: bytes
+) -> None:
+    text = config(name="random", max_trials=2, max_concurrent_trials=2)  # 100 batches each
+    exp_id = run(master.experiments.create(ADMIN, Submission(text, context))).id
+    agent = connect_agent(master, slots=2)
+    run(master.loops.schedule_once())
+    one, two = (caller_for(master, a) for a in running_allocations(master, agent.starts()))
+
+    def shown() -> float:
+        progress = run(master.analysis.searcher_progress(exp_id)).progress
+        described = run(master.reads.experiment(exp_id)).progress
+        assert progress == described == experiment(master, exp_id).progress
+        return progress
+
+    assert shown() == 0.0
+    run(master.harness.report_progress(one, 0.5))
+    assert shown() == pytest.approx(0.25), "half of one of two trials"
+    run(master.harness.report_progress(two, 0.5))
+    assert shown() == pytest.approx(0.5)
+    # Code that reports no progress of its own: the batches it checkpointed at count.
+    report = CheckpointReport(uuid=str(uuid.uuid4()), steps_completed=80)
+    run(master.harness.report_checkpoint(two, report))
+    assert shown() == pytest.approx((0.5 + 0.8) / 2)
+    run(master.harness.complete_operation(one, 100, 0.3))
+    assert shown() == pytest.approx((1.0 + 0.8) / 2)
