@@ -208,11 +208,10 @@ class _HalvingBase:
             return 1.0
         towards = 0.0
         if not self.code_driven:
-            reached = {e.request_id for e in self.rungs[0].entries}
+            # A busy trial still on the lowest rung has no result there yet (a result takes
+            # it out of ``busy``; only a move up puts it back).
             towards = sum(
-                partial.get(rid, 0.0)
-                for rid in self.busy
-                if self.trial_rung.get(rid) == 0 and rid not in reached
+                partial.get(rid, 0.0) for rid in self.busy if self.trial_rung.get(rid) == 0
             )
         reported = (len(self.rungs[0].entries) + towards) / (1.2 * self.max_trials)
         finished = (len(self.done) - self.invalid) / self.max_trials

@@ -146,6 +146,9 @@ class Searcher:
         self.smaller_is_better = smaller_is_better
         self.code_driven = code_driven
         self.trials: dict[str, TrialRecord] = {}
+        self._open: dict[str, TrialRecord] = {}
+        """The trials neither closed nor exited, oldest first: what :meth:`training` reads at
+        every event, so its cost follows the trials open, not every trial of a long search."""
         self.started = False
         self.shutdown: Shutdown | None = None
         self.keeps_events = False
@@ -173,6 +176,7 @@ class Searcher:
         self._log({"kind": "exit", "request_id": request_id, "reason": reason.value})
         record.exited = True
         record.pending = []
+        self._open.pop(request_id, None)
         return self._apply(self.method.trial_exited_early(request_id, reason))
 
     def trial_closed(self, request_id: str) -> list[Operation]:
@@ -183,6 +187,7 @@ class Searcher:
         record.exited = True
         record.closed = True
         record.pending = []
+        self._open.pop(request_id, None)
         return self._apply(self.method.trial_closed(request_id))
 
     def _validated(self, request_id: str, metric: float, length: int) -> list[Operation]:
@@ -259,11 +264,7 @@ class Searcher:
     def training(self) -> list[str]:
         """The trials training towards an operation (code-driven: every open trial): the ones
         whose reported share of it :meth:`progress` counts."""
-        return [
-            rid
-            for rid, r in self.trials.items()
-            if not (r.closed or r.exited) and (self.code_driven or r.pending)
-        ]
+        return [rid for rid, r in self._open.items() if self.code_driven or r.pending]
 
     def progress(self, partial: Mapping[str, float] | None = None) -> float:
         """How far the search is, from 0.0 to 1.0 (the one definition every view shows).
@@ -296,6 +297,7 @@ class Searcher:
     def restore(self, state: dict[str, Any]) -> None:
         self.method.restore(state["method"])
         self.trials = {rid: TrialRecord.from_json(rec) for rid, rec in state["trials"].items()}
+        self._open = {rid: r for rid, r in self.trials.items() if not (r.closed or r.exited)}
         self.started = bool(state["started"])
         raw = state.get("shutdown")
         self.shutdown = None if raw is None else Shutdown(**raw)
@@ -311,7 +313,7 @@ class Searcher:
             if isinstance(op, Create):
                 if op.request_id in self.trials:
                     raise ValueError(f"search method reused request id {op.request_id}")
-                self.trials[op.request_id] = TrialRecord(op.request_id)
+                self.trials[op.request_id] = self._open[op.request_id] = TrialRecord(op.request_id)
                 out.append(op)
                 queue[0:0] = self.method.trial_created(op.request_id)
             elif isinstance(op, ValidateAfter):
@@ -328,6 +330,7 @@ class Searcher:
                     continue
                 record.closed = True
                 record.pending = []
+                self._open.pop(op.request_id, None)
                 out.append(op)
             elif self.shutdown is None:
                 self.shutdown = op
