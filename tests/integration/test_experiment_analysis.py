@@ -1,6 +1,7 @@
 """The Experiment page's analyses on a real cluster: an ASHA search's rungs agree with what its
-trials reported, and hyperparameter importance ranks the searched hyperparameters of the
-finished trials (or says why it cannot)."""
+trials reported, during the search and after it, progress counts what training trials reported,
+and hyperparameter importance ranks the searched hyperparameters of the finished trials (or says
+why it cannot)."""
 
 from __future__ import annotations
 
@@ -12,14 +13,14 @@ import pytest
 import yaml
 
 from assay import rest
-from tests.integration.cluster import Cluster, serve
+from tests.integration.cluster import Cluster, serve, wait_for
 
 pytestmark = pytest.mark.integration
 
 SEARCHED = {"x", "layers", "opt", "lr"}
 
 
-def analysis_config(searcher: dict[str, Any]) -> str:
+def analysis_config(searcher: dict[str, Any], **constants: Any) -> str:
     return yaml.safe_dump(
         {
             "name": "analysis",
@@ -27,6 +28,7 @@ def analysis_config(searcher: dict[str, Any]) -> str:
             "hyperparameters": {
                 "step_seconds": 0.001,
                 "checkpoint_every": 1000,
+                **constants,
                 "x": {"type": "double", "minval": 1, "maxval": 10},
                 "layers": {"type": "int", "minval": 1, "maxval": 8},
                 "opt": {"type": "categorical", "vals": ["sgd", "adam", "rmsprop"]},
@@ -86,6 +88,64 @@ def test_asha_rungs_count_what_the_trials_reported(cluster: Cluster, asha: int) 
     assert low.promoted == high.reached == len(reported[4]) >= 1
     assert high.promoted == 0 and low.training == high.training == 0
     assert low.best == min(reported[2]) and high.best == min(reported[4])
+
+
+def test_asha_rungs_count_what_the_trials_reported_while_the_search_runs(
+    cluster: Cluster,
+) -> None:
+    # Promoting ASHA with rungs at 2 and 4 batches; every trial stops training at 2 batches, so
+    # the search stays where it is: four results on the lowest rung, the promoted trials
+    # training (stalled) towards the next, the others waiting to be promoted. A trial promoted
+    # after it was let go resumes from its checkpoint at 2 (its result there stays its own).
+    searcher = {**ASHA, "stop_once": False}
+    exp_id = cluster.submit(analysis_config(searcher, stall_at=2, checkpoint_every=2))
+
+    def four_results() -> rest.SearcherProgress | None:
+        progress = cluster.client.searcher_progress(exp_id)
+        return progress if progress.brackets[0].rungs[0].reached == 4 else None
+
+    try:
+        progress = wait_for("four results on the lowest rung", four_results, timeout=90)
+        assert cluster.client.experiment(exp_id).state == "ACTIVE"
+        (bracket,) = progress.brackets
+        low, high = bracket.rungs
+        assert (bracket.trials, progress.trials_created) == (4, 4)
+        assert low.promoted == high.training >= 1 and low.training == 0
+        assert high.reached == 0 and high.best is None
+        reported = [
+            m.metrics["loss"]
+            for trial in cluster.client.trials(exp_id)
+            for m in cluster.client.metrics(trial.id, "validation")
+        ]
+        assert len(reported) == 4 and low.best == min(reported)
+        # Determined's estimate: 4 results of the 1.2 * 4 the search expects on that rung.
+        assert progress.progress == pytest.approx(4 / 4.8)
+        assert cluster.client.experiment(exp_id).progress == progress.progress
+    finally:
+        cluster.client.transition(exp_id, "kill")
+        cluster.wait_state(exp_id, "CANCELED")
+
+
+def test_progress_counts_what_the_training_trials_reported_of_their_operations(
+    cluster: Cluster,
+) -> None:
+    # Two trials of 10 batches each, reporting progress every batch, stop at 5: half done.
+    searcher = {"name": "random", "max_trials": 2, "max_length": {"batches": 10}}
+    exp_id = cluster.submit(analysis_config(searcher, stall_at=5, report_progress=True))
+    try:
+        wait_for(
+            "both trials half way",
+            lambda: [t.progress for t in cluster.client.trials(exp_id)] == [0.5, 0.5],
+            timeout=90,
+        )
+        # Both reports were taken in before the trials showed them: progress is settled.
+        assert cluster.client.experiment(exp_id).progress == 0.5
+        assert cluster.client.searcher_progress(exp_id).progress == 0.5
+        (summary,) = [e for e in cluster.client.list_experiments().experiments if e.id == exp_id]
+        assert summary.progress == 0.5 and summary.state == "ACTIVE"
+    finally:
+        cluster.client.transition(exp_id, "kill")
+        cluster.wait_state(exp_id, "CANCELED")
 
 
 def test_importance_ranks_the_searched_hyperparameters_of_the_finished_trials(

@@ -78,6 +78,29 @@ def by_request(session: Session, experiment_id: int, request_id: str) -> Trial |
     ).first()
 
 
+def training_reports(
+    session: Session, experiment_id: int, request_ids: Sequence[str]
+) -> list[tuple[str, float, int]]:
+    """What the trials the searcher knows as ``request_ids`` reported of their training:
+    ``(request_id, progress, steps_completed)`` each (one index probe per trial, however many
+    trials the experiment has)."""
+    found: list[tuple[str, float, int]] = []
+    # In chunks: a search without a concurrency cap may train thousands at once, more than a
+    # statement may bind.
+    for start in range(0, len(request_ids), _CHUNK):
+        rows = session.execute(
+            select(Trial.request_id, Trial.progress, Trial.steps_completed).where(
+                Trial.experiment_id == experiment_id,
+                Trial.request_id.in_(request_ids[start : start + _CHUNK]),
+            )
+        ).all()
+        found += [(str(r), float(p), int(s)) for r, p, s in rows]
+    return found
+
+
+_CHUNK = 500
+
+
 def live_of(session: Session, experiment_id: int) -> Sequence[Trial]:
     """The experiment's trials that have not ended, oldest first."""
     return session.scalars(

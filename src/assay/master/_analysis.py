@@ -1,9 +1,12 @@
 """The Experiment page's analyses: how far the search has got (an ASHA search's rungs, trials
 against ``max_trials``) and how much each hyperparameter matters to the searcher metric.
 
-Both are read from the database (the searcher's stored snapshot, the trials' rows), so they
-answer alike for live and ended experiments and never touch a live searcher. Importance is
-computed outside the database session, in a worker thread.
+Both are read from the database (the searcher's stored snapshot and the events it handled
+since, the trials' rows), so they answer alike for live and ended experiments and never touch a
+live searcher. The master writes a searcher's snapshot only now and then (and when its
+experiment ends), so a live search's rungs are its snapshot with those events replayed, as a
+master restart rebuilds it. Replays and importances are computed outside the database session,
+in a worker thread, and remembered.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 
 from assay import rest
 from assay.config import ExperimentConfig, GridConfig, grid_points, load_experiment_config
-from assay.db import Session, experiments, trials
+from assay.db import Session, experiments, searcher_events, trials
 from assay.master._importance import ImportanceAnswer, importances
 from assay.master._orchestrator import Orchestrator
 from assay.protocol import TERMINAL_TRIAL_STATES, TrialState
@@ -23,6 +26,19 @@ from assay.searcher import BracketCount, describe_brackets, halving_brackets, ma
 HALVING_SEARCHERS = frozenset({"async_halving", "adaptive_asha", "hyperband"})
 """The searchers whose methods are made of halving brackets (hyperband's only when
 code-driven; its searcher-driven brackets keep no rungs to count and show none)."""
+
+
+@dataclass(frozen=True)
+class _Progress:
+    answer: rest.SearcherProgress
+    """Everything but the brackets."""
+    config: ExperimentConfig
+    seed: int
+    snapshot: dict[str, Any] | None
+    events: list[dict[str, Any]]
+    """The events the snapshot does not include (read only for the halving searchers)."""
+    seq: int
+    """The searcher's last event: the brackets are known again while it stays the same."""
 
 
 @dataclass(frozen=True)
@@ -40,14 +56,15 @@ class Analysis:
     def __init__(self, core: Orchestrator) -> None:
         self.core = core
         self._memo: dict[tuple[Any, ...], ImportanceAnswer] = {}
+        self._brackets: dict[tuple[int, int], list[rest.Bracket]] = {}
 
     async def searcher_progress(self, experiment_id: int) -> rest.SearcherProgress:
-        def read(session: Session) -> rest.SearcherProgress:
+        def read(session: Session) -> _Progress:
             exp = experiments.require(session, experiment_id)
             config = load_experiment_config(exp.config, stored=True)
             counts = trials.counts(session, [exp.id])[exp.id]
-            state = exp.searcher_state or {}
-            return rest.SearcherProgress(
+            halving = config.searcher.name in HALVING_SEARCHERS
+            answer = rest.SearcherProgress(
                 experiment_id=exp.id,
                 searcher=config.searcher.name,
                 unit=config.searcher.plan().unit,
@@ -56,10 +73,25 @@ class Analysis:
                 trials_created=sum(counts.values()),
                 trials_completed=counts.get(TrialState.COMPLETED, 0),
                 trials_ended=sum(n for s, n in counts.items() if s in TERMINAL_TRIAL_STATES),
-                brackets=_brackets(config, exp.seed, state.get("method")),
+                brackets=[],
             )
+            pending = halving and searcher_events.pending(exp) > 0
+            events = searcher_events.after_snapshot(exp) if pending else []
+            return _Progress(answer, config, exp.seed, exp.searcher_state, events, exp.searcher_seq)
 
-        return await self.core.read(read)
+        found = await self.core.read(read)
+        if found.config.searcher.name not in HALVING_SEARCHERS:
+            return found.answer
+        key = (experiment_id, found.seq)
+        brackets = self._brackets.get(key)
+        if brackets is None:
+            brackets = await asyncio.to_thread(
+                _current_brackets, found.config, found.seed, found.snapshot, found.events
+            )
+            while len(self._brackets) >= _MEMO_SIZE:
+                self._brackets.pop(next(iter(self._brackets)))
+            self._brackets[key] = brackets
+        return found.answer.model_copy(update={"brackets": brackets})
 
     async def hparam_importance(
         self, experiment_id: int, evaluator: rest.ImportanceEvaluator | None
@@ -105,6 +137,24 @@ def _max_trials(config: ExperimentConfig) -> int | None:
         return grid_points(dict(config.hyperparameters))
     planned = getattr(sc, "max_trials", None)
     return planned if isinstance(planned, int) else None
+
+
+def _current_brackets(
+    config: ExperimentConfig,
+    seed: int,
+    snapshot: dict[str, Any] | None,
+    events: list[dict[str, Any]],
+) -> list[rest.Bracket]:
+    """The brackets of a halving search as its searcher holds them now: its stored snapshot
+    with the events handled since replayed (search methods are pure, so this is the live
+    searcher's state, built apart from it)."""
+    if not events:
+        return _brackets(config, seed, (snapshot or {}).get("method"))
+    searcher = make_searcher(config, seed)
+    if snapshot is not None:
+        searcher.restore(snapshot)
+    searcher.replay(events)
+    return _brackets(config, seed, searcher.snapshot()["method"])
 
 
 def _brackets(config: ExperimentConfig, seed: int, method_state: Any) -> list[rest.Bracket]:

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -92,7 +93,8 @@ class CustomSearchMethod:
     def trial_closed(self, request_id: str) -> list[Operation]:
         return self._call({"op": "trial_closed", "request_id": request_id})
 
-    def progress(self) -> float:
+    def progress(self, partial: Mapping[str, float]) -> float:
+        # The user's searcher says how far it is; the trials' shares are not its inputs.
         return self.last_progress
 
     def snapshot(self) -> dict[str, Any]:

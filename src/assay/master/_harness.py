@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from assay.db import Checkpoint, Session, allocations, checkpoints, experiments, metrics, trials
 from assay.errors import InvalidRequest, Unauthorized
-from assay.master._lifecycle import apply_ops
+from assay.master._lifecycle import apply_ops, update_progress
 from assay.master._tx import Tx, Wake
 from assay.protocol import (
     VALIDATION,
@@ -156,6 +156,9 @@ def report_checkpoint(tx: Tx, caller: Caller, report: CheckpointReport) -> Check
     if current is None or steps >= current.steps_completed or current.trial_id != trial.id:
         trial.latest_checkpoint = uuid
     trials.raise_steps_completed(tx.session, trial.id, steps)
+    # Batches trained count towards the experiment's progress (for code that reports no
+    # progress of its own); metric reports are stored outside the lock, checkpoints inside.
+    update_progress(tx, experiments.require(tx.session, trial.experiment_id))
     return ckpt
 
 
@@ -176,3 +179,4 @@ def report_progress(tx: Tx, caller: Caller, progress: float) -> None:
         raise InvalidRequest(f"progress: must be between 0 and 1, got {progress}")
     trial = trials.require(tx.session, caller.trial_id)
     trial.progress = progress
+    update_progress(tx, experiments.require(tx.session, trial.experiment_id))

@@ -75,9 +75,40 @@ def apply_ops(tx: Tx, exp: Experiment, ops: list[Operation]) -> None:
             _close_trial(tx, exp, searcher, op)
         elif isinstance(op, Shutdown):
             _shutdown(tx, exp, op)
-    exp.progress = searcher.progress()
+    _store_progress(tx, exp, searcher)
     maybe_finish_experiment(tx, exp)
     tx.searchers.save(tx.session, exp, final=ExperimentState(exp.state).terminal)
+
+
+def update_progress(tx: Tx, exp: Experiment) -> None:
+    """Store the experiment's progress: its searcher's, counting what the trials training now
+    reported of their operations. The one definition of ``progress`` every view shows (the
+    experiment, its list, the searcher-progress answer, the CLI)."""
+    if ExperimentState(exp.state).terminal:
+        return  # its last progress stands (1.0 when it completed); its searcher is gone
+    _store_progress(tx, exp, tx.searchers.searcher(exp))
+
+
+def _store_progress(tx: Tx, exp: Experiment, searcher: Searcher) -> None:
+    unit = tx.searchers.config(exp).searcher.plan().unit
+    exp.progress = searcher.progress(training_shares(tx, exp, searcher, unit))
+
+
+def training_shares(tx: Tx, exp: Experiment, searcher: Searcher, unit: str) -> dict[str, float]:
+    """Each training trial's share of its current operation: the fraction its code reported
+    (``op.report_progress``: units done over the operation's length, or, code-driven, the
+    trial's own fraction), or, counted in batches, the batches it trained over the operation's
+    length (for code that reports metrics but not progress), whichever is further."""
+    shares: dict[str, float] = {}
+    for request_id, progress, steps in trials.training_reports(
+        tx.session, exp.id, searcher.training()
+    ):
+        share = progress
+        pending = searcher.pending_length(request_id)
+        if unit == "batches" and pending:
+            share = max(share, steps / pending)
+        shares[request_id] = share
+    return shares
 
 
 def _create_trial(tx: Tx, exp: Experiment, op: Create) -> None:
@@ -105,6 +136,10 @@ def _validate_after(tx: Tx, exp: Experiment, searcher: Searcher, op: ValidateAft
     trial = trials.by_request(tx.session, exp.id, op.request_id)
     if trial is None:
         return
+    # The trial's reported progress is a fraction of its operation: of this new one it has done
+    # what it validated at so far (a share of the last one would count work not done).
+    done = searcher.trials[op.request_id].completed_length
+    trial.progress = min(done / max(op.length, 1), 1.0)
     tx.act(Wake(("op", trial.id)))
     if (
         trial.state == TrialState.PAUSED

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +90,8 @@ class _Rung:
 
 class _HalvingBase:
     """Bookkeeping shared by both variants: trials, rungs, replacement, shutdown, snapshot."""
+
+    code_driven = False
 
     def __init__(
         self,
@@ -197,10 +200,20 @@ class _HalvingBase:
     def initial_operations(self) -> list[Operation]:
         return self._fill() + self._maybe_shutdown()
 
-    def progress(self) -> float:
+    def progress(self, partial: Mapping[str, float]) -> float:
+        # Determined's estimate: the search is about done once 1.2 * max_trials results reached
+        # the lowest rung. A trial training towards that rung counts the share of it it has
+        # reported. (Code-driven trials report shares of their whole run, not of the rung.)
         if self.max_trials <= 0:
             return 1.0
-        reported = len(self.rungs[0].entries) / (1.2 * self.max_trials)
+        towards = 0.0
+        if not self.code_driven:
+            # A busy trial still on the lowest rung has no result there yet (a result takes
+            # it out of ``busy``; only a move up puts it back).
+            towards = sum(
+                partial.get(rid, 0.0) for rid in self.busy if self.trial_rung.get(rid) == 0
+            )
+        reported = (len(self.rungs[0].entries) + towards) / (1.2 * self.max_trials)
         finished = (len(self.done) - self.invalid) / self.max_trials
         return min(1.0, max(reported, finished))
 

@@ -13,6 +13,7 @@ import math
 import random
 import sys
 import uuid
+from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from assay.protocol import ExitedReason
@@ -64,8 +65,15 @@ class SearchMethod(Protocol):
         """The trial finished after the method closed it, or its code finished on its own."""
         ...
 
-    def progress(self) -> float:
-        """How far the search is, from 0.0 to 1.0."""
+    def progress(self, partial: Mapping[str, float]) -> float:
+        """How far the search is, from 0.0 to 1.0: the work done over the work planned.
+
+        ``partial`` holds the open trials' share of the operation each trains towards now
+        (code-driven: of its whole run), from 0.0 to 1.0, as far as the trials have reported
+        it; a trial not in it has reported none. Work a trial reported this way counts as done,
+        so progress moves while trials train, not only when they validate; it never makes
+        progress smaller.
+        """
         ...
 
     def snapshot(self) -> dict[str, Any]:
@@ -138,6 +146,9 @@ class Searcher:
         self.smaller_is_better = smaller_is_better
         self.code_driven = code_driven
         self.trials: dict[str, TrialRecord] = {}
+        self._open: dict[str, TrialRecord] = {}
+        """The trials neither closed nor exited, oldest first: what :meth:`training` reads at
+        every event, so its cost follows the trials open, not every trial of a long search."""
         self.started = False
         self.shutdown: Shutdown | None = None
         self.keeps_events = False
@@ -165,6 +176,7 @@ class Searcher:
         self._log({"kind": "exit", "request_id": request_id, "reason": reason.value})
         record.exited = True
         record.pending = []
+        self._open.pop(request_id, None)
         return self._apply(self.method.trial_exited_early(request_id, reason))
 
     def trial_closed(self, request_id: str) -> list[Operation]:
@@ -175,6 +187,7 @@ class Searcher:
         record.exited = True
         record.closed = True
         record.pending = []
+        self._open.pop(request_id, None)
         return self._apply(self.method.trial_closed(request_id))
 
     def _validated(self, request_id: str, metric: float, length: int) -> list[Operation]:
@@ -242,18 +255,32 @@ class Searcher:
         its operation and waits for a promotion is open but idle. Code-driven, every open trial
         is training.
         """
-        if self.code_driven:
-            return sum(1 for r in self.trials.values() if not (r.closed or r.exited))
-        return sum(1 for r in self.trials.values() if r.pending and not (r.closed or r.exited))
+        return len(self.training())
 
     def is_closed(self, request_id: str) -> bool:
         record = self.trials.get(request_id)
         return record is None or record.closed or record.exited
 
-    def progress(self) -> float:
+    def training(self) -> list[str]:
+        """The trials training towards an operation (code-driven: every open trial): the ones
+        whose reported share of it :meth:`progress` counts."""
+        return [rid for rid, r in self._open.items() if self.code_driven or r.pending]
+
+    def progress(self, partial: Mapping[str, float] | None = None) -> float:
+        """How far the search is, from 0.0 to 1.0 (the one definition every view shows).
+
+        ``partial``: what the trials of :meth:`training` reported of their current operation
+        (see :meth:`SearchMethod.progress`); shares of other trials, and values outside
+        ``[0, 1]``, are left out or clamped, so a stale or odd report cannot count.
+        """
         if self.shutdown is not None:
             return 1.0
-        return max(0.0, min(1.0, self.method.progress()))
+        shares: dict[str, float] = {}
+        for request_id in self.training():
+            share = (partial or {}).get(request_id, 0.0)
+            if share > 0.0:  # NaN compares false: it counts as nothing reported
+                shares[request_id] = min(share, 1.0)
+        return max(0.0, min(1.0, self.method.progress(shares)))
 
     # -- persistence ----------------------------------------------------------------------------
 
@@ -270,6 +297,7 @@ class Searcher:
     def restore(self, state: dict[str, Any]) -> None:
         self.method.restore(state["method"])
         self.trials = {rid: TrialRecord.from_json(rec) for rid, rec in state["trials"].items()}
+        self._open = {rid: r for rid, r in self.trials.items() if not (r.closed or r.exited)}
         self.started = bool(state["started"])
         raw = state.get("shutdown")
         self.shutdown = None if raw is None else Shutdown(**raw)
@@ -285,7 +313,7 @@ class Searcher:
             if isinstance(op, Create):
                 if op.request_id in self.trials:
                     raise ValueError(f"search method reused request id {op.request_id}")
-                self.trials[op.request_id] = TrialRecord(op.request_id)
+                self.trials[op.request_id] = self._open[op.request_id] = TrialRecord(op.request_id)
                 out.append(op)
                 queue[0:0] = self.method.trial_created(op.request_id)
             elif isinstance(op, ValidateAfter):
@@ -302,6 +330,7 @@ class Searcher:
                     continue
                 record.closed = True
                 record.pending = []
+                self._open.pop(op.request_id, None)
                 out.append(op)
             elif self.shutdown is None:
                 self.shutdown = op

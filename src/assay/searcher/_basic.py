@@ -5,6 +5,7 @@ come from an Optuna sampler."""
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from typing import Any
 
 from assay.protocol import ExitedReason
@@ -127,11 +128,17 @@ class _PoolSearch:
         self.finished += 1
         return self._fill()
 
-    def progress(self) -> float:
+    def progress(self, partial: Mapping[str, float]) -> float:
+        # Each trial is one share of the total: a finished one a whole share, a running one
+        # what it validated at or reported of its one operation (code-driven: of its run),
+        # whichever is further.
         if self.max_trials == 0:
             return 1.0
-        partial = sum(self.progress_by_trial.values())
-        return min(1.0, (self.finished + partial) / self.max_trials)
+        running = dict.fromkeys([*self.running, *self.progress_by_trial])
+        shares = sum(
+            max(self.progress_by_trial.get(rid, 0.0), partial.get(rid, 0.0)) for rid in running
+        )
+        return min(1.0, (self.finished + shares) / self.max_trials)
 
     def snapshot(self) -> dict[str, Any]:
         return {

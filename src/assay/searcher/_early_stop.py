@@ -21,6 +21,7 @@ assessors count.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from assay.protocol import ExitedReason
@@ -172,8 +173,8 @@ class EarlyStopping:
         self.finished.add(request_id)
         return self._note(self.inner.trial_closed(request_id))
 
-    def progress(self) -> float:
-        return self.inner.progress()
+    def progress(self, partial: Mapping[str, float]) -> float:
+        return self.inner.progress(partial)
 
     def snapshot(self) -> dict[str, Any]:
         return {

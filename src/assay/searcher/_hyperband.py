@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -215,10 +216,20 @@ class SuccessiveHalving:
         self.done.add(request_id)
         return self._advance()
 
-    def progress(self) -> float:
+    def progress(self, partial: Mapping[str, float]) -> float:
         if self.complete:
             return len(self.done) / max(len(self.created), 1)
-        return self.rung / len(self.lengths)
+        # Each rung is an equal share; within one, a member that reported counts whole and one
+        # training counts what it trained past the rung below of what this rung adds.
+        length = self.lengths[self.rung]
+        below = self.lengths[self.rung - 1] if self.rung > 0 else 0
+        shares = 0.0
+        for request_id in self.busy:
+            trained = partial.get(request_id, 0.0) * length
+            shares += min(max((trained - below) / max(length - below, 1), 0.0), 1.0)
+        members = max(len(self.members), self.num_trials if self.rung == 0 else 1)
+        within = min((len(self.results) + shares) / members, 1.0)
+        return (self.rung + within) / len(self.lengths)
 
     def snapshot(self) -> dict[str, Any]:
         return {

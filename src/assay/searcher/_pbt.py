@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Mapping
 from typing import Any
 
 from assay.config import (
@@ -248,10 +249,19 @@ class PBT:
         self.done.add(request_id)
         return self._maybe_shutdown()
 
-    def progress(self) -> float:
+    def progress(self, partial: Mapping[str, float]) -> float:
         if self.complete:
             return 1.0
-        reported = len(self.results) / max(len(self.members), 1)
+        # A member training this round counts what it trained of the round (its operation's
+        # length is absolute, the round its last length_per_round units).
+        training = 0.0
+        for request_id in self.members:
+            if request_id in self.results or request_id in self.done:
+                continue
+            length = self._next_length(request_id)
+            trained = partial.get(request_id, 0.0) * length - (length - self.length_per_round)
+            training += min(max(trained / self.length_per_round, 0.0), 1.0)
+        reported = (len(self.results) + training) / max(len(self.members), 1)
         return min(1.0, (self.round + reported) / self.num_rounds)
 
     def snapshot(self) -> dict[str, Any]:

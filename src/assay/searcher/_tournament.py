@@ -13,6 +13,7 @@ not assume their operations take effect at once, and must issue a trial's first
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from assay.protocol import ExitedReason
@@ -143,8 +144,9 @@ class Tournament:
         self._idle(request_id)
         return self._route(index, self.methods[index].trial_closed(request_id))
 
-    def progress(self) -> float:
-        return sum(m.progress() for m in self.methods) / len(self.methods)
+    def progress(self, partial: Mapping[str, float]) -> float:
+        # Each method reads the shares of its own trials.
+        return sum(m.progress(partial) for m in self.methods) / len(self.methods)
 
     # -- persistence ----------------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,8 +123,8 @@ class _Checked:
         self.ended.add(request_id)
         return self._check("trial_closed", self.method.trial_closed(request_id))
 
-    def progress(self) -> float:
-        return self.method.progress()
+    def progress(self, partial: Mapping[str, float]) -> float:
+        return self.method.progress(partial)
 
     def snapshot(self) -> dict[str, Any]:
         return self.method.snapshot()
@@ -205,6 +205,15 @@ def drive(
         progress = searcher.progress()
         if not 0.0 <= progress <= 1.0:
             raise ContractViolation(f"progress {progress} is outside [0, 1]")
+        # Trials that report training done only add to it: half of every operation, then all.
+        training = searcher.training()
+        half = searcher.progress(dict.fromkeys(training, 0.5))
+        whole = searcher.progress(dict.fromkeys(training, 1.0))
+        if not progress <= half <= whole <= 1.0:
+            raise ContractViolation(
+                f"after {event[0]}: progress {progress}, with the training trials half way "
+                f"{half}, all the way {whole}: it must not fall as trials train, nor pass 1"
+            )
 
     deliver(("initial",))
     for _ in range(max_events):

@@ -313,7 +313,7 @@ class _ReusesIds:
     def trial_closed(self, request_id: str) -> list[Any]:
         return []
 
-    def progress(self) -> float:
+    def progress(self, partial: Any) -> float:
         return 0.0
 
     def snapshot(self) -> dict[str, Any]:

@@ -6,7 +6,9 @@ hyperparameters invalid when ``x`` exceeds it, by ``report_early_exit`` or, with
 ``invalid_by: raise``, by raising ``assay.InvalidHP``), ``code_driven_steps`` (ignore the searcher's
 operations: train that many steps, validating every ``checkpoint_every`` steps with the step
 count as the ``batches`` metric, until told to stop), ``ignore_preempt`` (never look at
-``should_preempt()``, to be killed at the preemption timeout). It prints
+``should_preempt()``, to be killed at the preemption timeout), ``report_progress`` (call
+``op.report_progress`` after every step), ``stall_at`` (having trained that many steps, train no
+further: wait, reporting nothing, until preempted, so tests see a search mid-way). It prints
 ``started at step S run R pid P`` so tests can see where each run resumed and signal the process.
 """
 
@@ -64,11 +66,20 @@ def main() -> None:
                     return
             print(f"done at step {steps}", flush=True)
             return
+        stall_at = hp.get("stall_at")
         for op in core.searcher.operations():
             while steps < op.length:
+                if stall_at is not None and steps >= int(stall_at):
+                    print(f"stalled at step {steps}", flush=True)
+                    while not core.preempt.should_preempt():
+                        time.sleep(0.1)
+                    print(f"preempted at step {steps}", flush=True)
+                    return
                 time.sleep(step_seconds)
                 steps += 1
                 core.train.report_training_metrics(steps, {"loss": 1.0 / steps, "run": run})
+                if hp.get("report_progress"):
+                    op.report_progress(steps)
                 if steps % every == 0:
                     checkpoint()
                 if fail_once_at is not None and steps == int(fail_once_at) and run == 1:
