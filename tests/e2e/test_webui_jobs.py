@@ -81,6 +81,11 @@ def test_the_jobs_filters_are_in_the_url(cluster: Cluster, page: Any) -> None:
     link.wait_for()
     assert page.get_by_role("checkbox", name="SUCCEEDED").is_checked()
 
+    # Only ended states with ended jobs hidden: nothing, not every job that has not ended.
+    page.goto(f"{cluster.url}/tasks?state=SUCCEEDED&ended=0")
+    page.get_by_text(re.compile("ended ones are hidden")).wait_for()
+    assert link.count() == 0
+
 
 def test_a_missing_job_points_to_the_jobs_page(cluster: Cluster, page: Any) -> None:
     page.goto(f"{cluster.url}/tasks/999999")

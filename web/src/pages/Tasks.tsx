@@ -43,6 +43,8 @@ export function TasksPage() {
   const showEnded = params.get("ended") !== "0";
   const user = params.get("user") ?? "";
   const states = showEnded ? chosen : chosen.filter((s) => !ENDED.includes(s));
+  // Only ended states chosen, with ended jobs hidden: nothing can match.
+  const none = chosen.length > 0 && states.length === 0;
 
   // A job starting, ending or being stopped changes the queue: each change reads the list again.
   useLiveEvents({ queue: true });
@@ -53,6 +55,7 @@ export function TasksPage() {
         params: { query: { state: states, active: !showEnded, user: user || undefined } },
       })),
     placeholderData: keepPreviousData,
+    enabled: !none,
   });
 
   const set = (key: string, value: string | string[] | null) => {
@@ -96,10 +99,10 @@ export function TasksPage() {
         </label>
       </form>
       <ErrorLine error={query.error} />
-      {query.isPending ? <Loading /> : (
+      {query.isPending && !none ? <Loading /> : (
         <Table
           label="jobs"
-          rows={query.data?.tasks ?? []}
+          rows={none ? [] : (query.data?.tasks ?? [])}
           columns={columns}
           rowKey={(t) => t.id}
           empty={showEnded ? "No jobs match." : "No waiting or running jobs match (ended ones are hidden)."}
