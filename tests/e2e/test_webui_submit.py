@@ -200,3 +200,29 @@ def test_an_openpai_job_is_submitted_and_followed_to_its_end_with_its_logs(
     assert cluster.client.task(task_id).state == "SUCCEEDED"
     if name == "ui-job-v2":
         shot(page, "job")
+
+
+def test_a_problem_in_an_openpai_v1_task_role_is_marked_at_its_own_line(
+    cluster: Cluster, page: Any
+) -> None:
+    open_submit(page, cluster, kind="Job")
+    text = PAI_V1.replace('"taskNumber": 1', '"taskNumber": "one"')
+    page.get_by_label("config", exact=True).fill(text)
+    item = page.get_by_role("list", name="problems").get_by_role("listitem")
+    item.filter(has_text="taskRoles[0].taskNumber").wait_for()
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if '"taskNumber"' in row)
+    assert item.get_by_role("button", name=f"line {line}").count() == 1
+    assert page.locator(".backdrop .bad-line").all_inner_texts() == ['      "taskNumber": "one",']
+
+
+def test_a_job_pasted_as_an_experiment_says_to_choose_job_and_is_then_valid(
+    cluster: Cluster, page: Any
+) -> None:
+    open_submit(page, cluster)
+    page.get_by_label("config", exact=True).fill(PAI_V2)
+    alert = page.get_by_role("alert").filter(has_text="choose “Job” above")
+    alert.wait_for()
+    assert "assay job submit" not in alert.inner_text()
+    alert.get_by_role("button", name="Choose Job").click()
+    assert page.get_by_role("radio", name=re.compile("^Job:")).is_checked()
+    page.get_by_text(re.compile("Valid: job .ui-job-v2.")).wait_for()

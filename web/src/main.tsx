@@ -10,6 +10,7 @@ import { JobQueuePage } from "./pages/JobQueue";
 import { SignInPage } from "./pages/SignIn";
 import { SubmitPage } from "./pages/Submit";
 import { TaskPage } from "./pages/Task";
+import { TasksPage } from "./pages/Tasks";
 import { TrialPage } from "./pages/Trial";
 import "./styles.css";
 
@@ -37,6 +38,7 @@ function Layout() {
         <nav aria-label="main">
           <NavLink to="/experiments">Experiments</NavLink>
           <NavLink to="/jobs">Job queue</NavLink>
+          <NavLink to="/tasks">Jobs</NavLink>
           <NavLink to="/cluster">Cluster</NavLink>
           <NavLink to="/submit">Submit</NavLink>
         </nav>
@@ -66,6 +68,7 @@ function Layout() {
           <Route path="/jobs" element={<JobQueuePage />} />
           <Route path="/cluster" element={<ClusterPage />} />
           <Route path="/submit" element={<SubmitPage />} />
+          <Route path="/tasks" element={<TasksPage />} />
           <Route path="/tasks/:id" element={<TaskPage />} />
           <Route path="/sign-in" element={<SignInPage />} />
           <Route path="*" element={<p>No such page.</p>} />

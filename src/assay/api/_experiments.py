@@ -55,6 +55,14 @@ async def create_experiment(
         ),
     ],
     activate: Annotated[bool, Form(description="False creates the experiment PAUSED.")] = True,
+    original_config: Annotated[
+        str,
+        Form(
+            description="Optional: the config as its author wrote it, when `config` is a "
+            "client's translation of it (an NNI config the CLI read): kept and shown as the "
+            "experiment's `original_config` instead of `config`.",
+        ),
+    ] = "",
 ) -> rest.Experiment:
     return await master.experiments.create(
         actor,
@@ -64,6 +72,7 @@ async def create_experiment(
             overrides=tuple(overrides),
             activate=activate,
             notes=tuple(notes),
+            original_text=original_config,
         ),
     )
 

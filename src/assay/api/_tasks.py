@@ -111,10 +111,15 @@ async def list_tasks(
         str | None, Query(max_length=64, pattern=rest.NO_NUL, description="Only this owner's.")
     ] = None,
     active: Annotated[bool, Query(description="Only those not ended.")] = False,
+    state: Annotated[
+        list[rest.TaskState], Query(description="Only those in these states (any of them).")
+    ] = [],  # noqa: B006
     limit: Annotated[int, Query(ge=1, le=1000)] = 1000,
 ) -> rest.TaskList:
     """Jobs that are not experiments, newest first."""
-    return await master.tasks.listing(user=user, active_only=active, limit=limit)
+    return await master.tasks.listing(
+        user=user, active_only=active, states=[s.value for s in state], limit=limit
+    )
 
 
 @router.get("/{task_id}")

@@ -24,6 +24,9 @@ class ReadConfig:
     """Lines for the experiment's log: what was accepted with a caveat."""
     source: str = "assay"
     """``assay``, or ``nni-v2`` / ``nni-v1``."""
+    original: str = ""
+    """The file's text as written when ``text`` is its translation (an NNI config); empty
+    otherwise. Sent along, so the experiment shows the config its author wrote."""
 
 
 def read_experiment_config(path: Path) -> ReadConfig:
@@ -41,5 +44,5 @@ def read_experiment_config(path: Path) -> ReadConfig:
     mapped, notes = read_nni_config(raw, base)
     notes = [f"read as an NNI {fmt} config from {path.name}", *notes]
     return ReadConfig(
-        json.dumps(mapped, indent=2), mapped, nni_context(raw, base), notes, f"nni-{fmt}"
+        json.dumps(mapped, indent=2), mapped, nni_context(raw, base), notes, f"nni-{fmt}", text
     )

@@ -127,6 +127,7 @@ def create(
             activate=not paused,
             progress=progress,
             notes=read.notes,
+            original_config=read.original,
         )
     if as_json and not follow:
         print_json(exp)

@@ -123,7 +123,13 @@ def create(
     c = client()
     packed = pack_context(read.context)
     with upload_progress(len(packed.data)) as progress:
-        exp = c.create_experiment(read.text, packed.data, progress=progress, notes=notes)
+        exp = c.create_experiment(
+            read.text,
+            packed.data,
+            progress=progress,
+            notes=notes,
+            original_config=read.original,
+        )
     if as_json:
         print_json(_experiment_row(exp))
         return

@@ -106,16 +106,19 @@ class Client:
         activate: bool = True,
         progress: Progress | None = None,
         notes: Sequence[str] = (),
+        original_config: str = "",
     ) -> rest.Experiment:
         """Create an experiment from its config text and its context as a tar.gz (the bytes, or
         a file to stream from). The upload streams; ``progress`` is called with (bytes sent,
         bytes in all) as it goes. ``notes`` are stored as the first lines of the experiment's
-        log."""
+        log. ``original_config``: the config as written when ``config_text`` translates it (an
+        NNI config), shown as the experiment's config."""
         fields = [
             ("config", config_text),
             *(("overrides", item) for item in overrides),
             *(("notes", item) for item in notes),
             ("activate", "true" if activate else "false"),
+            *((("original_config", original_config),) if original_config else ()),
         ]
         body = MultipartBody(
             fields, FilePart("context", "context.tar.gz", "application/gzip", context)

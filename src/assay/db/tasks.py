@@ -93,9 +93,12 @@ def listing(
     active_only: bool = False,
     limit: int = 1000,
     kind: str | None = None,
+    states: Sequence[str] = (),
 ) -> Sequence[Task]:
-    """Tasks (of ``kind`` only, when given), newest first."""
+    """Tasks (of ``kind`` only, in ``states`` only, when given), newest first."""
     stmt = select(Task).order_by(Task.id.desc()).limit(limit)
+    if states:
+        stmt = stmt.where(Task.state.in_(states))
     if owner is not None:
         stmt = stmt.where(Task.owner == owner)
     if kind is not None:

@@ -25,6 +25,7 @@ from assay.master._submit import (
     Submission,
     ValidSubmission,
     check_config,
+    check_entrypoint_files,
     create_experiment,
     validate_submission,
 )
@@ -121,7 +122,11 @@ class ExperimentCommands:
             read = read_submission(sub)
             config, notes = check_config(read.submission, self.settings, self.assay_home)
             context = read.submission.context
-            files = inspect_archive(context).files if context else None
+            files = None
+            if context:
+                info = inspect_archive(context)
+                check_entrypoint_files(config, info)
+                files = info.files
             return rest.ExperimentValidation(
                 source=read.source,
                 name=config.name or "experiment",

@@ -24,6 +24,7 @@ from assay.context import ContextInfo, inspect_archive
 from assay.db import Experiment, contexts, experiments, jobs
 from assay.errors import ErrorDetail
 from assay.master._clock import account_state_change
+from assay.master._entrypoint_files import missing_script_problem
 from assay.master._lifecycle import apply_ops
 from assay.master._notes import add_note
 from assay.master._tx import Tx
@@ -47,6 +48,10 @@ class Submission:
     notes: tuple[str, ...] = ()
     """Lines for the experiment's log, stored with it (what a config reader decided: a tuner
     mapped onto a searcher, keys ignored)."""
+    original_text: str = ""
+    """The config as its author wrote it, when ``config_text`` is a translation of it (an NNI
+    config read by a client or by :func:`read_submission`): what the experiment shows as its
+    original config. Empty: ``config_text`` is the original."""
 
 
 TENSORBOARD_STORAGE_NOTE = (
@@ -65,6 +70,7 @@ class ValidSubmission:
     activate: bool
     owner: str
     notes: tuple[str, ...] = ()
+    original_text: str = ""
 
 
 def validate_submission(
@@ -77,6 +83,7 @@ def validate_submission(
     """
     config, notes = check_config(sub, settings, assay_home)
     info = inspect_archive(sub.context)
+    check_entrypoint_files(config, info)
     if config.reproducibility.experiment_seed is None:
         seed = random.SystemRandom().randrange(0, 2**31 - 1)
         config = config.model_copy(
@@ -87,8 +94,23 @@ def validate_submission(
             }
         )
     return ValidSubmission(
-        config, sub.config_text, info, sub.context, sub.activate, sub.owner, notes
+        config,
+        sub.config_text,
+        info,
+        sub.context,
+        sub.activate,
+        sub.owner,
+        notes,
+        sub.original_text,
     )
+
+
+def check_entrypoint_files(config: ExperimentConfig, context: ContextInfo) -> None:
+    """Raise :class:`InvalidConfig` when the entrypoint runs a Python script the context
+    does not hold: every trial would fail at once with "can't open file"."""
+    problem = missing_script_problem(config.entrypoint, context.members)
+    if problem is not None:
+        raise InvalidConfig("invalid experiment config: 1 problem", [problem])
 
 
 def check_config(
@@ -107,6 +129,8 @@ def check_config(
         for i, item in enumerate(items)
         if "\x00" in item
     ]
+    if "\x00" in sub.original_text:
+        problems.append(ErrorDetail("original_config", "must not contain NUL characters (\\0)"))
     if len(sub.notes) > MAX_NOTES:
         problems.append(
             ErrorDetail("notes", f"must have at most {MAX_NOTES} lines, got {len(sub.notes)}")
@@ -291,7 +315,7 @@ def create_experiment(tx: Tx, sub: ValidSubmission, settings: MasterConfig) -> E
         description=cfg.description or "",
         state=ExperimentState.ACTIVE if sub.activate else ExperimentState.PAUSED,
         config=cfg.to_json(),
-        original_config=sub.config_text,
+        original_config=sub.original_text or sub.config_text,
         context_id=context.id,
         job_id=job.id,
         seed=seed,

@@ -69,6 +69,7 @@ def read_submission(sub: Submission) -> ReadSubmission:
         replace(
             sub,
             config_text=json.dumps(mapped, indent=2),
+            original_text=sub.original_text or sub.config_text,
             context=context,
             notes=(f"read as an NNI {fmt} config", *notes, *sub.notes),
         ),

@@ -179,10 +179,17 @@ class TaskService:
         return await self.core.read(read)
 
     async def listing(
-        self, *, user: str | None = None, active_only: bool = False, limit: int = 1000
+        self,
+        *,
+        user: str | None = None,
+        active_only: bool = False,
+        states: Sequence[str] = (),
+        limit: int = 1000,
     ) -> rest.TaskList:
         def read(session: Session) -> rest.TaskList:
-            rows = tasks.listing(session, owner=user, active_only=active_only, limit=limit)
+            rows = tasks.listing(
+                session, owner=user, active_only=active_only, states=states, limit=limit
+            )
             return rest.TaskList(tasks=[summary(session, t) for t in rows])
 
         return await self.core.read(read)
@@ -428,6 +435,7 @@ def summary(session: Session, task: Task) -> rest.TaskSummary:
         instances=len(insts),
         running=sum(1 for i in insts if i.live),
         created_at=task.created_at,
+        started_at=task.started_at,
         ended_at=task.ended_at,
         exit_code=task.exit_code,
     )

@@ -104,6 +104,9 @@ class TaskSummary(Resource):
     instances: int
     running: int
     created_at: float
+    started_at: float | None = Field(
+        description="When its instances were first placed; null while it waits."
+    )
     ended_at: float | None
     exit_code: int | None
 

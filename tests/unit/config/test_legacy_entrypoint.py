@@ -13,7 +13,7 @@ from assay.config import InvalidConfig, MasterConfig, load_experiment_config
 from assay.config._legacy import is_trial_class
 from assay.master import Submission
 from assay.master._submit import validate_submission
-from tests.unit.master.test_submit_nul import empty_context
+from tests.unit.master.test_submit_nul import train_context
 
 
 @pytest.mark.parametrize(
@@ -88,7 +88,7 @@ def test_the_master_refuses_a_trial_class_at_submission(tmp_path: Path) -> None:
         }
     )
     with pytest.raises(InvalidConfig) as caught:
-        validate_submission(Submission(text, empty_context()), MasterConfig(), tmp_path)
+        validate_submission(Submission(text, train_context()), MasterConfig(), tmp_path)
     assert [d.path for d in caught.value.details] == ["entrypoint"]
 
 

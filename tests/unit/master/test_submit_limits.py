@@ -13,7 +13,7 @@ from assay.config import MasterConfig
 from assay.errors import InvalidConfig
 from assay.master import Submission
 from assay.master._submit import validate_submission
-from tests.unit.master.test_submit_nul import empty_context
+from tests.unit.master.test_submit_nul import train_context
 
 PROVIDER = {
     "type": "command",
@@ -42,12 +42,12 @@ def config(**resources: Any) -> str:
 
 def refusal(text: str, master: MasterConfig, tmp_path: Path) -> list[str]:
     with pytest.raises(InvalidConfig) as caught:
-        validate_submission(Submission(text, empty_context()), master, tmp_path)
+        validate_submission(Submission(text, train_context()), master, tmp_path)
     return [str(d) for d in caught.value.details]
 
 
 def accepted(text: str, master: MasterConfig, tmp_path: Path) -> bool:
-    return validate_submission(Submission(text, empty_context()), master, tmp_path) is not None
+    return validate_submission(Submission(text, train_context()), master, tmp_path) is not None
 
 
 def test_more_slots_than_the_pools_max_slots_is_refused(tmp_path: Path) -> None:

@@ -16,10 +16,11 @@ from assay.master import Submission
 from assay.master._submit import validate_submission
 
 
-def empty_context() -> bytes:
+def train_context() -> bytes:
+    """A context holding the ``train.py`` the configs' entrypoint runs."""
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz"):
-        pass
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.addfile(tarfile.TarInfo("train.py"), io.BytesIO(b""))
     return buf.getvalue()
 
 
@@ -41,7 +42,7 @@ def refusal(sub: Submission, tmp_path: Path) -> list[str]:
 
 
 def test_nul_in_config_values_is_refused_naming_each_field(tmp_path: Path) -> None:
-    sub = Submission(config("a\x00b", description="\x00"), empty_context())
+    sub = Submission(config("a\x00b", description="\x00"), train_context())
     assert refusal(sub, tmp_path) == [
         "name: must not contain NUL characters (\\0)",
         "description: must not contain NUL characters (\\0)",
@@ -49,12 +50,12 @@ def test_nul_in_config_values_is_refused_naming_each_field(tmp_path: Path) -> No
 
 
 def test_nul_in_an_override_is_refused_naming_it(tmp_path: Path) -> None:
-    sub = Submission(config("fine"), empty_context(), overrides=("name=ok", "description=\x00"))
+    sub = Submission(config("fine"), train_context(), overrides=("name=ok", "description=\x00"))
     assert "overrides[1]: must not contain NUL characters (\\0)" in refusal(sub, tmp_path)
 
 
 def test_a_config_without_nul_is_accepted(tmp_path: Path) -> None:
     valid = validate_submission(
-        Submission(config("fine"), empty_context()), MasterConfig(), tmp_path
+        Submission(config("fine"), train_context()), MasterConfig(), tmp_path
     )
     assert valid.config.name == "fine"

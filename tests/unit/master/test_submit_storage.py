@@ -17,10 +17,11 @@ from assay.master import Submission
 from assay.master._submit import validate_submission
 
 
-def empty_context() -> bytes:
+def train_context() -> bytes:
+    """A context holding the ``train.py`` the configs' entrypoint runs."""
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz"):
-        pass
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        tar.addfile(tarfile.TarInfo("train.py"), io.BytesIO(b""))
     return buf.getvalue()
 
 
@@ -32,7 +33,7 @@ def submit(storage: Any, master: MasterConfig, home: Path) -> Any:
     }
     if storage is not None:
         config["checkpoint_storage"] = storage
-    sub = Submission(config_text=json.dumps(config), context=empty_context())
+    sub = Submission(config_text=json.dumps(config), context=train_context())
     return validate_submission(sub, master, home).config.checkpoint_storage
 
 
@@ -75,8 +76,8 @@ def test_tensorboard_storage_is_accepted_with_a_note_saying_where_the_files_go(
         "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}},
         "tensorboard_storage": {"type": "shared_fs", "host_path": "/tb"},
     }
-    sub = Submission(config_text=json.dumps(config), context=empty_context())
+    sub = Submission(config_text=json.dumps(config), context=train_context())
     assert validate_submission(sub, MasterConfig(), tmp_path).notes == (TENSORBOARD_STORAGE_NOTE,)
     del config["tensorboard_storage"]
-    sub = Submission(config_text=json.dumps(config), context=empty_context())
+    sub = Submission(config_text=json.dumps(config), context=train_context())
     assert validate_submission(sub, MasterConfig(), tmp_path).notes == ()

@@ -1634,6 +1634,12 @@ export interface components {
              */
             notes?: string[];
             /**
+             * Original Config
+             * @description Optional: the config as its author wrote it, when `config` is a client's translation of it (an NNI config the CLI read): kept and shown as the experiment's `original_config` instead of `config`.
+             * @default
+             */
+            original_config: string;
+            /**
              * Overrides
              * @description `key.path=value`, one per field.
              */
@@ -3730,6 +3736,11 @@ export interface components {
             resource_pool: string;
             /** Running */
             running: number;
+            /**
+             * Started At
+             * @description When its instances were first placed; null while it waits.
+             */
+            started_at: number | null;
             state: components["schemas"]["TaskState"];
             /** Type */
             type: string;
@@ -8514,6 +8525,8 @@ export interface operations {
                 user?: string | null;
                 /** @description Only those not ended. */
                 active?: boolean;
+                /** @description Only those in these states (any of them). */
+                state?: components["schemas"]["TaskState"][];
                 limit?: number;
             };
             header?: never;

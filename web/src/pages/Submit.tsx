@@ -205,7 +205,19 @@ export function SubmitPage() {
       <ErrorLine error={contextError} />
 
       <h2>Check</h2>
-      <CheckResult check={check} failed={failed} problems={problems} jump={jump} />
+      {isJobAsExperiment(kind, failed) ? (
+        // The master's refusal names the CLI command; here the fix is the choice above.
+        <div role="alert">
+          <p className="error">
+            This is an OpenPAI job, not an experiment config: choose “Job” above to submit it.{" "}
+            <button type="button" onClick={() => setKind("job")}>
+              Choose Job
+            </button>
+          </p>
+        </div>
+      ) : (
+        <CheckResult check={check} failed={failed} problems={problems} jump={jump} />
+      )}
       <div className="actions">
         <button
           type="button"
@@ -220,6 +232,11 @@ export function SubmitPage() {
       </div>
     </section>
   );
+}
+
+/** Whether the master refused an experiment config because it is an OpenPAI job. */
+function isJobAsExperiment(kind: Kind, failed: ApiError | Error | null): boolean {
+  return kind === "experiment" && Boolean(failed?.message.includes("is an OpenPAI job, not an experiment config"));
 }
 
 function CheckResult({

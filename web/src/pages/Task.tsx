@@ -2,8 +2,8 @@
 // followed live as the master streams them.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
-import { useParams } from "react-router-dom";
-import { api, ok, type TaskLogEntry, type TaskLogPage } from "../api/client";
+import { Link, useParams } from "react-router-dom";
+import { ApiError, api, ok, type TaskLogEntry, type TaskLogPage } from "../api/client";
 import { ErrorLine, Loading, StateBadge } from "../components/bits";
 import { duration, when } from "../format";
 import { followEvents, useLiveEvents } from "../live";
@@ -32,6 +32,12 @@ function TaskView({ id }: { id: number }) {
     onSettled: () => client.invalidateQueries({ queryKey: ["task", id] }),
   });
   if (task.isPending) return <Loading />;
+  if (task.error instanceof ApiError && task.error.status === 404)
+    return (
+      <p className="error" role="alert">
+        Job {id} not found: the <Link to="/tasks">Jobs</Link> page lists every job, ended ones too.
+      </p>
+    );
   if (task.error) return <ErrorLine error={task.error} />;
   const t = task.data;
   const ended = ENDED.includes(t.state);

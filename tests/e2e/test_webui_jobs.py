@@ -1,0 +1,96 @@
+"""The Jobs page in a real browser against the session's cluster: an OpenPAI job shows up while
+the page is open, moves to SUCCEEDED there without a reload, stays listed once it has left the
+queue, and links to its page; the filters are in the URL; a job that does not exist points to
+this page.
+
+Each job here asks for no GPU, so it runs beside whatever else holds the agent's slots."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import shot
+from tests.integration.cluster import Cluster, wait_for
+
+pytestmark = pytest.mark.integration
+
+JOB = """\
+protocolVersion: 2
+name: listed-job
+type: job
+prerequisites:
+  - {name: image, type: dockerimage, uri: python:3.11}
+taskRoles:
+  main:
+    instances: 1
+    dockerImage: image
+    resourcePerInstance: {cpu: 1, memoryMB: 128, gpu: 0}
+    commands:
+      - echo a listed job
+"""
+
+
+def test_an_ended_job_stays_listed_and_links_to_its_page(cluster: Cluster, page: Any) -> None:
+    page.goto(f"{cluster.url}/experiments")
+    page.get_by_role("navigation", name="main").get_by_role("link", name="Jobs").click()
+    page.wait_for_url(re.compile(r"/tasks$"))
+    table = page.get_by_role("table", name="jobs")
+    table.wait_for()
+    # Submitted while the page is open: it appears and ends there without a reload.
+    task = cluster.client.submit_job(JOB)
+    row = table.get_by_role("row").filter(
+        has=page.get_by_role("link", name=str(task.id), exact=True)
+    )
+    row.get_by_text("SUCCEEDED").wait_for()
+    wait_for("the job to end", lambda: cluster.client.task(task.id).ended_at is not None)
+    assert cluster.client.task(task.id).state == "SUCCEEDED"
+    assert "listed-job" in row.inner_text()
+    assert "job" in row.get_by_role("cell").nth(2).inner_text()
+    assert "admin" in row.inner_text()
+
+    # Gone from the queue, still here after a reload; its link opens its page.
+    assert all(j.name != "listed-job" for j in cluster.client.jobs().jobs)
+    page.reload()
+    row.wait_for()
+    shot(page, "jobs")
+    row.get_by_role("link", name="listed-job").click()
+    page.wait_for_url(re.compile(rf"/tasks/{task.id}$"))
+    page.get_by_role("heading").get_by_text("SUCCEEDED").wait_for()
+
+
+def test_the_jobs_filters_are_in_the_url(cluster: Cluster, page: Any) -> None:
+    task = cluster.client.submit_job(JOB.replace("listed-job", "filtered-job"))
+    wait_for("the job to end", lambda: cluster.client.task(task.id).ended_at is not None)
+    link = page.get_by_role("table", name="jobs").get_by_role("link", name=str(task.id), exact=True)
+
+    page.goto(f"{cluster.url}/tasks?ended=0")
+    page.get_by_text(re.compile("ended ones are hidden")).wait_for()
+    assert not page.get_by_label("Show ended").is_checked()
+    assert link.count() == 0
+
+    page.get_by_label("Show ended").check()
+    link.wait_for()
+    page.get_by_role("checkbox", name="FAILED").check()
+    page.wait_for_url(re.compile(r"state=FAILED"))
+    page.get_by_text("No jobs match.").wait_for()
+
+    page.goto(f"{cluster.url}/tasks?state=SUCCEEDED&state=FAILED")
+    link.wait_for()
+    assert page.get_by_role("checkbox", name="SUCCEEDED").is_checked()
+
+    # Only ended states with ended jobs hidden: nothing, not every job that has not ended.
+    page.goto(f"{cluster.url}/tasks?state=SUCCEEDED&ended=0")
+    page.get_by_text(re.compile("ended ones are hidden")).wait_for()
+    assert link.count() == 0
+
+
+def test_a_missing_job_points_to_the_jobs_page(cluster: Cluster, page: Any) -> None:
+    page.goto(f"{cluster.url}/tasks/999999")
+    alert = page.get_by_role("alert")
+    alert.get_by_text(re.compile("Job 999999 not found")).wait_for()
+    assert "assay task list" not in alert.inner_text()
+    alert.get_by_role("link", name="Jobs").click()
+    page.wait_for_url(re.compile(r"/tasks$"))
