@@ -358,13 +358,8 @@ def test_the_link_assay_up_prints_signs_a_new_browser_in_once(cluster: Cluster, 
         second.close()
 
 
-@pytest.fixture(scope="module")
-def analysed(cluster: Cluster) -> int:
-    """A finished ASHA search (rungs at 2 and 4 batches, stop_once) over a double, a
-    categorical and a log hyperparameter, on an agent of its own (the first one's slots are
-    the long experiment's)."""
-    cluster.start_agent("agent-2", slots=4)
-    config = {
+def asha_config() -> str:
+    config: dict[str, Any] = {
         "name": "webui-asha",
         "entrypoint": "python3 train.py",
         "hyperparameters": {
@@ -385,7 +380,16 @@ def analysed(cluster: Cluster) -> int:
         },
         "max_restarts": 0,
     }
-    exp_id = cluster.submit(yaml.safe_dump(config))
+    return yaml.safe_dump(config)
+
+
+@pytest.fixture(scope="module")
+def analysed(cluster: Cluster) -> int:
+    """A finished ASHA search (rungs at 2 and 4 batches, stop_once) over a double, a
+    categorical and a log hyperparameter, on an agent of its own (the first one's slots are
+    the long experiment's)."""
+    cluster.start_agent("agent-2", slots=4)
+    exp_id = cluster.submit(asha_config())
     assert cluster.wait_state(exp_id, "COMPLETED", "ERROR").state == "COMPLETED"
     return exp_id
 
@@ -443,14 +447,25 @@ def test_a_validation_reported_once_shows_as_a_point_and_early_stops_are_marked(
     cluster: Cluster, analysed: int, page: Any
 ) -> None:
     # ASHA stopped the trials it did not promote after their one validation (at the first rung).
-    once = [
-        t
-        for t in cluster.client.trials(analysed)
-        if t.early_stopped and len(cluster.client.metrics(t.id, "validation")) == 1
-    ]
-    assert once, "no trial of the ASHA search was stopped after one validation"
+    def stopped_after_one_validation(exp_id: int) -> list[Any]:
+        return [
+            t
+            for t in cluster.client.trials(exp_id)
+            if t.early_stopped and len(cluster.client.metrics(t.id, "validation")) == 1
+        ]
+
+    exp_id, once = analysed, stopped_after_one_validation(analysed)
+    for _ in range(5):
+        if once:
+            break
+        # About one search in twelve keeps every trial (each result the best so far when it
+        # came): search again.
+        exp_id = cluster.submit(asha_config())
+        assert cluster.wait_state(exp_id, "COMPLETED", "ERROR").state == "COMPLETED"
+        once = stopped_after_one_validation(exp_id)
+    assert once, "no trial of six ASHA searches was stopped after one validation"
     trial = once[0]
-    page.goto(f"{cluster.url}/experiments/{analysed}?trials={trial.id}")
+    page.goto(f"{cluster.url}/experiments/{exp_id}?trials={trial.id}")
     chart = page.get_by_label("chart: validation/loss")
     chart.locator("canvas").wait_for()
     page.wait_for_function(f"el => ({FIRST_SERIES_PIXELS})(el) > 0", arg=chart.element_handle())
