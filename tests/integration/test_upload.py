@@ -240,7 +240,14 @@ def test_openapi_documents_the_multipart_upload(cluster: Cluster) -> None:
     )
     ref = content["multipart/form-data"]["schema"]["$ref"].rsplit("/", 1)[1]
     schema = spec["components"]["schemas"][ref]
-    assert set(schema["properties"]) == {"config", "context", "overrides", "activate", "notes"}
+    assert set(schema["properties"]) == {
+        "config",
+        "context",
+        "overrides",
+        "activate",
+        "notes",
+        "original_config",
+    }
     assert set(schema["required"]) == {"config", "context"}
     assert schema["properties"]["overrides"]["type"] == "array"
     assert "413" in operation["responses"]
