@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.e2e.conftest import shot
 from tests.integration.cluster import Cluster, wait_for
@@ -71,10 +72,13 @@ def test_the_jobs_filters_are_in_the_url(cluster: Cluster, page: Any) -> None:
     assert not page.get_by_label("Show ended").is_checked()
     assert link.count() == 0
 
-    page.get_by_label("Show ended").check()
+    # The boxes show the URL, which the router updates a moment after the click: click, then
+    # wait for the URL (check() wants the box changed at once).
+    page.get_by_label("Show ended").click()
     link.wait_for()
-    page.get_by_role("checkbox", name="FAILED").check()
+    page.get_by_role("checkbox", name="FAILED").click()
     page.wait_for_url(re.compile(r"state=FAILED"))
+    expect(page.get_by_role("checkbox", name="FAILED")).to_be_checked()
     page.get_by_text("No jobs match.").wait_for()
 
     page.goto(f"{cluster.url}/tasks?state=SUCCEEDED&state=FAILED")

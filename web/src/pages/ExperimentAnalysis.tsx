@@ -37,7 +37,7 @@ export function Analysis({ experiment, trials }: { experiment: Experiment; trial
   return (
     <>
       <h2>Searcher progress</h2>
-      <SearcherProgress experimentId={experiment.id} version={`${experiment.state}|${states}`} />
+      <SearcherProgress experimentId={experiment.id} version={`${experiment.state}|${experiment.progress}|${states}`} />
       <h2>Hyperparameter importance</h2>
       <Importance experimentId={experiment.id} version={finished} />
       <h2>Parallel coordinates</h2>
