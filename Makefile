@@ -9,7 +9,7 @@ PORT ?=
 export ASSAY_HOME
 
 .PHONY: install install-dev system-deps run test lint typecheck unit integration bench bench-peers \
-	down clean webui webui-types webui-check
+	down clean webui webui-types webui-check test-tools
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -65,8 +65,15 @@ system-deps:
 	  sudo=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
 	  $$sudo apt-get update -q && $$sudo apt-get install -y -q tmux chromium; }
 
+# Servers the tests start on loopback that come from npm (Azurite, for Azure Blob Storage).
+test-tools: tests/tools/node_modules/.installed
+
+tests/tools/node_modules/.installed: tests/tools/package-lock.json
+	cd tests/tools && npm ci --no-audit --no-fund
+	touch $@
+
 ## make test: install what the suite needs, then lint, type-check and run every test.
-test: install-dev system-deps webui webui-check
+test: install-dev system-deps webui webui-check test-tools
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy

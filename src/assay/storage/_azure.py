@@ -84,10 +84,10 @@ class AzureClient:
 
     def download_file(self, key: str, path: Path, size: int, progress: Progress | None) -> None:
         with self._errors(f"download {key}"):
-            stream = self.container.download_blob(
-                key, max_concurrency=_CONCURRENCY, progress_hook=_increments(progress)
-            )
-            write_replacing(path, stream.chunks(), None)
+            # Counted as the chunks land: the library's progress hook is not called for a
+            # blob that comes in one request.
+            stream = self.container.download_blob(key, max_concurrency=_CONCURRENCY)
+            write_replacing(path, stream.chunks(), progress)
 
     def put_bytes(self, key: str, data: bytes, *, only_if_absent: bool) -> bool:
         from azure.core.exceptions import ResourceExistsError
@@ -135,6 +135,7 @@ class AzureClient:
         from azure.core.exceptions import (
             AzureError,
             ClientAuthenticationError,
+            HttpResponseError,
             ResourceNotFoundError,
             ServiceRequestError,
         )
@@ -144,18 +145,35 @@ class AzureClient:
             yield
         except StorageError:
             raise
-        except ClientAuthenticationError as exc:
-            message = f"{where} refused the credentials or access: {exc.message}"
-            raise StorageError(message, [ErrorDetail("credential", message)]) from exc
         except ResourceNotFoundError as exc:
-            message = f"{where} does not exist ({exc.message})"
+            message = f"{where} does not exist ({_one_line(exc)})"
             raise StorageError(message, [ErrorDetail("container", message)]) from exc
+        except (ClientAuthenticationError, HttpResponseError) as exc:
+            # The service answers a wrong key or SAS token with 403 (AuthorizationFailure),
+            # which the library raises as a plain HttpResponseError.
+            if not isinstance(exc, ClientAuthenticationError) and exc.status_code not in (
+                401,
+                403,
+            ):
+                raise StorageError(f"{where}: could not {what}: {_one_line(exc)}") from exc
+            message = f"{where} refused the credentials or access: {_one_line(exc)}"
+            raise StorageError(message, [ErrorDetail("credential", message)]) from exc
         except ServiceRequestError as exc:
-            message = f"{where} is not reachable: {exc.message}"
+            message = f"{where} is not reachable: {_one_line(exc)}"
             raise StorageError(message, [ErrorDetail("account_url", message)]) from exc
         except (AzureError, ValueError, OSError) as exc:
-            message = f"{where}: could not {what}: {exc}"
+            message = f"{where}: could not {what}: {_one_line(exc)}"
             raise StorageError(message) from exc
+
+
+def _one_line(exc: Exception) -> str:
+    """The service's message without the request id, time and XML body it appends on
+    later lines."""
+    text = str(getattr(exc, "message", None) or exc)
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    code = getattr(exc, "error_code", None)
+    code = getattr(code, "value", code)  # the library's StorageErrorCode enum
+    return f"{first} ({code})" if code and str(code) not in first else first
 
 
 def _increments(progress: Progress | None) -> Any:
