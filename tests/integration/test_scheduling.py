@@ -88,6 +88,14 @@ def test_higher_priority_preempts_and_the_victim_resumes_from_its_checkpoint(
     assert resumed >= 20, "resumed from its checkpoint, not from zero"
     high_alloc = pools.client.trial(only_trial(pools, high).id).allocations[0]
     assert high_alloc.created_at >= trial.allocations[0].ended_at - 0.5
+    # Durations count from the first run's start: not the creation, nor the resumption.
+    assert trial.started_at == trial.allocations[0].started_at
+    assert trial.started_at is not None and trial.started_at >= trial.created_at
+    [low_exp] = [e for e in pools.client.list_experiments().experiments if e.id == low]
+    assert low_exp.started_at == trial.started_at
+    high_trial = pools.client.trial(only_trial(pools, high).id)
+    assert high_trial.started_at == high_alloc.started_at
+    assert pools.client.experiment(high).started_at == high_trial.started_at
 
 
 def test_a_trial_ignoring_preemption_is_killed_after_the_timeout_and_requeued(

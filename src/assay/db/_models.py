@@ -119,6 +119,8 @@ class Experiment(Base):
     owner: Mapped[str] = mapped_column(String(128))
     message: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[float] = mapped_column(Float)
+    started_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    """When the first of its trials started running (None until then)."""
     ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     active_seconds: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     """Seconds the experiment was ACTIVE before ``active_since`` (what ``max_duration``
@@ -184,6 +186,8 @@ class Trial(Base):
     early_exit: Mapped[str | None] = mapped_column(String(32), nullable=True)
     message: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[float] = mapped_column(Float)
+    started_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    """When its first run started running (None while it waits for slots)."""
     ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
 
     __table_args__ = (

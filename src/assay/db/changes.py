@@ -27,6 +27,7 @@ EXPERIMENT_COLUMNS = (
     "archived",
     "progress",
     "message",
+    "started_at",
     "ended_at",
     "config",
 )
@@ -41,6 +42,7 @@ TRIAL_COLUMNS = (
     "early_stopped",
     "early_exit",
     "message",
+    "started_at",
     "ended_at",
 )
 JOB_COLUMNS = ("name", "pool", "priority", "weight", "max_slots", "queue_position", "done")

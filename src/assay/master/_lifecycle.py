@@ -360,6 +360,12 @@ def allocation_started(tx: Tx, allocation_id: str, agent_id: str) -> None:
     ):
         alloc.state = AllocationState.RUNNING
         alloc.started_at = tx.now
+        trial = trials.require(tx.session, alloc.trial_id)
+        if trial.started_at is None:
+            trial.started_at = tx.now
+            exp = experiments.require(tx.session, trial.experiment_id)
+            if exp.started_at is None:
+                exp.started_at = tx.now
 
 
 def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason: str) -> None:

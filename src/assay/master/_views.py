@@ -76,6 +76,7 @@ def _experiment_fields(
         "job_id": exp.job_id,
         "message": mask_text(exp.message, secrets),
         "created_at": exp.created_at,
+        "started_at": exp.started_at,
         "ended_at": exp.ended_at,
         "seed": exp.seed,
         "searcher": rest.SearcherSummary(
@@ -101,6 +102,7 @@ def experiment_change(exp: Experiment, *, deleted: bool = False) -> rest.Experim
         progress=exp.progress,
         message=mask_text(exp.message, secrets),
         labels=[mask_text(str(label), secrets) for label in exp.config.get("labels") or []],
+        started_at=exp.started_at,
         ended_at=exp.ended_at,
         deleted=deleted,
     )
@@ -120,6 +122,7 @@ def trial_change(row: Trial) -> rest.TrialChange:
         progress=row.progress,
         early_stopped=row.early_stopped,
         message=row.message,
+        started_at=row.started_at,
         ended_at=row.ended_at,
     )
 

@@ -37,6 +37,7 @@ class ExperimentChange(Resource):
     progress: float
     message: str
     labels: list[str]
+    started_at: float | None
     ended_at: float | None
     deleted: bool = Field(default=False, description="It was deleted; the rest is as it was.")
 
@@ -58,6 +59,7 @@ class TrialChange(Resource):
     progress: float
     early_stopped: bool
     message: str
+    started_at: float | None
     ended_at: float | None
 
 

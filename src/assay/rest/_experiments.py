@@ -63,6 +63,9 @@ class ExperimentSummary(Resource):
     job_id: str
     message: str = Field(description="Why it ended in ERROR, or another note; may be empty.")
     created_at: float = Field(description="Seconds since the epoch.")
+    started_at: float | None = Field(
+        description="When its first trial started running; null while none has."
+    )
     ended_at: float | None
     seed: int
     searcher: SearcherSummary

@@ -60,6 +60,9 @@ class Trial(Resource):
     )
     message: str
     created_at: float
+    started_at: float | None = Field(
+        description="When its first run started running; null while it waits for slots."
+    )
     ended_at: float | None
     latest_training: Metric | None = Field(
         default=None, description="Its latest training report, by step."

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 
-from assay.db import Allocation, Checkpoint, Database
+from assay.db import Allocation, Checkpoint, Database, Experiment, Trial
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "src" / "assay" / "db" / "migrations"
 
@@ -89,4 +89,25 @@ def test_a_checkpoint_of_several_gibibytes_keeps_its_size_after_upgrade(db_url: 
     with db.session() as session:
         stored = session.get(Checkpoint, "c")
         assert stored is not None and stored.size == size
+    db.dispose()
+
+
+def test_upgrade_dates_trials_and_experiments_from_their_first_allocation_start(
+    db_url: str,
+) -> None:
+    command.upgrade(alembic_config(db_url), "0012")
+    rows = {
+        **FIRST_SCHEMA_ROWS,
+        "allocations": {**FIRST_SCHEMA_ROWS["allocations"], "started_at": 7.5},
+    }
+    second = {**rows["allocations"], "id": "1.2", "run": 2, "token": "t2", "started_at": 9.0}
+    waiting = {**FIRST_SCHEMA_ROWS["trials"], "id": 2, "request_id": "waits", "state": "QUEUED"}
+    insert(db_url, rows)
+    insert(db_url, {"trials": waiting})
+    insert(db_url, {"allocations": second})
+    db = Database(db_url)
+    with db.session() as session:
+        assert session.get(Trial, 1).started_at == 7.5  # type: ignore[union-attr]
+        assert session.get(Trial, 2).started_at is None  # type: ignore[union-attr]
+        assert session.get(Experiment, 1).started_at == 7.5  # type: ignore[union-attr]
     db.dispose()

@@ -2054,6 +2054,11 @@ export interface components {
             searcher: components["schemas"]["SearcherSummary"];
             /** Seed */
             seed: number;
+            /**
+             * Started At
+             * @description When its first trial started running; null while none has.
+             */
+            started_at: number | null;
             state: components["schemas"]["ExperimentState"];
             /**
              * Trials
@@ -2093,6 +2098,8 @@ export interface components {
             name: string;
             /** Progress */
             progress: number;
+            /** Started At */
+            started_at: number | null;
             state: components["schemas"]["ExperimentState"];
         };
         /**
@@ -2297,6 +2304,11 @@ export interface components {
             searcher: components["schemas"]["SearcherSummary"];
             /** Seed */
             seed: number;
+            /**
+             * Started At
+             * @description When its first trial started running; null while none has.
+             */
+            started_at: number | null;
             state: components["schemas"]["ExperimentState"];
             /**
              * Trials
@@ -3903,6 +3915,11 @@ export interface components {
             runs: number;
             /** Seed */
             seed: number;
+            /**
+             * Started At
+             * @description When its first run started running; null while it waits for slots.
+             */
+            started_at: number | null;
             state: components["schemas"]["TrialState"];
             /**
              * Steps Completed
@@ -3943,6 +3960,8 @@ export interface components {
             restarts: number;
             /** Runs */
             runs: number;
+            /** Started At */
+            started_at: number | null;
             state: components["schemas"]["TrialState"];
             /** Steps Completed */
             steps_completed: number;
@@ -4008,6 +4027,11 @@ export interface components {
             runs: number;
             /** Seed */
             seed: number;
+            /**
+             * Started At
+             * @description When its first run started running; null while it waits for slots.
+             */
+            started_at: number | null;
             state: components["schemas"]["TrialState"];
             /**
              * Steps Completed

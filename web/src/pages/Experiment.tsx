@@ -105,12 +105,11 @@ function ExperimentView({ id }: { id: number }) {
     },
     { key: "steps", header: "Steps", value: (t) => t.steps_completed, cell: (t) => t.steps_completed, className: "num" },
     { key: "restarts", header: "Restarts", value: (t) => t.restarts, cell: (t) => t.restarts, className: "num" },
-    // The list has no start time: a trial that never ran has no duration; one that did counts
-    // from its creation (the trial page counts from its first run's start).
+    // From its first run's start, not its creation (which would count the time it queued).
     {
       key: "duration", header: "Duration",
-      value: (t) => (t.runs ? (t.ended_at ?? Date.now() / 1000) - t.created_at : null),
-      cell: (t) => (t.runs ? duration(t.created_at, t.ended_at) : NO_VALUE),
+      value: (t) => (t.started_at != null ? (t.ended_at ?? Date.now() / 1000) - t.started_at : null),
+      cell: (t) => (t.started_at != null ? duration(t.started_at, t.ended_at) : NO_VALUE),
     },
     // eslint-disable-next-line react-hooks/exhaustive-deps
   ], [hparamNames, metricName, selected, params]);
@@ -118,9 +117,6 @@ function ExperimentView({ id }: { id: number }) {
   if (experiment.isPending) return <Loading />;
   if (experiment.error) return <ErrorLine error={experiment.error} />;
   const e = experiment.data;
-  // An experiment none of whose trials ever ran (created paused, then canceled) has no
-  // duration: the time since it was submitted is not one.
-  const ran = rows.some((t) => t.runs > 0);
   const plotted = selected.size
     ? [...selected].sort((a, b) => a - b).slice(0, MAX_CURVES)
     : rows.slice(0, DEFAULT_CURVES).map((t) => t.id);
@@ -138,7 +134,8 @@ function ExperimentView({ id }: { id: number }) {
         <span>user {e.owner}</span>
         {e.resource_pool && <span>pool {e.resource_pool}</span>}
         <span>submitted {when(e.created_at)}</span>
-        <span>duration {ran ? duration(e.created_at, e.ended_at) : NO_VALUE}</span>
+        {/* From its first trial's start: one none of whose trials ever ran has no duration. */}
+        <span>duration {e.started_at != null ? duration(e.started_at, e.ended_at) : NO_VALUE}</span>
         {e.labels.length > 0 && <span>labels {e.labels.join(", ")}</span>}
       </div>
       {e.message && <p className="message">{e.message}</p>}

@@ -23,10 +23,6 @@ function trialCount(e: ExperimentSummary): number {
   return Object.values(e.trials ?? {}).reduce((a: number, b) => a + Number(b), 0);
 }
 
-function ran(e: ExperimentSummary): boolean {
-  return Object.entries(e.trials ?? {}).some(([state, n]) => state !== "QUEUED" && Number(n) > 0);
-}
-
 const columns: Column<ExperimentSummary>[] = [
   { key: "id", header: "ID", value: (e) => e.id, cell: (e) => <Link to={`/experiments/${e.id}`}>{e.id}</Link> },
   { key: "name", header: "Name", value: (e) => e.name, cell: (e) => <Link to={`/experiments/${e.id}`}>{e.name}</Link> },
@@ -50,9 +46,10 @@ const columns: Column<ExperimentSummary>[] = [
   { key: "user", header: "User", value: (e) => e.owner, cell: (e) => e.owner },
   { key: "start", header: "Submitted", value: (e) => e.created_at, cell: (e) => when(e.created_at) },
   {
-    // One whose trials never ran (none yet, or all still queued) has no duration yet.
+    // From its first trial's start: one whose trials never ran (none yet, or all still
+    // queued) has no duration yet.
     key: "duration", header: "Duration",
-    cell: (e) => (ran(e) ? duration(e.created_at, e.ended_at) : NO_VALUE),
+    cell: (e) => (e.started_at != null ? duration(e.started_at, e.ended_at) : NO_VALUE),
   },
   {
     key: "actions", header: "Actions",

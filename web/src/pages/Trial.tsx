@@ -24,7 +24,7 @@ export function TrialPage() {
  * (paused), or now.
  */
 function ranFrom(t: TrialDetail): { start: number | null; end: number | null } {
-  const start = t.allocations.find((a) => a.started_at != null)?.started_at ?? null;
+  const start = t.started_at ?? null;
   const running = t.allocations.some((a) => a.started_at != null && a.ended_at == null);
   const last = t.allocations.at(-1)?.ended_at ?? null;
   return { start, end: t.ended_at ?? (running ? null : last) };
