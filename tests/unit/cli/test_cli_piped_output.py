@@ -20,6 +20,7 @@ trial = Trial(
     id=1, experiment_id=1, request_id="r", state="RUNNING", hparams={{"learning_rate": {LONG!r}}},
     seed=1, restarts=0, runs=1, steps_completed=5, latest_checkpoint=None, best_validation=None,
     progress=0.0, early_stopped=False, early_exit=None, message="", created_at=0.0,
+    started_at=None,
     ended_at=None,
 )
 console.print(trial_table([trial], "loss"))

@@ -27,6 +27,7 @@ def failed_trial(failures: int) -> Trial:
         early_exit=None,
         message=f"failed {failures} time",
         created_at=0.0,
+        started_at=0.5,
         ended_at=1.0,
     )
 

@@ -14,7 +14,7 @@ from assay.protocol import ExperimentState, TrialState
 def exp(exp_id: int, state: ExperimentState = ExperimentState.ACTIVE) -> rest.ExperimentChange:
     return rest.ExperimentChange(
         id=exp_id, name="e", state=state, archived=False, progress=0.0, message="",
-        labels=[], ended_at=None,
+        labels=[], started_at=None, ended_at=None,
     )  # fmt: skip
 
 
@@ -22,7 +22,7 @@ def trial(trial_id: int, exp_id: int) -> rest.TrialChange:
     return rest.TrialChange(
         id=trial_id, experiment_id=exp_id, state=TrialState.RUNNING, restarts=0, runs=1,
         steps_completed=0, latest_checkpoint=None, best_validation=None, progress=0.0,
-        early_stopped=False, message="", ended_at=None,
+        early_stopped=False, message="", started_at=None, ended_at=None,
     )  # fmt: skip
 
 
