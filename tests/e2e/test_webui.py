@@ -561,3 +561,27 @@ def test_without_a_build_the_master_says_how_to_make_one(tmp_path: Path) -> None
     install_webui(app, tmp_path / "no-dist")
     answer = TestClient(app).get("/experiments")
     assert answer.status_code == 200 and "make webui" in answer.text
+
+
+def test_a_change_between_the_pages_first_read_and_its_stream_subscribing_is_not_missed(
+    cluster: Cluster, page: Any
+) -> None:
+    exp_id = cluster.submit(experiment_config(), activate=False)
+    held: list[Any] = []
+    # The stream's request waits until the change is committed: the page's first read is
+    # older than the position the stream then subscribes at.
+    def hold(route: Any) -> None:
+        held.append(route)
+
+    page.route("**/api/v1/events?*", hold)
+    try:
+        page.goto(f"{cluster.url}/experiments/{exp_id}")
+        page.get_by_role("button", name=f"activate experiment {exp_id}").wait_for()
+        wait_for("the stream's request to be held", lambda: held)
+        cluster.client.transition(exp_id, "cancel")
+        cluster.wait_state(exp_id, "CANCELED")
+        for route in held:
+            route.continue_()
+        page.get_by_role("button", name=f"archive experiment {exp_id}").wait_for()
+    finally:
+        page.unroute("**/api/v1/events?*")

@@ -34,6 +34,8 @@ class Stream:
     """A server-sent event stream read message by message (comments are skipped)."""
 
     lines: Iterator[str]
+    subscribed: str = ""
+    """The id of the last change before the subscription (its ``: subscribed`` line)."""
     seen: list[Sse] = field(default_factory=list)
 
     def next(self) -> Sse:
@@ -75,10 +77,12 @@ def open_stream(
         assert response.status_code == 200, response.read()
         assert response.headers["content-type"].startswith("text/event-stream")
         lines = response.iter_lines()
-        # The first comment says the subscription is in place: nothing after it is missed.
+        # The first comment says the subscription is in place (nothing after it is missed)
+        # and names the last change before it.
         assert next(lines).startswith("retry:")
-        assert next(lines) == ": subscribed"
-        yield Stream(lines)
+        subscribed = next(lines)
+        assert subscribed.startswith(": subscribed "), subscribed
+        yield Stream(lines, subscribed.removeprefix(": subscribed "))
 
 
 def _config(length: int, **extra: Any) -> str:
@@ -298,3 +302,30 @@ def test_the_queue_and_cluster_pages_are_told_when_jobs_and_agents_change(
             )
         assert not any(m.data["queue"] or m.data["cluster"] for m in got)
         cluster.client.transition(other, "cancel")
+
+
+def test_a_read_names_its_position_and_a_stream_resumed_there_brings_what_it_missed(
+    cluster: Cluster,
+) -> None:
+    exp_id = cluster.submit(_config(5), activate=False)
+    headers = cluster.auth_headers()
+    with httpx.Client(base_url=cluster.url, timeout=60) as http:
+        read = http.get(f"/api/v1/experiments/{exp_id}", headers=headers)
+        assert read.json()["state"] == "PAUSED"
+        position = read.headers["X-Assay-Event-Id"]
+        # Committed after the read, before any stream: a fresh stream does not bring it...
+        cluster.client.transition(exp_id, "cancel")
+        cluster.wait_state(exp_id, "CANCELED")
+        params = {"experiment_id": exp_id}
+        for fresh in open_stream(http, "/api/v1/events", params, headers):
+            epoch, seq = position.split("-")
+            later_epoch, later_seq = fresh.subscribed.split("-")
+            assert later_epoch == epoch and int(later_seq) > int(seq), "the read is behind"
+        # ...and one resumed at the read's position does.
+        for resumed in open_stream(
+            http, "/api/v1/events", params, {**headers, "Last-Event-ID": position}
+        ):
+            got = resumed.until(
+                lambda m: any(e["state"] == "CANCELED" for e in m.data.get("experiments", []))
+            )
+        assert [e["id"] for m in got for e in m.data["experiments"]][-1] == exp_id

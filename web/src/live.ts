@@ -5,8 +5,8 @@
 // nothing is polled. Experiments, trials and metrics come as the rows that changed; the job
 // queue and the cluster as a flag saying they changed, and their pages read them again.
 import { useQueryClient } from "@tanstack/react-query";
-import { useEffect } from "react";
-import { getToken, signInAgain, type Schemas } from "./api/client";
+import { useEffect, useState } from "react";
+import { getToken, onRead, signInAgain, type Schemas } from "./api/client";
 
 /**
  * Which changes a page follows: one trial, one experiment (with its trials), or every
@@ -28,9 +28,16 @@ type Batch = Schemas["EventBatch"];
  * the last event it saw: after a second, doubling up to 30 s while it keeps failing. An answer
  * that another try would only repeat ends it: a 404 (the experiment or trial is not there; the
  * page says so), a 403 or another 4xx; a 401 goes to the sign-in page, as every query's does.
+ *
+ * The page's first reads are asked as the stream opens: one made before the stream subscribed
+ * may lack a change committed between the two, which the stream will not bring. Each read says
+ * the position it was made at; when one of the page's reads is older than the position the
+ * stream subscribed at, the page reads everything again, once.
  */
 export function useLiveEvents(scope: Scope): void {
   const client = useQueryClient();
+  // The page's own reads are the ones asked from its first render on.
+  const [openedAt] = useState(() => performance.now());
   const query = new URLSearchParams();
   if (scope.trialId !== undefined) query.set("trial_id", String(scope.trialId));
   if (scope.experimentId !== undefined) query.set("experiment_id", String(scope.experimentId));
@@ -40,6 +47,24 @@ export function useLiveEvents(scope: Scope): void {
   useEffect(() => {
     const stop = new AbortController();
     let lastId: string | null = null;
+    let subscribedAt: string | null = null;
+    const readBefore: string[] = [];
+    let readAgain = false;
+    const catchUp = () => {
+      if (readAgain) return;
+      readAgain = true;
+      void client.invalidateQueries();
+    };
+    const stopListening = onRead((position, askedAt) => {
+      if (askedAt < openedAt || readAgain) return;
+      if (subscribedAt === null) readBefore.push(position);
+      else if (behind(position, subscribedAt)) catchUp();
+    });
+    const subscribed = (position: string) => {
+      if (subscribedAt !== null || lastId !== null) return;
+      subscribedAt = position;
+      if (readBefore.some((read) => behind(read, position))) catchUp();
+    };
     const apply = (event: ServerEvent) => {
       if (event.id) lastId = event.id;
       if (event.event === "resync") {
@@ -84,7 +109,7 @@ export function useLiveEvents(scope: Scope): void {
       while (!stop.signal.aborted) {
         let connected = false;
         try {
-          await followEvents(path, apply, stop.signal, lastId, () => (connected = true));
+          await followEvents(path, apply, stop.signal, lastId, () => (connected = true), subscribed);
         } catch (error) {
           if (error instanceof StreamRefused && !retried(error.status)) {
             if (error.status === 401) signInAgain();
@@ -99,8 +124,19 @@ export function useLiveEvents(scope: Scope): void {
         delay = Math.min(delay * 2, LAST_RETRY_MS);
       }
     })();
-    return () => stop.abort();
-  }, [client, path]);
+    return () => {
+      stop.abort();
+      stopListening();
+    };
+  }, [client, path, openedAt]);
+}
+
+/** Whether a read made at `position` may lack changes up to `at` (both event ids, "epoch-seq";
+ * another epoch is another run of the master). */
+function behind(position: string, at: string): boolean {
+  const [epoch, seq] = position.split("-");
+  const [atEpoch, atSeq] = at.split("-");
+  return epoch !== atEpoch || Number(seq) < Number(atSeq);
 }
 
 const FIRST_RETRY_MS = 1000;
@@ -129,7 +165,8 @@ export interface ServerEvent {
  * Read the server-sent events at `path` (with the bearer token, which EventSource cannot send)
  * and hand each to `onEvent` until `signal` aborts or the stream ends. Resolves when it ends;
  * rejects with a StreamRefused when the master answers with an error status. `onOpen` is
- * called once the stream is open.
+ * called once the stream is open; `onSubscribed` with the position its `: subscribed` line
+ * names, when it has one.
  */
 export async function followEvents(
   path: string,
@@ -137,6 +174,7 @@ export async function followEvents(
   signal: AbortSignal,
   lastEventId: string | null = null,
   onOpen?: () => void,
+  onSubscribed?: (position: string) => void,
 ): Promise<void> {
   const headers: Record<string, string> = { Accept: "text/event-stream" };
   const token = getToken();
@@ -155,6 +193,8 @@ export async function followEvents(
     while ((end = buffer.indexOf("\n\n")) >= 0) {
       const block = buffer.slice(0, end);
       buffer = buffer.slice(end + 2);
+      const subscribed = /^: subscribed (\S+)$/m.exec(block);
+      if (subscribed) onSubscribed?.(subscribed[1]);
       const parsed = parseEvent(block);
       if (parsed) onEvent(parsed);
     }

@@ -32,6 +32,7 @@ from assay.api import (
     _users,
 )
 from assay.api._docs import install_docs
+from assay.api._event_position import EventPosition
 from assay.api._guard import Guard, allowed_hosts
 from assay.api._limits import DEFAULT_BODY_LIMIT, BodyLimit
 from assay.api._upload import UPLOAD_ROUTE_LIMIT
@@ -107,6 +108,7 @@ def create_app(master: Master) -> FastAPI:
     app.include_router(_proxy.router)
     install_docs(app)
     install_webui(app)
+    app.add_middleware(EventPosition, position=master.reads.event_position)
     app.add_middleware(
         BodyLimit,
         default=DEFAULT_BODY_LIMIT,

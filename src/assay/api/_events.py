@@ -4,7 +4,7 @@ queue or the cluster changed) for the web UI, as server-sent events (see
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query
@@ -75,7 +75,10 @@ async def events(
 ) -> StreamingResponse:
     """Live changes as they are committed: experiments' states and progress, trials' states,
     steps and best validation, new metric reports. Open the stream first, then read what to
-    show: nothing committed after the first line of the stream is missed."""
+    show: nothing committed after the first line of the stream is missed. That line,
+    `: subscribed ID`, names the last change before the subscription; a read whose
+    `X-Assay-Event-Id` header is older may lack the changes between, which a stream asked
+    for with `Last-Event-ID` set to the read's id replays."""
     messages = await master.reads.follow_events(
         experiment_id=experiment_id,
         trial_id=trial_id,
@@ -84,18 +87,23 @@ async def events(
         last_event_id=last_event_id or after,
     )
     return StreamingResponse(
-        _sse(messages),
+        _sse(messages, master.reads.event_position),
         media_type="text/event-stream",
         # Proxies must pass each message on as it comes.
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
 
 
-async def _sse(messages: AsyncIterator[LiveMessage | None]) -> AsyncIterator[str]:
+async def _sse(
+    messages: AsyncIterator[LiveMessage | None], position: Callable[[], str]
+) -> AsyncIterator[str]:
     first = True
     async for message in messages:
-        if message is None:
-            yield f"retry: {RETRY_MS}\n: subscribed\n\n" if first else ": keep-alive\n\n"
+        if message is None and first:
+            # Read as the stream subscribes: no batch is published between the two.
+            yield f"retry: {RETRY_MS}\n: subscribed {position()}\n\n"
+        elif message is None:
+            yield ": keep-alive\n\n"
         else:
             yield sse_message(message.kind, message.data.model_dump_json(), message.id)
         first = False

@@ -110,6 +110,12 @@ class EventHub:
     def event_id(self, seq: int) -> str:
         return f"{self.epoch}-{seq}"
 
+    @property
+    def position(self) -> str:
+        """The id of the last batch published: a read made after taking it misses nothing a
+        stream resumed after it (``Last-Event-ID``) would not replay."""
+        return self.event_id(self.seq)
+
     def publish(self, batch: rest.EventBatch) -> None:
         """Number ``batch``, keep it, and queue it for every subscriber that follows part of
         it (an empty batch is dropped)."""

@@ -265,6 +265,11 @@ class Reads:
         batch = await self._logs(trial_id, after, limit)
         return rest.LogPage(logs=batch.entries)
 
+    def event_position(self) -> str:
+        """The id of the last live-change batch published (see :meth:`follow_events`): a read
+        made after taking it, and a stream resumed after it, together miss nothing."""
+        return self.core.events.position
+
     async def follow_events(
         self,
         *,

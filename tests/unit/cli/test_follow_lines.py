@@ -40,7 +40,8 @@ def trial(state: str) -> rest.Trial:
     return rest.Trial(
         id=7, experiment_id=19, request_id="r", state=state, hparams={}, seed=1, restarts=0,
         runs=0, steps_completed=0, latest_checkpoint=None, best_validation=None, progress=0.0,
-        early_stopped=False, early_exit=None, message="", created_at=0.0, started_at=None, ended_at=None,
+        early_stopped=False, early_exit=None, message="", created_at=0.0, started_at=None,
+        ended_at=None,
     )  # fmt: skip
 
 

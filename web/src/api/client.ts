@@ -66,8 +66,38 @@ const bearer: Middleware = {
   },
 };
 
+/**
+ * Told of each read that comes back: the live-change position it was made at (the master's
+ * `X-Assay-Event-Id`) and when it was asked (`performance.now()`).
+ */
+export type ReadListener = (position: string, askedAt: number) => void;
+
+const readListeners = new Set<ReadListener>();
+const askedAt = new Map<string, number>();
+
+/** Be told of every read that comes back from now on; returns what stops it. */
+export function onRead(listener: ReadListener): () => void {
+  readListeners.add(listener);
+  return () => readListeners.delete(listener);
+}
+
+const positions: Middleware = {
+  onRequest({ id }) {
+    askedAt.set(id, performance.now());
+  },
+  onResponse({ id, response }) {
+    const asked = askedAt.get(id);
+    askedAt.delete(id);
+    const position = response.headers.get("X-Assay-Event-Id");
+    if (position && asked !== undefined) for (const listener of readListeners) listener(position, asked);
+  },
+  onError({ id }) {
+    askedAt.delete(id);
+  },
+};
+
 export const api = createClient<paths>({ baseUrl: window.location.origin });
-api.use(bearer);
+api.use(bearer, positions);
 
 type Answer<T> = { data?: T; error?: unknown; response: Response };
 

@@ -243,7 +243,10 @@ export interface paths {
          * Events
          * @description Live changes as they are committed: experiments' states and progress, trials' states,
          *     steps and best validation, new metric reports. Open the stream first, then read what to
-         *     show: nothing committed after the first line of the stream is missed.
+         *     show: nothing committed after the first line of the stream is missed. That line,
+         *     `: subscribed ID`, names the last change before the subscription; a read whose
+         *     `X-Assay-Event-Id` header is older may lack the changes between, which a stream asked
+         *     for with `Last-Event-ID` set to the read's id replays.
          */
         get: operations["events_api_v1_events_get"];
         put?: never;
