@@ -25,7 +25,7 @@ from assay.config import (
 )
 from assay.db import Session, checkpoints, contexts, experiments, trials
 from assay.errors import Conflict, Forbidden, InvalidRequest
-from assay.master._gc import remove_files
+from assay.master._gc import Removal, mark_deleted, one_line, remove_files
 from assay.master._orchestrator import Orchestrator
 from assay.master._registry import refuse_registered
 from assay.master._submit import Submission
@@ -170,6 +170,8 @@ class DeletionPlan:
     uuids: list[str]
     """The checkpoints still in storage."""
     storage: dict[str, Any]
+    before: dict[str, str]
+    """Each checkpoint's state before the plan marked it DELETING (put back if it stays)."""
 
 
 def deletion_plan(tx: Tx, actor: Actor, experiment_id: int) -> DeletionPlan:
@@ -188,6 +190,7 @@ def deletion_plan(tx: Tx, actor: Actor, experiment_id: int) -> DeletionPlan:
     _refuse_if_used(tx.session, experiment_id, {c.uuid for c in rows})
     refuse_registered(tx.session, [c.uuid for c in rows], f"experiment {experiment_id}")
     kept = sorted(c.uuid for c in rows if c.state != CheckpointState.DELETED)
+    before = {c.uuid: c.state for c in rows if c.state != CheckpointState.DELETED}
     # Marked before their files go: none can be registered as a model version meanwhile, and
     # a master stopped in between finishes deleting them when it comes back.
     for c in rows:
@@ -198,6 +201,7 @@ def deletion_plan(tx: Tx, actor: Actor, experiment_id: int) -> DeletionPlan:
         len(trials.of_experiment(tx.session, experiment_id)),
         kept,
         dict(exp.config.get("checkpoint_storage") or {}),
+        before,
     )
 
 
@@ -211,26 +215,51 @@ def _refuse_if_used(session: Session, experiment_id: int, uuids: set[str]) -> No
             )
 
 
-def delete_files(plan: DeletionPlan, experiment_id: int) -> None:
-    """Delete the plan's checkpoints from storage; the first failure raises, naming it (the
-    rows are then kept, so that a later delete finds the files left)."""
+def delete_files(plan: DeletionPlan, experiment_id: int) -> Removal:
+    """Delete the plan's checkpoints from storage, stopping at the first failure; then, if
+    all are gone, the experiment's TensorBoard files. Returns what was removed: ``failed``
+    names the first checkpoint (or the TensorBoard files, under ``""``) that could not be."""
     removal = remove_files(plan.storage, plan.uuids, stop=True)
-    for uuid, reason in removal.failed.items():
-        raise Conflict(
-            f"could not delete checkpoint {uuid} of experiment {experiment_id} from storage "
-            f"({reason}); the experiment is kept: fix the storage and delete it again"
-        )
+    if removal.failed:
+        return removal
     store = storage_from_config(plan.storage) if plan.storage else None
     if isinstance(store, FileStore):
-        where = f"{TENSORBOARD_PREFIX}/{experiment_id}"
         try:
-            store.delete_prefix(where)
+            store.delete_prefix(f"{TENSORBOARD_PREFIX}/{experiment_id}")
         except Exception as exc:  # any storage's failure: reported, the rows kept
+            removal.failed[""] = one_line(exc)
+    return removal
+
+
+def _refuse_failed(removal: Removal, experiment_id: int) -> None:
+    for uuid, reason in removal.failed.items():
+        if not uuid:
             raise Conflict(
                 f"could not delete the TensorBoard files of experiment {experiment_id} "
-                f"({where} in its storage: {exc}); the experiment is kept: fix the storage "
-                "and delete it again"
-            ) from None
+                f"({TENSORBOARD_PREFIX}/{experiment_id} in its storage: {reason}); the "
+                "experiment is kept: fix the storage and delete it again"
+            )
+        deleted = f"; {count_of(len(removal.gone))} deleted before it" if removal.gone else ""
+        raise Conflict(
+            f"could not delete checkpoint {uuid} of experiment {experiment_id} from storage "
+            f"({reason}); the experiment is kept, its checkpoints left as they were{deleted}: "
+            "fix the storage and delete it again"
+        )
+
+
+def count_of(n: int) -> str:
+    return f"{n} checkpoint" if n == 1 else f"{n} checkpoints"
+
+
+def _settle_failed(tx: Tx, removal: Removal, before: dict[str, str]) -> None:
+    """After a failed deletion: the checkpoints whose files went are DELETED, the others go
+    back to the state they had, usable as before."""
+    mark_deleted(tx, removal.gone)
+    gone = set(removal.gone)
+    for uuid, state in before.items():
+        row = checkpoints.get(tx.session, uuid)
+        if uuid not in gone and row is not None and row.state == CheckpointState.DELETING:
+            row.state = state
 
 
 def delete_rows(
@@ -252,5 +281,8 @@ async def delete_experiment(
 ) -> rest.ExperimentDeleted:
     """Storage first, then rows: a master killed in between finds the rows and deletes again."""
     plan: DeletionPlan = await core.transact(deletion_plan, actor, experiment_id)
-    await asyncio.to_thread(delete_files, plan, experiment_id)
+    removal = await asyncio.to_thread(delete_files, plan, experiment_id)
+    if removal.failed:
+        await core.transact(_settle_failed, removal, plan.before)
+        _refuse_failed(removal, experiment_id)
     return await core.transact(delete_rows, actor, experiment_id, plan)
