@@ -99,4 +99,4 @@ async def delete_checkpoints(
     """Delete several checkpoints (as `DELETE /checkpoints/{uuid}` does each). Refused as a
     whole when one is unknown, not the caller's, or still needed; otherwise each is tried,
     and `failed` names those whose files could not be deleted, with the reason."""
-    return await master.checkpoints.delete(actor, body.uuids)
+    return await master.checkpoints.delete(actor, body.uuids, dry_run=body.dry_run)

@@ -174,7 +174,7 @@ class DeletionPlan:
     """Each checkpoint's state before the plan marked it DELETING (put back if it stays)."""
 
 
-def deletion_plan(tx: Tx, actor: Actor, experiment_id: int) -> DeletionPlan:
+def deletion_plan(tx: Tx, actor: Actor, experiment_id: int, dry_run: bool) -> DeletionPlan:
     """What deleting the experiment removes; refused unless ``actor`` owns it (or is an
     admin), it has ended, no live trial starts from one of its checkpoints and no model
     version holds one."""
@@ -193,7 +193,7 @@ def deletion_plan(tx: Tx, actor: Actor, experiment_id: int) -> DeletionPlan:
     before = {c.uuid: c.state for c in rows if c.state != CheckpointState.DELETED}
     # Marked before their files go: none can be registered as a model version meanwhile, and
     # a master stopped in between finishes deleting them when it comes back.
-    for c in rows:
+    for c in [] if dry_run else rows:
         if c.state == CheckpointState.ACTIVE:
             c.state = CheckpointState.DELETING
     return DeletionPlan(
@@ -277,10 +277,15 @@ def delete_rows(
 
 
 async def delete_experiment(
-    core: Orchestrator, actor: Actor, experiment_id: int
+    core: Orchestrator, actor: Actor, experiment_id: int, *, dry_run: bool = False
 ) -> rest.ExperimentDeleted:
-    """Storage first, then rows: a master killed in between finds the rows and deletes again."""
-    plan: DeletionPlan = await core.transact(deletion_plan, actor, experiment_id)
+    """Storage first, then rows: a master killed in between finds the rows and deletes again.
+    With ``dry_run``, the same refusals and what would be deleted, nothing changed."""
+    plan: DeletionPlan = await core.transact(deletion_plan, actor, experiment_id, dry_run)
+    if dry_run:
+        return rest.ExperimentDeleted(
+            id=experiment_id, name=plan.name, trials=plan.trials, checkpoints=len(plan.uuids)
+        )
     removal = await asyncio.to_thread(delete_files, plan, experiment_id)
     if removal.failed:
         await core.transact(_settle_failed, removal, plan.before)

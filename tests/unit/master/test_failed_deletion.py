@@ -79,6 +79,9 @@ def test_experiment_delete_that_fails_puts_back_the_checkpoints_it_did_not_delet
     store = tmp_path / "ckpts"
     exp_id, _, uuids = _experiment(master, context, store)
     _end(master, exp_id)
+    planned = run(master.experiments.delete(ADMIN, exp_id, dry_run=True))
+    assert (planned.trials, planned.checkpoints) == (1, 3)
+    assert set(_states(master, exp_id).values()) == {CheckpointState.ACTIVE}
     _undeletable(store, uuids[1], tmp_path)
     with pytest.raises(Conflict) as refused:
         run(master.experiments.delete(ADMIN, exp_id))
