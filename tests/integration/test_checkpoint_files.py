@@ -216,6 +216,9 @@ def test_delete_asks_then_removes_files_before_marking_the_row_and_a_failure_kee
     assert not (tmp_path / "gone").exists()
     # Deleting again is answered as done; the CLI says it already was, and counts nothing.
     assert [ck.state for ck in c.client.delete_checkpoints([doomed]).checkpoints] == ["DELETED"]
+    described = _cli(c, tmp_path, "c", "describe", doomed).stdout
+    assert "its files were removed from storage" in described, described
+    assert "Path" not in described
     again = _cli(c, tmp_path, "c", "delete", doomed, "--yes")
     assert again.returncode == 0, again.stderr
     assert again.stdout.strip() == f"checkpoint {doomed} is already deleted"
@@ -270,3 +273,10 @@ def test_downloads_after_deletion_say_the_checkpoints_were_deleted_not_what_else
     refused = _cli(c, tmp_path, "e", "download", str(exp_id))
     assert refused.returncode == 1
     assert refused.stderr.strip() == f"error: experiment {exp_id}{gone}", refused.stderr
+
+    # The trial's latest checkpoint is shown as deleted, not as one to use.
+    latest = ckpts[-1].uuid
+    described = _cli(c, tmp_path, "e", "describe", str(exp_id))
+    assert f"{latest[:8]} (deleted)" in described.stdout, described.stdout
+    trial_text = _cli(c, tmp_path, "trial", "describe", str(trial.id)).stdout
+    assert f"latest checkpoint: {latest} (deleted)" in trial_text, trial_text

@@ -230,6 +230,8 @@ def test_a_registered_checkpoint_survives_gc_and_blocks_its_experiments_deletion
         }
     assert files and files == expected
 
+    described = day.cli("c", "describe", kept, check=True).stdout
+    assert "  model versions: mnist v1" in described, described
     refused = day.cli("e", "delete", str(exp_id), "--yes")
     assert refused.returncode == 1 and "mnist v1" in refused.stderr, refused.stderr
     assert "Traceback" not in refused.stderr and storage.exists(kept)

@@ -29,6 +29,7 @@ from assay.cli._common import (
     transfer_progress,
     when,
 )
+from assay.protocol import CheckpointState
 
 if TYPE_CHECKING:
     from assay import rest
@@ -69,8 +70,23 @@ def describe(uuid: Uuid, as_json: JsonOption = False) -> None:
         f"reported {when(ck.reported_at)}",
         highlight=False,
     )
-    console.print(f"  size {_size(ck.size)} in {_files(ck)} files", highlight=False, soft_wrap=True)
+    if ck.model_versions:
+        held = ", ".join(f"{esc(v.model)} v{v.version}" for v in ck.model_versions)
+        console.print(f"  model versions: {held}", highlight=False)
     console.print(f"  metadata: {esc(ck.metadata)}", highlight=False)
+    if ck.state == CheckpointState.DELETED:
+        console.print(
+            f"  its files were removed from storage ({count(_files(ck), 'file')}, "
+            f"{_size(ck.size)})",
+            highlight=False,
+        )
+        return
+    state = "being removed from storage: " if ck.state == CheckpointState.DELETING else ""
+    console.print(
+        f"  {state}size {_size(ck.size)} in {count(_files(ck), 'file')}",
+        highlight=False,
+        soft_wrap=True,
+    )
     table = listing_table("Path", "Size")
     for name, size in ck.resources.items():
         table.add_row(esc(name), "" if name.endswith("/") else _size(size))
@@ -86,7 +102,7 @@ def fetch(c: Client, ck: rest.Checkpoint, dest: Path, quiet: bool) -> None:
         return
     console.print(
         f"checkpoint {ck.uuid} (trial {ck.trial_id}, steps {ck.steps_completed}, "
-        f"{_files(ck)} files, {_size(ck.size)}) downloaded to {esc(dest)}",
+        f"{count(_files(ck), 'file')}, {_size(ck.size)}) downloaded to {esc(dest)}",
         highlight=False,
         soft_wrap=True,
     )
@@ -110,13 +126,11 @@ def delete(
     """Delete checkpoints: their files from storage first, then each is marked DELETED.
     Refused for one a trial that has not ended may still load (its latest checkpoint, or
     one it starts from). Asks first unless --yes."""
-    from assay.cli._experiment_lifecycle import confirmed, count
+    from assay.cli._experiment_lifecycle import confirmed
 
     wanted = list(dict.fromkeys(u.strip() for arg in uuids for u in arg.split(",") if u.strip()))
     if not wanted:
         fail("give the uuid of at least one checkpoint to delete")
-    from assay.protocol import CheckpointState
-
     c = client()
     found = [c.checkpoint(uuid) for uuid in wanted]
     for ck in found:
