@@ -160,15 +160,19 @@ def delete(
     done = c.delete_checkpoints([ck.uuid for ck in found])
     console.print(f"deleted {count(len(done.checkpoints), 'checkpoint')}", highlight=False)
     for uuid, reason in done.failed.items():
-        err_console.print(
-            f"could not delete checkpoint {uuid} from storage ({esc(reason)}); it is kept",
-            highlight=False,
-        )
+        err_console.print(failure_line(c, uuid, reason), highlight=False)
     if done.failed:
         fail(
             f"{count(len(done.failed), 'checkpoint')} could not be deleted; fix the storage "
             "and run the command again"
         )
+
+
+def failure_line(c: Client, uuid: str, reason: str) -> str:
+    """Why checkpoint ``uuid`` was not deleted, and what became of it: kept as it was, or
+    (when storage removed some of its files) left DELETING, as ``reason`` then says."""
+    line = f"could not delete checkpoint {uuid} from storage ({esc(reason)})"
+    return line if c.checkpoint(uuid).state == CheckpointState.DELETING else f"{line}; it is kept"
 
 
 def experiment_download(

@@ -24,8 +24,8 @@ from assay.config import (
     secret_values,
 )
 from assay.db import Session, checkpoints, contexts, experiments, trials
-from assay.errors import Conflict, Forbidden, InvalidRequest
-from assay.master._gc import Removal, mark_deleted, one_line, remove_files
+from assay.errors import Conflict, Forbidden, InvalidRequest, one_line
+from assay.master._gc import Removal, mark_deleted, remove_files
 from assay.master._orchestrator import Orchestrator
 from assay.master._registry import refuse_registered
 from assay.master._submit import Submission
@@ -240,9 +240,10 @@ def _refuse_failed(removal: Removal, experiment_id: int) -> None:
                 "experiment is kept: fix the storage and delete it again"
             )
         deleted = f"; {count_of(len(removal.gone))} deleted before it" if removal.gone else ""
+        left = "the others" if uuid in removal.partly else "its checkpoints"
         raise Conflict(
             f"could not delete checkpoint {uuid} of experiment {experiment_id} from storage "
-            f"({reason}); the experiment is kept, its checkpoints left as they were{deleted}: "
+            f"({reason}); the experiment is kept, {left} left as they were{deleted}: "
             "fix the storage and delete it again"
         )
 
@@ -255,7 +256,7 @@ def _settle_failed(tx: Tx, removal: Removal, before: dict[str, str]) -> None:
     """After a failed deletion: the checkpoints whose files went are DELETED, the others go
     back to the state they had, usable as before."""
     mark_deleted(tx, removal.gone)
-    gone = set(removal.gone)
+    gone = set(removal.gone) | removal.partly  # one partly deleted stays DELETING
     for uuid, state in before.items():
         row = checkpoints.get(tx.session, uuid)
         if uuid not in gone and row is not None and row.state == CheckpointState.DELETING:

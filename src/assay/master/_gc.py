@@ -15,11 +15,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from assay.db import Experiment, checkpoints, experiments, metrics, registry
-from assay.errors import AssayError
+from assay.errors import PartlyDeleted, one_line
 from assay.master._tx import Transactor, Tx
 from assay.protocol import CheckpointState
 from assay.storage import storage_from_config
@@ -132,6 +132,14 @@ class Removal:
 
     gone: list[str]
     failed: dict[str, str]
+    partly: set[str] = field(default_factory=set)
+    """Those of ``failed`` that storage removed some files of (or cannot tell): no longer
+    whole, they stay DELETING, which downloads refuse, for a later deletion to finish."""
+
+    @property
+    def whole(self) -> list[str]:
+        """Those of ``failed`` whose files are all still there: usable as before."""
+        return [uuid for uuid in self.failed if uuid not in self.partly]
 
 
 def remove_files(
@@ -146,18 +154,19 @@ def remove_files(
             if manager.exists(uuid):
                 manager.delete(uuid)
             out.gone.append(uuid)
+        except PartlyDeleted as exc:
+            out.failed[uuid] = (
+                f"{one_line(exc)}; it stays DELETING, which downloads refuse: delete it again "
+                "once the storage is fixed"
+            )
+            out.partly.add(uuid)
+            if stop:
+                break
         except Exception as exc:  # any storage's failure: reported, the row kept
             out.failed[uuid] = one_line(exc)
             if stop:
                 break
     return out
-
-
-def one_line(exc: BaseException) -> str:
-    """The reason ``exc`` gives, on one line: an error's message without the details under it
-    (a storage error's details repeat its message, under the config key at fault)."""
-    text = exc.message if isinstance(exc, AssayError) else str(exc)
-    return " ".join(text.split()) or type(exc).__name__
 
 
 def keep_failed(tx: Tx, failed: Iterable[str]) -> None:
@@ -187,7 +196,7 @@ async def collect(master: Transactor, experiment_id: int) -> int:
 
     def settle(tx: Tx) -> None:
         mark_deleted(tx, removal.gone)
-        keep_failed(tx, removal.failed)
+        keep_failed(tx, removal.whole)
 
     await master.transact(settle)
     return len(removal.gone)

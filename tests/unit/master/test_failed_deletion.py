@@ -5,6 +5,9 @@ and by the collection at an experiment's end."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -120,3 +123,32 @@ def test_the_collection_at_an_experiments_end_keeps_a_checkpoint_it_could_not_de
         uuids[1]: CheckpointState.DELETED,
         uuids[2]: CheckpointState.ACTIVE,
     }
+
+
+def test_a_checkpoint_partly_deleted_stays_deleting_and_the_reason_says_so(
+    master: Master, context: bytes, tmp_path: Path
+) -> None:
+    chattr = shutil.which("chattr")
+    if os.geteuid() != 0 or chattr is None:
+        pytest.skip("needs root and chattr to make one file of a checkpoint undeletable")
+    store = tmp_path / "ckpts"
+    exp_id, _, uuids = _experiment(master, context, store)
+    directory = store / uuids[0]
+    for n in range(8):
+        (directory / f"shard-{n}").write_text("x")
+    # The file deleted last is made undeletable, so all the others go before deletion fails.
+    last = [e.name for e in os.scandir(directory)][-1]
+    subprocess.run([chattr, "+i", directory / last], check=True)
+    try:
+        done = run(master.checkpoints.delete(ADMIN, [uuids[0]]))
+    finally:
+        subprocess.run([chattr, "-i", directory / last], check=True)
+    reason = done.failed[uuids[0]]
+    assert "were deleted before deletion failed" in reason and "stays DELETING" in reason
+    assert _states(master, exp_id)[uuids[0]] == CheckpointState.DELETING
+    with pytest.raises(Conflict, match="DELETING"):
+        run(master.checkpoints.files(uuids[0], None))
+    # Deleting again finishes the job.
+    again = run(master.checkpoints.delete(ADMIN, [uuids[0]]))
+    assert again.failed == {} and not directory.exists()
+    assert _states(master, exp_id)[uuids[0]] == CheckpointState.DELETED
