@@ -154,6 +154,20 @@ class StorageError(AssayError):
     status = 502
 
 
+def one_line(exc: BaseException) -> str:
+    """The reason ``exc`` gives, on one line: an error's message without the details under it
+    (a storage error's details repeat its message, under the config key at fault)."""
+    text = exc.message if isinstance(exc, AssayError) else str(exc)
+    return " ".join(text.split()) or type(exc).__name__
+
+
+class PartlyDeleted(StorageError):
+    """Raised by a storage's ``delete`` that failed after removing some of the checkpoint's
+    files (or cannot tell whether it did): what is left is no longer the whole checkpoint."""
+
+    type = "PartlyDeleted"
+
+
 class MasterUnreachable(AssayError):
     """Raised by the client when no master answers at the URL it was given."""
 

@@ -214,8 +214,14 @@ def test_delete_asks_then_removes_files_before_marking_the_row_and_a_failure_kee
     with pytest.raises(Conflict, match="DELETED"):
         c.client.download_checkpoint(doomed, tmp_path / "gone")
     assert not (tmp_path / "gone").exists()
-    # Deleting again is answered as done.
+    # Deleting again is answered as done; the CLI says it already was, and counts nothing.
     assert [ck.state for ck in c.client.delete_checkpoints([doomed]).checkpoints] == ["DELETED"]
+    described = _cli(c, tmp_path, "c", "describe", doomed).stdout
+    assert "its files were removed from storage" in described, described
+    assert "Path" not in described
+    again = _cli(c, tmp_path, "c", "delete", doomed, "--yes")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == f"checkpoint {doomed} is already deleted"
 
     with _undeletable(storage.base / stuck):
         failed = _cli(c, tmp_path, "c", "delete", stuck, "-y")
@@ -236,3 +242,41 @@ def test_delete_asks_then_removes_files_before_marking_the_row_and_a_failure_kee
 
 def _download(c: Cluster, uuid: str, dest: Path) -> Path:
     return c.client.download_checkpoint(uuid, dest)
+
+
+def test_downloads_after_deletion_say_the_checkpoints_were_deleted_not_what_else_to_try(
+    c: Cluster, tmp_path: Path
+) -> None:
+    exp_id = c.submit(CONFIG, CONTEXTS / "files_out")
+    c.wait_state(exp_id, "COMPLETED", "ERROR")
+    ckpts = sorted(c.client.experiment_checkpoints(exp_id), key=lambda ck: ck.steps_completed)
+    assert len(ckpts) == 3
+    (trial,) = c.client.trials(exp_id)
+
+    c.client.delete_checkpoints([ckpts[0].uuid])
+    some = _cli(c, tmp_path, "e", "download", str(exp_id), "--top-n", "5", "-q")
+    assert some.returncode == 0, some.stderr
+    assert len(some.stdout.split()) == 2
+    assert some.stderr.strip() == (
+        "note: found 2 of the 5 best checkpoints asked for: of its 3 checkpoints, 1 was deleted"
+    )
+
+    c.client.delete_checkpoints([ck.uuid for ck in ckpts[1:]])
+    gone = (
+        f"'s 3 checkpoints were all deleted (see `assay experiment list-checkpoints {exp_id} "
+        "--deleted`)"
+    )
+    for flag in ("--best", "--latest"):
+        refused = _cli(c, tmp_path, "trial", "download", str(trial.id), flag)
+        assert refused.returncode == 1
+        assert refused.stderr.strip() == f"error: trial {trial.id}{gone}", refused.stderr
+    refused = _cli(c, tmp_path, "e", "download", str(exp_id))
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == f"error: experiment {exp_id}{gone}", refused.stderr
+
+    # The trial's latest checkpoint is shown as deleted, not as one to use.
+    latest = ckpts[-1].uuid
+    described = _cli(c, tmp_path, "e", "describe", str(exp_id))
+    assert f"{latest[:8]} (deleted)" in described.stdout, described.stdout
+    trial_text = _cli(c, tmp_path, "trial", "describe", str(trial.id)).stdout
+    assert f"latest checkpoint: {latest} (deleted)" in trial_text, trial_text

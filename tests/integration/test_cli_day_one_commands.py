@@ -230,9 +230,18 @@ def test_a_registered_checkpoint_survives_gc_and_blocks_its_experiments_deletion
         }
     assert files and files == expected
 
+    described = day.cli("c", "describe", kept, check=True).stdout
+    assert "  model versions: mnist v1" in described, described
     refused = day.cli("e", "delete", str(exp_id), "--yes")
     assert refused.returncode == 1 and "mnist v1" in refused.stderr, refused.stderr
     assert "Traceback" not in refused.stderr and storage.exists(kept)
+    # Refused before the question is asked, and before the plan is printed.
+    unasked = subprocess_with_input(day, "y\n", "e", "delete", str(exp_id))
+    assert unasked.returncode == 1 and "mnist v1" in unasked.stderr
+    assert "[y/N]" not in unasked.stderr
+    unplanned = day.cli("c", "delete", kept, "--yes")
+    assert unplanned.returncode == 1 and "mnist v1" in unplanned.stderr, unplanned.stderr
+    assert "checkpoints to delete" not in unplanned.stdout and storage.exists(kept)
 
     asked = subprocess_with_input(day, "n\n", "model", "delete", "mnist")
     assert asked.returncode == 1 and "Delete model mnist and its 1 version? [y/N]" in asked.stderr

@@ -4,6 +4,7 @@ zero-slot task, and the master's ``/proxy/<id>/`` serves it with the user's sign
 
 from __future__ import annotations
 
+import http.client
 import json
 import textwrap
 from collections.abc import Iterator
@@ -94,6 +95,17 @@ def _wait_for_scalars(c: Cluster, url: str, trial_id: int) -> dict[str, Any]:
     return found
 
 
+def _raw_get(url: str, path: str, headers: dict[str, str]) -> http.client.HTTPResponse:
+    """A GET that sends no Accept-Encoding at all (httpx and urllib always send one)."""
+    parsed = httpx.URL(url)
+    conn = http.client.HTTPConnection(parsed.host, parsed.port, timeout=30)
+    conn.putrequest("GET", path, skip_accept_encoding=True)
+    for name, value in headers.items():
+        conn.putheader(name, value)
+    conn.endheaders()
+    return conn.getresponse()
+
+
 def _cli_json(c: Cluster, *args: str) -> Any:
     return json.loads(c.cli(*args, "--json", check=True).stdout)
 
@@ -126,7 +138,16 @@ def test_tensorboard_started_on_a_trial_shows_its_scalars_through_the_master(
             return found if runs and "assay_loss" in found[runs[0]] else None
 
         found = wait_for("TensorBoard to load the trial's scalars", tags, timeout=60, interval=0.5)
-        assert list(found) == [f"trial_{trial_id}/."]
+        assert list(found) == [f"trial_{trial_id}"], "the run is named by its trial alone"
+
+        # What the task sends is passed on as it was asked for: no encoding to a client that
+        # asked for none, and the master's own server and date headers, once each.
+        plain = _raw_get(c.url, f"/proxy/{board['id']}/", headers)
+        assert plain.status == 200
+        assert plain.getheader("content-encoding") in (None, "identity")
+        names = [name.lower() for name, _ in plain.getheaders()]
+        assert names.count("server") == 1 and names.count("date") == 1, names
+        assert b"<html" in plain.read().lower()
 
         # Without a sign-in the proxy refuses; a browser signs in once with ?token=.
         refused = http.get(board["url"])
@@ -177,6 +198,37 @@ def test_tensorboard_start_refuses_trials_of_another_experiment_naming_them(
     assert board_cluster.client.tensorboards(all_=True) == before  # nothing half-created
     nothing = httpx.get(f"{board_cluster.url}/proxy/9999/", headers=board_cluster.auth_headers())
     assert nothing.status_code == 404
+
+
+def test_tensorboard_started_before_any_trial_wrote_files_starts_with_a_note(
+    board_cluster: Cluster, tmp_path: Path
+) -> None:
+    c = board_cluster
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "train.py").write_text(
+        "import assay\n"
+        "with assay.core.init() as core:\n"
+        "    for op in core.searcher.operations():\n"
+        "        core.train.report_validation_metrics(op.length, {'loss': 1.0})\n"
+        "        op.report_completed(1.0)\n"
+    )
+    config = {
+        "name": "no-scalars",
+        "entrypoint": "python3 train.py",
+        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}},
+        "checkpoint_storage": {"type": "shared_fs", "host_path": str(tmp_path / "storage")},
+        "max_restarts": 0,
+    }
+    exp_id = c.submit(yaml.safe_dump(config), tmp_path / "code")
+    assert c.wait_state(exp_id, "COMPLETED", "ERROR").state == "COMPLETED"
+    (trial,) = c.client.trials(exp_id)
+    started = c.cli("tensorboard", "start", str(exp_id), "--detach", check=True)
+    assert started.stderr.splitlines()[-1] == (
+        f"note: trial {trial.id} has not written TensorBoard files yet; TensorBoard shows them "
+        "as they arrive (a trial writes them into core.train.get_tensorboard_path())"
+    ), started.stderr
+    board_id = started.stdout.split()[1]
+    c.cli("tensorboard", "kill", board_id, check=True)
 
 
 def test_the_proxy_path_without_its_slash_redirects_to_it(board_cluster: Cluster) -> None:

@@ -17,6 +17,7 @@ from fastapi.responses import StreamingResponse
 from assay import rest
 from assay.api._deps import USER_OR_TRIAL, ActorDep, MasterDep
 from assay.errors import Conflict
+from assay.protocol import CheckpointState
 
 router = APIRouter(prefix="/api/v1/checkpoints", tags=["checkpoints"])
 
@@ -86,8 +87,11 @@ async def delete_checkpoint(
     Owner of its experiment or admin only."""
     done = await master.checkpoints.delete(actor, [uuid])
     for reason in done.failed.values():
+        # One partly deleted stays DELETING, as its reason says; the others are as they were.
+        partly = (await master.reads.checkpoint(uuid)).state == CheckpointState.DELETING
         raise Conflict(
-            f"could not delete checkpoint {uuid} from storage ({reason}); it is kept as it was"
+            f"could not delete checkpoint {uuid} from storage ({reason})"
+            + ("" if partly else "; it is kept as it was")
         )
     return done
 
@@ -99,4 +103,4 @@ async def delete_checkpoints(
     """Delete several checkpoints (as `DELETE /checkpoints/{uuid}` does each). Refused as a
     whole when one is unknown, not the caller's, or still needed; otherwise each is tried,
     and `failed` names those whose files could not be deleted, with the reason."""
-    return await master.checkpoints.delete(actor, body.uuids)
+    return await master.checkpoints.delete(actor, body.uuids, dry_run=body.dry_run)

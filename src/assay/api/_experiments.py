@@ -312,11 +312,20 @@ async def continue_trial(
     responses={409: {"description": "It has not ended, or a checkpoint could not be deleted."}},
 )
 async def delete_experiment(
-    experiment_id: ExperimentId, master: MasterDep, actor: ActorDep
+    experiment_id: ExperimentId,
+    master: MasterDep,
+    actor: ActorDep,
+    dry_run: Annotated[
+        bool,
+        Query(
+            description="Only check: refused as the deletion would be; otherwise nothing is "
+            "deleted and the answer counts what would be."
+        ),
+    ] = False,
 ) -> rest.ExperimentDeleted:
     """Delete an ended experiment: its checkpoints from storage first, then its rows and its
     context (when no other experiment uses it). Owner or admin only."""
-    return await master.experiments.delete(actor, experiment_id)
+    return await master.experiments.delete(actor, experiment_id, dry_run=dry_run)
 
 
 @router.post(

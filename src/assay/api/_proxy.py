@@ -45,6 +45,8 @@ _HOP = frozenset(
     }
 )
 _PRIVATE = frozenset({"authorization", "cookie"})
+# The master's server sets these on every answer: the task's copies would be duplicates.
+_OWN = frozenset({"server", "date"})
 _TIMEOUT = httpx.Timeout(60.0, connect=5.0)
 TaskId = Annotated[int, Path(ge=0, le=rest.INT_MAX, description="The task's id.")]
 
@@ -115,6 +117,10 @@ async def proxy(task_id: TaskId, path: str, request: Request, master: MasterDep)
         for k, v in request.headers.items()
         if k.lower() not in _HOP and k.lower() not in _PRIVATE
     ]
+    if "accept-encoding" not in request.headers:
+        # The bytes are passed on as the task sends them: a client that asked for no encoding
+        # gets none (httpx would otherwise ask for gzip on its behalf).
+        headers.append(("accept-encoding", "identity"))
     client = proxy_client(request.app)
     has_body = request.method not in ("GET", "HEAD", "OPTIONS")
     sent = client.build_request(
@@ -135,13 +141,16 @@ async def proxy(task_id: TaskId, path: str, request: Request, master: MasterDep)
             {"error": {"type": "Timeout", "message": f"task {task_id} did not answer in time"}},
             status_code=504,
         )
-    out_headers = {k: v for k, v in answer.headers.items() if k.lower() not in _HOP}
-    return StreamingResponse(
-        answer.aiter_raw(),
-        status_code=answer.status_code,
-        headers=out_headers,
-        background=BackgroundTask(answer.aclose),
+    response = StreamingResponse(
+        answer.aiter_raw(), status_code=answer.status_code, background=BackgroundTask(answer.aclose)
     )
+    # Every header as sent, repeated ones (set-cookie) too, less the hop-by-hop ones.
+    response.raw_headers = [
+        (k.lower(), v)
+        for k, v in answer.headers.raw
+        if k.decode("latin-1").lower() not in _HOP | _OWN
+    ]
+    return response
 
 
 async def _body(request: Request) -> AsyncIterator[bytes]:

@@ -29,6 +29,7 @@ from assay.cli._common import (
     transfer_progress,
     when,
 )
+from assay.protocol import CheckpointState
 
 if TYPE_CHECKING:
     from assay import rest
@@ -69,8 +70,23 @@ def describe(uuid: Uuid, as_json: JsonOption = False) -> None:
         f"reported {when(ck.reported_at)}",
         highlight=False,
     )
-    console.print(f"  size {_size(ck.size)} in {_files(ck)} files", highlight=False, soft_wrap=True)
+    if ck.model_versions:
+        held = ", ".join(f"{esc(v.model)} v{v.version}" for v in ck.model_versions)
+        console.print(f"  model versions: {held}", highlight=False)
     console.print(f"  metadata: {esc(ck.metadata)}", highlight=False)
+    if ck.state == CheckpointState.DELETED:
+        console.print(
+            f"  its files were removed from storage ({count(_files(ck), 'file')}, "
+            f"{_size(ck.size)})",
+            highlight=False,
+        )
+        return
+    state = "being removed from storage: " if ck.state == CheckpointState.DELETING else ""
+    console.print(
+        f"  {state}size {_size(ck.size)} in {count(_files(ck), 'file')}",
+        highlight=False,
+        soft_wrap=True,
+    )
     table = listing_table("Path", "Size")
     for name, size in ck.resources.items():
         table.add_row(esc(name), "" if name.endswith("/") else _size(size))
@@ -86,7 +102,7 @@ def fetch(c: Client, ck: rest.Checkpoint, dest: Path, quiet: bool) -> None:
         return
     console.print(
         f"checkpoint {ck.uuid} (trial {ck.trial_id}, steps {ck.steps_completed}, "
-        f"{_files(ck)} files, {_size(ck.size)}) downloaded to {esc(dest)}",
+        f"{count(_files(ck), 'file')}, {_size(ck.size)}) downloaded to {esc(dest)}",
         highlight=False,
         soft_wrap=True,
     )
@@ -110,13 +126,22 @@ def delete(
     """Delete checkpoints: their files from storage first, then each is marked DELETED.
     Refused for one a trial that has not ended may still load (its latest checkpoint, or
     one it starts from). Asks first unless --yes."""
-    from assay.cli._experiment_lifecycle import confirmed, count
+    from assay.cli._experiment_lifecycle import confirmed
 
     wanted = list(dict.fromkeys(u.strip() for arg in uuids for u in arg.split(",") if u.strip()))
     if not wanted:
         fail("give the uuid of at least one checkpoint to delete")
     c = client()
     found = [c.checkpoint(uuid) for uuid in wanted]
+    for ck in found:
+        if ck.state == CheckpointState.DELETED:
+            console.print(f"checkpoint {ck.uuid} is already deleted", highlight=False)
+    found = [ck for ck in found if ck.state != CheckpointState.DELETED]
+    if not found:
+        return
+    # The master's refusals (still needed by a trial, held by a model version, not yours)
+    # come before the plan and the question, not after.
+    c.delete_checkpoints([ck.uuid for ck in found], dry_run=True)
     table = listing_table("UUID", "Experiment", "Trial", "Steps", "State", "Size")
     for ck in found:
         table.add_row(
@@ -132,18 +157,22 @@ def delete(
     if not yes and not confirmed(f"Delete {count(len(found), 'checkpoint')}? [y/N] "):
         err_console.print("nothing deleted", highlight=False)
         raise typer.Exit(1)
-    done = c.delete_checkpoints(wanted)
+    done = c.delete_checkpoints([ck.uuid for ck in found])
     console.print(f"deleted {count(len(done.checkpoints), 'checkpoint')}", highlight=False)
     for uuid, reason in done.failed.items():
-        err_console.print(
-            f"could not delete checkpoint {uuid} from storage ({esc(reason)}); it is kept",
-            highlight=False,
-        )
+        err_console.print(failure_line(c, uuid, reason), highlight=False)
     if done.failed:
         fail(
             f"{count(len(done.failed), 'checkpoint')} could not be deleted; fix the storage "
             "and run the command again"
         )
+
+
+def failure_line(c: Client, uuid: str, reason: str) -> str:
+    """Why checkpoint ``uuid`` was not deleted, and what became of it: kept as it was, or
+    (when storage removed some of its files) left DELETING, as ``reason`` then says."""
+    line = f"could not delete checkpoint {uuid} from storage ({esc(reason)})"
+    return line if c.checkpoint(uuid).state == CheckpointState.DELETING else f"{line}; it is kept"
 
 
 def experiment_download(
@@ -170,15 +199,32 @@ def experiment_download(
     searcher = c.experiment(experiment_id).searcher
     if not searcher.metric:
         fail(f"experiment {experiment_id}'s searcher has no metric to rank checkpoints by")
+    from assay.cli._best import GONE
+
     ckpts = c.experiment_checkpoints(experiment_id)
+    gone = sum(ck.state in GONE for ck in ckpts)
+    if gone == len(ckpts):
+        fail(_none_left(f"experiment {experiment_id}", experiment_id, len(ckpts)))
     validations = {t: c.metrics(t, "validation") for t in sorted({ck.trial_id for ck in ckpts})}
     ranked = best_checkpoints(
         ckpts, validations, searcher.metric, searcher.smaller_is_better, top_n
     )
+    unranked = len(ckpts) - gone - len(ranked) if len(ranked) < top_n else 0
     if not ranked:
         fail(
             f"experiment {experiment_id} has no checkpoint with a validation of "
             f"{searcher.metric} at its step to rank it by"
+            + (f" ({_were_deleted(gone)})" if gone else "")
+        )
+    if len(ranked) < top_n:
+        why = [_were_deleted(gone)] if gone else []
+        if unranked:
+            have = "has" if unranked == 1 else "have"
+            why.append(f"{unranked} {have} no validation of {searcher.metric} at its step")
+        reason = f": of its {count(len(ckpts), 'checkpoint')}, {', '.join(why)}" if why else ""
+        err_console.print(
+            f"note: found {len(ranked)} of the {top_n} best checkpoints asked for{reason}",
+            highlight=False,
         )
     for ck, score in ranked:
         if not quiet:
@@ -198,16 +244,17 @@ def trial_download(
     """Download a trial's best or latest checkpoint (default directory checkpoints/UUID)."""
     if best == latest:
         fail("give exactly one of --best and --latest")
+    from assay.cli._best import GONE
+
     c = client()
     ckpts = c.trial_checkpoints(trial_id)
+    usable = [ck for ck in ckpts if ck.state not in GONE]
+    if not usable:
+        # Neither --best nor --latest can find one: say why, not what else to try.
+        fail(_none_left(f"trial {trial_id}", c.trial(trial_id).experiment_id, len(ckpts)))
     if best:
         chosen = _trial_best(c, trial_id, ckpts)
     else:
-        from assay.cli._best import GONE
-
-        usable = [ck for ck in ckpts if ck.state not in GONE]
-        if not usable:
-            fail(f"trial {trial_id} has no checkpoint that was not deleted")
         chosen = max(usable, key=lambda ck: (ck.steps_completed, ck.reported_at))
     fetch(c, chosen, output_dir or Path("checkpoints", chosen.uuid), quiet)
 
@@ -226,6 +273,24 @@ def _trial_best(c: Client, trial_id: int, ckpts: list[rest.Checkpoint]) -> rest.
             "its step to rank it by; --latest takes its latest"
         )
     return ranked[0][0]
+
+
+def count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _were_deleted(n: int) -> str:
+    return f"{n} {'was' if n == 1 else 'were'} deleted"
+
+
+def _none_left(whose: str, experiment_id: int, total: int) -> str:
+    """Why there is no checkpoint to download: none was stored, or all were deleted."""
+    if not total:
+        return f"{whose} has no checkpoint yet"
+    listed = f"see `assay experiment list-checkpoints {experiment_id} --deleted`"
+    if total == 1:
+        return f"{whose}'s only checkpoint was deleted ({listed})"
+    return f"{whose}'s {total} checkpoints were all deleted ({listed})"
 
 
 def register(experiment_app: typer.Typer, trial_app: typer.Typer) -> None:

@@ -81,7 +81,8 @@ def _reflow_paragraphs() -> None:
 _tidy_help()
 
 console = Console() if sys.stdout.isatty() else Console(width=PIPE_WIDTH, soft_wrap=True)
-err_console = Console(stderr=True)
+# Errors are one line each when stderr is not a terminal (a log, a pipe): never wrapped at 80.
+err_console = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, soft_wrap=True)
 
 
 def print_log_line(line: str, prefix: str = "") -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -235,7 +235,7 @@ def describe(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
     )
     for line in detail_lines(exp):
         console.print(f"  {line}", markup=False, highlight=False)
-    console.print(trial_table(trials, searcher.metric))
+    console.print(trial_table(trials, searcher.metric, deleted_checkpoints(c, experiment_id)))
 
 
 def detail_lines(exp: rest.Experiment) -> list[str]:
@@ -250,7 +250,27 @@ def detail_lines(exp: rest.Experiment) -> list[str]:
     return lines
 
 
-def trial_table(trials: Sequence[rest.Trial], metric: str | None) -> Table:
+def deleted_checkpoints(c: Client, experiment_id: int) -> set[str]:
+    """The experiment's checkpoints that are deleted (or being deleted): a trial's latest
+    checkpoint among them is shown as such, not as one to use."""
+    from assay.cli._best import GONE
+
+    return {ck.uuid for ck in c.experiment_checkpoints(experiment_id) if ck.state in GONE}
+
+
+def shown_checkpoint(uuid: str | None, deleted: Set[str], *, short: bool = True) -> str:
+    """A trial's latest checkpoint as shown: its uuid (the first 8 characters if ``short``),
+    marked when deleted."""
+    if not uuid:
+        return ""
+    shown = uuid[:8] if short else uuid
+    return f"{shown} (deleted)" if uuid in deleted else shown
+
+
+def trial_table(
+    trials: Sequence[rest.Trial], metric: str | None, deleted: Set[str] = frozenset()
+) -> Table:
+    """The trials, one a row; ``deleted``: checkpoints to mark as deleted."""
     from rich.table import Table
 
     table = Table(box=None, header_style="bold")
@@ -280,7 +300,7 @@ def trial_table(trials: Sequence[rest.Trial], metric: str | None) -> Table:
             fmt_report(t.latest_training, metric, limit=24),
             fmt_report(t.latest_validation, metric, limit=24),
             str(t.restarts),
-            (t.latest_checkpoint or "")[:8],
+            shown_checkpoint(t.latest_checkpoint, deleted),
             fmt_hparams(t.hparams, limit=room),
         )
     return table
@@ -307,7 +327,8 @@ def list_trials(experiment_id: ExpId, as_json: JsonFlag = False, as_csv: CsvOpti
         print_json(trials)
         return
     exp = c.experiment(experiment_id)
-    print_table(trial_table(trials, exp.searcher.metric), as_csv)
+    deleted = deleted_checkpoints(c, experiment_id)
+    print_table(trial_table(trials, exp.searcher.metric, deleted), as_csv)
 
 
 @app.command("list-checkpoints")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from assay.cli._common import client, console, err_console, esc, fail, print_json, styled_state
+from assay.cli._common import client, console, err_console, esc, print_json, styled_state
 
 if TYPE_CHECKING:
     from assay import rest
@@ -94,25 +94,14 @@ def delete(
 ) -> None:
     """Delete an ended experiment: its checkpoints from storage, then its trials, metrics,
     logs and context. Asks first unless --yes."""
-    from assay.protocol import CheckpointState
-
     c = client()
-    exp = c.experiment(experiment_id)
-    if not exp.state.terminal:
-        fail(
-            f"experiment {experiment_id} is {exp.state}; only an ended experiment can be "
-            f"deleted: kill it first (`assay experiment kill {experiment_id}`)"
-        )
     if not yes:
-        trials = sum(exp.trials.values())
-        kept = [
-            ck
-            for ck in c.experiment_checkpoints(experiment_id)
-            if ck.state != CheckpointState.DELETED
-        ]
+        # The master's refusals (not ended, a model version or a live trial holds one of its
+        # checkpoints) come before the question, not after.
+        plan = c.delete_experiment(experiment_id, dry_run=True)
         question = (
-            f"Delete experiment {experiment_id} ({exp.name}, {count(trials, 'trial')}, "
-            f"{count(len(kept), 'checkpoint')})? [y/N] "
+            f"Delete experiment {experiment_id} ({plan.name}, {count(plan.trials, 'trial')}, "
+            f"{count(plan.checkpoints, 'checkpoint')})? [y/N] "
         )
         if not confirmed(question):
             err_console.print("not deleted", highlight=False)

@@ -229,7 +229,12 @@ def print_outcome(client: Client, exp: rest.Experiment, rc: Reconnector | None =
         ckpt = rc.call(lambda: client.checkpoint(uuid))
         where = checkpoint_directory(exp.config.get("checkpoint_storage") or {})
         location = f" in {where}/{uuid}" if where else ""
-        console.print(f"best checkpoint: {uuid} (step {ckpt.steps_completed}){location}")
+        from assay.cli._best import GONE
+
+        if ckpt.state in GONE:
+            console.print(f"best checkpoint: {uuid} (step {ckpt.steps_completed}), deleted")
+        else:
+            console.print(f"best checkpoint: {uuid} (step {ckpt.steps_completed}){location}")
 
 
 def checkpoint_directory(storage: dict[str, object]) -> str | None:

@@ -79,11 +79,10 @@ def gc_policy(
         highlight=False,
     )
     if done.failed:
+        from assay.cli._checkpoint import failure_line
+
         for uuid, reason in done.failed.items():
-            err_console.print(
-                f"could not delete checkpoint {uuid} from storage ({esc(reason)}); it is kept",
-                highlight=False,
-            )
+            err_console.print(failure_line(c, uuid, reason), highlight=False)
         fail(
             f"{count(len(done.failed), 'checkpoint')} of experiment {experiment_id} could not "
             "be deleted; fix the storage and run the command again"

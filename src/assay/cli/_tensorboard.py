@@ -61,7 +61,8 @@ def start(
     c = client()
     board = c.start_tensorboard(experiment_id, trial_ids)
     if not detach:
-        board = _wait_ready(board)
+        # The note comes with the answer that started it only.
+        board = _wait_ready(board).model_copy(update={"note": board.note})
     if as_json:
         print_json({**board.model_dump(mode="json"), "url": _url(c.url, board)})
         return
@@ -79,6 +80,8 @@ def start(
         highlight=False,
         soft_wrap=True,
     )
+    if board.note:
+        err_console.print(f"note: {esc(board.note)}", highlight=False)
 
 
 def _last_error(c: Client, task_id: int) -> str:

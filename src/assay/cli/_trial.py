@@ -80,6 +80,9 @@ def describe(
     else:
         validations = [r for r in reports if r.group == "validation"]
     checkpoints = c.trial_checkpoints(trial_id)
+    from assay.cli._best import GONE
+
+    gone = {ck.uuid for ck in checkpoints if ck.state in GONE}
     if not deleted:
         from assay.protocol import CheckpointState
 
@@ -101,7 +104,10 @@ def describe(
     if trial.waiting:
         console.print(f"  waiting: {esc(trial.waiting)}")
     console.print(f"  hyperparameters: {esc(str(trial.hparams))}")
-    console.print(f"  latest checkpoint: {trial.latest_checkpoint or '-'}")
+    from assay.cli._experiment import shown_checkpoint
+
+    latest_uuid = shown_checkpoint(trial.latest_checkpoint, gone, short=False) or "-"
+    console.print(f"  latest checkpoint: {latest_uuid}")
     latest_reports = {"training": trial.latest_training, "validation": trial.latest_validation}
     for name, latest in latest_reports.items():
         if latest is not None:

@@ -254,9 +254,17 @@ class Client:
         answer = self.http.post(f"/api/v1/experiments/{experiment_id}/continue", body.model_dump())
         return rest.Experiment.model_validate(answer)
 
-    def delete_experiment(self, experiment_id: int) -> rest.ExperimentDeleted:
-        """Delete an ended experiment: its checkpoint files, then its rows."""
-        answer = self.http.request("DELETE", f"/api/v1/experiments/{experiment_id}", timeout=300.0)
+    def delete_experiment(
+        self, experiment_id: int, *, dry_run: bool = False
+    ) -> rest.ExperimentDeleted:
+        """Delete an ended experiment: its checkpoint files, then its rows (with ``dry_run``,
+        only the refusals, and what would be deleted)."""
+        answer = self.http.request(
+            "DELETE",
+            f"/api/v1/experiments/{experiment_id}",
+            params={"dry_run": "true"} if dry_run else None,
+            timeout=300.0,
+        )
         return rest.ExperimentDeleted.model_validate(answer)
 
     def collect_checkpoints(self, experiment_id: int, policy: rest.GcPolicy) -> rest.GcResult:
@@ -428,11 +436,13 @@ class Client:
         ``progress`` is called with (bytes received, bytes expected)."""
         return download_checkpoint(self.http, uuid, dest, path=path, progress=progress)
 
-    def delete_checkpoints(self, uuids: Sequence[str]) -> rest.CheckpointsDeleted:
+    def delete_checkpoints(
+        self, uuids: Sequence[str], *, dry_run: bool = False
+    ) -> rest.CheckpointsDeleted:
         """Delete checkpoints: files first, then rows; ``failed`` names those whose files
-        could not be deleted (kept as they were)."""
-        body = request_body(rest.CheckpointDelete, uuids=list(uuids)).model_dump()
-        answer = self.http.post("/api/v1/checkpoints/delete", body, timeout=300.0)
+        could not be deleted (kept as they were). With ``dry_run``, only the refusals."""
+        body = request_body(rest.CheckpointDelete, uuids=list(uuids), dry_run=dry_run)
+        answer = self.http.post("/api/v1/checkpoints/delete", body.model_dump(), timeout=300.0)
         return rest.CheckpointsDeleted.model_validate(answer)
 
     # -- the model registry ---------------------------------------------------------------------

@@ -92,12 +92,15 @@ class CheckpointService:
 
         return await asyncio.to_thread(prepare)
 
-    async def delete(self, actor: Actor, uuids: list[str]) -> rest.CheckpointsDeleted:
-        """Delete the checkpoints (see the module's doc); all refused, or all tried."""
+    async def delete(
+        self, actor: Actor, uuids: list[str], *, dry_run: bool = False
+    ) -> rest.CheckpointsDeleted:
+        """Delete the checkpoints (see the module's doc); all refused, or all tried. With
+        ``dry_run``, only the refusals: nothing is marked or deleted."""
         uuids = list(dict.fromkeys(uuids))
-        groups = await self.core.transact(_plan, actor, uuids)
+        groups = await self.core.transact(_plan, actor, uuids, dry_run)
         failed: dict[str, str] = {}
-        for group in groups:
+        for group in [] if dry_run else groups:
             removal = await gc_demand.delete_marked(self.core, group.storage, group.before)
             failed.update(removal.failed)
 
@@ -119,8 +122,9 @@ def _require_regular(storage: Any, selection: files.Selection) -> None:
         )
 
 
-def _plan(tx: Tx, actor: Actor, uuids: list[str]) -> list[_Group]:
-    """Check every checkpoint, then mark those to delete DELETING, grouped by experiment."""
+def _plan(tx: Tx, actor: Actor, uuids: list[str], dry_run: bool) -> list[_Group]:
+    """Check every checkpoint, then (unless ``dry_run``) mark those to delete DELETING,
+    grouped by experiment."""
     rows: list[Checkpoint] = []
     for uuid in uuids:
         row = checkpoints.get(tx.session, uuid)
@@ -148,7 +152,7 @@ def _plan(tx: Tx, actor: Actor, uuids: list[str]) -> list[_Group]:
             storage = dict(exp.config.get("checkpoint_storage") or {})
             groups.append(_Group(storage, {c.uuid: c.state for c in live}))
     # Marked only once every checkpoint passed: a refusal changes nothing.
-    for group in groups:
+    for group in [] if dry_run else groups:
         for row in rows:
             if row.uuid in group.before:
                 row.state = CheckpointState.DELETING

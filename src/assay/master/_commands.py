@@ -154,9 +154,12 @@ class ExperimentCommands:
         )
         return await self.create(actor, sub)
 
-    async def delete(self, actor: Actor, experiment_id: int) -> rest.ExperimentDeleted:
-        """Delete an ended experiment: its checkpoints from storage, then its rows."""
-        return await derive.delete_experiment(self.core, actor, experiment_id)
+    async def delete(
+        self, actor: Actor, experiment_id: int, *, dry_run: bool = False
+    ) -> rest.ExperimentDeleted:
+        """Delete an ended experiment: its checkpoints from storage, then its rows (with
+        ``dry_run``, only the refusals, and what would be deleted)."""
+        return await derive.delete_experiment(self.core, actor, experiment_id, dry_run=dry_run)
 
     async def collect_checkpoints(
         self, actor: Actor, experiment_id: int, body: rest.GcPolicy

@@ -24,8 +24,8 @@ from assay.config import (
     secret_values,
 )
 from assay.db import Session, checkpoints, contexts, experiments, trials
-from assay.errors import Conflict, Forbidden, InvalidRequest
-from assay.master._gc import remove_files
+from assay.errors import Conflict, Forbidden, InvalidRequest, one_line
+from assay.master._gc import Removal, mark_deleted, remove_files
 from assay.master._orchestrator import Orchestrator
 from assay.master._registry import refuse_registered
 from assay.master._submit import Submission
@@ -170,9 +170,11 @@ class DeletionPlan:
     uuids: list[str]
     """The checkpoints still in storage."""
     storage: dict[str, Any]
+    before: dict[str, str]
+    """Each checkpoint's state before the plan marked it DELETING (put back if it stays)."""
 
 
-def deletion_plan(tx: Tx, actor: Actor, experiment_id: int) -> DeletionPlan:
+def deletion_plan(tx: Tx, actor: Actor, experiment_id: int, dry_run: bool) -> DeletionPlan:
     """What deleting the experiment removes; refused unless ``actor`` owns it (or is an
     admin), it has ended, no live trial starts from one of its checkpoints and no model
     version holds one."""
@@ -188,9 +190,10 @@ def deletion_plan(tx: Tx, actor: Actor, experiment_id: int) -> DeletionPlan:
     _refuse_if_used(tx.session, experiment_id, {c.uuid for c in rows})
     refuse_registered(tx.session, [c.uuid for c in rows], f"experiment {experiment_id}")
     kept = sorted(c.uuid for c in rows if c.state != CheckpointState.DELETED)
+    before = {c.uuid: c.state for c in rows if c.state != CheckpointState.DELETED}
     # Marked before their files go: none can be registered as a model version meanwhile, and
     # a master stopped in between finishes deleting them when it comes back.
-    for c in rows:
+    for c in [] if dry_run else rows:
         if c.state == CheckpointState.ACTIVE:
             c.state = CheckpointState.DELETING
     return DeletionPlan(
@@ -198,6 +201,7 @@ def deletion_plan(tx: Tx, actor: Actor, experiment_id: int) -> DeletionPlan:
         len(trials.of_experiment(tx.session, experiment_id)),
         kept,
         dict(exp.config.get("checkpoint_storage") or {}),
+        before,
     )
 
 
@@ -211,26 +215,52 @@ def _refuse_if_used(session: Session, experiment_id: int, uuids: set[str]) -> No
             )
 
 
-def delete_files(plan: DeletionPlan, experiment_id: int) -> None:
-    """Delete the plan's checkpoints from storage; the first failure raises, naming it (the
-    rows are then kept, so that a later delete finds the files left)."""
+def delete_files(plan: DeletionPlan, experiment_id: int) -> Removal:
+    """Delete the plan's checkpoints from storage, stopping at the first failure; then, if
+    all are gone, the experiment's TensorBoard files. Returns what was removed: ``failed``
+    names the first checkpoint (or the TensorBoard files, under ``""``) that could not be."""
     removal = remove_files(plan.storage, plan.uuids, stop=True)
-    for uuid, reason in removal.failed.items():
-        raise Conflict(
-            f"could not delete checkpoint {uuid} of experiment {experiment_id} from storage "
-            f"({reason}); the experiment is kept: fix the storage and delete it again"
-        )
+    if removal.failed:
+        return removal
     store = storage_from_config(plan.storage) if plan.storage else None
     if isinstance(store, FileStore):
-        where = f"{TENSORBOARD_PREFIX}/{experiment_id}"
         try:
-            store.delete_prefix(where)
+            store.delete_prefix(f"{TENSORBOARD_PREFIX}/{experiment_id}")
         except Exception as exc:  # any storage's failure: reported, the rows kept
+            removal.failed[""] = one_line(exc)
+    return removal
+
+
+def _refuse_failed(removal: Removal, experiment_id: int) -> None:
+    for uuid, reason in removal.failed.items():
+        if not uuid:
             raise Conflict(
                 f"could not delete the TensorBoard files of experiment {experiment_id} "
-                f"({where} in its storage: {exc}); the experiment is kept: fix the storage "
-                "and delete it again"
-            ) from None
+                f"({TENSORBOARD_PREFIX}/{experiment_id} in its storage: {reason}); the "
+                "experiment is kept: fix the storage and delete it again"
+            )
+        deleted = f"; {count_of(len(removal.gone))} deleted before it" if removal.gone else ""
+        left = "the others" if uuid in removal.partly else "its checkpoints"
+        raise Conflict(
+            f"could not delete checkpoint {uuid} of experiment {experiment_id} from storage "
+            f"({reason}); the experiment is kept, {left} left as they were{deleted}: "
+            "fix the storage and delete it again"
+        )
+
+
+def count_of(n: int) -> str:
+    return f"{n} checkpoint" if n == 1 else f"{n} checkpoints"
+
+
+def _settle_failed(tx: Tx, removal: Removal, before: dict[str, str]) -> None:
+    """After a failed deletion: the checkpoints whose files went are DELETED, the others go
+    back to the state they had, usable as before."""
+    mark_deleted(tx, removal.gone)
+    gone = set(removal.gone) | removal.partly  # one partly deleted stays DELETING
+    for uuid, state in before.items():
+        row = checkpoints.get(tx.session, uuid)
+        if uuid not in gone and row is not None and row.state == CheckpointState.DELETING:
+            row.state = state
 
 
 def delete_rows(
@@ -248,9 +278,17 @@ def delete_rows(
 
 
 async def delete_experiment(
-    core: Orchestrator, actor: Actor, experiment_id: int
+    core: Orchestrator, actor: Actor, experiment_id: int, *, dry_run: bool = False
 ) -> rest.ExperimentDeleted:
-    """Storage first, then rows: a master killed in between finds the rows and deletes again."""
-    plan: DeletionPlan = await core.transact(deletion_plan, actor, experiment_id)
-    await asyncio.to_thread(delete_files, plan, experiment_id)
+    """Storage first, then rows: a master killed in between finds the rows and deletes again.
+    With ``dry_run``, the same refusals and what would be deleted, nothing changed."""
+    plan: DeletionPlan = await core.transact(deletion_plan, actor, experiment_id, dry_run)
+    if dry_run:
+        return rest.ExperimentDeleted(
+            id=experiment_id, name=plan.name, trials=plan.trials, checkpoints=len(plan.uuids)
+        )
+    removal = await asyncio.to_thread(delete_files, plan, experiment_id)
+    if removal.failed:
+        await core.transact(_settle_failed, removal, plan.before)
+        _refuse_failed(removal, experiment_id)
     return await core.transact(delete_rows, actor, experiment_id, plan)

@@ -5,7 +5,9 @@ A checkpoint is kept if it is among the experiment's ``save_experiment_best``, i
 registry holds it (whatever the policy). "Best" ranks checkpoints by
 the searcher metric of the validation reported at the same ``steps_completed`` (checkpoints with
 no such validation are never "best"); "latest" ranks them by ``steps_completed``. The rest are
-deleted from storage, then marked DELETED.
+deleted from storage, then marked DELETED. One whose files could not be deleted (storage
+unreachable, say) goes back to ACTIVE, usable, with the reason logged: storage puts back what it
+could not remove, so its row still points at its files.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from assay.db import Experiment, checkpoints, experiments, metrics, registry
+from assay.errors import PartlyDeleted, one_line
 from assay.master._tx import Transactor, Tx
 from assay.protocol import CheckpointState
 from assay.storage import storage_from_config
@@ -129,6 +132,14 @@ class Removal:
 
     gone: list[str]
     failed: dict[str, str]
+    partly: set[str] = field(default_factory=set)
+    """Those of ``failed`` that storage removed some files of (or cannot tell): no longer
+    whole, they stay DELETING, which downloads refuse, for a later deletion to finish."""
+
+    @property
+    def whole(self) -> list[str]:
+        """Those of ``failed`` whose files are all still there: usable as before."""
+        return [uuid for uuid in self.failed if uuid not in self.partly]
 
 
 def remove_files(
@@ -143,20 +154,49 @@ def remove_files(
             if manager.exists(uuid):
                 manager.delete(uuid)
             out.gone.append(uuid)
+        except PartlyDeleted as exc:
+            out.failed[uuid] = (
+                f"{one_line(exc)}; it stays DELETING, which downloads refuse: delete it again "
+                "once the storage is fixed"
+            )
+            out.partly.add(uuid)
+            if stop:
+                break
         except Exception as exc:  # any storage's failure: reported, the row kept
-            out.failed[uuid] = str(exc) or type(exc).__name__
+            out.failed[uuid] = one_line(exc)
             if stop:
                 break
     return out
 
 
+def keep_failed(tx: Tx, failed: Iterable[str]) -> None:
+    """Put back as ACTIVE the checkpoints marked DELETING whose files could not be deleted:
+    storage puts back what it could not remove, so the checkpoint is still there to use (and
+    a later collection or ``assay checkpoint delete`` tries again)."""
+    for uuid in failed:
+        row = checkpoints.get(tx.session, uuid)
+        if row is not None and row.state == CheckpointState.DELETING:
+            row.state = CheckpointState.ACTIVE
+
+
 async def collect(master: Transactor, experiment_id: int) -> int:
-    """Run the experiment's GC policy; returns how many checkpoints were deleted."""
+    """Run the experiment's GC policy; returns how many checkpoints were deleted. One whose
+    files could not be deleted is kept, ACTIVE, and the reason logged."""
     uuids, storage = await master.transact(pending_deletions, experiment_id)
     if not uuids:
         return 0
     removal = await asyncio.to_thread(remove_files, storage, uuids)
     for uuid, reason in removal.failed.items():
-        log.warning("could not delete checkpoint %s: %s", uuid, reason)
-    await master.transact(mark_deleted, removal.gone)
+        log.warning(
+            "experiment %d: could not delete checkpoint %s (%s); it is kept",
+            experiment_id,
+            uuid,
+            reason,
+        )
+
+    def settle(tx: Tx) -> None:
+        mark_deleted(tx, removal.gone)
+        keep_failed(tx, removal.whole)
+
+    await master.transact(settle)
     return len(removal.gone)

@@ -125,10 +125,11 @@ def needing(tx: Tx, experiment_id: int, uuids: set[str]) -> dict[str, str]:
     return needed
 
 
-def settle(tx: Tx, gone: list[str], failed: dict[str, str], before: dict[str, str]) -> None:
-    """Mark the checkpoints whose files are gone DELETED; put the others back as they were."""
+def settle(tx: Tx, gone: list[str], whole: list[str], before: dict[str, str]) -> None:
+    """Mark the checkpoints whose files are gone DELETED; put back as they were those whose
+    files are all still there (one partly deleted stays DELETING)."""
     mark_deleted(tx, gone)
-    for uuid in failed:
+    for uuid in whole:
         row: Checkpoint | None = checkpoints.get(tx.session, uuid)
         if row is not None and row.state == CheckpointState.DELETING:
             row.state = before[uuid]
@@ -142,7 +143,7 @@ async def delete_marked(
     could not be deleted back as it was. Shared by every way checkpoints are deleted on
     demand."""
     removal = await asyncio.to_thread(remove_files, storage, list(before))
-    await core.transact(settle, removal.gone, removal.failed, before)
+    await core.transact(settle, removal.gone, removal.whole, before)
     return removal
 
 

@@ -11,6 +11,7 @@ storage's config, credentials included, given to it as a secret variable.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shlex
 from collections.abc import Sequence
@@ -49,6 +50,11 @@ def proxy_path(task_id: int) -> str:
 
 MIRROR_DIR = "tensorboard-files"
 """Where, in the task's working directory, files copied from an object store go."""
+RUNS_DIR = "tensorboard-runs"
+"""The directory TensorBoard reads, in the task's working directory: a link ``trial_<id>`` to
+each trial's files. TensorBoard names a run by its directory's path under the one it reads,
+so the runs are ``trial_<id>`` (a ``--logdir_spec`` of ``trial_<id>:<path>`` names a run whose
+events lie in ``<path>`` itself ``trial_<id>/.``)."""
 
 
 @dataclass
@@ -61,6 +67,8 @@ class Sources:
     """Trial id -> the key prefix copied into its directory (object stores only)."""
     storage: dict[str, Any] | None = None
     """The storage config the copies come from (object stores only)."""
+    config: dict[str, Any] = field(default_factory=dict)
+    """The experiment's checkpoint storage config, where the trials' files are."""
 
 
 def tensorboard_script(sources: Sources | dict[int, str]) -> list[str]:
@@ -69,26 +77,30 @@ def tensorboard_script(sources: Sources | dict[int, str]) -> list[str]:
     object store are copied once before it starts and then kept up to date beside it."""
     if not isinstance(sources, Sources):
         sources = Sources(dict(sources))
-    logdirs = sources.logdirs
-    spec = ",".join(f"trial_{trial_id}:{path}" for trial_id, path in sorted(logdirs.items()))
+    links = [f"mkdir -p {RUNS_DIR}"] + [
+        # A relative path is one in the working directory, as the link's target is not.
+        f"ln -sfn {shlex.quote(path if path.startswith('/') else f'../{path}')} "
+        f"{RUNS_DIR}/trial_{trial_id}"
+        for trial_id, path in sorted(sources.logdirs.items())
+    ]
     check = (
         "python -c 'import tensorboard' 2>/dev/null || { echo \"assay: the tensorboard package "
         "is not installed in the Python of agent $ASSAY_AGENT_ID; install it there (pip install "
         "'assay[tensorboard]')\" >&2; exit 1; }"
     )
-    # --load_fast=false: TensorBoard's fast loader does not take a --logdir_spec.
+    # --load_fast=false: TensorBoard's Python loader, whose walk follows the links.
     run = (
-        f"exec python -m tensorboard.main --logdir_spec {shlex.quote(spec)} "
+        f"exec python -m tensorboard.main --logdir {RUNS_DIR} "
         f'--host "$PAI_CONTAINER_HOST_IP" --port "$PAI_CONTAINER_HOST_{PORT_LABEL}_PORT_LIST" '
         f'--path_prefix "{PROXY_PREFIX}/${life.TASK_ID_ENV}" --load_fast=false --reload_interval 2'
     )
     if not sources.mirrored:
-        return [check, run]
+        return [check, *links, run]
     pairs = " ".join(
         shlex.quote(f"{trial_id}={prefix}") for trial_id, prefix in sorted(sources.mirrored.items())
     )
     mirror = f"python -m assay.storage._mirror --into {MIRROR_DIR} {pairs}"
-    return [check, f"{mirror} --once", f"{mirror} &", run]
+    return [check, *links, f"{mirror} --once", f"{mirror} &", run]
 
 
 class TensorBoardService:
@@ -121,7 +133,19 @@ class TensorBoardService:
             secret_env=secret_env,
         )
         task = await self.task_service.submit(actor, spec, None)
-        return await self.get(task.id)
+        board = await self.get(task.id)
+        if await asyncio.to_thread(_written, sources.config, exp, trial_ids):
+            return board
+        who = (
+            f"trial {trial_ids[0]} has not"
+            if len(trial_ids) == 1
+            else f"no trial of experiment {exp} has"
+        )
+        note = (
+            f"{who} written TensorBoard files yet; TensorBoard shows them as they arrive "
+            "(a trial writes them into core.train.get_tensorboard_path())"
+        )
+        return board.model_copy(update={"note": note})
 
     async def get(self, task_id: int) -> rest.TensorBoard:
         def read(session: Session) -> rest.TensorBoard:
@@ -204,7 +228,7 @@ def _logdirs(
             f"experiment {experiment_id}'s checkpoint storage ({config.get('type')}) keeps no "
             "TensorBoard files"
         )
-    sources = Sources({})
+    sources = Sources({}, config=config)
     for trial_id in ids:
         key = tensorboard_key(experiment_id, trial_id)
         local = storage.local_path(key)
@@ -213,13 +237,20 @@ def _logdirs(
             sources.mirrored[trial_id] = key
             sources.storage = config
             continue
-        if "," in str(local):
-            raise Conflict(
-                f"TensorBoard cannot read {local}: its --logdir_spec cannot hold a path with "
-                "a comma; use a checkpoint storage path without one"
-            )
         sources.logdirs[trial_id] = str(local)
     return sources, ids
+
+
+def _written(config: dict[str, Any], experiment_id: int, trial_ids: Sequence[int]) -> bool:
+    """Whether one of the trials has written TensorBoard files (True when storage cannot
+    tell: no note beats a wrong one)."""
+    try:
+        store = storage_from_config(config, where="checkpoint_storage")
+        if not isinstance(store, FileStore):
+            return True
+        return any(store.list_keys(tensorboard_key(experiment_id, t)) for t in trial_ids)
+    except Exception:  # any storage's failure: no note
+        return True
 
 
 def view(session: Session, task: Task) -> rest.TensorBoard:

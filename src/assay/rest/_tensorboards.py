@@ -33,6 +33,11 @@ class TensorBoard(Resource):
     )
     ready: bool = Field(description="Its process has started and reserved its port.")
     message: str
+    note: str = Field(
+        default="",
+        description="Set by the answer that starts it when none of its trials has written "
+        "TensorBoard files yet (it shows them as they arrive).",
+    )
     created_at: float
     ended_at: float | None
 

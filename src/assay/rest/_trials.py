@@ -174,6 +174,11 @@ class CheckpointDelete(Request):
     (a restart resumes from it) or one a trial that has not ended starts from."""
 
     uuids: Annotated[list[CheckpointUuid], Field(min_length=1, max_length=10_000)]
+    dry_run: bool = Field(
+        default=False,
+        description="Only check: refused as the deletion would be; otherwise nothing is "
+        "deleted and `checkpoints` lists them as they are.",
+    )
 
 
 class CheckpointsDeleted(Resource):

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar
 
-from assay.errors import Conflict, InvalidRequest, NotFound
+from assay.errors import Conflict, InvalidRequest, NotFound, PartlyDeleted
 from assay.storage._base import Progress, check_uuid, list_directory
 from assay.storage._files import LocalFiles
 
@@ -76,11 +76,17 @@ class SharedFSStorage(LocalFiles):
             os.rename(source, doomed)
         except FileNotFoundError:
             raise self._not_found(uuid) from None
+        listing = list_directory(doomed)
         try:
             shutil.rmtree(doomed)
-        except OSError:
+        except OSError as exc:
             # Put back what is left, so its row still points at files and none lie unknown.
             os.rename(doomed, source)
+            if list_directory(source) != listing:
+                raise PartlyDeleted(
+                    f"some files of checkpoint {uuid} in {self.base} were deleted before "
+                    f"deletion failed: {exc}"
+                ) from exc
             raise
 
     def list_files(self, uuid: str) -> dict[str, int]:

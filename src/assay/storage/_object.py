@@ -24,7 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from assay.errors import Conflict, InvalidRequest, NotFound, StorageError
+from assay.errors import (
+    Conflict,
+    InvalidRequest,
+    NotFound,
+    PartlyDeleted,
+    StorageError,
+    one_line,
+)
 from assay.storage._base import Progress, check_uuid
 from assay.storage._files import check_key
 
@@ -151,18 +158,31 @@ class ObjectStorage:
         body = self.client.get_bytes(manifest_key)
         if body is None:
             raise self._not_found(uuid)
+        listing = self.client.list_sizes(self._dir(uuid))
         # The manifest goes first so the checkpoint vanishes at once, however long the rest takes.
         self.client.delete_keys([manifest_key])
         try:
-            self.client.delete_keys(sorted(self.client.list_sizes(self._dir(uuid))))
-        except BaseException:
+            self.client.delete_keys(sorted(listing))
+        except BaseException as exc:
             # Put the manifest back: the checkpoint's row must still point at what is left, so
             # a later deletion removes it rather than leaving objects nobody knows about.
             try:
                 self.client.put_bytes(manifest_key, body, only_if_absent=False)
             except Exception:
                 log.exception("could not restore the manifest of checkpoint %s", uuid)
+            if isinstance(exc, Exception) and self._left(uuid) != listing:
+                raise PartlyDeleted(
+                    f"{self.client.describe()}: some objects of checkpoint {uuid} may have been "
+                    f"deleted before deletion failed: {one_line(exc)}"
+                ) from exc
             raise
+
+    def _left(self, uuid: str) -> dict[str, int] | None:
+        """The checkpoint's objects now, or None when they cannot be listed."""
+        try:
+            return self.client.list_sizes(self._dir(uuid))
+        except Exception:
+            return None
 
     def list_files(self, uuid: str) -> dict[str, int]:
         return dict(sorted(self._manifest(uuid).items()))

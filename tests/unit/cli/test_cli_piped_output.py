@@ -43,3 +43,13 @@ def test_a_log_line_reaches_a_pipe_byte_for_byte_tabs_and_carriage_returns_inclu
     code = f"from assay.cli._common import print_log_line\nprint_log_line({line!r}, '[trial 1] ')"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True).stdout
     assert out == f"[trial 1] {line}\n".encode()
+
+
+def test_an_error_reaches_a_piped_stderr_on_one_line_urls_whole() -> None:
+    url = "http://127.0.0.1:35493/bucket/.assay-manifests/" + "0" * 64 + ".json"
+    message = f"could not delete checkpoint ck from storage (not reachable: {url}); it is kept"
+    code = f"from assay.cli._common import err_console\nerr_console.print({message!r})"
+    err = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    ).stderr
+    assert err == message + "\n"

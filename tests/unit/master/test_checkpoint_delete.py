@@ -67,3 +67,19 @@ def test_files_stream_a_tar_of_what_was_stored_and_refuse_paths_out(
             run(master.checkpoints.files(uuids[0], bad))
     with pytest.raises(NotFound, match="no file or directory 'missing'"):
         run(master.checkpoints.files(uuids[0], "missing"))
+
+
+def test_a_dry_run_refuses_as_the_deletion_would_and_otherwise_changes_nothing(
+    master: Master, context: bytes, tmp_path: Path
+) -> None:
+    store = tmp_path / "ckpts"
+    exp_id, trial_id, uuids = _experiment(master, context, store)
+    with pytest.raises(Conflict, match=f"latest checkpoint of trial {trial_id}"):
+        run(master.checkpoints.delete(ADMIN, uuids, dry_run=True))
+    planned = run(master.checkpoints.delete(ADMIN, uuids[:2], dry_run=True))
+    assert [c.uuid for c in planned.checkpoints] == uuids[:2] and planned.failed == {}
+    assert set(_states(master, exp_id).values()) == {CheckpointState.ACTIVE}
+    assert all((store / uuid / "weights").exists() for uuid in uuids)
+
+    with pytest.raises(Conflict, match="only an ended experiment can be deleted"):
+        run(master.experiments.delete(ADMIN, exp_id, dry_run=True))
