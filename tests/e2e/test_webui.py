@@ -568,6 +568,7 @@ def test_a_change_between_the_pages_first_read_and_its_stream_subscribing_is_not
 ) -> None:
     exp_id = cluster.submit(experiment_config(), activate=False)
     held: list[Any] = []
+
     # The stream's request waits until the change is committed: the page's first read is
     # older than the position the stream then subscribes at.
     def hold(route: Any) -> None:

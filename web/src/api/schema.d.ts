@@ -1792,6 +1792,12 @@ export interface components {
          *     (a restart resumes from it) or one a trial that has not ended starts from.
          */
         CheckpointDelete: {
+            /**
+             * Dry Run
+             * @description Only check: refused as the deletion would be; otherwise nothing is deleted and `checkpoints` lists them as they are.
+             * @default false
+             */
+            dry_run: boolean;
             /** Uuids */
             uuids: string[];
         };
@@ -3819,6 +3825,12 @@ export interface components {
             /** Message */
             message: string;
             /**
+             * Note
+             * @description Set by the answer that starts it when none of its trials has written TensorBoard files yet (it shows them as they arrive).
+             * @default
+             */
+            note: string;
+            /**
              * Ready
              * @description Its process has started and reserved its port.
              */
@@ -5508,7 +5520,10 @@ export interface operations {
     };
     delete_experiment_api_v1_experiments__experiment_id__delete: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only check: refused as the deletion would be; otherwise nothing is deleted and the answer counts what would be. */
+                dry_run?: boolean;
+            };
             header?: never;
             path: {
                 /** @description An experiment's id. */
