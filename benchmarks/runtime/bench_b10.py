@@ -50,7 +50,7 @@ from benchmarks._common import LocalCluster, run_command, stamp, summary, write_
 
 from assay.config import MasterConfig
 from assay.context import pack_context
-from assay.db import Allocation, Database, Experiment, Metric, trials
+from assay.db import Allocation, Database, Experiment, Metric, searcher_events, trials
 from assay.master import Actor, Master, Submission
 from assay.master._harness import Caller
 from assay.protocol import ExperimentState, TrialState
@@ -198,7 +198,7 @@ def search_child(n_trials: int, concurrent: int, model: bool, samples: int) -> N
         original(session, exp, final=final)
         session.flush()  # the rows written, inside the transaction
         took = time.perf_counter() - start
-        compacted = exp.searcher_snapshot_seq != before or exp.searcher_state is None
+        compacted = exp.searcher_snapshot_seq != before or before == 0
         saves.append((took, compacted, exp.searcher_seq - events))
 
     cache.save = timed_save  # type: ignore[method-assign]
@@ -241,7 +241,7 @@ def search_child(n_trials: int, concurrent: int, model: bool, samples: int) -> N
             compactions = [s[0] for s in window if s[1]]
             events = sum(s[2] for s in window)
             size = master.db.run_sync(
-                lambda s: len(json.dumps(s.get_one(Experiment, exp.id).searcher_state))
+                lambda s: len(json.dumps(searcher_events.snapshot(s.get_one(Experiment, exp.id))))
             )
             rss, _ = rss_mib()
             print(

@@ -107,14 +107,10 @@ class Experiment(Base):
     context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id"))
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"))
     seed: Mapped[int] = mapped_column(Integer)
-    searcher_state: Mapped[dict[str, Any] | None] = mapped_column(
-        Json(none_as_null=True), nullable=True
-    )
-    """The searcher's last compaction snapshot; the events after it are in ``searcher_events``."""
     searcher_seq: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     """The sequence number of the searcher's last event (0: none yet)."""
     searcher_snapshot_seq: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
-    """The last event ``searcher_state`` includes: replay starts after it."""
+    """The last event its snapshot (``searcher_snapshots``) includes: replay starts after it."""
     progress: Mapped[float] = mapped_column(Float, default=0.0)
     owner: Mapped[str] = mapped_column(String(128))
     message: Mapped[str] = mapped_column(Text, default="")
@@ -151,6 +147,18 @@ class ExperimentNote(Base):
     text: Mapped[str] = mapped_column(Text)
 
     __table_args__ = (Index("ix_experiment_notes_experiment", "experiment_id", "id"),)
+
+
+class SearcherSnapshot(Base):
+    """An experiment's searcher as of its last compaction; the events after it are in
+    ``searcher_events``. A row of its own: a long search's snapshot runs to megabytes, which
+    the experiment's row would parse on every load and copy on every update (SQLite rewrites
+    a whole row)."""
+
+    __tablename__ = "searcher_snapshots"
+
+    experiment_id: Mapped[int] = mapped_column(ForeignKey("experiments.id"), primary_key=True)
+    state: Mapped[dict[str, Any]] = mapped_column(Json)
 
 
 class SearcherEvent(Base):

@@ -51,7 +51,6 @@ def create(
         context_id=context_id,
         job_id=job_id,
         seed=seed,
-        searcher_state=None,
         progress=0.0,
         owner=owner,
         message="",
@@ -166,6 +165,7 @@ def delete(session: Session, experiment_id: int) -> None:
         Job,
         Metric,
         SearcherEvent,
+        SearcherSnapshot,
         Task,
         TaskLog,
         Trial,
@@ -188,6 +188,9 @@ def delete(session: Session, experiment_id: int) -> None:
     session.execute(sql_delete(Checkpoint).where(Checkpoint.experiment_id == experiment_id))
     session.execute(sql_delete(ExperimentNote).where(ExperimentNote.experiment_id == experiment_id))
     session.execute(sql_delete(SearcherEvent).where(SearcherEvent.experiment_id == experiment_id))
+    session.execute(
+        sql_delete(SearcherSnapshot).where(SearcherSnapshot.experiment_id == experiment_id)
+    )
     session.execute(sql_delete(Trial).where(Trial.experiment_id == experiment_id))
     job_id, context_id = exp.job_id, exp.context_id
     session.delete(exp)

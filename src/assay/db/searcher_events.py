@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.orm import Session, object_session
 
-from assay.db._models import Experiment, SearcherEvent
+from assay.db._models import Experiment, SearcherEvent, SearcherSnapshot
 
 
 def append(session: Session, exp: Experiment, events: Sequence[dict[str, Any]]) -> None:
@@ -54,12 +54,39 @@ def pending(exp: Experiment) -> int:
     return exp.searcher_seq - exp.searcher_snapshot_seq
 
 
+def snapshot(exp: Experiment) -> dict[str, Any] | None:
+    """The last searcher snapshot of an experiment loaded in a session (None before the
+    first)."""
+    session = object_session(exp)
+    if session is None:
+        raise ValueError(f"experiment {exp.id} is not loaded in a session")
+    state: dict[str, Any] | None = session.scalar(
+        select(SearcherSnapshot.state).where(SearcherSnapshot.experiment_id == exp.id)
+    )
+    return state
+
+
+def has_snapshot(session: Session, exp: Experiment) -> bool:
+    """Whether a snapshot was stored (without reading it)."""
+    found = session.scalar(
+        select(SearcherSnapshot.experiment_id).where(SearcherSnapshot.experiment_id == exp.id)
+    )
+    return found is not None
+
+
 def compact(session: Session, exp: Experiment, snapshot: dict[str, Any], *, handled: int) -> None:
     """Store ``snapshot``: the searcher after every logged event and ``handled`` more, which
     need no rows of their own; the logged events are dropped."""
     had_events = pending(exp) > 0
     exp.searcher_seq += handled
-    exp.searcher_state = snapshot
+    replaced = session.execute(
+        update(SearcherSnapshot)
+        .where(SearcherSnapshot.experiment_id == exp.id)
+        .values(state=snapshot)
+        .execution_options(synchronize_session=False)
+    )
+    if not getattr(replaced, "rowcount", 0):
+        session.execute(insert(SearcherSnapshot).values(experiment_id=exp.id, state=snapshot))
     exp.searcher_snapshot_seq = exp.searcher_seq
     if had_events:
         session.execute(delete(SearcherEvent).where(SearcherEvent.experiment_id == exp.id))

@@ -77,7 +77,8 @@ class Analysis:
             )
             pending = halving and searcher_events.pending(exp) > 0
             events = searcher_events.after_snapshot(exp) if pending else []
-            return _Progress(answer, config, exp.seed, exp.searcher_state, events, exp.searcher_seq)
+            stored = searcher_events.snapshot(exp) if halving else None
+            return _Progress(answer, config, exp.seed, stored, events, exp.searcher_seq)
 
         found = await self.core.read(read)
         if found.config.searcher.name not in HALVING_SEARCHERS:

@@ -69,10 +69,10 @@ class SearcherCache:
         entry = self._entry(exp)
         events = entry.searcher.take_events()
         due = (
-            exp.searcher_state is None
-            or final
+            final
             or not entry.replayable
             or searcher_events.pending(exp) + len(events) >= SNAPSHOT_EVERY
+            or not searcher_events.has_snapshot(session, exp)
         )
         if due:
             searcher_events.compact(session, exp, entry.searcher.snapshot(), handled=len(events))
@@ -101,8 +101,9 @@ class SearcherCache:
                 context = contexts.archive_of(exp)
             custom = self._custom(exp.id, config, context)
             searcher = make_searcher(config, exp.seed, custom_method=custom)
-            if exp.searcher_state is not None:
-                searcher.restore(exp.searcher_state)
+            stored = searcher_events.snapshot(exp)
+            if stored is not None:
+                searcher.restore(stored)
             if searcher_events.pending(exp) > 0:
                 searcher.replay(searcher_events.after_snapshot(exp))
             searcher.keeps_events = True

@@ -114,7 +114,7 @@ def test_a_tracked_transaction_names_the_experiments_and_trials_it_changed(
         changes.track(session)
         trials.require(session, first).state = TrialState.COMPLETED
         trials.require(session, second).seed = 99  # a column no viewer shows
-        experiments.require(session, exp_id).searcher_state = {"x": 1}
+        experiments.require(session, exp_id).searcher_seq += 1
         return changes.changed(session)
 
     found = db.run_sync(change)

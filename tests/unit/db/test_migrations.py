@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 
-from assay.db import Allocation, Checkpoint, Database, Experiment, Trial
+from assay.db import Allocation, Checkpoint, Database, Experiment, Trial, searcher_events
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "src" / "assay" / "db" / "migrations"
 
@@ -110,4 +110,16 @@ def test_upgrade_dates_trials_and_experiments_from_their_first_allocation_start(
         assert session.get(Trial, 1).started_at == 7.5  # type: ignore[union-attr]
         assert session.get(Trial, 2).started_at is None  # type: ignore[union-attr]
         assert session.get(Experiment, 1).started_at == 7.5  # type: ignore[union-attr]
+    db.dispose()
+
+
+def test_upgrade_moves_the_searcher_snapshot_out_of_the_experiment_row(db_url: str) -> None:
+    command.upgrade(alembic_config(db_url), "0013")
+    stored = {**FIRST_SCHEMA_ROWS["experiments"], "searcher_state": '{"trials": [1, 2]}'}
+    insert(db_url, {**FIRST_SCHEMA_ROWS, "experiments": stored})
+    db = Database(db_url)
+    with db.session() as session:
+        exp = session.get_one(Experiment, 1)
+        assert searcher_events.snapshot(exp) == {"trials": [1, 2]}
+        assert "searcher_state" not in {c.name for c in Experiment.__table__.columns}
     db.dispose()

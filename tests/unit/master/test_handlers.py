@@ -11,7 +11,7 @@ import yaml
 from sqlalchemy import func, select
 
 from assay.config import MasterConfig
-from assay.db import Allocation, Database, Experiment, Job, Metric, Trial
+from assay.db import Allocation, Database, Experiment, Job, Metric, Trial, searcher_events
 from assay.errors import InvalidConfig, InvalidTransition
 from assay.master import Master, Submission
 from assay.master._end_message import failure_message
@@ -92,7 +92,8 @@ def test_submission_creates_initial_trials_and_snapshots_the_searcher(
     ).id
     exp = master.db.run_sync(lambda s: s.get(Experiment, exp_id))
     assert exp is not None and exp.state == "ACTIVE"
-    assert exp.searcher_state is not None and len(exp.searcher_state["trials"]) == 2
+    stored = master.db.run_sync(lambda s: searcher_events.snapshot(s.get_one(Experiment, exp_id)))
+    assert stored is not None and len(stored["trials"]) == 2
     assert [t.state for t in trials(master)] == ["QUEUED", "QUEUED"]
     assert count(master, Job) == 1
 

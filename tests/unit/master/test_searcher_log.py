@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import func, select
 
 from assay.config import MasterConfig
-from assay.db import Database, Experiment, SearcherEvent
+from assay.db import Database, Experiment, SearcherEvent, searcher_events
 from assay.master import Master, Submission
 from assay.master import _searchers as searchers_module
 from tests.unit.master.conftest import ADMIN
@@ -62,7 +62,8 @@ def test_a_new_master_rebuilds_the_searcher_from_its_snapshot_and_logged_events(
     assert exp.searcher_seq > exp.searcher_snapshot_seq == 1
     assert logged(master) == exp.searcher_seq - 1
     live = master.core.searchers.searcher(exp).snapshot()
-    assert exp.searcher_state != live, "the stored snapshot alone is behind"
+    stored = master.db.run_sync(lambda s: searcher_events.snapshot(s.get_one(Experiment, exp_id)))
+    assert stored != live, "the stored snapshot alone is behind"
     reborn = Master(MasterConfig(), Database(db_url), tmp_path / "home2")
     rebuilt = reborn.db.run_sync(
         lambda s: reborn.core.searchers.searcher(s.get(Experiment, exp_id)).snapshot()
