@@ -63,7 +63,7 @@ def create(
     return exp
 
 
-SORTS = ("id", "name", "state", "start", "end", "best", "user")
+SORTS = ("id", "name", "state", "start", "end", "best", "user", "progress", "trials", "duration")
 """What :func:`page` sorts by (the values of ``rest.ExperimentSort``)."""
 
 
@@ -79,13 +79,15 @@ def page(
     descending: bool = True,
     limit: int = 100,
     offset: int = 0,
+    now: float = 0.0,
 ) -> tuple[Sequence[Experiment], int]:
     """A page of experiments sorted by ``sort`` (one of :data:`SORTS`; ties by id the same
     way), filtered by state (any of ``states``; all when empty), ``owner``, a case-insensitive
     substring of the ``name`` and a ``label`` when given; and the total that match.
 
     ``best`` sorts by each experiment's best trial's normalised score (ascending: best first);
-    ``end`` and ``best`` put experiments without a value last either way."""
+    ``duration`` by the time from its first trial's start to its end, or to ``now`` while it
+    runs; ``end``, ``best`` and ``duration`` put experiments without a value last either way."""
     conditions: list[ColumnElement[bool] | TextClause] = []
     if owner is not None:
         conditions.append(Experiment.owner == owner)
@@ -111,6 +113,16 @@ def page(
         )
         query = query.outerjoin(best, best.c.experiment_id == Experiment.id)
         key = best.c.score
+    elif sort == "trials":
+        counted = (
+            select(Trial.experiment_id, func.count().label("trials"))
+            .group_by(Trial.experiment_id)
+            .subquery()
+        )
+        query = query.outerjoin(counted, counted.c.experiment_id == Experiment.id)
+        key = func.coalesce(counted.c.trials, 0)
+    elif sort == "duration":
+        key = func.coalesce(Experiment.ended_at, now) - Experiment.started_at
     else:
         key = {
             "id": None,
@@ -119,6 +131,7 @@ def page(
             "start": Experiment.created_at,
             "end": Experiment.ended_at,
             "user": Experiment.owner,
+            "progress": Experiment.progress,
         }[sort]
     order: list[Any] = []
     if key is not None:

@@ -125,6 +125,7 @@ class Reads:
                 descending=order == rest.SortOrder.DESC,
                 limit=limit,
                 offset=offset,
+                now=self.core.clock(),
             )
             ids = [e.id for e in rows]
             counts = trials.counts(session, ids)

@@ -33,6 +33,13 @@ class ExperimentSort(StrEnum):
     ascending is best first. Ones with no validation yet come last either way."""
     USER = "user"
     """Its owner's name."""
+    PROGRESS = "progress"
+    """The fraction of its searcher's planned work done."""
+    TRIALS = "trials"
+    """How many trials it has."""
+    DURATION = "duration"
+    """From its first trial's start to its end (or now); ones that never ran come last
+    either way."""
 
 
 class SearcherSummary(Resource):

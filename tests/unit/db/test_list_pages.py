@@ -101,6 +101,38 @@ def test_experiments_filter_by_name_label_owner_and_sort_by_best_and_end(db: Dat
     assert names(owner="ann", states=["ACTIVE"]) == (["gamma", "alpha_1"], 2)
 
 
+def test_experiments_sort_by_progress_trial_count_and_duration_with_unstarted_last(
+    db: Database,
+) -> None:
+    def fill(session: Session) -> dict[str, int]:
+        made = {name: add_experiment(session, name, labels=[], created=0) for name in "abcd"}
+        for name, progress, started, ended in [
+            ("a", 0.5, 10.0, 40.0),  # ran 30 s
+            ("b", 1.0, 10.0, 20.0),  # ran 10 s
+            ("c", 0.1, 90.0, None),  # running: 10 s by now (100)
+            ("d", 0.0, None, None),  # never ran
+        ]:
+            exp = experiments.require(session, made[name])
+            exp.progress, exp.started_at, exp.ended_at = progress, started, ended
+        for n in range(3):
+            add_trial(session, made["c"], n, None, 0)
+        add_trial(session, made["a"], 3, None, 0)
+        return made
+
+    made = db.run_sync(fill)
+    by_id = {v: k for k, v in made.items()}
+
+    def order(**kw: object) -> str:
+        rows, _ = db.run_sync(lambda s: experiments.page(s, now=100.0, **kw))  # type: ignore[arg-type]
+        return "".join(by_id[r.id] for r in rows)
+
+    assert order(sort="progress") == "bacd"
+    assert order(sort="progress", descending=False) == "dcab"
+    assert order(sort="trials") == "cadb"  # ties (none) by id, descending
+    assert order(sort="duration") == "acbd"  # b and c ran 10 s each: the higher id first
+    assert order(sort="duration", descending=False) == "bcad"
+
+
 def test_a_tracked_transaction_names_the_experiments_and_trials_it_changed(
     db: Database,
 ) -> None:

@@ -2252,7 +2252,7 @@ export interface components {
          * @description What the experiment list can be sorted by (ties broken by id, the same way).
          * @enum {string}
          */
-        ExperimentSort: "id" | "name" | "state" | "start" | "end" | "best" | "user";
+        ExperimentSort: "id" | "name" | "state" | "start" | "end" | "best" | "user" | "progress" | "trials" | "duration";
         /**
          * ExperimentState
          * @enum {string}

@@ -17,7 +17,7 @@ const PAGE = 100;
 
 type SortKey = Schemas["ExperimentSort"];
 /** The columns the API sorts the whole list by (column key = the API's sort key). */
-const SORT_KEYS: SortKey[] = ["id", "name", "state", "start", "end", "best", "user"];
+const SORT_KEYS: SortKey[] = ["id", "name", "state", "start", "end", "best", "user", "progress", "trials", "duration"];
 
 function trialCount(e: ExperimentSummary): number {
   return Object.values(e.trials ?? {}).reduce((a: number, b) => a + Number(b), 0);
@@ -34,7 +34,7 @@ const columns: Column<ExperimentSummary>[] = [
     </>),
   },
   {
-    key: "progress", header: "Progress",
+    key: "progress", header: "Progress", value: (e) => e.progress,
     cell: (e) => <progress max={1} value={e.progress} title={percent(e.progress)} />,
   },
   {
@@ -42,13 +42,14 @@ const columns: Column<ExperimentSummary>[] = [
     cell: (e) => e.best_trial?.best_validation != null
       ? `${num(e.best_trial.best_validation)}${e.searcher.metric ? ` (${e.searcher.metric})` : ""}` : "",
   },
-  { key: "trials", header: "Trials", cell: (e) => trialCount(e), className: "num" },
+  { key: "trials", header: "Trials", value: (e) => trialCount(e), cell: (e) => trialCount(e), className: "num" },
   { key: "user", header: "User", value: (e) => e.owner, cell: (e) => e.owner },
   { key: "start", header: "Submitted", value: (e) => e.created_at, cell: (e) => when(e.created_at) },
   {
     // From its first trial's start: one whose trials never ran (none yet, or all still
     // queued) has no duration yet.
     key: "duration", header: "Duration",
+    value: (e) => (e.started_at != null ? (e.ended_at ?? Date.now() / 1000) - e.started_at : null),
     cell: (e) => (e.started_at != null ? duration(e.started_at, e.ended_at) : NO_VALUE),
   },
   {
