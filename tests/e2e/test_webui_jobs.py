@@ -8,6 +8,7 @@ Each job here asks for no GPU, so it runs beside whatever else holds the agent's
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -60,6 +61,16 @@ def test_an_ended_job_stays_listed_and_links_to_its_page(cluster: Cluster, page:
     row.get_by_role("link", name="listed-job").click()
     page.wait_for_url(re.compile(rf"/tasks/{task.id}$"))
     page.get_by_role("heading").get_by_text("SUCCEEDED").wait_for()
+
+    # Its log: searched (the search is in the URL) and downloaded whole.
+    logs = page.get_by_label("logs", exact=True)
+    expect(logs).to_contain_text("[main/0] a listed job")
+    page.get_by_role("searchbox", name="Search").fill("no such text")
+    page.wait_for_url(re.compile(r"q=no"))
+    expect(logs).to_have_text("")
+    with page.expect_download() as got:
+        page.get_by_role("button", name="Download").click()
+    assert "[main/0] a listed job" in Path(got.value.path()).read_text(encoding="utf-8")
 
 
 def test_the_jobs_filters_are_in_the_url(cluster: Cluster, page: Any) -> None:

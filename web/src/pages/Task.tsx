@@ -1,10 +1,11 @@
 // Job (an OpenPAI job, a command or a generic task): its state, roles, instances and their logs,
 // followed live as the master streams them.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useEffect, useRef, useState } from "react";
+import { useEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams } from "react-router-dom";
 import { ApiError, api, ok, type TaskLogEntry, type TaskLogPage } from "../api/client";
 import { ErrorLine, Loading, StateBadge } from "../components/bits";
+import { LogView } from "../components/LogView";
 import { duration, when } from "../format";
 import { followEvents, useLiveEvents } from "../live";
 import { badId, parseId } from "../params";
@@ -115,7 +116,6 @@ function TaskLogs({ taskId, onEnd }: { taskId: number; onEnd: () => void }) {
   const [lines, setLines] = useState<TaskLogEntry[]>([]);
   const [ended, setEnded] = useState(false);
   const [error, setError] = useState<unknown>(null);
-  const box = useRef<HTMLPreElement>(null);
   const endRef = useRef(onEnd);
   endRef.current = onEnd;
 
@@ -153,19 +153,8 @@ function TaskLogs({ taskId, onEnd }: { taskId: number; onEnd: () => void }) {
     return () => abort.abort();
   }, [taskId]);
 
-  useEffect(() => {
-    if (box.current) box.current.scrollTop = box.current.scrollHeight;
-  }, [lines]);
-
+  const shown = useMemo(() => lines.map((l) => `[${l.role}/${l.index}] ${l.line}`), [lines]);
   return (
-    <div className="logs">
-      <p className="muted">
-        {lines.length} lines{ended ? " · job ended" : " · following"}
-      </p>
-      <ErrorLine error={error} />
-      <pre className="log" ref={box} aria-label="logs" tabIndex={0}>
-        {lines.map((l) => `[${l.role}/${l.index}] ${l.line}`).join("\n")}
-      </pre>
-    </div>
+    <LogView lines={shown} fileName={`job-${taskId}.log`} status={ended ? "job ended" : "following"} error={error} />
   );
 }

@@ -1,10 +1,11 @@
 // Trial: hyperparameters, training and validation charts, checkpoints, logs (live).
 import { useQuery } from "@tanstack/react-query";
 import { useEffect, useMemo, useRef, useState } from "react";
-import { Link, useParams, useSearchParams } from "react-router-dom";
+import { Link, useParams } from "react-router-dom";
 import { api, ok, type LogEntry, type LogPage, type Metric, type TrialDetail } from "../api/client";
 import { ErrorLine, Loading, TrialStateBadge } from "../components/bits";
 import { LineChart } from "../components/Chart";
+import { LogView, useFollow } from "../components/LogView";
 import { duration, hparam, NO_VALUE, num, when } from "../format";
 import { followEvents, useLiveEvents } from "../live";
 import { badId, parseId } from "../params";
@@ -118,13 +119,10 @@ function MetricCharts({ metrics }: { metrics: Metric[] }) {
 
 /** The trial's log lines: the history, then new lines as the master streams them. */
 function Logs({ trialId }: { trialId: number }) {
-  const [params, setParams] = useSearchParams();
-  const search = params.get("q") ?? "";
-  const follow = params.get("follow") !== "0";
+  const follow = useFollow();
   const [lines, setLines] = useState<LogEntry[]>([]);
   const [error, setError] = useState<unknown>(null);
   const [ended, setEnded] = useState(false);
-  const box = useRef<HTMLPreElement>(null);
   const last = useRef(0);
   const history = useRef<Promise<void>>(Promise.resolve());
 
@@ -172,52 +170,14 @@ function Logs({ trialId }: { trialId: number }) {
     };
   }, [trialId, follow]);
 
-  const shown = useMemo(() => {
-    const needle = search.toLowerCase();
-    return needle ? lines.filter((l) => l.line.toLowerCase().includes(needle)) : lines;
-  }, [lines, search]);
-
-  useEffect(() => {
-    if (follow && box.current) box.current.scrollTop = box.current.scrollHeight;
-  }, [shown, follow]);
-
-  const set = (key: string, value: string | null) => {
-    const next = new URLSearchParams(params);
-    if (value === null) next.delete(key);
-    else next.set(key, value);
-    setParams(next, { replace: true });
-  };
-  const download = () => {
-    const text = lines.map((l) => l.line).join("\n") + "\n";
-    const url = URL.createObjectURL(new Blob([text], { type: "text/plain" }));
-    const a = document.createElement("a");
-    a.href = url;
-    a.download = `trial-${trialId}.log`;
-    a.click();
-    URL.revokeObjectURL(url);
-  };
-
+  const shown = useMemo(() => lines.map((l) => `${l.rank ? `[rank ${l.rank}] ` : ""}${l.line}`), [lines]);
   return (
-    <div className="logs">
-      <div className="filters">
-        <label>
-          Search <input type="search" value={search} onChange={(e) => set("q", e.target.value || null)} />
-        </label>
-        <label className="check">
-          <input type="checkbox" checked={follow} onChange={(e) => set("follow", e.target.checked ? null : "0")} />
-          Follow
-        </label>
-        <button type="button" onClick={download}>
-          Download
-        </button>
-        <span className="muted">
-          {shown.length} of {lines.length} lines{ended ? " · trial ended" : ""}
-        </span>
-      </div>
-      <ErrorLine error={error} />
-      <pre className="log" ref={box} aria-label="logs" tabIndex={0}>
-        {shown.map((l) => `${l.rank ? `[rank ${l.rank}] ` : ""}${l.line}`).join("\n")}
-      </pre>
-    </div>
+    <LogView
+      lines={shown}
+      fileName={`trial-${trialId}.log`}
+      status={ended ? "trial ended" : ""}
+      error={error}
+      followable
+    />
   );
 }
