@@ -4,10 +4,11 @@ The database holds the truth: the searcher's last snapshot and the events it han
 (``searcher_events``), appended in the transaction that acts on them. Restoring the snapshot and
 replaying those events rebuilds the searcher exactly (search methods are pure). A snapshot costs
 time and space in proportion to the search's history, an event a few hundred bytes, so the
-master writes a new snapshot (and drops the events it includes) only every
-:data:`SNAPSHOT_EVERY` events: the cost per event stays flat and a restart replays fewer than
-that many. Custom searchers run the user's code, whose replay is not known to be pure: they are
-snapshotted after every event, as before. After a failed transaction the affected entries are
+master writes a new snapshot (and drops the events it includes) only after
+:data:`SNAPSHOT_EVERY` events, or a :data:`SNAPSHOT_GROWTH`-th of the history when that is more:
+the cost per event stays flat, and a restart replays at most that many. Custom searchers run
+the user's code, whose replay is not known to be pure: they are snapshotted after every event,
+as before. After a failed transaction the affected entries are
 dropped, so the next use rebuilds them from what was committed.
 """
 
@@ -30,8 +31,14 @@ from assay.master._custom_searcher import CustomSearchMethod
 from assay.searcher import Searcher, SearchMethod, make_searcher
 
 SNAPSHOT_EVERY = 100
-"""Events between two snapshots of a searcher: a restart replays fewer than this many (each as
-costly as when it first happened), and a snapshot's cost is shared by this many events."""
+"""Events between two snapshots of a searcher, at the least: a restart replays fewer than this
+many (each as costly as when it first happened), and a snapshot's cost is shared by this many
+events."""
+
+SNAPSHOT_GROWTH = 10
+"""A long search's snapshot is due only after a tenth as many events as it already holds: a
+snapshot costs in proportion to the history, so spacing them in proportion keeps the cost per
+event flat, while a restart replays at most a tenth of the history."""
 
 
 @dataclass
@@ -64,14 +71,15 @@ class SearcherCache:
 
     def save(self, session: Session, exp: Experiment, *, final: bool = False) -> None:
         """Write what the experiment's searcher handled since the last save: its events, or a
-        new snapshot when one is due (the first, every :data:`SNAPSHOT_EVERY` events, every
-        event of a custom searcher, and ``final``: the experiment ended)."""
+        new snapshot when one is due (the first; every :data:`SNAPSHOT_EVERY` events, or a
+        :data:`SNAPSHOT_GROWTH`-th of those it holds when that is more; every event of a
+        custom searcher; and ``final``: the experiment ended)."""
         entry = self._entry(exp)
         events = entry.searcher.take_events()
         due = (
             final
             or not entry.replayable
-            or searcher_events.pending(exp) + len(events) >= SNAPSHOT_EVERY
+            or searcher_events.pending(exp) + len(events) >= _snapshot_interval(exp)
             or not searcher_events.has_snapshot(session, exp)
         )
         if due:
@@ -140,6 +148,10 @@ class SearcherCache:
             class_args=sc.class_args,
             settings=sc.model_dump(mode="json", by_alias=True, exclude_none=True),
         )
+
+
+def _snapshot_interval(exp: Experiment) -> int:
+    return max(SNAPSHOT_EVERY, exp.searcher_snapshot_seq // SNAPSHOT_GROWTH)
 
 
 def _close(method: SearchMethod) -> None:

@@ -92,3 +92,24 @@ def test_the_log_is_compacted_into_a_snapshot_every_few_events_and_when_the_sear
     assert seen_compaction
     assert exp.state == "COMPLETED" and len(done) == 6
     assert exp.searcher_snapshot_seq == exp.searcher_seq and logged(master) == 0
+
+
+def test_snapshots_are_spaced_in_proportion_to_the_history_they_hold(
+    master: Master, context: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(searchers_module, "SNAPSHOT_EVERY", 2)
+    monkeypatch.setattr(searchers_module, "SNAPSHOT_GROWTH", 2)
+    sub = Submission(config(name="random", max_trials=16, max_concurrent_trials=1), context)
+    exp_id = run(master.experiments.create(ADMIN, sub)).id
+    agent = connect_agent(master, slots=1)
+    done: set[str] = set()
+    longest_log = 0
+    while experiment(master, exp_id).state == "ACTIVE":
+        run(master.loops.schedule_once())
+        finish_running_trials(master, agent.starts(), done)
+        exp = experiment(master, exp_id)
+        pending = exp.searcher_seq - exp.searcher_snapshot_seq
+        assert pending < max(2, exp.searcher_snapshot_seq // 2)
+        longest_log = max(longest_log, pending)
+    assert len(done) == 16
+    assert longest_log > 2, "a long history waits longer between snapshots"
