@@ -205,14 +205,27 @@ def main() -> int:
         )
     )
     if not args.no_peer and not args.quick:  # the peer's venv takes minutes to install
-        from benchmarks.api._optuna_dashboard import measure
+        from benchmarks.api._optuna_dashboard import LIMIT_S, measure
 
         memory: dict[int, int] = {}  # the dashboard's peak memory (bytes) by study size
+        beyond = ""  # why the larger studies are not run
         for count in (int(s) for s in args.peer_trials.split(",")):
+            if beyond:
+                rows.append(
+                    _row("optuna-dashboard", f"{count:,} trials", "trial list and plot", [None],
+                         None, beyond)
+                )  # fmt: skip
+                continue
             for what, samples, note in measure(count, runs, memory):
                 rows.append(
                     _row("optuna-dashboard", f"{count:,} trials", what, samples, None, note)
                 )
+                # A page that never came within the limit at this size will not at a larger.
+                if samples and all(s is None for s in samples) and not beyond:
+                    beyond = (
+                        f"not run: at {count:,} trials its {what} did not come within "
+                        f"{LIMIT_S:.0f} s in any run"
+                    )
     for line in rows:
         print(line)
     if args.quick:
