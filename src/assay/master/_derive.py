@@ -25,7 +25,7 @@ from assay.config import (
 )
 from assay.db import Session, checkpoints, contexts, experiments, trials
 from assay.errors import Conflict, Forbidden, InvalidRequest, one_line
-from assay.master._gc import Removal, mark_deleted, remove_files
+from assay.master._gc import Removal, remove_files, settle_removal
 from assay.master._orchestrator import Orchestrator
 from assay.master._registry import refuse_registered
 from assay.master._submit import Submission
@@ -252,17 +252,6 @@ def count_of(n: int) -> str:
     return f"{n} checkpoint" if n == 1 else f"{n} checkpoints"
 
 
-def _settle_failed(tx: Tx, removal: Removal, before: dict[str, str]) -> None:
-    """After a failed deletion: the checkpoints whose files went are DELETED, the others go
-    back to the state they had, usable as before."""
-    mark_deleted(tx, removal.gone)
-    gone = set(removal.gone) | removal.partly  # one partly deleted stays DELETING
-    for uuid, state in before.items():
-        row = checkpoints.get(tx.session, uuid)
-        if uuid not in gone and row is not None and row.state == CheckpointState.DELETING:
-            row.state = state
-
-
 def delete_rows(
     tx: Tx, actor: Actor, experiment_id: int, plan: DeletionPlan
 ) -> rest.ExperimentDeleted:
@@ -289,6 +278,6 @@ async def delete_experiment(
         )
     removal = await asyncio.to_thread(delete_files, plan, experiment_id)
     if removal.failed:
-        await core.transact(_settle_failed, removal, plan.before)
+        await core.transact(settle_removal, removal, plan.before)
         _refuse_failed(removal, experiment_id)
     return await core.transact(delete_rows, actor, experiment_id, plan)

@@ -136,11 +136,6 @@ class Removal:
     """Those of ``failed`` that storage removed some files of (or cannot tell): no longer
     whole, they stay DELETING, which downloads refuse, for a later deletion to finish."""
 
-    @property
-    def whole(self) -> list[str]:
-        """Those of ``failed`` whose files are all still there: usable as before."""
-        return [uuid for uuid in self.failed if uuid not in self.partly]
-
 
 def remove_files(
     storage: Mapping[str, Any], uuids: Iterable[str], *, stop: bool = False
@@ -169,14 +164,19 @@ def remove_files(
     return out
 
 
-def keep_failed(tx: Tx, failed: Iterable[str]) -> None:
-    """Put back as ACTIVE the checkpoints marked DELETING whose files could not be deleted:
-    storage puts back what it could not remove, so the checkpoint is still there to use (and
-    a later collection or ``assay checkpoint delete`` tries again)."""
-    for uuid in failed:
+def settle_removal(tx: Tx, removal: Removal, before: Mapping[str, str]) -> None:
+    """After :func:`remove_files` of the checkpoints ``before`` names (each one's state before
+    it was marked DELETING): those whose files are gone become DELETED; one partly deleted
+    stays DELETING (downloads refuse it; a later deletion finishes it); every other goes back
+    as it was, its files all there (storage puts back what it could not remove), for a later
+    collection or ``assay checkpoint delete`` to try again. Shared by every way checkpoints are
+    deleted."""
+    mark_deleted(tx, removal.gone)
+    settled = set(removal.gone) | removal.partly
+    for uuid, state in before.items():
         row = checkpoints.get(tx.session, uuid)
-        if row is not None and row.state == CheckpointState.DELETING:
-            row.state = CheckpointState.ACTIVE
+        if uuid not in settled and row is not None and row.state == CheckpointState.DELETING:
+            row.state = state
 
 
 async def collect(master: Transactor, experiment_id: int) -> int:
@@ -194,9 +194,6 @@ async def collect(master: Transactor, experiment_id: int) -> int:
             reason,
         )
 
-    def settle(tx: Tx) -> None:
-        mark_deleted(tx, removal.gone)
-        keep_failed(tx, removal.whole)
-
-    await master.transact(settle)
+    # The collection marked them DELETING from ACTIVE (or an earlier one did, and stopped).
+    await master.transact(settle_removal, removal, dict.fromkeys(uuids, CheckpointState.ACTIVE))
     return len(removal.gone)

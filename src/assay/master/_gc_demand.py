@@ -16,12 +16,12 @@ import asyncio
 from dataclasses import dataclass
 
 from assay import rest
-from assay.db import Checkpoint, checkpoints, experiments, metrics, registry, trials
+from assay.db import checkpoints, experiments, metrics, registry, trials
 from assay.master._gc import (
     CheckpointFacts,
     Removal,
-    mark_deleted,
     remove_files,
+    settle_removal,
     to_delete,
     validation_scores,
 )
@@ -125,16 +125,6 @@ def needing(tx: Tx, experiment_id: int, uuids: set[str]) -> dict[str, str]:
     return needed
 
 
-def settle(tx: Tx, gone: list[str], whole: list[str], before: dict[str, str]) -> None:
-    """Mark the checkpoints whose files are gone DELETED; put back as they were those whose
-    files are all still there (one partly deleted stays DELETING)."""
-    mark_deleted(tx, gone)
-    for uuid in whole:
-        row: Checkpoint | None = checkpoints.get(tx.session, uuid)
-        if row is not None and row.state == CheckpointState.DELETING:
-            row.state = before[uuid]
-
-
 async def delete_marked(
     core: Orchestrator, storage: dict[str, object], before: dict[str, str]
 ) -> Removal:
@@ -143,7 +133,7 @@ async def delete_marked(
     could not be deleted back as it was. Shared by every way checkpoints are deleted on
     demand."""
     removal = await asyncio.to_thread(remove_files, storage, list(before))
-    await core.transact(settle, removal.gone, removal.whole, before)
+    await core.transact(settle_removal, removal, before)
     return removal
 
 
