@@ -66,14 +66,6 @@ def snapshot(exp: Experiment) -> dict[str, Any] | None:
     return state
 
 
-def has_snapshot(session: Session, exp: Experiment) -> bool:
-    """Whether a snapshot was stored (without reading it)."""
-    found = session.scalar(
-        select(SearcherSnapshot.experiment_id).where(SearcherSnapshot.experiment_id == exp.id)
-    )
-    return found is not None
-
-
 def compact(session: Session, exp: Experiment, snapshot: dict[str, Any], *, handled: int) -> None:
     """Store ``snapshot``: the searcher after every logged event and ``handled`` more, which
     need no rows of their own; the logged events are dropped."""

@@ -80,7 +80,9 @@ class SearcherCache:
             final
             or not entry.replayable
             or searcher_events.pending(exp) + len(events) >= _snapshot_interval(exp)
-            or not searcher_events.has_snapshot(session, exp)
+            # None yet (or one holding no event): read off the row, not asked of the database
+            # on every event.
+            or exp.searcher_snapshot_seq == 0
         )
         if due:
             searcher_events.compact(session, exp, entry.searcher.snapshot(), handled=len(events))
