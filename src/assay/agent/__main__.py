@@ -10,10 +10,16 @@ import socket
 import sys
 from pathlib import Path
 
+from assay.agent._containers import ContainerRuntime
 from assay.agent._daemon import Agent
 from assay.agent._slots import detect_cores, detect_memory_mb, detect_slots
 from assay.client import master_url
-from assay.protocol import AGENT_TOKEN_ENV, AGENT_TOKEN_FILE, enable_trace_from_env
+from assay.protocol import (
+    AGENT_TOKEN_ENV,
+    AGENT_TOKEN_FILE,
+    CONTAINER_RUNTIMES,
+    enable_trace_from_env,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,6 +61,14 @@ def main(argv: list[str] | None = None) -> int:
         "has the harness imported (each a fresh process, without the interpreter's start-up); "
         "--no-zygote starts every trial through the shell",
     )
+    parser.add_argument(
+        "--container-runtime",
+        choices=CONTAINER_RUNTIMES,
+        default=os.environ.get("ASSAY_CONTAINER_RUNTIME") or None,
+        help="run the trials and jobs that name an image (environment.image) in containers "
+        "with this runtime (default $ASSAY_CONTAINER_RUNTIME; without one, this agent is given "
+        "none of them)",
+    )
     args = parser.parse_args(argv)
     if args.slots is not None and args.slots < 0:
         parser.error("--slots must be >= 0")
@@ -73,6 +87,18 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"error: cannot make the agent's home {home}: {exc.strerror}", file=sys.stderr)
         return 1
+    containers = None
+    if args.container_runtime:
+        if args.container_runtime not in CONTAINER_RUNTIMES:
+            parser.error(
+                f"$ASSAY_CONTAINER_RUNTIME is {args.container_runtime!r}; it must be one of "
+                + ", ".join(CONTAINER_RUNTIMES)
+            )
+        containers = ContainerRuntime(args.container_runtime)
+        problem = containers.probe()
+        if problem is not None:
+            print(f"error: --container-runtime {containers.command}: {problem}", file=sys.stderr)
+            return 1
     agent_id = args.agent_id or socket.gethostname()
     # Out of the environment every child of the agent inherits (trials get their own anyway).
     from_env = os.environ.pop(AGENT_TOKEN_ENV, None)
@@ -98,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         address=args.address,
         token=token,
         zygote=args.zygote,
+        containers=containers,
     )
     asyncio.run(agent.run())
     if agent.refusal is not None:

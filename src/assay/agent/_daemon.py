@@ -23,6 +23,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
 
 import assay
+from assay.agent._containers import ContainerRuntime
 from assay.agent._forking import ZygoteClient
 from assay.agent._runner import MAX_LINE, AgentEnv, AllocationRunner, base_environment
 from assay.client import HttpSession
@@ -71,6 +72,7 @@ class Agent:
         cpu: float = 0.0,
         memory_mb: int = 0,
         zygote: bool = True,
+        containers: ContainerRuntime | None = None,
     ) -> None:
         self.agent_id = agent_id
         self.cpu = cpu
@@ -93,6 +95,7 @@ class Agent:
             slots={s.id: s for s in slots},
             kill_grace=kill_grace,
             zygote=ZygoteClient(base_environment, MAX_LINE) if zygote else None,
+            containers=containers,
         )
         self.runners: dict[str, AllocationRunner] = {}
         self.unacked_exits: dict[str, Exited] = {}
@@ -124,6 +127,7 @@ class Agent:
             session=self.session,
             cpu=self.cpu,
             memory_mb=self.memory_mb,
+            container_runtime=self.env.containers.command if self.env.containers else "",
         )
 
     async def run(self) -> None:
@@ -132,6 +136,13 @@ class Agent:
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self._stop.set)
+        if self.env.containers is not None:
+            # This process runs nothing yet: a container of this agent's is a dead one's.
+            runtime, agent_id = self.env.containers, self.agent_id
+            left = await asyncio.to_thread(runtime.leftovers, agent_id)
+            if left:
+                log.info("removing %d container(s) a previous run of this agent left", len(left))
+                await asyncio.to_thread(runtime.remove_now, left)
         if self.env.zygote is not None:
             try:
                 await self.env.zygote.start()

@@ -30,6 +30,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from assay.agent._containers import (
+    ContainerRuntime,
+    container_name,
+    container_pythonpath,
+    write_registry_auth,
+)
 from assay.agent._forking import ForkedProcess, ZygoteClient, direct_python
 from assay.agent._launch import trial_command
 from assay.agent._ports import busy_ports, free_pair, with_ports
@@ -37,7 +43,16 @@ from assay.agent._slots import visible_devices
 from assay.client import HttpSession
 from assay.compat import trial_pythonpath
 from assay.context import extract_archive
-from assay.protocol import AGENT_TOKEN_ENV, AdaptDLEnv, LogEntry, NniEnv, Slot, Start, TrialEnv
+from assay.protocol import (
+    AGENT_TOKEN_ENV,
+    AdaptDLEnv,
+    LogEntry,
+    Mount,
+    NniEnv,
+    Slot,
+    Start,
+    TrialEnv,
+)
 from assay.protocol import trace_mark as mark
 
 log = logging.getLogger(__name__)
@@ -50,6 +65,8 @@ StartSink = Callable[[str], Awaitable[None]]
 _LEGACY_TRIAL_CLASS = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 MAX_LINE = 64 * 1024
 _RANK_TAG = re.compile(r"^\[rank=(\d{1,6})\] ")
+_CONTAINER_KEEPS = ("PYTHONPATH", "PYTHONUNBUFFERED", "ASSAY_CA_CERT")
+"""Variables of the host's a container gets all the same (assay sets or needs them)."""
 
 
 @dataclass
@@ -65,6 +82,8 @@ class AgentEnv:
     zygote: ZygoteClient | None = None
     """Forks the trials whose entrypoint is a plain ``python3 SCRIPT``; None: every trial
     starts through the launcher and the shell."""
+    containers: ContainerRuntime | None = None
+    """Runs the allocations that name an image; None: this agent is given none."""
 
 
 def startup_script(entrypoint: str | list[str]) -> str:
@@ -145,7 +164,7 @@ class AllocationRunner:
             self._log("stderr", reason)
             await self.on_exit(self.allocation_id, 1, reason)
             return
-        refusal = await self._check_ports()
+        refusal = self._container_refusal() or await self._check_ports()
         if refusal:
             self._log("stderr", refusal)
             await self.on_exit(self.allocation_id, 1, refusal)
@@ -173,7 +192,19 @@ class AllocationRunner:
             self._kill_task = asyncio.create_task(self.kill())
         code, reason = await self._wait_all()
         mark("agent-exit-detected", self.allocation_id)
+        if self.message.container is not None and self.env.containers is not None:
+            # Gone already unless the runtime's client was killed before the container ended.
+            await self.env.containers.remove(container_name(self.allocation_id))
         await self.on_exit(self.allocation_id, code, reason)
+
+    def _container_refusal(self) -> str:
+        if self.message.container is None or self.env.containers is not None:
+            return ""
+        return (
+            f"assay agent {self.env.agent_id}: {self._what} runs in image "
+            f"{self.message.container.image}, and this agent has no container runtime (start it "
+            "with --container-runtime podman or docker)"
+        )
 
     async def _spawn(
         self, entrypoint: str | list[str], code_dir: Path, env: dict[str, str]
@@ -181,6 +212,9 @@ class AllocationRunner:
         """The allocation's process: forked by the agent's zygote where the entrypoint is a
         plain ``python3 SCRIPT`` (a fresh process all the same, without the interpreter's
         start-up), else under the launcher through the shell."""
+        if self.message.container is not None and self.env.containers is not None:
+            command = self._container_command(entrypoint, code_dir, env)
+            return await self._launch(command, code_dir, env)
         zygote = self.env.zygote
         argv = direct_python(entrypoint, code_dir) if zygote is not None else None
         if zygote is not None and argv is not None and self.layout is None:
@@ -192,10 +226,13 @@ class AllocationRunner:
                     self.allocation_id,
                     exc,
                 )
+        return await self._launch(["/bin/bash", "-c", startup_script(entrypoint)], code_dir, env)
+
+    async def _launch(self, command: list[str], code_dir: Path, env: dict[str, str]) -> Process:
         # From the event loop's thread, which lives as long as the agent: the parent death
         # signal follows the thread that started the process.
         return await asyncio.create_subprocess_exec(
-            *trial_command(["/bin/bash", "-c", startup_script(entrypoint)]),
+            *trial_command(command),
             cwd=str(code_dir),
             env=env,
             stdin=asyncio.subprocess.DEVNULL,
@@ -203,6 +240,43 @@ class AllocationRunner:
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
             limit=MAX_LINE,
+        )
+
+    def _container_command(
+        self, entrypoint: str | list[str], code_dir: Path, env: dict[str, str]
+    ) -> list[str]:
+        """The runtime's command that runs the entrypoint (after ``startup-hook.sh``) in the
+        allocation's container; ``env`` gets the container's ``PYTHONPATH``."""
+        runtime, container = self.env.containers, self.message.container
+        assert runtime is not None and container is not None
+        host = base_environment()
+        # The image's own PATH and Python; the trial's variables and assay's, not the host's.
+        # The runtime shows the container only the slots' GPUs, so host indices would be wrong.
+        names = [
+            k
+            for k in env
+            if k not in ("PATH", "CUDA_VISIBLE_DEVICES")
+            and (k not in host or k in self.message.env or k in _CONTAINER_KEEPS)
+        ]
+        env["PYTHONPATH"] = container_pythonpath(self.message.env.get("PYTHONPATH"))
+        shared = [str(self.dir)]
+        storage = self.message.cluster_info.checkpoint_storage or {}
+        if storage.get("type") == "shared_fs" and isinstance(storage.get("host_path"), str):
+            Path(storage["host_path"]).mkdir(parents=True, exist_ok=True)
+            shared.append(storage["host_path"])
+        if env.get("ASSAY_CA_CERT"):
+            ca = env["ASSAY_CA_CERT"]
+            container = replace(container, mounts=[*container.mounts, Mount(ca, ca, True)])
+        return runtime.run_argv(
+            name=container_name(self.allocation_id),
+            agent_id=self.env.agent_id,
+            container=container,
+            workdir=code_dir,
+            shared=shared,
+            env_names=names,
+            gpus=[self.env.slots[s] for s in self.message.slots if s in self.env.slots],
+            auth_dir=write_registry_auth(container, self.dir / "registry"),
+            command=["/bin/sh", "-c", startup_script(entrypoint)],
         )
 
     async def _check_ports(self) -> str:
@@ -219,9 +293,10 @@ class AllocationRunner:
         if not busy:
             return ""
         names = " and ".join(str(p) for p in busy)
+        what = f"rendezvous port {names} is" if len(busy) == 1 else f"rendezvous ports {names} are"
         if layout.num_nodes > 1:
             return (
-                f"assay agent {self.env.agent_id}: rendezvous port {names} is already in use on "
+                f"assay agent {self.env.agent_id}: {what} already in use on "
                 f"this host, and the trial's {layout.num_nodes} agents were told to meet there; "
                 "free the port (or let the trial restart on another)"
             )
@@ -229,8 +304,8 @@ class AllocationRunner:
         self.layout = with_ports(layout, port)
         self._log(
             "stderr",
-            f"assay agent {self.env.agent_id}: rendezvous port {names} is already in use on "
-            f"this host; the ranks meet on ports {port} and {port + 1} instead",
+            f"assay agent {self.env.agent_id}: {what} already in use on this host; the ranks "
+            f"meet on ports {port} and {port + 1} instead",
         )
         return ""
 

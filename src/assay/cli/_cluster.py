@@ -103,6 +103,15 @@ def agent(
             show_default=False,
         ),
     ] = None,
+    container_runtime: Annotated[
+        str | None,
+        typer.Option(
+            help="podman or docker: run the trials that name an image (environment.image) in "
+            "containers (default $ASSAY_CONTAINER_RUNTIME; without one, the agent is given none "
+            "of them)",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Run an agent in the foreground."""
     args = [sys.executable, "-m", "assay.agent", "--pool", pool]
@@ -122,6 +131,8 @@ def agent(
         args += ["--cpu", str(cpu)]
     if memory_mb is not None:
         args += ["--memory-mb", str(memory_mb)]
+    if container_runtime:
+        args += ["--container-runtime", container_runtime]
     env = dict(os.environ)
     if token:
         # In the agent's environment, not its command line, which every user can read.

@@ -425,6 +425,8 @@ class AgentRecord(Base):
     version: Mapped[str] = mapped_column(String(64), default="")
     registered_at: Mapped[float] = mapped_column(Float)
     last_seen: Mapped[float] = mapped_column(Float)
+    container_runtime: Mapped[str] = mapped_column(String(32), default="", server_default="")
+    """The runtime it last said it runs containers with; empty: none."""
 
 
 class Instance(Base):

@@ -30,6 +30,7 @@ def connected(
     address: str,
     version: str,
     now: float,
+    container_runtime: str = "",
 ) -> AgentRecord:
     """Record that the agent connected with this description (registering a new one,
     enabled); returns its row (whether it is ``enabled`` stays as it was)."""
@@ -44,7 +45,18 @@ def connected(
     row.last_seen = now
     row.address = address
     row.version = version
+    row.container_runtime = container_runtime
     return row
+
+
+def pool_runs_containers(session: Session, pool: str) -> bool:
+    """Whether an agent of ``pool`` (connected now or not) last said it runs containers."""
+    found = session.scalars(
+        select(AgentRecord.id)
+        .where(AgentRecord.pool == pool, AgentRecord.container_runtime != "")
+        .limit(1)
+    ).first()
+    return found is not None
 
 
 def disconnected(session: Session, agent_id: str, now: float) -> None:

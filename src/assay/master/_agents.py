@@ -51,6 +51,7 @@ class AgentHub:
             address=hello.address,
             cpu=hello.cpu,
             memory_mb=hello.memory_mb,
+            container_runtime=hello.container_runtime,
         )
         self._generation += 1
         conn = AgentConnection(

@@ -10,15 +10,18 @@ from pathlib import Path
 from typing import Any
 
 from assay import rest
-from assay.config import MasterConfig
+from assay.config import ExperimentConfig, MasterConfig
 from assay.context import inspect_archive
 from assay.db import Experiment, Session, experiments, trials
+from assay.db import agents as db_agents
 from assay.db import jobs as db_jobs
+from assay.errors import InvalidConfig
 from assay.master import _derive as derive
 from assay.master import _gc_demand as gc_demand
 from assay.master import _jobs as jobs
 from assay.master import _lifecycle as life
 from assay.master import _views as views
+from assay.master._containers import container_problem
 from assay.master._notes import add_note
 from assay.master._orchestrator import Orchestrator
 from assay.master._submit import (
@@ -108,6 +111,7 @@ class ExperimentCommands:
         valid = await asyncio.to_thread(check)
 
         def handler(tx: Tx) -> Experiment:
+            self._check_containers(tx.session, valid.config)
             return create_experiment(tx, valid, self.settings)
 
         return await self.core.transact(_viewed(handler))
@@ -118,7 +122,7 @@ class ExperimentCommands:
         skips the context's checks (a config checked before its directory is picked)."""
         sub = replace(sub, owner=actor.username)
 
-        def check() -> rest.ExperimentValidation:
+        def check() -> tuple[rest.ExperimentValidation, ExperimentConfig]:
             read = read_submission(sub)
             config, notes = check_config(read.submission, self.settings, self.assay_home)
             context = read.submission.context
@@ -127,7 +131,7 @@ class ExperimentCommands:
                 info = inspect_archive(context)
                 check_entrypoint_files(config, info)
                 files = info.files
-            return rest.ExperimentValidation(
+            validation = rest.ExperimentValidation(
                 source=read.source,
                 name=config.name or "experiment",
                 searcher=config.searcher.name,
@@ -135,8 +139,18 @@ class ExperimentCommands:
                 notes=list(notes),
                 context_files=files,
             )
+            return validation, config
 
-        return await asyncio.to_thread(check)
+        validation, config = await asyncio.to_thread(check)
+        await self.core.read(lambda s: self._check_containers(s, config))
+        return validation
+
+    def _check_containers(self, session: Session, config: ExperimentConfig) -> None:
+        """Refuse trials in an image when no agent of their pool runs containers."""
+        pool = config.resources.resource_pool or self.settings.default_compute_pool
+        problem = container_problem(config, pool, db_agents.pool_runs_containers(session, pool))
+        if problem is not None:
+            raise InvalidConfig("invalid experiment config: 1 problem", [problem])
 
     async def fork(
         self, actor: Actor, experiment_id: int, body: rest.ExperimentFork

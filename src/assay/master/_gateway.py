@@ -147,6 +147,7 @@ class AgentGateway:
                 address=hello.address,
                 version=hello.version,
                 now=now,
+                container_runtime=hello.container_runtime,
             )
             return bool(row.enabled)
 

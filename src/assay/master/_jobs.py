@@ -58,7 +58,9 @@ def policies(settings: MasterConfig) -> dict[str, PolicyKind]:
 def pool_agents(connected: Iterable[AgentView], pool: str) -> list[room.AgentRoom]:
     """What the connected, enabled agents of ``pool`` offer, as the wait explanations count."""
     return [
-        room.AgentRoom(len(a.slots), a.cpu, a.memory_mb, frozenset(a.labels))
+        room.AgentRoom(
+            len(a.slots), a.cpu, a.memory_mb, frozenset(a.labels), bool(a.container_runtime)
+        )
         for a in connected
         if a.pool == pool and a.enabled
     ]
@@ -70,7 +72,16 @@ def _trial_shape(exp: Experiment) -> room.TrialShape:
         slots=int(resources.get("slots_per_trial", 1)),
         label=resources.get("agent_label") or None,
         single_node=bool(resources.get("is_single_node")),
+        image=_named_image(exp.config.get("environment") or {}),
     )
+
+
+def _named_image(environment: dict[str, Any]) -> str | None:
+    """The image the stored config names for any device type (it is kept as a per-device map)."""
+    image = environment.get("image")
+    if isinstance(image, dict):
+        return next((str(v) for v in image.values() if v), None)
+    return str(image) if image else None
 
 
 def list_jobs(

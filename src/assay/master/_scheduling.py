@@ -22,6 +22,7 @@ from assay.db import (
 )
 from assay.master import _gang as gang
 from assay.master import _tasks as task_life
+from assay.master._containers import offered_labels, request_label, trial_container, trial_image
 from assay.master._jobs import job_view
 from assay.master._lifecycle import request_preemption
 from assay.master._transitions import CLUSTER_STOPPED
@@ -68,6 +69,7 @@ class AgentView:
     address: str = ""
     cpu: float = 0.0
     memory_mb: int = 0
+    container_runtime: str = ""
 
 
 @dataclass
@@ -223,14 +225,15 @@ def _snapshot(
         jobs[job.id] = job_view(job)
     pending = []
     for trial, exp, job in queued:
-        resources = tx.searchers.config(exp).resources
+        cfg = tx.searchers.config(exp)
+        resources = cfg.resources
         pending.append(
             Request(
                 id=str(trial.id),
                 job_id=job.id,
                 slots=resources.slots_per_trial,
                 submitted=trial.created_at,
-                label=resources.agent_label or None,
+                label=request_label(resources.agent_label or None, trial_image(cfg) is not None),
                 is_single_node=bool(resources.is_single_node),
             )
         )
@@ -262,7 +265,7 @@ def _snapshot(
                 id=a.id,
                 slots=tuple(s.id for s in a.slots),
                 free=tuple(s.id for s in a.slots if s.id not in used.get(a.id, set())),
-                labels=a.labels,
+                labels=offered_labels(a.labels, a.container_runtime),
                 enabled=a.enabled,
                 cpu=a.cpu,
                 memory_mb=a.memory_mb,
@@ -366,9 +369,8 @@ def start_trial(
                 pending_length=searcher.pending_length(trial.request_id),
             ),
         )
-        env = cfg.environment.variables(
-            "cuda" if any(s.type == "cuda" for s in slot_views) else "cpu"
-        )
+        device = "cuda" if any(s.type == "cuda" for s in slot_views) else "cpu"
+        env = cfg.environment.variables(device)
         env.update(nni_env)
         env.update(
             {
@@ -392,6 +394,7 @@ def start_trial(
             # native_parallel: the code starts its own processes, as with Determined; no
             # layout tells a launcher where its ranks are.
             distributed=None if cfg.resources.native_parallel else layouts.get(agent_id),
+            container=trial_container(cfg, device),
         )
         tx.act(StartAllocation(agent_id, message))
     return alloc

@@ -43,6 +43,8 @@ class AgentRoom:
     cpu: float = 0.0
     memory_mb: int = 0
     labels: frozenset[str] = frozenset()
+    containers: bool = False
+    """It runs containers (it was given a container runtime)."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,8 @@ class TrialShape:
     slots: int
     label: str | None = None
     single_node: bool = False
+    image: str | None = None
+    """The image its trials run in (only agents that run containers take them)."""
 
 
 @dataclass(frozen=True)
@@ -229,11 +233,19 @@ def _behind(ahead: tuple[str, ...], sep: str) -> str:
 def _trial_never_fits(shape: TrialShape, agents: Sequence[AgentRoom], pool: str) -> str | None:
     """Why no trial of ``shape`` fits ``agents`` even with all their slots free: the slots
     :func:`assay.scheduler.fit` could ever place it on; None when some placement exists."""
-    hosts = [a for a in agents if shape.label is None or shape.label in a.labels]
+    hosts = [
+        a
+        for a in agents
+        if (shape.label is None or shape.label in a.labels)
+        and (shape.image is None or a.containers)
+    ]
     if not hosts:
+        needs = [] if shape.label is None else [f"label {shape.label!r}"]
+        if shape.image is not None:
+            needs.append(f"a container runtime (they run in image {shape.image!r})")
         return (
-            f"its trials need an agent with label {shape.label!r}; no connected agent of pool "
-            f"{pool!r} has it"
+            f"its trials need an agent with {' and '.join(needs)}; no connected agent of pool "
+            f"{pool!r} has {'it' if len(needs) == 1 else 'both'}"
         )
     need = shape.slots
     largest = max(a.slots for a in hosts)

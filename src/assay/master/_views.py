@@ -317,6 +317,7 @@ def agent(
         ],
         registered_at=row.registered_at,
         last_seen=max(row.last_seen, last_heard or 0.0),
+        container_runtime=row.container_runtime,
     )
 
 

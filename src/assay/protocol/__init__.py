@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         agent_message,
         master_message,
     )
+    from assay.protocol._container import CONTAINER_RUNTIMES, Container, Mount, RegistryAuth
     from assay.protocol._harness import (
         TRAINING,
         VALIDATION,
@@ -107,6 +108,10 @@ _MODULE_OF = {
     "Welcome": "_agent",
     "agent_message": "_agent",
     "master_message": "_agent",
+    "CONTAINER_RUNTIMES": "_container",
+    "Container": "_container",
+    "Mount": "_container",
+    "RegistryAuth": "_container",
     "TRAINING": "_harness",
     "VALIDATION": "_harness",
     "CheckpointReport": "_harness",
@@ -148,6 +153,7 @@ _MODULE_OF = {
 __all__ = [
     "AGENT_TOKEN_ENV",
     "AGENT_TOKEN_FILE",
+    "CONTAINER_RUNTIMES",
     "ENDED_TASK_INSTANCE_STATES",
     "LIVE_ALLOCATION_STATES",
     "LIVE_INSTANCE_STATES",
@@ -167,6 +173,7 @@ __all__ = [
     "CheckpointState",
     "ClusterInfo",
     "CompletedOperation",
+    "Container",
     "ContextRef",
     "EarlyExitReport",
     "Exited",
@@ -181,6 +188,7 @@ __all__ = [
     "Logs",
     "MasterMessage",
     "MetricReport",
+    "Mount",
     "NNIExperimentStatus",
     "NNITrialStatus",
     "NniEnv",
@@ -190,6 +198,7 @@ __all__ = [
     "ProgressReport",
     "RankLayout",
     "Refusal",
+    "RegistryAuth",
     "SearcherInfo",
     "Slot",
     "Start",

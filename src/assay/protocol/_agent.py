@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from assay.errors import InvalidRequest
+from assay.protocol._container import Container
 from assay.protocol._fields import Fields, kind
 from assay.protocol._info import ClusterInfo
 
@@ -224,11 +225,15 @@ class Hello:
     """Cores the agent offers to jobs that ask for cores (0: it did not say)."""
     memory_mb: int = 0
     """Memory in MiB the agent offers to jobs that ask for memory (0: it did not say)."""
+    container_runtime: str = ""
+    """The runtime it runs containers with (``podman`` or ``docker``); empty: none, so it is
+    never given an allocation that names an image."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "type": self.type,
             "agent_id": self.agent_id,
+            "container_runtime": self.container_runtime,
             "cpu": self.cpu,
             "memory_mb": self.memory_mb,
             "pool": self.pool,
@@ -266,6 +271,7 @@ class Hello:
             session=f.text("session", ""),
             cpu=max(0.0, f.number("cpu", 0.0)),
             memory_mb=max(0, f.integer("memory_mb", 0)),
+            container_runtime=f.text("container_runtime", ""),
         )
 
 
@@ -371,6 +377,8 @@ class Start:
     cluster_info: ClusterInfo
     distributed: RankLayout | None = None
     """This agent's share of the ranks when the allocation has several slots."""
+    container: Container | None = None
+    """The container the processes run in; None: as processes on the agent's host."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -387,6 +395,8 @@ class Start:
         }
         if self.distributed is not None:
             out["distributed"] = self.distributed.to_dict()
+        if self.container is not None:
+            out["container"] = self.container.to_dict()
         return out
 
     @classmethod
@@ -403,6 +413,7 @@ class Start:
         env = f.mapping("env", {})
         distributed = f.raw.get("distributed")
         context = f.raw.get("context")
+        container = f.raw.get("container")
         return cls(
             allocation_id=f.text("allocation_id"),
             trial_id=f.integer("trial_id"),
@@ -416,6 +427,9 @@ class Start:
                 f.mapping("cluster_info", {}), where=f.path("cluster_info")
             ),
             distributed=None if distributed is None else RankLayout.from_dict(distributed),
+            container=None
+            if container is None
+            else Container.from_dict(container, f.path("container")),
         )
 
 

@@ -41,6 +41,8 @@ class Agent(Resource):
     slots: list[AgentSlot]
     registered_at: float
     last_seen: float
+    container_runtime: str
+    """The runtime it runs containers with (podman or docker); empty: none."""
 
 
 class AgentList(Resource):

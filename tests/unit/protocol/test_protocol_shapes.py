@@ -15,6 +15,7 @@ from assay.protocol import (
     AckExit,
     CheckpointReport,
     ClusterInfo,
+    Container,
     ContextRef,
     Exited,
     Heartbeat,
@@ -23,10 +24,12 @@ from assay.protocol import (
     LogEntry,
     Logs,
     MetricReport,
+    Mount,
     OperationAnswer,
     PreemptionAnswer,
     RankLayout,
     Refusal,
+    RegistryAuth,
     SearcherInfo,
     Slot,
     Start,
@@ -61,6 +64,7 @@ hellos = st.builds(
     version=names,
     address=names,
     token=st.none() | names,
+    container_runtime=st.sampled_from(["", "podman", "docker"]),
 )
 logs = st.builds(
     Logs,
@@ -138,6 +142,17 @@ starts = st.builds(
     slots=st.lists(names, max_size=3),
     cluster_info=infos,
     distributed=st.none() | layouts,
+    container=st.none()
+    | st.builds(
+        Container,
+        image=names,
+        force_pull=st.booleans(),
+        mounts=st.lists(
+            st.builds(Mount, names, names, st.booleans(), st.sampled_from(["rprivate", "rshared"])),
+            max_size=2,
+        ),
+        auth=st.none() | st.builds(RegistryAuth, names, names, names),
+    ),
 )
 
 

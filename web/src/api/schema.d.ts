@@ -1471,6 +1471,8 @@ export interface components {
             address: string;
             /** Connected */
             connected: boolean;
+            /** Container Runtime */
+            container_runtime: string;
             /** Enabled */
             enabled: boolean;
             /** Id */

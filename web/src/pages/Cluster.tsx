@@ -38,7 +38,7 @@ export function ClusterPage() {
       {agents.isPending ? <Loading /> : (
         <table aria-label="agents">
           <thead>
-            <tr><th>ID</th><th>Pool</th><th>Connected</th><th>Enabled</th><th>Address</th><th>Slots (free / used)</th><th>Labels</th><th>Last seen</th><th>Version</th></tr>
+            <tr><th>ID</th><th>Pool</th><th>Connected</th><th>Enabled</th><th>Address</th><th>Slots (free / used)</th><th>Labels</th><th>Containers</th><th>Last seen</th><th>Version</th></tr>
           </thead>
           <tbody>
             {all.map((a) => (
@@ -55,7 +55,7 @@ export function ClusterPage() {
                   </span>{" "}
                   {a.slots.filter((s) => !s.allocated).length} / {a.slots.filter((s) => s.allocated).length}
                 </td>
-                <td>{a.labels.join(", ")}</td><td>{when(a.last_seen)}</td><td>{a.version}</td>
+                <td>{a.labels.join(", ")}</td><td>{a.container_runtime || "none"}</td><td>{when(a.last_seen)}</td><td>{a.version}</td>
               </tr>
             ))}
           </tbody>

@@ -1,0 +1,86 @@
+"""Trials that name an image (``environment.image``): the container their start message
+carries, the agents that may run them, and the refusal of one no agent of its pool could run.
+
+The scheduler's policies place a request on agents carrying its one label. A trial in a
+container needs an agent that carries its ``agent_label`` (if any) *and* runs containers, so an
+agent with a container runtime also offers each of its labels, and no label, joined with
+:data:`_CONTAINERS`, and such a trial asks for that joined label.
+"""
+
+from __future__ import annotations
+
+from assay.config import ExperimentConfig
+from assay.errors import ErrorDetail
+from assay.protocol import Container, Mount, RegistryAuth
+
+_CONTAINERS = "\x1fcontainers"
+"""Joined to a label: "and runs containers" (a control character no label given on a command
+line or in a config carries)."""
+_DEVICES = ("cpu", "cuda", "rocm")
+
+
+def trial_image(config: ExperimentConfig, device: str = "") -> str | None:
+    """The image a trial on ``device`` runs in: the one named for it, else any one named
+    (a config naming an image for one device type runs every trial in a container)."""
+    env = config.environment
+    named = env.image_for(device) if device else None
+    return named or next((i for d in _DEVICES if (i := env.image_for(d))), None)
+
+
+def trial_container(config: ExperimentConfig, device: str) -> Container | None:
+    """The container of a trial on ``device`` (cpu, cuda or rocm); None to run it bare."""
+    image = trial_image(config, device)
+    if image is None:
+        return None
+    env = config.environment
+    auth = env.registry_auth.model_dump() if env.registry_auth is not None else {}
+    return Container(
+        image=image,
+        force_pull=env.force_pull_image,
+        mounts=[
+            Mount(m.host_path, m.container_path, m.read_only, m.propagation)
+            for m in config.bind_mounts
+        ],
+        auth=RegistryAuth(
+            username=str(auth.get("username") or ""),
+            password=str(auth.get("password") or ""),
+            server=str(auth.get("serveraddress") or auth.get("server") or ""),
+        )
+        if auth
+        else None,
+    )
+
+
+def offered_labels(labels: frozenset[str], container_runtime: str) -> frozenset[str]:
+    """The labels an agent offers to requests: its own, and with a container runtime each
+    of them (and no label) joined with "runs containers"."""
+    if not container_runtime:
+        return labels
+    return labels | {_with_containers(label) for label in (*labels, None)}
+
+
+def request_label(label: str | None, containers: bool) -> str | None:
+    """The label a trial's request asks for: its ``agent_label``, joined with "runs
+    containers" when the trial runs in one."""
+    return _with_containers(label) if containers else label
+
+
+def _with_containers(label: str | None) -> str:
+    return (label or "") + _CONTAINERS
+
+
+def container_problem(
+    config: ExperimentConfig, pool: str, pool_runs_containers: bool
+) -> ErrorDetail | None:
+    """Why the experiment's trials could never run: they name an image, and no agent of
+    their pool runs containers. None when they could."""
+    image = trial_image(config)
+    if image is None or pool_runs_containers:
+        return None
+    return ErrorDetail(
+        "environment.image",
+        f"names {image!r}, and no agent of resource pool {pool!r} runs containers, so no trial "
+        "could start; start the pool's agents with `assay agent run --container-runtime "
+        "podman` (or docker), or leave environment.image out to run the trials with the "
+        "agents' own Python",
+    )

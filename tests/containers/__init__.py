@@ -1,0 +1,94 @@
+"""Podman for tests: its settings for these machines, and an image with a Python built locally.
+
+No container registry is reachable, so the image is a minimal Debian root filesystem with
+``python3`` made by ``debootstrap`` and imported into podman's own storage, where it stays for
+the next run on the same machine. It holds ``/etc/assay-test-image``, which no host has: a
+process that reads it runs in the container.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+CONTAINERS_CONF = Path(__file__).resolve().parent / "containers.conf"
+IMAGE = "localhost/assay-test-python:1"
+MARKER = "/etc/assay-test-image"
+MARKER_TEXT = "inside the assay test image"
+MIRROR = "http://deb.debian.org/debian"
+
+
+def podman_env() -> dict[str, str]:
+    return {**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF)}
+
+
+def podman(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["podman", *args],
+        env=podman_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def _unavailable(why: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"podman must run containers under CI: {why}")
+    pytest.skip(why)
+
+
+def ensure_test_image() -> str:
+    """The test image's name, built first if this machine's podman does not have it. Skips
+    (fails under ``CI=true``) when podman or debootstrap is missing or cannot run."""
+    for command in ("podman", "debootstrap"):
+        if shutil.which(command) is None:
+            _unavailable(f"no {command} command (make test installs it with apt)")
+    # One build at a time, whichever test process asks first.
+    with open(Path(tempfile.gettempdir()) / "assay-test-image.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if podman("image", "exists", IMAGE).returncode == 0:
+            return IMAGE
+        root = Path(tempfile.mkdtemp(prefix="assay-test-image-"))
+        try:
+            built = subprocess.run(
+                ["debootstrap", "--variant=minbase", "--include=python3", "bookworm", str(root),
+                 MIRROR],
+                capture_output=True, text=True, timeout=900, check=False,
+            )  # fmt: skip
+            if built.returncode != 0:
+                _unavailable(f"debootstrap failed: {built.stdout[-2000:]}{built.stderr[-2000:]}")
+            (root / MARKER.lstrip("/")).write_text(MARKER_TEXT + "\n")
+            tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
+            imported = subprocess.run(
+                ["podman", "import", "-", IMAGE],
+                stdin=tar.stdout,
+                env=podman_env(),
+                capture_output=True,
+                text=True,
+                timeout=600,
+                check=False,
+            )
+            tar.wait()
+            if imported.returncode != 0:
+                _unavailable(f"podman import failed: {imported.stderr.strip()}")
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    ran = podman("run", "--rm", IMAGE, "cat", MARKER)
+    if ran.returncode != 0:
+        _unavailable(f"podman cannot run a container here: {ran.stderr.strip()}")
+    return IMAGE
+
+
+def containers_of(agent_id: str) -> list[str]:
+    """Every container (running or not) the agent started that is still there."""
+    found = podman("ps", "--all", "--quiet", "--filter", f"label=assay.agent={agent_id}")
+    assert found.returncode == 0, found.stderr
+    return found.stdout.split()

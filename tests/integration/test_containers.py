@@ -1,0 +1,137 @@
+"""Trials in containers: an agent given podman runs a trial that names an image inside it, with
+its startup hook, through pause and activate, and leaves no container behind; a pool whose
+agents run no containers refuses such a trial at submission."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from assay.errors import InvalidRequest
+from tests.containers import CONTAINERS_CONF, MARKER_TEXT, containers_of, ensure_test_image
+from tests.integration.cluster import CONTEXTS, Cluster, serve, wait_for
+
+IN_IMAGE = CONTEXTS / "in_image"
+
+
+def _config(image: str, *, steps: int, step_seconds: float = 0.01) -> str:
+    return yaml.safe_dump(
+        {
+            "name": "in-a-container",
+            "entrypoint": "python3 train.py",
+            "environment": {"image": image},
+            "hyperparameters": {"steps": steps, "step_seconds": step_seconds},
+            "searcher": {"name": "single", "metric": "loss", "max_length": steps},
+            "max_restarts": 0,
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def image() -> str:
+    return ensure_test_image()
+
+
+@pytest.fixture
+def podman_cluster(tmp_path: Path, request: pytest.FixtureRequest, image: str) -> Iterator[Cluster]:
+    cluster = Cluster(tmp_path / "home")
+    cluster.env["CONTAINERS_CONF"] = str(CONTAINERS_CONF)
+    cluster.start_master()
+    cluster.start_agent(extra=("--container-runtime", "podman"))
+    yield from serve(cluster, request)
+
+
+def test_a_trial_naming_an_image_runs_in_its_container_after_its_startup_hook(
+    podman_cluster: Cluster, image: str
+) -> None:
+    cluster = podman_cluster
+    assert [a.container_runtime for a in cluster.client.agents()] == ["podman"]
+    exp_id = cluster.submit(_config(image, steps=5), context=IN_IMAGE)
+    cluster.wait_state(exp_id, "COMPLETED", timeout=180)
+    (trial,) = cluster.client.trials(exp_id)
+    logs = cluster.trial_logs(trial.id)
+    assert f"hook saw: {MARKER_TEXT}" in logs, logs
+    assert f"trial saw: {MARKER_TEXT}" in logs, logs
+    # The hook's variables reach the trial; the Python is the image's, not the agent's.
+    assert "HOOK_VAR=set-by-the-hook python=/usr/bin/python3" in logs, logs
+    assert [m.metrics["loss"] for m in cluster.client.metrics(trial.id, "validation")] == [0.2]
+    assert cluster.client.trial(trial.id).latest_checkpoint is not None
+    assert containers_of("agent-1") == []
+
+
+def test_pause_and_activate_resume_a_trial_in_a_container_from_its_checkpoint(
+    podman_cluster: Cluster, image: str
+) -> None:
+    cluster = podman_cluster
+    exp_id = cluster.submit(_config(image, steps=400, step_seconds=0.02), context=IN_IMAGE)
+    trial_id = wait_for("the trial to start", lambda: cluster.client.trials(exp_id))[0].id
+    wait_for(
+        "some training in the container",
+        lambda: len(cluster.client.metrics(trial_id, "training")) >= 30,
+        timeout=120,
+    )
+    cluster.client.transition(exp_id, "pause")
+    cluster.wait_state(exp_id, "PAUSED")
+    paused = wait_for(
+        "the trial to stop", lambda: (t := cluster.client.trial(trial_id)).state == "PAUSED" and t
+    )
+    checkpoint = cluster.client.checkpoint(str(paused.latest_checkpoint))
+    paused_at = checkpoint.steps_completed
+    assert 30 <= paused_at < 400
+    assert f"preempted at step {paused_at}" in cluster.trial_logs(trial_id)
+    wait_for("its container to go", lambda: containers_of("agent-1") == [])
+
+    cluster.client.transition(exp_id, "activate")
+    cluster.wait_state(exp_id, "COMPLETED", timeout=180)
+    logs = cluster.trial_logs(trial_id)
+    assert f"started at step {paused_at} run 2" in logs, logs
+    assert logs.count(f"trial saw: {MARKER_TEXT}") == 2
+    assert cluster.client.trial(trial_id).steps_completed == 400
+    assert containers_of("agent-1") == []
+
+
+def test_killing_a_trial_in_a_container_leaves_no_container_behind(
+    podman_cluster: Cluster, image: str
+) -> None:
+    cluster = podman_cluster
+    exp_id = cluster.submit(_config(image, steps=100_000, step_seconds=0.05), context=IN_IMAGE)
+    trial_id = wait_for("the trial to start", lambda: cluster.client.trials(exp_id))[0].id
+    wait_for(
+        "the trial to train",
+        lambda: len(cluster.client.metrics(trial_id, "training")) >= 3,
+        timeout=120,
+    )
+    assert len(containers_of("agent-1")) == 1
+    cluster.client.transition(exp_id, "kill")
+    cluster.wait_state(exp_id, "CANCELED", "ERROR", timeout=60)
+    wait_for("the container to go", lambda: containers_of("agent-1") == [], timeout=30)
+
+
+def test_an_image_is_refused_at_submission_where_no_agent_of_the_pool_runs_containers(
+    cluster: Cluster,
+) -> None:
+    cluster.start_agent()
+    with pytest.raises(InvalidRequest) as refused:
+        cluster.submit(_config("team/train:1", steps=5), context=IN_IMAGE)
+    text = str(refused.value)
+    assert "environment.image" in text and "'team/train:1'" in text
+    assert "--container-runtime podman" in text
+    assert cluster.client.list_experiments().experiments == [], "nothing was created"
+
+
+def test_an_agent_refuses_to_start_with_a_runtime_it_cannot_run(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "assay.agent", "--container-runtime", "podman",
+         "--home", str(tmp_path)],
+        env={"PATH": str(tmp_path), "HOME": str(tmp_path)},
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr == (
+        "error: --container-runtime podman: there is no podman command on this host's PATH\n"
+    )

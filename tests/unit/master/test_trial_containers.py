@@ -1,0 +1,131 @@
+"""Trials that name an image: only agents that run containers take them, their start message
+carries the container, and a pool with no such agent refuses them at submission."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from assay.config import ExperimentConfig, load_experiment_config
+from assay.master._containers import (
+    container_problem,
+    offered_labels,
+    request_label,
+    trial_container,
+    trial_image,
+)
+from assay.master._task_room import AgentRoom, TrialShape, _trial_never_fits
+from assay.protocol import Mount, RegistryAuth
+from assay.scheduler import Agent, Job, PolicyKind, PoolSnapshot, Request, schedule
+
+
+def _config(**extra: Any) -> ExperimentConfig:
+    raw: dict[str, Any] = {
+        "entrypoint": "python3 train.py",
+        "searcher": {"name": "single", "metric": "loss", "max_length": 1},
+        "hyperparameters": {},
+        **extra,
+    }
+    return load_experiment_config(raw)
+
+
+def _placed(request: Request, agents: dict[str, tuple[frozenset[str], str]]) -> set[str]:
+    """The agents one pass places ``request`` on, each agent (labels, runtime) with 1 slot."""
+    pool = PoolSnapshot(
+        name="default",
+        agents=tuple(
+            Agent(
+                id=agent_id,
+                slots=("0",),
+                free=("0",),
+                labels=offered_labels(labels, runtime),
+            )
+            for agent_id, (labels, runtime) in agents.items()
+        ),
+        jobs={"j": Job("j")},
+        pending=(request,),
+        running=(),
+        policy=PolicyKind.PRIORITY,
+    )
+    return set(schedule(pool, now=0.0).assign.get(request.id, {}))
+
+
+@pytest.mark.parametrize(
+    ("label", "image", "expected"),
+    [
+        (None, False, {"bare", "podman", "gpu-bare", "gpu-podman"}),
+        (None, True, {"podman", "gpu-podman"}),
+        ("gpu", False, {"gpu-bare", "gpu-podman"}),
+        ("gpu", True, {"gpu-podman"}),
+    ],
+)
+def test_a_trial_in_an_image_goes_only_to_agents_that_run_containers_and_carry_its_label(
+    label: str | None, image: bool, expected: set[str]
+) -> None:
+    agents = {
+        "bare": (frozenset(), ""),
+        "podman": (frozenset(), "podman"),
+        "gpu-bare": (frozenset({"gpu"}), ""),
+        "gpu-podman": (frozenset({"gpu"}), "podman"),
+    }
+    possible: set[str] = set()
+    for only, offer in agents.items():
+        request = Request("1", "j", 1, label=request_label(label, image))
+        possible |= _placed(request, {only: offer})
+    assert possible == expected
+
+
+def test_an_agent_without_a_runtime_offers_exactly_its_own_labels() -> None:
+    assert offered_labels(frozenset({"a"}), "") == frozenset({"a"})
+    assert request_label("a", False) == "a" and request_label(None, False) is None
+
+
+def test_the_start_message_carries_the_image_the_mounts_the_pull_policy_and_credentials() -> None:
+    cfg = _config(
+        environment={
+            "image": {"cpu": "team/cpu:1", "cuda": "team/cuda:1"},
+            "force_pull_image": True,
+            "registry_auth": {"username": "u", "password": "p", "serveraddress": "reg.example"},
+        },
+        bind_mounts=[{"host_path": "/data", "container_path": "/mnt/data", "read_only": True}],
+    )
+    container = trial_container(cfg, "cuda")
+    assert container is not None
+    assert container.image == "team/cuda:1" and container.force_pull
+    assert container.mounts == [Mount("/data", "/mnt/data", True, "rprivate")]
+    assert container.auth == RegistryAuth("u", "p", "reg.example")
+    assert trial_container(cfg, "cpu") is not None
+    assert trial_container(_config(), "cpu") is None
+
+
+def test_an_image_named_for_one_device_type_runs_every_trial_in_a_container() -> None:
+    cfg = _config(environment={"image": {"cuda": "team/cuda:1"}})
+    assert trial_image(cfg, "cpu") == "team/cuda:1"
+    container = trial_container(cfg, "cpu")
+    assert container is not None and container.image == "team/cuda:1"
+
+
+def test_a_pool_without_an_agent_that_runs_containers_refuses_an_image_naming_why() -> None:
+    cfg = _config(environment={"image": "team/train:1"})
+    problem = container_problem(cfg, "gpus", pool_runs_containers=False)
+    assert problem is not None
+    assert problem.path == "environment.image"
+    assert "'team/train:1'" in problem.message and "resource pool 'gpus'" in problem.message
+    assert "--container-runtime podman" in problem.message
+    assert container_problem(cfg, "gpus", pool_runs_containers=True) is None
+    assert container_problem(_config(), "gpus", pool_runs_containers=False) is None
+
+
+def test_a_waiting_image_trial_says_it_needs_an_agent_that_runs_containers() -> None:
+    bare = [AgentRoom(2, labels=frozenset({"gpu"}))]
+    why = _trial_never_fits(TrialShape(1, image="team/train:1"), bare, "default")
+    assert why == (
+        "its trials need an agent with a container runtime (they run in image 'team/train:1'); "
+        "no connected agent of pool 'default' has it"
+    )
+    both = _trial_never_fits(TrialShape(1, label="gpu", image="i"), bare, "default")
+    assert both is not None and "label 'gpu' and a container runtime" in both
+    assert both.endswith("has both")
+    with_runtime = [AgentRoom(2, labels=frozenset({"gpu"}), containers=True)]
+    assert _trial_never_fits(TrialShape(1, label="gpu", image="i"), with_runtime, "p") is None
