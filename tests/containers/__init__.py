@@ -87,8 +87,12 @@ def ensure_test_image() -> str:
     return IMAGE
 
 
-def containers_of(agent_id: str) -> list[str]:
-    """Every container (running or not) the agent started that is still there."""
-    found = podman("ps", "--all", "--quiet", "--filter", f"label=assay.agent={agent_id}")
+def containers_of(agent_id: str, home: Path) -> list[str]:
+    """Every container (running or not) that the agent with ``--home home`` started and that
+    is still there."""
+    from assay.agent._containers import AGENT_LABEL, owner
+
+    mine = owner(agent_id, (home / "agents" / agent_id).resolve())
+    found = podman("ps", "--all", "--quiet", "--filter", f"label={AGENT_LABEL}={mine}")
     assert found.returncode == 0, found.stderr
     return found.stdout.split()

@@ -4,8 +4,11 @@ agents run no containers refuses such a trial at submission."""
 
 from __future__ import annotations
 
+import json
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +16,13 @@ import pytest
 import yaml
 
 from assay.errors import InvalidRequest
-from tests.containers import CONTAINERS_CONF, MARKER_TEXT, containers_of, ensure_test_image
+from tests.containers import (
+    CONTAINERS_CONF,
+    MARKER,
+    MARKER_TEXT,
+    containers_of,
+    ensure_test_image,
+)
 from tests.integration.cluster import CONTEXTS, Cluster, serve, wait_for
 
 IN_IMAGE = CONTEXTS / "in_image"
@@ -61,7 +70,7 @@ def test_a_trial_naming_an_image_runs_in_its_container_after_its_startup_hook(
     assert "HOOK_VAR=set-by-the-hook python=/usr/bin/python3" in logs, logs
     assert [m.metrics["loss"] for m in cluster.client.metrics(trial.id, "validation")] == [0.2]
     assert cluster.client.trial(trial.id).latest_checkpoint is not None
-    assert containers_of("agent-1") == []
+    assert containers_of("agent-1", cluster.home) == []
 
 
 def test_pause_and_activate_resume_a_trial_in_a_container_from_its_checkpoint(
@@ -84,7 +93,7 @@ def test_pause_and_activate_resume_a_trial_in_a_container_from_its_checkpoint(
     paused_at = checkpoint.steps_completed
     assert 30 <= paused_at < 400
     assert f"preempted at step {paused_at}" in cluster.trial_logs(trial_id)
-    wait_for("its container to go", lambda: containers_of("agent-1") == [])
+    wait_for("its container to go", lambda: containers_of("agent-1", cluster.home) == [])
 
     cluster.client.transition(exp_id, "activate")
     cluster.wait_state(exp_id, "COMPLETED", timeout=180)
@@ -92,10 +101,10 @@ def test_pause_and_activate_resume_a_trial_in_a_container_from_its_checkpoint(
     assert f"started at step {paused_at} run 2" in logs, logs
     assert logs.count(f"trial saw: {MARKER_TEXT}") == 2
     assert cluster.client.trial(trial_id).steps_completed == 400
-    assert containers_of("agent-1") == []
+    assert containers_of("agent-1", cluster.home) == []
 
 
-def test_killing_a_trial_in_a_container_leaves_no_container_behind(
+def test_killing_a_trial_in_a_container_signals_it_and_leaves_no_container_behind(
     podman_cluster: Cluster, image: str
 ) -> None:
     cluster = podman_cluster
@@ -106,10 +115,62 @@ def test_killing_a_trial_in_a_container_leaves_no_container_behind(
         lambda: len(cluster.client.metrics(trial_id, "training")) >= 3,
         timeout=120,
     )
-    assert len(containers_of("agent-1")) == 1
+    assert len(containers_of("agent-1", cluster.home)) == 1
     cluster.client.transition(exp_id, "kill")
     cluster.wait_state(exp_id, "CANCELED", "ERROR", timeout=60)
-    wait_for("the container to go", lambda: containers_of("agent-1") == [], timeout=30)
+    wait_for("the container to go", lambda: not containers_of("agent-1", cluster.home), timeout=30)
+    # The kill's SIGTERM went through the runtime to the trial, which could have checkpointed.
+    assert "SIGTERM reached the trial" in cluster.trial_logs(trial_id)
+
+
+def _pai_job(image: str) -> str:
+    return json.dumps(
+        {
+            "jobName": "in-a-container",
+            "image": image,
+            "taskRoles": [
+                {
+                    "name": "default",
+                    "taskNumber": 1,
+                    "cpuNumber": 1,
+                    "memoryMB": 100,
+                    "gpuNumber": 0,
+                    "command": f"echo job saw: $(cat {MARKER}) && python3 -c 'print(6 * 7)'",
+                }
+            ],
+        }
+    )
+
+
+def test_an_openpai_jobs_image_runs_its_instances_in_containers_where_agents_run_them(
+    podman_cluster: Cluster, image: str
+) -> None:
+    cluster = podman_cluster
+    task = cluster.client.submit_job(_pai_job(image))
+    assert any("run in containers of " + image in note for note in task.notes), task.notes
+    ended = wait_for(
+        "the job to end",
+        lambda: (t := cluster.client.task(task.id)).ended_at is not None and t,
+        timeout=120,
+    )
+    lines = [e.line for e in cluster.client.task_logs(task.id)]
+    assert ended.state == "SUCCEEDED", lines
+    assert f"job saw: {MARKER_TEXT}" in lines and "42" in lines, lines
+    assert not any("is recorded; no container runtime" in line for line in lines)
+    assert containers_of("agent-1", cluster.home) == []
+
+
+def test_an_openpai_jobs_image_is_recorded_where_no_agent_of_the_pool_runs_containers(
+    cluster: Cluster,
+) -> None:
+    cluster.start_agent()
+    task = cluster.client.submit_job(_pai_job("team/train:1"))
+    assert any("recorded as the image of every instance" in note for note in task.notes)
+    wait_for("the job to end", lambda: cluster.client.task(task.id).ended_at is not None)
+    lines = [e.line for e in cluster.client.task_logs(task.id)]
+    # The command ran on the agent's host, where no test image's file is.
+    assert "job saw:" in lines and "42" in lines, lines
+    assert any("is recorded; no container runtime" in line for line in lines)
 
 
 def test_an_image_is_refused_at_submission_where_no_agent_of_the_pool_runs_containers(
@@ -134,4 +195,29 @@ def test_an_agent_refuses_to_start_with_a_runtime_it_cannot_run(tmp_path: Path) 
     assert done.returncode == 1
     assert done.stderr == (
         "error: --container-runtime podman: there is no podman command on this host's PATH\n"
+    )
+
+
+def test_a_container_left_by_an_agent_that_died_goes_when_the_agent_starts_again(
+    podman_cluster: Cluster, image: str
+) -> None:
+    cluster = podman_cluster
+    exp_id = cluster.submit(_config(image, steps=100_000, step_seconds=0.05), context=IN_IMAGE)
+    trial_id = wait_for("the trial to start", lambda: cluster.client.trials(exp_id))[0].id
+    wait_for(
+        "the trial to train",
+        lambda: len(cluster.client.metrics(trial_id, "training")) >= 3,
+        timeout=120,
+    )
+    (left,) = containers_of("agent-1", cluster.home)
+    agent = cluster.agents["agent-1"]
+    agent.send_signal(signal.SIGKILL)
+    agent.wait(timeout=30)
+    time.sleep(1)
+    assert left in containers_of("agent-1", cluster.home), "the runtime kept it running"
+    cluster.start_agent(extra=("--container-runtime", "podman"))
+    wait_for(
+        "the dead agent's container to go",
+        lambda: left not in containers_of("agent-1", cluster.home),
+        timeout=60,
     )

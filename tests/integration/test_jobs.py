@@ -118,7 +118,11 @@ def test_two_roles_find_each_other_through_pai_variables(cluster: Cluster) -> No
     context = pack_context(CONTEXTS / "pai_rendezvous").data
     task = cluster.client.submit_job(ROLES_YAML, context=context)
     done = _wait_ended(cluster, task.id, timeout=240)
-    assert done.state == "SUCCEEDED", (done.message, [i.message for i in done.instances])
+    assert done.state == "SUCCEEDED", (
+        done.message,
+        [i.message for i in done.instances],
+        _lines(cluster, task.id, role="ps"),
+    )
     workers = [i for i in done.instances if i.role == "worker"]
     assert sorted(i.index for i in workers) == list(range(20))
     assert all(i.state == "SUCCEEDED" for i in done.instances)

@@ -18,6 +18,7 @@ import base64
 import json
 import os
 import re
+import secrets
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,15 +30,22 @@ from assay.protocol import CONTAINER_RUNTIMES, Container, Mount, Slot
 HARNESS_ROOT = "/opt/assay/lib"
 """Where the agent's ``assay`` package appears in the container (``HARNESS_ROOT/assay``)."""
 AGENT_LABEL = "assay.agent"
-"""The container label naming the agent that started it."""
+"""The container label naming the agent that started it (:func:`owner`)."""
 
 _PACKAGE_DIR = Path(assay.__file__).resolve().parent
 _NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_.-]")
 
 
 def container_name(allocation_id: str) -> str:
-    """The container's name: one per allocation, so a second start of it cannot run twice."""
-    return "assay-" + _NAME_UNSAFE.sub("-", allocation_id)
+    """A new container's name: the allocation's id, and a random part, since the runtime's
+    names are the host's and agents of other clusters on it number their allocations alike."""
+    return f"assay-{_NAME_UNSAFE.sub('-', allocation_id)}-{secrets.token_hex(4)}"
+
+
+def owner(agent_id: str, work_root: Path) -> str:
+    """The value of :data:`AGENT_LABEL` on an agent's containers: its id and its directory,
+    which together tell it from any other agent on the host (ids repeat across clusters)."""
+    return f"{agent_id}:{work_root}"
 
 
 def container_pythonpath(experiment_pythonpath: str | None) -> str:
@@ -80,7 +88,7 @@ class ContainerRuntime:
         self,
         *,
         name: str,
-        agent_id: str,
+        owned_by: str,
         container: Container,
         workdir: Path,
         shared: Sequence[str],
@@ -105,7 +113,7 @@ class ContainerRuntime:
             "--name",
             name,
             "--label",
-            f"{AGENT_LABEL}={agent_id}",
+            f"{AGENT_LABEL}={owned_by}",
             "--network",
             "host",
             "--pull",
@@ -150,10 +158,11 @@ class ContainerRuntime:
         )
         await process.wait()
 
-    def leftovers(self, agent_id: str) -> list[str]:
-        """Containers this agent started that are still there (it died before removing them)."""
+    def leftovers(self, owned_by: str) -> list[str]:
+        """Containers an agent (:func:`owner`) started that are still there (it died before
+        removing them)."""
         done = subprocess.run(
-            [self.command, "ps", "--all", "--quiet", "--filter", f"label={AGENT_LABEL}={agent_id}"],
+            [self.command, "ps", "--all", "--quiet", "--filter", f"label={AGENT_LABEL}={owned_by}"],
             check=False,
             capture_output=True,
             text=True,

@@ -23,7 +23,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
 
 import assay
-from assay.agent._containers import ContainerRuntime
+from assay.agent._containers import ContainerRuntime, owner
 from assay.agent._forking import ZygoteClient
 from assay.agent._runner import MAX_LINE, AgentEnv, AllocationRunner, base_environment
 from assay.client import HttpSession
@@ -138,8 +138,9 @@ class Agent:
                 loop.add_signal_handler(sig, self._stop.set)
         if self.env.containers is not None:
             # This process runs nothing yet: a container of this agent's is a dead one's.
-            runtime, agent_id = self.env.containers, self.agent_id
-            left = await asyncio.to_thread(runtime.leftovers, agent_id)
+            runtime = self.env.containers
+            mine = owner(self.agent_id, self.env.work_root)
+            left = await asyncio.to_thread(runtime.leftovers, mine)
             if left:
                 log.info("removing %d container(s) a previous run of this agent left", len(left))
                 await asyncio.to_thread(runtime.remove_now, left)

@@ -34,6 +34,7 @@ from assay.agent._containers import (
     ContainerRuntime,
     container_name,
     container_pythonpath,
+    owner,
     write_registry_auth,
 )
 from assay.agent._forking import ForkedProcess, ZygoteClient, direct_python
@@ -141,6 +142,7 @@ class AllocationRunner:
         self._stop_task: asyncio.Task[None] | None = None
         self.started_at = time.time()
         self.dir = env.work_root / "allocations" / self.allocation_id
+        self.container = container_name(self.allocation_id) if message.container else ""
 
     async def run(self) -> None:
         mark("agent-start-received", self.allocation_id)
@@ -194,7 +196,7 @@ class AllocationRunner:
         mark("agent-exit-detected", self.allocation_id)
         if self.message.container is not None and self.env.containers is not None:
             # Gone already unless the runtime's client was killed before the container ended.
-            await self.env.containers.remove(container_name(self.allocation_id))
+            await self.env.containers.remove(self.container)
         await self.on_exit(self.allocation_id, code, reason)
 
     def _container_refusal(self) -> str:
@@ -268,8 +270,8 @@ class AllocationRunner:
             ca = env["ASSAY_CA_CERT"]
             container = replace(container, mounts=[*container.mounts, Mount(ca, ca, True)])
         return runtime.run_argv(
-            name=container_name(self.allocation_id),
-            agent_id=self.env.agent_id,
+            name=self.container,
+            owned_by=owner(self.env.agent_id, self.env.work_root),
             container=container,
             workdir=code_dir,
             shared=shared,

@@ -114,6 +114,15 @@ class JobSpec(_Spec):
         "(a placement hint, a container option), saying what happens instead; shown at "
         "submission.",
     )
+    containers: bool = Field(
+        default=False,
+        description="Its instances run in containers of their images, on the agents that run "
+        "containers; set by the master at submission when its pool has such agents.",
+    )
+
+    def image_of(self, role: TaskRoleSpec) -> str | None:
+        """The image the role's instances run in: the role's own, else the job's."""
+        return role.image or self.image
 
     def role(self, name: str) -> TaskRoleSpec:
         for role in self.roles:

@@ -210,7 +210,10 @@ def _notes(job: OpenPaiJobV1) -> list[str]:
         "container runtime runs the commands on its host, with the software installed there"
     ]
     if job.auth_file is not None:
-        notes.append("authFile: registry credentials are not used; assay pulls no images")
+        notes.append(
+            "authFile: registry credentials are not used; an agent that runs containers pulls "
+            "the image without them"
+        )
     if job.gpu_type is not None:
         notes.append(
             f"gpuType ({job.gpu_type}): not used for placement; instances run on any agent "

@@ -362,7 +362,8 @@ def _notes(job: OpenPaiJobV2) -> list[str]:
     for i, p in enumerate(job.prerequisites):
         if p.auth is not None:
             notes.append(
-                f"prerequisites[{i}].auth: registry credentials are not used; assay pulls no images"
+                f"prerequisites[{i}].auth: registry credentials are not used; an agent that runs "
+                "containers pulls the image without them"
             )
     used = sorted({str(images[role.docker_image]) for role in job.task_roles.values()})
     notes.append(

@@ -9,7 +9,7 @@ agent with a container runtime also offers each of its labels, and no label, joi
 
 from __future__ import annotations
 
-from assay.config import ExperimentConfig
+from assay.config import ExperimentConfig, JobSpec
 from assay.errors import ErrorDetail
 from assay.protocol import Container, Mount, RegistryAuth
 
@@ -84,3 +84,23 @@ def container_problem(
         "podman` (or docker), or leave environment.image out to run the trials with the "
         "agents' own Python",
     )
+
+
+def job_in_containers(spec: JobSpec, pool_runs_containers: bool) -> JobSpec:
+    """The job as it will run: in containers of its images when an agent of its pool runs
+    containers (only those agents are then given its instances), else as processes on the
+    agents with its images recorded, as its notes say."""
+    images = sorted({image for role in spec.roles if (image := spec.image_of(role))})
+    if not images or not pool_runs_containers:
+        return spec
+    notes = [n for n in spec.notes if "): recorded as the " not in n]
+    notes.append(
+        f"its instances run in containers of {', '.join(images)}, on the agents of pool "
+        f"{spec.pool!r} that run containers"
+    )
+    return spec.model_copy(update={"containers": True, "notes": notes})
+
+
+def job_label(spec: JobSpec) -> str | None:
+    """The label a job's instances ask for."""
+    return request_label(spec.agent_label, spec.containers)

@@ -184,6 +184,7 @@ def _task_requests(tx: Tx, waiting: list[tuple[Task, Job]]) -> list[Request]:
     for task, job in waiting:
         spec = task.spec or {}
         roles = {r["name"]: r for r in spec.get("roles", [])}
+        label = request_label(spec.get("agent_label") or None, bool(spec.get("containers")))
         parts = []
         for inst in task_life.waiting_instances(tx.session, task.id):
             role = roles.get(inst.role, {})
@@ -192,7 +193,7 @@ def _task_requests(tx: Tx, waiting: list[tuple[Task, Job]]) -> list[Request]:
                     slots=int(role.get("slots", 0)),
                     cpu=float(role.get("cpu", 0.0)),
                     memory_mb=int(role.get("memory_mb", 0)),
-                    label=spec.get("agent_label") or None,
+                    label=label,
                 )
             )
         if parts:

@@ -13,9 +13,11 @@ from assay import rest
 from assay.config import JobSpec, JobSpecKind, MasterConfig
 from assay.context import inspect_archive
 from assay.db import Session, Task, TaskInstance, TaskLog, contexts, jobs, tasks
+from assay.db import agents as db_agents
 from assay.errors import ErrorDetail, InvalidConfig, NotFound
 from assay.master import _task_room as room
 from assay.master import _tasks as life
+from assay.master._containers import job_in_containers, job_label, offered_labels
 from assay.master._orchestrator import Orchestrator
 from assay.master._scheduling import AgentView
 from assay.master._tx import Tx
@@ -44,7 +46,7 @@ class TaskService:
     async def submit(self, actor: Actor, spec: JobSpec, context: bytes | None) -> rest.Task:
         """Create the job, owned by ``actor``, in the queue of its pool; ``context`` is a
         tar.gz its instances start in (else an empty directory)."""
-        spec = self.placed(spec)
+        spec = await self.placed(spec)
         pool = next(p for p in self.settings.resource_pools if p.pool_name == spec.pool)
         priority = spec.priority if spec.priority is not None else pool.scheduler.default_priority
         info = None if context is None else await asyncio.to_thread(inspect_archive, context)
@@ -66,15 +68,19 @@ class TaskService:
 
         return await self.core.transact(handler)
 
-    def placed(self, spec: JobSpec) -> JobSpec:
-        """``spec`` in its pool (the default one for its slots when it names none), or
-        :class:`InvalidConfig` with every reason no agent of that pool could ever run it."""
+    async def placed(self, spec: JobSpec) -> JobSpec:
+        """``spec`` in its pool (the default one for its slots when it names none), in
+        containers where that pool has agents that run them, or :class:`InvalidConfig` with
+        every reason no agent of that pool could ever run it."""
         if not spec.pool:
             slots = any(r.slots for r in spec.roles)
             default = (
                 self.settings.default_compute_pool if slots else self.settings.default_aux_pool
             )
             spec = spec.model_copy(update={"pool": default})
+        pool = spec.pool
+        runs = await self.core.read(lambda s: db_agents.pool_runs_containers(s, pool))
+        spec = job_in_containers(spec, runs)
         problems = self.problems(spec)
         if problems:
             n = len(problems)
@@ -87,7 +93,7 @@ class TaskService:
 
     async def validate(self, spec: JobSpec, context: bytes | None) -> rest.TaskValidation:
         """Every check :meth:`submit` makes, creating nothing: the job as it would queue."""
-        spec = self.placed(spec)
+        spec = await self.placed(spec)
         info = None if context is None else await asyncio.to_thread(inspect_archive, context)
         return rest.TaskValidation(
             name=spec.name,
@@ -116,7 +122,7 @@ class TaskService:
                 id=a.id,
                 slots=tuple(s.id for s in a.slots),
                 free=tuple(s.id for s in a.slots),
-                labels=a.labels,
+                labels=offered_labels(a.labels, a.container_runtime),
                 enabled=a.enabled,
                 cpu=a.cpu,
                 memory_mb=a.memory_mb,
@@ -130,7 +136,7 @@ class TaskService:
         out = []
         for number, role in enumerate(spec.roles):
             part = Part(
-                slots=role.slots, cpu=role.cpu, memory_mb=role.memory_mb, label=spec.agent_label
+                slots=role.slots, cpu=role.cpu, memory_mb=role.memory_mb, label=job_label(spec)
             )
             why = never_fits((part,), agents)
             if why:
@@ -150,7 +156,8 @@ class TaskService:
         if out:
             return out
         # Each instance fits an agent; all of them together may still exceed the pool.
-        hosts = [a for a in agents if spec.agent_label is None or spec.agent_label in a.labels]
+        label = job_label(spec)
+        hosts = [a for a in agents if label is None or label in a.labels]
         total = room.pool_total([room.AgentRoom(len(a.slots), a.cpu, a.memory_mb) for a in hosts])
         needs = [
             room.RoleNeed(

@@ -15,13 +15,14 @@ import secrets
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from assay.config import JobSpec, JobSpecKind, render_commands
+from assay.config import JobSpec, JobSpecKind, TaskRoleSpec, render_commands
 from assay.db import Job, Task, TaskInstance, contexts, jobs, tasks
 from assay.errors import Conflict, NotFound
 from assay.master import _task_rules as rules
 from assay.master._tx import KillAllocation, Reschedule, StartAllocation, Tx, Wake
 from assay.protocol import (
     ClusterInfo,
+    Container,
     ContextRef,
     LogEntry,
     Start,
@@ -123,6 +124,12 @@ class Placement:
         self.address = address
 
 
+def _container(spec: JobSpec, role: TaskRoleSpec) -> Container | None:
+    """The container of the role's instances; None: they run as processes on their agent."""
+    image = spec.image_of(role)
+    return Container(image) if spec.containers and image else None
+
+
 def start_instances(
     tx: Tx,
     task: Task,
@@ -214,11 +221,12 @@ def start_instances(
             env=env,
             slots=list(inst.slots),
             cluster_info=info,
+            container=_container(spec, role),
         )
         tx.act(StartAllocation(inst.agent_id, message))
         started.append(inst.allocation_id)
     images = sorted({r.image or spec.image or "" for r in spec.roles} - {""})
-    if first_start and images and waiting[0].allocation_id:
+    if first_start and images and waiting[0].allocation_id and not spec.containers:
         # Said once, in the job's own log, where its user looks for why it ran as it did.
         line = (
             f"assay: image {', '.join(images)} is recorded; no container runtime is configured, "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import stat
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from assay.agent._containers import (
     ContainerRuntime,
     container_name,
     container_pythonpath,
+    owner,
     write_registry_auth,
 )
 from assay.protocol import Container, Mount, RegistryAuth, Slot
@@ -23,7 +25,7 @@ from assay.protocol import Container, Mount, RegistryAuth, Slot
 def _argv(runtime: str, container: Container, **kwargs: object) -> list[str]:
     defaults: dict[str, object] = {
         "name": "assay-7.1",
-        "agent_id": "agent-1",
+        "owned_by": "agent-1:/work",
         "container": container,
         "workdir": Path("/work/alloc/code"),
         "shared": ["/work/alloc", "/ckpt"],
@@ -46,7 +48,7 @@ def test_the_container_shares_the_hosts_network_and_is_removed_and_labelled_for_
     assert {"--rm", "--init"} <= set(argv)
     assert _pairs(argv, "--network") == ["host"]
     assert _pairs(argv, "--name") == ["assay-7.1"]
-    assert _pairs(argv, "--label") == [f"{AGENT_LABEL}=agent-1"]
+    assert _pairs(argv, "--label") == [f"{AGENT_LABEL}=agent-1:/work"]
     assert _pairs(argv, "--workdir") == ["/work/alloc/code"]
     # The image, then the command, end the line.
     assert argv[-4:] == ["localhost/train:1", "/bin/sh", "-c", "exec python3 train.py"]
@@ -117,9 +119,16 @@ def test_the_containers_pythonpath_finds_the_shims_the_harness_then_the_experime
     assert container_pythonpath(None) == ":".join(parts[:2])
 
 
-def test_container_names_hold_only_what_runtimes_accept() -> None:
-    assert container_name("12.3") == "assay-12.3"
-    assert container_name("task:5/a b") == "assay-task-5-a-b"
+def test_container_names_hold_only_what_runtimes_accept_and_never_repeat() -> None:
+    assert re.fullmatch(r"assay-12\.3-[0-9a-f]{8}", container_name("12.3"))
+    assert re.fullmatch(r"assay-task-5-a-b-[0-9a-f]{8}", container_name("task:5/a b"))
+    # Agents of two clusters on one host both run an allocation 1.1.
+    assert container_name("1.1") != container_name("1.1")
+
+
+def test_an_agents_containers_are_told_from_those_of_an_agent_with_its_id_elsewhere() -> None:
+    here, there = Path("/a/agents/agent-1"), Path("/b/agents/agent-1")
+    assert owner("agent-1", here) != owner("agent-1", there)
 
 
 def test_an_unknown_runtime_or_a_missing_command_is_named() -> None:

@@ -7,9 +7,17 @@ from typing import Any
 
 import pytest
 
-from assay.config import ExperimentConfig, load_experiment_config
+from assay.config import (
+    ExperimentConfig,
+    JobSpec,
+    JobSpecKind,
+    TaskRoleSpec,
+    load_experiment_config,
+)
 from assay.master._containers import (
     container_problem,
+    job_in_containers,
+    job_label,
     offered_labels,
     request_label,
     trial_container,
@@ -129,3 +137,41 @@ def test_a_waiting_image_trial_says_it_needs_an_agent_that_runs_containers() -> 
     assert both.endswith("has both")
     with_runtime = [AgentRoom(2, labels=frozenset({"gpu"}), containers=True)]
     assert _trial_never_fits(TrialShape(1, label="gpu", image="i"), with_runtime, "p") is None
+
+
+def _job(**extra: Any) -> JobSpec:
+    role = TaskRoleSpec(name="worker", commands=["python3 work.py"], image="team/role:1")
+    return JobSpec(
+        kind=JobSpecKind.JOB,
+        name="j",
+        source_format="openpai-v2",
+        roles=[role],
+        pool="gpus",
+        notes=[
+            "taskRoles.*.dockerImage (team/role:1): recorded as the image of the instances; ...",
+            "taskRoles.worker.shmMB: not applied",
+        ],
+        **extra,
+    )
+
+
+def test_a_job_runs_in_containers_of_its_images_where_its_pool_has_agents_that_run_them() -> None:
+    spec = job_in_containers(_job(), pool_runs_containers=True)
+    assert spec.containers
+    assert spec.notes == [
+        "taskRoles.worker.shmMB: not applied",
+        "its instances run in containers of team/role:1, on the agents of pool 'gpus' that run "
+        "containers",
+    ]
+    assert job_label(spec) == request_label(None, True)
+    assert spec.image_of(spec.roles[0]) == "team/role:1"
+
+
+def test_a_job_runs_as_processes_with_its_image_recorded_where_no_agent_runs_containers() -> None:
+    spec = _job()
+    assert job_in_containers(spec, pool_runs_containers=False) is spec
+    assert not spec.containers and job_label(spec) is None
+    imageless = _job().model_copy(
+        update={"roles": [TaskRoleSpec(name="worker", commands=["true"])]}
+    )
+    assert job_in_containers(imageless, pool_runs_containers=True) is imageless

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -12,7 +13,13 @@ from pathlib import Path
 import assay
 
 
+def _terminated(signum: int, _frame: object) -> None:
+    print("SIGTERM reached the trial", flush=True)
+    sys.exit(128 + signum)
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _terminated)
     info = assay.get_cluster_info()
     assert info is not None and info.trial is not None
     marker = Path("/etc/assay-test-image")
