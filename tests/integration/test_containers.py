@@ -73,17 +73,26 @@ def test_a_trial_naming_an_image_runs_in_its_container_after_its_startup_hook(
     assert containers_of("agent-1", cluster.home) == []
 
 
+def _training(
+    cluster: Cluster, image: str, steps: int, step_seconds: float, seen: int
+) -> tuple[int, int]:
+    """Submit a trial in the image; (experiment id, trial id) once it reported ``seen`` steps."""
+    config = _config(image, steps=steps, step_seconds=step_seconds)
+    exp_id = cluster.submit(config, context=IN_IMAGE)
+    trial_id = wait_for("the trial to start", lambda: cluster.client.trials(exp_id))[0].id
+    wait_for(
+        f"{seen} steps trained in the container",
+        lambda: len(cluster.client.metrics(trial_id, "training")) >= seen,
+        timeout=120,
+    )
+    return exp_id, trial_id
+
+
 def test_pause_and_activate_resume_a_trial_in_a_container_from_its_checkpoint(
     podman_cluster: Cluster, image: str
 ) -> None:
     cluster = podman_cluster
-    exp_id = cluster.submit(_config(image, steps=400, step_seconds=0.02), context=IN_IMAGE)
-    trial_id = wait_for("the trial to start", lambda: cluster.client.trials(exp_id))[0].id
-    wait_for(
-        "some training in the container",
-        lambda: len(cluster.client.metrics(trial_id, "training")) >= 30,
-        timeout=120,
-    )
+    exp_id, trial_id = _training(cluster, image, steps=400, step_seconds=0.02, seen=30)
     cluster.client.transition(exp_id, "pause")
     cluster.wait_state(exp_id, "PAUSED")
     paused = wait_for(
@@ -108,13 +117,7 @@ def test_killing_a_trial_in_a_container_signals_it_and_leaves_no_container_behin
     podman_cluster: Cluster, image: str
 ) -> None:
     cluster = podman_cluster
-    exp_id = cluster.submit(_config(image, steps=100_000, step_seconds=0.05), context=IN_IMAGE)
-    trial_id = wait_for("the trial to start", lambda: cluster.client.trials(exp_id))[0].id
-    wait_for(
-        "the trial to train",
-        lambda: len(cluster.client.metrics(trial_id, "training")) >= 3,
-        timeout=120,
-    )
+    exp_id, trial_id = _training(cluster, image, steps=100_000, step_seconds=0.05, seen=3)
     assert len(containers_of("agent-1", cluster.home)) == 1
     cluster.client.transition(exp_id, "kill")
     cluster.wait_state(exp_id, "CANCELED", "ERROR", timeout=60)
@@ -202,13 +205,7 @@ def test_a_container_left_by_an_agent_that_died_goes_when_the_agent_starts_again
     podman_cluster: Cluster, image: str
 ) -> None:
     cluster = podman_cluster
-    exp_id = cluster.submit(_config(image, steps=100_000, step_seconds=0.05), context=IN_IMAGE)
-    trial_id = wait_for("the trial to start", lambda: cluster.client.trials(exp_id))[0].id
-    wait_for(
-        "the trial to train",
-        lambda: len(cluster.client.metrics(trial_id, "training")) >= 3,
-        timeout=120,
-    )
+    _training(cluster, image, steps=100_000, step_seconds=0.05, seen=3)
     (left,) = containers_of("agent-1", cluster.home)
     agent = cluster.agents["agent-1"]
     agent.send_signal(signal.SIGKILL)
