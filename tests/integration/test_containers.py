@@ -28,9 +28,10 @@ from tests.integration.cluster import CONTEXTS, Cluster, serve, wait_for
 IN_IMAGE = CONTEXTS / "in_image"
 
 
-def _config(image: str, *, steps: int, step_seconds: float = 0.01) -> str:
+def _config(image: str, *, steps: int, step_seconds: float = 0.01, **extra: object) -> str:
     return yaml.safe_dump(
         {
+            **extra,
             "name": "in-a-container",
             "entrypoint": "python3 train.py",
             "environment": {"image": image},
@@ -55,12 +56,16 @@ def podman_cluster(tmp_path: Path, request: pytest.FixtureRequest, image: str) -
     yield from serve(cluster, request)
 
 
-def test_a_trial_naming_an_image_runs_in_its_container_after_its_startup_hook(
+def test_a_trial_naming_an_image_runs_in_its_container_after_its_hook_with_its_mounts(
     podman_cluster: Cluster, image: str
 ) -> None:
     cluster = podman_cluster
     assert [a.container_runtime for a in cluster.client.agents()] == ["podman"]
-    exp_id = cluster.submit(_config(image, steps=5), context=IN_IMAGE)
+    data = cluster.home.parent / "data"
+    data.mkdir()
+    (data / "hello.txt").write_text("from the host\n")
+    mount = {"host_path": str(data), "container_path": "/mnt/assay-test-data", "read_only": True}
+    exp_id = cluster.submit(_config(image, steps=5, bind_mounts=[mount]), context=IN_IMAGE)
     cluster.wait_state(exp_id, "COMPLETED", timeout=180)
     (trial,) = cluster.client.trials(exp_id)
     logs = cluster.trial_logs(trial.id)
@@ -68,6 +73,7 @@ def test_a_trial_naming_an_image_runs_in_its_container_after_its_startup_hook(
     assert f"trial saw: {MARKER_TEXT}" in logs, logs
     # The hook's variables reach the trial; the Python is the image's, not the agent's.
     assert "HOOK_VAR=set-by-the-hook python=/usr/bin/python3" in logs, logs
+    assert "bind mount saw: from the host" in logs, logs
     assert [m.metrics["loss"] for m in cluster.client.metrics(trial.id, "validation")] == [0.2]
     assert cluster.client.trial(trial.id).latest_checkpoint is not None
     assert containers_of("agent-1", cluster.home) == []
@@ -123,7 +129,10 @@ def test_killing_a_trial_in_a_container_signals_it_and_leaves_no_container_behin
     cluster.wait_state(exp_id, "CANCELED", "ERROR", timeout=60)
     wait_for("the container to go", lambda: not containers_of("agent-1", cluster.home), timeout=30)
     # The kill's SIGTERM went through the runtime to the trial, which could have checkpointed.
-    assert "SIGTERM reached the trial" in cluster.trial_logs(trial_id)
+    wait_for(
+        "the trial's line about the signal",
+        lambda: "SIGTERM reached the trial" in cluster.trial_logs(trial_id),
+    )
 
 
 def _pai_job(image: str) -> str:

@@ -20,8 +20,9 @@ import os
 import re
 import secrets
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import assay
 from assay.compat import SHIMS_DIR
@@ -29,6 +30,9 @@ from assay.protocol import CONTAINER_RUNTIMES, Container, Mount, Slot
 
 HARNESS_ROOT = "/opt/assay/lib"
 """Where the agent's ``assay`` package appears in the container (``HARNESS_ROOT/assay``)."""
+DEFAULT_SHM_SIZE = 4 * 1024**3
+"""Bytes of ``/dev/shm`` a container gets unless ``resources.shm_size`` says (Determined's
+default; the runtimes' own 64 MiB is too little for PyTorch's data loaders and NCCL)."""
 AGENT_LABEL = "assay.agent"
 """The container label naming the agent that started it (:func:`owner`)."""
 
@@ -56,6 +60,23 @@ def container_pythonpath(experiment_pythonpath: str | None) -> str:
     if experiment_pythonpath:
         parts += [p for p in experiment_pythonpath.split(":") if p and p not in parts]
     return ":".join(parts)
+
+
+def storage_dirs(checkpoint_storage: Mapping[str, Any] | None) -> list[str]:
+    """The host directories a checkpoint storage keeps checkpoints in (made if missing), which
+    a container must see at the same path; none for an object store."""
+    storage = checkpoint_storage or {}
+    key = {"shared_fs": "host_path", "directory": "container_path"}.get(str(storage.get("type")))
+    path = storage.get(key) if key else None
+    if not isinstance(path, str) or not path.startswith("/"):
+        return []
+    Path(path).mkdir(parents=True, exist_ok=True)
+    return [path]
+
+
+def in_bash(script: str) -> list[str]:
+    """``script`` run by the image's bash, as on a host, or by its sh where it has no bash."""
+    return ["/bin/sh", "-c", 'exec "$(command -v bash || echo /bin/sh)" -c "$1"', "sh", script]
 
 
 class ContainerRuntime:
@@ -118,17 +139,22 @@ class ContainerRuntime:
             "host",
             "--pull",
             "always" if container.force_pull else "missing",
+            # The trial gains no privilege its image's user lacks (no setuid escalation).
+            "--security-opt",
+            "no-new-privileges",
+            "--shm-size",
+            str(container.shm_size or DEFAULT_SHM_SIZE),
             "--workdir",
             str(workdir),
-            "--volume",
-            f"{_PACKAGE_DIR}:{HARNESS_ROOT}/assay:ro",
+            "--mount",
+            _mount(Mount(str(_PACKAGE_DIR), f"{HARNESS_ROOT}/assay", read_only=True), workdir),
         ]
         if auth_dir is not None and self.command == "podman":
             argv += ["--authfile", str(auth_dir / "config.json")]
         for path in dict.fromkeys(shared):
-            argv += ["--volume", f"{path}:{path}"]
+            argv += ["--mount", _mount(Mount(path, path), workdir)]
         for mount in container.mounts:
-            argv += ["--volume", _volume(mount)]
+            argv += ["--mount", _mount(mount, workdir)]
         for var in env_names:
             argv += ["--env", var]
         argv += self._gpu_flags(gpus)
@@ -137,8 +163,11 @@ class ContainerRuntime:
         return argv
 
     def _gpu_flags(self, gpus: Sequence[Slot]) -> list[str]:
-        """The slots' GPUs passed through: CDI names for podman, ``--gpus`` for docker."""
-        devices = [slot.uuid or slot.id for slot in gpus if slot.type != "cpu"]
+        """The slots' GPUs passed through: NVIDIA's by CDI name for podman and ``--gpus`` for
+        docker; AMD's as the devices ROCm opens (all of them: ROCm picks by its variables)."""
+        if any(slot.type == "rocm" for slot in gpus):
+            return ["--device", "/dev/kfd", "--device", "/dev/dri"]
+        devices = [slot.uuid or slot.id for slot in gpus if slot.type == "cuda"]
         if not devices:
             return []
         if self.command == "podman":
@@ -201,8 +230,15 @@ def _registry_of(image: str) -> str:
     return "docker.io"
 
 
-def _volume(mount: Mount) -> str:
-    options = ["ro" if mount.read_only else "rw"]
+def _mount(mount: Mount, workdir: Path) -> str:
+    """A ``--mount`` value; a relative ``container_path`` is under the working directory, as
+    Determined has it."""
+    target = mount.container_path
+    if not target.startswith("/"):
+        target = str(workdir / target)
+    parts = [f"type=bind,source={mount.host_path},destination={target}"]
+    if mount.read_only:
+        parts.append("readonly=true")
     if mount.propagation and mount.propagation != "rprivate":
-        options.append(mount.propagation)
-    return f"{mount.host_path}:{mount.container_path}:{','.join(options)}"
+        parts.append(f"bind-propagation={mount.propagation}")
+    return ",".join(parts)

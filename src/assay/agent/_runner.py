@@ -29,12 +29,15 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from assay.agent._containers import (
     ContainerRuntime,
     container_name,
     container_pythonpath,
+    in_bash,
     owner,
+    storage_dirs,
     write_registry_auth,
 )
 from assay.agent._forking import ForkedProcess, ZygoteClient, direct_python
@@ -143,6 +146,7 @@ class AllocationRunner:
         self.started_at = time.time()
         self.dir = env.work_root / "allocations" / self.allocation_id
         self.container = container_name(self.allocation_id) if message.container else ""
+        self._auth_dir = env.work_root / "registry-auth" / self.allocation_id
 
     async def run(self) -> None:
         mark("agent-start-received", self.allocation_id)
@@ -197,6 +201,7 @@ class AllocationRunner:
         if self.message.container is not None and self.env.containers is not None:
             # Gone already unless the runtime's client was killed before the container ended.
             await self.env.containers.remove(self.container)
+            await asyncio.to_thread(shutil.rmtree, self._auth_dir, True)
         await self.on_exit(self.allocation_id, code, reason)
 
     def _container_refusal(self) -> str:
@@ -261,13 +266,13 @@ class AllocationRunner:
             and (k not in host or k in self.message.env or k in _CONTAINER_KEEPS)
         ]
         env["PYTHONPATH"] = container_pythonpath(self.message.env.get("PYTHONPATH"))
-        shared = [str(self.dir)]
-        storage = self.message.cluster_info.checkpoint_storage or {}
-        if storage.get("type") == "shared_fs" and isinstance(storage.get("host_path"), str):
-            Path(storage["host_path"]).mkdir(parents=True, exist_ok=True)
-            shared.append(storage["host_path"])
+        shared = [str(self.dir), *storage_dirs(self.message.cluster_info.checkpoint_storage)]
+        nfs = self._adaptdl_nfs()
+        if nfs is not None:
+            shared.append(str(nfs.get("container_mount_path")))
         if env.get("ASSAY_CA_CERT"):
-            ca = env["ASSAY_CA_CERT"]
+            ca = str(Path(env["ASSAY_CA_CERT"]).resolve())
+            env["ASSAY_CA_CERT"] = ca
             container = replace(container, mounts=[*container.mounts, Mount(ca, ca, True)])
         return runtime.run_argv(
             name=self.container,
@@ -277,8 +282,10 @@ class AllocationRunner:
             shared=shared,
             env_names=names,
             gpus=[self.env.slots[s] for s in self.message.slots if s in self.env.slots],
-            auth_dir=write_registry_auth(container, self.dir / "registry"),
-            command=["/bin/sh", "-c", startup_script(entrypoint)],
+            # Outside the allocation's directory, which the trial sees: the credentials are
+            # the runtime's, not the trial's; removed with the container.
+            auth_dir=write_registry_auth(container, self._auth_dir),
+            command=in_bash(startup_script(entrypoint)),
         )
 
     async def _check_ports(self) -> str:
@@ -369,22 +376,28 @@ class AllocationRunner:
 
     def _adaptdl_paths(self) -> None:
         """Make the AdaptDL directories the master named, and check that an ``adaptdl.nfs``
-        export is where the trial expects it: trials run without a container, so the agent's
-        administrator mounts the export at ``container_mount_path``; nothing is mounted here."""
+        export is where the trial expects it: the agent's administrator mounts the export at
+        ``container_mount_path`` (a trial in a container sees it at the same path)."""
         for name in AdaptDLEnv.PATHS:
             if self.message.env.get(name):
                 Path(self.message.env[name]).mkdir(parents=True, exist_ok=True)
-        trial = self.message.cluster_info.trial
-        nfs = ((trial.config if trial else {}).get("adaptdl") or {}).get("nfs")
-        if not isinstance(nfs, dict):
+        nfs = self._adaptdl_nfs()
+        if nfs is None:
             return
         mount = str(nfs.get("container_mount_path", ""))
         if not Path(mount).is_dir():
             raise RuntimeError(
-                f"adaptdl.nfs: {mount} is not a directory on agent {self.env.agent_id}; trials "
-                f"run without a container here, so mount {nfs.get('server')}:{nfs.get('path')} "
-                f"at {mount} on the agents (or leave adaptdl.nfs out)"
+                f"adaptdl.nfs: {mount} is not a directory on agent {self.env.agent_id}; assay "
+                f"mounts no NFS export, so mount {nfs.get('server')}:{nfs.get('path')} at "
+                f"{mount} on the agents (or leave adaptdl.nfs out)"
             )
+
+    def _adaptdl_nfs(self) -> dict[str, Any] | None:
+        """The AdaptDL experiment's ``adaptdl.nfs`` section (the export the agent's
+        administrator mounts at ``container_mount_path``); None without one."""
+        trial = self.message.cluster_info.trial
+        nfs = ((trial.config if trial else {}).get("adaptdl") or {}).get("nfs")
+        return nfs if isinstance(nfs, dict) else None
 
     def _context_bytes(self, context_id: int, sha256: str) -> bytes:
         """The context archive, from this agent's cache or downloaded once from the master."""

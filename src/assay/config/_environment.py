@@ -200,6 +200,10 @@ class EnvironmentConfig(ConfigModel):
         return image
 
 
+PROPAGATIONS = ("rprivate", "private", "rshared", "shared", "rslave", "slave")
+"""The bind propagation modes a mount may ask for (Docker's and podman's)."""
+
+
 class BindMount(ConfigModel):
     """A host directory made visible to trials."""
 
@@ -216,4 +220,18 @@ class BindMount(ConfigModel):
             problems.append((("host_path",), f"must be an absolute path, got {show(host)}"))
         if container == ".":
             problems.append((("container_path",), 'must not be "." (give a directory name)'))
+        for key in ("host_path", "container_path"):
+            value = data.get(key)
+            if isinstance(value, str) and ("," in value or "\n" in value):
+                # A container runtime's --mount option is a comma-separated list.
+                why = f"must not contain a comma or a newline, got {show(value)}"
+                problems.append(((key,), why))
+        propagation = data.get("propagation", "rprivate")
+        if propagation not in PROPAGATIONS:
+            problems.append(
+                (
+                    ("propagation",),
+                    f"must be one of {', '.join(PROPAGATIONS)}, got {show(propagation)}",
+                )
+            )
         return problems

@@ -9,6 +9,9 @@ agent with a container runtime also offers each of its labels, and no label, joi
 
 from __future__ import annotations
 
+import base64
+import binascii
+
 from assay.config import ExperimentConfig, JobSpec
 from assay.errors import ErrorDetail
 from assay.protocol import Container, Mount, RegistryAuth
@@ -34,21 +37,33 @@ def trial_container(config: ExperimentConfig, device: str) -> Container | None:
         return None
     env = config.environment
     auth = env.registry_auth.model_dump() if env.registry_auth is not None else {}
+    username, password = str(auth.get("username") or ""), str(auth.get("password") or "")
+    if not (username or password) and auth.get("auth"):
+        # Docker's own form: base64 of "username:password".
+        username, _, password = _decoded(str(auth["auth"])).partition(":")
     return Container(
         image=image,
         force_pull=env.force_pull_image,
+        shm_size=config.resources.shm_size or 0,
         mounts=[
             Mount(m.host_path, m.container_path, m.read_only, m.propagation)
             for m in config.bind_mounts
         ],
         auth=RegistryAuth(
-            username=str(auth.get("username") or ""),
-            password=str(auth.get("password") or ""),
+            username=username,
+            password=password,
             server=str(auth.get("serveraddress") or auth.get("server") or ""),
         )
-        if auth
+        if username or password
         else None,
     )
+
+
+def _decoded(token: str) -> str:
+    try:
+        return base64.b64decode(token, validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return ""
 
 
 def offered_labels(labels: frozenset[str], container_runtime: str) -> frozenset[str]:

@@ -75,11 +75,14 @@ class Container:
     """Pull the image even when the agent has it (``environment.force_pull_image``)."""
     mounts: list[Mount] = field(default_factory=list)
     auth: RegistryAuth | None = None
+    shm_size: int = 0
+    """Bytes of ``/dev/shm`` (``resources.shm_size``); 0: the agent's default."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "image": self.image,
             "force_pull": self.force_pull,
+            "shm_size": self.shm_size,
             "mounts": [m.to_dict() for m in self.mounts],
             "auth": None if self.auth is None else self.auth.to_dict(),
         }
@@ -91,6 +94,7 @@ class Container:
         return cls(
             image=f.text("image"),
             force_pull=f.flag("force_pull", False),
+            shm_size=f.integer("shm_size", 0, minimum=0),
             mounts=[
                 Mount.from_dict(m, f"{f.path('mounts')}[{i}]")
                 for i, m in enumerate(f.items("mounts", []))

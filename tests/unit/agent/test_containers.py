@@ -6,17 +6,21 @@ import base64
 import json
 import re
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from assay.agent._containers import (
     AGENT_LABEL,
+    DEFAULT_SHM_SIZE,
     HARNESS_ROOT,
     ContainerRuntime,
     container_name,
     container_pythonpath,
+    in_bash,
     owner,
+    storage_dirs,
     write_registry_auth,
 )
 from assay.protocol import Container, Mount, RegistryAuth, Slot
@@ -61,13 +65,33 @@ def test_variables_are_named_never_given_their_values_on_the_command_line() -> N
 
 
 def test_the_harness_is_mounted_read_only_and_shared_directories_at_their_own_paths() -> None:
-    mounts = [Mount("/data", "/mnt/data", read_only=True), Mount("/scratch", "/scratch")]
+    mounts = [
+        Mount("/data", "/mnt/data", read_only=True),
+        Mount("/scratch", "scratch", propagation="rshared"),
+    ]
     argv = _argv("podman", Container(image="img", mounts=mounts))
-    volumes = _pairs(argv, "--volume")
-    assert volumes[0].endswith(f":{HARNESS_ROOT}/assay:ro")
-    assert Path(volumes[0].split(":")[0], "core").is_dir()
-    assert "/work/alloc:/work/alloc" in volumes and "/ckpt:/ckpt" in volumes
-    assert "/data:/mnt/data:ro" in volumes and "/scratch:/scratch:rw" in volumes
+    found = _pairs(argv, "--mount")
+    harness = f"destination={HARNESS_ROOT}/assay,readonly=true"
+    assert found[0].startswith("type=bind,source=") and found[0].endswith(harness)
+    assert Path(found[0].split(",")[1].removeprefix("source="), "core").is_dir()
+    assert "type=bind,source=/work/alloc,destination=/work/alloc" in found
+    assert "type=bind,source=/ckpt,destination=/ckpt" in found
+    assert "type=bind,source=/data,destination=/mnt/data,readonly=true" in found
+    # A relative container path is under the working directory, as Determined has it.
+    assert (
+        "type=bind,source=/scratch,destination=/work/alloc/code/scratch,bind-propagation=rshared"
+        in found
+    )
+    assert "--volume" not in argv
+
+
+def test_the_trial_gains_no_privileges_and_gets_a_dev_shm_fit_for_data_loaders() -> None:
+    argv = _argv("podman", Container(image="img"))
+    assert _pairs(argv, "--security-opt") == ["no-new-privileges"]
+    assert _pairs(argv, "--shm-size") == [str(DEFAULT_SHM_SIZE)]
+    assert _pairs(_argv("docker", Container(image="img", shm_size=2**30)), "--shm-size") == [
+        str(2**30)
+    ]
 
 
 @pytest.mark.parametrize(("force", "policy"), [(False, "missing"), (True, "always")])
@@ -83,6 +107,8 @@ def test_gpus_pass_through_by_cdi_name_on_podman_and_by_gpus_on_docker() -> None
     assert _pairs(docker, "--gpus") == ['"device=GPU-aaa,1"']
     cpu_only = _argv("podman", Container(image="img"), gpus=[Slot("0", "cpu")])
     assert "--device" not in cpu_only and "--gpus" not in cpu_only
+    rocm = _argv("podman", Container(image="img"), gpus=[Slot("0", "rocm")])
+    assert _pairs(rocm, "--device") == ["/dev/kfd", "/dev/dri"]
 
 
 def test_registry_credentials_go_to_a_private_auth_file_the_runtime_reads(tmp_path: Path) -> None:
@@ -137,3 +163,29 @@ def test_an_unknown_runtime_or_a_missing_command_is_named() -> None:
     runtime = ContainerRuntime("podman")
     runtime.command = "no-such-runtime-command"
     assert runtime.probe() == "there is no no-such-runtime-command command on this host's PATH"
+
+
+def test_checkpoint_directories_a_container_must_see_are_those_of_local_storage(
+    tmp_path: Path,
+) -> None:
+    shared = tmp_path / "shared"
+    assert storage_dirs({"type": "shared_fs", "host_path": str(shared)}) == [str(shared)]
+    assert shared.is_dir()
+    assert storage_dirs({"type": "directory", "container_path": "/ckpt/x"}) == ["/ckpt/x"]
+    assert storage_dirs({"type": "s3", "bucket": "b"}) == []
+    assert storage_dirs(None) == []
+
+
+@pytest.mark.parametrize("with_bash", [True, False])
+def test_the_startup_script_runs_in_bash_where_the_image_has_it(
+    with_bash: bool, tmp_path: Path
+) -> None:
+    script = 'echo "$0:${BASH_VERSION:+bash}"'
+    path = "/usr/bin:/bin" if with_bash else str(tmp_path)
+    if not with_bash:
+        (tmp_path / "sh").symlink_to("/bin/sh")
+    done = subprocess.run(
+        in_bash(script), env={"PATH": path}, capture_output=True, text=True, check=True
+    )
+    shell = done.stdout.strip()
+    assert shell.endswith(":bash") if with_bash else shell == "/bin/sh:"

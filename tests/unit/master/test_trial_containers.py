@@ -3,6 +3,7 @@ carries the container, and a pool with no such agent refuses them at submission.
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from assay.config import (
     TaskRoleSpec,
     load_experiment_config,
 )
+from assay.errors import InvalidConfig
 from assay.master._containers import (
     container_problem,
     job_in_containers,
@@ -175,3 +177,34 @@ def test_a_job_runs_as_processes_with_its_image_recorded_where_no_agent_runs_con
         update={"roles": [TaskRoleSpec(name="worker", commands=["true"])]}
     )
     assert job_in_containers(imageless, pool_runs_containers=True) is imageless
+
+
+def test_dockers_own_auth_form_and_shm_size_reach_the_container() -> None:
+    token = base64.b64encode(b"me:s3cret").decode()
+    cfg = _config(
+        environment={"image": "i", "registry_auth": {"auth": token}},
+        resources={"shm_size": "1G"},
+    )
+    container = trial_container(cfg, "cpu")
+    assert container is not None
+    assert container.auth == RegistryAuth("me", "s3cret", "")
+    assert container.shm_size == cfg.resources.shm_size and container.shm_size > 0
+
+
+@pytest.mark.parametrize(
+    ("mount", "where", "says"),
+    [
+        ({"propagation": "Z"}, "propagation", "must be one of rprivate, private"),
+        ({"host_path": "/a,b"}, "host_path", "must not contain a comma"),
+        ({"container_path": "/x,readonly=false"}, "container_path", "must not contain a comma"),
+    ],
+)
+def test_a_bind_mount_the_runtime_would_misread_is_refused(
+    mount: dict[str, str], where: str, says: str
+) -> None:
+    raw = {"host_path": "/data", "container_path": "/data", **mount}
+    with pytest.raises(InvalidConfig) as refused:
+        _config(bind_mounts=[raw])
+    assert any(
+        d.path == f"bind_mounts[0].{where}" and says in d.message for d in refused.value.details
+    ), refused.value.details

@@ -25,6 +25,9 @@ def main() -> None:
     marker = Path("/etc/assay-test-image")
     print(f"trial saw: {marker.read_text().strip() if marker.exists() else 'no test image'}")
     print(f"HOOK_VAR={os.environ.get('HOOK_VAR', '')} python={sys.executable}", flush=True)
+    mounted = Path("/mnt/assay-test-data/hello.txt")
+    if mounted.exists():
+        print(f"bind mount saw: {mounted.read_text().strip()}", flush=True)
     hp = info.trial.hparams
     length = int(hp.get("steps", 5))
     step_seconds = float(hp.get("step_seconds", 0.01))
