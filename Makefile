@@ -81,7 +81,7 @@ test: install-dev system-deps webui webui-check test-tools
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy
-	$(BIN)/pytest -n 2 --dist loadgroup
+	$(BIN)/pytest -n 2 --dist loadfile
 
 unit: install-dev
 	$(BIN)/pytest tests/unit

@@ -9,19 +9,6 @@ from pathlib import Path
 
 import pytest
 
-# `make test` runs the suite in two processes (pytest-xdist, --dist loadgroup). Each test file is
-# a group, so a module's fixtures are built once and its tests see each other's effects as in one
-# process. The files whose distributed trials meet at the master's fixed rendezvous ports (29500
-# up) share one group: two such trials at once on one host would meet each other's ranks.
-_SHARED_RENDEZVOUS_PORTS = {"test_distributed.py", "test_determined.py"}
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        name = item.path.name
-        group = "rendezvous-ports" if name in _SHARED_RENDEZVOUS_PORTS else str(item.path)
-        item.add_marker(pytest.mark.xdist_group(group))
-
 
 @pytest.fixture(autouse=True)
 def _own_config_dir(

@@ -18,7 +18,7 @@ from assay import rest
 from assay.master import _gang as gang
 from tests.integration.cluster import CONTEXTS, Cluster, serve
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("rendezvous_ports")]
 
 LENGTH = 12
 
