@@ -16,9 +16,11 @@ from dataclasses import dataclass
 
 from assay.protocol import TaskInstanceState, TaskState
 
-PORT_BASE = 40000
-"""The lowest port handed to job instances (above the distributed trials' rendezvous ports)."""
-PORT_LIMIT = 60000
+PORT_BASE = 20000
+"""The lowest port handed to job instances. The range stays below the distributed trials'
+rendezvous ports (29500 up) and below Linux's ephemeral ports (32768-60999): any outgoing
+connection on the host may hold one of those, and an instance could not listen there."""
+PORT_LIMIT = 29500
 
 
 @dataclass(frozen=True)
