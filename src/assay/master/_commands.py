@@ -149,9 +149,12 @@ class ExperimentCommands:
         """Refuse trials in an image when no agent of their pool runs containers."""
         pool = config.resources.resource_pool or self.settings.default_compute_pool
         pool_config = self.settings.pool(pool)
-        if pool_config is not None and pool_config.provider is not None:
-            return  # its agents are yet to be launched: whether they run containers is theirs
-        problem = container_problem(config, pool, db_agents.pool_runs_containers(session, pool))
+        problem = container_problem(
+            config,
+            pool,
+            db_agents.pool_runs_containers(session, pool),
+            autoscaled=pool_config is not None and pool_config.provider is not None,
+        )
         if problem is not None:
             raise InvalidConfig("invalid experiment config: 1 problem", [problem])
 

@@ -85,12 +85,13 @@ def _with_containers(label: str | None) -> str:
 
 
 def container_problem(
-    config: ExperimentConfig, pool: str, pool_runs_containers: bool
+    config: ExperimentConfig, pool: str, pool_runs_containers: bool, *, autoscaled: bool = False
 ) -> ErrorDetail | None:
     """Why the experiment's trials could never run: they name an image, and no agent of
-    their pool runs containers. None when they could."""
+    their pool runs containers. None when they could, and for an ``autoscaled`` pool, whose
+    agents are yet to be launched (whether they run containers is theirs to say)."""
     image = trial_image(config)
-    if image is None or pool_runs_containers:
+    if image is None or pool_runs_containers or autoscaled:
         return None
     return ErrorDetail(
         "environment.image",

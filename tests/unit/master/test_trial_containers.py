@@ -124,6 +124,8 @@ def test_a_pool_without_an_agent_that_runs_containers_refuses_an_image_naming_wh
     assert "'team/train:1'" in problem.message and "resource pool 'gpus'" in problem.message
     assert "--container-runtime podman" in problem.message
     assert container_problem(cfg, "gpus", pool_runs_containers=True) is None
+    # An autoscaled pool's agents are yet to come: they may run containers.
+    assert container_problem(cfg, "gpus", pool_runs_containers=False, autoscaled=True) is None
     assert container_problem(_config(), "gpus", pool_runs_containers=False) is None
 
 
