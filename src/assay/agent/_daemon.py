@@ -14,9 +14,9 @@ import logging
 import secrets
 import signal
 import socket
-import time
 import urllib.parse
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -24,6 +24,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
 
 import assay
 from assay.agent._containers import ContainerRuntime, owner
+from assay.agent._executor import LocalProcesses
 from assay.agent._forking import ZygoteClient
 from assay.agent._runner import MAX_LINE, AgentEnv, AllocationRunner, base_environment
 from assay.client import HttpSession
@@ -40,12 +41,10 @@ from assay.protocol import (
     Refusal,
     Slot,
     Start,
-    Started,
     UnknownMessage,
     Welcome,
     master_message,
 )
-from assay.protocol import trace_mark as mark
 
 log = logging.getLogger(__name__)
 
@@ -97,15 +96,27 @@ class Agent:
             zygote=ZygoteClient(base_environment, MAX_LINE) if zygote else None,
             containers=containers,
         )
-        self.runners: dict[str, AllocationRunner] = {}
-        self.unacked_exits: dict[str, Exited] = {}
+        self.processes = LocalProcesses(
+            self.env,
+            Hello(
+                agent_id=agent_id,
+                pool=pool,
+                labels=list(self.labels),
+                slots=list(slots),
+                version=assay.__version__,
+                token=token,
+                session=self.session,
+                cpu=cpu,
+                memory_mb=memory_mb,
+                container_runtime=containers.command if containers else "",
+            ),
+        )
+        """What the master's messages act on; this class carries them."""
         self.logs: deque[LogEntry] = deque(maxlen=MAX_BUFFERED_LINES)
         self.ws: ClientConnection | None = None
         self._stop = asyncio.Event()
         self.refusal: str | None = None
-        self.killed_early: set[str] = set()
         self._log_ready = asyncio.Event()
-        self._tasks: set[asyncio.Task[None]] = set()
 
     @property
     def ws_url(self) -> str:
@@ -113,21 +124,18 @@ class Agent:
         scheme = "wss" if parts.scheme == "https" else "ws"
         return f"{scheme}://{parts.netloc}/api/v1/agents/ws"
 
+    @property
+    def runners(self) -> dict[str, AllocationRunner]:
+        return self.processes.runners
+
+    @property
+    def unacked_exits(self) -> dict[str, Exited]:
+        return self.processes.unacked_exits
+
     def hello(self, local_address: str = "") -> Hello:
-        return Hello(
-            agent_id=self.agent_id,
-            pool=self.pool,
-            labels=list(self.labels),
-            slots=list(self.slots),
-            running=[a for a in self.runners if a not in self.unacked_exits],
-            exited=list(self.unacked_exits.values()),
-            version=assay.__version__,
+        return replace(
+            self.processes.hello(),
             address=self.address or local_address or socket.gethostname(),
-            token=self.token,
-            session=self.session,
-            cpu=self.cpu,
-            memory_mb=self.memory_mb,
-            container_runtime=self.env.containers.command if self.env.containers else "",
         )
 
     async def run(self) -> None:
@@ -150,15 +158,14 @@ class Agent:
             except OSError as exc:
                 log.warning("no trial zygote (%s): every trial starts through the shell", exc)
                 self.env.zygote = None
+        await self.processes.open(self._report)
         flusher = asyncio.create_task(self._flush_logs())
         beater = asyncio.create_task(self._heartbeat())
         connector = asyncio.create_task(self._stay_connected())
         await self._stop.wait()
         if self.refusal is None or self.runners:
             log.info("agent %s stopping: ending %d allocations", self.agent_id, len(self.runners))
-        await asyncio.gather(
-            *(r.kill() for r in list(self.runners.values())), return_exceptions=True
-        )
+        await self.processes.kill_all()
         deadline = loop.time() + 5.0
         while (self.unacked_exits or self.logs) and self.ws is not None and loop.time() < deadline:
             await asyncio.sleep(0.05)
@@ -168,6 +175,7 @@ class Agent:
         for task in (connector, flusher, beater):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        await self.processes.close()
         if self.ws is not None:
             with contextlib.suppress(Exception):
                 await self.ws.close()
@@ -227,24 +235,13 @@ class Agent:
         except InvalidRequest as exc:
             await self._refuse_start(raw, exc)
             return True
+        node = self.agent_id
         if isinstance(msg, Start):
-            self._start(msg)
+            await self.processes.start(node, msg)
         elif isinstance(msg, Kill):
-            runner = self.runners.get(msg.allocation_id)
-            if runner is None:
-                # A kill can overtake its start (they leave the master from different
-                # tasks): remember it, and end the allocation when the start arrives.
-                self.killed_early.add(msg.allocation_id)
-            else:
-                task = asyncio.create_task(runner.kill())
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+            await self.processes.kill(node, msg.allocation_id)
         elif isinstance(msg, AckExit):
-            self.unacked_exits.pop(msg.allocation_id, None)
-            self.killed_early.discard(msg.allocation_id)
-            done = self.runners.pop(msg.allocation_id, None)
-            if done is not None:
-                await asyncio.to_thread(done.remove_files)
+            await self.processes.acknowledge(node, msg.allocation_id)
         elif isinstance(msg, Refusal):
             # The master refused this agent (no token, an unknown pool, its id taken): retrying
             # cannot help. Whoever runs the agent reports it (``python -m assay.agent`` prints
@@ -266,39 +263,21 @@ class Agent:
             log.warning("invalid message from the master: %s", problem.message)
             return
         trial_id = fields.get("trial_id")
-        if isinstance(trial_id, int):
-            line = f"assay agent {self.agent_id}: could not start the trial: {problem.message}"
-            self._on_log(LogEntry(alloc_id, trial_id, line, stream="stderr", time=time.time()))
-        await self._on_exit(alloc_id, 1, f"could not start: {problem.message}")
-
-    def _start(self, msg: Start) -> None:
-        alloc_id = msg.allocation_id
-        if alloc_id in self.runners:
-            return
-        runner = AllocationRunner(
-            self.env, msg, on_log=self._on_log, on_start=self._on_start, on_exit=self._on_exit
+        await self.processes.fail(
+            alloc_id, trial_id if isinstance(trial_id, int) else None, problem.message
         )
-        self.runners[alloc_id] = runner
-        if alloc_id in self.killed_early:
-            runner.killing = True  # it reports its exit as killed without starting a process
-        task = asyncio.create_task(runner.run())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
-    async def _on_start(self, alloc_id: str) -> None:
-        await self._send(Started(alloc_id))
-
-    def _on_log(self, entry: LogEntry) -> None:
-        self.logs.append(entry)
-        if len(self.logs) >= LOG_BATCH:
-            self._log_ready.set()
-
-    async def _on_exit(self, alloc_id: str, code: int | None, reason: str) -> None:
+    async def _report(self, node: str, message: AgentMessage | Hello) -> None:
+        """What the allocations do, on its way to the master: output lines join the batches
+        (kept while the master is away); anything else goes at once, after the lines before
+        it."""
+        if isinstance(message, Logs):
+            self.logs.extend(message.entries)
+            if len(self.logs) >= LOG_BATCH:
+                self._log_ready.set()
+            return
         await self._drain_logs()
-        event = Exited(alloc_id, code, reason)
-        self.unacked_exits[alloc_id] = event
-        await self._send(event)
-        mark("agent-exit-sent", alloc_id)
+        await self._send(message)
 
     async def _send(self, message: AgentMessage) -> bool:
         ws = self.ws

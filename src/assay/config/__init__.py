@@ -71,11 +71,14 @@ from assay.config._limits import (
 )
 from assay.config._load import apply_overrides, load_experiment_config
 from assay.config._master import (
+    KubernetesPoolConfig,
     LimitsConfig,
     MasterConfig,
     ProviderConfig,
+    ResourceManagerType,
     ResourcePoolConfig,
     SchedulerConfig,
+    SlurmPoolConfig,
     load_master_config,
 )
 from assay.config._nni import nni_context, nni_files, nni_format, read_nni_config
@@ -194,6 +197,7 @@ __all__ = [
     "JobSpec",
     "JobSpecKind",
     "KerberosConfig",
+    "KubernetesPoolConfig",
     "Length",
     "LimitsConfig",
     "LogHP",
@@ -212,6 +216,7 @@ __all__ = [
     "RandomConfig",
     "ReplaceFunction",
     "ReproducibilityConfig",
+    "ResourceManagerType",
     "ResourcePoolConfig",
     "ResourcesConfig",
     "S3Config",
@@ -223,6 +228,7 @@ __all__ = [
     "SecurityConfig",
     "SharedFSConfig",
     "SingleConfig",
+    "SlurmPoolConfig",
     "SyncHalvingConfig",
     "TaskRoleSpec",
     "Unit",

@@ -77,15 +77,97 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+class SlurmPoolConfig(ConfigModel):
+    """A pool whose allocations are Slurm jobs (``type: slurm``).
+
+    The master submits with ``sbatch`` and reads ``squeue``, so it runs where those commands
+    reach the cluster. ``work_dir`` must be on a filesystem the master and the nodes share (a
+    job's start, output and exit status pass through it), and ``python`` must be a Python with
+    assay installed on every node."""
+
+    partition: str | None = None
+    qos: str | None = None
+    account: str | None = None
+    slot_type: Literal["cuda", "cpu"] | None = None
+    """What a slot is: a GPU (``--gres=gpu:N``) or a CPU (``--cpus-per-task=N``). None: GPUs
+    where the partition's nodes have them, else CPUs."""
+    slots_per_node: Annotated[int, Field(ge=1)] | None = None
+    """Slots each node offers; None: its GPUs (or CPUs) as ``sinfo`` reports them."""
+    work_dir: Annotated[Path, Field(strict=False)] | None = None
+    """Default: ``ASSAY_HOME/slurm/POOL``."""
+    master_url: str | None = None
+    """Where jobs reach the master; default: the address the master serves on."""
+    python: str | None = None
+    """The Python jobs run the harness with; default: the master's own."""
+    sbatch_args: list[str] = []
+    """Further ``sbatch`` options for every job (an experiment adds its own in
+    ``slurm.sbatch_args``)."""
+    poll_interval: Annotated[float, Field(gt=0)] = 1.0
+    """Seconds between looks at the jobs' output and ``squeue``."""
+    kill_grace: Seconds = 10.0
+    """Seconds between SIGTERM and SIGKILL when an allocation is killed."""
+
+
+class KubernetesPoolConfig(ConfigModel):
+    """A pool whose allocations are pods (``type: kubernetes``), made through the official
+    client with the master's kubeconfig, or its service account when it runs in the cluster."""
+
+    namespace: str = "default"
+    kubeconfig: Annotated[Path, Field(strict=False)] | None = None
+    """None: ``$KUBECONFIG`` or ``~/.kube/config``, else the in-cluster service account."""
+    context: str | None = None
+    slot_type: Literal["cuda", "cpu"] = "cuda"
+    """What a slot is: a GPU (``nvidia.com/gpu``) or a CPU core (``cpu``)."""
+    max_slots_per_pod: Annotated[int, Field(ge=1)] = 8
+    """The slots one pod (one node's share of a trial) may have; a node group's size."""
+    nodes: Annotated[int, Field(ge=1)] = 1
+    """How many node groups of ``max_slots_per_pod`` slots the master may fill at once."""
+    default_image: str = "python:3.11-slim"
+    """The image of a trial or task that names none; it needs Python and assay installed
+    (the harness runs in it)."""
+    master_url: str | None = None
+    """Where pods reach the master (its Service); default: the address it serves on."""
+    service_account: str | None = None
+    image_pull_secrets: list[str] = []
+    checkpoint_claim: str | None = None
+    """A PersistentVolumeClaim mounted at shared_fs checkpoint storage's ``host_path``."""
+    pod_spec: dict[str, Any] = {}
+    """A pod manifest merged under every pod (Determined's ``task_container_defaults``)."""
+    poll_interval: Annotated[float, Field(gt=0)] = 2.0
+    kill_grace: Seconds = 30.0
+
+
+ResourceManagerType = Literal["agents", "slurm", "kubernetes"]
+
+
 class ResourcePoolConfig(ConfigModel):
-    """A named set of agents with its own scheduler."""
+    """A named set of nodes with its own scheduler: assay's agents (the default), a Slurm
+    partition or a Kubernetes namespace (``type``)."""
 
     pool_name: Annotated[str, Field(min_length=1)]
     description: str = ""
+    type: ResourceManagerType = "agents"
     scheduler: SchedulerConfig = SchedulerConfig()
     preemption_timeout: Annotated[int, Field(ge=0)] = 3600
     max_slots: Annotated[int, Field(ge=0)] | None = None
     provider: ProviderConfig | None = None
+    slurm: SlurmPoolConfig | None = None
+    kubernetes: KubernetesPoolConfig | None = None
+
+    @classmethod
+    def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:
+        kind = data.get("type", "agents")
+        problems: list[Problem] = []
+        for key, only in (("provider", "agents"), ("slurm", "slurm"), ("kubernetes", "kubernetes")):
+            if (
+                data.get(key) is not None
+                and kind != only
+                and kind in ("agents", "slurm", "kubernetes")
+            ):
+                problems.append(
+                    ((key,), f"applies to a pool of type: {only}; this pool's type is {kind}")
+                )
+        return problems
 
 
 class TlsConfig(ConfigModel):

@@ -214,7 +214,12 @@ def test_a_garbled_layout_fails_the_allocation_with_the_reason(tmp_path: Path) -
     del bad["master_port"]
     env, message = start_message(tmp_path, ECHO_RANK, bad)
     agent = Agent(agent_id="a1", master_url=env.master_url, slots=[], work_root=env.work_root)
-    assert asyncio.run(agent.on_message(message)) is True
+
+    async def deliver() -> bool:
+        await agent.processes.open(agent._report)
+        return await agent.on_message(message)
+
+    assert asyncio.run(deliver()) is True
     exit_report = agent.unacked_exits["7.1"]
     assert exit_report.exit_code == 1
     assert "master_port" in exit_report.reason

@@ -1,0 +1,187 @@
+"""One allocation run where a batch system or a cluster put it: ``python -m assay.rm._step``.
+
+A Slurm job or a Kubernetes pod runs this program, which runs the allocation's start exactly
+as an agent does (:class:`assay.agent._runner.AllocationRunner`: the context unpacked, the
+harness's variables, ``startup-hook.sh``, the processes stopped by SIGTERM then SIGKILL), and
+writes what happens as JSON lines, one event each, to a file (Slurm: on the filesystem the
+master shares) or to stdout (Kubernetes: the pod's log). :func:`read_events` turns them back
+into the agent protocol's messages for the manager to report.
+
+SIGTERM to this program is a kill: the processes get SIGTERM and, after the grace, SIGKILL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO, Any
+
+from assay.agent._runner import AgentEnv, AllocationRunner
+from assay.client import HttpSession
+from assay.protocol import (
+    AGENT_TOKEN_ENV,
+    AgentMessage,
+    Exited,
+    LogEntry,
+    Logs,
+    Slot,
+    Start,
+    Started,
+)
+
+START_ENV = "ASSAY_START"
+"""Where a pod finds its start (JSON), when it is not in a file."""
+
+
+def event_line(event: dict[str, Any]) -> str:
+    return json.dumps(event, separators=(",", ":")) + "\n"
+
+
+def read_events(lines: Iterable[str], allocation_id: str, trial_id: int) -> list[AgentMessage]:
+    """The messages a step's event lines stand for. A line that is not an event (something
+    else printed on the same stream) is kept as a line of the allocation's stderr."""
+    messages: list[AgentMessage] = []
+    entries: list[LogEntry] = []
+    for raw in lines:
+        text = raw.rstrip("\n")
+        if not text:
+            continue
+        try:
+            event = json.loads(text)
+        except ValueError:
+            event = None
+        if not isinstance(event, dict) or "event" not in event:
+            entries.append(LogEntry(allocation_id, trial_id, text, stream="stderr"))
+            continue
+        kind = event["event"]
+        if kind == "log":
+            entries.append(
+                LogEntry(
+                    allocation_id,
+                    trial_id,
+                    str(event.get("line", "")),
+                    rank=int(event.get("rank", 0)),
+                    stream=str(event.get("stream", "stdout")),
+                    time=float(event.get("time", 0.0)),
+                )
+            )
+            continue
+        if entries:
+            messages.append(Logs(entries))
+            entries = []
+        if kind == "started":
+            messages.append(Started(allocation_id))
+        elif kind == "exited":
+            code = event.get("exit_code")
+            reason = str(event.get("reason", ""))
+            messages.append(Exited(allocation_id, code if isinstance(code, int) else None, reason))
+    if entries:
+        messages.append(Logs(entries))
+    return messages
+
+
+def _gpu_slots(message: Start) -> list[Slot]:
+    """The allocation's slots as this host numbers them: the GPUs the batch system gave the
+    job (Slurm and the NVIDIA device plugin set ``CUDA_VISIBLE_DEVICES``), else CPU slots."""
+    given = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d]
+    if given:
+        return [Slot(id=s, type="cuda", uuid=d) for s, d in zip(message.slots, given, strict=False)]
+    return [Slot(id=s) for s in message.slots]
+
+
+async def run_step(
+    message: Start,
+    *,
+    master_url: str,
+    work_root: Path,
+    token: str | None,
+    events: IO[str],
+    kill_grace: float,
+) -> int:
+    """Run the start to its end, writing its events; the exit code the processes ended with."""
+
+    def write(event: dict[str, Any]) -> None:
+        events.write(event_line(event))
+        events.flush()
+
+    def on_log(entry: LogEntry) -> None:
+        write(
+            {
+                "event": "log",
+                "stream": entry.stream,
+                "line": entry.line,
+                "rank": entry.rank,
+                "time": entry.time,
+            }
+        )
+
+    async def on_start(_: str) -> None:
+        write({"event": "started"})
+
+    result: list[int | None] = []
+
+    async def on_exit(_: str, code: int | None, reason: str) -> None:
+        result.append(code)
+        write({"event": "exited", "exit_code": code, "reason": reason})
+
+    slots = _gpu_slots(message)
+    env = AgentEnv(
+        agent_id=message.cluster_info.agent_id,
+        master_url=master_url.rstrip("/"),
+        work_root=work_root,
+        http=HttpSession(master_url, token=token, timeout=60.0),
+        slots={s.id: s for s in slots},
+        kill_grace=kill_grace,
+    )
+    runner = AllocationRunner(env, message, on_log=on_log, on_start=on_start, on_exit=on_exit)
+    loop = asyncio.get_running_loop()
+    kills: list[asyncio.Task[None]] = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, lambda: kills.append(asyncio.create_task(runner.kill())))
+    await runner.run()
+    runner.remove_files()
+    code = result[0] if result else 1
+    return code if code is not None and 0 <= code < 256 else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m assay.rm._step", description=__doc__)
+    parser.add_argument("--start", help=f"the start's JSON file (default: ${START_ENV})")
+    parser.add_argument("--events", help="append the events here (default: stdout)")
+    parser.add_argument("--master", required=True, help="where the master is")
+    parser.add_argument("--work-root", required=True, type=Path)
+    parser.add_argument("--token-file", type=Path, help=f"the agent token (or ${AGENT_TOKEN_ENV})")
+    parser.add_argument("--kill-grace", type=float, default=10.0)
+    args = parser.parse_args(argv)
+    raw = Path(args.start).read_text() if args.start else os.environ.get(START_ENV, "")
+    message = Start.from_dict(json.loads(raw))
+    token = (
+        args.token_file.read_text().strip()
+        if args.token_file
+        else os.environ.pop(AGENT_TOKEN_ENV, None)
+    )
+    out = open(args.events, "a", encoding="utf-8") if args.events else sys.stdout  # noqa: SIM115
+    try:
+        return asyncio.run(
+            run_step(
+                message,
+                master_url=args.master,
+                work_root=args.work_root,
+                token=token,
+                events=out,
+                kill_grace=args.kill_grace,
+            )
+        )
+    finally:
+        if out is not sys.stdout:
+            out.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
