@@ -20,6 +20,7 @@ __all__ = [
     "InvalidTransition",
     "MasterUnreachable",
     "NotFound",
+    "ResourceManagerError",
     "StorageError",
     "TooLarge",
     "TooManyRequests",
@@ -168,6 +169,14 @@ class PartlyDeleted(StorageError):
     type = "PartlyDeleted"
 
 
+class ResourceManagerError(AssayError):
+    """Raised when a pool's resource manager cannot do what was asked of its executor: a Slurm
+    command that fails or is missing, a Kubernetes API that refuses or cannot be reached."""
+
+    type = "ResourceManagerError"
+    status = 502
+
+
 class MasterUnreachable(AssayError):
     """Raised by the client when no master answers at the URL it was given."""
 
@@ -190,6 +199,7 @@ _BY_TYPE: dict[str, type[AssayError]] = {
         Conflict,
         InvalidTransition,
         StorageError,
+        ResourceManagerError,
         MasterUnreachable,
     )
 }

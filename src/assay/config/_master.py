@@ -110,7 +110,11 @@ class SlurmPoolConfig(ConfigModel):
 
 class KubernetesPoolConfig(ConfigModel):
     """A pool whose allocations are pods (``type: kubernetes``), made through the official
-    client with the master's kubeconfig, or its service account when it runs in the cluster."""
+    client with the master's kubeconfig, or its service account when it runs in the cluster.
+
+    Every node of the cluster that ``node_selector`` matches is one node of the pool; its slots
+    are its allocatable GPUs (``slot_type: cuda``) or CPU cores (``cpu``). See
+    ``docs/kubernetes.md``."""
 
     namespace: str = "default"
     kubeconfig: Annotated[Path, Field(strict=False)] | None = None
@@ -118,10 +122,9 @@ class KubernetesPoolConfig(ConfigModel):
     context: str | None = None
     slot_type: Literal["cuda", "cpu"] = "cuda"
     """What a slot is: a GPU (``nvidia.com/gpu``) or a CPU core (``cpu``)."""
-    max_slots_per_pod: Annotated[int, Field(ge=1)] = 8
-    """The slots one pod (one node's share of a trial) may have; a node group's size."""
-    nodes: Annotated[int, Field(ge=1)] = 1
-    """How many node groups of ``max_slots_per_pod`` slots the master may fill at once."""
+    node_selector: dict[str, str] = {}
+    """Node labels that pick the pool's nodes (every node: ``{}``); also every pod's
+    ``nodeSelector``."""
     default_image: str = "python:3.11-slim"
     """The image of a trial or task that names none; it needs Python and assay installed
     (the harness runs in it)."""
@@ -129,6 +132,9 @@ class KubernetesPoolConfig(ConfigModel):
     """Where pods reach the master (its Service); default: the address it serves on."""
     service_account: str | None = None
     image_pull_secrets: list[str] = []
+    token_secret: str | None = "assay-agent-token"
+    """The Secret whose ``token`` key holds the agent token the pods' harness presents; None:
+    pods get no token (only for allocations that never call the master)."""
     checkpoint_claim: str | None = None
     """A PersistentVolumeClaim mounted at shared_fs checkpoint storage's ``host_path``."""
     pod_spec: dict[str, Any] = {}
