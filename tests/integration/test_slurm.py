@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from assay.config import SlurmPoolConfig
 from assay.rm import ResourceManager
 from assay.rm._slurm import SlurmManager, SlurmPool
 from assay.rm.testing import CHECKS, Subject
+from tests.integration.cluster import Cluster, wait_for
+from tests.integration.test_lifecycle import counter_config
 from tests.slurm import SlurmCluster, slurm_cluster
+
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
@@ -47,3 +55,159 @@ def test_slurm_pools_conform(
         return SlurmManager(pool)
 
     asyncio.run(check(Subject(open_manager=open_manager, timeout=60.0)))
+
+
+def slurm_master(tmp_path: Path, slurm: SlurmCluster) -> Cluster:
+    """A master whose default pool is the test's Slurm partition (its one node, 2 CPU slots),
+    and no agent at all."""
+    config = tmp_path / "master.yaml"
+    pool = {
+        "pool_name": "default",
+        "type": "slurm",
+        "slurm": {"partition": slurm.partition, "poll_interval": 0.2, "kill_grace": 5},
+    }
+    config.write_text(yaml.safe_dump({"resource_pools": [pool]}))
+    master = Cluster(tmp_path / "home", master_config=config)
+    master.env.update(slurm.env)
+    master.start_master()
+    node = f"default.{slurm.node}"
+    wait_for("the Slurm node to join", lambda: node in {a.id for a in master.client.agents()})
+    return master
+
+
+def queued_jobs(slurm: SlurmCluster) -> list[str]:
+    out = subprocess.run(
+        ["squeue", "--noheader", "--me", "--format=%j"],
+        env={**os.environ, **slurm.env},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [name for name in out.split() if name.startswith("assay-")]
+
+
+def test_an_experiment_of_eight_trials_completes_on_slurm(
+    cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    master = slurm_master(tmp_path, cluster)
+    try:
+        config = counter_config(
+            length=20,
+            searcher={"name": "random", "max_trials": 8},
+            hparams={"x": {"type": "double", "minval": 1, "maxval": 10}},
+        )
+        exp_id = master.submit(config)
+        exp = master.wait_state(exp_id, "COMPLETED", "ERROR", timeout=240)
+        assert exp.state == "COMPLETED", master.log("master")
+        trials = master.client.trials(exp_id)
+        assert len(trials) == 8
+        for trial in trials:
+            assert trial.state == "COMPLETED" and trial.steps_completed == 20, trial
+            assert "done at step 20" in master.trial_logs(trial.id)
+        (node,) = master.client.agents()
+        assert node.id == f"default.{cluster.node}" and len(node.slots) == 2
+        wait_for("Slurm's queue to empty", lambda: not queued_jobs(cluster), timeout=30)
+        jobs = tmp_path / "home" / "slurm" / "default" / "jobs"
+        wait_for("the jobs' files to go", lambda: not any(jobs.iterdir()), timeout=30)
+    finally:
+        master.stop()
+
+
+def test_pause_checkpoints_and_activate_resumes_through_slurm(
+    cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    master = slurm_master(tmp_path, cluster)
+    try:
+        exp_id = master.submit(counter_config(length=300, step_seconds=0.02))
+        trial_id = wait_for("the trial", lambda: master.client.trials(exp_id))[0].id
+        wait_for(
+            "some training progress",
+            lambda: len(master.client.metrics(trial_id, "training")) >= 30,
+            timeout=120,
+        )
+        master.client.transition(exp_id, "pause")
+        paused = wait_for(
+            "the trial to stop",
+            lambda: (t := master.client.trial(trial_id)).state == "PAUSED" and t,
+            timeout=60,
+        )
+        paused_at = master.client.checkpoint(str(paused.latest_checkpoint)).steps_completed
+        assert 30 <= paused_at < 300
+        wait_for("the Slurm job to end", lambda: not queued_jobs(cluster), timeout=30)
+        master.client.transition(exp_id, "activate")
+        exp = master.wait_state(exp_id, "COMPLETED", "ERROR", timeout=180)
+        assert exp.state == "COMPLETED", master.log("master")
+        logs = " ".join(master.trial_logs(trial_id))
+        assert f"started at step {paused_at} run 2" in logs
+        steps = [m.steps_completed for m in master.client.metrics(trial_id, "training")]
+        assert steps == list(range(1, 301)), "each step reported once across both Slurm jobs"
+    finally:
+        master.stop()
+
+
+def test_a_master_killed_mid_run_reattaches_its_slurm_jobs(
+    cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    master = slurm_master(tmp_path, cluster)
+    try:
+        config = counter_config(
+            length=150,
+            step_seconds=0.02,
+            searcher={"name": "random", "max_trials": 3},
+            hparams={"x": {"type": "double", "minval": 1, "maxval": 2}},
+            max_restarts=0,
+        )
+        exp_id = master.submit(config)
+        wait_for(
+            "two trials in progress",
+            lambda: sum(t.steps_completed >= 20 for t in master.client.trials(exp_id)) >= 2,
+            timeout=120,
+        )
+        before = set(queued_jobs(cluster))
+        master.kill_master()
+        time.sleep(1.0)  # the jobs train on, and may end, while no master watches
+        assert before <= set(queued_jobs(cluster)) | before
+        master.start_master()
+        exp = master.wait_state(exp_id, "COMPLETED", "ERROR", timeout=240)
+        assert exp.state == "COMPLETED", master.log("master")
+        for trial in master.client.trials(exp_id):
+            assert trial.state == "COMPLETED" and trial.restarts == 0, trial
+            steps = [m.steps_completed for m in master.client.metrics(trial.id, "training")]
+            assert steps == list(range(1, 151)), f"trial {trial.id} lost or repeated reports"
+    finally:
+        master.stop()
+
+
+def test_killing_an_experiment_leaves_no_slurm_job(cluster: SlurmCluster, tmp_path: Path) -> None:
+    master = slurm_master(tmp_path, cluster)
+    try:
+        exp_id = master.submit(counter_config(length=5000, step_seconds=0.05))
+        trial_id = wait_for("the trial", lambda: master.client.trials(exp_id))[0].id
+        wait_for(
+            "training", lambda: master.client.trial(trial_id).steps_completed >= 5, timeout=120
+        )
+        assert queued_jobs(cluster)
+        master.client.transition(exp_id, "kill")
+        master.wait_state(exp_id, "CANCELED", "ERROR", timeout=60)
+        wait_for("Slurm's queue to empty", lambda: not queued_jobs(cluster), timeout=30)
+    finally:
+        master.stop()
+
+
+def test_an_agent_cannot_join_a_slurm_pool(cluster: SlurmCluster, tmp_path: Path) -> None:
+    master = slurm_master(tmp_path, cluster)
+    try:
+        agent = subprocess.run(
+            [sys.executable, "-m", "assay.agent", "--master", master.url, "--id", "intruder"],
+            env=master.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert agent.returncode != 0
+        said = agent.stderr.strip()
+        assert "whose nodes Slurm runs" in said and "type: agents" in said, said
+        assert len(said.splitlines()) == 1, said
+    finally:
+        master.stop()

@@ -106,6 +106,13 @@ class AgentGateway:
                 "ASSAY_HOME/run/agent-token)"
             )
         self._admissible(hello)
+        pool = self.settings.pool(hello.pool)
+        if pool is not None and pool.type != "agents":
+            raise InvalidRequest(
+                f"agent {agent_id} asked to join resource pool {hello.pool!r}, whose nodes "
+                f"{pool.type.capitalize()} runs; start the agent with --pool naming a pool of "
+                "type: agents"
+            )
         return hello
 
     def _admissible(self, hello: Hello) -> None:

@@ -15,6 +15,8 @@ an :class:`Orchestrator` (database, lock, searchers, agent hub, long-polls):
 - ``master.models`` (:class:`ModelRegistry`): the model registry;
 - ``master.harness`` (:class:`HarnessService`): what trial processes ask for and report;
 - ``master.agents`` (:class:`AgentGateway`): the agents' WebSockets;
+- ``master.pools`` (:class:`ManagedPools`): the pools Slurm or Kubernetes runs, whose nodes
+  join through the same gateway;
 - ``master.loops`` (:class:`Loops`): scheduling passes and periodic chores;
 - ``master.drain`` (:class:`ClusterDrain`): stopping the cluster with every trial checkpointed;
 - ``master.autoscaler`` and checkpoint GC, which see only the narrow interfaces they need.
@@ -44,6 +46,7 @@ from assay.master._harness_service import HarnessService
 from assay.master._loops import Loops
 from assay.master._master_log import MasterLog
 from assay.master._orchestrator import Orchestrator
+from assay.master._pools import ManagedPools
 from assay.master._reads import Reads
 from assay.master._registry import ModelRegistry
 from assay.master._searchers import SearcherCache
@@ -94,6 +97,8 @@ class Master:
         self.recent_log = MasterLog()
         """The master's recent log lines (``assay master logs``)."""
         self.drain = ClusterDrain(self.core)
+        self.pools = ManagedPools(settings, self.agents, lambda: self.url, assay_home)
+        """The pools Slurm or Kubernetes run; their nodes join as agents do."""
 
     @classmethod
     def open(
@@ -145,6 +150,7 @@ class Master:
                 made,
             )
         self.loops.start()
+        await self.pools.open()
         await self.autoscaler.resume()
         # Finish checkpoint deletions a previous master marked but did not complete.
         for experiment_id in await core.read(checkpoints.experiments_deleting):
@@ -157,5 +163,6 @@ class Master:
     async def stop(self) -> None:
         self.begin_shutdown()
         await self.autoscaler.close()
+        await self.pools.close()
         await self.loops.stop()
         self.recent_log.remove()
