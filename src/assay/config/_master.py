@@ -132,8 +132,8 @@ class KubernetesPoolConfig(ConfigModel):
     """Where pods reach the master (its Service); default: the address it serves on."""
     service_account: str | None = None
     image_pull_secrets: list[str] = []
-    token_secret: str | None = "assay-agent-token"
-    """The Secret whose ``token`` key holds the agent token the pods' harness presents; None:
+    token_secret: str = "assay-agent-token"
+    """The Secret whose ``token`` key holds the agent token the pods' harness presents; empty:
     pods get no token (only for allocations that never call the master)."""
     checkpoint_claim: str | None = None
     """A PersistentVolumeClaim mounted at shared_fs checkpoint storage's ``host_path``."""

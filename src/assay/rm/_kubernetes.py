@@ -106,21 +106,27 @@ def pod_problems(manifest: dict[str, Any]) -> list[str]:
 def as_pod(manifest: dict[str, Any]) -> tuple[Any, list[str]]:
     """``manifest`` as the client's ``V1Pod`` (None where it is not one) and its problems
     (:func:`pod_problems`). Calls no API."""
+    return as_model(manifest, "V1Pod")
+
+
+def as_model(manifest: dict[str, Any], model: str) -> tuple[Any, list[str]]:
+    """``manifest`` as the client's model named ``model`` (``V1Pod``, ``V1Deployment``) and
+    what in it the model rejects or does not know, one line each; calls no API."""
     from kubernetes import client
 
     api = client.ApiClient()
+    what = model.removeprefix("V1")
     try:
         # The client's own path from a response's JSON to its models: public in name only
         # through ``deserialize``, whose signature changed between releases.
-        pod = getattr(api, "_ApiClient__deserialize")(manifest, "V1Pod")  # noqa: B009
+        made = getattr(api, "_ApiClient__deserialize")(manifest, model)  # noqa: B009
     except Exception as e:
-        return None, [f"the pod spec is not a valid Kubernetes Pod: {_validation_message(e)}"]
+        return None, [f"the {what} spec is not a valid Kubernetes {what}: {_validation_message(e)}"]
     serialize: Any = api.sanitize_for_serialization  # untyped
-    known = serialize(pod)
-    return pod, [
-        f"the pod spec has {path}, which is not a field of a Kubernetes Pod; check its "
+    return made, [
+        f"the {what} spec has {path}, which is not a field of a Kubernetes {what}; check its "
         "spelling (fields are camelCase, as in kubectl's manifests)"
-        for path in _unknown_keys(manifest, known, "")
+        for path in _unknown_keys(manifest, serialize(made), "")
     ]
 
 
@@ -673,4 +679,4 @@ def _quantity(raw: str) -> float:
         return 0.0
 
 
-__all__ = ["ApiLoader", "KubernetesManager", "as_pod", "load_api", "pod_problems"]
+__all__ = ["ApiLoader", "KubernetesManager", "as_model", "as_pod", "load_api", "pod_problems"]

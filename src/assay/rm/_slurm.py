@@ -83,25 +83,50 @@ class SlurmPool:
 
 
 @dataclass
-class _Job:
-    """An allocation the manager holds, mirrored in its directory."""
+class _Member:
+    """One node's share of an allocation: its events file, what was read of it, its exit."""
 
     node: str
-    dir: Path
+    slurm_node: str
     trial_id: int
-    job_id: str = ""
-    submitting: bool = False
     started: bool = False
-    killed: bool = False
-    kill_deadline: float | None = None
     exit: Exited | None = None
     offset: int = 0
-    pending: bytes = b""
-    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Job:
+    """An allocation the manager holds (one Slurm job, over one node or a gang's nodes),
+    mirrored in its directory."""
+
+    alloc_id: str
+    dir: Path
+    members: dict[str, _Member] = field(default_factory=dict)
+    """Node id -> its share."""
+    expected: int = 1
+    """How many nodes the allocation spans: a gang's job is submitted once all have a start."""
+    starts: dict[str, Start] = field(default_factory=dict)
+    job_id: str = ""
+    submitting: bool = False
+    killed: bool = False
+    kill_deadline: float | None = None
+
+    @property
+    def started(self) -> bool:
+        return any(m.started for m in self.members.values())
+
+    @property
+    def ended(self) -> bool:
+        return all(m.exit is not None for m in self.members.values())
 
 
 class SlurmManager:
-    """The :class:`assay.rm.ResourceManager` of a Slurm partition."""
+    """The :class:`assay.rm.ResourceManager` of a Slurm partition.
+
+    An allocation on one node is a batch job that runs the step program there. A gang over
+    several nodes is one job over all of them (``--nodelist``), whose batch script starts the
+    step once per node with ``srun``; each node's step reads its own start (its share of the
+    ranks) and writes its own events, reported as that node's."""
 
     def __init__(self, pool: SlurmPool) -> None:
         self.pool = pool
@@ -123,7 +148,7 @@ class SlurmManager:
     def _slurm_node(self, node: str) -> str:
         return node.removeprefix(f"{self.pool.name}.")
 
-    # -- the protocol -----------------------------------------------------------------------------
+    # -- the protocol ---------------------------------------------------------------------------
 
     async def open(self, report: Report) -> list[Hello]:
         self._jobs_dir.mkdir(parents=True, exist_ok=True)
@@ -138,13 +163,11 @@ class SlurmManager:
             if job is not None:
                 self.jobs[path.name] = job
         for alloc_id, job in self.jobs.items():
-            if job.exit is None:
-                job.job_id = job.job_id or queued.get(alloc_id, "")
-                if alloc_id not in queued:
-                    # Ended while no master watched: its last events may be the exit.
-                    self._read_new(alloc_id, job)
-                    if job.exit is None:
-                        await asyncio.to_thread(self._end_unseen, alloc_id, job)
+            job.job_id = job.job_id or queued.get(alloc_id, "")
+            if not job.ended and alloc_id not in queued:
+                # Ended while no master watched: its last events may hold the exits.
+                await asyncio.to_thread(self._read_all, job)
+                await asyncio.to_thread(self._end_unseen, job)
         hellos = [self._hello(h) for h in self.nodes.values()]
         self._report = report
         if self._poller is None:
@@ -153,34 +176,57 @@ class SlurmManager:
 
     async def start(self, node: str, message: Start) -> None:
         alloc_id = message.allocation_id
-        if alloc_id in self.jobs:
+        job = self.jobs.get(alloc_id)
+        if job is None:
+            layout = message.distributed
+            job = _Job(
+                alloc_id=alloc_id,
+                dir=self._jobs_dir / alloc_id,
+                expected=layout.num_nodes if layout is not None else 1,
+            )
+            self.jobs[alloc_id] = job
+        if node in job.members or job.submitting or job.job_id:
             return
-        job = _Job(node=node, dir=self._jobs_dir / alloc_id, trial_id=message.trial_id)
-        self.jobs[alloc_id] = job
-        if alloc_id in self.killed_early:
+        job.members[node] = _Member(node, self._slurm_node(node), message.trial_id)
+        job.starts[node] = message
+        if len(job.members) < job.expected:
+            return  # a gang's job waits for every node's start
+        if alloc_id in self.killed_early or job.killed:
             await asyncio.to_thread(job.dir.mkdir, parents=True, exist_ok=True)
-            await self._end(alloc_id, job, None, "killed before it started")
+            for member in job.members.values():
+                await self._end(job, member, None, "killed before it started")
             return
         job.submitting = True
-        self._spawn(self._submit(alloc_id, job, message))
+        self._spawn(self._submit(job))
 
     async def kill(self, node: str, allocation_id: str) -> None:
         job = self.jobs.get(allocation_id)
         if job is None:
             self.killed_early.add(allocation_id)
             return
-        if job.exit is not None or job.killed:
+        if job.ended or job.killed:
             return
         job.killed = True
-        await asyncio.to_thread(_touch, job.dir / "killed")
+        if job.dir.exists():
+            await asyncio.to_thread(_touch, job.dir / "killed")
         if job.job_id:
             self._spawn(self._signal(job))
 
     async def acknowledge(self, node: str, allocation_id: str) -> None:
-        self.killed_early.discard(allocation_id)
-        job = self.jobs.pop(allocation_id, None)
-        if job is not None:
+        job = self.jobs.get(allocation_id)
+        if job is None:
+            self.killed_early.discard(allocation_id)
+            return
+        member = job.members.get(node)
+        if member is None or member.exit is None:
+            return
+        del job.members[node]
+        if not job.members:
+            self.jobs.pop(allocation_id, None)
+            self.killed_early.discard(allocation_id)
             await asyncio.to_thread(shutil.rmtree, job.dir, True)
+        else:
+            await asyncio.to_thread(_touch, job.dir / f"acknowledged-{member.slurm_node}")
 
     async def close(self) -> None:
         self._report = None
@@ -192,10 +238,10 @@ class SlurmManager:
                 await task
         self._poller = None
 
-    # -- nodes ---------------------------------------------------------------------------------
+    # -- nodes ----------------------------------------------------------------------------------
 
     async def _offered_nodes(self) -> list[Hello]:
-        argv = ["sinfo", "--noheader", "--Node", "--format=%N|%c|%G|%T"]
+        argv = ["sinfo", "--noheader", "--Node", "--format=%N|%c|%G|%o"]
         if self.settings.partition:
             argv.append(f"--partition={self.settings.partition}")
         seen: dict[str, Hello] = {}
@@ -203,13 +249,13 @@ class SlurmManager:
             parts = line.strip().split("|")
             if len(parts) != 4 or parts[0] in seen:
                 continue
-            name, cpus, gres, _state = parts
-            slots = self._slots(int(cpus) if cpus.isdigit() else 1, _gpus(gres))
+            name, cpus, gres, address = parts
             seen[name] = Hello(
                 agent_id=self.node_id(name),
                 pool=self.pool.name,
-                slots=slots,
-                address=name,
+                slots=self._slots(int(cpus) if cpus.isdigit() else 1, _gpus(gres)),
+                # Where a gang's other ranks reach this node's (Slurm's NodeAddr).
+                address=address or name,
                 session=f"slurm:{self.pool.work_dir}",
                 cpu=float(cpus) if cpus.isdigit() else 0.0,
             )
@@ -221,83 +267,86 @@ class SlurmManager:
     def _slots(self, cpus: int, gpus: int) -> list[Slot]:
         kind = self.settings.slot_type or ("cuda" if gpus else "cpu")
         count = self.settings.slots_per_node or (gpus if kind == "cuda" else cpus)
-        return [
-            Slot(id=str(i), type=kind, name="gpu" if kind == "cuda" else "cpu")
-            for i in range(count)
-        ]
+        name = "gpu" if kind == "cuda" else "cpu"
+        return [Slot(id=str(i), type=kind, name=name) for i in range(count)]
 
     def _hello(self, node: Hello) -> Hello:
-        mine = [(a, j) for a, j in self.jobs.items() if j.node == node.agent_id]
+        mine = [
+            (job.alloc_id, job.members[node.agent_id])
+            for job in self.jobs.values()
+            if node.agent_id in job.members and (job.job_id or job.ended)
+        ]
         return replace(
             node,
-            running=[a for a, j in mine if j.exit is None],
-            exited=[j.exit for _, j in mine if j.exit is not None],
+            running=[a for a, m in mine if m.exit is None],
+            exited=[m.exit for _, m in mine if m.exit is not None],
         )
 
-    # -- jobs ----------------------------------------------------------------------------------
+    # -- jobs -----------------------------------------------------------------------------------
 
     def _load(self, path: Path) -> _Job | None:
-        try:
-            start = json.loads((path / "start.json").read_text())
-        except (OSError, ValueError):
-            if path.is_dir() and not (path / "start.json").exists():
-                # A start the previous master was still writing: nothing was submitted.
+        starts = sorted(path.glob("start-*.json"))
+        if not starts:
+            # A start the previous master was still writing: nothing was submitted.
+            if path.is_dir():
                 shutil.rmtree(path, ignore_errors=True)
             return None
         job = _Job(
-            node=str(start.get("cluster_info", {}).get("agent_id", "")),
+            alloc_id=path.name,
             dir=path,
-            trial_id=int(start.get("trial_id", 0)),
             job_id=_read(path / "job_id"),
             killed=(path / "killed").exists(),
         )
-        offset = _read(path / "offset")
-        job.offset = int(offset) if offset.isdigit() else 0
-        # What was reported before the restart is not reported again: a started allocation
-        # stays started, and an exit already read is held until acknowledged.
-        events = path / "events.jsonl"
-        if events.exists():
-            seen = events.read_bytes()[: job.offset].decode(errors="replace").splitlines()
-            for message in read_events(seen, path.name, job.trial_id):
-                if isinstance(message, Started):
-                    job.started = True
-                elif isinstance(message, Exited):
-                    job.exit = message
-        ended = path / "exit.json"
-        if job.exit is None and ended.exists():
-            raw = json.loads(ended.read_text())
-            job.exit = Exited(path.name, raw.get("exit_code"), str(raw.get("reason", "")))
-        return job
+        for start_file in starts:
+            slurm_node = start_file.stem.removeprefix("start-")
+            if (path / f"acknowledged-{slurm_node}").exists():
+                continue
+            raw = json.loads(start_file.read_text())
+            node = str(raw.get("cluster_info", {}).get("agent_id", ""))
+            member = _Member(node, slurm_node, int(raw.get("trial_id", 0)))
+            offset = _read(path / f"offset-{slurm_node}")
+            member.offset = int(offset) if offset.isdigit() else 0
+            # What was reported before the restart is not reported again: a started share
+            # stays started, and an exit already read is held until acknowledged.
+            events = path / f"events-{slurm_node}.jsonl"
+            if events.exists():
+                seen = events.read_bytes()[: member.offset].decode(errors="replace")
+                self._take(member, read_events(seen.splitlines(), path.name, member.trial_id))
+            ended = path / f"exit-{slurm_node}.json"
+            if member.exit is None and ended.exists():
+                code = json.loads(ended.read_text())
+                member.exit = Exited(path.name, code.get("exit_code"), str(code.get("reason", "")))
+            job.members[node] = member
+        job.expected = len(job.members)
+        return job if job.members else None
 
-    async def _submit(self, alloc_id: str, job: _Job, message: Start) -> None:
+    async def _submit(self, job: _Job) -> None:
         try:
-            await asyncio.to_thread(self._write_start, job, message)
-            out = await slurm(
-                "sbatch", *self._sbatch_args(alloc_id, job, message), str(job.dir / "job.sh")
-            )
+            await asyncio.to_thread(self._write_starts, job)
+            args = self._sbatch_args(job)
+            out = await slurm("sbatch", *args, str(job.dir / "job.sh"))
         except (ResourceManagerError, OSError) as exc:
             job.submitting = False
             reason = f"could not submit the Slurm job: {exc}"
-            await self._say(alloc_id, job, f"assay: {reason}")
-            await self._end(alloc_id, job, 1, reason)
+            for member in job.members.values():
+                await self._say(job, member, f"assay: {reason}")
+                await self._end(job, member, 1, reason)
             return
         job.job_id = out.strip().split(";")[0]
         job.submitting = False
+        job.starts.clear()
         await asyncio.to_thread((job.dir / "job_id").write_text, job.job_id)
         if job.killed:
             await self._signal(job)
 
-    def _write_start(self, job: _Job, message: Start) -> None:
+    def _write_starts(self, job: _Job) -> None:
         job.dir.mkdir(parents=True, exist_ok=True)
         os.chmod(job.dir, 0o700)
+        node_var = "$SLURMD_NODENAME"
         step = [
             self.settings.python or sys.executable,
             "-m",
             "assay.rm._step",
-            "--start",
-            str(job.dir / "start.json"),
-            "--events",
-            str(job.dir / "events.jsonl"),
             "--master",
             self.pool.master_url,
             "--work-root",
@@ -307,29 +356,42 @@ class SlurmManager:
             "--kill-grace",
             str(self.settings.kill_grace),
         ]
-        (job.dir / "job.sh").write_text(f"#!/bin/sh\nexec {shlex.join(step)}\n")
-        # Written last: a directory with a start.json is a submitted (or submitting) job.
-        write_private(job.dir / "start.json", json.dumps(message.to_dict()))
+        where = shlex.quote(str(job.dir))
+        files = (
+            f'--start {where}/start-"{node_var}".json --events {where}/events-"{node_var}".jsonl'
+        )
+        if job.expected == 1:
+            (member,) = job.members.values()
+            files = files.replace(node_var, member.slurm_node)
+            script = f"exec {shlex.join(step)} {files}\n"
+        else:
+            # One step per node; each reads its own share of the ranks.
+            inner = shlex.quote(f"exec {shlex.join(step)} {files}")
+            script = f"exec srun --ntasks-per-node=1 --nodes={job.expected} sh -c {inner}\n"
+        (job.dir / "job.sh").write_text("#!/bin/sh\n" + script)
+        # Written last: a directory with a start is a submitted (or submitting) job.
+        for node, message in job.starts.items():
+            slurm_node = job.members[node].slurm_node
+            write_private(job.dir / f"start-{slurm_node}.json", json.dumps(message.to_dict()))
 
-    def _sbatch_args(self, alloc_id: str, job: _Job, message: Start) -> list[str]:
+    def _sbatch_args(self, job: _Job) -> list[str]:
         s = self.settings
+        members = list(job.members.values())
         args = [
             "--parsable",
-            f"--job-name={JOB_PREFIX}{alloc_id}",
-            f"--nodelist={self._slurm_node(job.node)}",
-            "--nodes=1",
-            "--ntasks=1",
+            f"--job-name={JOB_PREFIX}{job.alloc_id}",
+            f"--nodelist={','.join(m.slurm_node for m in members)}",
+            f"--nodes={len(members)}",
+            "--ntasks-per-node=1",
             f"--output={job.dir / 'slurm.out'}",
             f"--chdir={job.dir}",
             f"--export={_EXPORTED}",
         ]
-        args += [
-            f"--{k}={v}"
-            for k, v in (("partition", s.partition), ("qos", s.qos), ("account", s.account))
-            if v
-        ]
+        chosen = (("partition", s.partition), ("qos", s.qos), ("account", s.account))
+        args += [f"--{key}={value}" for key, value in chosen if value]
+        message = next(iter(job.starts.values()))
         count = len(message.slots)
-        node = self.nodes.get(job.node)
+        node = self.nodes.get(members[0].node)
         kind = node.slots[0].type if node and node.slots else "cpu"
         experiment = _experiment_slurm(message)
         if kind == "cuda":
@@ -342,15 +404,18 @@ class SlurmManager:
         return args
 
     async def _signal(self, job: _Job) -> None:
-        """A kill: SIGTERM to the step (which stops the processes, SIGKILL after the grace)
-        once it runs; a job not yet running is cancelled outright."""
+        """A kill: SIGTERM to the steps (which stop the processes, SIGKILL after the grace)
+        once they run; a job not yet running is cancelled outright."""
         loop = asyncio.get_running_loop()
         job.kill_deadline = loop.time() + self.settings.kill_grace + 10.0
+        if not job.started:
+            argv = ["scancel", job.job_id]
+        elif job.expected == 1:
+            argv = ["scancel", "--batch", "--signal=TERM", job.job_id]
+        else:
+            argv = ["scancel", "--signal=TERM", job.job_id]  # srun hands it to each node's step
         try:
-            if job.started:
-                await slurm("scancel", "--batch", "--signal=TERM", job.job_id)
-            else:
-                await slurm("scancel", job.job_id)
+            await slurm(*argv)
         except ResourceManagerError as exc:
             log.warning("pool %s: cancelling Slurm job %s: %s", self.pool.name, job.job_id, exc)
 
@@ -366,7 +431,7 @@ class SlurmManager:
                     jobs[alloc_id] = job_id
         return jobs
 
-    # -- watching ------------------------------------------------------------------------------
+    # -- watching -------------------------------------------------------------------------------
 
     async def _poll(self) -> None:
         loop = asyncio.get_running_loop()
@@ -384,33 +449,32 @@ class SlurmManager:
                 log.exception("pool %s: watching the Slurm jobs failed", self.pool.name)
 
     async def _look(self, now: float) -> None:
-        live = {a: j for a, j in self.jobs.items() if j.exit is None and not j.submitting}
-        for alloc_id, job in live.items():
-            for message in await asyncio.to_thread(self._read_new, alloc_id, job):
-                await self._send(job.node, message)
-        unseen = [a for a, j in live.items() if j.exit is None and j.job_id]
-        if not unseen:
+        live = [j for j in self.jobs.values() if j.job_id and not j.ended]
+        for job in live:
+            await self._report_new(job)
+        unended = [j for j in live if not j.ended]
+        if not unended:
             return
         queued = await self._queue()
-        for alloc_id in unseen:
-            held = self.jobs.get(alloc_id)
-            if held is None or held.exit is not None:
-                continue
-            job = held
-            if alloc_id in queued:
+        for job in unended:
+            if job.alloc_id in queued:
                 if job.kill_deadline is not None and now > job.kill_deadline:
                     job.kill_deadline = None
                     with contextlib.suppress(ResourceManagerError):
                         await slurm("scancel", "--signal=KILL", job.job_id)
                 continue
             # Gone from the queue: its last lines may have landed since the read above.
-            for message in await asyncio.to_thread(self._read_new, alloc_id, job):
-                await self._send(job.node, message)
-            if job.exit is None:
-                await asyncio.to_thread(self._end_unseen, alloc_id, job)
-                await self._say(alloc_id, job, f"assay: {job.exit.reason if job.exit else ''}")
-                if job.exit is not None:
-                    await self._send(job.node, job.exit)
+            await self._report_new(job)
+            for member in await asyncio.to_thread(self._end_unseen, job):
+                assert member.exit is not None
+                await self._say(job, member, f"assay: {member.exit.reason}")
+                await self._send(member.node, member.exit)
+
+    async def _report_new(self, job: _Job) -> None:
+        for member in list(job.members.values()):
+            if member.exit is None:
+                for message in await asyncio.to_thread(self._read_new, job, member):
+                    await self._send(member.node, message)
 
     async def _look_at_nodes(self) -> None:
         for hello in await self._offered_nodes():
@@ -419,13 +483,13 @@ class SlurmManager:
                 self.nodes[hello.agent_id] = hello
                 await self._send(hello.agent_id, self._hello(hello))
 
-    def _read_new(self, alloc_id: str, job: _Job) -> list[AgentMessage]:
+    def _read_new(self, job: _Job, member: _Member) -> list[AgentMessage]:
         """The events appended since the last read, as messages; the read position is kept
         in the directory once they are taken."""
-        path = job.dir / "events.jsonl"
+        path = job.dir / f"events-{member.slurm_node}.jsonl"
         try:
             with path.open("rb") as f:
-                f.seek(job.offset)
+                f.seek(member.offset)
                 data = f.read()
         except FileNotFoundError:
             return []
@@ -433,30 +497,50 @@ class SlurmManager:
         if complete == 0:
             return []
         lines = data[:complete].decode(errors="replace").splitlines()
-        messages = read_events(lines, alloc_id, job.trial_id)
-        job.offset += complete
-        (job.dir / "offset").write_text(str(job.offset))
-        for message in messages:
-            if isinstance(message, Started):
-                job.started = True
-            elif isinstance(message, Exited):
-                job.exit = message
+        messages = read_events(lines, job.alloc_id, member.trial_id)
+        member.offset += complete
+        (job.dir / f"offset-{member.slurm_node}").write_text(str(member.offset))
+        self._take(member, messages)
         return messages
 
-    def _end_unseen(self, alloc_id: str, job: _Job) -> None:
-        reason = "killed" if job.killed else ENDED_UNSEEN
-        if job.killed and not job.started:
-            reason = "killed before it started"
-        _write_exit(job.dir, None, reason)
-        job.exit = Exited(alloc_id, None, reason)
+    def _read_all(self, job: _Job) -> None:
+        for member in job.members.values():
+            if member.exit is None:
+                self._read_new(job, member)
 
-    async def _end(self, alloc_id: str, job: _Job, code: int | None, reason: str) -> None:
-        await asyncio.to_thread(_write_exit, job.dir, code, reason)
-        job.exit = Exited(alloc_id, code, reason)
-        await self._send(job.node, job.exit)
+    @staticmethod
+    def _take(member: _Member, messages: list[AgentMessage]) -> None:
+        for message in messages:
+            if isinstance(message, Started):
+                member.started = True
+            elif isinstance(message, Exited):
+                member.exit = message
 
-    async def _say(self, alloc_id: str, job: _Job, line: str) -> None:
-        await self._send(job.node, Logs([LogEntry(alloc_id, job.trial_id, line, stream="stderr")]))
+    def _end_unseen(self, job: _Job) -> list[_Member]:
+        """Give an exit to each share of a job Slurm no longer holds that reported none;
+        those shares."""
+        ended = []
+        for member in job.members.values():
+            if member.exit is not None:
+                continue
+            reason = ENDED_UNSEEN
+            if job.killed:
+                reason = "killed" if member.started else "killed before it started"
+            _write_exit(job.dir / f"exit-{member.slurm_node}.json", None, reason)
+            member.exit = Exited(job.alloc_id, None, reason)
+            ended.append(member)
+        return ended
+
+    async def _end(self, job: _Job, member: _Member, code: int | None, reason: str) -> None:
+        await asyncio.to_thread(
+            _write_exit, job.dir / f"exit-{member.slurm_node}.json", code, reason
+        )
+        member.exit = Exited(job.alloc_id, code, reason)
+        await self._send(member.node, member.exit)
+
+    async def _say(self, job: _Job, member: _Member, line: str) -> None:
+        entry = LogEntry(job.alloc_id, member.trial_id, line, stream="stderr")
+        await self._send(member.node, Logs([entry]))
 
     async def _send(self, node: str, message: AgentMessage | Hello) -> None:
         report = self._report
@@ -487,10 +571,10 @@ def _experiment_slurm(message: Start) -> dict[str, Any]:
 
 
 def _write_exit(path: Path, code: int | None, reason: str) -> None:
-    path.mkdir(parents=True, exist_ok=True)
-    tmp = path / "exit.json.tmp"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"exit_code": code, "reason": reason}))
-    os.replace(tmp, path / "exit.json")
+    os.replace(tmp, path)
 
 
 def _read(path: Path) -> str:

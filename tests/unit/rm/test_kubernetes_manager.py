@@ -1,0 +1,333 @@
+"""The Kubernetes manager passes the conformance kit against a stand-in for the API server.
+
+No API server can run here, so :class:`FakeCluster` answers the ``CoreV1Api`` calls the manager
+makes the way the API server and a kubelet would: a created pod's container is the step's
+command run as a local process, its output the pod's log (with the kubelet's timestamps), a
+deletion sends SIGTERM and SIGKILL after the grace, and a pod with a finalizer stays readable
+until the finalizer is removed. It is a model of the cluster, not one: the integration test
+(``tests/integration/test_kubernetes.py``) runs the same kit against a real one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+pytest.importorskip("kubernetes")
+
+from kubernetes import client  # noqa: E402
+from kubernetes.client.exceptions import ApiException  # noqa: E402
+
+from assay.config import KubernetesPoolConfig  # noqa: E402
+from assay.protocol import Exited  # noqa: E402
+from assay.rm import ResourceManager  # noqa: E402
+from assay.rm._kubernetes import KubernetesManager  # noqa: E402
+from assay.rm.testing import CHECKS, Recorder, Subject, start  # noqa: E402
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class FakePod:
+    def __init__(self, manifest: dict[str, Any], work: Path) -> None:
+        self.manifest = manifest
+        self.name: str = manifest["metadata"]["name"]
+        self.annotations: dict[str, str] = dict(manifest["metadata"].get("annotations") or {})
+        self.labels: dict[str, str] = dict(manifest["metadata"].get("labels") or {})
+        self.finalizers: list[str] = list(manifest["metadata"].get("finalizers") or [])
+        self.deleted_at: str | None = None
+        self.log: list[tuple[str, str]] = []
+        self.changed = threading.Condition()
+        (container,) = [
+            c
+            for c in manifest["spec"]["containers"]
+            if c["name"] == self.annotations["assay.container"]
+        ]
+        self.container = container["name"]
+        command = [sys.executable, *container["command"][1:]]
+        command[command.index("--work-root") + 1] = str(work)
+        env = {**os.environ}
+        env.update({e["name"]: e["value"] for e in container.get("env", []) if "value" in e})
+        self.process = subprocess.Popen(
+            command,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for raw in self.process.stdout:
+            with self.changed:
+                self.log.append((_now(), raw.decode().rstrip("\n")))
+                self.changed.notify_all()
+        self.process.wait()
+        with self.changed:
+            self.changed.notify_all()
+
+    @property
+    def exit_code(self) -> int | None:
+        code = self.process.poll()
+        return None if code is None else (128 - code if code < 0 else code)
+
+    def status(self) -> Any:
+        code = self.exit_code
+        state = SimpleNamespace(
+            running=SimpleNamespace() if code is None else None,
+            terminated=None
+            if code is None
+            else SimpleNamespace(exit_code=code, reason="Completed", message=None),
+            waiting=None,
+        )
+        phase = "Running" if code is None else ("Succeeded" if code == 0 else "Failed")
+        return SimpleNamespace(
+            metadata=SimpleNamespace(
+                name=self.name,
+                annotations=dict(self.annotations),
+                labels=dict(self.labels),
+                finalizers=list(self.finalizers),
+                deletion_timestamp=self.deleted_at,
+            ),
+            spec=SimpleNamespace(node_name="node-a"),
+            status=SimpleNamespace(
+                phase=phase,
+                message=None,
+                reason=None,
+                container_statuses=[SimpleNamespace(name=self.container, state=state)],
+            ),
+        )
+
+
+class LogStream:
+    def __init__(self, pod: FakePod, follow: bool, since: int | None) -> None:
+        self.pod, self.follow, self.since, self.closed = pod, follow, since, False
+
+    def stream(self, _amount: int) -> Iterator[bytes]:
+        sent = 0
+        cutoff = "" if self.since is None else _ago(self.since)
+        while not self.closed:
+            with self.pod.changed:
+                lines = self.pod.log[sent:]
+                sent += len(lines)
+                ended = self.pod.exit_code is not None
+                if not lines and (ended or not self.follow):
+                    return
+                if not lines:
+                    self.pod.changed.wait(0.2)
+            for stamp, line in lines:
+                if stamp >= cutoff:
+                    yield f"{stamp} {line}\n".encode()
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _ago(seconds: int) -> str:
+    return datetime.fromtimestamp(time.time() - seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class FakeCluster:
+    """The ``CoreV1Api`` calls :class:`KubernetesManager` makes, over local processes."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.pods: dict[str, FakePod] = {}
+        self.lock = threading.Lock()
+        self.serialize = client.ApiClient().sanitize_for_serialization
+
+    def _pod(self, name: str) -> FakePod:
+        with self.lock:
+            pod = self.pods.get(name)
+        if pod is None:
+            raise ApiException(status=404, reason="Not Found")
+        return pod
+
+    def list_node(self, label_selector: str | None = None, **_: Any) -> Any:
+        node = SimpleNamespace(
+            metadata=SimpleNamespace(name="node-a"),
+            spec=SimpleNamespace(unschedulable=None),
+            status=SimpleNamespace(
+                allocatable={"cpu": "4", "memory": "8Gi"},
+                conditions=[SimpleNamespace(type="Ready", status="True")],
+                addresses=[SimpleNamespace(type="InternalIP", address="10.0.0.1")],
+            ),
+        )
+        return SimpleNamespace(items=[node])
+
+    def list_namespaced_pod(self, namespace: str, label_selector: str = "", **_: Any) -> Any:
+        key, _, value = label_selector.partition("=")
+        with self.lock:
+            pods = list(self.pods.values())
+        return SimpleNamespace(items=[p.status() for p in pods if p.labels.get(key) == value])
+
+    def create_namespaced_pod(self, namespace: str, body: Any, **_: Any) -> Any:
+        manifest = self.serialize(body)
+        with self.lock:
+            if manifest["metadata"]["name"] in self.pods:
+                raise ApiException(status=409, reason="AlreadyExists")
+            work = self.work / manifest["metadata"]["name"]
+            work.mkdir(parents=True)
+            pod = FakePod(manifest, work)
+            self.pods[pod.name] = pod
+        return pod.status()
+
+    def read_namespaced_pod(self, name: str, namespace: str, **_: Any) -> Any:
+        return self._pod(name).status()
+
+    def read_namespaced_pod_log(
+        self,
+        name: str,
+        namespace: str,
+        container: str,
+        follow: bool,
+        timestamps: bool,
+        since_seconds: int | None,
+        _preload_content: bool,
+    ) -> LogStream:
+        assert timestamps and not _preload_content
+        return LogStream(self._pod(name), follow, since_seconds)
+
+    def delete_namespaced_pod(
+        self, name: str, namespace: str, grace_period_seconds: int, **_: Any
+    ) -> None:
+        pod = self._pod(name)
+        pod.deleted_at = pod.deleted_at or _now()
+        if pod.exit_code is None:
+            if grace_period_seconds == 0:
+                os.killpg(pod.process.pid, signal.SIGKILL)
+            else:
+                os.kill(pod.process.pid, signal.SIGTERM)
+                threading.Timer(grace_period_seconds, self._sigkill, (pod,)).start()
+        self._maybe_remove(pod)
+
+    def _sigkill(self, pod: FakePod) -> None:
+        if pod.exit_code is None:
+            os.killpg(pod.process.pid, signal.SIGKILL)
+
+    def patch_namespaced_pod(
+        self, name: str, namespace: str, body: dict[str, Any], _content_type: str
+    ) -> None:
+        assert _content_type == "application/merge-patch+json"
+        pod = self._pod(name)
+        meta = body.get("metadata", {})
+        pod.annotations.update(meta.get("annotations") or {})
+        if "finalizers" in meta:
+            pod.finalizers = list(meta["finalizers"] or [])
+        self._maybe_remove(pod)
+
+    def _maybe_remove(self, pod: FakePod) -> None:
+        def remove() -> None:
+            pod.process.wait()
+            if not pod.finalizers:
+                with self.lock:
+                    self.pods.pop(pod.name, None)
+
+        if pod.deleted_at and not pod.finalizers:
+            threading.Thread(target=remove, daemon=True).start()
+
+    def stop(self) -> None:
+        for pod in list(self.pods.values()):
+            if pod.exit_code is None:
+                os.killpg(pod.process.pid, signal.SIGKILL)
+
+
+def manager(cluster: FakeCluster, **config: Any) -> KubernetesManager:
+    settings: dict[str, Any] = {"slot_type": "cpu", "token_secret": "", "poll_interval": 0.1}
+    return KubernetesManager(
+        KubernetesPoolConfig.model_validate({**settings, "kill_grace": 5, **config}),
+        pool="kit",
+        master_url="http://127.0.0.1:9",
+        api=cluster,
+    )
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=lambda check: check.__name__)
+def test_kubernetes_manager_conforms_against_a_model_cluster(
+    check: Callable[[Subject], Awaitable[None]], tmp_path: Path
+) -> None:
+    cluster = FakeCluster(tmp_path)
+
+    async def open_manager() -> ResourceManager:
+        return manager(cluster)
+
+    try:
+        asyncio.run(check(Subject(open_manager=open_manager, timeout=30.0)))
+    finally:
+        cluster.stop()
+
+
+def test_nodes_offer_their_allocatable_cores_as_slots(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        rm = manager(FakeCluster(tmp_path))
+        (hello,) = await rm.open(Recorder())
+        await rm.close()
+        assert hello.agent_id == "kit.node-a"
+        assert [s.id for s in hello.slots] == ["0", "1", "2", "3"]
+        assert {s.type for s in hello.slots} == {"cpu"}
+        assert hello.container_runtime == "kubernetes"
+        assert hello.memory_mb == 8192
+        assert hello.address == "10.0.0.1"
+
+    asyncio.run(scenario())
+
+
+def test_a_pod_spec_kubernetes_would_refuse_ends_the_start_with_the_reason(
+    tmp_path: Path,
+) -> None:
+    async def scenario() -> None:
+        cluster = FakeCluster(tmp_path)
+        rm = manager(cluster, pod_spec={"spec": {"tolerashuns": []}})
+        recorder = Recorder()
+        (hello,) = await rm.open(recorder)
+        message = start(hello, "echo never")
+        await rm.start(hello.agent_id, message)
+        await recorder.wait_for(lambda r: bool(r.exits(message.allocation_id)), 10, "the exit")
+        (exited,) = recorder.exits(message.allocation_id)
+        await rm.close()
+        assert exited.exit_code == 1
+        assert "spec.tolerashuns" in exited.reason
+        assert not cluster.pods, "a pod was created for a refused spec"
+
+    asyncio.run(scenario())
+
+
+def test_a_pod_deleted_by_someone_else_still_ends_in_an_exit(tmp_path: Path) -> None:
+    cluster = FakeCluster(tmp_path)
+
+    async def scenario() -> None:
+        rm = manager(cluster)
+        recorder = Recorder()
+        (hello,) = await rm.open(recorder)
+        message = start(hello, "echo up; sleep 60")
+        await rm.start(hello.agent_id, message)
+        await recorder.wait_for(
+            lambda r: ("stdout", "up") in r.lines(message.allocation_id), 20, "its output"
+        )
+        (pod,) = cluster.pods.values()
+        pod.finalizers.clear()
+        cluster.delete_namespaced_pod(pod.name, "default", grace_period_seconds=0)
+        await recorder.wait_for(lambda r: bool(r.exits(message.allocation_id)), 20, "the exit")
+        (exited,) = recorder.exits(message.allocation_id)
+        await rm.close()
+        assert isinstance(exited, Exited)
+        assert exited.exit_code != 0
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        cluster.stop()
