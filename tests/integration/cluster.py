@@ -53,9 +53,16 @@ class Cluster:
     """A master and agents as separate processes, with their logs kept for failure reports."""
 
     def __init__(
-        self, home: Path, *, db: str | None = None, master_config: Path | None = None
+        self,
+        home: Path,
+        *,
+        db: str | None = None,
+        master_config: Path | None = None,
+        host: str | None = None,
     ) -> None:
         self.home = home
+        self.host = host
+        """Where the master listens (``--host``); None: loopback."""
         self.db = db
         self.master_config = master_config
         self.port = free_port()
@@ -113,6 +120,8 @@ class Cluster:
         ]
         if self.db:
             args += ["--db", self.db]
+        if self.host:
+            args += ["--host", self.host]
         if self.master_config:
             args += ["--config", str(self.master_config)]
         self.master = subprocess.Popen(

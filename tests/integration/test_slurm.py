@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import subprocess
 import sys
@@ -18,8 +19,9 @@ from assay.rm import ResourceManager
 from assay.rm._slurm import SlurmManager, SlurmPool
 from assay.rm.testing import CHECKS, Subject
 from tests.integration.cluster import Cluster, wait_for
+from tests.integration.test_distributed import assert_ranks_agree, run_ddp
 from tests.integration.test_lifecycle import counter_config
-from tests.slurm import SlurmCluster, slurm_cluster
+from tests.slurm import GangCluster, SlurmCluster, slurm_cluster, slurm_gang_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -209,5 +211,50 @@ def test_an_agent_cannot_join_a_slurm_pool(cluster: SlurmCluster, tmp_path: Path
         said = agent.stderr.strip()
         assert "whose nodes Slurm runs" in said and "type: agents" in said, said
         assert len(said.splitlines()) == 1, said
+    finally:
+        master.stop()
+
+
+@pytest.fixture(scope="module")
+def gang_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GangCluster]:
+    with slurm_gang_cluster(tmp_path_factory.mktemp("slurm-gang")) as running:
+        yield running
+
+
+def test_a_two_node_gang_trains_torch_ddp_over_srun(
+    gang_cluster: GangCluster, tmp_path: Path
+) -> None:
+    if importlib.util.find_spec("torch") is None:
+        reason = "torch is not installed (pip install torch==2.13.0, or the dev extra)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the Slurm gang test must run under CI: {reason}")
+        pytest.skip(reason)
+    master_url = f"http://{gang_cluster.host_address}:{{port}}"
+    config = tmp_path / "master.yaml"
+    master = Cluster(tmp_path / "home", master_config=config, host="0.0.0.0")
+    pool = {
+        "pool_name": "default",
+        "type": "slurm",
+        "slurm": {
+            "partition": gang_cluster.partition,
+            "poll_interval": 0.2,
+            "kill_grace": 5,
+            # The nodes reach the master across their bridge.
+            "master_url": master_url.format(port=master.port),
+        },
+    }
+    config.write_text(
+        yaml.safe_dump({"resource_pools": [pool], "allowed_hosts": [gang_cluster.host_address]})
+    )
+    master.env.update(gang_cluster.env)
+    master.start_master()
+    try:
+        wait_for("both Slurm nodes", lambda: len(master.client.agents()) == 2)
+        trial, logs = run_ddp(master)
+        assert_ranks_agree(trial, logs)
+        (allocation,) = trial.allocations
+        assert sorted(allocation.slots) == ["default.n1", "default.n2"], "one slot on each node"
+        addresses = {int(e.rank): e.line for e in logs if "started at step 0" in str(e.line)}
+        assert set(addresses) == {0, 1}, "each node's rank said it started"
     finally:
         master.stop()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
+import secrets
 import shutil
 import signal
 import socket
@@ -73,16 +75,16 @@ def _ensure_munge() -> None:
     raise RuntimeError("munged did not start")
 
 
-def _config(root: Path, node: str, cpus: int) -> str:
+def _config(root: Path, controller: str, nodes: str, partition_nodes: str) -> str:
     return f"""ClusterName=assaytest
-SlurmctldHost={node}
+SlurmctldHost={controller}
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 StateSaveLocation={root}/state
-SlurmdSpoolDir={root}/spool
+SlurmdSpoolDir={root}/spool-%n
 SlurmctldPidFile={root}/slurmctld.pid
-SlurmdPidFile={root}/slurmd.pid
+SlurmdPidFile={root}/slurmd-%n.pid
 SlurmctldPort={_free_port()}
 SlurmdPort={_free_port()}
 ProctrackType=proctrack/linuxproc
@@ -92,44 +94,146 @@ SchedulerType=sched/backfill
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SlurmctldLogFile={root}/slurmctld.log
-SlurmdLogFile={root}/slurmd.log
+SlurmdLogFile={root}/slurmd-%n.log
 MinJobAge=30
 KillWait=5
-NodeName={node} CPUs={cpus} State=UNKNOWN
-PartitionName=debug Nodes={node} Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+{nodes}
+PartitionName=debug Nodes={partition_nodes} Default=YES MaxTime=INFINITE State=UP
 """
 
 
-@contextlib.contextmanager
-def slurm_cluster(root: Path, cpus: int = 2) -> Iterator[SlurmCluster]:
-    """Start a cluster under ``root``; stop its daemons (by their pid files) on the way out."""
+def _require_slurm() -> None:
     missing = _missing()
     if missing is not None:
         if os.environ.get("CI"):
             pytest.fail(missing)
         pytest.skip(missing)
     _ensure_munge()
+
+
+@contextlib.contextmanager
+def slurm_cluster(root: Path, cpus: int = 2) -> Iterator[SlurmCluster]:
+    """Start a one-node cluster under ``root``; stop its daemons (by their pid files) on the
+    way out."""
+    _require_slurm()
     node = socket.gethostname().split(".")[0]
-    for sub in ("state", "spool"):
-        (root / sub).mkdir(parents=True, exist_ok=True)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "state").mkdir(exist_ok=True)
     conf = root / "slurm.conf"
-    conf.write_text(_config(root, node, cpus))
+    conf.write_text(_config(root, node, f"NodeName={node} CPUs={cpus} State=UNKNOWN", node))
     cluster = SlurmCluster(conf=conf, node=node, partition="debug")
     env = {**os.environ, **cluster.env}
     started: list[Path] = []
     try:
-        for daemon, pid in (("slurmctld", "slurmctld.pid"), ("slurmd", "slurmd.pid")):
-            subprocess.run([_exe(daemon)], env=env, check=True, timeout=30)
-            started.append(root / pid)
-        _wait_idle(cluster, env, root)
+        subprocess.run([_exe("slurmctld")], env=env, check=True, timeout=30)
+        started.append(root / "slurmctld.pid")
+        subprocess.run([_exe("slurmd")], env=env, check=True, timeout=30)
+        started.append(root / f"slurmd-{node}.pid")
+        _wait_idle(env, root, 1)
         yield cluster
     finally:
         for pid_file in reversed(started):
             _stop(pid_file)
 
 
-def _wait_idle(cluster: SlurmCluster, env: dict[str, str], root: Path) -> None:
-    state = ""
+@dataclass(frozen=True)
+class GangCluster(SlurmCluster):
+    """Two Slurm nodes, ``n1`` and ``n2``, each in a network namespace of its own (with its
+    own host name) on a bridge the host reaches at :attr:`host_address`."""
+
+    host_address: str = ""
+    node_addresses: tuple[str, ...] = ()
+
+
+@contextlib.contextmanager
+def slurm_gang_cluster(root: Path) -> Iterator[GangCluster]:
+    """Start a two-node cluster of one CPU per node: Debian's slurmd runs one daemon per host,
+    so each node is a network namespace (and a UTS and mount namespace for its host name and
+    /etc/hosts) joined to a bridge; the controller runs on the host."""
+    _require_slurm()
+    if shutil.which("ip") is None or shutil.which("nsenter") is None:
+        reason = "two Slurm nodes need ip(8) and nsenter(1) for their network namespaces"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    tag = secrets.token_hex(3)
+    subnet = f"10.{random.randint(200, 250)}.{random.randint(0, 255)}"
+    bridge = f"asb{tag}"
+    namespaces = [f"assay-{tag}-n{i}" for i in (1, 2)]
+    host_address = f"{subnet}.1"
+    addresses = tuple(f"{subnet}.{i + 2}" for i in range(2))
+    controller = socket.gethostname().split(".")[0]
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "state").mkdir(exist_ok=True)
+    hosts = root / "hosts"
+    hosts.write_text(
+        "127.0.0.1 localhost\n"
+        f"{host_address} {controller}\n"
+        + "".join(f"{a} n{i + 1}\n" for i, a in enumerate(addresses))
+    )
+    nodes = "\n".join(
+        f"NodeName=n{i + 1} NodeAddr={a} NodeHostname=n{i + 1} CPUs=1 State=UNKNOWN"
+        for i, a in enumerate(addresses)
+    )
+    conf = root / "slurm.conf"
+    conf.write_text(_config(root, f"{controller}({host_address})", nodes, "n1,n2"))
+    cluster = GangCluster(
+        conf=conf,
+        node="n1",
+        partition="debug",
+        host_address=host_address,
+        node_addresses=addresses,
+    )
+    env = {**os.environ, **cluster.env}
+    started: list[Path] = []
+    made: list[list[str]] = []
+    try:
+        _ip("link", "add", bridge, "type", "bridge")
+        made.append(["link", "del", bridge])
+        _ip("addr", "add", f"{host_address}/24", "dev", bridge)
+        _ip("link", "set", bridge, "up")
+        for i, (namespace, address) in enumerate(zip(namespaces, addresses, strict=True)):
+            _ip("netns", "add", namespace)
+            made.append(["netns", "del", namespace])
+            host_end = f"as{tag}h{i + 1}"
+            _ip("link", "add", host_end, "type", "veth", "peer", "name", "eth0", "netns", namespace)
+            _ip("link", "set", host_end, "master", bridge, "up")
+            inside = ["-n", namespace]
+            _ip(*inside, "addr", "add", f"{address}/24", "dev", "eth0")
+            _ip(*inside, "link", "set", "eth0", "up")
+            _ip(*inside, "link", "set", "lo", "up")
+            _ip(*inside, "route", "add", "default", "via", host_address)
+        subprocess.run([_exe("slurmctld")], env=env, check=True, timeout=30)
+        started.append(root / "slurmctld.pid")
+        for i, namespace in enumerate(namespaces):
+            # nsenter, not `ip netns exec`: that one remounts /sys, and slurmd needs the
+            # host's cgroup filesystem under it.
+            inner = f"mount --bind {hosts} /etc/hosts && hostname n{i + 1} && exec {_exe('slurmd')}"
+            enter = ["nsenter", f"--net=/run/netns/{namespace}", "unshare", "--uts", "--mount"]
+            subprocess.run(
+                [*enter, "sh", "-c", inner],
+                env=env,
+                check=True,
+                timeout=30,
+            )
+            started.append(root / f"slurmd-n{i + 1}.pid")
+        _wait_idle(env, root, 2)
+        yield cluster
+    finally:
+        for pid_file in reversed(started):
+            _stop(pid_file)
+        for undo in reversed(made):
+            subprocess.run(["ip", *undo], capture_output=True, check=False, timeout=30)
+
+
+def _ip(*args: str) -> None:
+    done = subprocess.run(["ip", *args], capture_output=True, text=True, check=False, timeout=30)
+    if done.returncode != 0:
+        raise RuntimeError(f"ip {' '.join(args)}: {done.stderr.strip()}")
+
+
+def _wait_idle(env: dict[str, str], root: Path, count: int) -> None:
+    states: list[str] = []
     for _ in range(300):
         out = subprocess.run(
             ["sinfo", "--noheader", "--Node", "--format=%T"],
@@ -138,13 +242,12 @@ def _wait_idle(cluster: SlurmCluster, env: dict[str, str], root: Path) -> None:
             text=True,
             check=False,
         )
-        state = out.stdout.strip()
-        if out.returncode == 0 and state in ("idle", "mixed", "allocated"):
+        states = out.stdout.split()
+        if out.returncode == 0 and len(states) == count and set(states) <= {"idle", "mixed"}:
             return
         time.sleep(0.1)
-    names = ("slurmctld.log", "slurmd.log")
-    logs = "".join((root / f).read_text()[-2000:] for f in names if (root / f).exists())
-    raise RuntimeError(f"the Slurm node did not become idle (state {state!r}):\n{logs}")
+    logs = "".join(f.read_text()[-2000:] for f in sorted(root.glob("*.log")))
+    raise RuntimeError(f"the Slurm nodes did not become idle (states {states}):\n{logs}")
 
 
 def _stop(pid_file: Path) -> None:

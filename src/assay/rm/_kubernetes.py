@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
 import logging
 import os
+import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from assay.config import KubernetesPoolConfig
+from assay.config import KubernetesPoolConfig, ResourcePoolConfig
 from assay.errors import ResourceManagerError
 from assay.protocol import Exited, Hello, Slot, Start, Started
 from assay.rm._pods import (
@@ -38,6 +40,7 @@ from assay.rm._pods import (
     NODE_ANNOTATION,
     POOL_LABEL,
     TRIAL_ANNOTATION,
+    as_pod,
     label_value,
     pod_manifest,
     pod_name,
@@ -61,6 +64,9 @@ _FATAL_WAITING = frozenset(
     }
 )
 """Reasons a container waits that it will not get past by itself: the start cannot run."""
+_CONNECT_TIMEOUT = 10
+_READ_TIMEOUT = 60
+"""Seconds a followed log may be silent before it is followed anew."""
 _CLOCK_SLACK = 10
 """Seconds more of log re-read on a resumed follow than the last line's age, for the skew
 between the master's clock and the node's; lines already seen are skipped by timestamp."""
@@ -94,73 +100,6 @@ def load_api(config: KubernetesPoolConfig) -> Any:
             "kubernetes.kubeconfig (and context) or run the master in the cluster"
         ) from e
     return client.CoreV1Api(client.ApiClient(configuration))
-
-
-def pod_problems(manifest: dict[str, Any]) -> list[str]:
-    """What in ``manifest`` the client's ``V1Pod`` model rejects (a wrong type, a missing
-    required field) or does not know (a misspelt key, which the API server would drop or
-    refuse): one line each, with its path; empty when the manifest is a valid pod."""
-    return as_pod(manifest)[1]
-
-
-def as_pod(manifest: dict[str, Any]) -> tuple[Any, list[str]]:
-    """``manifest`` as the client's ``V1Pod`` (None where it is not one) and its problems
-    (:func:`pod_problems`). Calls no API."""
-    return as_model(manifest, "V1Pod")
-
-
-def as_model(manifest: dict[str, Any], model: str) -> tuple[Any, list[str]]:
-    """``manifest`` as the client's model named ``model`` (``V1Pod``, ``V1Deployment``) and
-    what in it the model rejects or does not know, one line each; calls no API."""
-    from kubernetes import client
-
-    api = client.ApiClient()
-    what = model.removeprefix("V1")
-    try:
-        # The client's own path from a response's JSON to its models: public in name only
-        # through ``deserialize``, whose signature changed between releases.
-        made = getattr(api, "_ApiClient__deserialize")(manifest, model)  # noqa: B009
-    except Exception as e:
-        return None, [f"the {what} spec is not a valid Kubernetes {what}: {_validation_message(e)}"]
-    serialize: Any = api.sanitize_for_serialization  # untyped
-    return made, [
-        f"the {what} spec has {path}, which is not a field of a Kubernetes {what}; check its "
-        "spelling (fields are camelCase, as in kubectl's manifests)"
-        for path in _unknown_keys(manifest, serialize(made), "")
-    ]
-
-
-def _validation_message(error: Exception) -> str:
-    errors = getattr(error, "errors", None)
-    if callable(errors):
-        with contextlib.suppress(Exception):
-            first = errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ()))
-            model = getattr(error, "title", "")
-            return f"{model} {where}: {first.get('msg', '')}".strip()
-    return _one_line(error)
-
-
-def _unknown_keys(given: Any, known: Any, path: str) -> list[str]:
-    if isinstance(given, dict):
-        known_map = known if isinstance(known, dict) else {}
-        out: list[str] = []
-        for key, value in given.items():
-            here = f"{path}.{key}" if path else str(key)
-            if value is None:
-                continue
-            if key not in known_map:
-                out.append(here)
-            else:
-                out.extend(_unknown_keys(value, known_map[key], here))
-        return out
-    if isinstance(given, list) and isinstance(known, list):
-        return [
-            p
-            for i, (g, k) in enumerate(zip(given, known, strict=False))
-            for p in _unknown_keys(g, k, f"{path}[{i}]")
-        ]
-    return []
 
 
 def _one_line(error: BaseException) -> str:
@@ -256,6 +195,23 @@ class KubernetesManager:
         self._killed_early: set[str] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
+
+    @classmethod
+    def for_pool(
+        cls, pool: ResourcePoolConfig, master_url: str, agent_token: str = ""
+    ) -> KubernetesManager:
+        """The manager of a ``type: kubernetes`` pool of ``master.yaml``. ``agent_token`` is
+        not used: pods take the token from the pool's ``token_secret``, which must hold the
+        master's. Raises :class:`ResourceManagerError` where the client is not installed."""
+        del agent_token
+        if importlib.util.find_spec("kubernetes") is None:
+            raise ResourceManagerError(
+                f"resource pool {pool.pool_name} is of type kubernetes, but the kubernetes "
+                "client is not installed; install it with pip install 'assay[kubernetes]'"
+            )
+        return cls(
+            pool.kubernetes or KubernetesPoolConfig(), pool=pool.pool_name, master_url=master_url
+        )
 
     # -- pure parts ----------------------------------------------------------------------------
 
@@ -517,7 +473,8 @@ class KubernetesManager:
         lines: asyncio.Queue[str | None] = asyncio.Queue()
 
         def push(line: str | None) -> None:
-            loop.call_soon_threadsafe(lines.put_nowait, line)
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+                loop.call_soon_threadsafe(lines.put_nowait, line)
 
         reader = asyncio.create_task(asyncio.to_thread(self._log_lines, alloc, follow, push))
         try:
@@ -550,6 +507,9 @@ class KubernetesManager:
                 timestamps=True,
                 since_seconds=since,
                 _preload_content=False,
+                # A quiet log ends the follow now and then; the watcher follows again (lines
+                # seen are skipped), so a lost connection cannot hang it.
+                _request_timeout=(_CONNECT_TIMEOUT, _READ_TIMEOUT),
             )
             with alloc.lock:
                 alloc.stream = response
@@ -576,7 +536,9 @@ class KubernetesManager:
                     )
                     push(line)
         except Exception as e:
-            if not self._closed and _status(e) != 404:
+            if self._closed or _status(e) in (None, 404):
+                log.debug("log of pod %s: %s", alloc.pod, _one_line(e))
+            else:
                 log.warning("log of pod %s: %s", alloc.pod, _one_line(e))
         finally:
             push(None)
@@ -657,9 +619,16 @@ class KubernetesManager:
     def _close_stream(self, alloc: _Allocation) -> None:
         with alloc.lock:
             stream, alloc.stream = alloc.stream, None
-        if stream is not None:
-            with contextlib.suppress(Exception):
-                stream.close()
+        if stream is None:
+            return
+        # Closing a socket does not wake a thread blocked reading it; shutting it down does.
+        connection: Any = getattr(stream, "connection", None) or getattr(
+            stream, "_connection", None
+        )
+        with contextlib.suppress(Exception):
+            connection.sock.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(Exception):
+            stream.close()
 
     def _spawn(self, work: Any) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.create_task(work)
@@ -679,4 +648,4 @@ def _quantity(raw: str) -> float:
         return 0.0
 
 
-__all__ = ["ApiLoader", "KubernetesManager", "as_model", "as_pod", "load_api", "pod_problems"]
+__all__ = ["ApiLoader", "KubernetesManager", "load_api"]

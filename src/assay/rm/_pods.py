@@ -1,5 +1,8 @@
 """The pod a Kubernetes pool runs one allocation's start in: pure functions, no API calls.
 
+:func:`pod_problems` and :func:`as_model` read manifests back through the official client's
+models (the ``kubernetes`` extra, imported only there) to catch what Kubernetes would refuse.
+
 :func:`pod_manifest` builds the manifest (a plain dict, in the API's camelCase) the manager
 hands to ``create_namespaced_pod``. The pod runs ``python -m assay.rm._step`` (which runs the
 start exactly as an agent does and prints its events as JSON lines on stdout, the pod's log),
@@ -23,6 +26,7 @@ Determined does); the template's other containers run beside it as they are.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
@@ -208,7 +212,7 @@ def pod_manifest(
 
     Raises ValueError (one line: what is wrong, where) when the pod specs to merge are not
     shaped like pod manifests at all; whether every field is one Kubernetes knows is checked
-    against the client's models by :func:`assay.rm._kubernetes.pod_problems`."""
+    against the client's models by :func:`pod_problems`."""
     allocation_id = message.allocation_id
     for where, spec in (("pool", config.pod_spec), ("experiment", experiment_pod_spec(message))):
         if spec and not isinstance(spec.get("spec", {}), dict):
@@ -300,6 +304,73 @@ def pod_manifest(
     return pod
 
 
+def pod_problems(manifest: dict[str, Any]) -> list[str]:
+    """What in ``manifest`` the client's ``V1Pod`` model rejects (a wrong type, a missing
+    required field) or does not know (a misspelt key, which the API server would drop or
+    refuse): one line each, with its path; empty when the manifest is a valid pod."""
+    return as_pod(manifest)[1]
+
+
+def as_pod(manifest: dict[str, Any]) -> tuple[Any, list[str]]:
+    """``manifest`` as the client's ``V1Pod`` (None where it is not one) and its problems
+    (:func:`pod_problems`). Calls no API."""
+    return as_model(manifest, "V1Pod")
+
+
+def as_model(manifest: dict[str, Any], model: str) -> tuple[Any, list[str]]:
+    """``manifest`` as the client's model named ``model`` (``V1Pod``, ``V1Deployment``) and
+    what in it the model rejects or does not know, one line each; calls no API."""
+    from kubernetes import client
+
+    api = client.ApiClient()
+    what = model.removeprefix("V1")
+    try:
+        # The client's own path from a response's JSON to its models: public in name only
+        # through ``deserialize``, whose signature changed between releases.
+        made = getattr(api, "_ApiClient__deserialize")(manifest, model)  # noqa: B009
+    except Exception as e:
+        return None, [f"the {what} spec is not a valid Kubernetes {what}: {_validation_message(e)}"]
+    serialize: Any = api.sanitize_for_serialization  # untyped
+    return made, [
+        f"the {what} spec has {path}, which is not a field of a Kubernetes {what}; check its "
+        "spelling (fields are camelCase, as in kubectl's manifests)"
+        for path in _unknown_keys(manifest, serialize(made), "")
+    ]
+
+
+def _validation_message(error: Exception) -> str:
+    errors = getattr(error, "errors", None)
+    if callable(errors):
+        with contextlib.suppress(Exception):
+            first = errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ()))
+            model = getattr(error, "title", "")
+            return f"{model} {where}: {first.get('msg', '')}".strip()
+    return " ".join(str(error).split())[:300] or type(error).__name__
+
+
+def _unknown_keys(given: Any, known: Any, path: str) -> list[str]:
+    if isinstance(given, dict):
+        known_map = known if isinstance(known, dict) else {}
+        out: list[str] = []
+        for key, value in given.items():
+            here = f"{path}.{key}" if path else str(key)
+            if value is None:
+                continue
+            if key not in known_map:
+                out.append(here)
+            else:
+                out.extend(_unknown_keys(value, known_map[key], here))
+        return out
+    if isinstance(given, list) and isinstance(known, list):
+        return [
+            p
+            for i, (g, k) in enumerate(zip(given, known, strict=False))
+            for p in _unknown_keys(g, k, f"{path}[{i}]")
+        ]
+    return []
+
+
 __all__ = [
     "ALLOCATION_LABEL",
     "CONTAINER_ANNOTATION",
@@ -311,10 +382,13 @@ __all__ = [
     "TOKEN_KEY",
     "TRIAL_ANNOTATION",
     "WORK_ROOT",
+    "as_model",
+    "as_pod",
     "experiment_pod_spec",
     "label_value",
     "merge_pod_specs",
     "pod_manifest",
     "pod_name",
+    "pod_problems",
     "slot_resources",
 ]

@@ -349,16 +349,18 @@ class SlurmManager:
             "assay.rm._step",
             "--master",
             self.pool.master_url,
-            "--work-root",
-            str(self.pool.work_dir / "run"),
             "--token-file",
             str(self.pool.work_dir / "agent-token"),
             "--kill-grace",
             str(self.settings.kill_grace),
         ]
         where = shlex.quote(str(job.dir))
+        run = shlex.quote(str(self.pool.work_dir / "run"))
+        # Each node unpacks the context in a directory of its own: the work directory is one
+        # filesystem for all of them.
         files = (
-            f'--start {where}/start-"{node_var}".json --events {where}/events-"{node_var}".jsonl'
+            f'--start {where}/start-"{node_var}".json --events {where}/events-"{node_var}".jsonl '
+            f'--work-root {run}/"{node_var}"'
         )
         if job.expected == 1:
             (member,) = job.members.values()

@@ -27,14 +27,14 @@ import pytest
 
 pytest.importorskip("kubernetes")
 
-from kubernetes import client  # noqa: E402
-from kubernetes.client.exceptions import ApiException  # noqa: E402
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
-from assay.config import KubernetesPoolConfig  # noqa: E402
-from assay.protocol import Exited  # noqa: E402
-from assay.rm import ResourceManager  # noqa: E402
-from assay.rm._kubernetes import KubernetesManager  # noqa: E402
-from assay.rm.testing import CHECKS, Recorder, Subject, start  # noqa: E402
+from assay.config import KubernetesPoolConfig
+from assay.protocol import Exited
+from assay.rm import ResourceManager
+from assay.rm._kubernetes import KubernetesManager
+from assay.rm.testing import CHECKS, Recorder, Subject, start
 
 
 def _now() -> str:
@@ -198,6 +198,7 @@ class FakeCluster:
         timestamps: bool,
         since_seconds: int | None,
         _preload_content: bool,
+        _request_timeout: tuple[float, float],
     ) -> LogStream:
         assert timestamps and not _preload_content
         return LogStream(self._pod(name), follow, since_seconds)

@@ -11,8 +11,8 @@ import yaml
 
 pytest.importorskip("kubernetes")
 
-from assay.config import KubernetesPoolConfig, load_master_config  # noqa: E402
-from assay.rm._kubernetes import as_model  # noqa: E402
+from assay.config import KubernetesPoolConfig, load_master_config
+from assay.rm._pods import as_model
 
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "kubernetes"
 MODELS = {

@@ -11,21 +11,23 @@ import pytest
 
 pytest.importorskip("kubernetes")
 
-from kubernetes import client  # noqa: E402
+from kubernetes import client
 
-from assay.config import KubernetesPoolConfig  # noqa: E402
-from assay.protocol import ClusterInfo, Container, Start, TrialInfo  # noqa: E402
-from assay.protocol._container import Mount  # noqa: E402
-from assay.rm._kubernetes import KubernetesManager, as_pod, pod_problems  # noqa: E402
-from assay.rm._pods import (  # noqa: E402
+from assay.config import KubernetesPoolConfig
+from assay.protocol import ClusterInfo, Container, Start, TrialInfo
+from assay.protocol._container import Mount
+from assay.rm._kubernetes import KubernetesManager
+from assay.rm._pods import (
     CONTAINER_NAME,
     FINALIZER,
+    as_pod,
     label_value,
     merge_pod_specs,
     pod_manifest,
     pod_name,
+    pod_problems,
 )
-from assay.rm._step import START_ENV  # noqa: E402
+from assay.rm._step import START_ENV
 
 MASTER = "http://assay-master.assay.svc:8080"
 
