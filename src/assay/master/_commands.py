@@ -21,7 +21,7 @@ from assay.master import _gc_demand as gc_demand
 from assay.master import _jobs as jobs
 from assay.master import _lifecycle as life
 from assay.master import _views as views
-from assay.master._containers import container_problem
+from assay.master._containers import container_problem, runs_containers
 from assay.master._notes import add_note
 from assay.master._orchestrator import Orchestrator
 from assay.master._submit import (
@@ -152,8 +152,9 @@ class ExperimentCommands:
         problem = container_problem(
             config,
             pool,
-            db_agents.pool_runs_containers(session, pool),
+            runs_containers(pool_config, db_agents.pool_runs_containers(session, pool)),
             autoscaled=pool_config is not None and pool_config.provider is not None,
+            pool_type=pool_config.type if pool_config is not None else "agents",
         )
         if problem is not None:
             raise InvalidConfig("invalid experiment config: 1 problem", [problem])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 
-from assay.config import ExperimentConfig, JobSpec
+from assay.config import ExperimentConfig, JobSpec, ResourcePoolConfig
 from assay.errors import ErrorDetail
 from assay.protocol import Container, Mount, RegistryAuth
 
@@ -85,14 +85,27 @@ def _with_containers(label: str | None) -> str:
 
 
 def container_problem(
-    config: ExperimentConfig, pool: str, pool_runs_containers: bool, *, autoscaled: bool = False
+    config: ExperimentConfig,
+    pool: str,
+    pool_runs_containers: bool,
+    *,
+    autoscaled: bool = False,
+    pool_type: str = "agents",
 ) -> ErrorDetail | None:
     """Why the experiment's trials could never run: they name an image, and no agent of
-    their pool runs containers. None when they could, and for an ``autoscaled`` pool, whose
-    agents are yet to be launched (whether they run containers is theirs to say)."""
+    their pool runs containers (a Slurm pool runs processes on its nodes). None when they
+    could, and for an ``autoscaled`` pool, whose agents are yet to be launched (whether they
+    run containers is theirs to say)."""
     image = trial_image(config)
     if image is None or pool_runs_containers or autoscaled:
         return None
+    if pool_type == "slurm":
+        return ErrorDetail(
+            "environment.image",
+            f"names {image!r}, and resource pool {pool!r} is a Slurm pool, whose jobs run as "
+            "processes on its nodes with their own Python; leave environment.image out, or "
+            "submit to a pool of agents started with --container-runtime podman (or docker)",
+        )
     return ErrorDetail(
         "environment.image",
         f"names {image!r}, and no agent of resource pool {pool!r} runs containers, so no trial "
@@ -100,6 +113,12 @@ def container_problem(
         "podman` (or docker), or leave environment.image out to run the trials with the "
         "agents' own Python",
     )
+
+
+def runs_containers(pool: ResourcePoolConfig | None, agents_say: bool) -> bool:
+    """Whether a pool runs allocations in containers: every Kubernetes pool does (a pod is
+    one); an agents' pool does when one of its agents said it has a runtime."""
+    return (pool is not None and pool.type == "kubernetes") or agents_say
 
 
 def job_in_containers(spec: JobSpec, pool_runs_containers: bool) -> JobSpec:

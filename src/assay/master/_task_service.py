@@ -17,7 +17,7 @@ from assay.db import agents as db_agents
 from assay.errors import ErrorDetail, InvalidConfig, NotFound
 from assay.master import _task_room as room
 from assay.master import _tasks as life
-from assay.master._containers import job_in_containers, job_label, offered_labels
+from assay.master._containers import job_in_containers, job_label, offered_labels, runs_containers
 from assay.master._orchestrator import Orchestrator
 from assay.master._scheduling import AgentView
 from assay.master._tx import Tx
@@ -79,7 +79,8 @@ class TaskService:
             )
             spec = spec.model_copy(update={"pool": default})
         pool = spec.pool
-        runs = await self.core.read(lambda s: db_agents.pool_runs_containers(s, pool))
+        agents_say = await self.core.read(lambda s: db_agents.pool_runs_containers(s, pool))
+        runs = runs_containers(self.settings.pool(pool), agents_say)
         spec = job_in_containers(spec, runs)
         problems = self.problems(spec)
         if problems:

@@ -513,28 +513,30 @@ class KubernetesManager:
             )
             with alloc.lock:
                 alloc.stream = response
-            at_point = 0
+            # Lines up to where the last read stopped come again: skip them by timestamp
+            # (and, for lines sharing the last one's, by how many were seen).
+            resume, at_resume = alloc.log_point or (None, 0)
+            again = 0
+
+            def take(raw: bytes) -> None:
+                nonlocal again
+                stamp_text, _, line = raw.decode("utf-8", "replace").partition(" ")
+                stamp = _stamp(stamp_text)
+                if resume is not None and stamp <= resume:
+                    again += stamp == resume
+                    if stamp < resume or again <= at_resume:
+                        return
+                point = alloc.log_point
+                alloc.log_point = (stamp, point[1] + 1 if point and point[0] == stamp else 1)
+                push(line)
+
             buffer = b""
             for chunk in response.stream(64 * 1024):
-                buffer += chunk
-                *complete, buffer = buffer.split(b"\n")
+                *complete, buffer = (buffer + chunk).split(b"\n")
                 for raw in complete:
-                    text = raw.decode("utf-8", "replace")
-                    stamp_text, _, line = text.partition(" ")
-                    stamp = _stamp(stamp_text)
-                    if alloc.log_point is not None:
-                        last, count = alloc.log_point
-                        if stamp < last:
-                            continue
-                        if stamp == last:
-                            at_point += 1
-                            if at_point <= count:
-                                continue
-                    point = alloc.log_point
-                    alloc.log_point = (
-                        (stamp, point[1] + 1) if point and point[0] == stamp else (stamp, 1)
-                    )
-                    push(line)
+                    take(raw)
+            if buffer:
+                take(buffer)
         except Exception as e:
             if self._closed or _status(e) in (None, 404):
                 log.debug("log of pod %s: %s", alloc.pod, _one_line(e))

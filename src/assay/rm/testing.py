@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from assay.protocol import AgentMessage, ClusterInfo, Exited, Hello, Logs, Start, Started
 from assay.rm._protocol import ResourceManager
@@ -295,7 +296,7 @@ async def a_reopened_manager_finds_running_and_unacknowledged_work(subject: Subj
         await third.close()
 
 
-CHECKS: tuple[Callable[[Subject], Awaitable[None]], ...] = (
+CHECKS: tuple[Callable[[Subject], Coroutine[Any, Any, None]], ...] = (
     an_allocation_runs_reports_its_output_and_exit_code,
     a_kill_sends_sigterm_so_the_process_can_stop_cleanly,
     a_kill_that_overtakes_its_start_runs_nothing,

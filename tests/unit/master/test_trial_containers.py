@@ -12,6 +12,7 @@ from assay.config import (
     ExperimentConfig,
     JobSpec,
     JobSpecKind,
+    ResourcePoolConfig,
     TaskRoleSpec,
     load_experiment_config,
 )
@@ -22,6 +23,7 @@ from assay.master._containers import (
     job_label,
     offered_labels,
     request_label,
+    runs_containers,
     trial_container,
     trial_image,
 )
@@ -127,6 +129,22 @@ def test_a_pool_without_an_agent_that_runs_containers_refuses_an_image_naming_wh
     # An autoscaled pool's agents are yet to come: they may run containers.
     assert container_problem(cfg, "gpus", pool_runs_containers=False, autoscaled=True) is None
     assert container_problem(_config(), "gpus", pool_runs_containers=False) is None
+
+
+def test_a_slurm_pool_refuses_an_image_saying_its_jobs_are_processes() -> None:
+    cfg = _config(environment={"image": "team/train:1"})
+    problem = container_problem(cfg, "hpc", pool_runs_containers=False, pool_type="slurm")
+    assert problem is not None and problem.path == "environment.image"
+    assert "Slurm pool" in problem.message and "leave environment.image out" in problem.message
+
+
+def test_every_kubernetes_pool_runs_containers_and_an_agents_pool_when_an_agent_says() -> None:
+    k8s = ResourcePoolConfig(pool_name="k8s", type="kubernetes")
+    agents = ResourcePoolConfig(pool_name="default")
+    assert runs_containers(k8s, agents_say=False)
+    assert not runs_containers(agents, agents_say=False)
+    assert runs_containers(agents, agents_say=True)
+    assert not runs_containers(None, agents_say=False)
 
 
 def test_a_waiting_image_trial_says_it_needs_an_agent_that_runs_containers() -> None:

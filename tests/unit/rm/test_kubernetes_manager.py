@@ -11,6 +11,7 @@ until the finalizer is removed. It is a model of the cluster, not one: the integ
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -19,6 +20,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -114,8 +116,10 @@ class FakePod:
 
 
 class LogStream:
-    def __init__(self, pod: FakePod, follow: bool, since: int | None) -> None:
+    def __init__(self, pod: FakePod, follow: bool, since: int | None, cut: int | None) -> None:
         self.pod, self.follow, self.since, self.closed = pod, follow, since, False
+        self.cut = cut
+        """Lines after which the connection drops, as a real one may."""
 
     def stream(self, _amount: int) -> Iterator[bytes]:
         sent = 0
@@ -132,6 +136,10 @@ class LogStream:
             for stamp, line in lines:
                 if stamp >= cutoff:
                     yield f"{stamp} {line}\n".encode()
+                    if self.cut is not None:
+                        self.cut -= 1
+                        if self.cut == 0:
+                            return
 
     def close(self) -> None:
         self.closed = True
@@ -148,6 +156,7 @@ class FakeCluster:
         self.work = work
         self.pods: dict[str, FakePod] = {}
         self.lock = threading.Lock()
+        self.cut_logs_after: int | None = None
         self.serialize = client.ApiClient().sanitize_for_serialization
 
     def _pod(self, name: str) -> FakePod:
@@ -201,7 +210,7 @@ class FakeCluster:
         _request_timeout: tuple[float, float],
     ) -> LogStream:
         assert timestamps and not _preload_content
-        return LogStream(self._pod(name), follow, since_seconds)
+        return LogStream(self._pod(name), follow, since_seconds, self.cut_logs_after)
 
     def delete_namespaced_pod(
         self, name: str, namespace: str, grace_period_seconds: int, **_: Any
@@ -307,6 +316,27 @@ def test_a_pod_spec_kubernetes_would_refuse_ends_the_start_with_the_reason(
     asyncio.run(scenario())
 
 
+def test_a_dropped_log_connection_loses_and_repeats_no_line(tmp_path: Path) -> None:
+    cluster = FakeCluster(tmp_path)
+    cluster.cut_logs_after = 3
+
+    async def scenario() -> None:
+        rm = manager(cluster)
+        recorder = Recorder()
+        (hello,) = await rm.open(recorder)
+        message = start(hello, "for i in $(seq 1 20); do echo line $i; sleep 0.01; done")
+        await rm.start(hello.agent_id, message)
+        await recorder.wait_for(lambda r: bool(r.exits(message.allocation_id)), 20, "the exit")
+        await rm.close()
+        printed = [line for _, line in recorder.lines(message.allocation_id)]
+        assert printed == [f"line {i}" for i in range(1, 21)]
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        cluster.stop()
+
+
 def test_a_pod_deleted_by_someone_else_still_ends_in_an_exit(tmp_path: Path) -> None:
     cluster = FakeCluster(tmp_path)
 
@@ -332,3 +362,117 @@ def test_a_pod_deleted_by_someone_else_still_ends_in_an_exit(tmp_path: Path) -> 
         asyncio.run(scenario())
     finally:
         cluster.stop()
+
+
+class _ApiServer(ThreadingHTTPServer):
+    """Just enough of an API server for one pod that ran and exited 3, over HTTP, so the real
+    client's calls (their arguments, the log stream) are what is tested."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.requests: list[tuple[str, str, str, str]] = []
+        self.pod: dict[str, Any] | None = None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _ApiServer
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+    def _send(self, status: int, body: Any, content_type: str = "application/json") -> None:
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _handle(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length).decode() if length else ""
+        content_type = self.headers.get("Content-Type", "")
+        self.server.requests.append((self.command, self.path, content_type, body))
+        path = self.path.split("?")[0]
+        if path == "/api/v1/nodes":
+            node = {
+                "metadata": {"name": "node-a"},
+                "status": {
+                    "allocatable": {"cpu": "2", "memory": "1Gi"},
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            }
+            self._send(200, {"kind": "NodeList", "apiVersion": "v1", "items": [node]})
+        elif path == "/api/v1/namespaces/default/pods" and self.command == "GET":
+            self._send(200, {"kind": "PodList", "apiVersion": "v1", "items": []})
+        elif path == "/api/v1/namespaces/default/pods" and self.command == "POST":
+            pod = json.loads(body)
+            pod["status"] = {
+                "phase": "Failed",
+                "containerStatuses": [
+                    {
+                        "name": "determined-container",
+                        "image": "i",
+                        "imageID": "",
+                        "ready": False,
+                        "restartCount": 0,
+                        "state": {"terminated": {"exitCode": 3, "reason": "Error"}},
+                    }
+                ],
+            }
+            self.server.pod = pod
+            self._send(201, pod)
+        elif path.endswith("/log"):
+            stamp = "2030-01-01T00:00:00.5Z"
+            events = [{"event": "started"}, {"event": "log", "line": "hi", "stream": "stdout"}]
+            events.append({"event": "exited", "exit_code": 3, "reason": ""})
+            text = "".join(f"{stamp} {json.dumps(e)}\n" for e in events)
+            self._send(200, text.encode(), "text/plain")
+        elif self.server.pod is not None:
+            self._send(200, self.server.pod)
+        else:
+            self._send(404, {"kind": "Status", "code": 404, "message": "not found"})
+
+    do_GET = do_POST = do_PATCH = do_DELETE = _handle  # noqa: N815
+
+
+def test_the_real_client_carries_every_call_the_manager_makes() -> None:
+    server = _ApiServer()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    configuration = client.Configuration()
+    configuration.host = f"http://127.0.0.1:{server.server_address[1]}"
+
+    async def scenario() -> None:
+        rm = KubernetesManager(
+            KubernetesPoolConfig(slot_type="cpu", poll_interval=0.1),
+            pool="kit",
+            master_url="http://127.0.0.1:9",
+            api=lambda: client.CoreV1Api(client.ApiClient(configuration)),
+        )
+        recorder = Recorder()
+        (hello,) = await rm.open(recorder)
+        message = start(hello, "echo hi; exit 3")
+        await rm.start(hello.agent_id, message)
+        await recorder.wait_for(lambda r: bool(r.exits(message.allocation_id)), 20, "the exit")
+        await rm.acknowledge(hello.agent_id, message.allocation_id)
+        await rm.close()
+        (exited,) = recorder.exits(message.allocation_id)
+        assert exited.exit_code == 3
+        assert recorder.lines(message.allocation_id) == [("stdout", "hi")], recorder.messages
+        assert recorder.started(message.allocation_id)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        server.shutdown()
+    calls = [
+        (method, path.split("?")[0].rsplit("/", 1)[-1]) for method, path, _, _ in server.requests
+    ]
+    (create,) = [r for r in server.requests if r[0] == "POST"]
+    assert "fieldValidation=Strict" in create[1]
+    (delete,) = [r for r in server.requests if r[0] == "DELETE"]
+    assert "gracePeriodSeconds=0" in delete[1] or '"gracePeriodSeconds": 0' in delete[3]
+    (patch,) = [r for r in server.requests if r[0] == "PATCH"]
+    assert patch[2] == "application/merge-patch+json"
+    assert json.loads(patch[3]) == {"metadata": {"finalizers": None}}
+    assert ("GET", "log") in calls
