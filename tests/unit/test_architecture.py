@@ -45,7 +45,11 @@ ALLOWED: dict[str, set[str]] = {
         "scheduler",
         "searcher",
         "storage",
+        "rm",
     },
+    # The resource managers run allocations as the agent does (its runner, in a Slurm job or
+    # a pod), and reach the master only through the protocol's messages.
+    "rm": {"agent", "client", "config", "files", "protocol"},
     "api": {"master", "rest", "protocol", "config", "context", "scheduler"},
     # core and storage only in the zygote, the interpreter that preloads the harness for the
     # trial processes it forks (the agent daemon itself imports neither).

@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 from assay.agent._daemon import Agent
-from assay.agent._runner import startup_script
+from assay.agent._executor import LocalProcesses
+from assay.agent._runner import AgentEnv, AllocationRunner, startup_script
 from assay.agent._slots import detect_slots, visible_devices
 from assay.protocol import Slot
 
-__all__ = ["Agent", "Slot", "detect_slots", "startup_script", "visible_devices"]
+__all__ = [
+    "Agent",
+    "AgentEnv",
+    "AllocationRunner",
+    "LocalProcesses",
+    "Slot",
+    "detect_slots",
+    "startup_script",
+    "visible_devices",
+]

@@ -21,8 +21,7 @@ from assay.config import MasterConfig, ResourcePoolConfig, SlurmPoolConfig
 from assay.errors import AssayError, one_line
 from assay.master._gateway import AgentGateway
 from assay.protocol import AckExit, AgentMessage, Hello, Kill, Start, master_message
-from assay.rm import ResourceManager
-from assay.rm._slurm import SlurmManager, SlurmPool
+from assay.rm import ResourceManager, SlurmManager, SlurmPool
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from assay.agent._runner import AgentEnv, AllocationRunner
+from assay.agent import AgentEnv, AllocationRunner
 from assay.client import HttpSession
 from assay.protocol import (
     AGENT_TOKEN_ENV,
