@@ -60,7 +60,15 @@ from assay.config._hpgrid import (
     quantized_count,
     value_range,
 )
-from assay.config._jobspec import JobSpec, JobSpecKind, Prerequisite, TaskRoleSpec
+from assay.config._jobspec import (
+    REGISTRY_AUTH_SECRET,
+    ContainerOptions,
+    JobSpec,
+    JobSpecKind,
+    MountSpec,
+    Prerequisite,
+    TaskRoleSpec,
+)
 from assay.config._length import Length, PositiveLength, Unit
 from assay.config._limits import (
     DEFAULT_MAX_GRID_POINTS,
@@ -134,12 +142,18 @@ from assay.config._storage import (
     default_checkpoint_storage,
     resolve_checkpoint_storage,
 )
-from assay.config._task import command_spec, entrypoint_command, load_task_config
+from assay.config._task import (
+    CONTAINER_ONLY,
+    command_spec,
+    entrypoint_command,
+    load_task_config,
+)
 from assay.config._templates import job_secret_values, render_commands
 from assay.config._yaml import config_too_large, decode_config, parse_yaml
 from assay.errors import ErrorDetail, InvalidConfig
 
 __all__ = [
+    "CONTAINER_ONLY",
     "DEFAULT_MAX_GRID_POINTS",
     "EOL_SEARCHERS",
     "GRID_COUNT_MESSAGE",
@@ -151,6 +165,7 @@ __all__ = [
     "MAX_SLOTS_PER_TRIAL",
     "MAX_TRIALS",
     "OPTUNA_SEARCHERS",
+    "REGISTRY_AUTH_SECRET",
     "SAMPLER_NAMES",
     "SEARCHER_CONFIGS",
     "SEARCHER_NAMES",
@@ -171,6 +186,7 @@ __all__ = [
     "ChoiceOption",
     "ConfigModel",
     "ConstHP",
+    "ContainerOptions",
     "CurveFittingConfig",
     "CustomConfig",
     "DeviceConfig",
@@ -204,6 +220,7 @@ __all__ = [
     "LognormalHP",
     "MasterConfig",
     "MedianStopConfig",
+    "MountSpec",
     "NormalHP",
     "NotAnExperimentConfig",
     "OpenSection",

@@ -74,6 +74,29 @@ class Prerequisite(_Spec):
     fields: dict[str, Any] = Field(default_factory=dict, description="Every other key as given.")
 
 
+REGISTRY_AUTH_SECRET = "registry_auth"
+"""The key of :attr:`JobSpec.secrets` that holds a command's registry credentials (JSON):
+kept with the secrets, so it is never stored in the spec or shown with it."""
+
+
+class MountSpec(_Spec):
+    """A host directory a containerised instance sees (Determined's ``bind_mounts``)."""
+
+    host_path: str
+    container_path: str
+    read_only: bool = False
+    propagation: str = "rprivate"
+
+
+class ContainerOptions(_Spec):
+    """How an instance's container is made, when it runs in one (a Determined command's
+    container settings; the registry credentials travel with the secrets)."""
+
+    force_pull: bool = Field(default=False, description="Pull the image even when present.")
+    shm_size: int = Field(default=0, ge=0, description="/dev/shm in bytes; 0: 4 GiB.")
+    mounts: list[MountSpec] = Field(default_factory=list)
+
+
 class JobSpec(_Spec):
     kind: JobSpecKind
     name: str
@@ -113,6 +136,10 @@ class JobSpec(_Spec):
         description="One sentence per key that was accepted but is not acted on as written "
         "(a placement hint, a container option), saying what happens instead; shown at "
         "submission.",
+    )
+    container_options: ContainerOptions = Field(
+        default_factory=ContainerOptions,
+        description="How its containers are made, when its instances run in containers.",
     )
     containers: bool = Field(
         default=False,

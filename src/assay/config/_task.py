@@ -10,6 +10,7 @@ configure only the container or a notebook are accepted with a note.
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Sequence
 from typing import Annotated, Any
@@ -21,7 +22,14 @@ from assay.config._environment import BindMount, EnvironmentConfig, EnvironmentV
 from assay.config._errors import invalid
 from assay.config._experiment import Entrypoint
 from assay.config._jobload import validated
-from assay.config._jobspec import JobSpec, JobSpecKind, TaskRoleSpec
+from assay.config._jobspec import (
+    REGISTRY_AUTH_SECRET,
+    ContainerOptions,
+    JobSpec,
+    JobSpecKind,
+    MountSpec,
+    TaskRoleSpec,
+)
 from assay.config._limits import DB_INT_MAX, MAX_DESCRIPTION, MAX_NAME, MAX_SLOTS_PER_TRIAL
 from assay.config._load import overrides_applied
 from assay.config._resources import Device, MemorySize
@@ -186,6 +194,7 @@ def _spec(cfg: TaskConfig, kind: JobSpecKind) -> JobSpec:
     name = cfg.description or command
     if len(name) > _SHOWN_NAME:
         name = name[: _SHOWN_NAME - 3] + "..."
+    auth = cfg.environment.registry_auth
     return JobSpec(
         kind=kind,
         name=name,
@@ -194,6 +203,12 @@ def _spec(cfg: TaskConfig, kind: JobSpecKind) -> JobSpec:
         image=image,
         env=env,
         secret_env=secret,
+        secrets={REGISTRY_AUTH_SECRET: json.dumps(auth.model_dump())} if auth else {},
+        container_options=ContainerOptions(
+            force_pull=cfg.environment.force_pull_image,
+            shm_size=resources.shm_size or 0,
+            mounts=[MountSpec.model_validate(m.model_dump()) for m in cfg.bind_mounts],
+        ),
         pool=resources.resource_pool,
         priority=resources.priority,
         weight=resources.weight,
@@ -204,6 +219,11 @@ def _spec(cfg: TaskConfig, kind: JobSpecKind) -> JobSpec:
     )
 
 
+CONTAINER_ONLY = "applied only in a container (an agent of the pool with a container runtime)"
+"""Ends the note of a setting that applies to a command in a container; the master drops
+these notes when the command does run in one."""
+
+
 def _notes(cfg: TaskConfig, image: str | None) -> list[str]:
     notes: list[str] = []
     if image is not None:
@@ -212,10 +232,14 @@ def _notes(cfg: TaskConfig, image: str | None) -> list[str]:
             "a container runtime runs the command on its host, with the software installed there"
         )
     env = cfg.environment
-    container_only = {
-        "force_pull_image": env.force_pull_image,
+    for key, given in (
+        ("force_pull_image", env.force_pull_image),
+        ("registry_auth", env.registry_auth is not None),
+    ):
+        if given:
+            notes.append(f"environment.{key}: {CONTAINER_ONLY}")
+    container_only: dict[str, object] = {
         "pod_spec": env.pod_spec,
-        "registry_auth": env.registry_auth,
         "ports": env.ports,
         "proxy_ports": env.proxy_ports,
         "add_capabilities": env.add_capabilities,
@@ -226,15 +250,15 @@ def _notes(cfg: TaskConfig, image: str | None) -> list[str]:
             notes.append(f"environment.{key}: a container setting; not applied")
     resources = cfg.resources
     if resources.shm_size is not None:
-        notes.append("resources.shm_size: not applied; the command uses its host's /dev/shm")
+        notes.append(f"resources.shm_size: {CONTAINER_ONLY}; else the host's /dev/shm is used")
     if resources.devices:
         notes.append("resources.devices: not applied; the command sees its host's devices")
     if resources.native_parallel:
         notes.append("resources.native_parallel: not used (Determined deprecated it)")
     for i, mount in enumerate(cfg.bind_mounts):
         notes.append(
-            f"bind_mounts[{i}]: not mounted; the command reads {mount.host_path} on its host"
-            + (" (read_only is not enforced)" if mount.read_only else "")
+            f"bind_mounts[{i}]: {CONTAINER_ONLY}; else the command reads {mount.host_path} "
+            "on its host" + (" (read_only is not enforced)" if mount.read_only else "")
         )
     if cfg.debug:
         notes.append("debug: no extra logging is produced for commands")

@@ -11,8 +11,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
+from typing import Any
 
-from assay.config import ExperimentConfig, JobSpec, ResourcePoolConfig
+from assay.config import (
+    CONTAINER_ONLY,
+    REGISTRY_AUTH_SECRET,
+    ExperimentConfig,
+    JobSpec,
+    ResourcePoolConfig,
+)
 from assay.errors import ErrorDetail
 from assay.protocol import Container, Mount, RegistryAuth
 
@@ -36,11 +44,6 @@ def trial_container(config: ExperimentConfig, device: str) -> Container | None:
     if image is None:
         return None
     env = config.environment
-    auth = env.registry_auth.model_dump() if env.registry_auth is not None else {}
-    username, password = str(auth.get("username") or ""), str(auth.get("password") or "")
-    if not (username or password) and auth.get("auth"):
-        # Docker's own form: base64 of "username:password".
-        username, _, password = _decoded(str(auth["auth"])).partition(":")
     return Container(
         image=image,
         force_pull=env.force_pull_image,
@@ -49,14 +52,36 @@ def trial_container(config: ExperimentConfig, device: str) -> Container | None:
             Mount(m.host_path, m.container_path, m.read_only, m.propagation)
             for m in config.bind_mounts
         ],
-        auth=RegistryAuth(
-            username=username,
-            password=password,
-            server=str(auth.get("serveraddress") or auth.get("server") or ""),
-        )
-        if username or password
-        else None,
+        auth=registry_auth(env.registry_auth.model_dump() if env.registry_auth else {}),
     )
+
+
+def job_container(spec: JobSpec, image: str) -> Container:
+    """The container of a job's instance in ``image``, with its command's settings."""
+    options = spec.container_options
+    raw = spec.secrets.get(REGISTRY_AUTH_SECRET)
+    return Container(
+        image=image,
+        force_pull=options.force_pull,
+        shm_size=options.shm_size,
+        mounts=[
+            Mount(m.host_path, m.container_path, m.read_only, m.propagation) for m in options.mounts
+        ],
+        auth=registry_auth(json.loads(raw) if raw else {}),
+    )
+
+
+def registry_auth(auth: dict[str, Any]) -> RegistryAuth | None:
+    """Credentials from Determined's ``registry_auth`` (Docker's form, with its base64
+    ``auth``, included); None without any."""
+    username, password = str(auth.get("username") or ""), str(auth.get("password") or "")
+    if not (username or password) and auth.get("auth"):
+        # Docker's own form: base64 of "username:password".
+        username, _, password = _decoded(str(auth["auth"])).partition(":")
+    if not (username or password):
+        return None
+    server = str(auth.get("serveraddress") or auth.get("server") or "")
+    return RegistryAuth(username=username, password=password, server=server)
 
 
 def _decoded(token: str) -> str:
@@ -128,7 +153,7 @@ def job_in_containers(spec: JobSpec, pool_runs_containers: bool) -> JobSpec:
     images = sorted({image for role in spec.roles if (image := spec.image_of(role))})
     if not images or not pool_runs_containers:
         return spec
-    notes = [n for n in spec.notes if "): recorded as the " not in n]
+    notes = [n for n in spec.notes if "): recorded as the " not in n and CONTAINER_ONLY not in n]
     notes.append(
         f"its instances run in containers of {', '.join(images)}, on the agents of pool "
         f"{spec.pool!r} that run containers"

@@ -19,6 +19,7 @@ from assay.config import JobSpec, JobSpecKind, TaskRoleSpec, render_commands
 from assay.db import Job, Task, TaskInstance, contexts, jobs, tasks
 from assay.errors import Conflict, NotFound
 from assay.master import _task_rules as rules
+from assay.master._containers import job_container
 from assay.master._tx import KillAllocation, Reschedule, StartAllocation, Tx, Wake
 from assay.protocol import (
     ClusterInfo,
@@ -127,7 +128,7 @@ class Placement:
 def _container(spec: JobSpec, role: TaskRoleSpec) -> Container | None:
     """The container of the role's instances; None: they run as processes on their agent."""
     image = spec.image_of(role)
-    return Container(image) if spec.containers and image else None
+    return job_container(spec, image) if spec.containers and image else None
 
 
 def start_instances(

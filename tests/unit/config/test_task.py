@@ -130,7 +130,10 @@ def test_bind_mount_to_another_path_is_refused_and_same_path_is_noted() -> None:
         "entrypoint: ls\nbind_mounts: [{host_path: /data, container_path: /data}]\n",
         kind=JobSpecKind.COMMAND,
     )
-    assert spec.notes == ["bind_mounts[0]: not mounted; the command reads /data on its host"]
+    (note,) = spec.notes
+    assert note.startswith("bind_mounts[0]: applied only in a container")
+    assert note.endswith("else the command reads /data on its host")
+    assert [m.container_path for m in spec.container_options.mounts] == ["/data"]
 
 
 def test_container_and_notebook_settings_are_accepted_with_notes() -> None:

@@ -15,10 +15,12 @@ from assay.config import (
     ResourcePoolConfig,
     TaskRoleSpec,
     load_experiment_config,
+    load_task_config,
 )
 from assay.errors import InvalidConfig
 from assay.master._containers import (
     container_problem,
+    job_container,
     job_in_containers,
     job_label,
     offered_labels,
@@ -228,3 +230,27 @@ def test_a_bind_mount_the_runtime_would_misread_is_refused(
     assert any(
         d.path == f"bind_mounts[0].{where}" and says in d.message for d in refused.value.details
     ), refused.value.details
+
+
+def test_a_command_in_a_container_gets_its_pull_shm_mounts_and_registry_credentials() -> None:
+    text = """
+entrypoint: ls
+environment:
+  image: team/cmd:1
+  force_pull_image: true
+  registry_auth: {username: me, password: s3cret, serveraddress: registry.example}
+resources: {shm_size: 1G}
+bind_mounts: [{host_path: /data, container_path: /data, read_only: true}]
+"""
+    spec = load_task_config(text, kind=JobSpecKind.COMMAND)
+    assert "s3cret" not in str(spec.model_dump(exclude={"secrets"})), "credentials in the spec"
+    placed = job_in_containers(spec, pool_runs_containers=True)
+    assert not [n for n in placed.notes if "applied only in a container" in n]
+    container = job_container(placed, "team/cmd:1")
+    assert container.force_pull and container.shm_size == 1024**3
+    assert [(m.host_path, m.read_only) for m in container.mounts] == [("/data", True)]
+    assert container.auth is not None and container.auth.password == "s3cret"
+    assert container.auth.server == "registry.example"
+    # Without a runtime in the pool the notes stay: the settings are not applied.
+    bare = job_in_containers(spec, pool_runs_containers=False)
+    assert len([n for n in bare.notes if "applied only in a container" in n]) == 4
