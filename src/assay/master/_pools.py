@@ -21,7 +21,7 @@ from assay.config import MasterConfig, ResourcePoolConfig, SlurmPoolConfig
 from assay.errors import AssayError, one_line
 from assay.master._gateway import AgentGateway
 from assay.protocol import AckExit, AgentMessage, Hello, Kill, Start, master_message
-from assay.rm import ResourceManager, SlurmManager, SlurmPool
+from assay.rm import KubernetesManager, ResourceManager, SlurmManager, SlurmPool
 
 log = logging.getLogger(__name__)
 
@@ -57,8 +57,7 @@ class ManagedPools:
                     agent_token=token,
                 )
             )
-        from assay.rm._kubernetes import KubernetesManager  # the client is an optional extra
-
+        # The client (an optional extra) is imported only here, for a Kubernetes pool.
         return KubernetesManager.for_pool(pool, self.master_url(), token)
 
     async def open(self) -> None:

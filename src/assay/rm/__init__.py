@@ -9,7 +9,15 @@ the conformance kit every implementation runs.
 from __future__ import annotations
 
 from assay.agent import LocalProcesses
+from assay.rm._kubernetes import KubernetesManager
 from assay.rm._protocol import Report, ResourceManager
 from assay.rm._slurm import SlurmManager, SlurmPool
 
-__all__ = ["LocalProcesses", "Report", "ResourceManager", "SlurmManager", "SlurmPool"]
+__all__ = [
+    "KubernetesManager",
+    "LocalProcesses",
+    "Report",
+    "ResourceManager",
+    "SlurmManager",
+    "SlurmPool",
+]

@@ -2,7 +2,7 @@
 
 Nodes are the cluster's nodes (those ``node_selector`` matches); each is offered with its
 allocatable GPUs (or CPU cores) as slots, and a start becomes a pod pinned to the node the
-master chose (:mod:`assay.rm._pods`). The pod runs ``python -m assay.rm._step``, whose JSON-line
+master chose (:mod:`assay.rm._pods`). The pod runs ``python -m assay.rm``, whose JSON-line
 events on stdout (the pod's log) are followed and turned back into the agent protocol's
 messages. The pods are the manager's only state: a reopened manager lists them by label.
 
@@ -23,6 +23,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -427,7 +428,10 @@ class KubernetesManager:
                     await self._give_up(alloc, Exited(alloc.id, 1, " ".join(why.split())))
                     return
                 if state is not None and state.running is not None:
+                    began = time.monotonic()
                     await self._read_logs(alloc, follow=True)
+                    if time.monotonic() - began < 1.0:  # a log that fails at once: not a spin
+                        await asyncio.sleep(self.config.poll_interval)
                     continue
                 await asyncio.sleep(self.config.poll_interval)
         except asyncio.CancelledError:

@@ -4,7 +4,7 @@
 models (the ``kubernetes`` extra, imported only there) to catch what Kubernetes would refuse.
 
 :func:`pod_manifest` builds the manifest (a plain dict, in the API's camelCase) the manager
-hands to ``create_namespaced_pod``. The pod runs ``python -m assay.rm._step`` (which runs the
+hands to ``create_namespaced_pod``. The pod runs ``python -m assay.rm`` (which runs the
 start exactly as an agent does and prints its events as JSON lines on stdout, the pod's log),
 on the one node the master's scheduler chose (``nodeSelector: kubernetes.io/hostname``).
 
@@ -270,7 +270,7 @@ def pod_manifest(
     container["command"] = [
         "python",
         "-m",
-        "assay.rm._step",
+        "assay.rm",
         "--master",
         master_url,
         "--work-root",

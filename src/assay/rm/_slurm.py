@@ -346,7 +346,7 @@ class SlurmManager:
         step = [
             self.settings.python or sys.executable,
             "-m",
-            "assay.rm._step",
+            "assay.rm",
             "--master",
             self.pool.master_url,
             "--token-file",

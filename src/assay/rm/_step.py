@@ -1,4 +1,4 @@
-"""One allocation run where a batch system or a cluster put it: ``python -m assay.rm._step``.
+"""One allocation run where a batch system or a cluster put it: ``python -m assay.rm``.
 
 A Slurm job or a Kubernetes pod runs this program, which runs the allocation's start exactly
 as an agent does (:class:`assay.agent._runner.AllocationRunner`: the context unpacked, the
@@ -12,12 +12,10 @@ SIGTERM to this program is a kill: the processes get SIGTERM and, after the grac
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
 import signal
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
@@ -25,7 +23,6 @@ from typing import IO, Any
 from assay.agent import AgentEnv, AllocationRunner
 from assay.client import HttpSession
 from assay.protocol import (
-    AGENT_TOKEN_ENV,
     AgentMessage,
     Exited,
     LogEntry,
@@ -148,40 +145,3 @@ async def run_step(
     runner.remove_files()
     code = result[0] if result else 1
     return code if code is not None and 0 <= code < 256 else 1
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m assay.rm._step", description=__doc__)
-    parser.add_argument("--start", help=f"the start's JSON file (default: ${START_ENV})")
-    parser.add_argument("--events", help="append the events here (default: stdout)")
-    parser.add_argument("--master", required=True, help="where the master is")
-    parser.add_argument("--work-root", required=True, type=Path)
-    parser.add_argument("--token-file", type=Path, help=f"the agent token (or ${AGENT_TOKEN_ENV})")
-    parser.add_argument("--kill-grace", type=float, default=10.0)
-    args = parser.parse_args(argv)
-    raw = Path(args.start).read_text() if args.start else os.environ.get(START_ENV, "")
-    message = Start.from_dict(json.loads(raw))
-    token = (
-        args.token_file.read_text().strip()
-        if args.token_file
-        else os.environ.pop(AGENT_TOKEN_ENV, None)
-    )
-    out = open(args.events, "a", encoding="utf-8") if args.events else sys.stdout  # noqa: SIM115
-    try:
-        return asyncio.run(
-            run_step(
-                message,
-                master_url=args.master,
-                work_root=args.work_root,
-                token=token,
-                events=out,
-                kill_grace=args.kill_grace,
-            )
-        )
-    finally:
-        if out is not sys.stdout:
-            out.close()
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -51,6 +51,8 @@ class FakePod:
         self.labels: dict[str, str] = dict(manifest["metadata"].get("labels") or {})
         self.finalizers: list[str] = list(manifest["metadata"].get("finalizers") or [])
         self.deleted_at: str | None = None
+        self.sent = ""
+        """The newest line a follow has sent (the stand-in cuts follows after new lines)."""
         self.log: list[tuple[str, str]] = []
         self.changed = threading.Condition()
         (container,) = [
@@ -119,7 +121,7 @@ class LogStream:
     def __init__(self, pod: FakePod, follow: bool, since: int | None, cut: int | None) -> None:
         self.pod, self.follow, self.since, self.closed = pod, follow, since, False
         self.cut = cut
-        """Lines after which the connection drops, as a real one may."""
+        """New lines after which a follow's connection drops, as a real one may."""
 
     def stream(self, _amount: int) -> Iterator[bytes]:
         sent = 0
@@ -136,7 +138,8 @@ class LogStream:
             for stamp, line in lines:
                 if stamp >= cutoff:
                     yield f"{stamp} {line}\n".encode()
-                    if self.cut is not None:
+                    if self.cut is not None and self.follow and stamp > self.pod.sent:
+                        self.pod.sent = stamp
                         self.cut -= 1
                         if self.cut == 0:
                             return
@@ -328,7 +331,8 @@ def test_a_dropped_log_connection_loses_and_repeats_no_line(tmp_path: Path) -> N
         await rm.start(hello.agent_id, message)
         await recorder.wait_for(lambda r: bool(r.exits(message.allocation_id)), 20, "the exit")
         await rm.close()
-        printed = [line for _, line in recorder.lines(message.allocation_id)]
+        lines = recorder.lines(message.allocation_id)
+        printed = [line for stream, line in lines if stream == "stdout"]
         assert printed == [f"line {i}" for i in range(1, 21)]
 
     try:

@@ -108,7 +108,7 @@ def test_a_gpu_start_asks_for_its_gpus_on_the_chosen_node_with_the_default_image
     assert pod.spec.node_selector == {"kubernetes.io/hostname": "node-a"}
     assert pod.spec.restart_policy == "Never"
     assert pod.spec.termination_grace_period_seconds == 30
-    assert container.command[:3] == ["python", "-m", "assay.rm._step"]
+    assert container.command[:3] == ["python", "-m", "assay.rm"]
     assert container.command[container.command.index("--master") + 1] == MASTER
     assert container.command[container.command.index("--work-root") + 1] == "/run/assay"
 
@@ -282,7 +282,7 @@ def test_without_a_determined_container_the_first_container_is_assays() -> None:
     spec = {"spec": {"containers": [{"name": "main", "workingDir": "/w"}, {"name": "side"}]}}
     manifest, pod = pod_of(start(), pod_spec=spec)
     assert pod.spec.containers[0].name == "main"
-    assert pod.spec.containers[0].command[2] == "assay.rm._step"
+    assert pod.spec.containers[0].command[2] == "assay.rm"
     assert pod.spec.containers[0].working_dir == "/w"
     assert manifest["metadata"]["annotations"]["assay.container"] == "main"
 
