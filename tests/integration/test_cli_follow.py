@@ -55,6 +55,7 @@ def test_follow_and_log_follow_ride_through_a_master_restart_to_the_real_end(
     config = counter_config(tmp_path, trials=2, steps=80, step_seconds=0.05)
     proc = start_cli(cluster, "e", "create", str(config), str(CONTEXTS / "counter"), "-f")
     logs: subprocess.Popen[str] | None = None
+    first_line = ""
     try:
         wait_for(
             "both trials training",
@@ -64,8 +65,11 @@ def test_follow_and_log_follow_ride_through_a_master_restart_to_the_real_end(
             ),
         )
         logs = start_cli(cluster, "t", "logs", "1", "-f")
-        wait_for("the log follow to start", lambda: cluster.trial_logs(1))
-        time.sleep(0.5)
+        wait_for("the trial's first log lines", lambda: cluster.trial_logs(1))
+        # Its first line read: the follow is under way (on a loaded machine the command can
+        # take longer to start than any fixed wait, and would meet no master at all).
+        assert logs.stdout is not None
+        first_line = logs.stdout.readline()
         cluster.kill_master()
         time.sleep(1.0)  # the follows meet a closed port, then a master starting
         cluster.start_master()
@@ -73,7 +77,8 @@ def test_follow_and_log_follow_ride_through_a_master_restart_to_the_real_end(
         code, out, err = finish(proc)
         logs_done = finish(logs) if logs is not None else None
     assert logs_done is not None
-    logs_code, logs_out, logs_err = logs_done
+    logs_code, logs_rest, logs_err = logs_done
+    logs_out = first_line + logs_rest
     # The trial's log, followed across the restart: every line once, in order.
     assert logs_code == 0, logs_out + logs_err
     assert logs_out.splitlines() == cluster.trial_logs(1), logs_out
