@@ -438,6 +438,7 @@ class SlurmManager:
     async def _poll(self) -> None:
         loop = asyncio.get_running_loop()
         nodes_at = loop.time()
+        failing = False
         while True:
             await asyncio.sleep(self.settings.poll_interval)
             try:
@@ -446,9 +447,17 @@ class SlurmManager:
                     nodes_at = loop.time()
                     await self._look_at_nodes()
             except ResourceManagerError as exc:
-                log.warning("pool %s: %s", self.pool.name, exc)
+                # Said once per outage, not once a second: the jobs run on meanwhile.
+                if not failing:
+                    log.warning("pool %s: %s; retrying", self.pool.name, exc)
+                failing = True
+                continue
             except Exception:
                 log.exception("pool %s: watching the Slurm jobs failed", self.pool.name)
+                continue
+            if failing:
+                log.info("pool %s: Slurm answers again", self.pool.name)
+                failing = False
 
     async def _look(self, now: float) -> None:
         live = [j for j in self.jobs.values() if j.job_id and not j.ended]
