@@ -21,7 +21,7 @@ from assay.master import _gc_demand as gc_demand
 from assay.master import _jobs as jobs
 from assay.master import _lifecycle as life
 from assay.master import _views as views
-from assay.master._containers import container_problem, runs_containers
+from assay.master._containers import container_problem, pull_problem, runs_containers
 from assay.master._notes import add_note
 from assay.master._orchestrator import Orchestrator
 from assay.master._submit import (
@@ -156,8 +156,12 @@ class ExperimentCommands:
             autoscaled=pool_config is not None and pool_config.provider is not None,
             pool_type=pool_config.type if pool_config is not None else "agents",
         )
-        if problem is not None:
-            raise InvalidConfig("invalid experiment config: 1 problem", [problem])
+        problems = [p for p in (problem, pull_problem(config, pool_config)) if p is not None]
+        if problems:
+            count = len(problems)
+            raise InvalidConfig(
+                f"invalid experiment config: {count} problem{'s' if count > 1 else ''}", problems
+            )
 
     async def fork(
         self, actor: Actor, experiment_id: int, body: rest.ExperimentFork

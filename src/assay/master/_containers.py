@@ -140,6 +140,19 @@ def container_problem(
     )
 
 
+def pull_problem(config: ExperimentConfig, pool: ResourcePoolConfig | None) -> ErrorDetail | None:
+    """Why the experiment's registry credentials could not be used: a Kubernetes pool pulls
+    with the pull secrets its configuration names, not with credentials in a config."""
+    if pool is None or pool.type != "kubernetes" or config.environment.registry_auth is None:
+        return None
+    return ErrorDetail(
+        "environment.registry_auth",
+        f"resource pool {pool.pool_name!r} runs pods, which pull with the image pull secrets "
+        "the pool names (kubernetes.image_pull_secrets in master.yaml); create a secret of "
+        "type kubernetes.io/dockerconfigjson, name it there, and leave registry_auth out",
+    )
+
+
 def runs_containers(pool: ResourcePoolConfig | None, agents_say: bool) -> bool:
     """Whether a pool runs allocations in containers: every Kubernetes pool does (a pod is
     one); an agents' pool does when one of its agents said it has a runtime."""

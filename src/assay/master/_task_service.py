@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay import rest
-from assay.config import JobSpec, JobSpecKind, MasterConfig
+from assay.config import REGISTRY_AUTH_SECRET, JobSpec, JobSpecKind, MasterConfig
 from assay.context import inspect_archive
 from assay.db import Session, Task, TaskInstance, TaskLog, contexts, jobs, tasks
 from assay.db import agents as db_agents
@@ -116,6 +116,16 @@ class TaskService:
                     _POOL_KEYS.get(spec.source_format, "resources.resource_pool"),
                     f"resource pool {spec.pool!r} does not exist; this cluster has: "
                     + ", ".join(pools),
+                )
+            ]
+        pool = self.settings.pool(spec.pool)
+        if pool is not None and pool.type == "kubernetes" and REGISTRY_AUTH_SECRET in spec.secrets:
+            return [
+                ErrorDetail(
+                    "environment.registry_auth",
+                    f"resource pool {spec.pool!r} runs pods, which pull with the image pull "
+                    "secrets the pool names (kubernetes.image_pull_secrets in master.yaml); "
+                    "leave registry_auth out",
                 )
             ]
         agents = [

@@ -24,6 +24,7 @@ from assay.master._containers import (
     job_in_containers,
     job_label,
     offered_labels,
+    pull_problem,
     request_label,
     runs_containers,
     trial_container,
@@ -254,3 +255,13 @@ bind_mounts: [{host_path: /data, container_path: /data, read_only: true}]
     # Without a runtime in the pool the notes stay: the settings are not applied.
     bare = job_in_containers(spec, pool_runs_containers=False)
     assert len([n for n in bare.notes if "applied only in a container" in n]) == 4
+
+
+def test_a_kubernetes_pool_refuses_registry_credentials_naming_its_pull_secrets() -> None:
+    cfg = _config(environment={"image": "team/train:1", "registry_auth": {"username": "me"}})
+    k8s = ResourcePoolConfig(pool_name="k8s", type="kubernetes")
+    problem = pull_problem(cfg, k8s)
+    assert problem is not None and problem.path == "environment.registry_auth"
+    assert "image_pull_secrets" in problem.message
+    assert pull_problem(cfg, ResourcePoolConfig(pool_name="default")) is None
+    assert pull_problem(_config(environment={"image": "team/train:1"}), k8s) is None
