@@ -21,7 +21,12 @@ from assay.master import _gc_demand as gc_demand
 from assay.master import _jobs as jobs
 from assay.master import _lifecycle as life
 from assay.master import _views as views
-from assay.master._containers import container_problem, pull_problem, runs_containers
+from assay.master._containers import (
+    container_problem,
+    pull_problem,
+    runs_containers,
+    spread_problem,
+)
 from assay.master._notes import add_note
 from assay.master._orchestrator import Orchestrator
 from assay.master._submit import (
@@ -156,7 +161,9 @@ class ExperimentCommands:
             autoscaled=pool_config is not None and pool_config.provider is not None,
             pool_type=pool_config.type if pool_config is not None else "agents",
         )
-        problems = [p for p in (problem, pull_problem(config, pool_config)) if p is not None]
+        spread = spread_problem(config, pool_config, db_agents.slots_per_node(session, pool))
+        found = (problem, pull_problem(config, pool_config), spread)
+        problems = [p for p in found if p is not None]
         if problems:
             count = len(problems)
             raise InvalidConfig(

@@ -293,6 +293,23 @@ class KubernetesManager:
     async def start(self, node: str, message: Start) -> None:
         if message.allocation_id in self._allocs:
             return
+        layout = message.distributed
+        if layout is not None and layout.num_nodes > 1:
+            # Submission refuses such trials where the pool's nodes are known; one placed
+            # before they were ends here rather than as pods that never meet.
+            reason = (
+                f"the trial spans {layout.num_nodes} nodes, and a trial over several pods is "
+                "not supported on a Kubernetes pool; ask for at most one node's slots"
+            )
+            alloc = _Allocation(
+                id=message.allocation_id,
+                node=node,
+                pod=pod_name(self.pool, message.allocation_id),
+                trial_id=message.trial_id,
+            )
+            self._allocs[alloc.id] = alloc
+            await self._finish(alloc, Exited(alloc.id, 1, reason))
+            return
         alloc = _Allocation(
             id=message.allocation_id,
             node=node,

@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -33,7 +34,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from assay.config import KubernetesPoolConfig
-from assay.protocol import Exited
+from assay.protocol import Exited, RankLayout
 from assay.rm import ResourceManager
 from assay.rm._kubernetes import KubernetesManager
 from assay.rm.testing import CHECKS, Recorder, Subject, start
@@ -315,6 +316,35 @@ def test_a_pod_spec_kubernetes_would_refuse_ends_the_start_with_the_reason(
         assert exited.exit_code == 1
         assert "spec.tolerashuns" in exited.reason
         assert not cluster.pods, "a pod was created for a refused spec"
+
+    asyncio.run(scenario())
+
+
+def test_a_start_spanning_several_nodes_ends_with_the_reason_and_makes_no_pod(
+    tmp_path: Path,
+) -> None:
+    async def scenario() -> None:
+        cluster = FakeCluster(tmp_path)
+        rm = manager(cluster)
+        recorder = Recorder()
+        (hello,) = await rm.open(recorder)
+        layout = RankLayout(
+            world_size=2,
+            node_rank=0,
+            num_nodes=2,
+            first_rank=0,
+            local_world_size=1,
+            master_addr="10.0.0.1",
+            master_port=29500,
+            rendezvous_port=29501,
+        )
+        message = replace(start(hello, "echo never"), distributed=layout)
+        await rm.start(hello.agent_id, message)
+        await recorder.wait_for(lambda r: bool(r.exits(message.allocation_id)), 10, "the exit")
+        (exited,) = recorder.exits(message.allocation_id)
+        await rm.close()
+        assert exited.exit_code == 1 and "several pods" in exited.reason
+        assert not cluster.pods
 
     asyncio.run(scenario())
 
