@@ -54,8 +54,9 @@ SKIPPED_CASES = {
         "searchers handle); Determined refuses it"
     ),
     ("environment.yaml", "podspec cannot configure determined container"): (
-        "pod_spec is accepted as an opaque section: assay runs no Kubernetes pods, so it does not "
-        "check which container fields a pod spec may set"
+        "assay merges a pod spec's determined-container fields under its own (its image, "
+        "command, resources and variables win; docs/kubernetes.md) where Determined refuses "
+        "them, and checks the pod it makes against Kubernetes' own V1Pod model"
     ),
 }
 # Cases valid to Determined whose entrypoint names a legacy Trial class (``model_def:MyTrial``):
