@@ -1,8 +1,9 @@
 """The experiment config: Determined's expconf, every top-level key, extended.
 
 Keys assay acts on are typed strictly. Keys accepted only so that Determined configs load
-unchanged (optimizations, integrations, data_layer, internal, slurm, pbs, log_policies,
-tensorboard_storage) are loose sections.
+unchanged (optimizations, integrations, data_layer, internal, pbs, log_policies,
+tensorboard_storage) are loose sections, and so is ``slurm``, whose ``sbatch_args`` and
+``gpu_type`` a Slurm pool's jobs take (:mod:`assay.rm`).
 """
 
 from __future__ import annotations
@@ -138,7 +139,8 @@ class ExperimentConfig(ConfigModel):
     reproducibility: ReproducibilityConfig = ReproducibilityConfig()
     profiling: ProfilingConfig = ProfilingConfig()
     security: SecurityConfig | None = None
-    # Accepted so Determined configs load unchanged; assay does not act on them.
+    # Accepted so Determined configs load unchanged; assay does not act on them (but for
+    # slurm.sbatch_args and slurm.gpu_type, which a Slurm pool's jobs take).
     optimizations: OpenSection | None = None
     integrations: OpenSection | None = None
     data_layer: OpenSection | None = None
