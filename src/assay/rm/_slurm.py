@@ -271,10 +271,12 @@ class SlurmManager:
         return [Slot(id=str(i), type=kind, name=name) for i in range(count)]
 
     def _hello(self, node: Hello) -> Hello:
+        # Held is running, to the master: submitted, being submitted, or a gang's share
+        # waiting for the others' starts.
         mine = [
             (job.alloc_id, job.members[node.agent_id])
             for job in self.jobs.values()
-            if node.agent_id in job.members and (job.job_id or job.ended)
+            if node.agent_id in job.members
         ]
         return replace(
             node,
