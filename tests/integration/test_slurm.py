@@ -258,3 +258,36 @@ def test_a_two_node_gang_trains_torch_ddp_over_srun(
         assert set(addresses) == {0, 1}, "each node's rank said it started"
     finally:
         master.stop()
+
+
+def test_a_job_slurm_cancels_restarts_its_trial_from_the_checkpoint(
+    cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    master = slurm_master(tmp_path, cluster)
+    try:
+        exp_id = master.submit(counter_config(length=200, step_seconds=0.02, max_restarts=1))
+        trial_id = wait_for("the trial", lambda: master.client.trials(exp_id))[0].id
+        wait_for(
+            "a checkpoint",
+            lambda: (
+                (t := master.client.trial(trial_id)).latest_checkpoint and t.steps_completed >= 30
+            ),
+            timeout=120,
+        )
+        # As Slurm's own preemption or an administrator would: outside assay.
+        out = subprocess.run(
+            ["squeue", "--noheader", "--me", "--format=%i"],
+            env={**os.environ, **cluster.env},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        subprocess.run(["scancel", *out], env={**os.environ, **cluster.env}, check=True)
+        exp = master.wait_state(exp_id, "COMPLETED", "ERROR", timeout=180)
+        assert exp.state == "COMPLETED", master.log("master")
+        trial = master.client.trial(trial_id)
+        assert trial.restarts == 1
+        starts = [line for line in master.trial_logs(trial_id) if line.startswith("started")]
+        assert len(starts) == 2 and not starts[1].startswith("started at step 0"), starts
+    finally:
+        master.stop()
