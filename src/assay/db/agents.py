@@ -59,12 +59,6 @@ def pool_runs_containers(session: Session, pool: str) -> bool:
     return found is not None
 
 
-def slots_per_node(session: Session, pool: str) -> list[int]:
-    """How many slots each agent (node) of ``pool`` last offered."""
-    rows = session.scalars(select(AgentRecord).where(AgentRecord.pool == pool))
-    return [len(row.slots or []) for row in rows]
-
-
 def disconnected(session: Session, agent_id: str, now: float) -> None:
     row = session.get(AgentRecord, agent_id)
     if row is not None:

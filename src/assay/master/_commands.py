@@ -25,7 +25,6 @@ from assay.master._containers import (
     container_problem,
     pull_problem,
     runs_containers,
-    spread_problem,
 )
 from assay.master._notes import add_note
 from assay.master._orchestrator import Orchestrator
@@ -161,8 +160,7 @@ class ExperimentCommands:
             autoscaled=pool_config is not None and pool_config.provider is not None,
             pool_type=pool_config.type if pool_config is not None else "agents",
         )
-        spread = spread_problem(config, pool_config, db_agents.slots_per_node(session, pool))
-        found = (problem, pull_problem(config, pool_config), spread)
+        found = (problem, pull_problem(config, pool_config))
         problems = [p for p in found if p is not None]
         if problems:
             count = len(problems)

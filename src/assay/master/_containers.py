@@ -153,24 +153,6 @@ def pull_problem(config: ExperimentConfig, pool: ResourcePoolConfig | None) -> E
     )
 
 
-def spread_problem(
-    config: ExperimentConfig, pool: ResourcePoolConfig | None, node_slots: list[int]
-) -> ErrorDetail | None:
-    """Why a trial could not run on a Kubernetes pool: it needs more slots than one node has,
-    and a trial over several pods (each node's ranks in a pod of its own) is not supported
-    there. ``node_slots``: the slots of each node the pool has offered (none known: no
-    refusal; the scheduler explains a trial that cannot fit)."""
-    wanted = config.resources.slots_per_trial
-    if pool is None or pool.type != "kubernetes" or not node_slots or wanted <= max(node_slots):
-        return None
-    return ErrorDetail(
-        "resources.slots_per_trial",
-        f"is {wanted}, more than any node of Kubernetes pool {pool.pool_name!r} has "
-        f"({max(node_slots)}); a trial over several pods is not supported, so ask for at most "
-        "one node's slots, or use a pool of agents or a Slurm pool",
-    )
-
-
 def runs_containers(pool: ResourcePoolConfig | None, agents_say: bool) -> bool:
     """Whether a pool runs allocations in containers: every Kubernetes pool does (a pod is
     one); an agents' pool does when one of its agents said it has a runtime."""

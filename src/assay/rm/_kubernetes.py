@@ -1,10 +1,13 @@
-"""The Kubernetes resource manager (``type: kubernetes`` pools): each allocation one pod.
+"""The Kubernetes resource manager (``type: kubernetes`` pools): a pod per allocation and node.
 
 Nodes are the cluster's nodes (those ``node_selector`` matches); each is offered with its
 allocatable GPUs (or CPU cores) as slots, and a start becomes a pod pinned to the node the
-master chose (:mod:`assay.rm._pods`). The pod runs ``python -m assay.rm``, whose JSON-line
-events on stdout (the pod's log) are followed and turned back into the agent protocol's
-messages. The pods are the manager's only state: a reopened manager lists them by label.
+master chose (:mod:`assay.rm._pods`). A gang's starts (one per node, one allocation id) are a
+pod each, its *members*, meeting through the allocation's headless Service
+(:mod:`assay.rm._k8s_cluster`); each member's exit is reported and acknowledged on its own.
+The pod runs ``python -m assay.rm``, whose JSON-line events on stdout (the pod's log) are
+followed and turned back into the agent protocol's messages. The pods are the manager's only
+state: a reopened manager lists them by label.
 
 A pod carries a finalizer until its exit is acknowledged, so a killed pod (deleted with the
 pool's ``kill_grace``: the step gets SIGTERM, asks the harness to stop, SIGKILL after the grace)
@@ -20,7 +23,6 @@ import contextlib
 import importlib.util
 import json
 import logging
-import os
 import socket
 import threading
 import time
@@ -32,6 +34,17 @@ from typing import Any
 from assay.config import KubernetesPoolConfig, ResourcePoolConfig
 from assay.errors import ResourceManagerError
 from assay.protocol import Exited, Hello, Slot, Start, Started
+from assay.rm._k8s_cluster import (
+    GangServices,
+    error_status,
+    error_text,
+    load_api,
+    log_stamp,
+    node_slots,
+    node_usable,
+    quantity,
+    stamp_age,
+)
 from assay.rm._pods import (
     ALLOCATION_LABEL,
     CONTAINER_ANNOTATION,
@@ -40,8 +53,10 @@ from assay.rm._pods import (
     FINALIZER,
     NODE_ANNOTATION,
     POOL_LABEL,
+    RANK_LABEL,
     TRIAL_ANNOTATION,
     as_pod,
+    gang_layout,
     label_value,
     pod_manifest,
     pod_name,
@@ -73,87 +88,16 @@ _CLOCK_SLACK = 10
 between the master's clock and the node's; lines already seen are skipped by timestamp."""
 
 
-def load_api(config: KubernetesPoolConfig) -> Any:
-    """A ``CoreV1Api`` for the pool: ``kubeconfig``/``context`` when set, else the in-cluster
-    service account where the master runs in a pod, else ``$KUBECONFIG`` or ``~/.kube/config``.
-    Raises :class:`ResourceManagerError` when none can be loaded."""
-    from kubernetes import client
-    from kubernetes import config as loaders
-
-    kube_config: Any = loaders  # untyped
-    configuration = client.Configuration()
-    try:
-        if (
-            config.kubeconfig is None
-            and config.context is None
-            and os.environ.get("KUBERNETES_SERVICE_HOST")
-        ):
-            kube_config.load_incluster_config(client_configuration=configuration)
-        else:
-            kube_config.load_kube_config(
-                config_file=None if config.kubeconfig is None else str(config.kubeconfig),
-                context=config.context,
-                client_configuration=configuration,
-            )
-    except Exception as e:
-        raise ResourceManagerError(
-            f"kubernetes pool: no cluster configuration could be loaded ({_one_line(e)}); set "
-            "kubernetes.kubeconfig (and context) or run the master in the cluster"
-        ) from e
-    return client.CoreV1Api(client.ApiClient(configuration))
-
-
-def _one_line(error: BaseException) -> str:
-    status = getattr(error, "status", None)
-    reason = getattr(error, "reason", None)
-    body = getattr(error, "body", None)
-    if status is not None and reason is not None:
-        message = ""
-        with contextlib.suppress(Exception):
-            message = str(json.loads(body or "{}").get("message", ""))
-        return f"HTTP {status} {reason}" + (f": {message}" if message else "")
-    text = " ".join(str(error).split())
-    return text[:300] or type(error).__name__
-
-
-def _status(error: BaseException) -> int | None:
-    status = getattr(error, "status", None)
-    return status if isinstance(status, int) else None
-
-
-def _stamp(text: str) -> tuple[str, int]:
-    """An RFC 3339 timestamp as the kubelet writes it, comparable (its trailing zeros of the
-    fraction are dropped, so the strings do not compare)."""
-    whole, _, fraction = text.rstrip("Z").partition(".")
-    return whole, int((fraction + "000000000")[:9] or 0)
-
-
-def _age(stamp: tuple[str, int]) -> int:
-    when = datetime.fromisoformat(stamp[0]).replace(tzinfo=UTC)
-    return max(0, int((datetime.now(UTC) - when).total_seconds()))
-
-
-def _node_slots(config: KubernetesPoolConfig, node: Any) -> int:
-    allocatable = (node.status.allocatable if node.status else None) or {}
-    return int(
-        _quantity(allocatable.get("nvidia.com/gpu" if config.slot_type == "cuda" else "cpu", "0"))
-    )
-
-
-def _node_usable(node: Any) -> bool:
-    if node.spec is not None and node.spec.unschedulable:
-        return False
-    conditions = (node.status.conditions if node.status else None) or []
-    return any(c.type == "Ready" and c.status == "True" for c in conditions)
-
-
 @dataclass
 class _Allocation:
+    """One pod: an allocation's, or a gang's member on one node."""
+
     id: str
     node: str
     """The pool's node id (``<pool>.<kubernetes node>``)."""
     pod: str
     trial_id: int
+    gang: bool = False
     container: str = CONTAINER_NAME
     message: Start | None = None
     """The start still to create; None once created (or for a pod found by open)."""
@@ -192,8 +136,11 @@ class KubernetesManager:
         self._api_source = api
         self._api: Any = None
         self._report: Report | None = None
-        self._allocs: dict[str, _Allocation] = {}
-        self._killed_early: set[str] = set()
+        self._allocs: dict[tuple[str, str], _Allocation] = {}
+        """By (allocation id, node): a gang has a member per node."""
+        self._killed: set[str] = set()
+        """Allocations killed: a member whose start comes later runs nothing."""
+        self._services: GangServices | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
 
@@ -242,6 +189,7 @@ class KubernetesManager:
         elif callable(api) and not hasattr(api, "list_node"):
             api = await asyncio.to_thread(api)
         self._api = api
+        self._services = GangServices(api, pool=self.pool, namespace=self.config.namespace)
         self._closed = False
         selector = ",".join(f"{k}={v}" for k, v in self.config.node_selector.items())
         try:
@@ -253,14 +201,14 @@ class KubernetesManager:
             )
         except Exception as e:
             raise ResourceManagerError(
-                f"kubernetes pool {self.pool}: the cluster could not be listed ({_one_line(e)}); "
+                f"kubernetes pool {self.pool}: the cluster could not be listed ({error_text(e)}); "
                 f"the master needs list on nodes and on pods in namespace "
                 f"{self.config.namespace}"
             ) from e
         hellos: dict[str, Hello] = {}
         for node in nodes.items or []:
             name = node.metadata.name
-            count = _node_slots(self.config, node) if _node_usable(node) else 0
+            count = node_slots(self.config, node) if node_usable(node) else 0
             addresses = (node.status.addresses if node.status else None) or []
             allocatable = (node.status.allocatable if node.status else None) or {}
             hellos[self.node_id(name)] = Hello(
@@ -268,8 +216,8 @@ class KubernetesManager:
                 pool=self.pool,
                 slots=[Slot(id=str(i), type=self.config.slot_type) for i in range(count)],
                 address=next((a.address for a in addresses if a.type == "InternalIP"), ""),
-                cpu=_quantity(allocatable.get("cpu", "0")),
-                memory_mb=int(_quantity(allocatable.get("memory", "0")) // (1 << 20)),
+                cpu=quantity(allocatable.get("cpu", "0")),
+                memory_mb=int(quantity(allocatable.get("memory", "0")) // (1 << 20)),
                 container_runtime="kubernetes",
             )
         for pod in pods.items or []:
@@ -284,6 +232,7 @@ class KubernetesManager:
                 hello.exited.append(found.exit)
             else:
                 hello.running.append(found.id)
+        await self._services.prune({alloc_id for alloc_id, _ in self._allocs})
         self._report = report
         for alloc in self._allocs.values():
             if alloc.exit is None and alloc.task is None:
@@ -291,58 +240,45 @@ class KubernetesManager:
         return list(hellos.values())
 
     async def start(self, node: str, message: Start) -> None:
-        if message.allocation_id in self._allocs:
+        if (message.allocation_id, node) in self._allocs:
             return
-        layout = message.distributed
-        if layout is not None and layout.num_nodes > 1:
-            # Submission refuses such trials where the pool's nodes are known; one placed
-            # before they were ends here rather than as pods that never meet.
-            reason = (
-                f"the trial spans {layout.num_nodes} nodes, and a trial over several pods is "
-                "not supported on a Kubernetes pool; ask for at most one node's slots"
-            )
-            alloc = _Allocation(
-                id=message.allocation_id,
-                node=node,
-                pod=pod_name(self.pool, message.allocation_id),
-                trial_id=message.trial_id,
-            )
-            self._allocs[alloc.id] = alloc
-            await self._finish(alloc, Exited(alloc.id, 1, reason))
-            return
+        layout = gang_layout(message)
         alloc = _Allocation(
             id=message.allocation_id,
             node=node,
-            pod=pod_name(self.pool, message.allocation_id),
+            pod=pod_name(self.pool, message.allocation_id, layout.node_rank if layout else None),
             trial_id=message.trial_id,
+            gang=layout is not None,
             message=message,
         )
-        self._allocs[alloc.id] = alloc
-        if alloc.id in self._killed_early:
-            # A kill can overtake its start (they leave the master from different tasks).
-            self._killed_early.discard(alloc.id)
+        self._allocs[(alloc.id, node)] = alloc
+        if alloc.id in self._killed:
+            # A kill can overtake a start (they leave the master from different tasks), or
+            # come between a gang's members' starts.
             await self._finish(alloc, Exited(alloc.id, None, "killed before it started"))
             return
         alloc.task = self._spawn(self._watch(alloc))
 
     async def kill(self, node: str, allocation_id: str) -> None:
-        alloc = self._allocs.get(allocation_id)
-        if alloc is None:
-            self._killed_early.add(allocation_id)
-            return
-        if alloc.exit is not None or alloc.killing:
-            return
-        alloc.killing = True
-        if alloc.message is None:  # created: the watcher deletes it otherwise
-            self._spawn(self._delete(alloc, self.config.kill_grace))
+        self._killed.add(allocation_id)
+        for alloc in self._members(allocation_id):
+            if alloc.exit is not None or alloc.killing:
+                continue
+            alloc.killing = True
+            if alloc.message is None:  # created: the watcher deletes it otherwise
+                self._spawn(self._delete(alloc, self.config.kill_grace))
 
     async def acknowledge(self, node: str, allocation_id: str) -> None:
-        self._killed_early.discard(allocation_id)
-        alloc = self._allocs.pop(allocation_id, None)
+        alloc = self._allocs.pop((allocation_id, node), None)
         if alloc is not None and alloc.task is not None:
             alloc.task.cancel()
         name = alloc.pod if alloc is not None else pod_name(self.pool, allocation_id)
         await self._remove(name)
+        if self._members(allocation_id):
+            return
+        self._killed.discard(allocation_id)
+        if alloc is not None and alloc.gang and self._services is not None:
+            await self._services.delete(allocation_id)
 
     async def close(self) -> None:
         self._closed = True
@@ -354,9 +290,12 @@ class KubernetesManager:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._allocs.clear()
-        self._killed_early.clear()
+        self._killed.clear()
 
     # -- pods ----------------------------------------------------------------------------------
+
+    def _members(self, allocation_id: str) -> list[_Allocation]:
+        return [a for (alloc_id, _), a in self._allocs.items() if alloc_id == allocation_id]
 
     async def _adopt(self, pod: Any) -> _Allocation | None:
         """The allocation a listed pod holds, with its exit where it has ended."""
@@ -370,8 +309,9 @@ class KubernetesManager:
             pod=pod.metadata.name,
             trial_id=int(annotations.get(TRIAL_ANNOTATION) or 0),
             container=annotations.get(CONTAINER_ANNOTATION) or CONTAINER_NAME,
+            gang=RANK_LABEL in (pod.metadata.labels or {}),
         )
-        self._allocs[alloc.id] = alloc
+        self._allocs[(alloc.id, alloc.node)] = alloc
         state = self._container_state(alloc, pod)
         ended = self._ended(alloc, pod, state)
         if ended is not None:
@@ -420,14 +360,14 @@ class KubernetesManager:
                         self._api.read_namespaced_pod, alloc.pod, self.config.namespace
                     )
                 except Exception as e:
-                    if _status(e) == 404:
+                    if error_status(e) == 404:
                         await self._finish(
                             alloc,
                             alloc.event_exit
                             or Exited(alloc.id, None, "its pod was deleted by someone else"),
                         )
                         return
-                    log.warning("pod %s: %s", alloc.pod, _one_line(e))
+                    log.warning("pod %s: %s", alloc.pod, error_text(e))
                     await asyncio.sleep(self.config.poll_interval)
                     continue
                 if alloc.killing and pod.metadata.deletion_timestamp is None:
@@ -472,6 +412,11 @@ class KubernetesManager:
         if problems:
             await self._finish(alloc, Exited(alloc.id, 1, "; ".join(problems)))
             return False
+        if alloc.gang and self._services is not None:
+            problem = await self._services.ensure(alloc.id)
+            if problem is not None:
+                await self._finish(alloc, Exited(alloc.id, 1, problem))
+                return False
         try:
             await asyncio.to_thread(
                 self._api.create_namespaced_pod,
@@ -480,9 +425,9 @@ class KubernetesManager:
                 field_validation="Strict",
             )
         except Exception as e:
-            if _status(e) != 409:  # 409: a pod of this allocation exists: follow it
+            if error_status(e) != 409:  # 409: a pod of this allocation exists: follow it
                 await self._finish(
-                    alloc, Exited(alloc.id, 1, f"its pod could not be created: {_one_line(e)}")
+                    alloc, Exited(alloc.id, 1, f"its pod could not be created: {error_text(e)}")
                 )
                 return False
         if alloc.killing:
@@ -519,7 +464,9 @@ class KubernetesManager:
     ) -> None:
         """(In a thread.) Push the log's lines not yet seen, then None; errors end it."""
         try:
-            since = None if alloc.log_point is None else _age(alloc.log_point[0]) + _CLOCK_SLACK
+            since = (
+                None if alloc.log_point is None else stamp_age(alloc.log_point[0]) + _CLOCK_SLACK
+            )
             response = self._api.read_namespaced_pod_log(
                 alloc.pod,
                 self.config.namespace,
@@ -542,7 +489,7 @@ class KubernetesManager:
             def take(raw: bytes) -> None:
                 nonlocal again
                 stamp_text, _, line = raw.decode("utf-8", "replace").partition(" ")
-                stamp = _stamp(stamp_text)
+                stamp = log_stamp(stamp_text)
                 if resume is not None and stamp <= resume:
                     again += stamp == resume
                     if stamp < resume or again <= at_resume:
@@ -559,10 +506,10 @@ class KubernetesManager:
             if buffer:
                 take(buffer)
         except Exception as e:
-            if self._closed or _status(e) in (None, 404):
-                log.debug("log of pod %s: %s", alloc.pod, _one_line(e))
+            if self._closed or error_status(e) in (None, 404):
+                log.debug("log of pod %s: %s", alloc.pod, error_text(e))
             else:
-                log.warning("log of pod %s: %s", alloc.pod, _one_line(e))
+                log.warning("log of pod %s: %s", alloc.pod, error_text(e))
         finally:
             push(None)
 
@@ -608,8 +555,8 @@ class KubernetesManager:
                 grace_period_seconds=round(grace),
             )
         except Exception as e:
-            if _status(e) != 404:
-                log.warning("deleting pod %s: %s", alloc.pod, _one_line(e))
+            if error_status(e) != 404:
+                log.warning("deleting pod %s: %s", alloc.pod, error_text(e))
 
     async def _remove(self, name: str) -> None:
         """Delete the pod for good: now, and without the finalizer that kept it."""
@@ -632,8 +579,8 @@ class KubernetesManager:
                 _content_type="application/merge-patch+json",
             )
         except Exception as e:
-            if _status(e) != 404:
-                log.warning("removing pod %s: %s", name, _one_line(e))
+            if error_status(e) != 404:
+                log.warning("removing pod %s: %s", name, error_text(e))
 
     async def _send(self, alloc: _Allocation, message: Any) -> None:
         if self._report is not None and not self._closed:
@@ -658,17 +605,6 @@ class KubernetesManager:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return task
-
-
-def _quantity(raw: str) -> float:
-    """A Kubernetes quantity (``7910m``, ``32Gi``) as a number; 0 where it is none."""
-    from kubernetes import utils
-
-    parse: Any = utils.parse_quantity  # untyped
-    try:
-        return float(parse(raw))
-    except (ValueError, TypeError):
-        return 0.0
 
 
 __all__ = ["ApiLoader", "KubernetesManager", "load_api"]

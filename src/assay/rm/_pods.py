@@ -7,6 +7,10 @@ models (the ``kubernetes`` extra, imported only there) to catch what Kubernetes 
 hands to ``create_namespaced_pod``. The pod runs ``python -m assay.rm`` (which runs the
 start exactly as an agent does and prints its events as JSON lines on stdout, the pod's log),
 on the one node the master's scheduler chose (``nodeSelector: kubernetes.io/hostname``).
+A gang (a start whose ``distributed`` spans several nodes) is one pod per node, each named
+with its node rank, with hostname ``r<rank>`` under the allocation's headless Service
+(:func:`service_name`, made by :mod:`assay.rm._k8s_cluster`), and its ``master_addr`` rewritten
+to rank 0's DNS name there (:func:`member_start`): the ranks meet through the Service.
 
 Pod specs merge in this order, each later one over the earlier (:func:`merge_pod_specs`):
 
@@ -14,8 +18,9 @@ Pod specs merge in this order, each later one over the earlier (:func:`merge_pod
 2. the experiment's ``environment.pod_spec``;
 3. assay's own fields, which always win where they meet: the pod's name, namespace, assay's
    labels and annotations, ``restartPolicy``, ``terminationGracePeriodSeconds``, the
-   hostname node selector, and in its container the image, pull policy, command, the slots'
-   resource and assay's variables and volumes.
+   hostname node selector, a gang member's hostname and subdomain, and in its container the
+   image, pull policy, command, the slots' resource, assay's variables and volumes and a gang
+   member's rendezvous ports.
 
 Mappings merge key by key; lists are replaced, except ``containers``, ``initContainers``,
 ``volumes``, a container's ``env`` and ``volumeMounts``, which merge item by item on their
@@ -31,10 +36,11 @@ import copy
 import hashlib
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 from assay.config import KubernetesPoolConfig
-from assay.protocol import AGENT_TOKEN_ENV, Start
+from assay.protocol import AGENT_TOKEN_ENV, RankLayout, Start
 from assay.rm._step import START_ENV
 
 CONTAINER_NAME = "determined-container"
@@ -48,6 +54,8 @@ POOL_LABEL = "assay.pool"
 ALLOCATION_LABEL = "assay.allocation"
 """Label values are restricted (63 characters of ``[A-Za-z0-9-_.]``): the real ids are in
 the annotations of the same names."""
+RANK_LABEL = "assay.rank"
+"""A gang's pod's node rank (a gang's pods share the allocation's labels)."""
 NODE_ANNOTATION = "assay.node"
 TRIAL_ANNOTATION = "assay.trial"
 CONTAINER_ANNOTATION = "assay.container"
@@ -69,6 +77,7 @@ _MERGED_BY = {
 }
 _PROPAGATION = {"rshared": "Bidirectional", "shared": "Bidirectional", "rslave": "HostToContainer"}
 _LABEL_VALUE_MAX = 63
+_READABLE_MAX = 40
 
 
 def label_value(text: str) -> str:
@@ -81,12 +90,61 @@ def label_value(text: str) -> str:
     return f"{clean[: _LABEL_VALUE_MAX - 9].rstrip('-_.')}-{digest}".lstrip("-")
 
 
-def pod_name(pool: str, allocation_id: str) -> str:
-    """The pod of an allocation of a pool: the same for every start of it (so a second start
-    finds the first's pod), a DNS label, unique to the pool and allocation."""
+def pod_name(pool: str, allocation_id: str, node_rank: int | None = None) -> str:
+    """The pod of an allocation of a pool (of its node ``node_rank`` for a gang's): the same
+    for every start of it (so a second start finds the first's pod), a DNS label (at most 63
+    characters), unique to the pool, allocation and node rank."""
     digest = hashlib.sha256(f"{pool}\0{allocation_id}".encode()).hexdigest()[:10]
-    readable = re.sub(r"[^a-z0-9-]+", "-", allocation_id.lower()).strip("-")[:40].strip("-")
-    return f"assay-{readable}-{digest}" if readable else f"assay-{digest}"
+    suffix = "" if node_rank is None else f"-{node_rank}"
+    room = min(_READABLE_MAX, _LABEL_VALUE_MAX - len("assay--") - len(digest) - len(suffix))
+    readable = re.sub(r"[^a-z0-9-]+", "-", allocation_id.lower()).strip("-")[:room].strip("-")
+    return (f"assay-{readable}-{digest}" if readable else f"assay-{digest}") + suffix
+
+
+def service_name(pool: str, allocation_id: str) -> str:
+    """The headless Service of a gang: a DNS-1035 label (it starts with a letter), the name
+    its pods' ``subdomain`` gives."""
+    return pod_name(pool, allocation_id)
+
+
+def gang_layout(message: Start) -> RankLayout | None:
+    """The start's share of a gang: its layout where it spans several nodes (pods)."""
+    layout = message.distributed
+    return layout if layout is not None and layout.num_nodes > 1 else None
+
+
+def rank_address(pool: str, allocation_id: str, namespace: str, node_rank: int = 0) -> str:
+    """The DNS name of a gang's pod of ``node_rank`` (its hostname under the Service). The
+    cluster's domain is left to the pods' DNS search path, whatever the cluster calls it."""
+    return f"r{node_rank}.{service_name(pool, allocation_id)}.{namespace}.svc"
+
+
+def member_start(message: Start, *, pool: str, namespace: str) -> Start:
+    """The start as its pod runs it: a gang's ``master_addr`` is rank 0's pod (the master's
+    choice, a node's address, is not where rank 0 listens: it has a network of its own)."""
+    layout = gang_layout(message)
+    if layout is None:
+        return message
+    address = rank_address(pool, message.allocation_id, namespace)
+    return replace(message, distributed=replace(layout, master_addr=address))
+
+
+def service_manifest(pool: str, allocation_id: str, namespace: str) -> dict[str, Any]:
+    """The headless Service a gang's pods meet through: it selects them by the allocation's
+    label and publishes their addresses before they are ready, so each rank's name resolves
+    as soon as its pod has an address (a rendezvous starts before any pod is ready)."""
+    labels = {POOL_LABEL: label_value(pool), ALLOCATION_LABEL: label_value(allocation_id)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": service_name(pool, allocation_id),
+            "namespace": namespace,
+            "labels": dict(labels),
+            "annotations": {POOL_LABEL: pool, ALLOCATION_LABEL: allocation_id},
+        },
+        "spec": {"clusterIP": "None", "publishNotReadyAddresses": True, "selector": labels},
+    }
 
 
 def experiment_pod_spec(message: Start) -> dict[str, Any] | None:
@@ -213,7 +271,9 @@ def pod_manifest(
     Raises ValueError (one line: what is wrong, where) when the pod specs to merge are not
     shaped like pod manifests at all; whether every field is one Kubernetes knows is checked
     against the client's models by :func:`pod_problems`."""
+    message = member_start(message, pool=pool, namespace=config.namespace)
     allocation_id = message.allocation_id
+    gang = gang_layout(message)
     for where, spec in (("pool", config.pod_spec), ("experiment", experiment_pod_spec(message))):
         if spec and not isinstance(spec.get("spec", {}), dict):
             raise ValueError(f"the {where}'s pod_spec: spec must be a mapping (a PodSpec)")
@@ -226,12 +286,13 @@ def pod_manifest(
         raise ValueError("pod_spec: metadata must be a mapping (an ObjectMeta)")
     for drop in ("generateName", "namespace", "resourceVersion", "uid"):
         meta.pop(drop, None)
-    meta["name"] = pod_name(pool, allocation_id)
+    meta["name"] = pod_name(pool, allocation_id, gang.node_rank if gang else None)
     meta["namespace"] = config.namespace
     meta["labels"] = {
         **(meta.get("labels") or {}),
         POOL_LABEL: label_value(pool),
         ALLOCATION_LABEL: label_value(allocation_id),
+        **({RANK_LABEL: str(gang.node_rank)} if gang else {}),
     }
     container = _assay_container(spec)
     meta["annotations"] = {
@@ -251,6 +312,9 @@ def pod_manifest(
         **config.node_selector,
         HOSTNAME_LABEL: node_name,
     }
+    if gang is not None:
+        spec["hostname"] = f"r{gang.node_rank}"
+        spec["subdomain"] = service_name(pool, allocation_id)
     if config.service_account:
         spec["serviceAccountName"] = config.service_account
     if config.image_pull_secrets:
@@ -279,6 +343,19 @@ def pod_manifest(
         str(config.kill_grace),
     ]
     container.pop("args", None)
+    if gang is not None:
+        # Rank 0's rendezvous ports, declared (the pod's own network: any free port is free).
+        ports = [
+            {"name": "assay-torch", "containerPort": gang.master_port, "protocol": "TCP"},
+            {"name": "assay-rdzv", "containerPort": gang.rendezvous_port, "protocol": "TCP"},
+        ]
+        ours = {p[k] for p in ports for k in ("name", "containerPort")}
+        kept = [
+            p
+            for p in container.get("ports") or []
+            if not isinstance(p, dict) or not {p.get("name"), p.get("containerPort")} & ours
+        ]
+        container["ports"] = [*kept, *ports]
     env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in message.env.items()]
     env.append({"name": START_ENV, "value": json.dumps(message.to_dict(), separators=(",", ":"))})
     if config.token_secret:
@@ -379,16 +456,22 @@ __all__ = [
     "FINALIZER",
     "NODE_ANNOTATION",
     "POOL_LABEL",
+    "RANK_LABEL",
     "TOKEN_KEY",
     "TRIAL_ANNOTATION",
     "WORK_ROOT",
     "as_model",
     "as_pod",
     "experiment_pod_spec",
+    "gang_layout",
     "label_value",
+    "member_start",
     "merge_pod_specs",
     "pod_manifest",
     "pod_name",
     "pod_problems",
+    "rank_address",
+    "service_manifest",
+    "service_name",
     "slot_resources",
 ]

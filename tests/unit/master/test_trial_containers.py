@@ -27,7 +27,6 @@ from assay.master._containers import (
     pull_problem,
     request_label,
     runs_containers,
-    spread_problem,
     trial_container,
     trial_image,
 )
@@ -266,14 +265,3 @@ def test_a_kubernetes_pool_refuses_registry_credentials_naming_its_pull_secrets(
     assert "image_pull_secrets" in problem.message
     assert pull_problem(cfg, ResourcePoolConfig(pool_name="default")) is None
     assert pull_problem(_config(environment={"image": "team/train:1"}), k8s) is None
-
-
-def test_a_kubernetes_pool_refuses_a_trial_wider_than_its_widest_node() -> None:
-    k8s = ResourcePoolConfig(pool_name="k8s", type="kubernetes")
-    wide = _config(resources={"slots_per_trial": 8})
-    problem = spread_problem(wide, k8s, [4, 2])
-    assert problem is not None and problem.path == "resources.slots_per_trial"
-    assert "is 8, more than any node" in problem.message and "(4)" in problem.message
-    assert spread_problem(_config(resources={"slots_per_trial": 4}), k8s, [4, 2]) is None
-    assert spread_problem(wide, k8s, []) is None, "no node known yet: nothing to say"
-    assert spread_problem(wide, ResourcePoolConfig(pool_name="default"), [4]) is None

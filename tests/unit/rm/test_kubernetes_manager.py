@@ -3,9 +3,10 @@
 No API server can run here, so :class:`FakeCluster` answers the ``CoreV1Api`` calls the manager
 makes the way the API server and a kubelet would: a created pod's container is the step's
 command run as a local process, its output the pod's log (with the kubelet's timestamps), a
-deletion sends SIGTERM and SIGKILL after the grace, and a pod with a finalizer stays readable
-until the finalizer is removed. It is a model of the cluster, not one: the integration test
-(``tests/integration/test_kubernetes.py``) runs the same kit against a real one.
+deletion sends SIGTERM and SIGKILL after the grace, a pod with a finalizer stays readable
+until the finalizer is removed, and Services are kept as made. It is a model of the cluster,
+not one: the integration test (``tests/integration/test_kubernetes.py``) runs the same kit
+against a real one.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -34,9 +37,10 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from assay.config import KubernetesPoolConfig
-from assay.protocol import Exited, RankLayout
+from assay.protocol import Exited, Hello, RankLayout, Start, Started
 from assay.rm import ResourceManager
 from assay.rm._kubernetes import KubernetesManager
+from assay.rm._pods import as_model, pod_name
 from assay.rm.testing import CHECKS, Recorder, Subject, start
 
 
@@ -108,7 +112,7 @@ class FakePod:
                 finalizers=list(self.finalizers),
                 deletion_timestamp=self.deleted_at,
             ),
-            spec=SimpleNamespace(node_name="node-a"),
+            spec=SimpleNamespace(node_name=self.annotations["assay.node"]),
             status=SimpleNamespace(
                 phase=phase,
                 message=None,
@@ -156,9 +160,11 @@ def _ago(seconds: int) -> str:
 class FakeCluster:
     """The ``CoreV1Api`` calls :class:`KubernetesManager` makes, over local processes."""
 
-    def __init__(self, work: Path) -> None:
+    def __init__(self, work: Path, nodes: tuple[str, ...] = ("node-a",)) -> None:
         self.work = work
+        self.nodes = nodes
         self.pods: dict[str, FakePod] = {}
+        self.services: dict[str, dict[str, Any]] = {}
         self.lock = threading.Lock()
         self.cut_logs_after: int | None = None
         self.serialize = client.ApiClient().sanitize_for_serialization
@@ -171,16 +177,47 @@ class FakeCluster:
         return pod
 
     def list_node(self, label_selector: str | None = None, **_: Any) -> Any:
-        node = SimpleNamespace(
-            metadata=SimpleNamespace(name="node-a"),
-            spec=SimpleNamespace(unschedulable=None),
-            status=SimpleNamespace(
-                allocatable={"cpu": "4", "memory": "8Gi"},
-                conditions=[SimpleNamespace(type="Ready", status="True")],
-                addresses=[SimpleNamespace(type="InternalIP", address="10.0.0.1")],
-            ),
+        return SimpleNamespace(
+            items=[
+                SimpleNamespace(
+                    metadata=SimpleNamespace(name=name),
+                    spec=SimpleNamespace(unschedulable=None),
+                    status=SimpleNamespace(
+                        allocatable={"cpu": "4", "memory": "8Gi"},
+                        conditions=[SimpleNamespace(type="Ready", status="True")],
+                        addresses=[SimpleNamespace(type="InternalIP", address=f"10.0.0.{i + 1}")],
+                    ),
+                )
+                for i, name in enumerate(self.nodes)
+            ]
         )
-        return SimpleNamespace(items=[node])
+
+    def create_namespaced_service(self, namespace: str, body: Any, **_: Any) -> None:
+        manifest = self.serialize(body)
+        with self.lock:
+            if manifest["metadata"]["name"] in self.services:
+                raise ApiException(status=409, reason="AlreadyExists")
+            self.services[manifest["metadata"]["name"]] = manifest
+
+    def list_namespaced_service(self, namespace: str, label_selector: str = "", **_: Any) -> Any:
+        key, _, value = label_selector.partition("=")
+        with self.lock:
+            found = [
+                SimpleNamespace(
+                    metadata=SimpleNamespace(
+                        name=m["metadata"]["name"],
+                        annotations=dict(m["metadata"].get("annotations") or {}),
+                    )
+                )
+                for m in self.services.values()
+                if (m["metadata"].get("labels") or {}).get(key) == value
+            ]
+        return SimpleNamespace(items=found)
+
+    def delete_namespaced_service(self, name: str, namespace: str, **_: Any) -> None:
+        with self.lock:
+            if self.services.pop(name, None) is None:
+                raise ApiException(status=404, reason="Not Found")
 
     def list_namespaced_pod(self, namespace: str, label_selector: str = "", **_: Any) -> Any:
         key, _, value = label_selector.partition("=")
@@ -320,33 +357,228 @@ def test_a_pod_spec_kubernetes_would_refuse_ends_the_start_with_the_reason(
     asyncio.run(scenario())
 
 
-def test_a_start_spanning_several_nodes_ends_with_the_reason_and_makes_no_pod(
-    tmp_path: Path,
-) -> None:
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def gang(nodes: list[Hello], command: str) -> list[tuple[str, Start]]:
+    """The master's starts of one allocation over ``nodes``: one per node, its rank layout
+    naming rank 0's node address as the master's gang code does."""
+    first = start(nodes[0], command)
+    port = _free_port()
+    out = []
+    for rank, node in enumerate(nodes):
+        layout = RankLayout(
+            world_size=len(nodes),
+            node_rank=rank,
+            num_nodes=len(nodes),
+            first_rank=rank,
+            local_world_size=1,
+            master_addr=nodes[0].address,
+            master_port=port,
+            rendezvous_port=port + 1,
+        )
+        own = start(node, command)
+        info = replace(own.cluster_info, allocation_id=first.allocation_id)
+        message = replace(
+            own, allocation_id=first.allocation_id, cluster_info=info, distributed=layout
+        )
+        out.append((node.agent_id, message))
+    return out
+
+
+def _members_started(recorder: Recorder, allocation_id: str, nodes: int) -> bool:
+    return (
+        len(
+            {
+                node
+                for node, m in recorder.messages
+                if isinstance(m, Started) and m.allocation_id == allocation_id
+            }
+        )
+        == nodes
+    )
+
+
+def _exits_by_node(recorder: Recorder, allocation_id: str) -> dict[str, Exited]:
+    return {
+        node: m
+        for node, m in recorder.messages
+        if isinstance(m, Exited) and m.allocation_id == allocation_id
+    }
+
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def test_a_gang_is_a_pod_per_node_meeting_through_a_headless_service(tmp_path: Path) -> None:
+    cluster = FakeCluster(tmp_path, nodes=("node-a", "node-b"))
+
     async def scenario() -> None:
-        cluster = FakeCluster(tmp_path)
         rm = manager(cluster)
         recorder = Recorder()
-        (hello,) = await rm.open(recorder)
-        layout = RankLayout(
-            world_size=2,
-            node_rank=0,
-            num_nodes=2,
-            first_rank=0,
-            local_world_size=1,
-            master_addr="10.0.0.1",
-            master_port=29500,
-            rendezvous_port=29501,
+        hellos = sorted(await rm.open(recorder), key=lambda h: h.agent_id)
+        starts = gang(hellos, "echo up; exit 0")
+        allocation_id = starts[0][1].allocation_id
+        for node, message in starts:
+            await rm.start(node, message)
+        await recorder.wait_for(
+            lambda r: len(_exits_by_node(r, allocation_id)) == 2, 20, "both members' exits"
         )
-        message = replace(start(hello, "echo never"), distributed=layout)
-        await rm.start(hello.agent_id, message)
-        await recorder.wait_for(lambda r: bool(r.exits(message.allocation_id)), 10, "the exit")
-        (exited,) = recorder.exits(message.allocation_id)
+        exits = _exits_by_node(recorder, allocation_id)
+        assert set(exits) == {"kit.node-a", "kit.node-b"}
+        assert {e.exit_code for e in exits.values()} == {0}
+
+        pods = sorted(cluster.pods.values(), key=lambda p: p.name)
+        assert len(pods) == 2 and pods[0].name != pods[1].name
+        (service,) = cluster.services.values()
+        name = service["metadata"]["name"]
+        _, problems = as_model(service, "V1Service")
+        assert problems == []
+        assert service["spec"]["clusterIP"] == "None"
+        assert service["spec"]["publishNotReadyAddresses"] is True
+        rank0 = f"r0.{name}.default.svc"
+        for rank, pod in enumerate(pods):
+            spec = pod.manifest["spec"]
+            assert _DNS_LABEL.match(pod.name) and len(pod.name) <= 63, pod.name
+            assert pod.name.endswith(f"-{rank}")
+            assert pod.labels["assay.rank"] == str(rank)
+            assert spec["hostname"] == f"r{rank}" and spec["subdomain"] == name
+            assert spec["nodeSelector"]["kubernetes.io/hostname"] == f"node-{'ab'[rank]}"
+            assert service["spec"]["selector"].items() <= pod.labels.items()
+            _, pod_problems = as_model(pod.manifest, "V1Pod")
+            assert pod_problems == []
+            (container,) = spec["containers"]
+            env = {e["name"]: e.get("value") for e in container["env"]}
+            layout = json.loads(env["ASSAY_START"])["distributed"]
+            assert layout["master_addr"] == rank0 and layout["node_rank"] == rank
+            ports = {p["containerPort"] for p in container["ports"]}
+            assert ports == {layout["master_port"], layout["rendezvous_port"]}
+
+        for node, _ in starts:
+            await rm.acknowledge(node, allocation_id)
+            if node == starts[0][0]:
+                assert cluster.services, "the Service went with a member still unacknowledged"
         await rm.close()
-        assert exited.exit_code == 1 and "several pods" in exited.reason
-        assert not cluster.pods
+        assert not cluster.services
+        await _until(lambda: not cluster.pods, "both pods removed")
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        cluster.stop()
+
+
+def test_a_gangs_pod_names_stay_dns_labels_for_long_ids_and_ranks() -> None:
+    long_id = "trial-" + "x" * 120
+    names = {pod_name("pool", long_id, rank) for rank in (0, 1, 10, 99999)}
+    assert len(names) == 4
+    assert all(_DNS_LABEL.match(n) and len(n) <= 63 for n in names), names
+    assert pod_name("pool", long_id) == pod_name("pool", long_id, None)
+
+
+async def _until(done: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, f"after {timeout:.0f} s: not {what}"
+        await asyncio.sleep(0.05)
+
+
+_TRAPPED = "trap 'echo stopping; exit 7' TERM; echo ready; while true; do sleep 0.1; done"
+
+
+def test_a_kill_of_a_gang_ends_every_member_and_reports_each_exit(tmp_path: Path) -> None:
+    cluster = FakeCluster(tmp_path, nodes=("node-a", "node-b"))
+
+    async def scenario() -> None:
+        rm = manager(cluster)
+        recorder = Recorder()
+        hellos = sorted(await rm.open(recorder), key=lambda h: h.agent_id)
+        starts = gang(hellos, _TRAPPED)
+        allocation_id = starts[0][1].allocation_id
+        for node, message in starts:
+            await rm.start(node, message)
+        await recorder.wait_for(
+            lambda r: r.lines(allocation_id).count(("stdout", "ready")) == 2, 20, "both ready"
+        )
+        await rm.kill(starts[0][0], allocation_id)
+        await recorder.wait_for(
+            lambda r: len(_exits_by_node(r, allocation_id)) == 2, 20, "both members' exits"
+        )
+        exits = _exits_by_node(recorder, allocation_id)
+        assert {e.exit_code for e in exits.values()} == {7}
+        assert recorder.lines(allocation_id).count(("stdout", "stopping")) == 2
+        assert len(cluster.pods) == 2, "a killed member's pod went before its acknowledgement"
+        for node, _ in starts:
+            await rm.acknowledge(node, allocation_id)
+        await rm.close()
+        assert not cluster.services
+        await _until(lambda: not cluster.pods, "both pods removed")
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        cluster.stop()
+
+
+def test_a_reopened_manager_finds_a_gangs_running_members(tmp_path: Path) -> None:
+    cluster = FakeCluster(tmp_path, nodes=("node-a", "node-b"))
+
+    async def scenario() -> None:
+        rm = manager(cluster)
+        recorder = Recorder()
+        hellos = sorted(await rm.open(recorder), key=lambda h: h.agent_id)
+        starts = gang(hellos, _TRAPPED)
+        allocation_id = starts[0][1].allocation_id
+        for node, message in starts:
+            await rm.start(node, message)
+        await recorder.wait_for(
+            lambda r: _members_started(r, allocation_id, 2), 20, "both members started"
+        )
+        await rm.close()
+
+        again = manager(cluster)
+        later = Recorder()
+        found = {h.agent_id: h for h in await again.open(later)}
+        assert all(allocation_id in found[node].running for node, _ in starts), found
+        assert len(cluster.services) == 1, "the Service of a running gang was deleted"
+        await again.kill(starts[1][0], allocation_id)
+        await later.wait_for(
+            lambda r: len(_exits_by_node(r, allocation_id)) == 2, 20, "both members' exits"
+        )
+        for node, _ in starts:
+            await again.acknowledge(node, allocation_id)
+        await again.close()
+        assert not cluster.services
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        cluster.stop()
+
+
+def test_open_deletes_a_gangs_service_whose_pods_are_all_gone(tmp_path: Path) -> None:
+    cluster = FakeCluster(tmp_path)
+    labels = {"assay.pool": "kit", "assay.allocation": "gone"}
+    for pool, name in (("kit", "left-over"), ("other", "not-ours")):
+        cluster.services[name] = {
+            "metadata": {
+                "name": name,
+                "labels": {**labels, "assay.pool": pool},
+                "annotations": {"assay.pool": pool, "assay.allocation": "gone"},
+            }
+        }
+
+    async def scenario() -> None:
+        rm = manager(cluster)
+        await rm.open(Recorder())
+        await rm.close()
 
     asyncio.run(scenario())
+    assert set(cluster.services) == {"not-ours"}
 
 
 def test_a_dropped_log_connection_loses_and_repeats_no_line(tmp_path: Path) -> None:
@@ -439,6 +671,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"kind": "NodeList", "apiVersion": "v1", "items": [node]})
         elif path == "/api/v1/namespaces/default/pods" and self.command == "GET":
             self._send(200, {"kind": "PodList", "apiVersion": "v1", "items": []})
+        elif path == "/api/v1/namespaces/default/services" and self.command == "GET":
+            self._send(200, {"kind": "ServiceList", "apiVersion": "v1", "items": []})
         elif path == "/api/v1/namespaces/default/pods" and self.command == "POST":
             pod = json.loads(body)
             pod["status"] = {

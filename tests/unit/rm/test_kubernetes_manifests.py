@@ -103,6 +103,10 @@ def test_the_role_grants_what_the_manager_calls() -> None:
         ("pods", "delete"),
         ("pods", "patch"),
         ("pods/log", "get"),
+        ("services", "create"),
+        ("services", "get"),
+        ("services", "list"),
+        ("services", "delete"),
     ):
         assert call in grants, call
     (cluster_role,) = by_kind("ClusterRole")
