@@ -1,9 +1,9 @@
 """The experiment config: Determined's expconf, every top-level key, extended.
 
-Keys assay acts on are typed strictly. Keys accepted only so that Determined configs load
+Keys assay acts on are typed strictly (``slurm`` among them: a Slurm pool's jobs take its
+``sbatch_args`` and ``gpu_type``). Keys accepted only so that Determined configs load
 unchanged (optimizations, integrations, data_layer, internal, pbs, log_policies,
-tensorboard_storage) are loose sections, and so is ``slurm``, whose ``sbatch_args`` and
-``gpu_type`` a Slurm pool's jobs take (:mod:`assay.rm`).
+tensorboard_storage) are loose sections.
 """
 
 from __future__ import annotations
@@ -94,6 +94,19 @@ class KerberosConfig(ConfigModel):
     config_file: Annotated[str, Field(max_length=MAX_PATH)]
 
 
+class SlurmSection(ConfigModel):
+    """Determined's ``slurm`` section: options for the jobs of a Slurm pool (``type: slurm``);
+    on a pool of agents or of Kubernetes they do not apply."""
+
+    sbatch_args: list[str] = []
+    """Added to every job's ``sbatch`` options, after the pool's."""
+    gpu_type: str | None = None
+    """Asks for GPUs of this type: ``--gres=gpu:TYPE:N``."""
+    slots_per_node: Annotated[int, Field(ge=1)] | None = None
+    """Determined's least slots per node; refused on a Slurm pool, where the master places a
+    trial's slots on nodes itself."""
+
+
 class SecurityConfig(ConfigModel):
     """Determined's security section (accepted for compatibility)."""
 
@@ -139,13 +152,12 @@ class ExperimentConfig(ConfigModel):
     reproducibility: ReproducibilityConfig = ReproducibilityConfig()
     profiling: ProfilingConfig = ProfilingConfig()
     security: SecurityConfig | None = None
-    # Accepted so Determined configs load unchanged; assay does not act on them (but for
-    # slurm.sbatch_args and slurm.gpu_type, which a Slurm pool's jobs take).
+    slurm: SlurmSection | None = None
+    # Accepted so Determined configs load unchanged; assay does not act on them.
     optimizations: OpenSection | None = None
     integrations: OpenSection | None = None
     data_layer: OpenSection | None = None
     internal: OpenSection | None = None
-    slurm: OpenSection | None = None
     pbs: OpenSection | None = None
     tensorboard_storage: OpenSection | None = None
     log_policies: list[dict[str, Any]] | None = None

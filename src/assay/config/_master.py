@@ -125,9 +125,9 @@ class KubernetesPoolConfig(ConfigModel):
     node_selector: dict[str, str] = {}
     """Node labels that pick the pool's nodes (every node: ``{}``); also every pod's
     ``nodeSelector``."""
-    default_image: str = "python:3.11-slim"
-    """The image of a trial or task that names none; it needs Python and assay installed
-    (the harness runs in it)."""
+    default_image: str | None = None
+    """The image of a trial or task that names none; it needs Python 3.11 or later and assay
+    installed (the harness runs in it). None: work must name ``environment.image``."""
     master_url: str | None = None
     """Where pods reach the master (its Service); default: the address it serves on."""
     service_account: str | None = None
@@ -311,7 +311,11 @@ class MasterConfig(ConfigModel):
             chosen = data.get(key, "default")
             if isinstance(chosen, str) and chosen not in first:
                 problems.append(
-                    ((key,), f"names no resource pool: got {show(chosen)}, pools are: {known}")
+                    (
+                        (key,),
+                        f"names no resource pool: got {show(chosen)}, pools are: {known} "
+                        f"(set {key} to one of them)",
+                    )
                 )
         heartbeat = data.get("agent_heartbeat_seconds", 5.0)
         lost = data.get("agent_lost_after_seconds", 30.0)

@@ -23,8 +23,10 @@ from assay.master import _lifecycle as life
 from assay.master import _views as views
 from assay.master._containers import (
     container_problem,
+    pod_image_problem,
     pull_problem,
     runs_containers,
+    slurm_problem,
 )
 from assay.master._notes import add_note
 from assay.master._orchestrator import Orchestrator
@@ -160,7 +162,12 @@ class ExperimentCommands:
             autoscaled=pool_config is not None and pool_config.provider is not None,
             pool_type=pool_config.type if pool_config is not None else "agents",
         )
-        found = (problem, pull_problem(config, pool_config))
+        found = (
+            problem,
+            pull_problem(config, pool_config),
+            slurm_problem(config, pool_config),
+            pod_image_problem(config, pool_config),
+        )
         problems = [p for p in found if p is not None]
         if problems:
             count = len(problems)

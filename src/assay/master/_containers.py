@@ -153,6 +153,37 @@ def pull_problem(config: ExperimentConfig, pool: ResourcePoolConfig | None) -> E
     )
 
 
+def pod_image_problem(
+    config: ExperimentConfig, pool: ResourcePoolConfig | None
+) -> ErrorDetail | None:
+    """Why the experiment's trials could not run on a Kubernetes pool: a pod needs an image,
+    and neither the config nor the pool names one."""
+    if pool is None or pool.type != "kubernetes" or trial_image(config) is not None:
+        return None
+    if pool.kubernetes is not None and pool.kubernetes.default_image:
+        return None
+    return ErrorDetail(
+        "environment.image",
+        f"is required on resource pool {pool.pool_name!r}, which runs each trial in a pod and "
+        "names no kubernetes.default_image: name an image with Python 3.11 or later and assay "
+        "installed",
+    )
+
+
+def slurm_problem(config: ExperimentConfig, pool: ResourcePoolConfig | None) -> ErrorDetail | None:
+    """Why the experiment's ``slurm.slots_per_node`` cannot be honoured: on a Slurm pool the
+    master places a trial's slots on nodes itself (elsewhere the section does not apply)."""
+    section = config.slurm
+    if pool is None or pool.type != "slurm" or section is None or section.slots_per_node is None:
+        return None
+    return ErrorDetail(
+        "slurm.slots_per_node",
+        f"is not supported on Slurm pool {pool.pool_name!r}: the master places a trial's "
+        "slots on the nodes itself (a trial fills one node before it spans several); leave "
+        "it out, or set the pool's slurm.slots_per_node in master.yaml",
+    )
+
+
 def runs_containers(pool: ResourcePoolConfig | None, agents_say: bool) -> bool:
     """Whether a pool runs allocations in containers: every Kubernetes pool does (a pod is
     one); an agents' pool does when one of its agents said it has a runtime."""

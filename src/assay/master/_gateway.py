@@ -123,9 +123,14 @@ class AgentGateway:
         agent_id = hello.agent_id
         pools = [p.pool_name for p in self.settings.resource_pools]
         if hello.pool not in pools:
+            # Only the pools an agent may join: the others' nodes are Slurm's or Kubernetes'.
+            open_to_agents = [
+                p.pool_name for p in self.settings.resource_pools if p.type == "agents"
+            ]
             raise InvalidRequest(
                 f"agent {agent_id} asked to join resource pool {hello.pool!r}, which this master "
-                f"does not have; its pools: {', '.join(pools)} (start the agent with --pool NAME)"
+                f"does not have; its pools of agents: {', '.join(open_to_agents) or 'none'} "
+                "(start the agent with --pool NAME)"
             )
         live = self.core.hub.live_session(agent_id)
         if live is not None and (not hello.session or live != hello.session):

@@ -85,11 +85,18 @@ class ManagedPools:
                 break
             except (AssayError, OSError) as exc:
                 if not warned:
-                    log.warning(
-                        "resource pool %s (%s) cannot be opened yet: %s; retrying",
+                    hint = (
+                        " (the master runs Slurm's commands as its own user, with its "
+                        "environment's SLURM_CONF)"
+                        if pool.type == "slurm"
+                        else ""
+                    )
+                    log.error(
+                        "resource pool %s (%s) cannot be opened: %s%s; retrying",
                         pool.pool_name,
                         pool.type,
                         one_line(exc),
+                        hint,
                     )
                     warned = True
                 await asyncio.sleep(delay)

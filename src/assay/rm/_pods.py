@@ -325,6 +325,12 @@ def pod_manifest(
         )
 
     image = message.container.image if message.container else config.default_image
+    if not image:
+        # Refused at submission where the master can tell; a start that gets here ends.
+        raise ValueError(
+            "it names no environment.image, and the pool has no kubernetes.default_image "
+            "(an image with Python 3.11 or later and assay installed)"
+        )
     container["image"] = image
     container["imagePullPolicy"] = (
         "Always"

@@ -137,6 +137,7 @@ class SlurmManager:
         self._report: Report | None = None
         self._poller: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._warned_empty = False
 
     @property
     def _jobs_dir(self) -> Path:
@@ -193,7 +194,7 @@ class SlurmManager:
             return  # a gang's job waits for every node's start
         if alloc_id in self.killed_early or job.killed:
             await asyncio.to_thread(job.dir.mkdir, parents=True, exist_ok=True)
-            for member in job.members.values():
+            for member in list(job.members.values()):
                 await self._end(job, member, None, "killed before it started")
             return
         job.submitting = True
@@ -260,8 +261,24 @@ class SlurmManager:
                 cpu=float(cpus) if cpus.isdigit() else 0.0,
             )
         if not seen:
-            where = f"partition {self.settings.partition}" if self.settings.partition else "Slurm"
-            raise ResourceManagerError(f"sinfo lists no node in {where}")
+            if self.settings.partition:
+                names = await slurm("sinfo", "--noheader", "--format=%R")
+                known = ", ".join(sorted(set(names.split()))) or "none"
+                raise ResourceManagerError(
+                    f"slurm.partition: Slurm has no partition {self.settings.partition!r} with "
+                    f"nodes (its partitions: {known})"
+                )
+            raise ResourceManagerError("sinfo lists no node")
+        empty = [h.agent_id for h in seen.values() if not h.slots]
+        if empty and not self._warned_empty:
+            self._warned_empty = True
+            log.warning(
+                "pool %s: node(s) %s offer no slot with slot_type %s (no GPU in their GRES); "
+                "set slot_type: cpu to run on their CPUs",
+                self.pool.name,
+                ", ".join(empty),
+                self.settings.slot_type,
+            )
         return list(seen.values())
 
     def _slots(self, cpus: int, gpus: int) -> list[Slot]:
@@ -330,7 +347,8 @@ class SlurmManager:
         except (ResourceManagerError, OSError) as exc:
             job.submitting = False
             reason = f"could not submit the Slurm job: {exc}"
-            for member in job.members.values():
+            # A copy: an exit reported can be acknowledged (and its share dropped) at once.
+            for member in list(job.members.values()):
                 await self._say(job, member, f"assay: {reason}")
                 await self._end(job, member, 1, reason)
             return
@@ -517,7 +535,7 @@ class SlurmManager:
         return messages
 
     def _read_all(self, job: _Job) -> None:
-        for member in job.members.values():
+        for member in list(job.members.values()):
             if member.exit is None:
                 self._read_new(job, member)
 
@@ -533,14 +551,24 @@ class SlurmManager:
         """Give an exit to each share of a job Slurm no longer holds that reported none;
         those shares."""
         ended = []
-        for member in job.members.values():
+        said = _last_words(job.dir / "slurm.out")
+        for member in list(job.members.values()):
             if member.exit is not None:
                 continue
-            reason = ENDED_UNSEEN
+            code: int | None = None
             if job.killed:
                 reason = "killed" if member.started else "killed before it started"
-            _write_exit(job.dir / f"exit-{member.slurm_node}.json", None, reason)
-            member.exit = Exited(job.alloc_id, None, reason)
+            elif member.started:
+                reason = ENDED_UNSEEN
+            else:
+                # The step never ran (no Python at the configured path, a work directory the
+                # node does not share...): the job's failure, counted like any other.
+                code = 1
+                reason = "the Slurm job ended before assay's step started on the node" + (
+                    f"; its output ends: {said}" if said else ""
+                )
+            _write_exit(job.dir / f"exit-{member.slurm_node}.json", code, reason)
+            member.exit = Exited(job.alloc_id, code, reason)
             ended.append(member)
         return ended
 
@@ -581,6 +609,18 @@ def _experiment_slurm(message: Start) -> dict[str, Any]:
     trial = message.cluster_info.trial
     section = (trial.config if trial else {}).get("slurm")
     return section if isinstance(section, dict) else {}
+
+
+def _last_words(path: Path, limit: int = 300) -> str:
+    """The last non-empty line of a job's output file, shortened; "" without one."""
+    try:
+        with path.open("rb") as f:
+            f.seek(max(0, path.stat().st_size - 4096))
+            lines = [ln.strip() for ln in f.read().decode(errors="replace").splitlines()]
+    except OSError:
+        return ""
+    last = next((ln for ln in reversed(lines) if ln), "")
+    return last if len(last) <= limit else last[: limit - 3] + "..."
 
 
 def _write_exit(path: Path, code: int | None, reason: str) -> None:

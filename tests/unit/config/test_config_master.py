@@ -112,7 +112,8 @@ def test_duplicate_pool_names_are_named(tmp_path: Path) -> None:
 def test_default_pools_must_exist(tmp_path: Path) -> None:
     text = "resource_pools:\n  - pool_name: gpu\ndefault_aux_pool: gpu\n"
     assert _problems(tmp_path, text) == [
-        'default_compute_pool: names no resource pool: got "default", pools are: gpu'
+        'default_compute_pool: names no resource pool: got "default", pools are: gpu '
+        "(set default_compute_pool to one of them)"
     ]
 
 

@@ -24,9 +24,11 @@ from assay.master._containers import (
     job_in_containers,
     job_label,
     offered_labels,
+    pod_image_problem,
     pull_problem,
     request_label,
     runs_containers,
+    slurm_problem,
     trial_container,
     trial_image,
 )
@@ -265,3 +267,31 @@ def test_a_kubernetes_pool_refuses_registry_credentials_naming_its_pull_secrets(
     assert "image_pull_secrets" in problem.message
     assert pull_problem(cfg, ResourcePoolConfig(pool_name="default")) is None
     assert pull_problem(_config(environment={"image": "team/train:1"}), k8s) is None
+
+
+def test_a_slurm_pool_refuses_determineds_slots_per_node_and_others_ignore_the_section() -> None:
+    cfg = _config(slurm={"slots_per_node": 4, "sbatch_args": ["--time=1:00:00"]})
+    hpc = ResourcePoolConfig(pool_name="hpc", type="slurm")
+    problem = slurm_problem(cfg, hpc)
+    assert problem is not None and problem.path == "slurm.slots_per_node"
+    assert slurm_problem(_config(slurm={"sbatch_args": ["--time=1:00:00"]}), hpc) is None
+    assert slurm_problem(cfg, ResourcePoolConfig(pool_name="default")) is None
+
+
+def test_a_misspelt_key_of_the_slurm_section_is_refused_naming_the_right_one() -> None:
+    with pytest.raises(InvalidConfig) as caught:
+        _config(slurm={"sbatch_arg": ["--time=1:00:00"]})
+    (detail,) = caught.value.details
+    assert detail.path == "slurm.sbatch_arg" and "sbatch_args" in detail.message
+
+
+def test_a_kubernetes_pool_without_a_default_image_requires_one_in_the_config() -> None:
+    bare = ResourcePoolConfig(pool_name="k8s", type="kubernetes")
+    problem = pod_image_problem(_config(), bare)
+    assert problem is not None and problem.path == "environment.image"
+    assert "default_image" in problem.message
+    assert pod_image_problem(_config(environment={"image": "team/train:1"}), bare) is None
+    given = ResourcePoolConfig.model_validate(
+        {"pool_name": "k8s", "type": "kubernetes", "kubernetes": {"default_image": "a:1"}}
+    )
+    assert pod_image_problem(_config(), given) is None

@@ -298,7 +298,12 @@ class FakeCluster:
 
 
 def manager(cluster: FakeCluster, **config: Any) -> KubernetesManager:
-    settings: dict[str, Any] = {"slot_type": "cpu", "token_secret": "", "poll_interval": 0.1}
+    settings: dict[str, Any] = {
+        "slot_type": "cpu",
+        "token_secret": "",
+        "poll_interval": 0.1,
+        "default_image": "assay:test",
+    }
     return KubernetesManager(
         KubernetesPoolConfig.model_validate({**settings, "kill_grace": 5, **config}),
         pool="kit",
@@ -712,7 +717,7 @@ def test_the_real_client_carries_every_call_the_manager_makes() -> None:
 
     async def scenario() -> None:
         rm = KubernetesManager(
-            KubernetesPoolConfig(slot_type="cpu", poll_interval=0.1),
+            KubernetesPoolConfig(slot_type="cpu", poll_interval=0.1, default_image="assay:1"),
             pool="kit",
             master_url="http://127.0.0.1:9",
             api=lambda: client.CoreV1Api(client.ApiClient(configuration)),

@@ -78,7 +78,7 @@ def start(
 def pod_of(message: Start, **config: Any) -> tuple[dict[str, Any], client.V1Pod]:
     manifest = pod_manifest(
         message,
-        config=KubernetesPoolConfig.model_validate(config),
+        config=KubernetesPoolConfig.model_validate({"default_image": "assay:1", **config}),
         pool="gpus",
         master_url=MASTER,
         node_name="node-a",
@@ -298,7 +298,7 @@ def test_a_misspelt_field_in_a_pod_spec_is_named_with_its_path() -> None:
     spec = {"spec": {"nodeselector": {"a": "b"}, "containers": [{"name": "x", "imagePull": 1}]}}
     manifest = pod_manifest(
         start(pod_spec=spec),
-        config=KubernetesPoolConfig(),
+        config=KubernetesPoolConfig(default_image="assay:1"),
         pool="gpus",
         master_url=MASTER,
         node_name="node-a",
@@ -313,7 +313,7 @@ def test_a_wrongly_typed_field_in_a_pod_spec_is_refused_in_one_line() -> None:
     spec = {"spec": {"containers": [{"name": "determined-container", "ports": "8080"}]}}
     manifest = pod_manifest(
         start(pod_spec=spec),
-        config=KubernetesPoolConfig(),
+        config=KubernetesPoolConfig(default_image="assay:1"),
         pool="gpus",
         master_url=MASTER,
         node_name="node-a",
@@ -327,7 +327,7 @@ def test_a_pod_spec_that_is_not_a_mapping_is_refused_before_the_models() -> None
     with pytest.raises(ValueError, match="spec must be a mapping"):
         pod_manifest(
             start(),
-            config=KubernetesPoolConfig(pod_spec={"spec": ["containers"]}),
+            config=KubernetesPoolConfig(default_image="assay:1", pod_spec={"spec": ["containers"]}),
             pool="gpus",
             master_url=MASTER,
             node_name="node-a",
@@ -336,7 +336,7 @@ def test_a_pod_spec_that_is_not_a_mapping_is_refused_before_the_models() -> None
 
 def test_a_manager_builds_pods_without_a_cluster_for_its_own_node_ids() -> None:
     manager = KubernetesManager(
-        KubernetesPoolConfig(master_url="http://elsewhere:1"),
+        KubernetesPoolConfig(master_url="http://elsewhere:1", default_image="assay:1"),
         pool="gpus",
         master_url=MASTER,
         api=lambda: pytest.fail("no API is called to build a pod"),
@@ -348,3 +348,14 @@ def test_a_manager_builds_pods_without_a_cluster_for_its_own_node_ids() -> None:
     assert pod.spec.node_selector["kubernetes.io/hostname"] == "node-a"
     command = pod.spec.containers[0].command
     assert command[command.index("--master") + 1] == "http://elsewhere:1"
+
+
+def test_a_start_naming_no_image_on_a_pool_without_a_default_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"no kubernetes\.default_image"):
+        pod_manifest(
+            start(),
+            config=KubernetesPoolConfig(),
+            pool="gpus",
+            master_url=MASTER,
+            node_name="node-a",
+        )
