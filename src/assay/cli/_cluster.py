@@ -26,6 +26,7 @@ from assay.protocol import AGENT_TOKEN_FILE
 
 if TYPE_CHECKING:
     from assay.client import Client
+    from assay.config import MasterConfig
 
 STARTUP_TIMEOUT = 60.0
 
@@ -246,8 +247,9 @@ def _up(
         record["master"] = str(running_url)
     else:
         record = {"config": _config_text(config), "db": _digest(db)}
+    settings = load_master_config(config)
+    local_pool = _local_pool(settings)
     if not running:
-        settings = load_master_config(config)
         port = port or settings.port
         # Before anything starts: a master that cannot listen would leave an agent and a
         # report of a cluster up on whatever holds the port.
@@ -276,10 +278,13 @@ def _up(
         _wait(lambda: bool(probe.info()), proc, "master", f"the master did not answer at {url}")
     # The agent needs no sign-in (it has the agent token): the cluster comes up either way.
     client, refusal = _sign_in(url, password, home)
-    started_agent = _read_pid("agent") is None
+    started_agent = _read_pid("agent") is None and local_pool is not None
     if started_agent:
-        _start_agent(url, home, slots, env, client)
+        assert local_pool is not None
+        _start_agent(url, home, slots, env, client, local_pool)
         record["slots"] = slots if slots is not None else _live_slots(client)
+    elif local_pool is None:
+        console.print("no local agent: every pool of the config is run by Slurm or Kubernetes")
     cluster_file().write_text(json.dumps({**record, "master": url}))
     if running and not started_agent:
         console.print(f"cluster already up at {url} (stop it with `assay down`)")
@@ -399,19 +404,34 @@ def _running_master(home: Path, port: int | None) -> str | None:
     return recorded
 
 
+def _local_pool(settings: MasterConfig) -> str | None:
+    """The pool the local agent joins: ``default`` where it is a pool of agents, else the
+    first pool of agents; None where Slurm or Kubernetes runs every pool."""
+    agents = [p.pool_name for p in settings.resource_pools if p.type == "agents"]
+    if "default" in agents:
+        return "default"
+    return agents[0] if agents else None
+
+
 def _start_agent(
-    url: str, home: Path, slots: int | None, env: dict[str, str], client: Client | None
+    url: str,
+    home: Path,
+    slots: int | None,
+    env: dict[str, str],
+    client: Client | None,
+    pool: str = "default",
 ) -> None:
-    """Start the local agent and wait until it has joined: as the master lists its agents to
-    ``client``, or, signed in as no one, as the agent's log says."""
+    """Start the local agent in ``pool`` and wait until it has joined: as the master lists
+    its agents to ``client``, or, signed in as no one, as the agent's log says."""
     agent_args = [sys.executable, "-m", "assay.agent", "--master", url, "--home", str(home)]
+    agent_args += ["--pool", pool]
     if slots is not None:
         agent_args += ["--slots", str(slots)]
     agent_proc, log = _spawn("agent", agent_args, env)
 
     def joined() -> bool:
         if client is not None:
-            return any(a.connected for a in client.agents())
+            return any(a.connected and a.pool == pool for a in client.agents())
         return b" connected to " in log.read_bytes()
 
     _wait(joined, agent_proc, "agent", "the local agent did not connect")
