@@ -59,14 +59,19 @@ def test_slurm_pools_conform(
     asyncio.run(check(Subject(open_manager=open_manager, timeout=60.0)))
 
 
-def slurm_master(tmp_path: Path, slurm: SlurmCluster) -> Cluster:
+def slurm_master(tmp_path: Path, slurm: SlurmCluster, **settings: object) -> Cluster:
     """A master whose default pool is the test's Slurm partition (its one node, 2 CPU slots),
-    and no agent at all."""
+    and no agent at all; ``settings``: more of the pool's ``slurm`` keys."""
     config = tmp_path / "master.yaml"
     pool = {
         "pool_name": "default",
         "type": "slurm",
-        "slurm": {"partition": slurm.partition, "poll_interval": 0.2, "kill_grace": 5},
+        "slurm": {
+            "partition": slurm.partition,
+            "poll_interval": 0.2,
+            "kill_grace": 5,
+            **settings,
+        },
     }
     config.write_text(yaml.safe_dump({"resource_pools": [pool]}))
     master = Cluster(tmp_path / "home", master_config=config)
@@ -289,5 +294,23 @@ def test_a_job_slurm_cancels_restarts_its_trial_from_the_checkpoint(
         assert trial.restarts == 1
         starts = [line for line in master.trial_logs(trial_id) if line.startswith("started")]
         assert len(starts) == 2 and not starts[1].startswith("started at step 0"), starts
+    finally:
+        master.stop()
+
+
+def test_a_job_that_cannot_start_its_step_fails_the_trial_with_the_jobs_words(
+    cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    master = slurm_master(tmp_path, cluster, python="/nonexistent/bin/python")
+    try:
+        exp_id = master.submit(counter_config(length=20, max_restarts=1))
+        exp = master.wait_state(exp_id, "ERROR", "COMPLETED", timeout=120)
+        assert exp.state == "ERROR"
+        (trial,) = master.client.trials(exp_id)
+        assert trial.restarts == 2, "each failed job counted against max_restarts"
+        message = str(master.client.trial(trial.id).message)
+        assert "before assay's step started" in message, message
+        assert "/nonexistent/bin/python" in message, message
+        wait_for("Slurm's queue to empty", lambda: not queued_jobs(cluster), timeout=30)
     finally:
         master.stop()

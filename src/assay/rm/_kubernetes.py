@@ -155,7 +155,8 @@ class KubernetesManager:
         if importlib.util.find_spec("kubernetes") is None:
             raise ResourceManagerError(
                 f"resource pool {pool.pool_name} is of type kubernetes, but the kubernetes "
-                "client is not installed; install it with pip install -e '.[kubernetes]' in assay's directory"
+                "client is not installed; install it with pip install -e '.[kubernetes]' in "
+                "assay's directory"
             )
         return cls(
             pool.kubernetes or KubernetesPoolConfig(), pool=pool.pool_name, master_url=master_url

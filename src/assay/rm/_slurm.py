@@ -28,11 +28,19 @@ from assay.errors import ResourceManagerError
 from assay.files import write_private
 from assay.protocol import AgentMessage, Exited, Hello, LogEntry, Logs, Slot, Start, Started
 from assay.rm._protocol import Report
-from assay.rm._step import event_line, read_events
+from assay.rm._slurm_commands import (
+    experiment_slurm,
+    gpus_in,
+    last_words,
+    read_text,
+    slurm,
+    touch,
+    write_exit,
+)
+from assay.rm._step import read_events
 
 log = logging.getLogger(__name__)
 
-COMMAND_TIMEOUT = 60.0
 NODES_EVERY = 30.0
 """Seconds between looks at the partition's nodes (a changed node is offered again)."""
 JOB_PREFIX = "assay-"
@@ -42,33 +50,6 @@ ENDED_UNSEEN = (
 )
 _EXPORTED = "PATH,HOME,USER,LANG,LC_ALL,TMPDIR"
 """The master's variables a job starts with (the rest of its environment is its own)."""
-
-
-async def slurm(*argv: str) -> str:
-    """Run a Slurm command; its stdout. Raises :class:`ResourceManagerError` with Slurm's own
-    words when it fails or is not installed."""
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-    except FileNotFoundError:
-        raise ResourceManagerError(
-            f"there is no {argv[0]} command on the master's PATH: a Slurm pool needs Slurm's "
-            "client commands where the master runs"
-        ) from None
-    try:
-        out, err = await asyncio.wait_for(proc.communicate(), COMMAND_TIMEOUT)
-    except TimeoutError:
-        proc.kill()
-        await proc.wait()
-        raise ResourceManagerError(f"{argv[0]} did not answer in {COMMAND_TIMEOUT:.0f} s") from None
-    if proc.returncode != 0:
-        said = " ".join(err.decode(errors="replace").split()) or f"exit code {proc.returncode}"
-        raise ResourceManagerError(f"{shlex.join(argv[:2])}... failed: {said}")
-    return out.decode(errors="replace")
 
 
 @dataclass(frozen=True)
@@ -209,7 +190,7 @@ class SlurmManager:
             return
         job.killed = True
         if job.dir.exists():
-            await asyncio.to_thread(_touch, job.dir / "killed")
+            await asyncio.to_thread(touch, job.dir / "killed")
         if job.job_id:
             self._spawn(self._signal(job))
 
@@ -227,7 +208,7 @@ class SlurmManager:
             self.killed_early.discard(allocation_id)
             await asyncio.to_thread(shutil.rmtree, job.dir, True)
         else:
-            await asyncio.to_thread(_touch, job.dir / f"acknowledged-{member.slurm_node}")
+            await asyncio.to_thread(touch, job.dir / f"acknowledged-{member.slurm_node}")
 
     async def close(self) -> None:
         self._report = None
@@ -254,7 +235,7 @@ class SlurmManager:
             seen[name] = Hello(
                 agent_id=self.node_id(name),
                 pool=self.pool.name,
-                slots=self._slots(int(cpus) if cpus.isdigit() else 1, _gpus(gres)),
+                slots=self._slots(int(cpus) if cpus.isdigit() else 1, gpus_in(gres)),
                 # Where a gang's other ranks reach this node's (Slurm's NodeAddr).
                 address=address or name,
                 session=f"slurm:{self.pool.work_dir}",
@@ -313,7 +294,7 @@ class SlurmManager:
         job = _Job(
             alloc_id=path.name,
             dir=path,
-            job_id=_read(path / "job_id"),
+            job_id=read_text(path / "job_id"),
             killed=(path / "killed").exists(),
         )
         for start_file in starts:
@@ -323,7 +304,7 @@ class SlurmManager:
             raw = json.loads(start_file.read_text())
             node = str(raw.get("cluster_info", {}).get("agent_id", ""))
             member = _Member(node, slurm_node, int(raw.get("trial_id", 0)))
-            offset = _read(path / f"offset-{slurm_node}")
+            offset = read_text(path / f"offset-{slurm_node}")
             member.offset = int(offset) if offset.isdigit() else 0
             # What was reported before the restart is not reported again: a started share
             # stays started, and an exit already read is held until acknowledged.
@@ -415,7 +396,7 @@ class SlurmManager:
         count = len(message.slots)
         node = self.nodes.get(members[0].node)
         kind = node.slots[0].type if node and node.slots else "cpu"
-        experiment = _experiment_slurm(message)
+        experiment = experiment_slurm(message)
         if kind == "cuda":
             gpu_type = experiment.get("gpu_type")
             args.append(f"--gres=gpu:{gpu_type}:{count}" if gpu_type else f"--gres=gpu:{count}")
@@ -551,7 +532,7 @@ class SlurmManager:
         """Give an exit to each share of a job Slurm no longer holds that reported none;
         those shares."""
         ended = []
-        said = _last_words(job.dir / "slurm.out")
+        said = last_words(job.dir / "slurm.out")
         for member in list(job.members.values()):
             if member.exit is not None:
                 continue
@@ -567,14 +548,14 @@ class SlurmManager:
                 reason = "the Slurm job ended before assay's step started on the node" + (
                     f"; its output ends: {said}" if said else ""
                 )
-            _write_exit(job.dir / f"exit-{member.slurm_node}.json", code, reason)
+            write_exit(job.dir / f"exit-{member.slurm_node}.json", code, reason)
             member.exit = Exited(job.alloc_id, code, reason)
             ended.append(member)
         return ended
 
     async def _end(self, job: _Job, member: _Member, code: int | None, reason: str) -> None:
         await asyncio.to_thread(
-            _write_exit, job.dir / f"exit-{member.slurm_node}.json", code, reason
+            write_exit, job.dir / f"exit-{member.slurm_node}.json", code, reason
         )
         member.exit = Exited(job.alloc_id, code, reason)
         await self._send(member.node, member.exit)
@@ -594,52 +575,4 @@ class SlurmManager:
         task.add_done_callback(self._tasks.discard)
 
 
-def _gpus(gres: str) -> int:
-    """GPUs in an ``sinfo`` GRES field such as ``gpu:2``, ``gpu:a100:4(S:0-1)``, ``(null)``."""
-    total = 0
-    for item in gres.split(","):
-        parts = item.split("(")[0].split(":")
-        if parts[0] == "gpu" and parts[-1].isdigit():
-            total += int(parts[-1])
-    return total
-
-
-def _experiment_slurm(message: Start) -> dict[str, Any]:
-    """The experiment's ``slurm`` section (Determined's: ``sbatch_args``, ``gpu_type``)."""
-    trial = message.cluster_info.trial
-    section = (trial.config if trial else {}).get("slurm")
-    return section if isinstance(section, dict) else {}
-
-
-def _last_words(path: Path, limit: int = 300) -> str:
-    """The last non-empty line of a job's output file, shortened; "" without one."""
-    try:
-        with path.open("rb") as f:
-            f.seek(max(0, path.stat().st_size - 4096))
-            lines = [ln.strip() for ln in f.read().decode(errors="replace").splitlines()]
-    except OSError:
-        return ""
-    last = next((ln for ln in reversed(lines) if ln), "")
-    return last if len(last) <= limit else last[: limit - 3] + "..."
-
-
-def _write_exit(path: Path, code: int | None, reason: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"exit_code": code, "reason": reason}))
-    os.replace(tmp, path)
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return ""
-
-
-def _touch(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        path.touch()
-
-
-__all__ = ["SlurmManager", "SlurmPool", "event_line"]
+__all__ = ["SlurmManager", "SlurmPool"]

@@ -8,7 +8,8 @@ import pytest
 
 from assay.config import SlurmPoolConfig
 from assay.protocol import ClusterInfo, Hello, Slot, Start, TrialInfo
-from assay.rm._slurm import SlurmManager, SlurmPool, _gpus, _Job, _Member
+from assay.rm._slurm import SlurmManager, SlurmPool, _Job, _Member
+from assay.rm._slurm_commands import gpus_in
 
 
 @pytest.mark.parametrize(
@@ -22,7 +23,7 @@ from assay.rm._slurm import SlurmManager, SlurmPool, _gpus, _Job, _Member
     ],
 )
 def test_gpus_are_counted_from_every_gres_form_sinfo_prints(gres: str, gpus: int) -> None:
-    assert _gpus(gres) == gpus
+    assert gpus_in(gres) == gpus
 
 
 def manager(tmp_path: Path, **settings: object) -> SlurmManager:
