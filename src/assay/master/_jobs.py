@@ -134,6 +134,7 @@ def list_jobs(
         needs[job.id] = need
     total = room.pool_total(agents)
     free = total - held
+    pool_config = settings.pool(pool)
     out = []
     ahead: list[str] = []
     views = [job_view(j) for j, _, _ in by_id.values()]
@@ -162,6 +163,7 @@ def list_jobs(
                 agents=agents,
                 total=total,
                 free=free,
+                pool_type=pool_config.type if pool_config is not None else "agents",
             )
             ahead.append(f"job {task.id}" if task is not None else f"experiment {exp and exp.id}")
         out.append(

@@ -175,7 +175,13 @@ class Queued:
 
 
 def why_waiting(
-    job: Queued, *, pool: str, agents: Sequence[AgentRoom], total: Amounts, free: Amounts
+    job: Queued,
+    *,
+    pool: str,
+    agents: Sequence[AgentRoom],
+    total: Amounts,
+    free: Amounts,
+    pool_type: str = "agents",
 ) -> str:
     """One line saying why ``job`` waits in ``pool``, whose connected, enabled ``agents`` have
     ``total`` of which ``free`` is unused now.
@@ -186,6 +192,12 @@ def why_waiting(
     if job.reserved:
         return "slots are reserved for it; it starts once the work it preempted has stopped"
     if not agents:
+        if pool_type != "agents":
+            # Its nodes join when the master reaches Slurm or Kubernetes; the log says why not.
+            return (
+                f"no node of {pool_type.capitalize()} pool {pool!r} has joined "
+                "(`assay master logs` says why)"
+            )
         return f"no agent of pool {pool!r} is connected"
     if job.trial is not None:
         never = _trial_never_fits(job.trial, agents, pool)

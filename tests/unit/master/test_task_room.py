@@ -79,6 +79,15 @@ def test_why_waiting_names_the_resource_short_then_the_job_ahead() -> None:
     assert many == "waits behind 3 jobs ahead of it in the queue, experiment 3 first"
     none = why_waiting(Queued(Amounts(1)), pool="gpu", agents=[], total=Amounts(), free=Amounts())
     assert none == "no agent of pool 'gpu' is connected"
+    nodes = why_waiting(
+        Queued(Amounts(1)),
+        pool="hpc",
+        agents=[],
+        total=Amounts(),
+        free=Amounts(),
+        pool_type="slurm",
+    )
+    assert nodes == "no node of Slurm pool 'hpc' has joined (`assay master logs` says why)"
     reserved = why_waiting(
         Queued(Amounts(5), reserved=True), pool="p", agents=AGENTS, total=TWO_AGENTS, free=free
     )
