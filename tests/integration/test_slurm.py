@@ -15,9 +15,10 @@ import pytest
 import yaml
 
 from assay.config import SlurmPoolConfig
+from assay.errors import ResourceManagerError
 from assay.rm import ResourceManager
 from assay.rm._slurm import SlurmManager, SlurmPool
-from assay.rm.testing import CHECKS, Subject
+from assay.rm.testing import CHECKS, Recorder, Subject
 from tests.integration.cluster import Cluster, wait_for
 from tests.integration.test_distributed import assert_ranks_agree, run_ddp
 from tests.integration.test_lifecycle import counter_config
@@ -314,3 +315,27 @@ def test_a_job_that_cannot_start_its_step_fails_the_trial_with_the_jobs_words(
         wait_for("Slurm's queue to empty", lambda: not queued_jobs(cluster), timeout=30)
     finally:
         master.stop()
+
+
+def test_a_partition_slurm_lacks_is_named_with_the_partitions_it_has(
+    cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    pool = SlurmPool(
+        name="hpc",
+        settings=SlurmPoolConfig(partition="nosuch"),
+        work_dir=tmp_path / "slurm",
+        master_url="http://127.0.0.1:9",
+        agent_token="t",
+    )
+
+    async def opened() -> None:
+        manager = SlurmManager(pool)
+        try:
+            await manager.open(Recorder())
+        finally:
+            await manager.close()
+
+    with pytest.raises(ResourceManagerError) as caught:
+        asyncio.run(opened())
+    message = caught.value.message
+    assert "no partition 'nosuch'" in message and cluster.partition in message, message
