@@ -74,18 +74,12 @@ class Agent:
         containers: ContainerRuntime | None = None,
     ) -> None:
         self.agent_id = agent_id
-        self.cpu = cpu
-        self.memory_mb = memory_mb
-        self.token = token
         self.session = secrets.token_hex(16)
         """Made once per process and sent in every hello: the master takes a reconnect of this
         agent while it still sees the old connection, and refuses another process with its id."""
         self.address = address
         """Where the other agents of a distributed trial reach this one; by default the address
         this agent's connection to the master leaves from (the one the master sees)."""
-        self.pool = pool
-        self.labels = labels or []
-        self.slots = slots
         self.env = AgentEnv(
             agent_id=agent_id,
             master_url=master_url.rstrip("/"),
@@ -101,7 +95,7 @@ class Agent:
             Hello(
                 agent_id=agent_id,
                 pool=pool,
-                labels=list(self.labels),
+                labels=list(labels or []),
                 slots=list(slots),
                 version=assay.__version__,
                 token=token,
@@ -111,7 +105,8 @@ class Agent:
                 container_runtime=containers.command if containers else "",
             ),
         )
-        """What the master's messages act on; this class carries them."""
+        """What the master's messages act on; this class carries them. Its hello holds what
+        the agent offers (pool, labels, slots, cores, memory)."""
         self.logs: deque[LogEntry] = deque(maxlen=MAX_BUFFERED_LINES)
         self.ws: ClientConnection | None = None
         self._stop = asyncio.Event()
