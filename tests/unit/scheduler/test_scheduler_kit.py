@@ -38,7 +38,13 @@ def placing_outside_the_pool(pool: PoolSnapshot, now: float) -> Decision:
         req_id: {f"other-{agent_id}": slots for agent_id, slots in placement.items()}
         for req_id, placement in decision.assign.items()
     }
-    return dataclasses.replace(decision, assign=moved)
+    # A gang's parts move with it: this policy breaks the one rule, not the union of parts
+    # (which the kit checks first, and found when an example had a gang).
+    parts = {
+        req_id: tuple((f"other-{agent_id}", slots) for agent_id, slots in placed)
+        for req_id, placed in decision.parts.items()
+    }
+    return dataclasses.replace(decision, assign=moved, parts=parts)
 
 
 def ignoring_disabled_agents(pool: PoolSnapshot, now: float) -> Decision:
