@@ -362,18 +362,20 @@ def test_a_pod_spec_kubernetes_would_refuse_ends_the_start_with_the_reason(
     asyncio.run(scenario())
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
+def _free_ports() -> tuple[int, int]:
+    """Two ports free now (held together while probed, so they differ): the next port up
+    may be anyone's, and a busy rendezvous port fails the gang as it should."""
+    with socket.socket() as one, socket.socket() as two:
+        one.bind(("127.0.0.1", 0))
+        two.bind(("127.0.0.1", 0))
+        return one.getsockname()[1], two.getsockname()[1]
 
 
 def gang(nodes: list[Hello], command: str) -> list[tuple[str, Start]]:
     """The master's starts of one allocation over ``nodes``: one per node, its rank layout
     naming rank 0's node address as the master's gang code does."""
     first = start(nodes[0], command)
-    port = _free_port()
+    port, rendezvous = _free_ports()
     out = []
     for rank, node in enumerate(nodes):
         layout = RankLayout(
@@ -384,7 +386,7 @@ def gang(nodes: list[Hello], command: str) -> list[tuple[str, Start]]:
             local_world_size=1,
             master_addr=nodes[0].address,
             master_port=port,
-            rendezvous_port=port + 1,
+            rendezvous_port=rendezvous,
         )
         own = start(node, command)
         info = replace(own.cluster_info, allocation_id=first.allocation_id)
