@@ -4,12 +4,14 @@ the agent, like ``python3 SCRIPT`` started through the shell; what it cannot be 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import zipfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -95,6 +97,93 @@ def test_an_uncaught_exception_ends_with_code_1_and_a_traceback_from_the_script(
     assert lines[1].startswith(f'  File "{tmp_path / "train.py"}", line 3, in <module>')
     assert lines[-1] == "ValueError: bad lr"
     assert "zygote" not in err
+
+
+ENDING = """\
+import atexit, gzip, sys, threading, time, zipfile
+import helper
+
+log = open("log.txt", "w")
+log.write("written, never closed\\n")
+packed = gzip.open("data.gz", "wt")
+packed.write("compressed, never closed\\n")
+archive = zipfile.ZipFile("files.zip", "w")
+archive.writestr("inside.txt", "zipped, never closed")
+helper.keep("helper.txt")
+
+def late():
+    time.sleep(0.3)
+    open("thread.txt", "w").write("joined\\n")
+
+def chatty():
+    while True:
+        time.sleep(0.001)
+        log.name  # a global the shutdown clears: no traceback may come of it
+
+threading.Thread(target=late).start()
+threading.Thread(target=chatty, daemon=True).start()
+atexit.register(lambda: print("atexit ran", flush=True))
+print("buffered to a pipe")
+sys.exit("bad ending")
+"""
+
+HELPER = """\
+kept = []
+def keep(name):
+    f = open(name, "w")
+    f.write("held by an imported module\\n")
+    kept.append(f)
+"""
+
+
+def test_a_forked_trial_ends_as_the_interpreter_would_with_its_open_files_written(
+    tmp_path: Path,
+) -> None:
+    # Its shutdown skips tearing down what the zygote holds; what the trial made is finalized.
+    (tmp_path / "train.py").write_text(ENDING)
+    (tmp_path / "helper.py").write_text(HELPER)
+
+    async def body(zygote: ZygoteClient) -> tuple[int, str, str]:
+        return await _finish(await zygote.spawn(["python3", "train.py"], tmp_path, env))
+
+    env = base_environment()
+    code, out, err = _with_zygote(body)
+    assert (code, err) == (1, "bad ending\n")
+    assert out in {"atexit ran\nbuffered to a pipe\n", "buffered to a pipe\natexit ran\n"}
+    assert (tmp_path / "log.txt").read_text() == "written, never closed\n"
+    with gzip.open(tmp_path / "data.gz", "rt") as f:
+        assert f.read() == "compressed, never closed\n"
+    with zipfile.ZipFile(tmp_path / "files.zip") as z:
+        assert z.read("inside.txt") == b"zipped, never closed"
+    assert (tmp_path / "helper.txt").read_text() == "held by an imported module\n"
+    assert (tmp_path / "thread.txt").read_text() == "joined\n"
+
+
+@pytest.mark.parametrize(
+    ("ending", "status", "stderr"),
+    [
+        ("pass", 0, ""),
+        ("import sys; sys.exit()", 0, ""),
+        ("import sys; sys.exit(7)", 7, ""),
+        ("import sys; sys.exit(256 + 5)", 5, ""),
+        ("raise SystemExit(None)", 0, ""),
+        ("raise SystemExit(['a', 1])", 1, "['a', 1]\n"),
+    ],
+)
+def test_a_forked_trial_exits_with_the_status_the_interpreter_gives(
+    tmp_path: Path, ending: str, status: int, stderr: str
+) -> None:
+    (tmp_path / "train.py").write_text(ending + "\n")
+
+    async def body(zygote: ZygoteClient) -> tuple[int, str, str]:
+        return await _finish(await zygote.spawn(["python3", "train.py"], tmp_path, env))
+
+    env = base_environment()
+    code, _, err = _with_zygote(body)
+    plain = subprocess.run(
+        [sys.executable, "train.py"], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert (code, err) == (status, stderr) == (plain.returncode, plain.stderr)
 
 
 def test_a_trial_whose_python3_is_another_interpreter_runs_that_one(tmp_path: Path) -> None:
