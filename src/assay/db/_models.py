@@ -70,7 +70,8 @@ class Context(Base):
     sha256: Mapped[str] = mapped_column(String(64), unique=True)
     size: Mapped[int] = mapped_column(Integer)
     files: Mapped[int] = mapped_column(Integer)
-    data: Mapped[bytes] = mapped_column(LargeBinary)
+    # Up to 95 MiB: loaded only where read (an agent's download), not with every trial start.
+    data: Mapped[bytes] = mapped_column(LargeBinary, deferred=True)
     created_at: Mapped[float] = mapped_column(Float)
 
 

@@ -312,7 +312,8 @@ def start_trial(
     steps = checkpoint.steps_completed if checkpoint is not None else 0
     if trial.source_checkpoint is not None and trial.latest_checkpoint == trial.source_checkpoint:
         steps = 0
-    metrics.archive_after(tx.session, trial.id, steps, before_run=trial.runs)
+    if trial.runs > 1:  # a first run has no earlier reports to set aside
+        metrics.archive_after(tx.session, trial.id, steps, before_run=trial.runs)
     # The new run starts from there: steps trained past it by an earlier run are redone, and
     # the trial's views count from where it stands now, as its (unarchived) metrics do.
     trial.steps_completed = steps
