@@ -11,6 +11,7 @@ from assay.master._harness import Caller
 from assay.master._orchestrator import Orchestrator
 from assay.master._tx import Tx
 from assay.protocol import (
+    VALIDATION,
     AllocationState,
     CheckpointReport,
     MetricReport,
@@ -81,11 +82,24 @@ class HarnessService:
         """Store a batch of reports (a repeated one is stored once)."""
         now = self.core.clock()
 
-        def write(session: Session) -> tuple[list[MetricReport], tuple[int, int, float | None]]:
-            relevant = harness.ingest_metrics(session, caller, reports, now)
-            return relevant, trials.numbers(session, caller.trial_id) or (-1, 0, None)
+        def write(session: Session) -> tuple[int, int, float | None]:
+            harness.ingest_metrics(session, caller, reports, now)
+            return trials.numbers(session, caller.trial_id) or (-1, 0, None)
 
-        relevant, (experiment_id, steps, best) = await self.core.record(write)
+        def write_and_feed(tx: Tx) -> tuple[int, int, float | None]:
+            relevant = harness.ingest_metrics(tx.session, caller, reports, now)
+            if relevant:
+                harness.feed_code_driven(tx, caller, relevant)
+            return trials.numbers(tx.session, caller.trial_id) or (-1, 0, None)
+
+        if any(r.group == VALIDATION for r in reports):
+            # A validation may decide the search (a code-driven searcher's): stored and fed to
+            # the searcher in one transaction, under the lock.
+            experiment_id, steps, best = await self.core.transact(write_and_feed)
+        else:
+            # Training reports decide nothing: written outside the lock, never waiting behind
+            # a scheduling pass.
+            experiment_id, steps, best = await self.core.record(write)
         if reports:
             # Told to live viewers once stored (a repeated report is told again: viewers
             # know a report by its trial, run, group and step).
@@ -98,8 +112,6 @@ class HarnessService:
                 best_validation=best,
             )
             self.core.events.publish(rest.EventBatch(metrics=[told]))
-        if relevant:
-            await self.core.transact(harness.feed_code_driven, caller, relevant)
 
     async def report_checkpoint(self, caller: Caller, report: CheckpointReport) -> rest.Checkpoint:
         """Register a checkpoint (a repeat changes nothing); the checkpoint as stored."""
