@@ -93,7 +93,9 @@ def test_code_driven_asha_stops_trials_that_fall_behind(cluster: Cluster) -> Non
         "max_rungs": 3,
         "mode": "aggressive",
     }
-    exp_id = cluster.submit(config(searcher, code_driven_steps=40))
+    # Steps of 20 ms: a stop decided at the first rung (10) reaches the trial well before it
+    # trains to 40 on its own, even on a loaded machine.
+    exp_id = cluster.submit(config(searcher, code_driven_steps=40, step_seconds=0.02))
     exp = cluster.wait_state(exp_id, "COMPLETED", "ERROR", timeout=240)
     assert exp.state == "COMPLETED", exp
     trials = cluster.client.trials(exp_id)
