@@ -252,13 +252,41 @@ def end_trial(status: int, inherited: frozenset[str]) -> NoReturn:
     threading.excepthook = lambda args: None
     _clear_modules([m for name, m in sys.modules.items() if name not in inherited])
     gc.collect()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None and not stream.closed:
-                stream.flush()
-        except Exception:
-            status = status or 120
+    if not _flush_standard_streams():
+        status = 120  # as the interpreter's exit status is when its final flush fails
     os._exit(status)
+
+
+def _flush_standard_streams() -> bool:
+    """Flush ``sys.stdout`` then ``sys.stderr`` as the shutdown does: a stream without a
+    ``closed`` it can read counts as open, stdout's failure is reported as an exception ignored
+    in it, stderr's is not; False when either failed."""
+    flushed = True
+    for stream in (sys.stdout, sys.stderr):
+        if stream is None or _closed(stream):
+            continue
+        try:
+            stream.flush()
+        except Exception as exc:
+            flushed = False
+            if stream is sys.stdout:
+                with contextlib.suppress(Exception):
+                    import traceback
+
+                    sys.stderr.write(f"Exception ignored in: {stream!r}\n")
+                    # From the stream's own frames, as the interpreter's flush shows it.
+                    tb = exc.__traceback__
+                    traceback.print_exception(
+                        type(exc), exc, tb.tb_next if tb is not None else None, file=sys.stderr
+                    )
+    return flushed
+
+
+def _closed(stream: object) -> bool:
+    try:
+        return bool(getattr(stream, "closed"))  # noqa: B009 - any error means "open" here
+    except Exception:
+        return False
 
 
 def _clear_modules(modules: list[types.ModuleType]) -> None:
@@ -328,9 +356,11 @@ def main() -> None:
     inherited = frozenset(name for name in sys.modules if name != "__main__")
     try:
         run_trial(request, zygote)
+        status = 0
     except SystemExit as exc:
-        end_trial(_exit_status(exc.code), inherited)
-    end_trial(0, inherited)
+        status = _exit_status(exc.code)
+    # Outside the handler: nothing the ending raises is chained to the script's SystemExit.
+    end_trial(status, inherited)
 
 
 if __name__ == "__main__":
