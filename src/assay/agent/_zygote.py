@@ -200,6 +200,11 @@ def run_trial(request: dict[str, Any], zygote: Zygote) -> None:
         source = f.read()
     try:
         code = compile(source, script, "exec")
+    except SyntaxError as exc:
+        # As the interpreter reports it: the error's place in the script, no frame of ours.
+        sys.excepthook(type(exc), exc.with_traceback(None), None)
+        sys.exit(1)
+    try:
         exec(code, main.__dict__)
     except SystemExit:
         raise
@@ -209,10 +214,13 @@ def run_trial(request: dict[str, Any], zygote: Zygote) -> None:
         tb = tb.tb_next if tb is not None and tb.tb_next is not None else tb
         sys.excepthook(type(exc), exc.with_traceback(tb), tb)
         if isinstance(exc, KeyboardInterrupt):
-            sys.stdout.flush()
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGINT)
+            raise Interrupted from None
         sys.exit(1)
+
+
+class Interrupted(BaseException):
+    """The script ended on an uncaught KeyboardInterrupt (reported already): the trial shuts
+    down, then ends by SIGINT, as the interpreter does."""
 
 
 def _exit_status(code: object) -> int:
@@ -226,19 +234,22 @@ def _exit_status(code: object) -> int:
     return 1
 
 
-def end_trial(status: int, inherited: frozenset[str]) -> NoReturn:
+def end_trial(status: int, inherited: frozenset[str], *, interrupted: bool = False) -> NoReturn:
     """End the child as the interpreter ends a script, less tearing down what it inherited.
 
     A forked child's normal shutdown clears every module, the zygote's included, and each
     object it touches there is a page copied from the zygote: most of a trial's exit time. This
     does the shutdown's steps for what the trial made, in the interpreter's order, and skips the
-    rest: threads that are not daemons are joined, ``atexit`` handlers run, the namespaces of
+    rest: threads that are not daemons are joined, ``atexit`` handlers run, the standard
+    streams are flushed, ``sys.stdout`` and the others are set back to the interpreter's own
+    (a stream the script put there is finalized like any object), the namespaces of
     ``__main__`` and of every module the trial imported are cleared (latest first) and its
     cycles collected, so what it left open is closed by its own ``__del__`` (a file's buffer
-    written, a zip's directory), then the standard streams are flushed and the process ends
-    with the status the interpreter would give (120 when that flush fails). Daemon threads,
-    which the interpreter stops before clearing anything, may run on during the clearing here:
-    what they raise then is not printed."""
+    written, a zip's directory), then the streams are flushed again, C's stdio buffers too, and
+    the process ends with the status the interpreter would give (120 when a flush failed; by
+    SIGINT after an uncaught KeyboardInterrupt). Daemon threads, which the interpreter stops
+    before clearing anything, may run on during the clearing here: what they raise then is not
+    printed."""
     import atexit
     import gc
     import threading
@@ -249,12 +260,21 @@ def end_trial(status: int, inherited: frozenset[str]) -> NoReturn:
         with contextlib.suppress(Exception):
             sys.stderr.write(f"Exception ignored on threading shutdown: {exc!r}\n")
     atexit._run_exitfuncs()
-    threading.excepthook = lambda args: None
-    _clear_modules([m for name, m in sys.modules.items() if name not in inherited])
-    gc.collect()
-    if not _flush_standard_streams():
-        status = 120  # as the interpreter's exit status is when its final flush fails
-    os._exit(status)
+    flushed = _flush_standard_streams()
+    try:
+        sys.stdin, sys.stdout, sys.stderr = sys.__stdin__, sys.__stdout__, sys.__stderr__
+        threading.excepthook = lambda args: None
+        _clear_modules([m for name, m in sys.modules.items() if name not in inherited])
+        gc.collect()
+        flushed = _flush_standard_streams() and flushed
+        ctypes.CDLL(None).fflush(None)  # what C extensions printed through stdio
+    except BaseException:  # an interrupt while ending: end all the same
+        pass
+    if interrupted:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    # As the interpreter's exit status is when a final flush fails.
+    os._exit(status if flushed else 120)
 
 
 def _flush_standard_streams() -> bool:
@@ -354,13 +374,16 @@ def main() -> None:
     if request is None:
         return
     inherited = frozenset(name for name in sys.modules if name != "__main__")
+    interrupted = False
     try:
         run_trial(request, zygote)
         status = 0
     except SystemExit as exc:
         status = _exit_status(exc.code)
+    except Interrupted:
+        status, interrupted = 1, True
     # Outside the handler: nothing the ending raises is chained to the script's SystemExit.
-    end_trial(status, inherited)
+    end_trial(status, inherited, interrupted=interrupted)
 
 
 if __name__ == "__main__":

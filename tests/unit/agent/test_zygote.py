@@ -204,6 +204,83 @@ def test_a_forked_trial_exits_with_the_status_the_interpreter_gives(
     assert code == status and stderr in err
 
 
+ENDINGS = {
+    "an uncaught KeyboardInterrupt": """\
+import atexit
+f = open("kept.txt", "w")
+f.write("checkpoint\\n")
+atexit.register(lambda: print("atexit ran"))
+raise KeyboardInterrupt
+""",
+    "stdout replaced by a logger": """\
+import sys
+class Logger:
+    def __init__(self, name):
+        self.terminal = sys.stdout
+        self.log = open(name, "w")
+    def write(self, text):
+        self.terminal.write(text)
+        self.log.write(text)
+    def flush(self):
+        pass
+sys.stdout = Logger("kept.txt")
+print("epoch 1 loss 0.5")
+""",
+    "a flush that needs the script's globals": """\
+import os, sys
+class Tee:
+    def __init__(self):
+        self.out = sys.stdout
+        self.f = open("kept.txt", "w")
+    def write(self, text):
+        self.out.write(text)
+        self.f.write(text)
+    def flush(self):
+        self.out.flush()
+        self.f.flush()
+        os.fsync(self.f.fileno())
+sys.stdout = Tee()
+print("hi")
+""",
+    "C's stdio": """\
+import ctypes
+ctypes.CDLL(None).printf(b"from C\\n")
+""",
+    "a syntax error": "x = (\n",
+}
+
+
+@pytest.mark.parametrize("script", ENDINGS.values(), ids=ENDINGS.keys())
+def test_a_forked_trial_ends_as_python3_does(tmp_path: Path, script: str) -> None:
+    plain, forked = tmp_path / "plain", tmp_path / "forked"
+    for where in (plain, forked):
+        where.mkdir()
+        (where / "train.py").write_text(script)
+    env = base_environment()
+
+    async def body(zygote: ZygoteClient) -> tuple[int, str, str]:
+        return await _finish(await zygote.spawn(["python3", "train.py"], forked, env))
+
+    code, out, err = _with_zygote(body)
+    ran = subprocess.run(
+        [sys.executable, "train.py"],
+        cwd=plain,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (code, out) == (ran.returncode, ran.stdout), err
+    # Alike but for the directory and the addresses in reprs.
+    assert _plain(err, forked) == _plain(ran.stderr, plain)
+    kept = {p.name: p.read_text() for p in plain.iterdir()}
+    assert {p.name: p.read_text() for p in forked.iterdir()} == kept
+
+
+def _plain(text: str, where: Path) -> str:
+    return re.sub(r" at 0x[0-9a-f]+", "", text.replace(str(where), "DIR"))
+
+
 def test_a_trial_whose_python3_is_another_interpreter_runs_that_one(tmp_path: Path) -> None:
     other = tmp_path / "bin"
     other.mkdir()
