@@ -175,7 +175,7 @@ def test_an_openpai_jobs_image_runs_its_instances_in_containers_where_agents_run
 def test_an_openpai_jobs_image_is_recorded_where_no_agent_of_the_pool_runs_containers(
     cluster: Cluster,
 ) -> None:
-    cluster.start_agent()
+    # The fixture's agent-1 runs no container runtime.
     task = cluster.client.submit_job(_pai_job("team/train:1"))
     assert any("recorded as the image of every instance" in note for note in task.notes)
     wait_for("the job to end", lambda: cluster.client.task(task.id).ended_at is not None)
@@ -188,7 +188,7 @@ def test_an_openpai_jobs_image_is_recorded_where_no_agent_of_the_pool_runs_conta
 def test_an_image_is_refused_at_submission_where_no_agent_of_the_pool_runs_containers(
     cluster: Cluster,
 ) -> None:
-    cluster.start_agent()
+    # The fixture's agent-1 runs no container runtime.
     with pytest.raises(InvalidRequest) as refused:
         cluster.submit(_config("team/train:1", steps=5), context=IN_IMAGE)
     text = str(refused.value)
