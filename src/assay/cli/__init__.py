@@ -10,19 +10,25 @@ import typer
 from assay.errors import AssayError
 
 
-def main() -> None:
-    from assay.cli._app import app
-    from assay.cli._common import report_error, state
+def _report(exc: AssayError) -> None:
+    from assay.cli._common import report_error
 
     try:
-        app()
+        report_error(exc)
+    except typer.Exit as done:
+        sys.exit(done.exit_code)
+
+
+def main() -> None:
+    from assay.cli._app import command
+    from assay.cli._state import state
+
+    try:
+        command().main(prog_name="assay")
     except AssayError as exc:
         if state.debug:
             traceback.print_exc()
-        try:
-            report_error(exc)
-        except typer.Exit as done:
-            sys.exit(done.exit_code)
+        _report(exc)
     except Exception as exc:
         # Request bodies are checked before they are sent (``request()``), so a pydantic error
         # here is an answer this client cannot read: one line, not a page of traceback.
@@ -31,16 +37,13 @@ def main() -> None:
             raise
         if state.debug:
             traceback.print_exc()
-        try:
-            report_error(
-                AssayError(
-                    f"an answer of the master does not fit this client's {exc.title} "
-                    f"({exc.error_count()} problem(s)); is the master a different version of "
-                    "assay? (--debug shows them)"
-                )
+        _report(
+            AssayError(
+                f"an answer of the master does not fit this client's {exc.title} "
+                f"({exc.error_count()} problem(s)); is the master a different version of "
+                "assay? (--debug shows them)"
             )
-        except typer.Exit as done:
-            sys.exit(done.exit_code)
+        )
 
 
 __all__ = ["main"]

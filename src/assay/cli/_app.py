@@ -1,39 +1,34 @@
-"""The ``assay`` command."""
+"""The ``assay`` command.
+
+Its subcommands are listed here by name and summary and loaded only when one runs
+(``assay.cli._lazy``): ``assay --help`` imports none of them, ``assay e list`` only the
+experiment commands.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+import functools
+import importlib
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import typer
 
-from assay.cli import (
-    _checkpoint,
-    _cluster,
-    _cluster_info,
-    _cmd,
-    _compat,
-    _experiment,
-    _experiment_lifecycle,
-    _gc_policy,
-    _job,
-    _model,
-    _nni,
-    _preview,
-    _task,
-    _tensorboard,
-    _trial,
-    _user,
-)
-from assay.cli._common import state
+from assay.cli._lazy import LazyGroup, Subcommand, root_command
+from assay.cli._state import state
 
 app = typer.Typer(
     name="assay",
     help="Train deep-learning models on your own machines.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # Click's plain help: Typer's rich help loads markdown and syntax highlighting on every
+    # ``--help``, which alone took longer than the rest of the command.
+    rich_markup_mode=None,
     add_completion=True,
-    # Every command and group below inherits these from the root's context.
-    context_settings={"help_option_names": ["-h", "--help"]},
+    # Every command and group below inherits these from the root's context. Help fills the
+    # terminal, as wide as it is (click stops at 80 columns by default).
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 10_000},
 )
 
 
@@ -75,29 +70,94 @@ def _root(
     state.debug = debug
 
 
-app.command()(_cluster.up)
-app.command()(_cluster.down)
-app.add_typer(_cluster_info.master_app, name="master")
-app.add_typer(_cluster_info.agent_app, name="agent")
-app.add_typer(_cluster_info.slot_app, name="slot")
-app.add_typer(_cluster_info.pool_app, name="resource-pool")
-app.command("preview-search")(_preview.preview)
-_experiment_lifecycle.register(_experiment.app)
-_gc_policy.register(_experiment.set_app)
-_checkpoint.register(_experiment.app, _trial.app)
-app.add_typer(_experiment.app, name="experiment")
-app.add_typer(_experiment.app, name="e", hidden=True)
-app.add_typer(_job.app, name="job")
-app.add_typer(_job.app, name="j", hidden=True)
-app.add_typer(_model.app, name="model")
-app.add_typer(_nni.app, name="nni")
-app.add_typer(_cmd.app, name="cmd")
-app.add_typer(_task.app, name="task")
-app.add_typer(_checkpoint.app, name="checkpoint")
-app.add_typer(_checkpoint.app, name="c", hidden=True)
-app.add_typer(_tensorboard.app, name="tensorboard")
-app.add_typer(_trial.app, name="trial")
-app.add_typer(_trial.app, name="t", hidden=True)
-app.add_typer(_user.app, name="user")
-app.add_typer(_user.tokens, name="token")
-app.add_typer(_compat.app, name="compat")
+def _attr(module: str, name: str) -> Callable[[], Any]:
+    def load() -> Any:
+        return getattr(importlib.import_module(f"assay.cli.{module}"), name)
+
+    return load
+
+
+@functools.cache
+def _experiment_app() -> typer.Typer:
+    from assay.cli import _checkpoint, _experiment, _experiment_lifecycle, _gc_policy
+
+    _experiment_lifecycle.register(_experiment.app)
+    _gc_policy.register(_experiment.set_app)
+    _checkpoint.register_experiment(_experiment.app)
+    return _experiment.app
+
+
+@functools.cache
+def _trial_app() -> typer.Typer:
+    from assay.cli import _checkpoint, _trial
+
+    _checkpoint.register_trial(_trial.app)
+    return _trial.app
+
+
+_EXPERIMENTS = "Create, inspect and control experiments."
+_JOBS = "The job queue, and OpenPAI jobs: submit, describe, logs, stop."
+_CHECKPOINTS = "Describe, download and delete checkpoints."
+_TRIALS = "Inspect trials, follow their logs, kill them."
+
+SUBCOMMANDS: dict[str, Subcommand] = {
+    "up": Subcommand(
+        _attr("_cluster", "up"),
+        "Start a single-machine cluster in the background: a master and one local agent.",
+    ),
+    "down": Subcommand(
+        _attr("_cluster", "down"),
+        "Stop the cluster `assay up` started, losing no work: running trials are asked to "
+        "checkpoint and exit (killed after --grace seconds), and resume from their latest "
+        "checkpoint at the next `assay up`, with no restart counted.",
+    ),
+    "preview-search": Subcommand(
+        _attr("_preview", "preview"),
+        "Simulate the searcher with made-up metrics: trials, rungs, lengths, total compute.",
+    ),
+    "master": Subcommand(
+        _attr("_cluster_info", "master_app"),
+        "Run a master (the bare command), or ask one about itself.",
+    ),
+    "agent": Subcommand(
+        _attr("_cluster_info", "agent_app"),
+        "Run an agent (the bare command), or list the agents.",
+    ),
+    "slot": Subcommand(_attr("_cluster_info", "slot_app"), "The cluster's slots."),
+    "resource-pool": Subcommand(
+        _attr("_cluster_info", "pool_app"), "The cluster's resource pools."
+    ),
+    "experiment": Subcommand(_experiment_app, _EXPERIMENTS),
+    "e": Subcommand(_experiment_app, _EXPERIMENTS, hidden=True),
+    "job": Subcommand(_attr("_job", "app"), _JOBS),
+    "j": Subcommand(_attr("_job", "app"), _JOBS, hidden=True),
+    "model": Subcommand(
+        _attr("_model", "app"), "The model registry: named models and their versions."
+    ),
+    "nni": Subcommand(
+        _attr("_nni", "app"),
+        "NNI's nnictl commands (create, view, stop, resume, trial, experiment).",
+    ),
+    "cmd": Subcommand(_attr("_cmd", "app"), "Run one-off commands on the cluster."),
+    "task": Subcommand(_attr("_task", "app"), "Generic tasks, and every running task."),
+    "checkpoint": Subcommand(_attr("_checkpoint", "app"), _CHECKPOINTS),
+    "c": Subcommand(_attr("_checkpoint", "app"), _CHECKPOINTS, hidden=True),
+    "tensorboard": Subcommand(
+        _attr("_tensorboard", "app"), "TensorBoards over trials' event files."
+    ),
+    "trial": Subcommand(_trial_app, _TRIALS),
+    "t": Subcommand(_trial_app, _TRIALS, hidden=True),
+    "user": Subcommand(_attr("_user", "app"), "Sign in and out, and manage users."),
+    "token": Subcommand(_attr("_user", "tokens"), "Access tokens for scripts and CI."),
+    "compat": Subcommand(
+        _attr("_compat", "app"),
+        "Determined's and NNI's command names (det, nnictl) for scripts, opt-in; the shims' "
+        "path (shims-path).",
+    ),
+}
+"""Every subcommand of ``assay``, in the order its help lists them."""
+
+
+def command() -> LazyGroup:
+    """The ``assay`` command, ready to run: ``command().main(args, prog_name="assay")``."""
+    return root_command(app, SUBCOMMANDS)

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from assay import rest
     from assay.client import Client
 
-app = typer.Typer(help="Describe, download and delete checkpoints.", no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True)  # help: assay.cli._app.SUBCOMMANDS
 
 Uuid = Annotated[str, typer.Argument(help="checkpoint uuid")]
 OutputDir = Annotated[
@@ -293,7 +293,11 @@ def _none_left(whose: str, experiment_id: int, total: int) -> str:
     return f"{whose}'s {total} checkpoints were all deleted ({listed})"
 
 
-def register(experiment_app: typer.Typer, trial_app: typer.Typer) -> None:
-    """Add ``download`` to ``assay experiment`` and ``assay trial``."""
+def register_experiment(experiment_app: typer.Typer) -> None:
+    """Add ``download`` to ``assay experiment``."""
     experiment_app.command("download")(experiment_download)
+
+
+def register_trial(trial_app: typer.Typer) -> None:
+    """Add ``download`` to ``assay trial``."""
     trial_app.command("download")(trial_download)

@@ -18,7 +18,8 @@ from urllib.parse import urlsplit
 
 import typer
 
-from assay.cli._common import assay_home, cluster_file, console, err_console, fail, state
+from assay.cli._common import assay_home, cluster_file, console, err_console, fail
+from assay.cli._state import state
 from assay.cli._up_guard import check_port_free, home_lock, new_log
 from assay.errors import AssayError
 from assay.files import write_private

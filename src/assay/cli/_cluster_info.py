@@ -28,7 +28,7 @@ from assay.cli._common import (
 JsonFlag = Annotated[bool, typer.Option("--json", help="machine-readable output")]
 
 
-def group(run: Callable[..., None], help_text: str) -> typer.Typer:
+def group(run: Callable[..., None]) -> typer.Typer:
     """A command group whose bare form runs ``run`` with its options (``assay agent --slots 2``)
     and whose subcommands are added to it (``assay agent list``)."""
 
@@ -46,7 +46,7 @@ def group(run: Callable[..., None], help_text: str) -> typer.Typer:
     callback.__annotations__ = {**run.__annotations__, "ctx": "typer.Context"}
     callback.__wrapped__ = run  # type: ignore[attr-defined]
     callback.__doc__ = run.__doc__
-    sub = typer.Typer(help=help_text, invoke_without_command=True)
+    sub = typer.Typer(invoke_without_command=True)
     sub.callback(invoke_without_command=True)(callback)
     return sub
 
@@ -187,17 +187,18 @@ def _duration(seconds: float) -> str:
 def _build() -> tuple[typer.Typer, typer.Typer, typer.Typer, typer.Typer]:
     from assay.cli import _cluster
 
-    master = group(_cluster.master, "Run a master (the bare command), or ask one about itself.")
+    # Their help: assay.cli._app.SUBCOMMANDS.
+    master = group(_cluster.master)
     master.command("info")(master_info)
     master.command("config")(master_config)
     master.command("logs")(master_logs)
-    agent = group(_cluster.agent, "Run an agent (the bare command), or list the agents.")
+    agent = group(_cluster.agent)
     agent.command("list")(agent_list)
     agent.command("ls", hidden=True)(agent_list)
-    slot = typer.Typer(help="The cluster's slots.", no_args_is_help=True)
+    slot = typer.Typer(no_args_is_help=True)
     slot.command("list")(slot_list)
     slot.command("ls", hidden=True)(slot_list)
-    pool = typer.Typer(help="The cluster's resource pools.", no_args_is_help=True)
+    pool = typer.Typer(no_args_is_help=True)
     pool.command("list")(pool_list)
     pool.command("ls", hidden=True)(pool_list)
     return master, agent, slot, pool

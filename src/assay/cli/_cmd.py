@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-app = typer.Typer(help="Run one-off commands on the cluster.", no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True)  # help: assay.cli._app.SUBCOMMANDS
 
 
 @app.command(context_settings={"allow_interspersed_args": False})

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 
+from assay.cli._state import state
 from assay.errors import AssayError, MasterUnreachable
 from assay.protocol import ExperimentState, TrialState
 
@@ -34,51 +35,6 @@ PIPE_WIDTH = 100_000
 """The width output gets when stdout is not a terminal: wide enough that no log line, YAML value
 or table cell is wrapped or cut for the file or pipe it goes to."""
 
-
-def _tidy_help() -> None:
-    """Typer's help as users read it: a flag shows no value type (``--follow``, not
-    ``--follow <bool>``: it takes none), and each paragraph of a command's docstring wraps as
-    one (the line breaks of the source are not kept, as in Typer before 0.29)."""
-    from typer import core
-
-    show_type = getattr(core.TyperOption, "display_type_rich", None)
-    if show_type is not None:
-
-        def display_type_rich(self: Any, ctx: Any) -> str | None:
-            if self.is_flag and self.metavar is None:
-                return None
-            return show_type(self, ctx)  # type: ignore[no-any-return]
-
-        core.TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
-
-    for cls in (core.TyperCommand, core.TyperGroup):
-        shown = cls.format_help
-
-        def format_help(self: Any, ctx: Any, formatter: Any, _shown: Any = shown) -> None:
-            _reflow_paragraphs()
-            _shown(self, ctx, formatter)
-
-        setattr(cls, "format_help", format_help)  # noqa: B010
-
-
-def _reflow_paragraphs() -> None:
-    # typer.rich_utils loads only when help is shown: patched then, not on every command.
-    from typer import rich_utils
-
-    if not hasattr(rich_utils, "_fix_linebreaks") or getattr(rich_utils, "_assay_tidy", False):
-        return
-
-    def joined(paragraphs: list[str], markup_mode: Any) -> str:
-        if markup_mode == "markdown":
-            return "\n\n".join(paragraphs)
-        # A paragraph starting with \b keeps its lines, as click's own help does.
-        return "\n\n".join(p if p.startswith("\b") else p.replace("\n", " ") for p in paragraphs)
-
-    setattr(rich_utils, "_fix_linebreaks", joined)  # noqa: B010
-    setattr(rich_utils, "_assay_tidy", True)  # noqa: B010
-
-
-_tidy_help()
 
 console = Console() if sys.stdout.isatty() else Console(width=PIPE_WIDTH, soft_wrap=True)
 # Errors are one line each when stderr is not a terminal (a log, a pipe): never wrapped at 80.
@@ -138,14 +94,6 @@ def _guessed_master() -> bool:
     """Whether the master addressed is the bare default: none given (-m, ``$ASSAY_MASTER``)
     and no cluster recorded by ``assay up`` in ``ASSAY_HOME``."""
     return not (state.master or os.environ.get("ASSAY_MASTER") or cluster_file().exists())
-
-
-class State:
-    master: str | None = None
-    debug: bool = False
-
-
-state = State()
 
 
 def client() -> Client:

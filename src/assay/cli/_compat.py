@@ -20,11 +20,7 @@ import typer
 
 from assay.cli._common import console, err_console, fail
 
-app = typer.Typer(
-    help="Determined's and NNI's command names (det, nnictl) for scripts, opt-in; "
-    "the shims' path (shims-path).",
-    no_args_is_help=True,
-)
+app = typer.Typer(no_args_is_help=True)  # help: assay.cli._app.SUBCOMMANDS
 
 COMMANDS = ("det", "nnictl")
 MARKER = "# assay compat wrapper: written by `assay compat install-commands`"
@@ -149,9 +145,9 @@ def _run(tool: str, args: list[str]) -> None:
         err_console.print(f"[dim]{tool}: {note}[/]", highlight=False)
     if done.argv is None:
         fail(done.error or f"{tool} {' '.join(args)} is not mapped")
-    from assay.cli._app import app as assay_app
+    from assay.cli._app import command
 
-    assay_app(args=done.argv, prog_name="assay")
+    command().main(args=done.argv, prog_name="assay")
 
 
 @app.command("det", hidden=True, context_settings=_PASS_THROUGH)

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from assay import rest
     from assay.client import Client
 
-app = typer.Typer(help="Create, inspect and control experiments.", no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True)  # help: assay.cli._app.SUBCOMMANDS
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="machine-readable output")]
 ExpId = Annotated[int, typer.Argument(help="experiment id")]
@@ -409,7 +409,7 @@ def logs(
     timestamps: TimestampsOption = False,
 ) -> None:
     # The help is rich markup: an unescaped [experiment] would be read as a style and vanish.
-    """The experiment's own log (lines prefixed \\[experiment]: what the master decided about
+    """The experiment's own log (lines prefixed [experiment]: what the master decided about
     it) and the logs of every trial, each line prefixed with its trial."""
     from assay.cli._reconnect import Reconnector, detached_on_interrupt
     from assay.errors import AssayError

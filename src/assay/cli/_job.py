@@ -27,9 +27,7 @@ from assay.cli._logview import HeadOption, TailOption, TimestampsOption, check_w
 if TYPE_CHECKING:
     from assay import rest
 
-app = typer.Typer(
-    help="The job queue, and OpenPAI jobs: submit, describe, logs, stop.", no_args_is_help=True
-)
+app = typer.Typer(no_args_is_help=True)  # help: assay.cli._app.SUBCOMMANDS
 
 PoolOption = Annotated[
     str | None, typer.Option("--resource-pool", "-p", help="pool (default: the default pool)")
@@ -250,7 +248,7 @@ def logs(
     tail: TailOption = None,
     timestamps: TimestampsOption = False,
 ) -> None:
-    """Its instances' output, each line prefixed with \\[role/index]."""
+    """Its instances' output, each line prefixed with [role/index]."""
     from assay.cli._jobrun import parse_task_id, print_logs
 
     if index is not None and role is None:

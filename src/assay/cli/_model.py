@@ -25,7 +25,7 @@ from assay.cli._common import (
 if TYPE_CHECKING:
     from assay import rest
 
-app = typer.Typer(help="The model registry: named models and their versions.", no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True)  # help: assay.cli._app.SUBCOMMANDS
 
 NameArg = Annotated[str, typer.Argument(help="the model's name")]
 VersionOption = Annotated[int | None, typer.Option("--version", "-v", min=1, help="version N")]

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from assay import rest
     from assay.client import Client
 
-app = typer.Typer(help="NNI's nnictl commands (create, view, stop, resume, trial, experiment).")
+app = typer.Typer()  # help: assay.cli._app.SUBCOMMANDS
 trial_app = typer.Typer(help="Trials of an experiment, with NNI's statuses.", no_args_is_help=True)
 experiment_app = typer.Typer(help="List and export experiments.", no_args_is_help=True)
 app.add_typer(trial_app, name="trial")

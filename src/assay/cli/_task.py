@@ -24,7 +24,7 @@ from assay.cli._common import (
 )
 from assay.cli._logview import HeadOption, TailOption, TimestampsOption, check_window
 
-app = typer.Typer(help="Generic tasks, and every running task.", no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True)  # help: assay.cli._app.SUBCOMMANDS
 
 TaskRef = Annotated[str, typer.Argument(help="trial-ID for a trial; ID or task-ID otherwise")]
 
@@ -128,7 +128,7 @@ def logs(
     tail: TailOption = None,
     timestamps: TimestampsOption = False,
 ) -> None:
-    """A task's output: a trial's, or every instance's of a job (prefixed \\[role/index])."""
+    """A task's output: a trial's, or every instance's of a job (prefixed [role/index])."""
     trial_id = _trial_id(task)
     if trial_id is not None:
         from assay.cli._trial import logs as trial_logs

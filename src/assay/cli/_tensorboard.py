@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from assay import rest
     from assay.client import Client
 
-app = typer.Typer(help="TensorBoards over trials' event files.", no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True)  # help: assay.cli._app.SUBCOMMANDS
 
 _POLL_SECONDS = 0.5
 

@@ -35,7 +35,7 @@ from assay.cli._logview import (
 if TYPE_CHECKING:
     from assay import rest
 
-app = typer.Typer(help="Inspect trials, follow their logs, kill them.", no_args_is_help=True)
+app = typer.Typer(no_args_is_help=True)  # help: assay.cli._app.SUBCOMMANDS
 
 TrialId = Annotated[int, typer.Argument(help="trial id")]
 

@@ -25,8 +25,9 @@ from assay.cli._common import (
 if TYPE_CHECKING:
     from assay import rest
 
-app = typer.Typer(help="Sign in and out, and manage users.", no_args_is_help=True)
-tokens = typer.Typer(help="Access tokens for scripts and CI.", no_args_is_help=True)
+# Their help: assay.cli._app.SUBCOMMANDS.
+app = typer.Typer(no_args_is_help=True)
+tokens = typer.Typer(no_args_is_help=True)
 
 JsonOption = Annotated[bool, typer.Option("--json", help="print JSON")]
 

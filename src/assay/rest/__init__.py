@@ -7,161 +7,166 @@ command line can use it without the server.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from assay._lazy_exports import lazy_exports
 from assay.protocol import AllocationState, ExperimentState, PreemptReason, TaskState, TrialState
-from assay.rest._analysis import (
-    Bracket,
-    HparamImportance,
-    HparamImportanceItem,
-    ImportanceEvaluator,
-    Rung,
-    SearcherProgress,
-)
-from assay.rest._cluster import (
-    DRAIN_WAIT_MAX,
-    Agent,
-    AgentList,
-    AgentSlot,
-    DrainRequest,
-    DrainStatus,
-    Instance,
-    MasterConfigView,
-    MasterInfo,
-    MasterLogLine,
-    MasterLogPage,
-    ResourcePool,
-    ResourcePoolList,
-)
-from assay.rest._common import (
-    INT_MAX,
-    NO_NUL,
-    DbInt,
-    DbText,
-    ErrorBody,
-    ErrorDetail,
-    ErrorResponse,
-    Pagination,
-    Request,
-    Resource,
-)
-from assay.rest._events import (
-    EventBatch,
-    EventKind,
-    EventResync,
-    ExperimentChange,
-    TrialChange,
-    TrialMetrics,
-)
-from assay.rest._experiments import (
-    BestTrial,
-    Experiment,
-    ExperimentContinue,
-    ExperimentDeleted,
-    ExperimentFork,
-    ExperimentList,
-    ExperimentNote,
-    ExperimentNoteList,
-    ExperimentResources,
-    ExperimentSort,
-    ExperimentStateAnswer,
-    ExperimentSummary,
-    ExperimentValidation,
-    SearcherSummary,
-    SortOrder,
-)
-from assay.rest._harness import (
-    SIZE_MAX,
-    BestValidation,
-    CheckpointReport,
-    CompletedOperation,
-    EarlyExitReport,
-    MetricReport,
-    MetricsBatch,
-    PreemptionSignal,
-    ProgressReport,
-    SearcherOperation,
-)
-from assay.rest._jobs import BatchChange, Job, JobBatch, JobChange, JobQueue, JobsUpdated
-from assay.rest._models import (
-    MODEL_NAME_PATTERN,
-    Model,
-    ModelChange,
-    ModelCreate,
-    ModelDeleted,
-    ModelList,
-    ModelName,
-    ModelVersion,
-    ModelVersionCreate,
-    ModelVersionList,
-)
-from assay.rest._openpai import (
-    PaiError,
-    PaiErrorCode,
-    PaiExecutionType,
-    PaiExecutionTypeChange,
-    PaiExitMessages,
-    PaiExitSpec,
-    PaiJobDetail,
-    PaiJobList,
-    PaiJobPage,
-    PaiJobStatus,
-    PaiJobSummary,
-    PaiMessage,
-    PaiRetryDetails,
-    PaiTaskRole,
-    PaiTaskRoleStatus,
-    PaiTaskStatus,
-)
-from assay.rest._tasks import (
-    Task,
-    TaskInstance,
-    TaskList,
-    TaskLogEntry,
-    TaskLogPage,
-    TaskRole,
-    TaskSummary,
-    TaskValidation,
-)
-from assay.rest._tensorboards import MAX_TRIALS as MAX_TENSORBOARD_TRIALS
-from assay.rest._tensorboards import TensorBoard, TensorBoardList, TensorBoardRequest
-from assay.rest._trials import (
-    MAX_SERIES_TRIALS,
-    Allocation,
-    Checkpoint,
-    CheckpointDelete,
-    CheckpointList,
-    CheckpointsDeleted,
-    CollectedCheckpoint,
-    GcPolicy,
-    GcResult,
-    LogEntry,
-    LogPage,
-    Metric,
-    MetricList,
-    MetricSeries,
-    MetricSeriesList,
-    ModelVersionRef,
-    Trial,
-    TrialDetail,
-    TrialList,
-    TrialSort,
-)
-from assay.rest._users import (
-    MAX_TOKEN_DAYS,
-    USERNAME_PATTERN,
-    AccessToken,
-    AccessTokenList,
-    Login,
-    NewAccessToken,
-    OneTimeSignIn,
-    OneTimeToken,
-    Session,
-    TokenCreate,
-    User,
-    UserChange,
-    UserCreate,
-    UserList,
-    Username,
-)
+
+if TYPE_CHECKING:
+    from assay.rest._analysis import (
+        Bracket,
+        HparamImportance,
+        HparamImportanceItem,
+        ImportanceEvaluator,
+        Rung,
+        SearcherProgress,
+    )
+    from assay.rest._cluster import (
+        DRAIN_WAIT_MAX,
+        Agent,
+        AgentList,
+        AgentSlot,
+        DrainRequest,
+        DrainStatus,
+        Instance,
+        MasterConfigView,
+        MasterInfo,
+        MasterLogLine,
+        MasterLogPage,
+        ResourcePool,
+        ResourcePoolList,
+    )
+    from assay.rest._common import (
+        INT_MAX,
+        NO_NUL,
+        DbInt,
+        DbText,
+        ErrorBody,
+        ErrorDetail,
+        ErrorResponse,
+        Pagination,
+        Request,
+        Resource,
+    )
+    from assay.rest._events import (
+        EventBatch,
+        EventKind,
+        EventResync,
+        ExperimentChange,
+        TrialChange,
+        TrialMetrics,
+    )
+    from assay.rest._experiments import (
+        BestTrial,
+        Experiment,
+        ExperimentContinue,
+        ExperimentDeleted,
+        ExperimentFork,
+        ExperimentList,
+        ExperimentNote,
+        ExperimentNoteList,
+        ExperimentResources,
+        ExperimentSort,
+        ExperimentStateAnswer,
+        ExperimentSummary,
+        ExperimentValidation,
+        SearcherSummary,
+        SortOrder,
+    )
+    from assay.rest._harness import (
+        SIZE_MAX,
+        BestValidation,
+        CheckpointReport,
+        CompletedOperation,
+        EarlyExitReport,
+        MetricReport,
+        MetricsBatch,
+        PreemptionSignal,
+        ProgressReport,
+        SearcherOperation,
+    )
+    from assay.rest._jobs import BatchChange, Job, JobBatch, JobChange, JobQueue, JobsUpdated
+    from assay.rest._models import (
+        MODEL_NAME_PATTERN,
+        Model,
+        ModelChange,
+        ModelCreate,
+        ModelDeleted,
+        ModelList,
+        ModelName,
+        ModelVersion,
+        ModelVersionCreate,
+        ModelVersionList,
+    )
+    from assay.rest._openpai import (
+        PaiError,
+        PaiErrorCode,
+        PaiExecutionType,
+        PaiExecutionTypeChange,
+        PaiExitMessages,
+        PaiExitSpec,
+        PaiJobDetail,
+        PaiJobList,
+        PaiJobPage,
+        PaiJobStatus,
+        PaiJobSummary,
+        PaiMessage,
+        PaiRetryDetails,
+        PaiTaskRole,
+        PaiTaskRoleStatus,
+        PaiTaskStatus,
+    )
+    from assay.rest._tasks import (
+        Task,
+        TaskInstance,
+        TaskList,
+        TaskLogEntry,
+        TaskLogPage,
+        TaskRole,
+        TaskSummary,
+        TaskValidation,
+    )
+    from assay.rest._tensorboards import MAX_TRIALS as MAX_TENSORBOARD_TRIALS
+    from assay.rest._tensorboards import TensorBoard, TensorBoardList, TensorBoardRequest
+    from assay.rest._trials import (
+        MAX_SERIES_TRIALS,
+        Allocation,
+        Checkpoint,
+        CheckpointDelete,
+        CheckpointList,
+        CheckpointsDeleted,
+        CollectedCheckpoint,
+        GcPolicy,
+        GcResult,
+        LogEntry,
+        LogPage,
+        Metric,
+        MetricList,
+        MetricSeries,
+        MetricSeriesList,
+        ModelVersionRef,
+        Trial,
+        TrialDetail,
+        TrialList,
+        TrialSort,
+    )
+    from assay.rest._users import (
+        MAX_TOKEN_DAYS,
+        USERNAME_PATTERN,
+        AccessToken,
+        AccessTokenList,
+        Login,
+        NewAccessToken,
+        OneTimeSignIn,
+        OneTimeToken,
+        Session,
+        TokenCreate,
+        User,
+        UserChange,
+        UserCreate,
+        UserList,
+        Username,
+    )
 
 __all__ = [
     "DRAIN_WAIT_MAX",
@@ -309,3 +314,7 @@ __all__ = [
     "UserList",
     "Username",
 ]
+
+if not TYPE_CHECKING:
+    # Each model is built when first used: a command needs a few of the 13 modules.
+    __getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -43,9 +43,10 @@ class Resource(BaseModel):
 
 
 class Request(BaseModel):
-    """Base of every request body: unknown fields and non-finite numbers are refused."""
+    """Base of every request body: unknown fields and non-finite numbers are refused. Built on
+    first use, as a resource is."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, defer_build=True)
 
 
 class Pagination(Resource):

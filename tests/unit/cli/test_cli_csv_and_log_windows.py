@@ -6,16 +6,23 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from rich.table import Table
-from typer.testing import CliRunner
 
-from assay.cli._app import app
+from assay.cli._app import command
 from assay.cli._common import esc, print_table, styled_state
 from assay.cli._logview import stamp, stored_lines, window
 
 runner = CliRunner()
+
+
+def invoke(args: list[str], **extra: Any) -> Any:
+    """``assay ARGS`` in this process, as the ``assay`` script runs it."""
+    return runner.invoke(command(), args, prog_name="assay", **extra)
+
 
 LISTINGS = [
     ["e", "list"],
@@ -35,7 +42,7 @@ LISTINGS = [
 @pytest.mark.parametrize("args", LISTINGS, ids=" ".join)
 def test_json_and_csv_together_are_refused_in_one_line(args: list[str]) -> None:
     # No master is reachable here: the refusal comes before any request.
-    done = runner.invoke(app, ["-m", "http://127.0.0.1:9", *args, "--json", "--csv"])
+    done = invoke(["-m", "http://127.0.0.1:9", *args, "--json", "--csv"])
     assert done.exit_code == 1
     assert "--json and --csv are two output formats; pick one" in done.output
     assert done.output.count("\n") == 1

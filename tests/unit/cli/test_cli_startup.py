@@ -64,3 +64,24 @@ def test_listing_experiments_loads_only_the_client(tmp_path: Path, args: tuple[s
     assert "no master answering at http://127.0.0.1:9" in done.stderr
     assert "assay.client._client" in modules and "assay.rest" in modules
     assert heavy(modules) == []
+
+
+def test_help_loads_no_subcommand_rich_pydantic_or_the_rest_models(tmp_path: Path) -> None:
+    modules, done = modules_after(tmp_path, "--help")
+    assert "token" in done.stdout and "Access tokens for scripts and CI." in done.stdout
+    cli = sorted(m for m in modules if m.startswith("assay.cli."))
+    assert cli == ["assay.cli._app", "assay.cli._lazy", "assay.cli._state"]
+    loaded = {m.split(".")[0] for m in modules}
+    assert not loaded & {"pydantic", "rich", "markdown_it", "pygments"}
+    assert "typer.rich_utils" not in modules
+
+
+def test_a_command_loads_its_own_group_and_no_other(tmp_path: Path) -> None:
+    modules, _ = modules_after(tmp_path, "-m", "http://127.0.0.1:9", "e", "list")
+    assert "assay.cli._experiment" in modules
+    others = {"_job", "_trial", "_cluster", "_cluster_info", "_user", "_nni", "_model", "_task"}
+    assert not {f"assay.cli.{name}" for name in others} & modules
+    # The models of the answers it reads, not those of every resource.
+    rest = {m for m in modules if m.startswith("assay.rest._")}
+    assert "assay.rest._experiments" in rest
+    assert not rest & {"assay.rest._openpai", "assay.rest._users", "assay.rest._harness"}

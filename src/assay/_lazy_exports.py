@@ -1,0 +1,61 @@
+"""A package's re-exports, each imported from its module on first use.
+
+The package lists them once, as imports under ``if TYPE_CHECKING:`` (what type checkers and
+readers see); at run time that block is read back to know which module holds which name. A
+command that needs three models of ``assay.rest`` then builds those, not all hundred and twenty
+(pydantic does real work for each class it creates).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def _exports(init_file: str) -> dict[str, tuple[str, str]]:
+    """``name -> (module, attribute)`` of the ``from M import a, b as c`` statements in the
+    ``if TYPE_CHECKING:`` block of ``init_file``."""
+    tree = ast.parse(Path(init_file).read_text(encoding="utf-8"))
+    found: dict[str, tuple[str, str]] = {}
+    for node in tree.body:
+        if not (isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"):
+            continue
+        for statement in node.body:
+            if isinstance(statement, ast.ImportFrom) and statement.module and not statement.level:
+                for alias in statement.names:
+                    found[alias.asname or alias.name] = (statement.module, alias.name)
+    return found
+
+
+def lazy_exports(
+    package: str, init_file: str
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The ``__getattr__`` and ``__dir__`` of ``package`` (whose ``__init__`` is ``init_file``):
+    ``package.Name`` imports the module its ``TYPE_CHECKING`` block names for it, once."""
+    exports: dict[str, tuple[str, str]] = {}
+
+    def table() -> dict[str, tuple[str, str]]:
+        if not exports:
+            exports.update(_exports(init_file))
+        return exports
+
+    def __getattr__(name: str) -> Any:  # noqa: N807 - the module hook's name
+        target = table().get(name)
+        if target is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(target[0]), target[1])
+        # Set on the package: the next lookup is a plain attribute's.
+        setattr(sys.modules[package], name, value)
+        return value
+
+    def __dir__() -> list[str]:  # noqa: N807 - the module hook's name
+        return sorted(set(vars(sys.modules[package])) | set(table()))
+
+    return __getattr__, __dir__
+
+
+__all__ = ["lazy_exports"]
