@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from assay._lazy_exports import lazy_exports
 from assay.protocol import AllocationState, ExperimentState, PreemptReason, TaskState, TrialState
+from assay.rest._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from assay.rest._analysis import (
