@@ -39,7 +39,7 @@ click, whose classes are not part of its typed API."""
 class Subcommand:
     """A command of the root known by name and summary until it runs: ``load`` returns its
     Typer app (a group) or its function (a command), importing its module then. ``summary`` is
-    what listings show: a group's help, or the first sentence of a command's docstring."""
+    what listings show: a group's help, or the first paragraph of a command's docstring."""
 
     load: Callable[[], typer.Typer | Callable[..., Any]]
     summary: str
@@ -79,8 +79,15 @@ class _Commands(MutableMapping[str, Command]):
     def __getitem__(self, name: str) -> Command:
         built = self._built.get(name)
         if built is None:
-            recipe = self._recipes.pop(name)  # KeyError for a name never added, as a dict's
-            built = self._built[name] = recipe.build()
+            recipe = self._recipes[name]  # KeyError for a name never added, as a dict's
+            try:
+                built = recipe.build()
+            except KeyError as exc:
+                # Click looks commands up with .get(): a KeyError would read as "no such
+                # command" and hide what went wrong.
+                raise RuntimeError(f"building the command {name!r} failed: {exc!r}") from exc
+            self._built[name] = built
+            del self._recipes[name]
         return built
 
     def __setitem__(self, name: str, command: Command) -> None:
@@ -104,16 +111,14 @@ class _Commands(MutableMapping[str, Command]):
         return len(self._order)
 
 
-def _first_sentence(text: str | None) -> str:
-    """What a listing of commands shows of a help text: its first sentence, whole (click cuts
+def _first_paragraph(text: str | None) -> str:
+    """What a listing of commands shows of a help text: its first paragraph, whole (click cuts
     it to fit one line, which left half a sentence and '...')."""
-    paragraph = " ".join(inspect.cleandoc(text or "").split("\n\n", 1)[0].split())
-    end = paragraph.find(". ")
-    return paragraph if end < 0 else paragraph[: end + 1]
+    return " ".join(inspect.cleandoc(text or "").split("\n\n", 1)[0].split())
 
 
 def summary_of(command: Command) -> str:
-    return _first_sentence(command.short_help or command.help)
+    return _first_paragraph(command.short_help or command.help)
 
 
 class LazyGroup(TyperGroup):
@@ -125,6 +130,14 @@ class LazyGroup(TyperGroup):
         self.commands: _Commands = _Commands()
         for name, command in given.items():
             self.commands[name] = command
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            # The help on stdout, as Typer's rich help printed it (click's goes to stderr, as an
+            # error), so `assay e | less` shows it; the status stays 2.
+            typer.echo(ctx.get_help(), color=ctx.color)
+            ctx.exit(2)
+        return super().parse_args(ctx, args)
 
     def list_commands(self, ctx: Any) -> list[str]:
         # Typer's reads every (name, command) pair, which would build them all.
@@ -180,7 +193,7 @@ def lazy_group(info: TyperInfo, settings: _Settings) -> LazyGroup:
         if callback is None:
             raise ValueError(f"a command of {info.name!r} has no function")
         name = command_info.name or get_command_name(callback.__name__)
-        summary = _first_sentence(
+        summary = _first_paragraph(
             command_info.short_help or command_info.help or inspect.getdoc(callback)
         )
         group.commands.add(
@@ -199,7 +212,7 @@ def lazy_group(info: TyperInfo, settings: _Settings) -> LazyGroup:
             solved.name,
             _Recipe(
                 lambda si=sub_info: lazy_group(si, settings),  # type: ignore[misc]
-                _first_sentence(solved.short_help or solved.help),
+                _first_paragraph(solved.short_help or solved.help),
                 bool(solved.hidden),
             ),
         )
@@ -213,7 +226,7 @@ def _subcommand_recipe(name: str, entry: Subcommand, settings: _Settings) -> _Re
             group = TyperInfo(loaded, name=name, help=entry.summary, hidden=entry.hidden)
             return lazy_group(group, settings)
         # A command's help is its docstring; the summary listed for it before it is built must
-        # be that docstring's first sentence (tested).
+        # be that docstring's first paragraph (tested).
         single = CommandInfo(name=name, callback=loaded)
         single.hidden = entry.hidden
         return settings.command(single)

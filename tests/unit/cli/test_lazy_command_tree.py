@@ -131,3 +131,36 @@ def test_no_help_shows_a_markup_escape() -> None:
         texts = [built.help or "", *(getattr(p, "help", None) or "" for p in built.params)]
         shown += [f"{' '.join(path)}: {t}" for t in texts if "\\[" in t]
     assert shown == []
+
+
+def test_a_command_that_fails_to_build_says_so_and_stays_listed() -> None:
+    attempts: list[int] = []
+
+    def broken() -> typer.Typer:
+        attempts.append(1)
+        raise KeyError("a missing setting")
+
+    root_app = typer.Typer(rich_markup_mode=None, add_completion=False)
+
+    @root_app.callback()
+    def _root() -> None:
+        pass
+
+    root = root_command(root_app, {"broken": Subcommand(broken, "Never builds.")})
+    done = CliRunner().invoke(root, ["broken"])
+    assert isinstance(done.exception, RuntimeError)
+    assert "building the command 'broken' failed: KeyError('a missing setting')" in str(
+        done.exception
+    )
+    # Still listed, and looked up again (not "no such command") the next time.
+    assert "Never builds." in CliRunner().invoke(root, ["--help"]).output
+    CliRunner().invoke(root, ["broken"])
+    assert len(attempts) == 2
+
+
+@pytest.mark.parametrize("args", [[], ["e"], ["experiment", "set"], ["nni", "trial"]])
+def test_a_bare_group_prints_its_help_on_stdout_and_exits_2(args: list[str]) -> None:
+    done = CliRunner().invoke(command(), args, prog_name="assay")
+    assert done.exit_code == 2
+    assert done.stdout.startswith(f"Usage: assay {' '.join([*args, ''])}"), done.stdout
+    assert "Commands:" in done.stdout and done.stderr == ""
