@@ -134,7 +134,7 @@ def container_problem(
     return ErrorDetail(
         "environment.image",
         f"names {image!r}, and no agent of resource pool {pool!r} runs containers, so no trial "
-        "could start; start the pool's agents with `assay agent run --container-runtime "
+        "could start; start the pool's agents with `assay agent --container-runtime "
         "podman` (or docker), or leave environment.image out to run the trials with the "
         "agents' own Python",
     )

@@ -41,9 +41,15 @@ def authenticate(session: Session, token: str | None, trial_id: int | None = Non
     if alloc.state == AllocationState.TERMINATED:
         # A process its agent lost track of must not report into the trial's next run.
         raise Unauthorized(f"allocation {alloc.id} has ended; its reports are no longer accepted")
-    if trial_id is not None and alloc.trial_id != trial_id:
-        raise Unauthorized(f"this token belongs to trial {alloc.trial_id}, not trial {trial_id}")
-    return Caller(alloc.id, alloc.trial_id, alloc.run)
+    caller = Caller(alloc.id, alloc.trial_id, alloc.run)
+    check_trial(caller, trial_id)
+    return caller
+
+
+def check_trial(caller: Caller, trial_id: int | None) -> None:
+    """Refuse a token used for another trial than its allocation's (``trial_id`` None: any)."""
+    if trial_id is not None and caller.trial_id != trial_id:
+        raise Unauthorized(f"this token belongs to trial {caller.trial_id}, not trial {trial_id}")
 
 
 def ingest_metrics(

@@ -27,8 +27,16 @@ class HarnessService:
 
     async def caller(self, token: str | None, trial_id: int | None = None) -> Caller:
         """The allocation whose ``token`` this is (and, given ``trial_id``, that it runs that
-        trial); raises :class:`Unauthorized` otherwise."""
-        return await self.core.read(lambda s: harness.authenticate(s, token, trial_id))
+        trial); raises :class:`Unauthorized` otherwise. A token is read from the database once
+        while its allocation lives (``Orchestrator.callers``)."""
+        callers = self.core.callers
+        found = callers.get(token) if token else None
+        if found is None:
+            since = callers.version()
+            found = await self.core.read(lambda s: harness.authenticate(s, token))
+            callers.keep(token, found, since)  # type: ignore[arg-type] # checked: not empty
+        harness.check_trial(found, trial_id)
+        return found
 
     async def operation(self, caller: Caller, timeout: float) -> rest.SearcherOperation:
         """The trial's next length to train to; ``done`` once the searcher needs no more.

@@ -33,7 +33,14 @@ from assay.master._transitions import (
     stronger_preemption,
     trial_on_event,
 )
-from assay.master._tx import ExperimentEnded, KillAllocation, Reschedule, Tx, Wake
+from assay.master._tx import (
+    AllocationEnded,
+    ExperimentEnded,
+    KillAllocation,
+    Reschedule,
+    Tx,
+    Wake,
+)
 from assay.protocol import (
     AllocationState,
     ExitedReason,
@@ -404,6 +411,7 @@ def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason:
     alloc.exit_code = exit_code
     alloc.exit_reason = OVERDUE if alloc.overdue else TIMED_OUT if alloc.timed_out else reason
     alloc.ended_at = tx.now
+    tx.act(AllocationEnded(alloc.id))
     tx.act(Reschedule())
     tx.act(Wake(("op", alloc.trial_id)))
     tx.act(Wake(("logs", alloc.trial_id)))

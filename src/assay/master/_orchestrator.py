@@ -21,10 +21,12 @@ from assay.errors import MasterUnreachable
 from assay.master import _gc as gc
 from assay.master import _views as views
 from assay.master._agents import AgentHub
+from assay.master._callers import CallerCache
 from assay.master._events import EventHub
 from assay.master._searchers import SearcherCache
 from assay.master._tx import (
     Action,
+    AllocationEnded,
     ExperimentEnded,
     KillAllocation,
     Reschedule,
@@ -54,6 +56,8 @@ class Orchestrator:
         self.lock = asyncio.Lock()
         self.hub = AgentHub()
         self.waiters = Waiters()
+        self.callers = CallerCache()
+        """The harness's tokens already checked (forgotten when their allocation ends)."""
         self.events = EventHub()
         """What live viewers (the web UI) are told: changes as they commit."""
         self.cluster_id = ""
@@ -125,6 +129,8 @@ class Orchestrator:
                 self.waiters.notify(action.key)
             elif isinstance(action, Reschedule):
                 self.wakeup.set()
+            elif isinstance(action, AllocationEnded):
+                self.callers.forget(action.allocation_id)
             elif isinstance(action, ExperimentEnded):
                 self.searchers.release(action.experiment_id)
                 self.background(gc.collect(self, action.experiment_id))

@@ -45,7 +45,14 @@ class ExperimentEnded:
     experiment_id: int
 
 
-Action = StartAllocation | KillAllocation | Wake | Reschedule | ExperimentEnded
+@dataclass(frozen=True)
+class AllocationEnded:
+    """The allocation is TERMINATED: its token no longer proves anything."""
+
+    allocation_id: str
+
+
+Action = StartAllocation | KillAllocation | Wake | Reschedule | ExperimentEnded | AllocationEnded
 
 
 T = TypeVar("T")

@@ -1,0 +1,95 @@
+"""A trial's token is read from the database once while its allocation lives, and refused as
+soon as the allocation has ended (on SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from assay.errors import Unauthorized
+from assay.master import Caller, Master, Submission
+from assay.master._callers import CallerCache
+from tests.unit.master.conftest import ADMIN
+from tests.unit.master.support import Recorder, run
+
+
+def started(master: Master, context: bytes) -> tuple[Recorder, dict[str, Any]]:
+    text = yaml.safe_dump(
+        {
+            "entrypoint": "python3 train.py",
+            "hyperparameters": {"lr": {"type": "double", "minval": 0.1, "maxval": 1.0}},
+            "searcher": {"name": "random", "metric": "loss", "max_trials": 2},
+            "max_restarts": 0,
+        }
+    )
+    run(master.experiments.create(ADMIN, Submission(text, context)))
+    agent = Recorder()
+    hello = {"type": "hello", "agent_id": "a1", "slots": [{"id": "0"}]}
+    run(master.agents.connected(hello, agent))
+    run(master.loops.schedule_once())
+    return agent, agent.starts()[0]
+
+
+def counting_reads(master: Master) -> list[int]:
+    """Counts the orchestrator's reads (it still does each of them)."""
+    reads: list[int] = []
+    original = master.core.read
+
+    async def read(fn: Any, *, locked: bool = False) -> Any:
+        reads.append(1)
+        return await original(fn, locked=locked)
+
+    master.core.read = read  # type: ignore[method-assign]
+    return reads
+
+
+def test_a_token_is_read_once_while_its_allocation_lives(master: Master, context: bytes) -> None:
+    _, start = started(master, context)
+    token = start["env"]["ASSAY_TOKEN"]
+    reads = counting_reads(master)
+    first = run(master.harness.caller(token))
+    again = run(master.harness.caller(token, first.trial_id))
+    assert first == again == Caller(start["allocation_id"], first.trial_id, 1)
+    assert len(reads) == 1
+
+
+def test_a_known_token_used_for_another_trial_is_refused(master: Master, context: bytes) -> None:
+    _, start = started(master, context)
+    token = start["env"]["ASSAY_TOKEN"]
+    caller = run(master.harness.caller(token))
+    with pytest.raises(Unauthorized, match=f"belongs to trial {caller.trial_id}, not trial 999"):
+        run(master.harness.caller(token, 999))
+
+
+def test_an_ended_allocations_token_is_refused_at_once(master: Master, context: bytes) -> None:
+    _, start = started(master, context)
+    token = start["env"]["ASSAY_TOKEN"]
+    run(master.harness.caller(token))
+    exited = {"type": "exited", "allocation_id": start["allocation_id"], "exit_code": 0}
+    run(master.agents.on_message("a1", exited))
+    assert len(master.core.callers) == 0
+    with pytest.raises(Unauthorized, match="has ended; its reports are no longer accepted"):
+        run(master.harness.caller(token))
+
+
+def test_an_unknown_token_is_refused_and_not_kept(master: Master, context: bytes) -> None:
+    started(master, context)
+    for _ in range(2):
+        with pytest.raises(Unauthorized, match="unknown allocation token"):
+            run(master.harness.caller("not-a-token"))
+    assert len(master.core.callers) == 0
+
+
+def test_a_check_that_raced_an_allocations_end_is_not_kept() -> None:
+    cache = CallerCache()
+    caller = Caller("alloc-1", 1, 1)
+    since = cache.version()
+    cache.forget("alloc-2")  # some allocation ended while the token was being read
+    cache.keep("token-1", caller, since)
+    assert cache.get("token-1") is None
+    cache.keep("token-1", caller, cache.version())
+    assert cache.get("token-1") == caller
+    cache.forget("alloc-1")
+    assert cache.get("token-1") is None and len(cache) == 0
