@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from assay.client import Client
 
 M = TypeVar("M", bound="BaseModel")
+T = TypeVar("T")
 
 PIPE_WIDTH = 100_000
 """The width output gets when stdout is not a terminal: wide enough that no log line, YAML value
@@ -299,11 +300,21 @@ def listing_table(*columns: str) -> Any:
     return table
 
 
+def whole_cells(table: T) -> T:
+    """``table`` with every cell shown whole: on a terminal too narrow for it, a long cell folds
+    onto more lines instead of ending in '…' (an id, a UUID or a number cut short cannot be
+    read or copied)."""
+    for column in table.columns:  # type: ignore[attr-defined] # a rich Table
+        column.overflow = "fold"
+    return table
+
+
 def print_table(table: Any, as_csv: bool = False) -> None:
-    """A listing's table: on the console, or with ``as_csv`` as CSV on stdout, the same columns
-    and rows with the markup (colours, escapes) taken off and nothing wrapped or cut."""
+    """A listing's table: on the console (every cell whole), or with ``as_csv`` as CSV on
+    stdout, the same columns and rows with the markup (colours, escapes) taken off and nothing
+    wrapped or cut."""
     if not as_csv:
-        console.print(table)
+        console.print(whole_cells(table))
         return
     import csv
 

@@ -30,6 +30,7 @@ from assay.cli._common import (
     styled_state,
     transfer_progress,
     when,
+    whole_cells,
 )
 from assay.cli._logview import (
     HeadOption,
@@ -303,7 +304,7 @@ def trial_table(
             shown_checkpoint(t.latest_checkpoint, deleted),
             fmt_hparams(t.hparams, limit=room),
         )
-    return table
+    return whole_cells(table)
 
 
 @app.command()

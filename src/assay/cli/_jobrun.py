@@ -21,6 +21,7 @@ from assay.cli._common import (
     print_log_line,
     styled_state,
     when,
+    whole_cells,
 )
 from assay.cli._logview import stamp, stored_lines
 from assay.cli._reconnect import DETACHED_STATUS, Reconnector, task_log_stream
@@ -356,7 +357,7 @@ def describe(task_id: int, as_json: bool) -> None:
             str(r.task_retry_count),
             esc(" ; ".join(r.commands)),
         )
-    console.print(roles)
+    console.print(whole_cells(roles))
     insts = Table(box=None, header_style="bold", title="instances", title_justify="left")
     for col in ("Role", "Index", "State", "Agent", "Host", "Ports", "Exit", "Retries", "Message"):
         insts.add_column(col)
@@ -372,7 +373,7 @@ def describe(task_id: int, as_json: bool) -> None:
             str(i.retries),
             esc(i.message),
         )
-    console.print(insts)
+    console.print(whole_cells(insts))
 
 
 def stop(task_id: int) -> None:

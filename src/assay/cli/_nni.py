@@ -14,7 +14,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from assay.cli._common import client, console, err_console, fail, fmt_hparams, print_json, when
+from assay.cli._common import (
+    client,
+    console,
+    err_console,
+    fail,
+    fmt_hparams,
+    print_json,
+    when,
+    whole_cells,
+)
 
 if TYPE_CHECKING:
     from assay import rest
@@ -188,7 +197,7 @@ def _print_trials(rows: list[dict[str, Any]]) -> None:
             when(r["startTime"]),
             when(r["endTime"]),
         )
-    console.print(table)
+    console.print(whole_cells(table))
 
 
 @trial_app.command("ls")
@@ -228,7 +237,7 @@ def experiment_list(
             when(r["startTime"]),
             when(r["endTime"]),
         )
-    console.print(table)
+    console.print(whole_cells(table))
 
 
 @experiment_app.command("export")

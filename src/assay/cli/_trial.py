@@ -22,6 +22,7 @@ from assay.cli._common import (
     print_log_line,
     styled_state,
     when,
+    whole_cells,
 )
 from assay.cli._logview import (
     HeadOption,
@@ -136,7 +137,7 @@ def describe(
                 *(fmt_metric(v.metrics.get(n)) for n in names),
                 when(v.time),
             )
-        console.print(table)
+        console.print(whole_cells(table))
 
 
 def _by_group(reports: list[rest.Metric]) -> dict[str, list[rest.Metric]]:

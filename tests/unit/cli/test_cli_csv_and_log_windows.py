@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from rich.table import Table
 
 from assay.cli._app import command
-from assay.cli._common import esc, print_table, styled_state
+from assay.cli._common import esc, listing_table, print_table, styled_state, whole_cells
 from assay.cli._logview import stamp, stored_lines, window
 
 runner = CliRunner()
@@ -90,3 +90,16 @@ def test_stored_lines_page_through_and_keep_the_head_or_the_tail() -> None:
     assert window(range(5), None, 2) == [3, 4]
     assert window(range(5), 2, None) == [0, 1]
     assert window(range(5), None, None) == [0, 1, 2, 3, 4]
+
+
+def test_a_cell_too_long_for_a_narrow_terminal_folds_instead_of_ending_in_an_ellipsis() -> None:
+    from rich.console import Console
+
+    uuid = "0b5e5b6c-9d5b-4f5e-8a77-2b1f0b0f7a10"
+    table = listing_table("UUID", "State")
+    table.add_row(uuid, "COMPLETED")
+    narrow = Console(width=30, record=True, file=io.StringIO())
+    narrow.print(whole_cells(table))
+    lines = narrow.export_text().splitlines()[1:]
+    assert "…" not in "".join(lines)
+    assert "".join(line.split()[0] for line in lines if line.strip()) == uuid
