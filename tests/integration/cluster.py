@@ -31,6 +31,29 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def listens_on(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds a listening TCP socket on ``port`` (from Linux's /proc).
+
+    A free port probed for a master can be taken by another test's process before the master
+    binds it; then something answers on the port that is not this master."""
+    listening = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    listening.add(f"socket:[{fields[9]}]")
+    try:
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return False
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            if os.readlink(fd) in listening:
+                return True
+    return False
+
+
 def wait_for(
     what: str, check: Callable[[], T | None], timeout: float = 60.0, interval: float = 0.1
 ) -> T:
@@ -139,7 +162,8 @@ class Cluster:
             raise AssertionError(
                 f"master exited with {self.master.returncode}:\n{self.log('master')}"
             )
-        return bool(self.client.info())
+        # This master, not another process that took the port first (it then fails to bind).
+        return listens_on(self.master.pid, self.port) and bool(self.client.info())
 
     def start_agent(
         self,
