@@ -150,11 +150,22 @@ class Cluster:
         self.master = subprocess.Popen(
             args, env=self.env, stdout=self._log("master"), stderr=subprocess.STDOUT
         )
-        wait_for("the master to answer", self._master_ready, timeout=60)
-        if self.client.http.token is None:
-            session = self.client.login("admin", self.admin_password)
-            store = TokenStore(self.home.parent / "config" / "assay" / "auth.json")
-            store.put(self.url, StoredLogin("admin", session.token))
+        with self._stopped_on_failure():
+            wait_for("the master to answer", self._master_ready, timeout=60)
+            if self.client.http.token is None:
+                session = self.client.login("admin", self.admin_password)
+                store = TokenStore(self.home.parent / "config" / "assay" / "auth.json")
+                store.put(self.url, StoredLogin("admin", session.token))
+
+    @contextlib.contextmanager
+    def _stopped_on_failure(self) -> Iterator[None]:
+        """A start that fails stops what this cluster runs: a fixture whose start raised never
+        reaches the teardown that would (its master was left running after such a failure)."""
+        try:
+            yield
+        except BaseException:
+            self.stop()
+            raise
 
     def _master_ready(self) -> bool:
         assert self.master is not None
@@ -190,10 +201,11 @@ class Cluster:
             stdout=self._log(f"agent-{agent_id}"),
             stderr=subprocess.STDOUT,
         )
-        wait_for(
-            f"agent {agent_id} to connect",
-            lambda: any(a.id == agent_id and a.connected for a in self.client.agents()),
-        )
+        with self._stopped_on_failure():
+            wait_for(
+                f"agent {agent_id} to connect",
+                lambda: any(a.id == agent_id and a.connected for a in self.client.agents()),
+            )
 
     def kill_master(self, sig: int = signal.SIGKILL) -> None:
         assert self.master is not None
