@@ -215,7 +215,9 @@ def test_archive_only_ended_experiments_and_list_hides_them(cluster: Cluster) ->
         cluster.client.transition(exp_id, "archive")
     cluster.client.transition(exp_id, "kill")
     cluster.wait_state(exp_id, "CANCELED")
-    cluster.client.transition(exp_id, "archive")
+    archived = cluster.cli("e", "archive", str(exp_id), check=True)
+    # The state it ended in, said as such (not "archived; now CANCELED").
+    assert archived.stdout == f"experiment {exp_id} archived (state: CANCELED)\n"
     listed = cluster.client.list_experiments().experiments
     assert exp_id not in [e.id for e in listed]
     listed_all = cluster.client.list_experiments(archived=True).experiments

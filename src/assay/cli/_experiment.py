@@ -516,7 +516,8 @@ def wait(
 def _transition(action: str, past: str) -> Any:
     def command(experiment_id: ExpId) -> None:
         exp = client().transition(experiment_id, action)
-        console.print(f"experiment {experiment_id} {past}; now {styled_state(exp.state)}")
+        # "archived; now ERROR" read as if archiving had failed: the state is what it is, said so.
+        console.print(f"experiment {experiment_id} {past} (state: {styled_state(exp.state)})")
 
     command.__doc__ = f"{action.capitalize()} an experiment."
     return command
