@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import functools
 import importlib
+import sys
 from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
 from assay.cli._lazy import LazyGroup, Subcommand, root_command
-from assay.cli._state import state
+from assay.cli._state import PIPE_WIDTH, state
 
 app = typer.Typer(
     name="assay",
@@ -27,8 +28,13 @@ app = typer.Typer(
     rich_markup_mode=None,
     add_completion=True,
     # Every command and group below inherits these from the root's context. Help fills the
-    # terminal, as wide as it is (click stops at 80 columns by default).
-    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 10_000},
+    # terminal, as wide as it is (click stops at 80 columns by default); into a pipe or a file
+    # no line of it is wrapped (`assay e -h | grep follow` finds the whole summary).
+    context_settings={
+        "help_option_names": ["-h", "--help"],
+        "max_content_width": 10_000,
+        "terminal_width": None if sys.stdout.isatty() else PIPE_WIDTH,
+    },
 )
 
 
@@ -95,11 +101,6 @@ def _trial_app() -> typer.Typer:
     return _trial.app
 
 
-_EXPERIMENTS = "Create, inspect and control experiments."
-_JOBS = "The job queue, and OpenPAI jobs: submit, describe, logs, stop."
-_CHECKPOINTS = "Describe, download and delete checkpoints."
-_TRIALS = "Inspect trials, follow their logs, kill them."
-
 SUBCOMMANDS: dict[str, Subcommand] = {
     "up": Subcommand(
         _attr("_cluster", "up"),
@@ -127,10 +128,14 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "resource-pool": Subcommand(
         _attr("_cluster_info", "pool_app"), "The cluster's resource pools."
     ),
-    "experiment": Subcommand(_experiment_app, _EXPERIMENTS),
-    "e": Subcommand(_experiment_app, _EXPERIMENTS, hidden=True),
-    "job": Subcommand(_attr("_job", "app"), _JOBS),
-    "j": Subcommand(_attr("_job", "app"), _JOBS, hidden=True),
+    "experiment": Subcommand(
+        _experiment_app, "Create, inspect and control experiments.", aliases=("e",)
+    ),
+    "job": Subcommand(
+        _attr("_job", "app"),
+        "The job queue, and OpenPAI jobs: submit, describe, logs, stop.",
+        aliases=("j",),
+    ),
     "model": Subcommand(
         _attr("_model", "app"), "The model registry: named models and their versions."
     ),
@@ -140,13 +145,15 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     ),
     "cmd": Subcommand(_attr("_cmd", "app"), "Run one-off commands on the cluster."),
     "task": Subcommand(_attr("_task", "app"), "Generic tasks, and every running task."),
-    "checkpoint": Subcommand(_attr("_checkpoint", "app"), _CHECKPOINTS),
-    "c": Subcommand(_attr("_checkpoint", "app"), _CHECKPOINTS, hidden=True),
+    "checkpoint": Subcommand(
+        _attr("_checkpoint", "app"), "Describe, download and delete checkpoints.", aliases=("c",)
+    ),
     "tensorboard": Subcommand(
         _attr("_tensorboard", "app"), "TensorBoards over trials' event files."
     ),
-    "trial": Subcommand(_trial_app, _TRIALS),
-    "t": Subcommand(_trial_app, _TRIALS, hidden=True),
+    "trial": Subcommand(
+        _trial_app, "Inspect trials, follow their logs, kill them.", aliases=("t",)
+    ),
     "user": Subcommand(_attr("_user", "app"), "Sign in and out, and manage users."),
     "token": Subcommand(_attr("_user", "tokens"), "Access tokens for scripts and CI."),
     "compat": Subcommand(

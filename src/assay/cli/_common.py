@@ -19,23 +19,18 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 
-from assay.cli._state import state
+from assay.cli._state import PIPE_WIDTH, state
 from assay.errors import AssayError, MasterUnreachable
 from assay.protocol import ExperimentState, TrialState
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
+    from rich.table import Table
 
     from assay import rest
     from assay.client import Client
 
 M = TypeVar("M", bound="BaseModel")
-T = TypeVar("T")
-
-PIPE_WIDTH = 100_000
-"""The width output gets when stdout is not a terminal: wide enough that no log line, YAML value
-or table cell is wrapped or cut for the file or pipe it goes to."""
-
 
 console = Console() if sys.stdout.isatty() else Console(width=PIPE_WIDTH, soft_wrap=True)
 # Errors are one line each when stderr is not a terminal (a log, a pipe): never wrapped at 80.
@@ -300,11 +295,11 @@ def listing_table(*columns: str) -> Any:
     return table
 
 
-def whole_cells(table: T) -> T:
+def whole_cells(table: Table) -> Table:
     """``table`` with every cell shown whole: on a terminal too narrow for it, a long cell folds
     onto more lines instead of ending in '…' (an id, a UUID or a number cut short cannot be
     read or copied)."""
-    for column in table.columns:  # type: ignore[attr-defined] # a rich Table
+    for column in table.columns:
         column.overflow = "fold"
     return table
 

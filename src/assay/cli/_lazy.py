@@ -1,7 +1,7 @@
 """A command tree built as it is walked.
 
 Typer turns every command's signature into click parameters before anything runs: for the
-~130 commands of ``assay`` that is most of a command's start-up. Here a group holds each
+~160 commands of ``assay`` that is most of a command's start-up. Here a group holds each
 subcommand as a recipe until it is looked up, so a run builds only the groups on its path and
 the one command it runs, and a group's help lists its subcommands from their summaries without
 building any of them.
@@ -39,11 +39,12 @@ click, whose classes are not part of its typed API."""
 class Subcommand:
     """A command of the root known by name and summary until it runs: ``load`` returns its
     Typer app (a group) or its function (a command), importing its module then. ``summary`` is
-    what listings show: a group's help, or the first paragraph of a command's docstring."""
+    what listings show: a group's help, or the first paragraph of a command's docstring.
+    ``aliases``: shorter names for it (``e`` for ``experiment``), left out of listings."""
 
     load: Callable[[], typer.Typer | Callable[..., Any]]
     summary: str
-    hidden: bool = False
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -219,19 +220,21 @@ def lazy_group(info: TyperInfo, settings: _Settings) -> LazyGroup:
     return group
 
 
-def _subcommand_recipe(name: str, entry: Subcommand, settings: _Settings) -> _Recipe:
+def _subcommand_recipe(
+    name: str, entry: Subcommand, settings: _Settings, *, hidden: bool
+) -> _Recipe:
     def build() -> Command:
         loaded = entry.load()
         if isinstance(loaded, typer.Typer):
-            group = TyperInfo(loaded, name=name, help=entry.summary, hidden=entry.hidden)
+            group = TyperInfo(loaded, name=name, help=entry.summary, hidden=hidden)
             return lazy_group(group, settings)
         # A command's help is its docstring; the summary listed for it before it is built must
         # be that docstring's first paragraph (tested).
         single = CommandInfo(name=name, callback=loaded)
-        single.hidden = entry.hidden
+        single.hidden = hidden
         return settings.command(single)
 
-    return _Recipe(build, entry.summary, entry.hidden)
+    return _Recipe(build, entry.summary, hidden)
 
 
 def root_command(app: typer.Typer, subcommands: dict[str, Subcommand]) -> LazyGroup:
@@ -244,7 +247,9 @@ def root_command(app: typer.Typer, subcommands: dict[str, Subcommand]) -> LazyGr
     )
     root = lazy_group(TyperInfo(app), settings)
     for name, entry in subcommands.items():
-        root.commands.add(name, _subcommand_recipe(name, entry, settings))
+        root.commands.add(name, _subcommand_recipe(name, entry, settings, hidden=False))
+        for alias in entry.aliases:
+            root.commands.add(alias, _subcommand_recipe(alias, entry, settings, hidden=True))
     if app._add_completion:
         root.params.extend(get_install_completion_arguments())
     return root

@@ -34,7 +34,8 @@ class HarnessService:
         if found is None:
             since = callers.version()
             found = await self.core.read(lambda s: harness.authenticate(s, token))
-            callers.keep(token, found, since)  # type: ignore[arg-type] # checked: not empty
+            if token:  # always, once authenticated: an empty token is refused above
+                callers.keep(token, found, since)
         harness.check_trial(found, trial_id)
         return found
 

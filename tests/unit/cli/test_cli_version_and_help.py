@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -53,3 +57,14 @@ def test_experiment_logs_help_shows_the_experiment_prefix(group: str) -> None:
     for args in ([group, "logs", "-h"], [group, "-h"]):
         shown = invoke(args).stdout
         assert "lines prefixed [experiment]:" in " ".join(shown.split()), shown
+
+
+def test_help_into_a_pipe_wraps_no_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    env["ASSAY_HOME"] = str(tmp_path)
+    code = "from assay.cli import main; main()"
+    shown = subprocess.run(
+        [sys.executable, "-c", code, "e", "-h"], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    (follow,) = [line for line in shown.splitlines() if line.strip().startswith("follow ")]
+    assert follow.endswith("exit 0 only if it COMPLETED. Ctrl-C detaches again."), shown

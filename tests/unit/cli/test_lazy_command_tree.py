@@ -29,10 +29,11 @@ def eager_tree() -> Any:
     full.registered_groups = list(app.registered_groups)
     for name, entry in SUBCOMMANDS.items():
         loaded = entry.load()
-        if isinstance(loaded, typer.Typer):
-            full.add_typer(loaded, name=name, help=entry.summary, hidden=entry.hidden)
-        else:
-            full.command(name, hidden=entry.hidden)(loaded)
+        for called, hidden in ((name, False), *((alias, True) for alias in entry.aliases)):
+            if isinstance(loaded, typer.Typer):
+                full.add_typer(loaded, name=called, help=entry.summary, hidden=hidden)
+            else:
+                full.command(called, hidden=hidden)(loaded)
     return typer.main.get_command(full)
 
 
