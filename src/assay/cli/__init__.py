@@ -1,16 +1,21 @@
-"""The ``assay`` command line. Talks to the master through ``assay.client`` only."""
+"""The ``assay`` command line. Talks to the master through ``assay.client`` only.
+
+``main`` hands the command to the command server when one answers (``assay.cli._served``), and
+runs it here otherwise (``run_here``): importing this package costs next to nothing.
+"""
 
 from __future__ import annotations
 
 import sys
-import traceback
 
-import typer
-
-from assay.errors import AssayError
+TYPE_CHECKING = False  # typing's import is a tenth of what `assay` takes to hand over
+if TYPE_CHECKING:
+    from assay.errors import AssayError
 
 
 def _report(exc: AssayError) -> None:
+    import typer
+
     from assay.cli._common import report_error
 
     try:
@@ -19,9 +24,13 @@ def _report(exc: AssayError) -> None:
         sys.exit(done.exit_code)
 
 
-def main() -> None:
+def run_here() -> None:
+    """Runs the command ``sys.argv`` names in this process."""
+    import traceback
+
     from assay.cli._app import command
     from assay.cli._state import state
+    from assay.errors import AssayError
 
     try:
         command().main(prog_name="assay")
@@ -46,4 +55,14 @@ def main() -> None:
         )
 
 
-__all__ = ["main"]
+def main() -> None:
+    """The ``assay`` script."""
+    from assay.cli._served import run_served
+
+    status = run_served(sys.argv[1:])
+    if status is not None:
+        sys.exit(status)
+    run_here()
+
+
+__all__ = ["main", "run_here"]

@@ -1,0 +1,344 @@
+"""The command server: a warm process that runs ``assay`` commands in forked children.
+
+Started by ``assay`` (``assay.cli._served``) as ``python -c BOOT SOCKET PATHS``. It imports what
+commands spend their start on (typer, rich, pydantic, httpx, the client and its models, built),
+then listens on a Unix socket only its user can reach. Each connection is a command: the server
+forks, and the child takes the caller's streams, directory, umask, environment and arguments and
+runs the command as the caller would have (:func:`run_child`); the server tells the caller how
+the child ended, as an exit status or a signal.
+
+What the server loads ahead must not depend on the environment or the terminal of the process
+that loads it, since every command brings its own: so no ``assay.cli`` module with a console or
+a terminal check in it (their import is part of each command, and short).
+
+It ends after ``IDLE_SECONDS`` without a command, and at the first command after any module it
+loaded has changed on disk (the caller then runs that command itself; the next starts a fresh
+server). One server per socket: a second one started in a race finds the lock taken and ends.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import fcntl
+import importlib
+import io
+import marshal
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+
+from assay.cli._served import HEADER, IDLE_SECONDS
+
+WARM = (
+    "click",
+    "typer",
+    "typer.core",
+    "typer.main",
+    "rich.console",
+    "rich.table",
+    "rich.text",
+    "rich.progress",
+    "rich.markup",
+    "pydantic",
+    "httpx",
+    "yaml",
+    "assay.errors",
+    "assay.client",
+    "assay.rest",
+    "assay.config",
+    "assay.cli._lazy",
+    "assay.cli._state",
+)
+"""Modules every command, or a common one, imports; none reads the environment or a terminal
+when it is imported."""
+
+SETUP_FAILED = 121
+"""The exit status of a child that could not take the caller's place; the caller, not told the
+child's pid, runs the command itself."""
+
+_PEERCRED = struct.Struct("3i")
+
+
+def warm() -> None:
+    """Imports :data:`WARM` and builds every REST model's validator, so that no command pays
+    for them (nor for pydantic's one-time scan of installed packages for plugins)."""
+    for name in WARM:
+        importlib.import_module(name)
+    import pydantic
+
+    from assay import rest
+
+    for name in rest.__all__:
+        model = getattr(rest, name)
+        if isinstance(model, type) and issubclass(model, pydantic.BaseModel):
+            with contextlib.suppress(Exception):
+                model.model_rebuild()
+                model.__pydantic_validator__  # noqa: B018 - built when first read
+
+
+def fingerprint() -> dict[str, int]:
+    """The modification time of every loaded module's file."""
+    times: dict[str, int] = {}
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str):
+            with contextlib.suppress(OSError):
+                times[path] = os.stat(path).st_mtime_ns
+    return times
+
+
+def changed(times: dict[str, int]) -> bool:
+    """Whether any file of :func:`fingerprint` changed since (an upgrade, an edit)."""
+    for path, mtime in times.items():
+        try:
+            if os.stat(path).st_mtime_ns != mtime:
+                return True
+        except OSError:
+            return True
+    return False
+
+
+def serve(path: str) -> None:
+    """Serves commands on the socket ``path`` until idle or stale. Returns in the server; in a
+    child it runs the command and ends the process with the command's status."""
+    # Nothing of the process that started this one is kept: not its directory (which could
+    # then not be unmounted), nor any descriptor it left open (a pipe someone waits on).
+    os.chdir("/")
+    os.closerange(3, 1 << 16)
+    lock = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return  # Another server holds the socket.
+    warm()
+    times = fingerprint()
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)  # Left by a server that was killed.
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    mask = os.umask(0o177)
+    try:
+        listener.bind(path)
+    finally:
+        os.umask(mask)
+    listener.listen(64)
+    os.ftruncate(lock, 0)
+    os.write(lock, f"{os.getpid()}\n".encode())
+    conn = _Server(path, lock, listener, times).loop()
+    if conn is None:
+        return
+    status = run_child(conn)
+    # End as the interpreter would, less its teardown of every module the server loaded (tens
+    # of milliseconds the caller would wait for): threads joined, exit hooks run, streams
+    # flushed.
+    _finish()
+    os._exit(status)
+
+
+class _Server:
+    def __init__(
+        self, path: str, lock: int, listener: socket.socket, times: dict[str, int]
+    ) -> None:
+        self.path = path
+        self.lock: int | None = lock
+        self.listener: socket.socket | None = listener
+        self.times = times
+        self.children: dict[int, socket.socket] = {}
+        self.wake_read, self.wake_write = os.pipe()
+        os.set_blocking(self.wake_write, False)
+        os.set_blocking(self.wake_read, False)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.set_wakeup_fd(self.wake_write)
+
+    def loop(self) -> socket.socket | None:
+        """Accepts commands until idle or stale; returns the connection in a forked child,
+        ``None`` in the server once it has retired and its last child has ended."""
+        last = time.monotonic()
+        while self.listener is not None or self.children:
+            timeout = None
+            if self.listener is not None and not self.children:
+                timeout = IDLE_SECONDS - (time.monotonic() - last)
+                if timeout <= 0:
+                    self.retire()
+                    continue
+            waiting: list[int | socket.socket] = [self.wake_read]
+            if self.listener is not None:
+                waiting.append(self.listener)
+            readable, _, _ = select.select(waiting, [], [], timeout)
+            if self.wake_read in readable:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(self.wake_read, 4096)
+                self.reap()
+            if self.listener is not None and self.listener in readable:
+                conn, _ = self.listener.accept()
+                last = time.monotonic()
+                if self.admit(conn):
+                    pid = os.fork()
+                    if pid == 0:
+                        self.leave()
+                        return conn
+                    self.children[pid] = conn
+        return None
+
+    def admit(self, conn: socket.socket) -> bool:
+        """Whether to run this caller's command: only its own user's, and only while no module
+        has changed on disk (a caller refused runs it itself)."""
+        uid = _PEERCRED.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
+        if uid != os.getuid():
+            conn.close()
+            return False
+        if changed(self.times):
+            with contextlib.suppress(OSError):
+                conn.sendall(b"stale\n")
+            conn.close()
+            self.retire()
+            return False
+        return True
+
+    def retire(self) -> None:
+        """Takes no more commands, and lets a fresh server take the socket at once; the
+        commands running finish, and their callers are told how."""
+        assert self.listener is not None and self.lock is not None
+        with contextlib.suppress(OSError):
+            if os.stat(self.path).st_ino == os.fstat(self.listener.fileno()).st_ino:
+                os.unlink(self.path)
+        self.listener.close()
+        self.listener = None
+        os.close(self.lock)
+        self.lock = None
+
+    def reap(self) -> None:
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn = self.children.pop(pid, None)
+            if conn is None:
+                continue
+            if os.WIFSIGNALED(status):
+                answer = f"signal {os.WTERMSIG(status)}\n"
+            else:
+                answer = f"exit {os.waitstatus_to_exitcode(status)}\n"
+            with contextlib.suppress(OSError):
+                conn.sendall(answer.encode())
+            conn.close()
+
+    def leave(self) -> None:
+        """In a new child: drop what is the server's."""
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        if self.listener is not None:
+            self.listener.close()
+        if self.lock is not None:
+            os.close(self.lock)
+        os.close(self.wake_read)
+        os.close(self.wake_write)
+        for other in self.children.values():
+            other.close()
+        self.children.clear()
+
+
+def run_child(conn: socket.socket) -> int:
+    """Takes the caller's place and runs its command; the status to end with."""
+    try:
+        os.setpgid(0, 0)
+        request = _receive(conn)
+        _become(request)
+        conn.sendall(f"pid {os.getpid()}\n".encode())
+    except Exception:
+        return SETUP_FAILED
+    conn.close()
+    from assay.cli import run_here
+
+    try:
+        run_here()
+    except SystemExit as done:
+        return _status(done.code)
+    return 0
+
+
+def _finish() -> None:
+    threading = sys.modules.get("threading")
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None:
+        shutdown()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError):
+            stream.flush()
+
+
+def _status(code: object) -> int:
+    """What the interpreter makes of ``sys.exit(code)``."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _receive(conn: socket.socket) -> dict[str, object]:
+    conn.settimeout(10)
+    data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 4)
+    if len(fds) != 4:
+        raise OSError("a request without its four descriptors")
+    (length,) = HEADER.unpack_from(data)
+    while len(data) < HEADER.size + length:
+        more = conn.recv(1 << 16)
+        if not more:
+            raise OSError("a request cut short")
+        data += more
+    request: dict[str, object] = marshal.loads(data[HEADER.size : HEADER.size + length])
+    for target, fd in zip((0, 1, 2), fds[:3], strict=True):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.fchdir(fds[3])
+    os.close(fds[3])
+    return request
+
+
+def _become(request: dict[str, object]) -> None:
+    """The caller's umask, environment, arguments and standard streams (its encodings; stdout
+    line-buffered on a terminal and stderr always, as the interpreter makes them)."""
+    os.umask(int(request["umask"]))  # type: ignore[call-overload]
+    env = request["env"]
+    assert isinstance(env, dict)
+    os.environ.clear()
+    os.environ.update(env)
+    argv = request["argv"]
+    assert isinstance(argv, list)
+    sys.argv = [str(request["argv0"]), *argv]
+    streams = request["streams"]
+    assert isinstance(streams, list)
+    made = []
+    for fd, (encoding, errors) in enumerate(streams):
+        stream = open(  # noqa: SIM115 - the process's own standard stream
+            fd,
+            "r" if fd == 0 else "w",
+            encoding=encoding,
+            errors=errors,
+            newline="\n",
+            closefd=False,
+        )
+        assert isinstance(stream, io.TextIOWrapper)
+        if fd == 2 or (fd == 1 and os.isatty(1)):
+            stream.reconfigure(line_buffering=True)
+        made.append(stream)
+    # The originals too: what sizes the terminal (shutil) asks ``sys.__stdout__``.
+    sys.stdin, sys.stdout, sys.stderr = made
+    for name, stream in zip(("__stdin__", "__stdout__", "__stderr__"), made, strict=True):
+        setattr(sys, name, stream)
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+__all__ = ["serve"]
