@@ -98,10 +98,9 @@ def _root_subcommand(argv: list[str]) -> str | None:
 
 
 def import_path() -> list[str]:
-    """``sys.path`` with the current directory made absolute: the server resolves imports as
-    this process does, wherever it runs."""
-    cwd = os.getcwd()
-    return [os.path.join(cwd, entry) if not os.path.isabs(entry) else entry for entry in sys.path]
+    """``sys.path`` as the server is to have it. Less the current directory, which
+    ``python -c`` puts first: a server serves its user in every directory."""
+    return [entry for entry in sys.path if entry and os.path.isabs(entry)]
 
 
 def runtime_dir() -> str | None:

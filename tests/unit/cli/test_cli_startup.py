@@ -1,5 +1,9 @@
 """The ``assay`` command starts without the server stack, the searchers or the harness: what a
-command does not use, it does not import."""
+command does not use, it does not import.
+
+These run each command in its own process (``ASSAY_CLI_SERVER=off``), as it runs when no command
+server answers and as a server's child runs it; what a served ``assay`` imports is in
+``test_command_server``."""
 
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ def modules_after(tmp_path: Path, *args: str) -> tuple[set[str], subprocess.Comp
         "ASSAY_HOME": str(tmp_path / "home"),
         "PATH": "/usr/bin:/bin",
         "PYTHONPATH": ":".join(sys.path),
+        "ASSAY_CLI_SERVER": "off",
     }
     done = subprocess.run(
         [sys.executable, "-c", RUN], env=env, capture_output=True, text=True, check=True
@@ -70,7 +75,7 @@ def test_help_loads_no_subcommand_rich_pydantic_or_the_rest_models(tmp_path: Pat
     modules, done = modules_after(tmp_path, "--help")
     assert "token" in done.stdout and "Access tokens for scripts and CI." in done.stdout
     cli = sorted(m for m in modules if m.startswith("assay.cli."))
-    assert cli == ["assay.cli._app", "assay.cli._lazy", "assay.cli._state"]
+    assert cli == ["assay.cli._app", "assay.cli._lazy", "assay.cli._served", "assay.cli._state"]
     loaded = {m.split(".")[0] for m in modules}
     assert not loaded & {"pydantic", "rich", "markdown_it", "pygments"}
     assert "typer.rich_utils" not in modules

@@ -1,0 +1,397 @@
+"""The command server: ``assay`` hands its command to a warm process that forks a child for it.
+
+Each test gets its own runtime directory (``XDG_RUNTIME_DIR``), so it starts its own server, as
+the first ``assay`` of a user does, and stops it at the end. Every behaviour is checked against
+the same command run in its own process (``ASSAY_CLI_SERVER=off``): a served command must be
+indistinguishable from it, but for its speed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pty
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import termios
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import assay
+from assay.cli._served import runtime_dir, socket_path, wanted
+
+RUN = """
+import json, os, sys
+from assay.cli import main
+try:
+    main()
+finally:
+    with open(os.environ["MODULES"], "w") as out:
+        json.dump(sorted(sys.modules), out)
+"""
+"""``assay``, writing down at its end the modules its own process loaded."""
+
+UNREACHABLE = "http://127.0.0.1:9"
+
+
+@dataclass
+class Ran:
+    returncode: int
+    stdout: str
+    stderr: str
+    modules: set[str]
+
+    @property
+    def served(self) -> bool:
+        """Whether the command ran in the server: this process never loaded the CLI."""
+        return "typer" not in self.modules
+
+
+@dataclass
+class Setting:
+    tmp: Path
+    env: dict[str, str]
+
+    @property
+    def sockets(self) -> Path:
+        return Path(self.env["XDG_RUNTIME_DIR"]) / "assay"
+
+    def assay(self, *args: str, cwd: Path | None = None, **env: str) -> Ran:
+        listing = self.tmp / f"modules-{time.monotonic_ns()}.json"
+        done = subprocess.run(
+            [sys.executable, "-c", RUN, *args],
+            env={**self.env, **env, "MODULES": str(listing)},
+            cwd=cwd or self.tmp,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        return Ran(done.returncode, done.stdout, done.stderr, set(json.loads(listing.read_text())))
+
+    def in_process(self, *args: str, cwd: Path | None = None) -> Ran:
+        return self.assay(*args, cwd=cwd, ASSAY_CLI_SERVER="off")
+
+    def servers(self) -> list[int]:
+        """The pids of the servers that hold a lock here."""
+        pids = []
+        for lock in self.sockets.glob("*.lock"):
+            with contextlib.suppress(ValueError):
+                pid = int(lock.read_text().strip())
+                if _alive(pid):
+                    pids.append(pid)
+        return pids
+
+    def started(self) -> int:
+        """The pid of a server that answers, started by a first command if need be."""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            answering = [sock for sock in self.sockets.glob("*.sock") if _answers(sock)]
+            if answering and self.servers():
+                return self.servers()[0]
+            if not self.servers():
+                self.assay("--version")
+            time.sleep(0.1)
+        raise AssertionError("no command server started within 60 s")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _answers(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX) as sock:
+        try:
+            sock.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+def _wait_gone(pid: int, seconds: float = 20) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.fixture
+def setting(tmp_path: Path) -> Iterator[Setting]:
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    env = {
+        **os.environ,
+        "XDG_RUNTIME_DIR": str(run),
+        "ASSAY_HOME": str(tmp_path / "home"),
+        "PYTHONPATH": os.pathsep.join(sys.path),
+        "COLUMNS": "120",
+    }
+    for name in ("ASSAY_CLI_SERVER", "ASSAY_MASTER", "ASSAY_PORT"):
+        env.pop(name, None)
+    made = Setting(tmp_path, env)
+    yield made
+    # Every server of this directory, one still starting (no pid in its lock yet) included.
+    for pid in _servers_in(run):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        _wait_gone(pid)
+
+
+def _servers_in(run: Path) -> list[int]:
+    servers = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and _alive(int(entry.name)):
+                cmdline = (entry / "cmdline").read_text(errors="replace")
+                if "assay.cli._server" in cmdline and str(run) in cmdline:
+                    servers.append(int(entry.name))
+    return servers
+
+
+def test_a_command_after_the_first_runs_in_the_server_and_prints_the_same(
+    setting: Setting,
+) -> None:
+    setting.started()
+    served = setting.assay("e", "-h")
+    alone = setting.in_process("e", "-h")
+    assert served.served and not alone.served
+    assert (served.returncode, served.stdout, served.stderr) == (0, alone.stdout, alone.stderr)
+    assert "list" in served.stdout
+
+
+def test_a_served_assay_loads_only_the_standard_library_and_its_own_entry(
+    setting: Setting,
+) -> None:
+    setting.started()
+    ran = setting.assay("--version")
+    assert ran.served and ran.stdout == f"assay {_version()}\n"
+    ours = {m for m in ran.modules if m.split(".")[0] not in sys.stdlib_module_names}
+    entry = {"__main__", "assay", "assay.cli", "assay.cli._served"}
+    assert ours <= entry | {"sitecustomize", "_distutils_hack"}
+
+
+def _version() -> str:
+    from importlib.metadata import version
+
+    return version("assay")
+
+
+def test_exit_status_and_errors_are_those_of_the_command(setting: Setting) -> None:
+    setting.started()
+    for args in (("-m", UNREACHABLE, "e", "list"), ("e", "lisst")):
+        served = setting.assay(*args)
+        alone = setting.in_process(*args)
+        assert served.served
+        assert (served.returncode, served.stdout, served.stderr) == (
+            alone.returncode,
+            alone.stdout,
+            alone.stderr,
+        )
+    assert setting.assay("e", "lisst").returncode == 2
+    assert "no master answering at http://127.0.0.1:9" in setting.assay(
+        "-m", UNREACHABLE, "e", "list"
+    ).stderr
+
+
+def test_the_command_runs_in_the_callers_directory_and_environment(setting: Setting) -> None:
+    setting.started()
+    here = setting.tmp / "project"
+    here.mkdir()
+    (here / "search.yaml").write_text(
+        "entrypoint: python3 train.py\n"
+        "searcher: {name: random, metric: loss, max_trials: 3, max_length: {batches: 10}}\n"
+        "hyperparameters: {lr: {type: double, minval: 0.001, maxval: 0.1}}\n"
+    )
+    served = setting.assay("preview-search", "search.yaml", cwd=here)
+    alone = setting.in_process("preview-search", "search.yaml", cwd=here)
+    assert served.served and served.returncode == 0, served.stderr
+    assert served.stdout == alone.stdout and "3" in served.stdout
+    ran = setting.assay("e", "list", ASSAY_MASTER="http://127.0.0.1:7")
+    assert ran.served and "http://127.0.0.1:7" in ran.stderr
+
+
+def test_commands_at_once_each_get_their_own_answer(setting: Setting) -> None:
+    setting.started()
+    script = [sys.executable, "-c", "from assay.cli import main; main()"]
+    procs = [
+        subprocess.Popen(
+            [*script, *args],
+            env=setting.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for args in [("--version",), ("-m", UNREACHABLE, "e", "list")] * 4
+    ]
+    answers = [proc.communicate(timeout=120) + (proc.returncode,) for proc in procs]
+    for index, (out, err, code) in enumerate(answers):
+        if index % 2 == 0:
+            assert (code, out) == (0, f"assay {_version()}\n")
+        else:
+            assert code == 1 and "no master answering" in err and out == ""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_ends_the_command_as_it_ends_one_in_its_own_process(
+    setting: Setting, signum: int
+) -> None:
+    server = setting.started()
+    with socket.socket() as silent:  # A master that never answers: the command waits on it.
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        ended = {}
+        for mode in ("on", "off"):
+            proc = subprocess.Popen(
+                [sys.executable, "-c", "from assay.cli import main; main()", "-m", url, "e", "list"],
+                env={**setting.env, "ASSAY_CLI_SERVER": mode},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            time.sleep(1.5)  # Past its start, waiting on the master.
+            proc.send_signal(signum)
+            out, err = proc.communicate(timeout=30)
+            ended[mode] = (proc.returncode, out, err)
+    assert ended["on"] == ended["off"]
+    assert ended["on"][0] in (-signum, 128 + signum, 1)
+    assert _children_of(server) == [], "the command's process was left running"
+
+
+def _children_of(pid: int) -> list[int]:
+    children = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(fields[1]) == pid and fields[0] != "Z":
+                    children.append(int(entry.name))
+    return children
+
+
+def test_a_terminal_reaches_the_command_with_its_size(setting: Setting) -> None:
+    setting.started()
+    screens = {}
+    for mode in ("on", "off"):
+        pid, fd = pty.fork()
+        if pid == 0:  # pragma: no cover - the child execs
+            env = {**setting.env, "ASSAY_CLI_SERVER": mode}
+            env.pop("COLUMNS")
+            os.execve(
+                sys.executable,
+                [sys.executable, "-c", "from assay.cli import main; main()", "e", "-h"],
+                env,
+            )
+        termios.tcsetwinsize(fd, (24, 50))
+        screen = b""
+        with contextlib.suppress(OSError):
+            while chunk := os.read(fd, 65536):
+                screen += chunk
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        screens[mode] = screen.decode()
+    assert screens["on"] == screens["off"]
+    assert max(len(line) for line in screens["on"].splitlines()) <= 50
+    assert "Submit an experiment" in screens["on"]
+
+
+def test_a_server_whose_code_changed_retires_and_the_command_runs_anyway(
+    setting: Setting,
+) -> None:
+    # A copy of the package stands for an install that is upgraded in place.
+    copy = setting.tmp / "site"
+    shutil.copytree(
+        Path(assay.__file__).parent,
+        copy / "assay",
+        ignore=shutil.ignore_patterns("__pycache__", "dist", "node_modules"),
+    )
+    setting.env["PYTHONPATH"] = os.pathsep.join([str(copy), *sys.path])
+    old = setting.started()
+    assert setting.assay("--version").served
+    edited = copy / "assay" / "errors.py"
+    later = edited.stat().st_mtime_ns + 5_000_000_000
+    os.utime(edited, ns=(later, later))
+    ran = setting.assay("--version")
+    assert not ran.served and ran.returncode == 0 and ran.stdout.startswith("assay ")
+    assert _wait_gone(old), "a stale server kept running"
+    new = setting.started()
+    assert new != old
+    assert setting.assay("--version").served
+
+
+def test_off_runs_in_its_own_process_and_starts_no_server(setting: Setting) -> None:
+    ran = setting.in_process("--version")
+    assert ran.returncode == 0 and not ran.served
+    assert not setting.sockets.exists() or not list(setting.sockets.iterdir())
+
+
+def test_two_servers_started_at_once_leave_one(setting: Setting) -> None:
+    setting.sockets.mkdir(mode=0o700)
+    env = {**setting.env, "PYTHONPATH": os.pathsep.join(sys.path)}
+    code = (
+        "import sys; from assay.cli._served import socket_path, start_server; "
+        "start_server(socket_path(sys.argv[1])); start_server(socket_path(sys.argv[1]))"
+    )
+    subprocess.run([sys.executable, "-c", code, str(setting.sockets)], env=env, check=True)
+    setting.started()
+    time.sleep(1)
+    assert len(_servers_in(setting.sockets)) == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "served"),
+    [
+        (["e", "list"], True),
+        (["-m", "http://x:1", "--debug", "t", "logs", "3"], True),
+        (["up"], False),
+        (["-m", "http://x:1", "down"], False),
+        (["--master=http://x:1", "master"], False),
+        (["agent", "list"], False),
+        (["e", "create", "--local", "c.yaml", "."], False),
+        (["--install-completion"], False),
+        (["--show-completion=bash"], False),
+    ],
+)
+def test_commands_that_run_a_clusters_processes_stay_in_the_caller(
+    argv: list[str], served: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ASSAY_CLI_SERVER", raising=False)
+    assert wanted(argv) is served
+    monkeypatch.setenv("ASSAY_CLI_SERVER", "off")
+    assert wanted(argv) is False
+
+
+def test_a_runtime_directory_others_may_enter_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    (tmp_path / "assay").mkdir(mode=0o755)
+    (tmp_path / "assay").chmod(0o755)
+    assert runtime_dir() is None
+    (tmp_path / "assay").chmod(0o700)
+    assert runtime_dir() == str(tmp_path / "assay")
+
+
+def test_each_python_environment_has_its_own_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = socket_path(str(tmp_path))
+    monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path / "elsewhere")])
+    assert socket_path(str(tmp_path)) != first
+    assert len(first.encode()) < 100, "a Unix socket's path must fit in 108 bytes"
+
