@@ -40,6 +40,7 @@ finally:
 """``assay``, writing down at its end the modules its own process loaded."""
 
 UNREACHABLE = "http://127.0.0.1:9"
+ASSAY = [sys.executable, "-c", "from assay.cli import main; main()"]
 
 
 @dataclass
@@ -203,9 +204,10 @@ def test_exit_status_and_errors_are_those_of_the_command(setting: Setting) -> No
             alone.stderr,
         )
     assert setting.assay("e", "lisst").returncode == 2
-    assert "no master answering at http://127.0.0.1:9" in setting.assay(
-        "-m", UNREACHABLE, "e", "list"
-    ).stderr
+    assert (
+        "no master answering at http://127.0.0.1:9"
+        in setting.assay("-m", UNREACHABLE, "e", "list").stderr
+    )
 
 
 def test_the_command_runs_in_the_callers_directory_and_environment(setting: Setting) -> None:
@@ -227,10 +229,9 @@ def test_the_command_runs_in_the_callers_directory_and_environment(setting: Sett
 
 def test_commands_at_once_each_get_their_own_answer(setting: Setting) -> None:
     setting.started()
-    script = [sys.executable, "-c", "from assay.cli import main; main()"]
     procs = [
         subprocess.Popen(
-            [*script, *args],
+            [*ASSAY, *args],
             env=setting.env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -238,7 +239,7 @@ def test_commands_at_once_each_get_their_own_answer(setting: Setting) -> None:
         )
         for args in [("--version",), ("-m", UNREACHABLE, "e", "list")] * 4
     ]
-    answers = [proc.communicate(timeout=120) + (proc.returncode,) for proc in procs]
+    answers = [(*proc.communicate(timeout=120), proc.returncode) for proc in procs]
     for index, (out, err, code) in enumerate(answers):
         if index % 2 == 0:
             assert (code, out) == (0, f"assay {_version()}\n")
@@ -258,7 +259,7 @@ def test_a_signal_ends_the_command_as_it_ends_one_in_its_own_process(
         ended = {}
         for mode in ("on", "off"):
             proc = subprocess.Popen(
-                [sys.executable, "-c", "from assay.cli import main; main()", "-m", url, "e", "list"],
+                [*ASSAY, "-m", url, "e", "list"],
                 env={**setting.env, "ASSAY_CLI_SERVER": mode},
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -294,7 +295,7 @@ def test_a_terminal_reaches_the_command_with_its_size(setting: Setting) -> None:
             env.pop("COLUMNS")
             os.execve(
                 sys.executable,
-                [sys.executable, "-c", "from assay.cli import main; main()", "e", "-h"],
+                [*ASSAY, "e", "-h"],
                 env,
             )
         termios.tcsetwinsize(fd, (24, 50))
@@ -394,4 +395,3 @@ def test_each_python_environment_has_its_own_server(
     monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path / "elsewhere")])
     assert socket_path(str(tmp_path)) != first
     assert len(first.encode()) < 100, "a Unix socket's path must fit in 108 bytes"
-
