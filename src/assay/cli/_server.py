@@ -31,6 +31,7 @@ import socket
 import struct
 import sys
 import time
+from dataclasses import dataclass
 
 from assay.cli._served import HEADER, IDLE_SECONDS
 
@@ -128,10 +129,10 @@ def serve(path: str) -> None:
     listener.listen(64)
     os.ftruncate(lock, 0)
     os.write(lock, f"{os.getpid()}\n".encode())
-    conn = _Server(path, lock, listener, times).loop()
-    if conn is None:
+    forked = _Server(path, lock, listener, times).loop()
+    if forked is None:
         return
-    status = run_child(conn)
+    status = run_child(*forked)
     # End as the interpreter would, less its teardown of every module the server loaded (tens
     # of milliseconds the caller would wait for): threads joined, exit hooks run, streams
     # flushed.
@@ -148,13 +149,14 @@ class _Server:
         self.listener: socket.socket | None = listener
         self.times = times
         self.children: dict[int, socket.socket] = {}
+        self.gone: set[int] = set()
         self.wake_read, self.wake_write = os.pipe()
         os.set_blocking(self.wake_write, False)
         os.set_blocking(self.wake_read, False)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.set_wakeup_fd(self.wake_write)
 
-    def loop(self) -> socket.socket | None:
+    def loop(self) -> tuple[socket.socket, _Request] | None:
         """Accepts commands until idle or stale; returns the connection in a forked child,
         ``None`` in the server once it has retired and its last child has ended."""
         last = time.monotonic()
@@ -168,36 +170,67 @@ class _Server:
             waiting: list[int | socket.socket] = [self.wake_read]
             if self.listener is not None:
                 waiting.append(self.listener)
+            watched = {conn: pid for pid, conn in self.children.items() if pid not in self.gone}
+            waiting.extend(watched)
             readable, _, _ = select.select(waiting, [], [], timeout)
             if self.wake_read in readable:
                 with contextlib.suppress(BlockingIOError):
                     os.read(self.wake_read, 4096)
                 self.reap()
+            for conn, pid in watched.items():
+                if conn in readable and pid in self.children:
+                    self.check_caller(pid, conn)
             if self.listener is not None and self.listener in readable:
                 conn, _ = self.listener.accept()
                 last = time.monotonic()
-                if self.admit(conn):
-                    pid = os.fork()
-                    if pid == 0:
-                        self.leave()
-                        return conn
-                    self.children[pid] = conn
+                request = self.admit(conn)
+                if request is None:
+                    continue
+                pid = os.fork()
+                if pid == 0:
+                    self.leave()
+                    return conn, request
+                # Both sides set the group, so that it is the child's before either goes on.
+                with contextlib.suppress(OSError):
+                    os.setpgid(pid, pid)
+                request.close_descriptors()
+                self.children[pid] = conn
         return None
 
-    def admit(self, conn: socket.socket) -> bool:
-        """Whether to run this caller's command: only its own user's, and only while no module
-        has changed on disk (a caller refused runs it itself)."""
+    def check_caller(self, pid: int, conn: socket.socket) -> None:
+        """A caller says nothing after its request: its end of the socket closing means it
+        died without passing a signal on (SIGKILL), and its command dies with it."""
+        try:
+            said = conn.recv(64, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return
+        except OSError:
+            said = b""
+        if said:
+            conn.recv(64)
+            return
+        self.gone.add(pid)
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+
+    def admit(self, conn: socket.socket) -> _Request | None:
+        """The caller's request, if it is to be run: only its own user's, and only while no
+        module has changed on disk (a caller refused runs the command itself)."""
         uid = _PEERCRED.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
         if uid != os.getuid():
             conn.close()
-            return False
+            return None
         if changed(self.times):
             with contextlib.suppress(OSError):
                 conn.sendall(b"stale\n")
             conn.close()
             self.retire()
-            return False
-        return True
+            return None
+        try:
+            return _receive(conn)
+        except Exception:  # Whatever it sent, the caller runs the command itself.
+            conn.close()
+            return None
 
     def retire(self) -> None:
         """Takes no more commands, and lets a fresh server take the socket at once; the
@@ -220,6 +253,7 @@ class _Server:
             if pid == 0:
                 return
             conn = self.children.pop(pid, None)
+            self.gone.discard(pid)
             if conn is None:
                 continue
             if os.WIFSIGNALED(status):
@@ -245,12 +279,11 @@ class _Server:
         self.children.clear()
 
 
-def run_child(conn: socket.socket) -> int:
+def run_child(conn: socket.socket, request: _Request) -> int:
     """Takes the caller's place and runs its command; the status to end with."""
     try:
         os.setpgid(0, 0)
-        request = _receive(conn)
-        _become(request)
+        request.take_place()
         conn.sendall(f"pid {os.getpid()}\n".encode())
     except Exception:
         return SETUP_FAILED
@@ -285,60 +318,94 @@ def _status(code: object) -> int:
     return 1
 
 
-def _receive(conn: socket.socket) -> dict[str, object]:
-    conn.settimeout(10)
+@dataclass
+class _Request:
+    """What a caller sent: its arguments, environment, umask and standard streams' encodings,
+    and the descriptors of its standard streams and working directory."""
+
+    argv0: str
+    argv: list[str]
+    env: dict[str, str]
+    umask: int
+    streams: list[tuple[str, str]]
+    fds: list[int]
+
+    def close_descriptors(self) -> None:
+        for fd in self.fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def take_place(self) -> None:
+        """Becomes the caller: its descriptors, directory, umask, environment, arguments and
+        standard streams (its encodings; stdout line-buffered on a terminal and stderr always,
+        as the interpreter makes them)."""
+        for target, fd in zip((0, 1, 2), self.fds[:3], strict=True):
+            os.dup2(fd, target)
+        os.fchdir(self.fds[3])
+        self.close_descriptors()
+        os.umask(self.umask)
+        os.environ.clear()
+        os.environ.update(self.env)
+        sys.argv = [self.argv0, *self.argv]
+        made = []
+        for fd, (encoding, errors) in enumerate(self.streams):
+            stream = open(  # noqa: SIM115 - the process's own standard stream
+                fd,
+                "r" if fd == 0 else "w",
+                encoding=encoding,
+                errors=errors,
+                newline="\n",
+                closefd=False,
+            )
+            assert isinstance(stream, io.TextIOWrapper)
+            if fd == 2 or (fd == 1 and os.isatty(1)):
+                stream.reconfigure(line_buffering=True)
+            made.append(stream)
+        # The originals too: what sizes the terminal (shutil) asks ``sys.__stdout__``.
+        sys.stdin, sys.stdout, sys.stderr = made
+        for name, stream in zip(("__stdin__", "__stdout__", "__stderr__"), made, strict=True):
+            setattr(sys, name, stream)
+        for signum in (
+            signal.SIGTERM,
+            signal.SIGHUP,
+            signal.SIGQUIT,
+            signal.SIGUSR1,
+            signal.SIGUSR2,
+        ):
+            signal.signal(signum, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _receive(conn: socket.socket) -> _Request:
+    """Reads a request (``assay.cli._served.request``); the caller sends it as it connects."""
+    conn.settimeout(2)
     data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 4)
     if len(fds) != 4:
-        raise OSError("a request without its four descriptors")
-    (length,) = HEADER.unpack_from(data)
-    while len(data) < HEADER.size + length:
-        more = conn.recv(1 << 16)
-        if not more:
-            raise OSError("a request cut short")
-        data += more
-    request: dict[str, object] = marshal.loads(data[HEADER.size : HEADER.size + length])
-    for target, fd in zip((0, 1, 2), fds[:3], strict=True):
-        os.dup2(fd, target)
-        os.close(fd)
-    os.fchdir(fds[3])
-    os.close(fds[3])
-    return request
-
-
-def _become(request: dict[str, object]) -> None:
-    """The caller's umask, environment, arguments and standard streams (its encodings; stdout
-    line-buffered on a terminal and stderr always, as the interpreter makes them)."""
-    os.umask(int(request["umask"]))  # type: ignore[call-overload]
-    env = request["env"]
-    assert isinstance(env, dict)
-    os.environ.clear()
-    os.environ.update(env)
-    argv = request["argv"]
-    assert isinstance(argv, list)
-    sys.argv = [str(request["argv0"]), *argv]
-    streams = request["streams"]
-    assert isinstance(streams, list)
-    made = []
-    for fd, (encoding, errors) in enumerate(streams):
-        stream = open(  # noqa: SIM115 - the process's own standard stream
-            fd,
-            "r" if fd == 0 else "w",
-            encoding=encoding,
-            errors=errors,
-            newline="\n",
-            closefd=False,
+        for fd in fds:
+            os.close(fd)
+        raise ValueError("a request without its four descriptors")
+    try:
+        (length,) = HEADER.unpack_from(data)
+        while len(data) < HEADER.size + length:
+            more = conn.recv(1 << 16)
+            if not more:
+                raise EOFError("a request cut short")
+            data += more
+        body = marshal.loads(data[HEADER.size : HEADER.size + length])
+        request = _Request(
+            argv0=str(body["argv0"]),
+            argv=[str(arg) for arg in body["argv"]],
+            env={str(key): str(value) for key, value in body["env"].items()},
+            umask=int(body["umask"]),
+            streams=[(str(encoding), str(errors)) for encoding, errors in body["streams"]],
+            fds=fds,
         )
-        assert isinstance(stream, io.TextIOWrapper)
-        if fd == 2 or (fd == 1 and os.isatty(1)):
-            stream.reconfigure(line_buffering=True)
-        made.append(stream)
-    # The originals too: what sizes the terminal (shutil) asks ``sys.__stdout__``.
-    sys.stdin, sys.stdout, sys.stderr = made
-    for name, stream in zip(("__stdin__", "__stdout__", "__stderr__"), made, strict=True):
-        setattr(sys, name, stream)
-    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
-        signal.signal(signum, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    conn.settimeout(None)
+    return request
 
 
 __all__ = ["serve"]

@@ -274,6 +274,28 @@ def test_a_signal_ends_the_command_as_it_ends_one_in_its_own_process(
     assert _children_of(server) == [], "the command's process was left running"
 
 
+def test_a_command_whose_caller_is_killed_dies_with_it(setting: Setting) -> None:
+    server = setting.started()
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        proc = subprocess.Popen(
+            [*ASSAY, "-m", url, "e", "list"],
+            env=setting.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 30
+        while not _children_of(server) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        command = _children_of(server)
+        assert command, "the command never ran in the server"
+        proc.kill()  # SIGKILL: nothing is passed on.
+        proc.wait()
+        assert all(_wait_gone(pid) for pid in command), "the command outlived its caller"
+
+
 def _children_of(pid: int) -> list[int]:
     children = []
     for entry in Path("/proc").iterdir():
