@@ -23,14 +23,17 @@ import contextlib
 import fcntl
 import importlib
 import io
+import locale
 import marshal
 import os
+import resource
 import select
 import signal
 import socket
 import struct
 import sys
 import time
+import traceback
 from dataclasses import dataclass
 
 from assay.cli._served import HEADER, IDLE_SECONDS
@@ -46,10 +49,11 @@ WARM = (
     "rich.progress",
     "rich.markup",
     "pydantic",
-    "httpx",
+    "http.client",
     "yaml",
     "assay.errors",
     "assay.client",
+    "assay.client._client",
     "assay.rest",
     "assay.config",
     "assay.cli._lazy",
@@ -82,22 +86,30 @@ def warm() -> None:
                 model.__pydantic_validator__  # noqa: B018 - built when first read
 
 
-def fingerprint() -> dict[str, int]:
-    """The modification time of every loaded module's file."""
-    times: dict[str, int] = {}
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
+Stamp = tuple[int, int, int]
+
+
+def _stamp(path: str) -> Stamp:
+    info = os.stat(path)
+    return info.st_mtime_ns, info.st_size, info.st_ino
+
+
+def fingerprint() -> dict[str, Stamp]:
+    """The interpreter's and every loaded module's file: modification time, size, inode."""
+    stamps: dict[str, Stamp] = {}
+    paths = [sys.executable, *(getattr(m, "__file__", None) for m in list(sys.modules.values()))]
+    for path in paths:
         if isinstance(path, str):
             with contextlib.suppress(OSError):
-                times[path] = os.stat(path).st_mtime_ns
-    return times
+                stamps[path] = _stamp(path)
+    return stamps
 
 
-def changed(times: dict[str, int]) -> bool:
+def changed(stamps: dict[str, Stamp]) -> bool:
     """Whether any file of :func:`fingerprint` changed since (an upgrade, an edit)."""
-    for path, mtime in times.items():
+    for path, stamp in stamps.items():
         try:
-            if os.stat(path).st_mtime_ns != mtime:
+            if _stamp(path) != stamp:
                 return True
         except OSError:
             return True
@@ -110,7 +122,7 @@ def serve(path: str) -> None:
     # Nothing of the process that started this one is kept: not its directory (which could
     # then not be unmounted), nor any descriptor it left open (a pipe someone waits on).
     os.chdir("/")
-    os.closerange(3, 1 << 16)
+    os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
     lock = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -132,17 +144,12 @@ def serve(path: str) -> None:
     forked = _Server(path, lock, listener, times).loop()
     if forked is None:
         return
-    status = run_child(*forked)
-    # End as the interpreter would, less its teardown of every module the server loaded (tens
-    # of milliseconds the caller would wait for): threads joined, exit hooks run, streams
-    # flushed.
-    _finish()
-    os._exit(status)
+    os._exit(_finish(run_child(*forked)))
 
 
 class _Server:
     def __init__(
-        self, path: str, lock: int, listener: socket.socket, times: dict[str, int]
+        self, path: str, lock: int, listener: socket.socket, times: dict[str, Stamp]
     ) -> None:
         self.path = path
         self.lock: int | None = lock
@@ -150,6 +157,7 @@ class _Server:
         self.times = times
         self.children: dict[int, socket.socket] = {}
         self.gone: set[int] = set()
+        self.last = time.monotonic()
         self.wake_read, self.wake_write = os.pipe()
         os.set_blocking(self.wake_write, False)
         os.set_blocking(self.wake_read, False)
@@ -159,11 +167,11 @@ class _Server:
     def loop(self) -> tuple[socket.socket, _Request] | None:
         """Accepts commands until idle or stale; returns the connection in a forked child,
         ``None`` in the server once it has retired and its last child has ended."""
-        last = time.monotonic()
         while self.listener is not None or self.children:
             timeout = None
             if self.listener is not None and not self.children:
-                timeout = IDLE_SECONDS - (time.monotonic() - last)
+                # Idle since the last command ended (or the last one was refused).
+                timeout = IDLE_SECONDS - (time.monotonic() - self.last)
                 if timeout <= 0:
                     self.retire()
                     continue
@@ -182,9 +190,13 @@ class _Server:
                     self.check_caller(pid, conn)
             if self.listener is not None and self.listener in readable:
                 conn, _ = self.listener.accept()
-                last = time.monotonic()
+                self.last = time.monotonic()
                 request = self.admit(conn)
                 if request is None:
+                    continue
+                if not _connected(conn):  # The caller gave up waiting: run nothing for it.
+                    request.close_descriptors()
+                    conn.close()
                     continue
                 pid = os.fork()
                 if pid == 0:
@@ -254,6 +266,7 @@ class _Server:
                 return
             conn = self.children.pop(pid, None)
             self.gone.discard(pid)
+            self.last = time.monotonic()
             if conn is None:
                 continue
             if os.WIFSIGNALED(status):
@@ -281,12 +294,17 @@ class _Server:
 
 def run_child(conn: socket.socket, request: _Request) -> int:
     """Takes the caller's place and runs its command; the status to end with."""
+    log = os.dup(2)
     try:
         os.setpgid(0, 0)
         request.take_place()
         conn.sendall(f"pid {os.getpid()}\n".encode())
     except Exception:
+        # Into the server's log: the caller, not told a pid, runs the command itself.
+        os.write(log, traceback.format_exc().encode())
         return SETUP_FAILED
+    finally:
+        os.close(log)
     conn.close()
     from assay.cli import run_here
 
@@ -294,18 +312,36 @@ def run_child(conn: socket.socket, request: _Request) -> int:
         run_here()
     except SystemExit as done:
         return _status(done.code)
+    except KeyboardInterrupt:
+        # The interpreter dies of SIGINT after an uncaught Ctrl-C; so does this child.
+        _finish(0)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    except BaseException:
+        sys.excepthook(*sys.exc_info())  # type: ignore[arg-type]
+        return 1
     return 0
 
 
-def _finish() -> None:
+def _finish(status: int) -> int:
+    """Ends the command as the interpreter ends a program, less tearing down the modules the
+    server loaded (tens of milliseconds the caller would wait for): threads joined, exit hooks
+    run, standard streams flushed; a stream that cannot be flushed is reported, and the status
+    is then 120."""
     threading = sys.modules.get("threading")
     shutdown = getattr(threading, "_shutdown", None)
     if shutdown is not None:
         shutdown()
     atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError):
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        try:
             stream.flush()
+        except Exception as exc:
+            status = 120
+            with contextlib.suppress(Exception):
+                os.write(2, f"Exception ignored on flushing sys.{name}:\n{exc!r}\n".encode())
+    return status
 
 
 def _status(code: object) -> int:
@@ -318,6 +354,15 @@ def _status(code: object) -> int:
     return 1
 
 
+def _connected(conn: socket.socket) -> bool:
+    try:
+        return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+
+
 @dataclass
 class _Request:
     """What a caller sent: its arguments, environment, umask and standard streams' encodings,
@@ -327,7 +372,9 @@ class _Request:
     argv: list[str]
     env: dict[str, str]
     umask: int
-    streams: list[tuple[str, str]]
+    streams: list[tuple[str, str, bool, bool]]
+    ignored: list[int]
+    blocked: list[int]
     fds: list[int]
 
     def close_descriptors(self) -> None:
@@ -336,9 +383,10 @@ class _Request:
                 os.close(fd)
 
     def take_place(self) -> None:
-        """Becomes the caller: its descriptors, directory, umask, environment, arguments and
-        standard streams (its encodings; stdout line-buffered on a terminal and stderr always,
-        as the interpreter makes them)."""
+        """Becomes the caller: its descriptors, directory, umask, environment (its time zone
+        and locale too), arguments, standard streams (encodings and buffering) and signals
+        (those it ignores stay ignored, those it blocks blocked; the rest as the interpreter
+        starts them)."""
         for target, fd in zip((0, 1, 2), self.fds[:3], strict=True):
             os.dup2(fd, target)
         os.fchdir(self.fds[3])
@@ -346,21 +394,30 @@ class _Request:
         os.umask(self.umask)
         os.environ.clear()
         os.environ.update(self.env)
+        time.tzset()
+        with contextlib.suppress(locale.Error):
+            locale.setlocale(locale.LC_CTYPE, "")
         sys.argv = [self.argv0, *self.argv]
         made = []
-        for fd, (encoding, errors) in enumerate(self.streams):
-            stream = open(  # noqa: SIM115 - the process's own standard stream
-                fd,
-                "r" if fd == 0 else "w",
-                encoding=encoding,
-                errors=errors,
-                newline="\n",
-                closefd=False,
+        for fd, (encoding, errors, lines, through) in enumerate(self.streams):
+            # As the interpreter builds them: unbuffered bytes under `-u`/PYTHONUNBUFFERED
+            # (a failed write fails at once), buffered otherwise; stdin always buffered.
+            raw = io.FileIO(fd, "r" if fd == 0 else "w", closefd=False)
+            buffer: io.RawIOBase | io.BufferedIOBase
+            if fd == 0:
+                buffer = io.BufferedReader(raw)
+            else:
+                buffer = raw if through else io.BufferedWriter(raw)
+            made.append(
+                io.TextIOWrapper(
+                    buffer,  # type: ignore[arg-type]
+                    encoding=encoding,
+                    errors=errors,
+                    newline="\n",
+                    line_buffering=lines,
+                    write_through=through,
+                )
             )
-            assert isinstance(stream, io.TextIOWrapper)
-            if fd == 2 or (fd == 1 and os.isatty(1)):
-                stream.reconfigure(line_buffering=True)
-            made.append(stream)
         # The originals too: what sizes the terminal (shutil) asks ``sys.__stdout__``.
         sys.stdin, sys.stdout, sys.stderr = made
         for name, stream in zip(("__stdin__", "__stdout__", "__stderr__"), made, strict=True):
@@ -374,6 +431,10 @@ class _Request:
         ):
             signal.signal(signum, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        for ignored in self.ignored:
+            with contextlib.suppress(OSError, ValueError):
+                signal.signal(ignored, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_SETMASK, self.blocked)
 
 
 def _receive(conn: socket.socket) -> _Request:
@@ -397,7 +458,12 @@ def _receive(conn: socket.socket) -> _Request:
             argv=[str(arg) for arg in body["argv"]],
             env={str(key): str(value) for key, value in body["env"].items()},
             umask=int(body["umask"]),
-            streams=[(str(encoding), str(errors)) for encoding, errors in body["streams"]],
+            streams=[
+                (str(encoding), str(errors), bool(lines), bool(through))
+                for encoding, errors, lines, through in body["streams"]
+            ],
+            ignored=[int(signum) for signum in body["ignored"]],
+            blocked=[int(signum) for signum in body["blocked"]],
             fds=fds,
         )
     except BaseException:

@@ -20,6 +20,7 @@ import sys
 import termios
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -229,22 +230,46 @@ def test_the_command_runs_in_the_callers_directory_and_environment(setting: Sett
 
 def test_commands_at_once_each_get_their_own_answer(setting: Setting) -> None:
     setting.started()
-    procs = [
-        subprocess.Popen(
-            [*ASSAY, *args],
-            env=setting.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        runs = list(
+            pool.map(
+                lambda args: setting.assay(*args),
+                [("--version",), ("-m", UNREACHABLE, "e", "list")] * 4,
+            )
         )
-        for args in [("--version",), ("-m", UNREACHABLE, "e", "list")] * 4
-    ]
-    answers = [(*proc.communicate(timeout=120), proc.returncode) for proc in procs]
-    for index, (out, err, code) in enumerate(answers):
+    for index, ran in enumerate(runs):
+        assert ran.served
         if index % 2 == 0:
-            assert (code, out) == (0, f"assay {_version()}\n")
+            assert (ran.returncode, ran.stdout) == (0, f"assay {_version()}\n")
         else:
-            assert code == 1 and "no master answering" in err and out == ""
+            assert ran.returncode == 1 and "no master answering" in ran.stderr
+            assert ran.stdout == ""
+
+
+@contextlib.contextmanager
+def _silent_master() -> Iterator[socket.socket]:
+    """A master that takes connections and never answers: a command waits on it."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        silent.settimeout(60)
+        yield silent
+
+
+def _waiting(silent: socket.socket, **env: str) -> tuple[subprocess.Popen[str], socket.socket]:
+    """``assay e list`` started against ``silent``, once it has reached it."""
+    url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+    # Under `nohup`, when the environment says so: the command ignores SIGHUP.
+    nohup = ["nohup"] if "IGNORE_HUP" in env else []
+    proc = subprocess.Popen(
+        [*nohup, *ASSAY, "-m", url, "e", "list"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    conn, _ = silent.accept()
+    return proc, conn
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
@@ -252,48 +277,67 @@ def test_a_signal_ends_the_command_as_it_ends_one_in_its_own_process(
     setting: Setting, signum: int
 ) -> None:
     server = setting.started()
-    with socket.socket() as silent:  # A master that never answers: the command waits on it.
-        silent.bind(("127.0.0.1", 0))
-        silent.listen()
-        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
-        ended = {}
+    ended = {}
+    with _silent_master() as silent:
         for mode in ("on", "off"):
-            proc = subprocess.Popen(
-                [*ASSAY, "-m", url, "e", "list"],
-                env={**setting.env, "ASSAY_CLI_SERVER": mode},
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            time.sleep(1.5)  # Past its start, waiting on the master.
-            proc.send_signal(signum)
-            out, err = proc.communicate(timeout=30)
+            proc, conn = _waiting(silent, **setting.env, ASSAY_CLI_SERVER=mode)
+            with conn:
+                proc.send_signal(signum)
+                out, err = proc.communicate(timeout=30)
             ended[mode] = (proc.returncode, out, err)
     assert ended["on"] == ended["off"]
     assert ended["on"][0] in (-signum, 128 + signum, 1)
     assert _children_of(server) == [], "the command's process was left running"
 
 
+def test_a_signal_the_caller_ignores_is_ignored_by_the_command(setting: Setting) -> None:
+    setting.started()
+    with _silent_master() as silent:
+        for mode in ("on", "off"):
+            proc, conn = _waiting(silent, **setting.env, ASSAY_CLI_SERVER=mode, IGNORE_HUP="1")
+            with conn:
+                proc.send_signal(signal.SIGHUP)
+                time.sleep(0.5)
+                assert proc.poll() is None, f"SIGHUP ended the command (server {mode})"
+                proc.terminate()
+                proc.communicate(timeout=30)
+
+
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_output_that_cannot_be_written_fails_the_command_as_it_fails_alone(
+    setting: Setting, unbuffered: str
+) -> None:
+    setting.env.pop("PYTHONUNBUFFERED", None)
+    if unbuffered:
+        setting.env["PYTHONUNBUFFERED"] = unbuffered
+    setting.started()
+    ended = {}
+    for mode in ("on", "off"):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run(
+                [*ASSAY, "--version"],
+                env={**setting.env, "ASSAY_CLI_SERVER": mode},
+                stdout=full,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+        ended[mode] = done.returncode
+        assert "No space left on device" in done.stderr
+    assert ended["on"] == ended["off"] != 0
+
+
 def test_a_command_whose_caller_is_killed_dies_with_it(setting: Setting) -> None:
     server = setting.started()
-    with socket.socket() as silent:
-        silent.bind(("127.0.0.1", 0))
-        silent.listen()
-        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
-        proc = subprocess.Popen(
-            [*ASSAY, "-m", url, "e", "list"],
-            env=setting.env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 30
-        while not _children_of(server) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        command = _children_of(server)
-        assert command, "the command never ran in the server"
-        proc.kill()  # SIGKILL: nothing is passed on.
-        proc.wait()
-        assert all(_wait_gone(pid) for pid in command), "the command outlived its caller"
+    with _silent_master() as silent:
+        proc, conn = _waiting(silent, **setting.env)
+        with conn:
+            command = _children_of(server)
+            assert command, "the command never ran in the server"
+            proc.kill()  # SIGKILL: nothing is passed on.
+            proc.communicate()
+            assert all(_wait_gone(pid) for pid in command), "the command outlived its caller"
 
 
 def _children_of(pid: int) -> list[int]:
@@ -386,6 +430,9 @@ def test_two_servers_started_at_once_leave_one(setting: Setting) -> None:
         (["--master=http://x:1", "master"], False),
         (["agent", "list"], False),
         (["e", "create", "--local", "c.yaml", "."], False),
+        (["user", "login", "ann"], False),
+        (["preview-search", "/dev/fd/63"], False),
+        (["e", "create", "--config-file=/proc/self/fd/3"], False),
         (["--install-completion"], False),
         (["--show-completion=bash"], False),
     ],
@@ -403,11 +450,26 @@ def test_a_runtime_directory_others_may_enter_is_not_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    tmp_path.chmod(0o700)
     (tmp_path / "assay").mkdir(mode=0o755)
     (tmp_path / "assay").chmod(0o755)
     assert runtime_dir() is None
     (tmp_path / "assay").chmod(0o700)
     assert runtime_dir() == str(tmp_path / "assay")
+
+
+@pytest.mark.parametrize("xdg", ["shared", "relative"])
+def test_a_runtime_base_that_is_not_the_users_own_falls_back_to_tmpdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, xdg: str
+) -> None:
+    # Under `sudo -E` the variable names another user's directory; a relative one is no base.
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    shared.chmod(0o755)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(shared) if xdg == "shared" else "run")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    assert runtime_dir() == str(tmp_path / f"assay-{os.getuid()}")
+    assert not (shared / "assay").exists()
 
 
 def test_each_python_environment_has_its_own_server(
