@@ -1,19 +1,20 @@
 """The command server: a warm process that runs ``assay`` commands in forked children.
 
 Started by ``assay`` (``assay.cli._served``) as ``python -c BOOT SOCKET PATHS``. It imports what
-commands spend their start on (typer, rich, pydantic, httpx, the client and its models, built),
-then listens on a Unix socket only its user can reach. Each connection is a command: the server
-forks, and the child takes the caller's streams, directory, umask, environment and arguments and
-runs the command as the caller would have (:func:`run_child`); the server tells the caller how
-the child ended, as an exit status or a signal.
+commands spend their start on (typer, rich, pydantic, the client and its models, built), then
+listens on a Unix socket only its user can reach. Each connection is a command: the server
+forks, and the child takes the caller's streams, directory, umask, environment, signals and
+arguments and runs the command as the caller would have (:func:`run_child`); the server tells
+the caller how the child ended, as an exit status or a signal.
 
 What the server loads ahead must not depend on the environment or the terminal of the process
 that loads it, since every command brings its own: so no ``assay.cli`` module with a console or
 a terminal check in it (their import is part of each command, and short).
 
-It ends after ``IDLE_SECONDS`` without a command, and at the first command after any module it
-loaded has changed on disk (the caller then runs that command itself; the next starts a fresh
-server). One server per socket: a second one started in a race finds the lock taken and ends.
+It ends ``IDLE_SECONDS`` after its last command ended, and at the first command after any module
+it loaded (or the interpreter) has changed on disk (the caller then runs that command itself;
+the next starts a fresh server). One server per socket: a second one started in a race finds
+the lock taken and ends.
 """
 
 from __future__ import annotations
@@ -53,7 +54,6 @@ WARM = (
     "yaml",
     "assay.errors",
     "assay.client",
-    "assay.client._client",
     "assay.rest",
     "assay.config",
     "assay.cli._lazy",
@@ -77,6 +77,7 @@ def warm() -> None:
     import pydantic
 
     from assay import rest
+    from assay.client import Client  # noqa: F401 - loaded on first use
 
     for name in rest.__all__:
         model = getattr(rest, name)
