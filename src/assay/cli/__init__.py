@@ -28,12 +28,24 @@ def run_here() -> None:
     """Runs the command ``sys.argv`` names in this process."""
     import traceback
 
+    if sys.stdout is None or sys.stderr is None:
+        # Started with a standard stream closed (`assay e list >&-`): the interpreter gave it
+        # no stream at all.
+        if sys.stderr is not None:
+            sys.stderr.write("error: standard output is closed; nothing could be shown\n")
+        sys.exit(1)
     from assay.cli._app import command
     from assay.cli._state import state
     from assay.errors import AssayError
 
     try:
         command().main(prog_name="assay")
+    except OSError as exc:
+        # Click ends a broken pipe (`| head`) quietly itself; what reaches here is output that
+        # cannot be written (a full disk) or a file the command could not read or write.
+        if state.debug:
+            traceback.print_exc()
+        _report(AssayError(_os_error(exc)))
     except AssayError as exc:
         if state.debug:
             traceback.print_exc()
@@ -53,6 +65,23 @@ def run_here() -> None:
                 "assay? (--debug shows them)"
             )
         )
+
+
+def _os_error(exc: OSError) -> str:
+    try:
+        sys.stdout.flush()
+    except OSError:
+        # What is buffered can never be written: drop it, or the interpreter's last flush
+        # reports the same error again with a traceback of its own.
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stands for stdout until exit
+        return f"cannot write to standard output: {exc.strerror or exc}"
+    where = f": {exc.filename}" if exc.filename else ""
+    return f"{exc.strerror or exc}{where}"
 
 
 def main() -> None:

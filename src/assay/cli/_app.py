@@ -33,7 +33,7 @@ app = typer.Typer(
     context_settings={
         "help_option_names": ["-h", "--help"],
         "max_content_width": 10_000,
-        "terminal_width": None if sys.stdout.isatty() else PIPE_WIDTH,
+        "terminal_width": None if sys.stdout is not None and sys.stdout.isatty() else PIPE_WIDTH,
     },
 )
 
@@ -60,6 +60,7 @@ def _root(
         typer.Option(
             "--master",
             "-m",
+            metavar="URL",
             help="master URL (default: $ASSAY_MASTER, the cluster `assay up` started, or "
             "http://127.0.0.1:$ASSAY_PORT, 8080 when unset)",
         ),

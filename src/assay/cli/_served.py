@@ -84,6 +84,9 @@ FORWARDED = (
 )
 """The signals this process passes on to the command's process group, unless it ignores them."""
 
+GO = b"go\n"
+"""The caller's answer to the child's pid: it waits for this child and runs nothing itself."""
+
 HEADER = struct.Struct("!I")
 """A request: its length, then its body (:func:`request`); the four descriptors (stdin, stdout,
 stderr, the working directory) ride with its first bytes."""
@@ -345,9 +348,13 @@ def _converse(sock: socket.socket, argv: list[str]) -> int | None:
     replies = _Lines(sock)
     sock.settimeout(FIRST_ANSWER_SECONDS)
     first = replies.readline()
-    # The child names itself before it runs anything: any other first answer, or none in time,
-    # means nothing ran (and the server, finding this end closed, runs nothing later).
+    # The child names itself and runs nothing until told to go: any other first answer, or
+    # none in time, means nothing ran, and nothing will (this end closes unanswered).
     if not first.startswith(b"pid "):
+        return None
+    try:
+        sock.sendall(GO)
+    except OSError:
         return None
     sock.settimeout(None)
     child = int(first.split()[1])

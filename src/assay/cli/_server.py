@@ -37,7 +37,7 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from assay.cli._served import HEADER, IDLE_SECONDS
+from assay.cli._served import FIRST_ANSWER_SECONDS, GO, HEADER, IDLE_SECONDS
 
 WARM = (
     "click",
@@ -118,8 +118,9 @@ def changed(stamps: dict[str, Stamp]) -> bool:
 
 
 def serve(path: str) -> None:
-    """Serves commands on the socket ``path`` until idle or stale. Returns in the server; in a
-    child it runs the command and ends the process with the command's status."""
+    """Serves commands on the socket ``path`` until idle, stale or told to stop (SIGTERM), then
+    ends the process; returns at once when another server holds the socket. In a child it runs
+    the command and ends the process with the command's status."""
     # Nothing of the process that started this one is kept: not its directory (which could
     # then not be unmounted), nor any descriptor it left open (a pipe someone waits on).
     os.chdir("/")
@@ -144,8 +145,15 @@ def serve(path: str) -> None:
     os.write(lock, f"{os.getpid()}\n".encode())
     forked = _Server(path, lock, listener, times).loop()
     if forked is None:
-        return
-    os._exit(_finish(run_child(*forked)))
+        # Nothing to flush or clean up: skip tearing down every module loaded (seconds, on a
+        # busy machine).
+        os._exit(0)
+    conn, request = forked
+    status = _finish(run_child(conn, request))
+    # Told by the child itself, so that the caller learns it even if the server has died.
+    with contextlib.suppress(OSError):
+        conn.sendall(f"exit {status}\n".encode())
+    os._exit(status)
 
 
 class _Server:
@@ -153,6 +161,7 @@ class _Server:
         self, path: str, lock: int, listener: socket.socket, times: dict[str, Stamp]
     ) -> None:
         self.path = path
+        self.bound = os.stat(path).st_ino
         self.lock: int | None = lock
         self.listener: socket.socket | None = listener
         self.times = times
@@ -163,6 +172,9 @@ class _Server:
         os.set_blocking(self.wake_write, False)
         os.set_blocking(self.wake_read, False)
         signal.signal(signal.SIGCHLD, lambda *_: None)
+        # SIGTERM: retire (the socket is removed, the commands running finish), then end.
+        self.stopping = False
+        signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
         signal.set_wakeup_fd(self.wake_write)
 
     def loop(self) -> tuple[socket.socket, _Request] | None:
@@ -176,20 +188,28 @@ class _Server:
                 if timeout <= 0:
                     self.retire()
                     continue
-            waiting: list[int | socket.socket] = [self.wake_read]
+            poller = select.poll()
+            poller.register(self.wake_read, select.POLLIN)
             if self.listener is not None:
-                waiting.append(self.listener)
-            watched = {conn: pid for pid, conn in self.children.items() if pid not in self.gone}
-            waiting.extend(watched)
-            readable, _, _ = select.select(waiting, [], [], timeout)
-            if self.wake_read in readable:
+                poller.register(self.listener, select.POLLIN)
+            # A caller's end closing, not what it sends: its "go" is for the child to read.
+            watched = {
+                conn.fileno(): pid for pid, conn in self.children.items() if pid not in self.gone
+            }
+            for fd in watched:
+                poller.register(fd, select.POLLRDHUP)
+            events = dict(poller.poll(None if timeout is None else timeout * 1000))
+            if self.wake_read in events:
                 with contextlib.suppress(BlockingIOError):
                     os.read(self.wake_read, 4096)
                 self.reap()
-            for conn, pid in watched.items():
-                if conn in readable and pid in self.children:
-                    self.check_caller(pid, conn)
-            if self.listener is not None and self.listener in readable:
+            if self.stopping and self.listener is not None:
+                self.retire()
+                continue
+            for fd, pid in watched.items():
+                if fd in events and pid in self.children:
+                    self.caller_gone(pid)
+            if self.listener is not None and self.listener.fileno() in events:
                 conn, _ = self.listener.accept()
                 self.last = time.monotonic()
                 request = self.admit(conn)
@@ -210,21 +230,15 @@ class _Server:
                 self.children[pid] = conn
         return None
 
-    def check_caller(self, pid: int, conn: socket.socket) -> None:
-        """A caller says nothing after its request: its end of the socket closing means it
-        died without passing a signal on (SIGKILL), and its command dies with it."""
-        try:
-            said = conn.recv(64, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            return
-        except OSError:
-            said = b""
-        if said:
-            conn.recv(64)
-            return
+    def caller_gone(self, pid: int) -> None:
+        """A caller's end of the socket closed before its command ended: it died without
+        passing a signal on (SIGKILL), and the command's process dies with it, as it would
+        have in the caller. What that process started lives on, as it would have. (A caller
+        closing after the child told it its status races the child's own exit, to the same
+        end.)"""
         self.gone.add(pid)
         with contextlib.suppress(OSError):
-            os.killpg(pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
 
     def admit(self, conn: socket.socket) -> _Request | None:
         """The caller's request, if it is to be run: only its own user's, and only while no
@@ -249,8 +263,9 @@ class _Server:
         """Takes no more commands, and lets a fresh server take the socket at once; the
         commands running finish, and their callers are told how."""
         assert self.listener is not None and self.lock is not None
+        # Only the socket this server bound: a fresh server may already have bound its own.
         with contextlib.suppress(OSError):
-            if os.stat(self.path).st_ino == os.fstat(self.listener.fileno()).st_ino:
+            if os.stat(self.path).st_ino == self.bound:
                 os.unlink(self.path)
         self.listener.close()
         self.listener = None
@@ -300,13 +315,16 @@ def run_child(conn: socket.socket, request: _Request) -> int:
         os.setpgid(0, 0)
         request.take_place()
         conn.sendall(f"pid {os.getpid()}\n".encode())
+        # The caller's word that it is still waiting for this child and will not run the
+        # command itself: without it, nothing runs (a caller that gave up has closed).
+        if _read_line(conn, FIRST_ANSWER_SECONDS) != GO:
+            return SETUP_FAILED
     except Exception:
         # Into the server's log: the caller, not told a pid, runs the command itself.
         os.write(log, traceback.format_exc().encode())
         return SETUP_FAILED
     finally:
         os.close(log)
-    conn.close()
     from assay.cli import run_here
 
     try:
@@ -353,6 +371,18 @@ def _status(code: object) -> int:
         return code & 0xFF
     print(code, file=sys.stderr)
     return 1
+
+
+def _read_line(conn: socket.socket, seconds: float) -> bytes:
+    conn.settimeout(seconds)
+    line = b""
+    while not line.endswith(b"\n"):
+        more = conn.recv(1)
+        if not more:
+            break
+        line += more
+    conn.settimeout(None)
+    return line
 
 
 def _connected(conn: socket.socket) -> bool:

@@ -110,7 +110,10 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    stat = Path(f"/proc/{pid}/stat").read_text()
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:  # Reaped since.
+        return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
@@ -328,6 +331,21 @@ def test_output_that_cannot_be_written_fails_the_command_as_it_fails_alone(
     assert ended["on"] == ended["off"] != 0
 
 
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_a_closed_stdout_is_one_line_of_error(setting: Setting, mode: str) -> None:
+    setting.started()
+    done = subprocess.run(
+        ["bash", "-c", 'exec "$@" >&-', "assay", *ASSAY, "e", "list"],
+        env={**setting.env, "ASSAY_CLI_SERVER": mode},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr == "error: standard output is closed; nothing could be shown\n"
+
+
 def test_a_command_whose_caller_is_killed_dies_with_it(setting: Setting) -> None:
     server = setting.started()
     with _silent_master() as silent:
@@ -338,6 +356,43 @@ def test_a_command_whose_caller_is_killed_dies_with_it(setting: Setting) -> None
             proc.kill()  # SIGKILL: nothing is passed on.
             proc.communicate()
             assert all(_wait_gone(pid) for pid in command), "the command outlived its caller"
+
+
+def test_a_stopped_server_lets_its_commands_finish_and_removes_its_socket(
+    setting: Setting,
+) -> None:
+    server = setting.started()
+    with _silent_master() as silent:
+        proc, conn = _waiting(silent, **setting.env)
+        with conn:
+            os.kill(server, signal.SIGTERM)
+            deadline = time.monotonic() + 20
+            while list(setting.sockets.glob("*.sock")) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not list(setting.sockets.glob("*.sock")), "the socket outlived the stop"
+            assert _alive(server), "the server ended before its command"
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=30)
+    assert proc.returncode in (130, -signal.SIGINT, 1)
+    assert _wait_gone(server)
+
+
+def test_a_command_whose_server_dies_still_ends_its_caller_with_its_status(
+    setting: Setting,
+) -> None:
+    server = setting.started()
+    ended = {}
+    with _silent_master() as silent:
+        for mode in ("on", "off"):
+            proc, conn = _waiting(silent, **setting.env, ASSAY_CLI_SERVER=mode)
+            with conn:
+                if mode == "on":
+                    os.kill(server, signal.SIGKILL)
+                    assert _wait_gone(server)
+                proc.send_signal(signal.SIGINT)
+                out, err = proc.communicate(timeout=30)
+            ended[mode] = (proc.returncode, out, err)
+    assert ended["on"] == ended["off"]
 
 
 def _children_of(pid: int) -> list[int]:
