@@ -59,6 +59,7 @@ def test_a_running_trial_shows_the_steps_and_latest_metrics_of_its_reports_every
     assert "steps 7" in text
     assert "latest training: step 7  loss=0.142857" in text
     assert "latest validation: step 5  loss=0.4" in text
+    assert "hyperparameters: train_steps=7, validate_at=5" in text
     for command in (("e", "describe", str(exp_id)), ("e", "list-trials", str(exp_id))):
         table = cluster.cli(*command, check=True).stdout
         assert "Latest training" in table and "Latest validation" in table

@@ -228,14 +228,17 @@ def fmt_metric(value: Any) -> str:
     return str(value)
 
 
-def fmt_hparams(hparams: dict[str, Any], limit: int = 60) -> str:
+def fmt_hparams(hparams: dict[str, Any], limit: int = 60, exact: bool = False) -> str:
+    """``name=value, ...`` (nested names dotted), cut at ``limit`` characters; numbers to six
+    significant digits, or as stored when ``exact`` (what a describe shows, to rerun them)."""
+
     def flat(d: dict[str, Any], prefix: str = "") -> list[str]:
         out = []
         for k, v in d.items():
             if isinstance(v, dict):
                 out += flat(v, f"{prefix}{k}.")
             else:
-                out.append(f"{prefix}{k}={fmt_metric(v)}")
+                out.append(f"{prefix}{k}={v if exact else fmt_metric(v)}")
         return out
 
     text = ", ".join(flat(hparams))

@@ -222,7 +222,7 @@ def print_outcome(client: Client, exp: rest.Experiment, rc: Reconnector | None =
         return
     console.print(
         f"best trial: {best.id}  {exp.searcher.metric} = {fmt_metric(best.best_validation)}  "
-        f"hyperparameters: {best.hparams}"
+        f"hyperparameters: {fmt_hparams(best.hparams, limit=400)}"
     )
     uuid = best.latest_checkpoint
     if uuid:

@@ -15,6 +15,7 @@ from assay.cli._common import (
     console,
     err_console,
     esc,
+    fmt_hparams,
     fmt_metric,
     fmt_report,
     print_json,
@@ -104,7 +105,7 @@ def describe(
         console.print(f"  {esc(trial.message)}")
     if trial.waiting:
         console.print(f"  waiting: {esc(trial.waiting)}")
-    console.print(f"  hyperparameters: {esc(str(trial.hparams))}")
+    console.print(f"  hyperparameters: {esc(fmt_hparams(trial.hparams, limit=10_000, exact=True))}")
     from assay.cli._experiment import shown_checkpoint
 
     latest_uuid = shown_checkpoint(trial.latest_checkpoint, gone, short=False) or "-"
