@@ -278,5 +278,7 @@ def test_downloads_after_deletion_say_the_checkpoints_were_deleted_not_what_else
     latest = ckpts[-1].uuid
     described = _cli(c, tmp_path, "e", "describe", str(exp_id))
     assert f"{latest[:8]} (deleted)" in described.stdout, described.stdout
+    assert f"  checkpoint {latest} (deleted)" in described.stdout.splitlines()[-1]
+    assert described.stdout.splitlines()[-1].startswith(f"best trial: {trial.id}  ")
     trial_text = _cli(c, tmp_path, "trial", "describe", str(trial.id)).stdout
     assert f"latest checkpoint: {latest} (deleted)" in trial_text, trial_text

@@ -236,7 +236,15 @@ def describe(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
     )
     for line in detail_lines(exp):
         console.print(f"  {line}", markup=False, highlight=False)
-    console.print(trial_table(trials, searcher.metric, deleted_checkpoints(c, experiment_id)))
+    deleted = deleted_checkpoints(c, experiment_id)
+    console.print(trial_table(trials, searcher.metric, deleted))
+    best = exp.best_trial
+    if best is not None and best.best_validation is not None:
+        line = f"best trial: {best.id}  {searcher.metric} = {fmt_metric(best.best_validation)}"
+        checkpoint = shown_checkpoint(best.latest_checkpoint, deleted, short=False)
+        if checkpoint:
+            line += f"  checkpoint {checkpoint}"
+        console.print(line, markup=False, highlight=False)
 
 
 def detail_lines(exp: rest.Experiment) -> list[str]:
