@@ -100,7 +100,10 @@ imports from."""
 
 
 def wanted(argv: list[str]) -> bool:
-    """Whether ``argv`` may run in the command server."""
+    """Whether ``argv`` may run in the command server: on Linux only (it reads ``/proc``, and
+    takes peer credentials and hang-ups as Linux gives them), never when switched off."""
+    if not sys.platform.startswith("linux"):
+        return False
     if os.environ.get(SWITCH, "").strip().lower() in ("off", "0", "no", "false"):
         return False
     if _root_subcommand(argv) in RUN_HERE_COMMANDS:
@@ -223,22 +226,31 @@ def run_served(argv: list[str]) -> int | None:
     caller runs it itself."""
     if not wanted(argv):
         return None
-    directory = runtime_dir()
-    if directory is None:
+    try:
+        directory = runtime_dir()
+        if directory is None:
+            return None
+        path = socket_path(directory)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    except Exception:  # Whatever goes wrong before a child runs, the command runs here.
         return None
-    path = socket_path(directory)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(path)
     except (FileNotFoundError, ConnectionRefusedError):
         sock.close()
-        start_server(path)
+        try:  # noqa: SIM105 - contextlib is one more import for every command
+            start_server(path)
+        except Exception:
+            pass
         return None
     except OSError:
         sock.close()
         return None
     try:
-        return _converse(sock, argv)
+        child = _handed_over(sock, argv)
+        if child is None:
+            return None
+        return _wait_for(*child)
     finally:
         sock.close()
 
@@ -325,7 +337,16 @@ def request(argv: list[str]) -> bytes | None:
     return marshal.dumps(body)
 
 
-def _converse(sock: socket.socket, argv: list[str]) -> int | None:
+def _handed_over(sock: socket.socket, argv: list[str]) -> tuple[int, _Lines] | None:
+    """The child that runs the command, once told to go (its pid, and the server's answers
+    to come); ``None`` when nothing runs, nor will."""
+    try:
+        return _hand_over(sock, argv)
+    except Exception:  # Before the go, nothing runs: the command runs here.
+        return None
+
+
+def _hand_over(sock: socket.socket, argv: list[str]) -> tuple[int, _Lines] | None:
     body = request(argv)
     if body is None:
         return None
@@ -352,13 +373,14 @@ def _converse(sock: socket.socket, argv: list[str]) -> int | None:
     # none in time, means nothing ran, and nothing will (this end closes unanswered).
     if not first.startswith(b"pid "):
         return None
+    child = int(first.split()[1])
+    sock.settimeout(None)
     try:
         sock.sendall(GO)
     except OSError:
         return None
-    sock.settimeout(None)
-    child = int(first.split()[1])
-    return _wait_for(child, replies)
+    # Nothing after the go may fail: the caller must never run a command its child runs.
+    return child, replies
 
 
 class _Lines:

@@ -501,6 +501,25 @@ def test_commands_that_run_a_clusters_processes_stay_in_the_caller(
     assert wanted(argv) is False
 
 
+def test_the_server_is_linux_only_elsewhere_every_command_runs_in_the_caller(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("ASSAY_CLI_SERVER", raising=False)
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert wanted(["e", "list"]) is False
+
+
+def test_a_failure_before_a_child_runs_leaves_the_command_to_the_caller(
+    setting: Setting,
+) -> None:
+    # A runtime base that is a file, not a directory: nothing can be made under it.
+    base = setting.tmp / "not-a-directory"
+    base.write_text("")
+    ran = setting.assay("--version", XDG_RUNTIME_DIR=str(base), TMPDIR=str(base))
+    assert (ran.returncode, ran.stdout, ran.stderr) == (0, f"assay {_version()}\n", "")
+    assert not ran.served
+
+
 def test_a_runtime_directory_others_may_enter_is_not_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
