@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import command_servers
+
 
 @pytest.fixture(autouse=True)
 def _own_config_dir(
@@ -34,11 +36,9 @@ def _own_command_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
         os.environ.pop("XDG_RUNTIME_DIR", None)
     else:
         os.environ["XDG_RUNTIME_DIR"] = before
-    for entry in Path("/proc").iterdir():
-        with contextlib.suppress(OSError, ValueError):
-            cmdline = (entry / "cmdline").read_bytes()
-            if b"assay.cli._server" in cmdline and str(run).encode() in cmdline:
-                os.kill(int(entry.name), signal.SIGTERM)
+    for pid in command_servers(run):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
 
 
 PG_ADMIN_URL = os.environ.get(

@@ -4,7 +4,6 @@ PAI_* variables, completion policy, retries, stop, and refusals at submission.""
 from __future__ import annotations
 
 import json
-import os
 import textwrap
 import time
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from assay.context import pack_context
 from assay.errors import InvalidConfig
 from tests.corpus import compat_dir
 from tests.integration.cluster import CONTEXTS, Cluster, serve, wait_for
+from tests.processes import alive
 
 pytestmark = pytest.mark.integration
 
@@ -59,18 +59,6 @@ def _wait_ended(cluster: Cluster, task_id: int, timeout: float = 120) -> rest.Ta
 
 def _lines(cluster: Cluster, task_id: int, **kwargs: object) -> list[str]:
     return [e.line for e in cluster.client.task_logs(task_id, **kwargs)]  # type: ignore[arg-type]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie has ended; only its parent has not read its status yet.
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
 
 
 def test_seed_hello_world_json_runs_to_succeeded_with_its_output_in_the_log(
@@ -175,7 +163,7 @@ def test_min_succeeded_one_ends_the_job_at_the_first_success_and_stops_the_rest(
     assert {states[1], states[2]} <= {"STOPPED"}
     for pid_file in tmp_path.glob("*.pid"):
         pid = int(pid_file.read_text())
-        wait_for(f"sleep {pid} to be gone", lambda p=pid: not _alive(p), timeout=20)
+        wait_for(f"sleep {pid} to be gone", lambda p=pid: not alive(p), timeout=20)
 
 
 def test_failing_command_is_retried_task_retry_count_times_then_fails(cluster: Cluster) -> None:
@@ -228,7 +216,7 @@ def test_stop_ends_the_job_stopped_with_its_processes_gone(
     assert done.state == "STOPPED"
     for pid_file in tmp_path.glob("*.pid"):
         pid = int(pid_file.read_text())
-        wait_for(f"sleep {pid} to be gone", lambda p=pid: not _alive(p), timeout=20)
+        wait_for(f"sleep {pid} to be gone", lambda p=pid: not alive(p), timeout=20)
 
 
 def test_job_no_agent_could_hold_is_refused_at_submission_naming_role_and_resource(

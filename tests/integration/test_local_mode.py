@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.cluster import ROOT, Cluster, wait_for
+from tests.processes import argvs
 
 pytestmark = pytest.mark.integration
 
@@ -121,11 +122,7 @@ def local_master_is_gone(stdout: str) -> bool:
     match = re.search(r"master http://127\.0\.0\.1:(\d+)", stdout)
     assert match, stdout
     port = ["--port", match.group(1)]
-    for proc in Path("/proc").iterdir():
-        try:
-            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
-        except OSError:
-            continue  # not a process, or one that ended while being read
+    for _, argv in argvs():
         on_port = any(argv[i : i + 2] == port for i in range(len(argv)))
         if "assay.api" in argv and on_port and any("assay-local-" in a for a in argv):
             return False

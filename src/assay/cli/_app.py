@@ -33,7 +33,7 @@ app = typer.Typer(
     context_settings={
         "help_option_names": ["-h", "--help"],
         "max_content_width": 10_000,
-        "terminal_width": None if sys.stdout is not None and sys.stdout.isatty() else PIPE_WIDTH,
+        "terminal_width": None if sys.stdout.isatty() else PIPE_WIDTH,
     },
 )
 

@@ -215,10 +215,6 @@ class _Server:
                 request = self.admit(conn)
                 if request is None:
                     continue
-                if not _connected(conn):  # The caller gave up waiting: run nothing for it.
-                    request.close_descriptors()
-                    conn.close()
-                    continue
                 pid = os.fork()
                 if pid == 0:
                     self.leave()
@@ -383,15 +379,6 @@ def _read_line(conn: socket.socket, seconds: float) -> bytes:
         line += more
     conn.settimeout(None)
     return line
-
-
-def _connected(conn: socket.socket) -> bool:
-    try:
-        return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
 
 
 @dataclass

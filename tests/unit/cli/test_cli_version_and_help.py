@@ -68,3 +68,9 @@ def test_help_into_a_pipe_wraps_no_line(tmp_path: Path) -> None:
     ).stdout
     (follow,) = [line for line in shown.splitlines() if line.strip().startswith("follow ")]
     assert follow.endswith("exit 0 only if it COMPLETED. Ctrl-C detaches again."), shown
+
+
+def test_the_master_option_names_a_url() -> None:
+    done = invoke(["-h"])
+    assert done.exit_code == 0
+    assert "-m, --master URL" in done.output

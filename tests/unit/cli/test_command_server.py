@@ -19,7 +19,7 @@ import subprocess
 import sys
 import termios
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +28,7 @@ import pytest
 
 import assay
 from assay.cli._served import runtime_dir, socket_path, wanted
+from tests.processes import alive, children_of, command_servers
 
 RUN = """
 import json, os, sys
@@ -88,7 +89,7 @@ class Setting:
         for lock in self.sockets.glob("*.lock"):
             with contextlib.suppress(ValueError):
                 pid = int(lock.read_text().strip())
-                if _alive(pid):
+                if alive(pid):
                     pids.append(pid)
         return pids
 
@@ -105,18 +106,6 @@ class Setting:
         raise AssertionError("no command server started within 60 s")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:  # Reaped since.
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def _answers(path: Path) -> bool:
     with socket.socket(socket.AF_UNIX) as sock:
         try:
@@ -129,7 +118,7 @@ def _answers(path: Path) -> bool:
 def _wait_gone(pid: int, seconds: float = 20) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if not _alive(pid):
+        if not alive(pid):
             return True
         time.sleep(0.05)
     return False
@@ -151,21 +140,10 @@ def setting(tmp_path: Path) -> Iterator[Setting]:
     made = Setting(tmp_path, env)
     yield made
     # Every server of this directory, one still starting (no pid in its lock yet) included.
-    for pid in _servers_in(run):
+    for pid in command_servers(run):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
         _wait_gone(pid)
-
-
-def _servers_in(run: Path) -> list[int]:
-    servers = []
-    for entry in Path("/proc").iterdir():
-        with contextlib.suppress(OSError):
-            if entry.name.isdigit() and _alive(int(entry.name)):
-                cmdline = (entry / "cmdline").read_text(errors="replace")
-                if "assay.cli._server" in cmdline and str(run) in cmdline:
-                    servers.append(int(entry.name))
-    return servers
 
 
 def test_a_command_after_the_first_runs_in_the_server_and_prints_the_same(
@@ -275,22 +253,32 @@ def _waiting(silent: socket.socket, **env: str) -> tuple[subprocess.Popen[str], 
     return proc, conn
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_ends_the_command_as_it_ends_one_in_its_own_process(
-    setting: Setting, signum: int
-) -> None:
-    server = setting.started()
+def _signalled_on_and_off(
+    setting: Setting, signum: int, first: Callable[[str], None] = lambda mode: None
+) -> dict[str, tuple[int, str, str]]:
+    """How a command waiting on a silent master ends when signalled, with the server on and
+    off (``first(mode)`` runs just before the signal): its status, stdout and stderr."""
     ended = {}
     with _silent_master() as silent:
         for mode in ("on", "off"):
             proc, conn = _waiting(silent, **setting.env, ASSAY_CLI_SERVER=mode)
             with conn:
+                first(mode)
                 proc.send_signal(signum)
                 out, err = proc.communicate(timeout=30)
             ended[mode] = (proc.returncode, out, err)
+    return ended
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_ends_the_command_as_it_ends_one_in_its_own_process(
+    setting: Setting, signum: int
+) -> None:
+    server = setting.started()
+    ended = _signalled_on_and_off(setting, signum)
     assert ended["on"] == ended["off"]
     assert ended["on"][0] in (-signum, 128 + signum, 1)
-    assert _children_of(server) == [], "the command's process was left running"
+    assert children_of(server) == [], "the command's process was left running"
 
 
 def test_a_signal_the_caller_ignores_is_ignored_by_the_command(setting: Setting) -> None:
@@ -351,7 +339,7 @@ def test_a_command_whose_caller_is_killed_dies_with_it(setting: Setting) -> None
     with _silent_master() as silent:
         proc, conn = _waiting(silent, **setting.env)
         with conn:
-            command = _children_of(server)
+            command = children_of(server)
             assert command, "the command never ran in the server"
             proc.kill()  # SIGKILL: nothing is passed on.
             proc.communicate()
@@ -370,7 +358,7 @@ def test_a_stopped_server_lets_its_commands_finish_and_removes_its_socket(
             while list(setting.sockets.glob("*.sock")) and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert not list(setting.sockets.glob("*.sock")), "the socket outlived the stop"
-            assert _alive(server), "the server ended before its command"
+            assert alive(server), "the server ended before its command"
             proc.send_signal(signal.SIGINT)
             proc.communicate(timeout=30)
     assert proc.returncode in (130, -signal.SIGINT, 1)
@@ -381,29 +369,14 @@ def test_a_command_whose_server_dies_still_ends_its_caller_with_its_status(
     setting: Setting,
 ) -> None:
     server = setting.started()
-    ended = {}
-    with _silent_master() as silent:
-        for mode in ("on", "off"):
-            proc, conn = _waiting(silent, **setting.env, ASSAY_CLI_SERVER=mode)
-            with conn:
-                if mode == "on":
-                    os.kill(server, signal.SIGKILL)
-                    assert _wait_gone(server)
-                proc.send_signal(signal.SIGINT)
-                out, err = proc.communicate(timeout=30)
-            ended[mode] = (proc.returncode, out, err)
+
+    def kill_the_server(mode: str) -> None:
+        if mode == "on":
+            os.kill(server, signal.SIGKILL)
+            assert _wait_gone(server)
+
+    ended = _signalled_on_and_off(setting, signal.SIGINT, first=kill_the_server)
     assert ended["on"] == ended["off"]
-
-
-def _children_of(pid: int) -> list[int]:
-    children = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                if int(fields[1]) == pid and fields[0] != "Z":
-                    children.append(int(entry.name))
-    return children
 
 
 def test_a_terminal_reaches_the_command_with_its_size(setting: Setting) -> None:
@@ -472,7 +445,7 @@ def test_two_servers_started_at_once_leave_one(setting: Setting) -> None:
     subprocess.run([sys.executable, "-c", code, str(setting.sockets)], env=env, check=True)
     setting.started()
     time.sleep(1)
-    assert len(_servers_in(setting.sockets)) == 1
+    assert len(command_servers(setting.sockets)) == 1
 
 
 @pytest.mark.parametrize(
