@@ -357,21 +357,25 @@ class AllocationRunner:
         return "the trial" if self.message.trial_id else "the job's instance"
 
     async def _prepare(self) -> Path:
+        # One trip to a worker thread for all of it: each trip is a wake-up of the event loop
+        # between one trial's end and the next one's start.
+        return await asyncio.to_thread(self._prepare_files)
+
+    def _prepare_files(self) -> Path:
         context = self.message.context
         if self.dir.exists():
-            await asyncio.to_thread(shutil.rmtree, self.dir, True)
+            shutil.rmtree(self.dir, True)
         code_dir = self.dir / "code"
         if context is None:
             code_dir.mkdir(parents=True)
         else:
-            data = await asyncio.to_thread(self._context_bytes, context.id, context.sha256)
-            await asyncio.to_thread(extract_archive, data, code_dir)
+            extract_archive(self._context_bytes(context.id, context.sha256), code_dir)
         info = replace(self.message.cluster_info, master_url=self.env.master_url)
         (self.dir / "cluster_info.json").write_text(json.dumps(info.to_dict()))
         (self.dir / "output").mkdir()
         if self.message.trial_id:
             (self.dir / "tensorboard").mkdir()
-        await asyncio.to_thread(self._adaptdl_paths)
+        self._adaptdl_paths()
         return code_dir
 
     def _adaptdl_paths(self) -> None:

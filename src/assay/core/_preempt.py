@@ -7,7 +7,7 @@ import logging
 import threading
 
 from assay.core._distributed import DistributedContext
-from assay.core._session import MasterSession
+from assay.core._session import RETRY_DEADLINE, MasterSession
 from assay.errors import AssayError
 from assay.protocol import PreemptionAnswer
 
@@ -30,9 +30,9 @@ class PreemptMode(enum.Enum):
 class PreemptContext:
     """``should_preempt()`` turns true once the master wants the slots back.
 
-    A background thread long-polls the master, so the check itself is a flag read: call it as
-    often as every batch. On a preemption the code should checkpoint and exit; its trial resumes
-    from that checkpoint later.
+    From the first call on, a background thread long-polls the master, so the check itself is a
+    flag read: call it as often as every batch. On a preemption the code should checkpoint and
+    exit; its trial resumes from that checkpoint later.
 
     In a distributed trial with ``PreemptMode.WorkersAskChief`` (the default), only the chief
     watches the master and ``should_preempt()`` is a collective: **every rank must call it
@@ -55,36 +55,53 @@ class PreemptContext:
         self._flag = threading.Event()
         self._closed = threading.Event()
         self._thread: threading.Thread | None = None
-        watches = self._dist.rank == 0 or self._mode is PreemptMode.WorkersAskMaster
-        if session is not None and watches:
+        self._watches = session is not None and (
+            self._dist.rank == 0 or self._mode is PreemptMode.WorkersAskMaster
+        )
+        self._start_lock = threading.Lock()
+
+    def _start_watching(self) -> None:
+        """On the first question: ask the master once, then watch it from a thread.
+
+        Code that never asks costs the master nothing (no long-poll held open per trial,
+        none to answer when the trial ends); the first answer is the master's, not a flag the
+        thread has not set yet."""
+        with self._start_lock:
+            if self._thread is not None or self._closed.is_set():
+                return
+            self._ask(0.0, deadline=0.0)
             self._thread = threading.Thread(target=self._watch, name="assay-preempt", daemon=True)
             self._thread.start()
 
-    def _watch(self) -> None:
+    def _ask(self, wait: float, *, deadline: float = RETRY_DEADLINE) -> bool | None:
+        """Ask the master, waiting up to ``wait`` for a yes: whether it said yes, None when the
+        asking failed (logged)."""
         assert self._session is not None
-        while not self._closed.is_set():
-            try:
-                answer = self._session.call(
-                    lambda h: h.get(
-                        self._path,
-                        params={"timeout_seconds": LONG_POLL_SECONDS},
-                        timeout=LONG_POLL_SECONDS + 30,
-                    )
-                )
-                preempt = PreemptionAnswer.from_dict(answer).preempt
-            except AssayError as exc:
-                if not self._closed.is_set():
-                    log.warning("preemption check failed: %s", exc)
-                    self._closed.wait(1.0)
-                continue
-            if preempt:
-                self._flag.set()
-                return
+        try:
+            answer = self._session.call(
+                lambda h: h.get(self._path, params={"timeout_seconds": wait}, timeout=wait + 30),
+                deadline=deadline,
+            )
+            preempt = PreemptionAnswer.from_dict(answer).preempt
+        except AssayError as exc:
+            if not self._closed.is_set():
+                log.warning("preemption check failed: %s", exc)
+            return None
+        if preempt:
+            self._flag.set()
+        return preempt
+
+    def _watch(self) -> None:
+        while not self._closed.is_set() and not self._flag.is_set():
+            if self._ask(LONG_POLL_SECONDS) is None:
+                self._closed.wait(1.0)
 
     def should_preempt(self, auto_ack: bool = True) -> bool:
         """Whether the trial should checkpoint and exit now (a pause, a preemption or an early
         stop). ``auto_ack`` is accepted for Determined compatibility and has no effect (see
         :meth:`acknowledge_preemption_signal`)."""
+        if self._watches and self._thread is None:
+            self._start_watching()
         preempt = self._flag.is_set()
         if self._dist.size > 1 and self._mode is not PreemptMode.WorkersAskMaster:
             if self._mode is PreemptMode.ChiefOnly:

@@ -27,6 +27,7 @@ from assay.master import _tasks as task_life
 from assay.master._agents import AgentConnection, Sender
 from assay.master._orchestrator import Orchestrator
 from assay.master._secrets import LogMasker
+from assay.master._tx import Tx
 from assay.protocol import (
     AGENT_TOKEN_FILE,
     AckExit,
@@ -48,6 +49,13 @@ from assay.protocol import trace_mark as mark
 log = logging.getLogger(__name__)
 
 
+STARTED_DELAY = 0.25
+"""How long a trial's "started" may wait to be written. Nothing waits on it (the trial runs, its
+reports are taken), so the starts of that moment are written together, after the busy moment of
+one trial ending and the next starting, in one transaction; an exit writes its allocation's
+start first. One lost with a master that stops is written again when its agent reconnects."""
+
+
 class AgentGateway:
     def __init__(self, core: Orchestrator, settings: MasterConfig) -> None:
         self.core = core
@@ -55,6 +63,12 @@ class AgentGateway:
         self.masker = LogMasker()
         self.token: str | None = None
         """What agents must present; None (no agent admitted) until :meth:`load_token`."""
+        self._started: dict[str, tuple[str, float]] = {}
+        """Starts not yet written: allocation -> (the first agent to say so, when)."""
+        self._writing_started: dict[str, tuple[str, float]] = {}
+        """Starts being written now (an exit of one of them writes it too; the second write
+        changes nothing)."""
+        self._started_timer: asyncio.TimerHandle | None = None
 
     async def load_token(self, home: Path) -> None:
         """Take the configured agent token, else the cluster's (made and stored on the first
@@ -256,7 +270,11 @@ class AgentGateway:
             if task_life.task_of_allocation(msg.allocation_id) is not None:
                 await self.core.transact(task_life.instance_started, msg.allocation_id, agent_id)
             else:
-                await self.core.transact(life.allocation_started, msg.allocation_id, agent_id)
+                self._started.setdefault(msg.allocation_id, (agent_id, self.core.clock()))
+                if self._started_timer is None:
+                    self._started_timer = asyncio.get_running_loop().call_later(
+                        STARTED_DELAY, lambda: self.core.background(self.write_started())
+                    )
         elif isinstance(msg, Exited):
             mark("master-exit-received", msg.allocation_id)
             if task_life.task_of_allocation(msg.allocation_id) is not None:
@@ -266,12 +284,21 @@ class AgentGateway:
                     msg.allocation_id,
                     msg.exit_code,
                     msg.reason,
+                    schedule=True,
                 )
             else:
-                await self.core.transact(
-                    gang.agent_exited, agent_id, msg.allocation_id, msg.exit_code, msg.reason
+                start = self._started.pop(msg.allocation_id, None) or self._writing_started.get(
+                    msg.allocation_id
                 )
-            mark("master-exit-recorded", msg.allocation_id)
+                await self.core.transact(
+                    _exited,
+                    agent_id,
+                    msg.allocation_id,
+                    msg.exit_code,
+                    msg.reason,
+                    start,
+                    schedule=True,
+                )
             await self.core.hub.send(agent_id, AckExit(msg.allocation_id))
         elif isinstance(msg, Logs):
             await self._ingest_logs(msg.entries)
@@ -279,6 +306,20 @@ class AgentGateway:
             pass
         else:
             log.warning("agent %s sent %r after its hello; ignored", agent_id, msg.type)
+
+    async def write_started(self) -> None:
+        """Write the starts not yet written (see :data:`STARTED_DELAY`)."""
+        if self._started_timer is not None:
+            self._started_timer.cancel()
+            self._started_timer = None
+        if not self._started:
+            return
+        pending, self._started = self._started, {}
+        self._writing_started = pending
+        try:
+            await self.core.transact(_record_started, pending)
+        finally:
+            self._writing_started = {}
 
     async def _ingest_logs(self, entries: list[LogEntry]) -> None:
         if not entries:
@@ -349,3 +390,23 @@ class AgentGateway:
                     None,
                     f"agent {owner} was lost",
                 )
+
+
+def _record_started(tx: Tx, pending: dict[str, tuple[str, float]]) -> None:
+    for allocation_id, (agent_id, at) in pending.items():
+        life.allocation_started(tx, allocation_id, agent_id, at)
+
+
+def _exited(
+    tx: Tx,
+    agent_id: str,
+    allocation_id: str,
+    exit_code: int | None,
+    reason: str,
+    start: tuple[str, float] | None,
+) -> None:
+    if start is not None:
+        life.allocation_started(tx, allocation_id, *start)
+    gang.agent_exited(tx, agent_id, allocation_id, exit_code, reason)
+    # Before the pass that may follow in the same transaction (for the B1 timeline).
+    mark("master-exit-recorded", allocation_id)

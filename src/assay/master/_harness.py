@@ -9,7 +9,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from assay.db import Checkpoint, Session, allocations, checkpoints, experiments, metrics, trials
+from assay.db import (
+    Checkpoint,
+    Experiment,
+    Session,
+    Trial,
+    allocations,
+    checkpoints,
+    experiments,
+    metrics,
+    trials,
+)
 from assay.errors import InvalidRequest, Unauthorized
 from assay.master._lifecycle import apply_ops, update_progress
 from assay.master._tx import Tx, Wake
@@ -52,13 +62,20 @@ def check_trial(caller: Caller, trial_id: int | None) -> None:
         raise Unauthorized(f"this token belongs to trial {caller.trial_id}, not trial {trial_id}")
 
 
+@dataclass(frozen=True)
+class Ingested:
+    """What :func:`ingest_metrics` found for a code-driven searcher: the validation reports that
+    carry the searcher metric, with their trial and experiment (None without such reports)."""
+
+    relevant: list[MetricReport]
+    trial: Trial | None = None
+    experiment: Experiment | None = None
+
+
 def ingest_metrics(
     session: Session, caller: Caller, reports: list[MetricReport], now: float
-) -> list[MetricReport]:
-    """Store reports (ignoring repeats) and keep the trial's best validation up to date.
-
-    Returns the validation reports that carry the searcher metric, for code-driven searchers.
-    """
+) -> Ingested:
+    """Store reports (ignoring repeats) and keep the trial's best validation up to date."""
     alloc = allocations.get(session, caller.allocation_id)
     if alloc is None or alloc.state == AllocationState.TERMINATED:
         # Checked again in the writing transaction: the run may have ended since the token
@@ -73,7 +90,7 @@ def ingest_metrics(
         )
     validations = [r for r in reports if r.group == VALIDATION]
     if not validations:
-        return []
+        return Ingested([])
     trial = trials.require(session, caller.trial_id)
     exp = experiments.require(session, trial.experiment_id)
     searcher_cfg = exp.config.get("searcher", {})
@@ -86,13 +103,14 @@ def ingest_metrics(
             score = float(value) if smaller else -float(value)
             trials.improve_best_validation(session, trial.id, float(value), score)
             relevant.append(r)
-    return relevant
+    return Ingested(relevant, trial, exp)
 
 
-def feed_code_driven(tx: Tx, caller: Caller, reports: list[MetricReport]) -> None:
+def feed_code_driven(tx: Tx, ingested: Ingested) -> None:
     """Code-driven searchers watch validations; the length is the time metric (or the step)."""
-    trial = trials.require(tx.session, caller.trial_id)
-    exp = experiments.require(tx.session, trial.experiment_id)
+    trial, exp, reports = ingested.trial, ingested.experiment, ingested.relevant
+    if trial is None or exp is None or not reports:
+        return
     searcher = tx.searchers.searcher(exp)
     if not searcher.code_driven:
         return

@@ -96,9 +96,7 @@ class HarnessService:
             return trials.numbers(session, caller.trial_id) or (-1, 0, None)
 
         def write_and_feed(tx: Tx) -> tuple[int, int, float | None]:
-            relevant = harness.ingest_metrics(tx.session, caller, reports, now)
-            if relevant:
-                harness.feed_code_driven(tx, caller, relevant)
+            harness.feed_code_driven(tx, harness.ingest_metrics(tx.session, caller, reports, now))
             return trials.numbers(tx.session, caller.trial_id) or (-1, 0, None)
 
         if any(r.group == VALIDATION for r in reports):
@@ -151,7 +149,7 @@ class HarnessService:
 
         since = self.core.waiters.version(key)
         preempt = await self.core.read(read)
-        if not preempt:
+        if not preempt and timeout > 0:
             await self.core.wait(key, since, timeout)
             preempt = await self.core.read(read)
         return rest.PreemptionSignal(preempt=preempt)

@@ -358,21 +358,24 @@ def kill_allocation(tx: Tx, alloc: Allocation) -> None:
         tx.act(KillAllocation(agent_id, alloc.id))
 
 
-def allocation_started(tx: Tx, allocation_id: str, agent_id: str) -> None:
+def allocation_started(tx: Tx, allocation_id: str, agent_id: str, at: float | None = None) -> None:
+    """The agent started the allocation's processes (``at``: when it said so; default now).
+    Once only: a repeat, or one for an allocation that has ended since, changes nothing."""
     alloc = allocations.get(tx.session, allocation_id)
+    when = tx.now if at is None else at
     if (
         alloc is not None
         and alloc.state == AllocationState.ASSIGNED
         and agent_id in (alloc.slots or {})
     ):
         alloc.state = AllocationState.RUNNING
-        alloc.started_at = tx.now
+        alloc.started_at = when
         trial = trials.require(tx.session, alloc.trial_id)
         if trial.started_at is None:
-            trial.started_at = tx.now
+            trial.started_at = when
             exp = experiments.require(tx.session, trial.experiment_id)
             if exp.started_at is None:
-                exp.started_at = tx.now
+                exp.started_at = when
 
 
 def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason: str) -> None:

@@ -11,12 +11,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from assay.config import MasterConfig
+from assay.db import Session, tasks, trials
 from assay.master import _lifecycle as life
 from assay.master._autoscaler import Autoscaler
 from assay.master._gateway import AgentGateway
 from assay.master._orchestrator import Orchestrator
-from assay.master._scheduling import PassResult, schedule_pass
+from assay.master._scheduling import AgentView, PassResult, schedule_pass
 from assay.master._time_limits import enforce_time_limits
+from assay.master._tx import Tx
 from assay.protocol import trace_mark as mark
 
 log = logging.getLogger(__name__)
@@ -42,6 +44,7 @@ class Loops:
         }
 
     def start(self) -> None:
+        self.core.scheduler = self._pass_in
         self._tasks = [
             asyncio.create_task(self._scheduling(), name="scheduler"),
             asyncio.create_task(self._chores(), name="lost-agent-reaper"),
@@ -66,14 +69,26 @@ class Loops:
         self.waiting_jobs = result.waiting_jobs
         return result
 
+    def _pass_in(self, tx: Tx, agents: list[AgentView]) -> None:
+        """A pass inside another transaction (one that freed slots)."""
+        result = schedule_pass(tx, agents, self.settings, self.core.cluster_id)
+        self.waiting_jobs = result.waiting_jobs
+
     async def _scheduling(self) -> None:
         wakeup = self.core.wakeup
         while not self.core.stopping:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wakeup.wait(), timeout=1.0)
-            wakeup.clear()
-            mark("master-pass-begins", "-")
+            woken = True
             try:
+                await asyncio.wait_for(wakeup.wait(), timeout=1.0)
+            except TimeoutError:
+                woken = False
+            wakeup.clear()
+            try:
+                if not woken and not await self.core.read(_anything_to_place):
+                    # The once-a-second pass, with nothing queued: a read, not a transaction.
+                    self.waiting_jobs = set()
+                    continue
+                mark("master-pass-begins", "-")
                 await self.schedule_once()
             except Exception:
                 log.exception("scheduling pass failed")
@@ -108,3 +123,8 @@ class Loops:
                     await step()
                 except Exception:
                     log.exception("%s failed", what)
+
+
+def _anything_to_place(session: Session) -> bool:
+    """Whether a trial or a job's task waits for slots (else a pass has nothing to do)."""
+    return bool(trials.queued(session) or tasks.waiting(session))

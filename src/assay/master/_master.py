@@ -27,6 +27,7 @@ first) ask the parts.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -162,6 +163,8 @@ class Master:
 
     async def stop(self) -> None:
         self.begin_shutdown()
+        with contextlib.suppress(Exception):  # else written at the agents' reconnect
+            await self.agents.write_started()
         await self.autoscaler.close()
         await self.pools.close()
         await self.loops.stop()

@@ -23,6 +23,8 @@ from assay.master import _views as views
 from assay.master._agents import AgentHub
 from assay.master._callers import CallerCache
 from assay.master._events import EventHub
+from assay.master._harness import Caller
+from assay.master._scheduling import AgentView
 from assay.master._searchers import SearcherCache
 from assay.master._tx import (
     Action,
@@ -35,7 +37,7 @@ from assay.master._tx import (
     Wake,
 )
 from assay.master._waiters import Waiters
-from assay.protocol import Kill
+from assay.protocol import Kill, TrialEnv
 from assay.protocol import trace_mark as mark
 
 log = logging.getLogger(__name__)
@@ -70,39 +72,78 @@ class Orchestrator:
         Held in memory, and only a while after the last ask: a master started again, or one
         whose stop was abandoned midway, schedules as usual, so nothing is left stuck."""
         self._work: set[asyncio.Task[Any]] = set()
+        self.scheduler: Callable[[Tx, list[AgentView]], None] | None = None
+        """The scheduling pass, for a transaction that may free slots to run in itself (set by
+        the master's loops)."""
 
-    async def transact(self, handler: Callable[..., T], *args: Any) -> T:
+    async def transact(self, handler: Callable[..., T], *args: Any, schedule: bool = False) -> T:
         """``handler(tx, *args)`` in one transaction under the lock; its actions after the
         commit. On a failure nothing is written, and the searchers it touched are reloaded
-        from the last committed snapshot."""
+        from the last committed snapshot.
+
+        ``schedule``: when the handler asks for a pass (it freed slots, say), the pass runs in
+        the same transaction, so the slots go to the next in line without a second commit or
+        a wait for the scheduling loop. Should the pass fail, the handler's work is committed
+        without it and the loop's next pass tries again."""
         async with self.lock:
             now = self.clock()
             holder: dict[str, Tx] = {}
-
             published: list[rest.EventBatch] = []
+            scheduler = self.scheduler if schedule and not self.draining else None
+            agents = self.hub.connected_views() if scheduler is not None else []
 
-            def run(session: Session) -> T:
+            def run(session: Session, scheduler: Callable[..., None] | None) -> T:
                 tx = Tx(session=session, now=now, searchers=self.searchers)
                 holder["tx"] = tx
                 db_changes.track(session)
                 result = handler(tx, *args)
+                if scheduler is not None and Reschedule() in tx.actions:
+                    mark("master-pass-begins", "-")
+                    try:
+                        scheduler(tx, agents)
+                    except Exception as exc:
+                        raise _PassFailed from exc
+                    tx.actions.remove(Reschedule())
                 published.append(views.changes(session))
                 return result
 
             try:
-                result = await self.db.run(run)
+                try:
+                    result = await self.db.run(lambda session: run(session, scheduler))
+                except _PassFailed as failed:
+                    log.error("scheduling pass failed", exc_info=failed.__cause__)
+                    self._forget_touched(holder)
+                    published.clear()
+                    result = await self.db.run(lambda session: run(session, None))
             except BaseException:
-                tx = holder.get("tx")
-                if tx is not None:
-                    for exp_id in tx.touched:
-                        self.searchers.drop(exp_id)
+                self._forget_touched(holder)
                 raise
             actions = holder["tx"].actions
             # Still under the lock: viewers get the batches in the order they were committed.
             for batch in published:
                 self.events.publish(batch)
+            self._know_started(actions)
         await self._perform(actions)
         return result
+
+    def _know_started(self, actions: list[Action]) -> None:
+        """The tokens of the allocations just started, so that a trial's first report is not
+        held up reading its token back. Kept at the commit, under the lock: the transaction
+        that ends one of them comes later, and forgets it."""
+        for action in actions:
+            if isinstance(action, StartAllocation):
+                message = action.message
+                token = message.env.get(TrialEnv.TOKEN)
+                if token:
+                    caller = Caller(message.allocation_id, message.trial_id, message.run)
+                    self.callers.keep(token, caller, self.callers.version())
+
+    def _forget_touched(self, holder: dict[str, Tx]) -> None:
+        """A transaction failed: its searchers are reloaded from the last committed snapshot."""
+        tx = holder.pop("tx", None)
+        if tx is not None:
+            for exp_id in tx.touched:
+                self.searchers.drop(exp_id)
 
     async def read(self, fn: Callable[[Session], T], *, locked: bool = False) -> T:
         """``fn(session)`` in a transaction of its own; under the lock when it reads the
@@ -159,6 +200,10 @@ class Orchestrator:
         self.stopping = True
         self.waiters.close()
         self.events.close()
+
+
+class _PassFailed(Exception):
+    """The scheduling pass run inside a transaction failed (the cause says how)."""
 
 
 def _log_failure(task: asyncio.Task[Any]) -> None:

@@ -84,12 +84,14 @@ def schedule_pass(
     tx: Tx, agents: list[AgentView], settings: MasterConfig, cluster_id: str
 ) -> PassResult:
     result = PassResult()
-    live = allocations.live_with_jobs(tx.session)
     queued = trials.queued(tx.session)
-    task_live = tasks.live_instances(tx.session)
     task_waiting = tasks.waiting(tx.session)
-    if not queued and not live and not task_live and not task_waiting:
+    if not queued and not task_waiting:
+        # Nothing to place, so nothing to make room for: what runs is left as it is (the
+        # usual pass, once a second, while trials run).
         return result
+    live = allocations.live_with_jobs(tx.session)
+    task_live = tasks.live_instances(tx.session)
     used: dict[str, set[str]] = {}
     for alloc, _trial, _job in live:
         for agent_id, slot_ids in (alloc.slots or {}).items():

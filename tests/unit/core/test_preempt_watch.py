@@ -1,6 +1,6 @@
-"""The preemption watcher outlives an answer it cannot read: it logs it and asks again, so a
-later "yes" still reaches the trial. (The real master never sends such an answer; a loopback
-server plays a master that does.)"""
+"""The preemption watcher starts at the first question, and outlives an answer it cannot read:
+it logs it and asks again, so a later "yes" still reaches the trial. (The real master never
+sends such an answer; a loopback server plays a master that does.)"""
 
 from __future__ import annotations
 
@@ -51,8 +51,18 @@ def test_a_malformed_answer_is_skipped_and_the_next_yes_is_seen(
 ) -> None:
     url, asked = master
     ctx = PreemptContext(MasterSession(url, "token"), "1.1")
+    assert not ctx.should_preempt(), "the first answer said no"
     assert ctx._thread is not None
     ctx._thread.join(timeout=30)
     assert ctx.should_preempt(), "the third answer said yes"
     assert len(asked) == 3
+    assert "timeout_seconds=0" in asked[0], "the first question is answered at once"
     assert caplog.text.count("preemption check failed") == 1, caplog.text
+
+
+def test_nothing_is_asked_until_the_code_asks(master: tuple[str, list[str]]) -> None:
+    url, asked = master
+    ctx = PreemptContext(MasterSession(url, "token"), "1.1")
+    ctx.close()
+    assert ctx._thread is None
+    assert asked == []

@@ -27,3 +27,13 @@ class Recorder:
 
     def starts(self) -> list[dict[str, Any]]:
         return self.of("start")
+
+
+class Clock:
+    """The master's clock, moved by hand (``clock.now += 60``)."""
+
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

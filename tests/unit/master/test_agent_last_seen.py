@@ -13,20 +13,12 @@ from assay.config import MasterConfig
 from assay.db import Database
 from assay.master import Master
 from assay.protocol import Heartbeat
-from tests.unit.master.support import Recorder, run
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.unit.master.support import Clock, Recorder, run
 
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(1000.0)
 
 
 @pytest.fixture

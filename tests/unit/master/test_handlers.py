@@ -18,7 +18,7 @@ from assay.master._end_message import failure_message
 from assay.master._harness import Caller
 from assay.protocol import MetricReport
 from tests.unit.master.conftest import ADMIN
-from tests.unit.master.support import Recorder, run
+from tests.unit.master.support import Clock, Recorder, run
 
 
 def config(**searcher: Any) -> str:
@@ -362,6 +362,35 @@ def test_a_zero_slot_trial_starts_beside_work_holding_every_slot(
     assert all(t.state == "RUNNING" for t in trials(master))
 
 
+def test_a_start_is_written_a_moment_later_or_with_its_exit(master: Master, context: bytes) -> None:
+    clock = Clock()
+    master.core.clock = clock
+    _, _, alloc_id = start_single(master, context)
+    run(master.agents.on_message("a1", {"type": "started", "allocation_id": alloc_id}))
+    said_at = clock.now
+    alloc = master.db.run_sync(lambda s: s.get(Allocation, alloc_id))
+    assert alloc is not None and alloc.state == "ASSIGNED", "not yet written"
+    clock.now += 5
+    run(master.agents.write_started())
+    alloc = master.db.run_sync(lambda s: s.get(Allocation, alloc_id))
+    assert alloc is not None and alloc.state == "RUNNING"
+    assert alloc.started_at == said_at, "when the agent said so, not when it was written"
+
+
+def test_an_exit_writes_its_start_first(master: Master, context: bytes) -> None:
+    clock = Clock()
+    master.core.clock = clock
+    _, _, alloc_id = start_single(master, context)
+    run(master.agents.on_message("a1", {"type": "started", "allocation_id": alloc_id}))
+    exited = {"type": "exited", "allocation_id": alloc_id, "exit_code": 0}
+    run(master.agents.on_message("a1", exited))
+    alloc = master.db.run_sync(lambda s: s.get(Allocation, alloc_id))
+    assert alloc is not None and alloc.state == "TERMINATED"
+    assert alloc.started_at == clock.now, "the exit wrote its start first"
+    trial = master.db.run_sync(lambda s: s.get(Trial, alloc.trial_id))
+    assert trial is not None and trial.state == "COMPLETED", "a run that started and ended well"
+
+
 def test_a_garbled_agent_message_is_skipped_and_the_agent_stays(
     master: Master, context: bytes, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -369,5 +398,6 @@ def test_a_garbled_agent_message_is_skipped_and_the_agent_stays(
     run(master.agents.on_message("a1", {"type": "exited"}))  # no allocation_id
     assert "a1 sent a message that cannot be read: exited.allocation_id: required" in caplog.text
     run(master.agents.on_message("a1", {"type": "started", "allocation_id": alloc_id}))
+    run(master.agents.write_started())  # else written a moment later
     alloc = master.db.run_sync(lambda s: s.get(Allocation, alloc_id))
     assert alloc is not None and alloc.state == "RUNNING", "later messages are still read"

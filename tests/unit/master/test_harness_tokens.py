@@ -1,5 +1,6 @@
-"""A trial's token is read from the database once while its allocation lives, and refused as
-soon as the allocation has ended (on SQLite and PostgreSQL)."""
+"""A trial's token is known from its allocation's start (or read from the database once) while
+the allocation lives, and refused as soon as the allocation has ended (on SQLite and
+PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -45,13 +46,28 @@ def counting_reads(master: Master) -> list[int]:
     return reads
 
 
-def test_a_token_is_read_once_while_its_allocation_lives(master: Master, context: bytes) -> None:
+def test_a_started_allocations_token_is_known_without_a_read(
+    master: Master, context: bytes
+) -> None:
     _, start = started(master, context)
     token = start["env"]["ASSAY_TOKEN"]
     reads = counting_reads(master)
     first = run(master.harness.caller(token))
     again = run(master.harness.caller(token, first.trial_id))
-    assert first == again == Caller(start["allocation_id"], first.trial_id, 1)
+    assert first == again == Caller(start["allocation_id"], start["trial_id"], 1)
+    assert reads == []
+
+
+def test_a_token_not_kept_is_read_once_while_its_allocation_lives(
+    master: Master, context: bytes
+) -> None:
+    _, start = started(master, context)
+    token = start["env"]["ASSAY_TOKEN"]
+    master.core.callers.forget(start["allocation_id"])  # not known, as after a master restart
+    reads = counting_reads(master)
+    first = run(master.harness.caller(token))
+    again = run(master.harness.caller(token, first.trial_id))
+    assert first == again == Caller(start["allocation_id"], start["trial_id"], 1)
     assert len(reads) == 1
 
 
@@ -69,7 +85,7 @@ def test_an_ended_allocations_token_is_refused_at_once(master: Master, context: 
     run(master.harness.caller(token))
     exited = {"type": "exited", "allocation_id": start["allocation_id"], "exit_code": 0}
     run(master.agents.on_message("a1", exited))
-    assert len(master.core.callers) == 0
+    assert master.core.callers.get(token) is None
     with pytest.raises(Unauthorized, match="has ended; its reports are no longer accepted"):
         run(master.harness.caller(token))
 
@@ -79,7 +95,8 @@ def test_an_unknown_token_is_refused_and_not_kept(master: Master, context: bytes
     for _ in range(2):
         with pytest.raises(Unauthorized, match="unknown allocation token"):
             run(master.harness.caller("not-a-token"))
-    assert len(master.core.callers) == 0
+    assert master.core.callers.get("not-a-token") is None
+    assert len(master.core.callers) == 1, "the started allocation's token only"
 
 
 def test_a_check_that_raced_an_allocations_end_is_not_kept() -> None:

@@ -13,16 +13,8 @@ from assay.db import Allocation, Database, Experiment, notes
 from assay.master import Master, Submission
 from assay.master._time_limits import enforce_time_limits
 from tests.unit.master.conftest import ADMIN
-from tests.unit.master.support import run
+from tests.unit.master.support import Clock, run
 from tests.unit.master.test_handlers import connect_agent
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def config(**extra: Any) -> str:
@@ -93,6 +85,7 @@ def test_a_trial_running_longer_than_its_limit_is_killed_and_marked(
     run(master.loops.schedule_once())
     alloc_id = agent.starts()[0]["allocation_id"]
     run(master.agents.on_message("a1", {"type": "started", "allocation_id": alloc_id}))
+    run(master.agents.write_started())  # else written a moment later
     clock.now += 59
     enforce(master)
     assert agent.of("kill") == []
@@ -131,6 +124,7 @@ def test_out_of_time_the_running_trial_is_asked_to_stop_and_nothing_new_starts(
     run(master.loops.schedule_once())
     alloc_id = agent.starts()[0]["allocation_id"]
     run(master.agents.on_message("a1", {"type": "started", "allocation_id": alloc_id}))
+    run(master.agents.write_started())  # else written a moment later
     clock.now += 10
     enforce(master)
     assert experiment(master, exp_id).state == "STOPPING_COMPLETED"
