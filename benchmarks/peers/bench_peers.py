@@ -28,7 +28,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks._common import LocalCluster, run_command, stamp, write_section
+from benchmarks._common import (
+    LocalCluster,
+    interpreter_start_ms,
+    run_command,
+    stamp,
+    write_section,
+)
 from benchmarks.peers import _assay
 from benchmarks.peers._venvs import PEERS, PeerUnavailable, python_of
 
@@ -109,6 +115,7 @@ def main() -> int:
 
     b1: list[Figure] = []
     b3: list[Figure] = []
+    speed = interpreter_start_ms()
     cluster = LocalCluster(slots=SLOTS)
     cluster.env["ASSAY_TRACE"] = "1"
     last_exp = 0
@@ -164,7 +171,7 @@ def main() -> int:
         note = f"{peer_rows} rows/trial"
         b3.append(_measure(Figure(b3_labels[peer], note=note), runs, lambda p=peer: peer_b3(p)))  # type: ignore[misc]
 
-    report(args, b1, b3, tl, ideal, trials, rows, b3_trials, runs)
+    report(args, b1, b3, tl, ideal, trials, rows, b3_trials, runs, speed)
     return 0
 
 
@@ -178,6 +185,7 @@ def report(
     rows: int,
     b3_trials: int,
     runs: int,
+    speed: float,
 ) -> None:
     base1, base3 = b1[0].median, b3[0].median
     lines = [
@@ -209,9 +217,14 @@ def report(
     if args.peers != "optuna,ray,nni":
         parts.append(f"--peers {args.peers}")
     command = run_command(" ".join(parts), 0, 0)
+    speed_line = (
+        f"- this machine's speed: `python -I -c pass` starts in {speed:.1f} ms (median of 15); "
+        "figures from machines that differ in it are not comparable as they stand\n"
+    )
     body = (
         "## B1 and B3 beside the peers (one run, same machine)\n\n"
         + stamp(command)
+        + speed_line
         + f"- B1: {trials} trials that sleep 1 s and report once, 2 slots, ideal {ideal:.0f} s; "
         f"median (min-max) of {runs} runs; the last column is the system's figure over assay's\n"
         f"- B3: {b3_trials} concurrent trials reporting as fast as they can, rows/s end to end "
@@ -230,6 +243,7 @@ def report(
         args.timeline_section,
         f"## B1: timeline of one assay slot ({args.timeline_section})\n\n"
         + stamp(command)
+        + speed_line
         + f"- from the last B1 run's trace marks (`ASSAY_TRACE=1`), {tl.gaps} gaps between "
         "consecutive trials on a slot\n\n" + timeline,
     )

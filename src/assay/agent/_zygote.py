@@ -5,7 +5,9 @@ first line: the interpreter, the launcher and the shell, then importing the harn
 agent keeps one zygote (``python -m assay.agent._zygote AGENT_PID``) started at its own
 start, with ``assay.core`` imported and waiting on a socket. For such a trial the agent sends
 it the trial's argv, working directory, environment and its stdin/stdout/stderr (as file
-descriptors); the zygote forks a child, a fresh process for this trial only, which
+descriptors); the zygote hands them to a child it forked ahead (each request's child is forked
+as the previous one is handed its request, so neither the fork nor the child's set-up is
+between one trial's end and the next one's start), a fresh process for this trial only, which
 
 - starts a session of its own (its process group is the trial's, as the launcher's was) and asks
   for SIGKILL when the zygote dies;
@@ -75,6 +77,10 @@ class Zygote:
         self.wake_r, self.wake_w = os.pipe()
         os.set_blocking(self.wake_w, False)
         os.set_blocking(self.wake_r, False)
+        self.spare: tuple[int, socket.socket] | None = None
+        """A child forked ahead of the next request, waiting for it: (pid, its end of a
+        socket pair). The fork and the child's set-up are then not between one trial's end and
+        the next one's start."""
 
     def serve(self) -> dict[str, Any] | None:
         """Answer requests until the agent goes. In a forked child: the request it runs."""
@@ -87,23 +93,34 @@ class Zygote:
         sel = selectors.DefaultSelector()
         sel.register(self.sock, selectors.EVENT_READ)
         sel.register(self.wake_r, selectors.EVENT_READ)
+        waiting: dict[str, Any] | None = None
         while True:
+            if self.spare is None:
+                mine = self._fork_spare()
+                if mine is not None:
+                    sel.close()
+                    return mine
+            if waiting is not None:
+                if self._hand_over(waiting):
+                    waiting = None
+                continue
             for key, _ in sel.select():
                 if key.fileobj is self.sock:
-                    request = self._receive()
+                    request = self._receive(self.sock)
                     if request is None:
                         self._end()
-                    if self._fork(request):
-                        sel.close()
-                        return request
+                    if not self._hand_over(request):
+                        waiting = request
+                    break  # a new spare first, before anything else
                 else:
                     with contextlib.suppress(BlockingIOError):
                         os.read(self.wake_r, 4096)
                     self._reap()
 
-    def _receive(self) -> dict[str, Any] | None:
+    @staticmethod
+    def _receive(sock: socket.socket) -> dict[str, Any] | None:
         try:
-            data, fds, _, _ = socket.recv_fds(self.sock, MAX_MESSAGE, 3)
+            data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 3)
         except OSError:
             return None
         if not data:
@@ -112,24 +129,52 @@ class Zygote:
         request["fds"] = fds
         return request
 
-    def _fork(self, request: dict[str, Any]) -> bool:
-        """Fork the request's child; True in the child."""
+    def _fork_spare(self) -> dict[str, Any] | None:
+        """Fork the child that takes the next request. In the child: the request, once it
+        came (None in the zygote)."""
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         ready_r, ready_w = os.pipe()
         pid = os.fork()
         if pid == 0:
+            mine.close()
             os.close(ready_r)
-            self._become_trial(request, ready_w)
-            return True
+            self._become_trial(ready_w)
+            request = self._receive(theirs)
+            theirs.close()
+            if request is None:
+                os._exit(0)  # the zygote ended before a request came
+            for i, fd in enumerate(request.pop("fds")):
+                os.dup2(fd, i)
+                os.close(fd)
+            return request
+        theirs.close()
         os.close(ready_w)
         os.read(ready_r, 1)  # its session is made (or it died): a kill of its group reaches it
         os.close(ready_r)
-        for fd in request["fds"]:
+        self.spare = (pid, mine)
+        return None
+
+    def _hand_over(self, request: dict[str, Any]) -> bool:
+        """Give ``request`` to the spare child and tell the agent its pid; False when the spare
+        died waiting (killed from outside), the request's descriptors kept for the next one."""
+        assert self.spare is not None
+        pid, channel = self.spare
+        self.spare = None
+        try:
+            fds = request["fds"]
+            body = json.dumps({k: v for k, v in request.items() if k != "fds"}).encode()
+            socket.send_fds(channel, [body], fds)
+        except OSError:
+            return False
+        finally:
+            channel.close()
+        for fd in fds:
             os.close(fd)
         self.children.add(pid)
         self._send({"id": request["id"], "pid": pid})
-        return False
+        return True
 
-    def _become_trial(self, request: dict[str, Any], ready_w: int) -> None:
+    def _become_trial(self, ready_w: int) -> None:
         os.setsid()
         _prctl_death_signal(signal.SIGKILL)
         os.close(ready_w)
@@ -137,23 +182,25 @@ class Zygote:
         for sig in (signal.SIGCHLD, signal.SIGTERM):
             signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        for i, fd in enumerate(request.pop("fds")):
-            os.dup2(fd, i)
-            os.close(fd)
         self.sock.close()
         os.close(self.wake_r)
         os.close(self.wake_w)
 
     def _reap(self) -> None:
-        while self.children:
+        while self.children or self.spare is not None:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
                 return
-            self.children.discard(pid)
-            self._send({"pid": pid, "status": status})
+            if self.spare is not None and pid == self.spare[0]:
+                self.spare[1].close()
+                self.spare = None  # it died waiting: another is forked
+                continue
+            if pid in self.children:
+                self.children.discard(pid)
+                self._send({"pid": pid, "status": status})
 
     def _send(self, message: dict[str, Any]) -> None:
         try:
@@ -163,7 +210,8 @@ class Zygote:
 
     def _end(self) -> NoReturn:
         """The agent is gone: no trial of it may keep running."""
-        for pid in self.children:
+        spare = [self.spare[0]] if self.spare is not None else []
+        for pid in [*self.children, *spare]:
             with contextlib.suppress(OSError):
                 os.killpg(pid, signal.SIGKILL)
         os._exit(0)
@@ -359,10 +407,12 @@ def main() -> None:
         sys.stderr.write("usage: python -m assay.agent._zygote AGENT_PID SOCKET_FD\n")
         sys.exit(2)
     # What every trial imports, imported once here (its start-up is what the zygote saves).
+    import encodings.idna  # a connection to a host by name encodes it: the first report's
+
     import assay.core
     import assay.storage  # the harness's TensorBoard uploader
 
-    del assay
+    del assay, encodings
     import gc
 
     # What the zygote holds is never collected in a child: without this, a child's final

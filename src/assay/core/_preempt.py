@@ -14,6 +14,8 @@ from assay.protocol import PreemptionAnswer
 log = logging.getLogger("assay.core")
 
 LONG_POLL_SECONDS = 60.0
+FIRST_ASK_SECONDS = 5.0
+"""How long the first ``should_preempt()`` may wait for the master's answer."""
 
 
 class PreemptMode(enum.Enum):
@@ -69,23 +71,33 @@ class PreemptContext:
         with self._start_lock:
             if self._thread is not None or self._closed.is_set():
                 return
-            self._ask(0.0, deadline=0.0)
+            # Briefly, once: a master that is away is the watcher's to wait for, not the
+            # training loop's.
+            self._ask(0.0, deadline=0.0, timeout=FIRST_ASK_SECONDS, failure=logging.DEBUG)
             self._thread = threading.Thread(target=self._watch, name="assay-preempt", daemon=True)
             self._thread.start()
 
-    def _ask(self, wait: float, *, deadline: float = RETRY_DEADLINE) -> bool | None:
+    def _ask(
+        self,
+        wait: float,
+        *,
+        deadline: float = RETRY_DEADLINE,
+        timeout: float | None = None,
+        failure: int = logging.WARNING,
+    ) -> bool | None:
         """Ask the master, waiting up to ``wait`` for a yes: whether it said yes, None when the
-        asking failed (logged)."""
+        asking failed (logged at level ``failure``)."""
         assert self._session is not None
+        limit = wait + 30 if timeout is None else timeout
         try:
             answer = self._session.call(
-                lambda h: h.get(self._path, params={"timeout_seconds": wait}, timeout=wait + 30),
+                lambda h: h.get(self._path, params={"timeout_seconds": wait}, timeout=limit),
                 deadline=deadline,
             )
             preempt = PreemptionAnswer.from_dict(answer).preempt
         except AssayError as exc:
             if not self._closed.is_set():
-                log.warning("preemption check failed: %s", exc)
+                log.log(failure, "preemption check failed: %s", exc)
             return None
         if preempt:
             self._flag.set()

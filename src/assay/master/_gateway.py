@@ -49,13 +49,6 @@ from assay.protocol import trace_mark as mark
 log = logging.getLogger(__name__)
 
 
-STARTED_DELAY = 0.25
-"""How long a trial's "started" may wait to be written. Nothing waits on it (the trial runs, its
-reports are taken), so the starts of that moment are written together, after the busy moment of
-one trial ending and the next starting, in one transaction; an exit writes its allocation's
-start first. One lost with a master that stops is written again when its agent reconnects."""
-
-
 class AgentGateway:
     def __init__(self, core: Orchestrator, settings: MasterConfig) -> None:
         self.core = core
@@ -63,12 +56,6 @@ class AgentGateway:
         self.masker = LogMasker()
         self.token: str | None = None
         """What agents must present; None (no agent admitted) until :meth:`load_token`."""
-        self._started: dict[str, tuple[str, float]] = {}
-        """Starts not yet written: allocation -> (the first agent to say so, when)."""
-        self._writing_started: dict[str, tuple[str, float]] = {}
-        """Starts being written now (an exit of one of them writes it too; the second write
-        changes nothing)."""
-        self._started_timer: asyncio.TimerHandle | None = None
 
     async def load_token(self, home: Path) -> None:
         """Take the configured agent token, else the cluster's (made and stored on the first
@@ -270,11 +257,7 @@ class AgentGateway:
             if task_life.task_of_allocation(msg.allocation_id) is not None:
                 await self.core.transact(task_life.instance_started, msg.allocation_id, agent_id)
             else:
-                self._started.setdefault(msg.allocation_id, (agent_id, self.core.clock()))
-                if self._started_timer is None:
-                    self._started_timer = asyncio.get_running_loop().call_later(
-                        STARTED_DELAY, lambda: self.core.background(self.write_started())
-                    )
+                await self.core.transact(life.allocation_started, msg.allocation_id, agent_id)
         elif isinstance(msg, Exited):
             mark("master-exit-received", msg.allocation_id)
             if task_life.task_of_allocation(msg.allocation_id) is not None:
@@ -287,16 +270,12 @@ class AgentGateway:
                     schedule=True,
                 )
             else:
-                start = self._started.pop(msg.allocation_id, None) or self._writing_started.get(
-                    msg.allocation_id
-                )
                 await self.core.transact(
                     _exited,
                     agent_id,
                     msg.allocation_id,
                     msg.exit_code,
                     msg.reason,
-                    start,
                     schedule=True,
                 )
             await self.core.hub.send(agent_id, AckExit(msg.allocation_id))
@@ -306,20 +285,6 @@ class AgentGateway:
             pass
         else:
             log.warning("agent %s sent %r after its hello; ignored", agent_id, msg.type)
-
-    async def write_started(self) -> None:
-        """Write the starts not yet written (see :data:`STARTED_DELAY`)."""
-        if self._started_timer is not None:
-            self._started_timer.cancel()
-            self._started_timer = None
-        if not self._started:
-            return
-        pending, self._started = self._started, {}
-        self._writing_started = pending
-        try:
-            await self.core.transact(_record_started, pending)
-        finally:
-            self._writing_started = {}
 
     async def _ingest_logs(self, entries: list[LogEntry]) -> None:
         if not entries:
@@ -392,21 +357,9 @@ class AgentGateway:
                 )
 
 
-def _record_started(tx: Tx, pending: dict[str, tuple[str, float]]) -> None:
-    for allocation_id, (agent_id, at) in pending.items():
-        life.allocation_started(tx, allocation_id, agent_id, at)
-
-
-def _exited(
-    tx: Tx,
-    agent_id: str,
-    allocation_id: str,
-    exit_code: int | None,
-    reason: str,
-    start: tuple[str, float] | None,
-) -> None:
-    if start is not None:
-        life.allocation_started(tx, allocation_id, *start)
+def _exited(tx: Tx, agent_id: str, allocation_id: str, exit_code: int | None, reason: str) -> None:
+    """The agent's report of an allocation's exit (the pass that may follow runs in the same
+    transaction)."""
     gang.agent_exited(tx, agent_id, allocation_id, exit_code, reason)
     # Before the pass that may follow in the same transaction (for the B1 timeline).
     mark("master-exit-recorded", allocation_id)

@@ -358,24 +358,21 @@ def kill_allocation(tx: Tx, alloc: Allocation) -> None:
         tx.act(KillAllocation(agent_id, alloc.id))
 
 
-def allocation_started(tx: Tx, allocation_id: str, agent_id: str, at: float | None = None) -> None:
-    """The agent started the allocation's processes (``at``: when it said so; default now).
-    Once only: a repeat, or one for an allocation that has ended since, changes nothing."""
+def allocation_started(tx: Tx, allocation_id: str, agent_id: str) -> None:
     alloc = allocations.get(tx.session, allocation_id)
-    when = tx.now if at is None else at
     if (
         alloc is not None
         and alloc.state == AllocationState.ASSIGNED
         and agent_id in (alloc.slots or {})
     ):
         alloc.state = AllocationState.RUNNING
-        alloc.started_at = when
+        alloc.started_at = tx.now
         trial = trials.require(tx.session, alloc.trial_id)
         if trial.started_at is None:
-            trial.started_at = when
+            trial.started_at = tx.now
             exp = experiments.require(tx.session, trial.experiment_id)
             if exp.started_at is None:
-                exp.started_at = when
+                exp.started_at = tx.now
 
 
 def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason: str) -> None:

@@ -42,9 +42,9 @@ class Loops:
         self._preemption_timeouts = {
             p.pool_name: float(p.preemption_timeout) for p in settings.resource_pools
         }
+        core.scheduler = self
 
     def start(self) -> None:
-        self.core.scheduler = self._pass_in
         self._tasks = [
             asyncio.create_task(self._scheduling(), name="scheduler"),
             asyncio.create_task(self._chores(), name="lost-agent-reaper"),
@@ -69,9 +69,11 @@ class Loops:
         self.waiting_jobs = result.waiting_jobs
         return result
 
-    def _pass_in(self, tx: Tx, agents: list[AgentView]) -> None:
+    def pass_in(self, tx: Tx, agents: list[AgentView]) -> PassResult:
         """A pass inside another transaction (one that freed slots)."""
-        result = schedule_pass(tx, agents, self.settings, self.core.cluster_id)
+        return schedule_pass(tx, agents, self.settings, self.core.cluster_id)
+
+    def committed(self, result: PassResult) -> None:
         self.waiting_jobs = result.waiting_jobs
 
     async def _scheduling(self) -> None:

@@ -27,7 +27,6 @@ first) ask the parts.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -163,8 +162,6 @@ class Master:
 
     async def stop(self) -> None:
         self.begin_shutdown()
-        with contextlib.suppress(Exception):  # else written at the agents' reconnect
-            await self.agents.write_started()
         await self.autoscaler.close()
         await self.pools.close()
         await self.loops.stop()

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from assay import rest
 from assay.db import Database, Session
@@ -24,7 +24,6 @@ from assay.master._agents import AgentHub
 from assay.master._callers import CallerCache
 from assay.master._events import EventHub
 from assay.master._harness import Caller
-from assay.master._scheduling import AgentView
 from assay.master._searchers import SearcherCache
 from assay.master._tx import (
     Action,
@@ -39,6 +38,9 @@ from assay.master._tx import (
 from assay.master._waiters import Waiters
 from assay.protocol import Kill, TrialEnv
 from assay.protocol import trace_mark as mark
+
+if TYPE_CHECKING:
+    from assay.master._scheduling import AgentView, PassResult
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +74,9 @@ class Orchestrator:
         Held in memory, and only a while after the last ask: a master started again, or one
         whose stop was abandoned midway, schedules as usual, so nothing is left stuck."""
         self._work: set[asyncio.Task[Any]] = set()
-        self.scheduler: Callable[[Tx, list[AgentView]], None] | None = None
-        """The scheduling pass, for a transaction that may free slots to run in itself (set by
-        the master's loops)."""
+        self.scheduler: InlineScheduler | None = None
+        """Runs the scheduling pass in a transaction that may free slots (the master's loops
+        set it)."""
 
     async def transact(self, handler: Callable[..., T], *args: Any, schedule: bool = False) -> T:
         """``handler(tx, *args)`` in one transaction under the lock; its actions after the
@@ -88,22 +90,21 @@ class Orchestrator:
         async with self.lock:
             now = self.clock()
             holder: dict[str, Tx] = {}
+            passed: list[PassResult] = []
             published: list[rest.EventBatch] = []
-            scheduler = self.scheduler if schedule and not self.draining else None
+            # A stopping master starts nothing; one draining leaves the queue to the next.
+            scheduler = (
+                self.scheduler if schedule and not (self.draining or self.stopping) else None
+            )
             agents = self.hub.connected_views() if scheduler is not None else []
 
-            def run(session: Session, scheduler: Callable[..., None] | None) -> T:
+            def run(session: Session, scheduler: InlineScheduler | None) -> T:
                 tx = Tx(session=session, now=now, searchers=self.searchers)
                 holder["tx"] = tx
                 db_changes.track(session)
                 result = handler(tx, *args)
                 if scheduler is not None and Reschedule() in tx.actions:
-                    mark("master-pass-begins", "-")
-                    try:
-                        scheduler(tx, agents)
-                    except Exception as exc:
-                        raise _PassFailed from exc
-                    tx.actions.remove(Reschedule())
+                    passed.append(_pass_in(scheduler, tx, agents))
                 published.append(views.changes(session))
                 return result
 
@@ -113,6 +114,7 @@ class Orchestrator:
                 except _PassFailed as failed:
                     log.error("scheduling pass failed", exc_info=failed.__cause__)
                     self._forget_touched(holder)
+                    passed.clear()
                     published.clear()
                     result = await self.db.run(lambda session: run(session, None))
             except BaseException:
@@ -123,6 +125,8 @@ class Orchestrator:
             for batch in published:
                 self.events.publish(batch)
             self._know_started(actions)
+            if scheduler is not None and passed:
+                scheduler.committed(passed[0])
         await self._perform(actions)
         return result
 
@@ -200,6 +204,28 @@ class Orchestrator:
         self.stopping = True
         self.waiters.close()
         self.events.close()
+
+
+class InlineScheduler(Protocol):
+    """Runs the scheduling pass inside another transaction (see ``transact(schedule=True)``)."""
+
+    def pass_in(self, tx: Tx, agents: list[AgentView]) -> PassResult:
+        """The pass, in ``tx`` (on the transaction's worker thread)."""
+        ...
+
+    def committed(self, result: PassResult) -> None:
+        """The pass's transaction committed: what it decided holds (on the event loop)."""
+        ...
+
+
+def _pass_in(scheduler: InlineScheduler, tx: Tx, agents: list[AgentView]) -> PassResult:
+    mark("master-pass-begins", "-")
+    try:
+        result = scheduler.pass_in(tx, agents)
+    except Exception as exc:
+        raise _PassFailed from exc
+    tx.actions.remove(Reschedule())
+    return result
 
 
 class _PassFailed(Exception):

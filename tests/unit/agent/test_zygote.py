@@ -21,6 +21,7 @@ import pytest
 
 from assay.agent._forking import ForkedProcess, ZygoteClient, direct_python
 from assay.agent._runner import MAX_LINE, base_environment
+from tests.processes import alive, children_of
 
 REPORT = (
     "import json, os, sys\n"
@@ -327,6 +328,38 @@ def test_a_signal_to_the_trials_group_ends_it_as_that_signal(tmp_path: Path) -> 
         return await process.wait()
 
     assert _with_zygote(body) == -signal.SIGTERM
+
+
+def test_the_next_trials_child_waits_forked_and_one_killed_waiting_is_replaced(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "train.py").write_text(REPORT)
+
+    async def run() -> tuple[int, list[int], int, dict[str, Any], list[int]]:
+        zygote = ZygoteClient(base_environment, MAX_LINE)
+        await zygote.start()
+        assert zygote._proc is not None
+        zygote_pid = zygote._proc.pid
+        deadline = time.monotonic() + 10
+        while not (waiting := children_of(zygote_pid)) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert len(waiting) == 1, "one child forked ahead of the first request"
+        os.kill(waiting[0], signal.SIGKILL)
+        env = {**base_environment(), "EXTRA": str(tmp_path)}
+        process = await zygote.spawn(["python3", "train.py"], tmp_path, env)
+        code, out, _ = await _finish(process)
+        report = json.loads(out)
+        spare = [p for p in children_of(zygote_pid) if p != process.pid]
+        await zygote.close()
+        return code, waiting, process.pid, report, spare
+
+    code, killed, pid, report, spare = asyncio.run(run())
+    assert code == 3 and report["pid"] == pid and pid not in killed
+    assert len(spare) == 1, "the next request's child is forked already"
+    deadline = time.monotonic() + 10
+    while alive(spare[0]) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not alive(spare[0]), "the zygote's end ends the child that waited"
 
 
 def test_the_zygotes_end_ends_its_trials(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ sends such an answer; a loopback server plays a master that does.)"""
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -66,3 +67,15 @@ def test_nothing_is_asked_until_the_code_asks(master: tuple[str, list[str]]) -> 
     ctx.close()
     assert ctx._thread is None
     assert asked == []
+
+
+def test_a_first_question_the_master_cannot_answer_is_no_and_left_to_the_watcher(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Port 1 on loopback: nothing listens, the connection is refused at once.
+    ctx = PreemptContext(MasterSession("http://127.0.0.1:1", "token"), "1.1")
+    with caplog.at_level(logging.WARNING, logger="assay.core"):
+        assert not ctx.should_preempt()
+    ctx.close()
+    assert ctx._thread is not None, "the watcher goes on asking"
+    assert "preemption check failed" not in caplog.text, "a master away for a moment is no news"

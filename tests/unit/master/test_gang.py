@@ -133,7 +133,7 @@ def test_a_failed_agent_gets_the_rest_of_the_gang_killed_and_its_code_ends_it(
     assert alloc.exits == {"a2": 3, "a1": -15}
     assert "agent a2 failed first" in alloc.exit_reason
     (trial,) = master.db.run_sync(lambda s: s.query(Trial).all())
-    assert (trial.state, trial.restarts) == ("QUEUED", 1)
+    assert (trial.state, trial.restarts) == ("RUNNING", 1), "restarted in the exit's transaction"
     assert "exit code 3" in trial.message
 
 

@@ -18,7 +18,7 @@ from assay.master._end_message import failure_message
 from assay.master._harness import Caller
 from assay.protocol import MetricReport
 from tests.unit.master.conftest import ADMIN
-from tests.unit.master.support import Clock, Recorder, run
+from tests.unit.master.support import Recorder, run
 
 
 def config(**searcher: Any) -> str:
@@ -133,9 +133,36 @@ def test_completed_trial_frees_its_slot_for_the_next(master: Master, context: by
         )
     )
     states = [t.state for t in trials(master)]
-    assert states == ["COMPLETED", "QUEUED"], "the random searcher made the second trial"
+    assert states == ["COMPLETED", "RUNNING"], "the random searcher made the second trial"
+    assert len(agent.starts()) == 2, "started in the exit's own transaction"
+
+
+def test_a_pass_that_fails_in_an_exits_transaction_leaves_the_exit_written(
+    master: Master,
+    context: bytes,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    run(
+        master.experiments.create(
+            ADMIN, Submission(config(name="random", max_trials=2, max_concurrent_trials=1), context)
+        )
+    )
+    agent = connect_agent(master, slots=1)
     run(master.loops.schedule_once())
-    assert len(agent.starts()) == 2
+    first = agent.starts()[0]["allocation_id"]
+
+    def broken(*_: Any) -> None:
+        raise RuntimeError("the pass broke")
+
+    monkeypatch.setattr(master.loops, "pass_in", broken)
+    exited(master, first, 0)
+    assert "scheduling pass failed" in caplog.text and "the pass broke" in caplog.text
+    assert [t.state for t in trials(master)] == ["COMPLETED", "QUEUED"], "the exit is written"
+    assert len(agent.starts()) == 1
+    monkeypatch.undo()
+    run(master.loops.schedule_once())
+    assert len(agent.starts()) == 2, "the loop's next pass starts it"
     assert agent.sent[-1] == {"type": "start", **agent.starts()[-1]}
 
 
@@ -285,9 +312,8 @@ def test_activating_before_a_paused_trial_stops_lets_it_stop_and_resume(
     assert run(master.harness.preemption(alloc_id, timeout=0)).preempt is True  # the harness saw it
     run(master.experiments.activate(ADMIN, exp_id))
     exited(master, alloc_id, 0)  # it checkpointed and stopped as it was told
-    assert trials(master)[0].state == "QUEUED", "not completed: it had training left to do"
-    run(master.loops.schedule_once())
-    assert len(agent.starts()) == 2
+    assert trials(master)[0].state == "RUNNING", "not completed: it had training left to do"
+    assert len(agent.starts()) == 2, "resumed in the exit's own transaction"
 
 
 def test_a_trial_its_searcher_closed_completes_even_when_paused_meanwhile(
@@ -362,35 +388,6 @@ def test_a_zero_slot_trial_starts_beside_work_holding_every_slot(
     assert all(t.state == "RUNNING" for t in trials(master))
 
 
-def test_a_start_is_written_a_moment_later_or_with_its_exit(master: Master, context: bytes) -> None:
-    clock = Clock()
-    master.core.clock = clock
-    _, _, alloc_id = start_single(master, context)
-    run(master.agents.on_message("a1", {"type": "started", "allocation_id": alloc_id}))
-    said_at = clock.now
-    alloc = master.db.run_sync(lambda s: s.get(Allocation, alloc_id))
-    assert alloc is not None and alloc.state == "ASSIGNED", "not yet written"
-    clock.now += 5
-    run(master.agents.write_started())
-    alloc = master.db.run_sync(lambda s: s.get(Allocation, alloc_id))
-    assert alloc is not None and alloc.state == "RUNNING"
-    assert alloc.started_at == said_at, "when the agent said so, not when it was written"
-
-
-def test_an_exit_writes_its_start_first(master: Master, context: bytes) -> None:
-    clock = Clock()
-    master.core.clock = clock
-    _, _, alloc_id = start_single(master, context)
-    run(master.agents.on_message("a1", {"type": "started", "allocation_id": alloc_id}))
-    exited = {"type": "exited", "allocation_id": alloc_id, "exit_code": 0}
-    run(master.agents.on_message("a1", exited))
-    alloc = master.db.run_sync(lambda s: s.get(Allocation, alloc_id))
-    assert alloc is not None and alloc.state == "TERMINATED"
-    assert alloc.started_at == clock.now, "the exit wrote its start first"
-    trial = master.db.run_sync(lambda s: s.get(Trial, alloc.trial_id))
-    assert trial is not None and trial.state == "COMPLETED", "a run that started and ended well"
-
-
 def test_a_garbled_agent_message_is_skipped_and_the_agent_stays(
     master: Master, context: bytes, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -398,6 +395,5 @@ def test_a_garbled_agent_message_is_skipped_and_the_agent_stays(
     run(master.agents.on_message("a1", {"type": "exited"}))  # no allocation_id
     assert "a1 sent a message that cannot be read: exited.allocation_id: required" in caplog.text
     run(master.agents.on_message("a1", {"type": "started", "allocation_id": alloc_id}))
-    run(master.agents.write_started())  # else written a moment later
     alloc = master.db.run_sync(lambda s: s.get(Allocation, alloc_id))
     assert alloc is not None and alloc.state == "RUNNING", "later messages are still read"
