@@ -103,6 +103,11 @@ def main() -> int:
         "--peers", default="optuna,ray,nni", help="comma-separated peers to run beside assay"
     )
     parser.add_argument("--timeline-section", default="B1-timeline", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--b1-only",
+        action="store_true",
+        help="assay's B1 and its timeline only (sections B1-assay and the timeline's)",
+    )
     parser.add_argument("--quick", action="store_true", help="assay only, tiny; write nothing")
     args = parser.parse_args()
     if args.quick:
@@ -128,6 +133,9 @@ def main() -> int:
 
         b1.append(_measure(Figure("assay, a fresh process per trial"), runs, assay_b1))
         tl = _assay.timeline(cluster, last_exp)
+    if args.b1_only:
+        report_b1_only(args, b1[0], tl, ideal, trials, runs, speed)
+        return 0
     with LocalCluster(slots=b3_trials) as big:
         b3.append(
             _measure(
@@ -175,6 +183,67 @@ def main() -> int:
     return 0
 
 
+def _speed_line(speed: float) -> str:
+    return (
+        f"- this machine's speed: `python -I -c pass` starts in {speed:.1f} ms (median of 15); "
+        "figures from machines that differ in it are not comparable as they stand\n"
+    )
+
+
+def _timeline_table(tl: _assay.Timeline) -> str:
+    steps = "\n".join(f"| {label} | {v:.1f} ms |" for label, v in tl.steps.items())
+    return (
+        "| step (one slot, from a trial's sleep ending) | median |\n|---|---|\n"
+        + steps
+        + f"\n| **sleep's end to the next trial's sleep start** | **{tl.gap_ms:.1f} ms** |\n"
+    )
+
+
+def _write_timeline(
+    args: argparse.Namespace, command: str, speed: float, tl: _assay.Timeline
+) -> None:
+    write_section(
+        args.timeline_section,
+        f"## B1: timeline of one assay slot ({args.timeline_section})\n\n"
+        + stamp(command)
+        + _speed_line(speed)
+        + f"- from the last B1 run's trace marks (`ASSAY_TRACE=1`), {tl.gaps} gaps between "
+        "consecutive trials on a slot\n\n" + _timeline_table(tl),
+    )
+
+
+def report_b1_only(
+    args: argparse.Namespace,
+    figure: Figure,
+    tl: _assay.Timeline,
+    ideal: float,
+    trials: int,
+    runs: int,
+    speed: float,
+) -> None:
+    """assay's B1 alone (``--b1-only``): the peers' table is left as its last full run wrote it."""
+    print(f"{figure.system}: {figure.cell('x')}", _timeline_table(tl), sep="\n\n")
+    if args.quick:
+        return
+    command = run_command(
+        "python benchmarks/peers/bench_peers.py --b1-only"
+        + (f" --runs {runs}" if runs != 5 else ""),
+        0,
+        0,
+    )
+    write_section(
+        "B1-assay",
+        "## B1: assay alone, at a later commit than the peers' table\n\n"
+        + stamp(command)
+        + _speed_line(speed)
+        + f"- {trials} trials that sleep 1 s and report once, 2 slots, ideal {ideal:.0f} s; "
+        f"median (min-max) of {runs} runs\n\n"
+        + f"| system | wall / ideal |\n|---|---|\n| {figure.system} | {figure.cell('x')} |\n",
+    )
+    _write_timeline(args, command, speed, tl)
+    print(f"wrote the B1-assay and {args.timeline_section} sections of benchmarks/RESULTS.md")
+
+
 def report(
     args: argparse.Namespace,
     b1: list[Figure],
@@ -202,12 +271,7 @@ def report(
         "| system | size | rows/s, end to end | assay's ÷ this |\n|---|---|---|---|\n"
         + "\n".join(lines)
     )
-    steps = "\n".join(f"| {label} | {v:.1f} ms |" for label, v in tl.steps.items())
-    timeline = (
-        "| step (one slot, from a trial's sleep ending) | median |\n|---|---|\n"
-        + steps
-        + f"\n| **sleep's end to the next trial's sleep start** | **{tl.gap_ms:.1f} ms** |\n"
-    )
+    timeline = _timeline_table(tl)
     print(b1_table, b3_table, timeline, sep="\n\n")
     if args.quick:
         return
@@ -217,10 +281,7 @@ def report(
     if args.peers != "optuna,ray,nni":
         parts.append(f"--peers {args.peers}")
     command = run_command(" ".join(parts), 0, 0)
-    speed_line = (
-        f"- this machine's speed: `python -I -c pass` starts in {speed:.1f} ms (median of 15); "
-        "figures from machines that differ in it are not comparable as they stand\n"
-    )
+    speed_line = _speed_line(speed)
     body = (
         "## B1 and B3 beside the peers (one run, same machine)\n\n"
         + stamp(command)
@@ -239,14 +300,7 @@ def report(
         + "\n"
     )
     write_section("B1-B3-peers", body)
-    write_section(
-        args.timeline_section,
-        f"## B1: timeline of one assay slot ({args.timeline_section})\n\n"
-        + stamp(command)
-        + speed_line
-        + f"- from the last B1 run's trace marks (`ASSAY_TRACE=1`), {tl.gaps} gaps between "
-        "consecutive trials on a slot\n\n" + timeline,
-    )
+    _write_timeline(args, command, speed, tl)
     print(f"wrote the B1-B3-peers and {args.timeline_section} sections of benchmarks/RESULTS.md")
 
 
