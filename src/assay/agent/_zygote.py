@@ -156,7 +156,8 @@ class Zygote:
 
     def _hand_over(self, request: dict[str, Any]) -> bool:
         """Give ``request`` to the spare child and tell the agent its pid; False when the spare
-        died waiting (killed from outside), the request's descriptors kept for the next one."""
+        died waiting (killed from outside), the request's descriptors kept for the next one. A
+        spare killed during the hand-over itself ends as that trial, by that signal."""
         assert self.spare is not None
         pid, channel = self.spare
         self.spare = None

@@ -43,6 +43,12 @@ class CallerCache:
         self._by_token[token] = caller
         self._token_of[caller.allocation_id] = token
 
+    def started(self, token: str, caller: Caller) -> None:
+        """Remember the token of an allocation whose start has just committed (called under
+        the orchestrator's lock: the transaction that ends it comes later, and forgets it)."""
+        self._by_token[token] = caller
+        self._token_of[caller.allocation_id] = token
+
     def forget(self, allocation_id: str) -> None:
         """The allocation has ended (committed): its token is checked against the database
         again, which refuses it."""

@@ -66,7 +66,7 @@ class Loops:
         result = await self.core.transact(
             schedule_pass, agents, self.settings, self.core.cluster_id
         )
-        self.waiting_jobs = result.waiting_jobs
+        self.committed(result)
         return result
 
     def pass_in(self, tx: Tx, agents: list[AgentView]) -> PassResult:
@@ -74,6 +74,7 @@ class Loops:
         return schedule_pass(tx, agents, self.settings, self.core.cluster_id)
 
     def committed(self, result: PassResult) -> None:
+        """A pass's transaction committed: the jobs it left holding reservations."""
         self.waiting_jobs = result.waiting_jobs
 
     async def _scheduling(self) -> None:

@@ -132,15 +132,14 @@ class Orchestrator:
 
     def _know_started(self, actions: list[Action]) -> None:
         """The tokens of the allocations just started, so that a trial's first report is not
-        held up reading its token back. Kept at the commit, under the lock: the transaction
-        that ends one of them comes later, and forgets it."""
+        held up reading its token back."""
         for action in actions:
             if isinstance(action, StartAllocation):
                 message = action.message
                 token = message.env.get(TrialEnv.TOKEN)
                 if token:
                     caller = Caller(message.allocation_id, message.trial_id, message.run)
-                    self.callers.keep(token, caller, self.callers.version())
+                    self.callers.started(token, caller)
 
     def _forget_touched(self, holder: dict[str, Tx]) -> None:
         """A transaction failed: its searchers are reloaded from the last committed snapshot."""
