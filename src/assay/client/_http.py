@@ -90,6 +90,16 @@ class HttpSession:
             conn.sock.settimeout(timeout)
         return conn
 
+    def warm(self) -> None:
+        """Connect this thread's connection now, if it has none, so that its first request
+        does not wait for the connection to be made; a failure is left to that request."""
+        conn = self._connection(self.timeout)
+        if conn.sock is None:
+            try:
+                conn.connect()
+            except OSError:
+                self._drop()
+
     def _drop(self) -> None:
         conn = getattr(self._local, "conn", None)
         if conn is not None:

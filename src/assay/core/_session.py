@@ -83,6 +83,9 @@ class Reporter:
         self._wake.set()
 
     def _run(self) -> None:
+        # Here, while the trial trains, rather than in its first report's round trip (the last
+        # thing a short trial does before it ends).
+        self.session.http.warm()
         while True:
             self._wake.wait()
             self._wake.clear()

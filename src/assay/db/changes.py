@@ -68,6 +68,9 @@ class Changes:
     trials: set[int] = field(default_factory=set)
     queue: bool = False
     cluster: bool = False
+    held: list[Experiment | Trial] = field(default_factory=list)
+    """The changed rows themselves: the session's identity map holds rows weakly, and one
+    dropped after its flush would be read again by :func:`changed`."""
 
 
 def track(session: Session) -> None:
@@ -117,15 +120,19 @@ def _collect(session: Session, _context: Any) -> None:
     for obj in session.new:
         if isinstance(obj, Experiment):
             changes.experiments.add(obj.id)
+            changes.held.append(obj)
         elif isinstance(obj, Trial):
             changes.trials.add(obj.id)
+            changes.held.append(obj)
         else:
             _flag(changes, obj, whole=True)
     for obj in session.dirty:
         if isinstance(obj, Experiment) and _modified(obj, EXPERIMENT_COLUMNS):
             changes.experiments.add(obj.id)
+            changes.held.append(obj)
         elif isinstance(obj, Trial) and _modified(obj, TRIAL_COLUMNS):
             changes.trials.add(obj.id)
+            changes.held.append(obj)
         else:
             _flag(changes, obj, whole=False)
     for obj in session.deleted:

@@ -15,7 +15,6 @@ from assay.db import (
     Trial,
     allocations,
     checkpoints,
-    contexts,
     metrics,
     tasks,
     trials,
@@ -331,7 +330,7 @@ def start_trial(
         created_at=tx.now,
     )
     trial.state = TrialState.RUNNING
-    context = contexts.require(tx.session, exp.context_id)
+    context = ContextRef(exp.context_id, tx.searchers.context_sha256(tx.session, exp))
     cfg = tx.searchers.config(exp)
     searcher = tx.searchers.searcher(exp)
     layouts = gang.plan(tx, alloc, placement, agents)
@@ -390,7 +389,7 @@ def start_trial(
             trial_id=trial.id,
             experiment_id=exp.id,
             run=trial.runs,
-            context=ContextRef(context.id, context.sha256),
+            context=context,
             entrypoint=cfg.entrypoint,
             env=env,
             slots=list(slot_ids),

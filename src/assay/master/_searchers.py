@@ -46,6 +46,8 @@ class _Entry:
     config: ExperimentConfig
     searcher: Searcher
     replayable: bool
+    context_sha256: str | None = None
+    """The digest of the experiment's context (which never changes), once read."""
 
 
 class SearcherCache:
@@ -60,6 +62,14 @@ class SearcherCache:
 
     def searcher(self, exp: Experiment) -> Searcher:
         return self._entry(exp).searcher
+
+    def context_sha256(self, session: Session, exp: Experiment) -> str:
+        """The digest of the experiment's context, read once per entry: each of its trials'
+        starts names it to the agents."""
+        entry = self._entry(exp)
+        if entry.context_sha256 is None:
+            entry.context_sha256 = contexts.require(session, exp.context_id).sha256
+        return entry.context_sha256
 
     def build(self, exp: Experiment, config: ExperimentConfig, context: bytes) -> Searcher:
         """A new searcher for a new experiment (``exp.id`` assigned, context not yet stored)."""

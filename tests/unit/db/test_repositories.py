@@ -268,3 +268,38 @@ def test_a_deleted_experiments_and_trials_ids_are_never_handed_out_again(db: Dat
 
     again, again_trial = db.run_sync(create_again)
     assert again > gone and again_trial > gone_trial
+
+
+def test_changed_rows_are_told_as_left_without_reading_them_again(db: Database) -> None:
+    """The session holds rows weakly: a changed trial nobody refers to any more is still the
+    one :func:`changes.changed` returns, with its change, and no statement reads it back."""
+    import gc
+
+    from sqlalchemy import event
+
+    from assay.db import changes
+
+    exp_id = db.run_sync(experiment)
+    trial_id = db.run_sync(lambda s: trial(s, exp_id))
+    selects: list[str] = []
+
+    def count(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        if statement.lstrip().upper().startswith("SELECT"):
+            selects.append(statement)
+
+    def change(session: Session) -> list[tuple[int, str]]:
+        changes.track(session)
+        row = trials.require(session, trial_id)
+        row.state = TrialState.RUNNING
+        session.flush()
+        del row
+        gc.collect()
+        event.listen(db.engine, "before_cursor_execute", count)
+        try:
+            found = changes.changed(session)
+        finally:
+            event.remove(db.engine, "before_cursor_execute", count)
+        return [(t.id, t.state) for t in found.trials]
+
+    assert db.run_sync(change) == [(trial_id, TrialState.RUNNING)]
+    assert selects == []

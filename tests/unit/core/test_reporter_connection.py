@@ -1,0 +1,86 @@
+"""The metric reporter connects to the master when it starts, while the trial trains, so its
+first report (for a short trial, the last thing it does) does not wait for a connection; the
+report then goes over that same connection. (A loopback server records connections and
+requests.)"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from assay.client import HttpSession
+from assay.core._session import MasterSession, Reporter
+
+
+class _Recorder(ThreadingHTTPServer):
+    def __init__(self) -> None:
+        self.connections: list[tuple[str, int]] = []
+        self.posts: list[tuple[str, int]] = []
+
+        recorder = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers["Content-Length"]))
+                recorder.posts.append(self.client_address)
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+
+    def verify_request(self, request: object, client_address: object) -> bool:
+        self.connections.append(client_address)  # type: ignore[arg-type]
+        return True
+
+
+@pytest.fixture
+def recorder() -> Iterator[_Recorder]:
+    server = _Recorder()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _until(condition: object, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_the_reporter_connects_before_its_first_report_and_sends_it_on_that_connection(
+    recorder: _Recorder,
+) -> None:
+    url = f"http://127.0.0.1:{recorder.server_address[1]}"
+    reporter = Reporter(MasterSession(url, "token"), trial_id=1)
+    try:
+        _until(lambda: len(recorder.connections) == 1)
+        assert recorder.posts == [], "connected, nothing sent yet"
+        reporter.put({"group": "validation", "steps_completed": 1, "metrics": {"loss": 1.0}})
+        reporter.flush(timeout=30)
+        assert recorder.posts == recorder.connections, "the report went over that connection"
+    finally:
+        reporter.close(timeout=30)
+
+
+def test_warming_a_connection_to_no_master_leaves_the_failure_to_the_first_request() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    http = HttpSession(f"http://127.0.0.1:{port}")
+    http.warm()  # nothing listens there: no error yet
+    assert getattr(http._local, "conn", None) is None
