@@ -52,11 +52,21 @@ def by_token(session: Session, token: str) -> Allocation | None:
     return session.scalars(select(Allocation).where(Allocation.token == token)).first()
 
 
+# Statements the scheduling pass and the master's loops run all the time, built once: building
+# one (and its cache key) costs more than SQLite takes to run it.
+_LIVE = select(Allocation).where(Allocation.state.in_(LIVE_ALLOCATION_STATES))
+_LIVE_WITH_JOBS = (
+    select(Allocation, Trial, Job)
+    .join(Trial, Allocation.trial_id == Trial.id)
+    .join(Experiment, Trial.experiment_id == Experiment.id)
+    .join(Job, Experiment.job_id == Job.id)
+    .where(Allocation.state.in_(LIVE_ALLOCATION_STATES))
+)
+
+
 def live(session: Session) -> Sequence[Allocation]:
     """Allocations starting or running."""
-    return session.scalars(
-        select(Allocation).where(Allocation.state.in_(LIVE_ALLOCATION_STATES))
-    ).all()
+    return session.scalars(_LIVE).all()
 
 
 def live_of_trial(session: Session, trial_id: int) -> Allocation | None:
@@ -99,13 +109,7 @@ def preempting(session: Session) -> list[tuple[Allocation, Trial, Experiment]]:
 
 def live_with_jobs(session: Session) -> list[tuple[Allocation, Trial, Job]]:
     """Live allocations with their trial and their experiment's job."""
-    rows = session.execute(
-        select(Allocation, Trial, Job)
-        .join(Trial, Allocation.trial_id == Trial.id)
-        .join(Experiment, Trial.experiment_id == Experiment.id)
-        .join(Job, Experiment.job_id == Job.id)
-        .where(Allocation.state.in_(LIVE_ALLOCATION_STATES))
-    ).all()
+    rows = session.execute(_LIVE_WITH_JOBS).all()
     return [(a, t, j) for a, t, j in rows]
 
 

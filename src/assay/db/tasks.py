@@ -122,32 +122,37 @@ def instances(session: Session, task_id: int) -> Sequence[TaskInstance]:
     ).all()
 
 
+# Run by every scheduling pass, so built once (building one costs more than running it).
+_LIVE_INSTANCES = (
+    select(TaskInstance, Task, Job)
+    .join(Task, TaskInstance.task_id == Task.id)
+    .join(Job, Task.job_id == Job.id)
+    .where(TaskInstance.live.is_(True))
+)
+_WAITING = (
+    select(Task, Job)
+    .join(Job, Task.job_id == Job.id)
+    .where(
+        Task.state.in_((TaskState.WAITING, TaskState.RUNNING)),
+        Task.retrying.is_(False),
+        Task.stop_requested.is_(False),
+        Task.id.in_(
+            select(TaskInstance.task_id).where(TaskInstance.state == TaskInstanceState.WAITING)
+        ),
+    )
+    .order_by(Task.id)
+)
+
+
 def live_instances(session: Session) -> list[tuple[TaskInstance, Task, Job]]:
     """Instances with a process starting or running, with their task and job."""
-    rows = session.execute(
-        select(TaskInstance, Task, Job)
-        .join(Task, TaskInstance.task_id == Task.id)
-        .join(Job, Task.job_id == Job.id)
-        .where(TaskInstance.live.is_(True))
-    ).all()
+    rows = session.execute(_LIVE_INSTANCES).all()
     return [(i, t, j) for i, t, j in rows]
 
 
 def waiting(session: Session) -> list[tuple[Task, Job]]:
     """Tasks with instances to place (and no retry of the whole job pending), oldest first."""
-    rows = session.execute(
-        select(Task, Job)
-        .join(Job, Task.job_id == Job.id)
-        .where(
-            Task.state.in_((TaskState.WAITING, TaskState.RUNNING)),
-            Task.retrying.is_(False),
-            Task.stop_requested.is_(False),
-            Task.id.in_(
-                select(TaskInstance.task_id).where(TaskInstance.state == TaskInstanceState.WAITING)
-            ),
-        )
-        .order_by(Task.id)
-    ).all()
+    rows = session.execute(_WAITING).all()
     return [(t, j) for t, j in rows]
 
 

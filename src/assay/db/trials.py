@@ -5,13 +5,35 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import bindparam, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from assay.db._ids import next_id
 from assay.db._models import Experiment, Job, Trial, slots_per_trial
 from assay.errors import NotFound
 from assay.protocol import TERMINAL_TRIAL_STATES, ExperimentState, TrialState
+
+# Statements run for every trial's start, report or end, built once: building one (and its
+# cache key) costs more than SQLite takes to run it.
+_QUEUED = (
+    select(Trial, Experiment, Job)
+    .join(Experiment, Trial.experiment_id == Experiment.id)
+    .join(Job, Experiment.job_id == Job.id)
+    .where(Trial.state == TrialState.QUEUED, Experiment.state == ExperimentState.ACTIVE)
+    .order_by(Trial.id)
+)
+_TRAINING_REPORTS = select(Trial.request_id, Trial.progress, Trial.steps_completed).where(
+    Trial.experiment_id == bindparam("experiment_id"),
+    Trial.request_id.in_(bindparam("request_ids", expanding=True)),
+)
+_SEQUENCE_NUMBER = (
+    select(func.count())
+    .select_from(Trial)
+    .where(Trial.experiment_id == bindparam("experiment_id"), Trial.id < bindparam("trial_id"))
+)
+_NUMBERS = select(Trial.experiment_id, Trial.steps_completed, Trial.best_validation).where(
+    Trial.id == bindparam("trial_id")
+)
 
 
 def get(session: Session, trial_id: int) -> Trial | None:
@@ -89,10 +111,8 @@ def training_reports(
     # statement may bind.
     for start in range(0, len(request_ids), _CHUNK):
         rows = session.execute(
-            select(Trial.request_id, Trial.progress, Trial.steps_completed).where(
-                Trial.experiment_id == experiment_id,
-                Trial.request_id.in_(request_ids[start : start + _CHUNK]),
-            )
+            _TRAINING_REPORTS,
+            {"experiment_id": experiment_id, "request_ids": request_ids[start : start + _CHUNK]},
         ).all()
         found += [(str(r), float(p), int(s)) for r, p, s in rows]
     return found
@@ -168,13 +188,7 @@ def _in_order(session: Session, ids: list[int]) -> list[Trial]:
 
 def queued(session: Session) -> list[tuple[Trial, Experiment, Job]]:
     """Trials waiting for slots in active experiments, with their experiment and job."""
-    rows = session.execute(
-        select(Trial, Experiment, Job)
-        .join(Experiment, Trial.experiment_id == Experiment.id)
-        .join(Job, Experiment.job_id == Job.id)
-        .where(Trial.state == TrialState.QUEUED, Experiment.state == ExperimentState.ACTIVE)
-        .order_by(Trial.id)
-    ).all()
+    rows = session.execute(_QUEUED).all()
     return [(t, e, j) for t, e, j in rows]
 
 
@@ -280,9 +294,7 @@ def sequence_number(session: Session, trial: Trial) -> int:
     """The trial's place among its experiment's trials, from 0 (NNI's sequence id)."""
     return int(
         session.scalar(
-            select(func.count())
-            .select_from(Trial)
-            .where(Trial.experiment_id == trial.experiment_id, Trial.id < trial.id)
+            _SEQUENCE_NUMBER, {"experiment_id": trial.experiment_id, "trial_id": trial.id}
         )
         or 0
     )
@@ -298,9 +310,5 @@ def starting_from(session: Session, uuids: set[str]) -> Sequence[Trial]:
 def numbers(session: Session, trial_id: int) -> tuple[int, int, float | None] | None:
     """The trial's experiment, steps completed and best validation as stored now (read past
     the session's copy of the row, which bulk updates leave behind)."""
-    found = session.execute(
-        select(Trial.experiment_id, Trial.steps_completed, Trial.best_validation).where(
-            Trial.id == trial_id
-        )
-    ).first()
+    found = session.execute(_NUMBERS, {"trial_id": trial_id}).first()
     return None if found is None else (int(found[0]), int(found[1]), found[2])
