@@ -62,6 +62,13 @@ class HttpSession:
         parsed = urllib.parse.urlsplit(base_url if "://" in base_url else f"http://{base_url}")
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise AssayError(f"not a master URL: {base_url!r} (expected http://host:port)")
+        try:
+            parsed.hostname.encode("idna")  # what connecting does first, with a traceback
+        except UnicodeError:
+            raise AssayError(
+                f"not a master URL: {base_url!r} (the host name {parsed.hostname!r} is not "
+                "valid: an empty label or one over 63 characters)"
+            ) from None
         self.base_url = f"{parsed.scheme}://{parsed.netloc}"
         self._https = parsed.scheme == "https"
         self._host = parsed.hostname
@@ -92,7 +99,8 @@ class HttpSession:
 
     def warm(self) -> None:
         """Connect this thread's connection now, if it has none, so that its first request
-        does not wait for the connection to be made; a failure is left to that request."""
+        does not wait for the connection to be made; a failure is left to that request (as is
+        a connection the master closes while it sits idle: the request retries on a new one)."""
         conn = self._connection(self.timeout)
         if conn.sock is None:
             try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import event, inspect
+from sqlalchemy import bindparam, event, inspect, select
 from sqlalchemy.orm import Session
 
 from assay.db._models import AgentRecord, Allocation, Experiment, Job, Task, TaskInstance, Trial
@@ -68,9 +68,10 @@ class Changes:
     trials: set[int] = field(default_factory=set)
     queue: bool = False
     cluster: bool = False
-    held: list[Experiment | Trial] = field(default_factory=list)
-    """The changed rows themselves: the session's identity map holds rows weakly, and one
-    dropped after its flush would be read again by :func:`changed`."""
+    held: dict[int, Experiment] = field(default_factory=dict)
+    """The changed experiments themselves: the session's identity map holds rows weakly, and
+    one dropped after its flush would be read again by :func:`changed` (trials are read again
+    all at once, as stored)."""
 
 
 def track(session: Session) -> None:
@@ -97,14 +98,32 @@ def changed(session: Session) -> Changed:
     if not isinstance(found, Changes):
         return Changed([], [], [])
     exps = [session.get(Experiment, i) for i in sorted(found.experiments)]
-    trials = [session.get(Trial, i) for i in sorted(found.trials)]
     return Changed(
         experiments=[e for e in exps if e is not None],
         deleted_experiments=[e for _, e in sorted(found.deleted_experiments.items())],
-        trials=[t for t in trials if t is not None],
+        trials=_as_stored(session, sorted(found.trials)),
         queue=found.queue,
         cluster=found.cluster,
     )
+
+
+def _as_stored(session: Session, ids: list[int]) -> list[Trial]:
+    """The trials as stored now, in one read: metric reports move a trial's steps outside the
+    master's lock, so the copy this transaction loaded may be behind (a row deleted is left
+    out)."""
+    found: list[Trial] = []
+    for start in range(0, len(ids), _CHUNK):
+        found += session.scalars(_STORED_TRIALS, {"ids": ids[start : start + _CHUNK]}).all()
+    return found
+
+
+_STORED_TRIALS = (
+    select(Trial)
+    .where(Trial.id.in_(bindparam("ids", expanding=True)))
+    .order_by(Trial.id)
+    .execution_options(populate_existing=True)
+)
+_CHUNK = 10_000
 
 
 def _modified(obj: Any, columns: tuple[str, ...]) -> bool:
@@ -120,19 +139,17 @@ def _collect(session: Session, _context: Any) -> None:
     for obj in session.new:
         if isinstance(obj, Experiment):
             changes.experiments.add(obj.id)
-            changes.held.append(obj)
+            changes.held[obj.id] = obj
         elif isinstance(obj, Trial):
             changes.trials.add(obj.id)
-            changes.held.append(obj)
         else:
             _flag(changes, obj, whole=True)
     for obj in session.dirty:
         if isinstance(obj, Experiment) and _modified(obj, EXPERIMENT_COLUMNS):
             changes.experiments.add(obj.id)
-            changes.held.append(obj)
+            changes.held[obj.id] = obj
         elif isinstance(obj, Trial) and _modified(obj, TRIAL_COLUMNS):
             changes.trials.add(obj.id)
-            changes.held.append(obj)
         else:
             _flag(changes, obj, whole=False)
     for obj in session.deleted:

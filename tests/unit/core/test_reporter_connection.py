@@ -15,6 +15,7 @@ import pytest
 
 from assay.client import HttpSession
 from assay.core._session import MasterSession, Reporter
+from assay.errors import AssayError, MasterUnreachable
 
 
 class _Recorder(ThreadingHTTPServer):
@@ -84,3 +85,35 @@ def test_warming_a_connection_to_no_master_leaves_the_failure_to_the_first_reque
     http = HttpSession(f"http://127.0.0.1:{port}")
     http.warm()  # nothing listens there: no error yet
     assert getattr(http._local, "conn", None) is None
+    with pytest.raises(MasterUnreachable):
+        http.get("/api/v1/master", timeout=5)
+
+
+def test_a_master_url_whose_host_name_cannot_be_used_is_refused_when_given() -> None:
+    with pytest.raises(AssayError, match=r"host name 'a\.\.b' is not valid"):
+        HttpSession("http://a..b:8080")
+
+
+def test_a_report_after_the_master_closed_the_idle_connection_goes_on_a_new_one() -> None:
+    """A master closes a connection left idle (uvicorn after 5 s): the first report finds it
+    closed and is sent on a new connection, once."""
+
+    class ClosesTheFirst(_Recorder):
+        def verify_request(self, request: object, client_address: object) -> bool:
+            super().verify_request(request, client_address)
+            return len(self.connections) > 1  # the first is closed unanswered
+
+    server = ClosesTheFirst()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    reporter = Reporter(MasterSession(f"http://127.0.0.1:{server.server_address[1]}", "t"), 1)
+    try:
+        _until(lambda: len(server.connections) == 1)
+        reporter.put({"group": "validation", "steps_completed": 1, "metrics": {"loss": 1.0}})
+        reporter.flush(timeout=30)
+        assert len(server.connections) == 2
+        assert server.posts == [server.connections[1]]
+    finally:
+        reporter.close(timeout=30)
+        server.shutdown()
+        server.server_close()

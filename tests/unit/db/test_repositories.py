@@ -3,8 +3,9 @@ hold under repeats and concurrency."""
 
 from __future__ import annotations
 
+import gc
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -270,27 +271,29 @@ def test_a_deleted_experiments_and_trials_ids_are_never_handed_out_again(db: Dat
     assert again > gone and again_trial > gone_trial
 
 
-def test_changed_rows_are_told_as_left_without_reading_them_again(db: Database) -> None:
-    """The session holds rows weakly: a changed trial nobody refers to any more is still the
-    one :func:`changes.changed` returns, with its change, and no statement reads it back."""
-    import gc
+def _selects_of(db: Database, selects: list[str]) -> Callable[..., None]:
+    def count(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        if statement.lstrip().upper().startswith("SELECT"):
+            selects.append(statement)
 
+    return count
+
+
+def test_a_changed_experiment_is_told_as_left_without_reading_it_again(db: Database) -> None:
+    """The session holds rows weakly: a changed experiment nobody refers to any more is still
+    the one :func:`changes.changed` returns, with its change, and no statement reads it back."""
     from sqlalchemy import event
 
     from assay.db import changes
 
     exp_id = db.run_sync(experiment)
-    trial_id = db.run_sync(lambda s: trial(s, exp_id))
     selects: list[str] = []
+    count = _selects_of(db, selects)
 
-    def count(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
-        if statement.lstrip().upper().startswith("SELECT"):
-            selects.append(statement)
-
-    def change(session: Session) -> list[tuple[int, str]]:
+    def change(session: Session) -> list[tuple[int, float]]:
         changes.track(session)
-        row = trials.require(session, trial_id)
-        row.state = TrialState.RUNNING
+        row = experiments.require(session, exp_id)
+        row.progress = 0.5
         session.flush()
         del row
         gc.collect()
@@ -299,7 +302,44 @@ def test_changed_rows_are_told_as_left_without_reading_them_again(db: Database) 
             found = changes.changed(session)
         finally:
             event.remove(db.engine, "before_cursor_execute", count)
-        return [(t.id, t.state) for t in found.trials]
+        return [(e.id, e.progress) for e in found.experiments]
 
-    assert db.run_sync(change) == [(trial_id, TrialState.RUNNING)]
+    assert db.run_sync(change) == [(exp_id, 0.5)]
     assert selects == []
+
+
+def test_changed_trials_are_told_as_stored_with_steps_another_transaction_moved(
+    db: Database,
+) -> None:
+    """Metric reports raise a trial's steps outside the master's lock: a transaction that
+    changed the trial tells viewers the steps stored when it ends, not the ones it loaded, and
+    reads all its changed trials in one statement."""
+    from sqlalchemy import event
+
+    from assay.db import changes
+
+    exp_id = db.run_sync(experiment)
+    ids = db.run_sync(lambda s: [trial(s, exp_id, f"r{i}") for i in range(3)])
+    selects: list[str] = []
+    count = _selects_of(db, selects)
+
+    def change(session: Session) -> list[tuple[int, str, int]]:
+        changes.track(session)
+        rows = [trials.require(session, i) for i in ids]
+        db.run_sync(lambda other: trials.raise_steps_completed(other, ids[0], 100))
+        for row in rows:
+            row.state = TrialState.RUNNING
+        session.flush()
+        event.listen(db.engine, "before_cursor_execute", count)
+        try:
+            found = changes.changed(session)
+        finally:
+            event.remove(db.engine, "before_cursor_execute", count)
+        return [(t.id, t.state, t.steps_completed) for t in found.trials]
+
+    assert db.run_sync(change) == [
+        (ids[0], TrialState.RUNNING, 100),
+        (ids[1], TrialState.RUNNING, 0),
+        (ids[2], TrialState.RUNNING, 0),
+    ]
+    assert len(selects) == 1
