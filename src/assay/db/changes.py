@@ -13,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import bindparam, event, inspect, select
+from sqlalchemy import event, inspect
 from sqlalchemy.orm import Session
 
+from assay.db import trials
 from assay.db._models import AgentRecord, Allocation, Experiment, Job, Task, TaskInstance, Trial
 
 _KEY = "assay.changes"
@@ -62,16 +63,15 @@ _FLAGGED: tuple[tuple[type, tuple[str, ...], bool, bool], ...] = (
 
 @dataclass
 class Changes:
-    experiments: set[int] = field(default_factory=set)
+    experiments: dict[int, Experiment] = field(default_factory=dict)
+    """Held, not only named: the session's identity map holds rows weakly, and one dropped after
+    its flush would be read again by :func:`changed` (trials are read again all at once, as
+    stored)."""
     deleted_experiments: dict[int, Experiment] = field(default_factory=dict)
     """As they were when deleted."""
     trials: set[int] = field(default_factory=set)
     queue: bool = False
     cluster: bool = False
-    held: dict[int, Experiment] = field(default_factory=dict)
-    """The changed experiments themselves: the session's identity map holds rows weakly, and
-    one dropped after its flush would be read again by :func:`changed` (trials are read again
-    all at once, as stored)."""
 
 
 def track(session: Session) -> None:
@@ -101,29 +101,10 @@ def changed(session: Session) -> Changed:
     return Changed(
         experiments=[e for e in exps if e is not None],
         deleted_experiments=[e for _, e in sorted(found.deleted_experiments.items())],
-        trials=_as_stored(session, sorted(found.trials)),
+        trials=trials.as_stored(session, sorted(found.trials)),
         queue=found.queue,
         cluster=found.cluster,
     )
-
-
-def _as_stored(session: Session, ids: list[int]) -> list[Trial]:
-    """The trials as stored now, in one read: metric reports move a trial's steps outside the
-    master's lock, so the copy this transaction loaded may be behind (a row deleted is left
-    out)."""
-    found: list[Trial] = []
-    for start in range(0, len(ids), _CHUNK):
-        found += session.scalars(_STORED_TRIALS, {"ids": ids[start : start + _CHUNK]}).all()
-    return found
-
-
-_STORED_TRIALS = (
-    select(Trial)
-    .where(Trial.id.in_(bindparam("ids", expanding=True)))
-    .order_by(Trial.id)
-    .execution_options(populate_existing=True)
-)
-_CHUNK = 10_000
 
 
 def _modified(obj: Any, columns: tuple[str, ...]) -> bool:
@@ -138,16 +119,14 @@ def _collect(session: Session, _context: Any) -> None:
         return
     for obj in session.new:
         if isinstance(obj, Experiment):
-            changes.experiments.add(obj.id)
-            changes.held[obj.id] = obj
+            changes.experiments[obj.id] = obj
         elif isinstance(obj, Trial):
             changes.trials.add(obj.id)
         else:
             _flag(changes, obj, whole=True)
     for obj in session.dirty:
         if isinstance(obj, Experiment) and _modified(obj, EXPERIMENT_COLUMNS):
-            changes.experiments.add(obj.id)
-            changes.held[obj.id] = obj
+            changes.experiments[obj.id] = obj
         elif isinstance(obj, Trial) and _modified(obj, TRIAL_COLUMNS):
             changes.trials.add(obj.id)
         else:
@@ -156,7 +135,7 @@ def _collect(session: Session, _context: Any) -> None:
         _flag(changes, obj, whole=True)
         if isinstance(obj, Experiment):
             changes.deleted_experiments[obj.id] = obj
-            changes.experiments.discard(obj.id)
+            changes.experiments.pop(obj.id, None)
 
 
 def _flag(changes: Changes, obj: object, *, whole: bool) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, func, or_, select, update
+from sqlalchemy import Select, bindparam, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from assay.db._ids import next_id
@@ -31,6 +31,8 @@ _SEQUENCE_NUMBER = (
     .select_from(Trial)
     .where(Trial.experiment_id == bindparam("experiment_id"), Trial.id < bindparam("trial_id"))
 )
+_BY_IDS = select(Trial).where(Trial.id.in_(bindparam("ids", expanding=True)))
+_STORED_BY_IDS = _BY_IDS.execution_options(populate_existing=True)
 _NUMBERS = select(Trial.experiment_id, Trial.steps_completed, Trial.best_validation).where(
     Trial.id == bindparam("trial_id")
 )
@@ -179,11 +181,23 @@ def page_of(
 
 
 def _in_order(session: Session, ids: list[int]) -> list[Trial]:
-    found: dict[int, Trial] = {}
-    for start in range(0, len(ids), 10_000):
-        chunk = ids[start : start + 10_000]
-        found.update((t.id, t) for t in session.scalars(select(Trial).where(Trial.id.in_(chunk))))
+    found = {t.id: t for t in _by_ids(session, ids, _BY_IDS)}
     return [found[i] for i in ids if i in found]
+
+
+def as_stored(session: Session, ids: Sequence[int]) -> list[Trial]:
+    """The trials, by id, as the database holds them now (rows this session loaded are read
+    again: metric reports move a trial's steps outside the master's lock); a trial not there
+    is left out."""
+    return sorted(_by_ids(session, ids, _STORED_BY_IDS), key=lambda t: t.id)
+
+
+def _by_ids(session: Session, ids: Sequence[int], statement: Select[Trial]) -> list[Trial]:
+    found: list[Trial] = []
+    # In chunks: more ids than a statement may bind.
+    for start in range(0, len(ids), 10_000):
+        found += session.scalars(statement, {"ids": list(ids[start : start + 10_000])}).all()
+    return found
 
 
 def queued(session: Session) -> list[tuple[Trial, Experiment, Job]]:

@@ -38,10 +38,8 @@ class CallerCache:
     def keep(self, token: str, caller: Caller, since: int) -> None:
         """Remember a token checked against the database, unless an allocation ended since
         ``since`` (:meth:`version` before the check)."""
-        if since != self._ended:
-            return
-        self._by_token[token] = caller
-        self._token_of[caller.allocation_id] = token
+        if since == self._ended:
+            self.started(token, caller)
 
     def started(self, token: str, caller: Caller) -> None:
         """Remember the token of an allocation whose start has just committed (called under

@@ -3,9 +3,10 @@ hold under repeats and concurrency."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -271,41 +272,43 @@ def test_a_deleted_experiments_and_trials_ids_are_never_handed_out_again(db: Dat
     assert again > gone and again_trial > gone_trial
 
 
-def _selects_of(db: Database, selects: list[str]) -> Callable[..., None]:
+@contextlib.contextmanager
+def _selects(db: Database) -> Iterator[list[str]]:
+    """The SELECT statements run while in it."""
+    from sqlalchemy import event
+
+    found: list[str] = []
+
     def count(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
         if statement.lstrip().upper().startswith("SELECT"):
-            selects.append(statement)
+            found.append(statement)
 
-    return count
+    event.listen(db.engine, "before_cursor_execute", count)
+    try:
+        yield found
+    finally:
+        event.remove(db.engine, "before_cursor_execute", count)
 
 
 def test_a_changed_experiment_is_told_as_left_without_reading_it_again(db: Database) -> None:
     """The session holds rows weakly: a changed experiment nobody refers to any more is still
     the one :func:`changes.changed` returns, with its change, and no statement reads it back."""
-    from sqlalchemy import event
-
     from assay.db import changes
 
     exp_id = db.run_sync(experiment)
-    selects: list[str] = []
-    count = _selects_of(db, selects)
 
-    def change(session: Session) -> list[tuple[int, float]]:
+    def change(session: Session) -> tuple[list[tuple[int, float]], list[str]]:
         changes.track(session)
         row = experiments.require(session, exp_id)
         row.progress = 0.5
         session.flush()
         del row
         gc.collect()
-        event.listen(db.engine, "before_cursor_execute", count)
-        try:
+        with _selects(db) as selects:
             found = changes.changed(session)
-        finally:
-            event.remove(db.engine, "before_cursor_execute", count)
-        return [(e.id, e.progress) for e in found.experiments]
+        return [(e.id, e.progress) for e in found.experiments], selects
 
-    assert db.run_sync(change) == [(exp_id, 0.5)]
-    assert selects == []
+    assert db.run_sync(change) == ([(exp_id, 0.5)], [])
 
 
 def test_changed_trials_are_told_as_stored_with_steps_another_transaction_moved(
@@ -314,30 +317,24 @@ def test_changed_trials_are_told_as_stored_with_steps_another_transaction_moved(
     """Metric reports raise a trial's steps outside the master's lock: a transaction that
     changed the trial tells viewers the steps stored when it ends, not the ones it loaded, and
     reads all its changed trials in one statement."""
-    from sqlalchemy import event
-
     from assay.db import changes
 
     exp_id = db.run_sync(experiment)
     ids = db.run_sync(lambda s: [trial(s, exp_id, f"r{i}") for i in range(3)])
-    selects: list[str] = []
-    count = _selects_of(db, selects)
 
-    def change(session: Session) -> list[tuple[int, str, int]]:
+    def change(session: Session) -> tuple[list[tuple[int, str, int]], list[str]]:
         changes.track(session)
         rows = [trials.require(session, i) for i in ids]
         db.run_sync(lambda other: trials.raise_steps_completed(other, ids[0], 100))
         for row in rows:
             row.state = TrialState.RUNNING
         session.flush()
-        event.listen(db.engine, "before_cursor_execute", count)
-        try:
+        with _selects(db) as selects:
             found = changes.changed(session)
-        finally:
-            event.remove(db.engine, "before_cursor_execute", count)
-        return [(t.id, t.state, t.steps_completed) for t in found.trials]
+        return [(t.id, t.state, t.steps_completed) for t in found.trials], selects
 
-    assert db.run_sync(change) == [
+    told, selects = db.run_sync(change)
+    assert told == [
         (ids[0], TrialState.RUNNING, 100),
         (ids[1], TrialState.RUNNING, 0),
         (ids[2], TrialState.RUNNING, 0),
