@@ -271,7 +271,13 @@ class Agent:
             if len(self.logs) >= LOG_BATCH:
                 self._log_ready.set()
             return
-        await self._drain_logs()
+        if not await self._drain_logs() and isinstance(message, Exited) and message.logs:
+            # Lines written before these still wait for the master: these wait behind them,
+            # and the exit goes (now, or repeated after the reconnect) without them.
+            self.logs.extend(message.logs)
+            message = replace(message, logs=[])
+            if message.allocation_id in self.unacked_exits:
+                self.unacked_exits[message.allocation_id] = message
         await self._send(message)
 
     async def _send(self, message: AgentMessage) -> bool:
@@ -298,12 +304,14 @@ class Agent:
             self._log_ready.clear()
             await self._drain_logs()
 
-    async def _drain_logs(self) -> None:
+    async def _drain_logs(self) -> bool:
+        """Send the waiting lines; False when some still wait (the master is away)."""
         while self.logs and self.ws is not None:
             batch = [self.logs.popleft() for _ in range(min(LOG_BATCH, len(self.logs)))]
             if not await self._send(Logs(batch)):
                 self.logs.extendleft(reversed(batch))
-                return
+                return False
+        return not self.logs
 
 
 def _local_host(ws: ClientConnection) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from assay.master import _tasks as task_life
 from assay.master._agents import AgentConnection, Sender
 from assay.master._orchestrator import Orchestrator
 from assay.master._secrets import LogMasker
-from assay.master._tx import Tx
+from assay.master._tx import Tx, Wake
 from assay.protocol import (
     AGENT_TOKEN_FILE,
     AckExit,
@@ -260,24 +260,7 @@ class AgentGateway:
                 await self.core.transact(life.allocation_started, msg.allocation_id, agent_id)
         elif isinstance(msg, Exited):
             mark("master-exit-received", msg.allocation_id)
-            if task_life.task_of_allocation(msg.allocation_id) is not None:
-                await self.core.transact(
-                    task_life.instance_exited,
-                    agent_id,
-                    msg.allocation_id,
-                    msg.exit_code,
-                    msg.reason,
-                    schedule=True,
-                )
-            else:
-                await self.core.transact(
-                    _exited,
-                    agent_id,
-                    msg.allocation_id,
-                    msg.exit_code,
-                    msg.reason,
-                    schedule=True,
-                )
+            await self.core.transact(self._exited, agent_id, msg, schedule=True)
             await self.core.hub.send(agent_id, AckExit(msg.allocation_id))
         elif isinstance(msg, Logs):
             await self._ingest_logs(msg.entries)
@@ -286,9 +269,31 @@ class AgentGateway:
         else:
             log.warning("agent %s sent %r after its hello; ignored", agent_id, msg.type)
 
-    async def _ingest_logs(self, entries: list[LogEntry]) -> None:
-        if not entries:
+    def _exited(self, tx: Tx, agent_id: str, msg: Exited) -> None:
+        """The agent's report of an allocation's exit, with its last lines, stored before the
+        exit and only with a report that is not a repeat (the pass that may follow runs in the
+        same transaction)."""
+        is_task = task_life.task_of_allocation(msg.allocation_id) is not None
+        new = (task_life.instance_exit_is_new if is_task else gang.exit_is_new)(
+            tx.session, agent_id, msg.allocation_id
+        )
+        if new and msg.logs:
+            for key in self._store_lines(tx.session, msg.logs):
+                tx.act(Wake(key))
+        if is_task:
+            task_life.instance_exited(tx, agent_id, msg.allocation_id, msg.exit_code, msg.reason)
             return
+        gang.agent_exited(tx, agent_id, msg.allocation_id, msg.exit_code, msg.reason)
+        # Before the pass that may follow in the same transaction (for the B1 timeline).
+        mark("master-exit-recorded", msg.allocation_id)
+
+    async def _ingest_logs(self, entries: list[LogEntry]) -> None:
+        if entries:
+            for key in await self.core.record(lambda s: self._store_lines(s, entries)):
+                self.core.waiters.notify(key)
+
+    def _store_lines(self, session: Session, entries: list[LogEntry]) -> list[tuple[str, int]]:
+        """Store log lines, each job's masked with its secrets; the followers to wake."""
         by_task: dict[int, list[LogEntry]] = {}
         trial_entries = []
         for entry in entries:
@@ -297,20 +302,16 @@ class AgentGateway:
                 trial_entries.append(entry)
             else:
                 by_task.setdefault(task_id, []).append(entry)
+        woken: list[tuple[str, int]] = []
         if trial_entries:
-            await self.core.record(lambda s: logs.insert(s, self.masker.masked(s, trial_entries)))
-            for trial_id in {e.trial_id for e in trial_entries}:
-                self.core.waiters.notify(("logs", trial_id))
+            logs.insert(session, self.masker.masked(session, trial_entries))
+            woken += [("logs", trial_id) for trial_id in {e.trial_id for e in trial_entries}]
         for task_id, lines in by_task.items():
-            await self.core.record(self._task_log_writer(task_id, lines))
-            self.core.waiters.notify(("task-logs", task_id))
-
-    def _task_log_writer(self, task_id: int, lines: list[LogEntry]) -> Callable[[Session], None]:
-        def write(session: Session) -> None:
-            masked = self.masker.masked_for_task(session, task_id, lines)
-            tasks.insert_logs(session, task_id, masked)
-
-        return write
+            tasks.insert_logs(
+                session, task_id, self.masker.masked_for_task(session, task_id, lines)
+            )
+            woken.append(("task-logs", task_id))
+        return woken
 
     async def resend_kills(self) -> None:
         """Kills are messages and can be lost (a dropped connection, a master restart): repeat
@@ -355,11 +356,3 @@ class AgentGateway:
                     None,
                     f"agent {owner} was lost",
                 )
-
-
-def _exited(tx: Tx, agent_id: str, allocation_id: str, exit_code: int | None, reason: str) -> None:
-    """The agent's report of an allocation's exit (the pass that may follow runs in the same
-    transaction)."""
-    gang.agent_exited(tx, agent_id, allocation_id, exit_code, reason)
-    # Before the pass that may follow in the same transaction (for the B1 timeline).
-    mark("master-exit-recorded", allocation_id)

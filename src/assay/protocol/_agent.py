@@ -183,6 +183,10 @@ class Exited:
     allocation_id: str
     exit_code: int | None
     reason: str = ""
+    logs: list[LogEntry] = field(default_factory=list)
+    """The allocation's last lines, not yet sent: stored in the transaction that records the
+    exit (only when it records it, so a repeat after a reconnect stores them once), and so
+    never after the run is seen to have ended."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -190,6 +194,7 @@ class Exited:
             "allocation_id": self.allocation_id,
             "exit_code": self.exit_code,
             "reason": self.reason,
+            "logs": [e.to_dict() for e in self.logs],
         }
 
     @classmethod
@@ -199,6 +204,10 @@ class Exited:
             allocation_id=f.text("allocation_id"),
             exit_code=f.integer("exit_code", None),
             reason=f.text("reason", ""),
+            logs=[
+                LogEntry.from_dict(e, f"{f.path('logs')}[{i}]")
+                for i, e in enumerate(f.items("logs", []))
+            ],
         )
 
 

@@ -224,8 +224,10 @@ def test_a_garbled_layout_fails_the_allocation_with_the_reason(tmp_path: Path) -
     assert exit_report.exit_code == 1
     assert "master_port" in exit_report.reason
     assert agent.runners == {}
-    (line,) = agent.logs
+    # Its one line goes with the exit, to be stored in the exit's transaction.
+    (line,) = exit_report.logs
     assert line.stream == "stderr" and "master_port" in line.line
+    assert not agent.logs
 
 
 @pytest.mark.parametrize(
