@@ -271,14 +271,36 @@ class Agent:
             if len(self.logs) >= LOG_BATCH:
                 self._log_ready.set()
             return
+        if isinstance(message, Exited):
+            message = self._with_last_lines(message)
         if not await self._drain_logs() and isinstance(message, Exited) and message.logs:
-            # Lines written before these still wait for the master: these wait behind them,
-            # and the exit goes (now, or repeated after the reconnect) without them.
-            self.logs.extend(message.logs)
-            message = replace(message, logs=[])
-            if message.allocation_id in self.unacked_exits:
-                self.unacked_exits[message.allocation_id] = message
+            alloc_id = message.allocation_id
+            if any(e.allocation_id == alloc_id for e in self.logs):
+                # Lines it wrote before these still wait for the master: these wait behind
+                # them, and the exit goes (now, or repeated after the reconnect) without them.
+                self.logs.extend(message.logs)
+                message = self._repeat_as(replace(message, logs=[]))
         await self._send(message)
+
+    def _with_last_lines(self, exited: Exited) -> Exited:
+        """The exit with its allocation's waiting lines (the last ``LOG_BATCH``; any before
+        them go ahead as usual): stored in the exit's own transaction, not in one of their own
+        that the exit would wait behind."""
+        mine = [e for e in self.logs if e.allocation_id == exited.allocation_id]
+        if not mine:
+            return exited
+        last = mine[-LOG_BATCH:]
+        taken = {id(e) for e in last}
+        rest = [e for e in self.logs if id(e) not in taken]
+        self.logs.clear()
+        self.logs.extend(rest)
+        return self._repeat_as(replace(exited, logs=[*last, *exited.logs]))
+
+    def _repeat_as(self, exited: Exited) -> Exited:
+        """``exited`` is what a reconnect repeats until the master acknowledges it."""
+        if exited.allocation_id in self.unacked_exits:
+            self.unacked_exits[exited.allocation_id] = exited
+        return exited
 
     async def _send(self, message: AgentMessage) -> bool:
         ws = self.ws

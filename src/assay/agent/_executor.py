@@ -124,28 +124,11 @@ class LocalProcesses:
             self._lines_ready.set()
 
     async def _on_exit(self, alloc_id: str, code: int | None, reason: str) -> None:
-        # Connected, the allocation's last lines go with its exit: stored in the exit's own
-        # transaction, not one of their own ahead of it. Away from the master they wait, as
-        # every line does, for the connection.
-        tail = self._take_tail(alloc_id) if self._report is not None else []
         await self._drain_lines()
-        event = Exited(alloc_id, code, reason, logs=tail)
+        event = Exited(alloc_id, code, reason)
         self.unacked_exits[alloc_id] = event
         await self._send(event)
         mark("agent-exit-sent", alloc_id)
-
-    def _take_tail(self, alloc_id: str) -> list[LogEntry]:
-        """The allocation's unsent lines, the last ``LOG_BATCH`` of them, out of the queue (any
-        before those are sent as usual, ahead of the exit)."""
-        mine = [e for e in self._lines if e.allocation_id == alloc_id]
-        if not mine:
-            return []
-        tail = mine[-LOG_BATCH:]
-        taken = {id(e) for e in tail}
-        rest = [e for e in self._lines if id(e) not in taken]
-        self._lines.clear()
-        self._lines.extend(rest)
-        return tail
 
     async def _flush_lines(self) -> None:
         while True:
