@@ -12,6 +12,14 @@ from sqlalchemy.orm import Session
 from assay.db._models import Metric, Trial
 from assay.protocol import TRAINING, VALIDATION, MetricReport
 
+_TABLE = cast(Table, Metric.__table__)
+# Built once and given the rows: one built with its rows as VALUES is compiled again for every
+# report (most are a single row), which costs more than storing it.
+_INSERT_IGNORING_REPEATS: dict[str, Any] = {
+    "postgresql": postgresql.insert(_TABLE).on_conflict_do_nothing(),
+    "sqlite": sqlite.insert(_TABLE).on_conflict_do_nothing(),
+}
+
 
 def insert(
     session: Session, trial_id: int, run: int, reports: Iterable[MetricReport], now: float
@@ -30,15 +38,8 @@ def insert(
         }
         for r in reports
     ]
-    if not rows:
-        return
-    table = cast(Table, Metric.__table__)
-    stmt: Any
-    if session.get_bind().dialect.name == "postgresql":
-        stmt = postgresql.insert(table).values(rows).on_conflict_do_nothing()
-    else:
-        stmt = sqlite.insert(table).values(rows).on_conflict_do_nothing()
-    session.execute(stmt)
+    if rows:
+        session.execute(_INSERT_IGNORING_REPEATS[session.get_bind().dialect.name], rows)
 
 
 def series(

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Select, bindparam, func, or_, select, update
+from sqlalchemy import Float, Integer, Select, Table, bindparam, case, func, or_, select, update
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.orm.util import identity_key
 
 from assay.db._ids import next_id
 from assay.db._models import Experiment, Job, Trial, slots_per_trial
@@ -33,9 +35,26 @@ _SEQUENCE_NUMBER = (
 )
 _BY_IDS = select(Trial).where(Trial.id.in_(bindparam("ids", expanding=True)))
 _STORED_BY_IDS = _BY_IDS.execution_options(populate_existing=True)
-_NUMBERS = select(Trial.experiment_id, Trial.steps_completed, Trial.best_validation).where(
-    Trial.id == bindparam("trial_id")
+_TABLE = cast(Table, Trial.__table__)
+_STEPS = bindparam("steps", type_=Integer)
+_SCORE = bindparam("score", type_=Float)
+_RAISED_STEPS = case((_TABLE.c.steps_completed < _STEPS, _STEPS), else_=_TABLE.c.steps_completed)
+_BEATEN = or_(_TABLE.c.best_score.is_(None), _TABLE.c.best_score > _SCORE)
+_REPORTED = update(_TABLE).where(_TABLE.c.id == bindparam("trial_id"))
+_AS_STORED = (
+    _TABLE.c.experiment_id,
+    _TABLE.c.steps_completed,
+    _TABLE.c.best_validation,
+    _TABLE.c.best_score,
 )
+_REPORTED_STEPS = _REPORTED.values(steps_completed=_RAISED_STEPS).returning(*_AS_STORED)
+_REPORTED_STEPS_AND_BEST = _REPORTED.values(
+    steps_completed=_RAISED_STEPS,
+    best_validation=case(
+        (_BEATEN, bindparam("value", type_=Float)), else_=_TABLE.c.best_validation
+    ),
+    best_score=case((_BEATEN, _SCORE), else_=_TABLE.c.best_score),
+).returning(*_AS_STORED)
 
 
 def get(session: Session, trial_id: int) -> Trial | None:
@@ -283,27 +302,6 @@ def best_of_each(session: Session, experiment_ids: Sequence[int]) -> dict[int, T
     return {row.experiment_id: row for row in rows}
 
 
-def improve_best_validation(session: Session, trial_id: int, value: float, score: float) -> bool:
-    """Record ``value`` as the trial's best validation if it beats the stored one (``score`` is
-    the value normalised so smaller is better)."""
-    result = session.execute(
-        update(Trial)
-        .where(Trial.id == trial_id, or_(Trial.best_score.is_(None), Trial.best_score > score))
-        .values(best_validation=value, best_score=score)
-    )
-    return bool(getattr(result, "rowcount", 0))
-
-
-def raise_steps_completed(session: Session, trial_id: int, steps: int) -> None:
-    """``steps_completed = max(steps_completed, steps)`` in one statement, so concurrent reports
-    (metrics outside the master's lock, checkpoints inside it) never move it backwards."""
-    session.execute(
-        update(Trial)
-        .where(Trial.id == trial_id, Trial.steps_completed < steps)
-        .values(steps_completed=steps)
-    )
-
-
 def sequence_number(session: Session, trial: Trial) -> int:
     """The trial's place among its experiment's trials, from 0 (NNI's sequence id)."""
     return int(
@@ -321,8 +319,28 @@ def starting_from(session: Session, uuids: set[str]) -> Sequence[Trial]:
     return session.scalars(select(Trial).where(Trial.source_checkpoint.in_(uuids))).all()
 
 
-def numbers(session: Session, trial_id: int) -> tuple[int, int, float | None] | None:
-    """The trial's experiment, steps completed and best validation as stored now (read past
-    the session's copy of the row, which bulk updates leave behind)."""
-    found = session.execute(_NUMBERS, {"trial_id": trial_id}).first()
-    return None if found is None else (int(found[0]), int(found[1]), found[2])
+def record_reported(
+    session: Session, trial_id: int, steps: int, best: tuple[float, float] | None = None
+) -> tuple[int, int, float | None] | None:
+    """A report's mark on its trial in one statement, so concurrent reports (metrics outside
+    the master's lock, checkpoints inside it) never move it backwards: ``steps_completed =
+    max(steps_completed, steps)``, and ``best`` (a validation's value and its score, the value
+    normalised so smaller is better) as the best validation if its score beats the stored one.
+
+    Returns the trial's experiment, steps completed and best validation as stored after it
+    (None: no such trial); a copy of the row the session holds is brought up to date."""
+    if best is None:
+        found = session.execute(_REPORTED_STEPS, {"trial_id": trial_id, "steps": steps}).first()
+    else:
+        value, score = best
+        params = {"trial_id": trial_id, "steps": steps, "value": value, "score": score}
+        found = session.execute(_REPORTED_STEPS_AND_BEST, params).first()
+    if found is None:
+        return None
+    experiment_id, steps_completed, best_validation, best_score = found
+    held = session.identity_map.get(identity_key(Trial, trial_id))
+    if held is not None:
+        set_committed_value(held, "steps_completed", steps_completed)
+        set_committed_value(held, "best_validation", best_validation)
+        set_committed_value(held, "best_score", best_score)
+    return int(experiment_id), int(steps_completed), best_validation

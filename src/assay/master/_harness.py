@@ -64,9 +64,12 @@ def check_trial(caller: Caller, trial_id: int | None) -> None:
 
 @dataclass(frozen=True)
 class Ingested:
-    """What :func:`ingest_metrics` found for a code-driven searcher: the validation reports that
-    carry the searcher metric, with their trial and experiment (None without such reports)."""
+    """What :func:`ingest_metrics` stored: the trial's numbers as stored after it, and for a
+    code-driven searcher the validation reports that carry the searcher metric, with their
+    trial and experiment (None without such reports)."""
 
+    numbers: tuple[int, int, float | None] | None
+    """The trial's experiment, steps completed and best validation (None: nothing reported)."""
     relevant: list[MetricReport]
     trial: Trial | None = None
     experiment: Experiment | None = None
@@ -75,35 +78,38 @@ class Ingested:
 def ingest_metrics(
     session: Session, caller: Caller, reports: list[MetricReport], now: float
 ) -> Ingested:
-    """Store reports (ignoring repeats) and keep the trial's best validation up to date."""
+    """Store reports (ignoring repeats) and keep the trial's steps and best validation up to
+    date."""
     alloc = allocations.get(session, caller.allocation_id)
     if alloc is None or alloc.state == AllocationState.TERMINATED:
         # Checked again in the writing transaction: the run may have ended since the token
         # was checked, and its late reports must not mix with the next run's.
         raise Unauthorized(f"allocation {caller.allocation_id} has ended")
     metrics.insert(session, caller.trial_id, caller.run, reports, now)
-    if reports:
-        # Every group counts, training too: a trial that has trained 80,000 batches and not yet
-        # validated or checkpointed has not done 0 steps.
-        trials.raise_steps_completed(
-            session, caller.trial_id, max(r.steps_completed for r in reports)
-        )
+    if not reports:
+        return Ingested(None, [])
+    # Every group counts, training too: a trial that has trained 80,000 batches and not yet
+    # validated or checkpointed has not done 0 steps.
+    steps = max(r.steps_completed for r in reports)
     validations = [r for r in reports if r.group == VALIDATION]
     if not validations:
-        return Ingested([])
+        return Ingested(trials.record_reported(session, caller.trial_id, steps), [])
     trial = trials.require(session, caller.trial_id)
     exp = experiments.require(session, trial.experiment_id)
     searcher_cfg = exp.config.get("searcher", {})
     metric = searcher_cfg.get("metric")
     smaller = searcher_cfg.get("smaller_is_better", True)
     relevant = []
+    best: tuple[float, float] | None = None
     for r in validations:
         value = r.metrics.get(metric) if metric else None
         if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
             score = float(value) if smaller else -float(value)
-            trials.improve_best_validation(session, trial.id, float(value), score)
+            if best is None or score < best[1]:
+                best = (float(value), score)
             relevant.append(r)
-    return Ingested(relevant, trial, exp)
+    numbers = trials.record_reported(session, trial.id, steps, best)
+    return Ingested(numbers, relevant, trial, exp)
 
 
 def feed_code_driven(tx: Tx, ingested: Ingested) -> None:
@@ -133,7 +139,7 @@ def complete_operation(tx: Tx, caller: Caller, length: int, metric: float) -> No
     trial = trials.require(tx.session, caller.trial_id)
     exp = experiments.require(tx.session, trial.experiment_id)
     searcher = tx.searchers.searcher(exp)
-    trials.raise_steps_completed(tx.session, trial.id, length)
+    trials.record_reported(tx.session, trial.id, length)
     apply_ops(tx, exp, searcher.validation_completed(trial.request_id, metric, length))
     tx.act(Wake(("op", trial.id)))
 
@@ -179,7 +185,7 @@ def report_checkpoint(tx: Tx, caller: Caller, report: CheckpointReport) -> Check
     )
     if current is None or steps >= current.steps_completed or current.trial_id != trial.id:
         trial.latest_checkpoint = uuid
-    trials.raise_steps_completed(tx.session, trial.id, steps)
+    trials.record_reported(tx.session, trial.id, steps)
     # Batches trained count towards the experiment's progress (for code that reports no
     # progress of its own); metric reports are stored outside the lock, checkpoints inside.
     update_progress(tx, experiments.require(tx.session, trial.experiment_id))

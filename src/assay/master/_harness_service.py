@@ -92,12 +92,12 @@ class HarnessService:
         now = self.core.clock()
 
         def write(session: Session) -> tuple[int, int, float | None]:
-            harness.ingest_metrics(session, caller, reports, now)
-            return trials.numbers(session, caller.trial_id) or (-1, 0, None)
+            return harness.ingest_metrics(session, caller, reports, now).numbers or (-1, 0, None)
 
         def write_and_feed(tx: Tx) -> tuple[int, int, float | None]:
-            harness.feed_code_driven(tx, harness.ingest_metrics(tx.session, caller, reports, now))
-            return trials.numbers(tx.session, caller.trial_id) or (-1, 0, None)
+            ingested = harness.ingest_metrics(tx.session, caller, reports, now)
+            harness.feed_code_driven(tx, ingested)
+            return ingested.numbers or (-1, 0, None)
 
         if any(r.group == VALIDATION for r in reports):
             # A validation may decide the search (a code-driven searcher's): stored and fed to

@@ -41,7 +41,7 @@ def add_trial(session: Session, exp_id: int, n: int, score: float | None, steps:
     )  # fmt: skip
     row.steps_completed = steps
     if score is not None:
-        trials.improve_best_validation(session, row.id, -score, score)
+        trials.record_reported(session, row.id, steps, (-score, score))
     return row.id
 
 

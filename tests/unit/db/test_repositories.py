@@ -118,16 +118,32 @@ def test_queued_trials_come_with_their_experiment_and_job_and_count_their_slots(
 
 
 def test_steps_completed_and_best_validation_only_ever_improve(db: Database) -> None:
-    trial_id = db.run_sync(lambda s: trial(s, experiment(s)))
-    for steps in (10, 5, 30, 20):
-        db.run_sync(lambda s, n=steps: trials.raise_steps_completed(s, trial_id, n))
-    improved = [
-        db.run_sync(lambda s, v=v: trials.improve_best_validation(s, trial_id, v, v))
+    exp_id = db.run_sync(experiment)
+    trial_id = db.run_sync(lambda s: trial(s, exp_id))
+    told = [
+        db.run_sync(lambda s, n=steps: trials.record_reported(s, trial_id, n))
+        for steps in (10, 5, 30, 20)
+    ]
+    assert told == [(exp_id, 10, None), (exp_id, 10, None), (exp_id, 30, None), (exp_id, 30, None)]
+    told = [
+        db.run_sync(lambda s, v=v: trials.record_reported(s, trial_id, 0, (-v, v)))
         for v in (0.5, 0.7, 0.2)
     ]
+    assert [best for _, _, best in told] == [-0.5, -0.5, -0.2], "the value kept with its score"
     row = db.run_sync(lambda s: trials.require(s, trial_id))
-    assert row.steps_completed == 30
-    assert improved == [True, False, True] and row.best_validation == 0.2
+    assert (row.steps_completed, row.best_validation, row.best_score) == (30, -0.2, 0.2)
+    assert db.run_sync(lambda s: trials.record_reported(s, trial_id + 1000, 1)) is None
+
+
+def test_a_report_brings_the_sessions_copy_of_its_trial_up_to_date(db: Database) -> None:
+    trial_id = db.run_sync(lambda s: trial(s, experiment(s)))
+
+    def report(session: Session) -> tuple[int, float | None]:
+        held = trials.require(session, trial_id)
+        trials.record_reported(session, trial_id, 7, (0.25, 0.25))
+        return held.steps_completed, held.best_validation
+
+    assert db.run_sync(report) == (7, 0.25)
 
 
 def test_the_best_trial_of_each_experiment_is_the_one_best_of_finds(db: Database) -> None:
@@ -141,7 +157,7 @@ def test_the_best_trial_of_each_experiment_is_the_one_best_of_finds(db: Database
             for i, value in enumerate(values):
                 trial_id = trial(session, ids[name], f"r{i}")
                 if value is not None:
-                    trials.improve_best_validation(session, trial_id, value, value)
+                    trials.record_reported(session, trial_id, 0, (value, value))
 
     db.run_sync(fill)
 
@@ -325,7 +341,7 @@ def test_changed_trials_are_told_as_stored_with_steps_another_transaction_moved(
     def change(session: Session) -> tuple[list[tuple[int, str, int]], list[str]]:
         changes.track(session)
         rows = [trials.require(session, i) for i in ids]
-        db.run_sync(lambda other: trials.raise_steps_completed(other, ids[0], 100))
+        db.run_sync(lambda other: trials.record_reported(other, ids[0], 100))
         for row in rows:
             row.state = TrialState.RUNNING
         session.flush()
