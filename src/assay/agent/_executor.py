@@ -23,6 +23,8 @@ Report = Callable[[str, AgentMessage | Hello], Awaitable[None]]
 """:data:`assay.rm.Report`, spelled here: the agent is beneath the resource managers."""
 
 LOG_BATCH = 500
+REMOVAL_WAITS_AT_MOST = 10.0
+"""Seconds an ended allocation's files wait for starts under way before they are removed."""
 
 
 class LocalProcesses:
@@ -41,6 +43,10 @@ class LocalProcesses:
         self._lines_ready = asyncio.Event()
         self._flusher: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._starting: set[str] = set()
+        """Allocations being unpacked and spawned (until started, or ended without)."""
+        self._none_starting = asyncio.Event()
+        self._none_starting.set()
 
     def hello(self) -> Hello:
         return replace(
@@ -63,6 +69,8 @@ class LocalProcesses:
             self.env, message, on_log=self._on_log, on_start=self._on_start, on_exit=self._on_exit
         )
         self.runners[alloc_id] = runner
+        self._starting.add(alloc_id)
+        self._none_starting.clear()
         if alloc_id in self.killed_early:
             runner.killing = True  # it reports its exit as killed without starting a process
         self._spawn(runner.run())
@@ -81,7 +89,14 @@ class LocalProcesses:
         self.killed_early.discard(allocation_id)
         done = self.runners.pop(allocation_id, None)
         if done is not None:
-            await asyncio.to_thread(done.remove_files)
+            self._spawn(self._remove_files(done))
+
+    async def _remove_files(self, done: AllocationRunner) -> None:
+        # After the starts under way: the master sends a slot's next start just ahead of this
+        # acknowledgement, and unpacking and spawning it is the gap between the two trials.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._none_starting.wait(), REMOVAL_WAITS_AT_MOST)
+        await asyncio.to_thread(done.remove_files)
 
     async def close(self) -> None:
         """Stop reporting. The processes run on, as children of this agent: an agent that is
@@ -115,7 +130,14 @@ class LocalProcesses:
         if report is not None:
             await report(self.node.agent_id, message)
 
+    def _started(self, alloc_id: str) -> None:
+        """The allocation is no longer starting: it runs, or it ended without."""
+        self._starting.discard(alloc_id)
+        if not self._starting:
+            self._none_starting.set()
+
     async def _on_start(self, alloc_id: str) -> None:
+        self._started(alloc_id)
         await self._send(Started(alloc_id))
 
     def _on_log(self, entry: LogEntry) -> None:
@@ -124,6 +146,7 @@ class LocalProcesses:
             self._lines_ready.set()
 
     async def _on_exit(self, alloc_id: str, code: int | None, reason: str) -> None:
+        self._started(alloc_id)
         await self._drain_lines()
         event = Exited(alloc_id, code, reason)
         self.unacked_exits[alloc_id] = event
