@@ -22,6 +22,7 @@ import json
 import statistics
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ from benchmarks._common import (
     stamp,
     write_section,
 )
+from benchmarks.api.bench_b7 import database
 from benchmarks.peers import _assay
 from benchmarks.peers._venvs import PEERS, PeerUnavailable, python_of
 
@@ -108,8 +110,15 @@ def main() -> int:
         action="store_true",
         help="assay's B1 and its timeline only (sections B1-assay and the timeline's)",
     )
+    parser.add_argument(
+        "--b3-only",
+        action="store_true",
+        help="assay's B3 only, on SQLite and on PostgreSQL (section B3-assay)",
+    )
     parser.add_argument("--quick", action="store_true", help="assay only, tiny; write nothing")
     args = parser.parse_args()
+    if args.b3_only:
+        return b3_only(args)
     if args.quick:
         runs, trials, sleep, rows, b3_trials, peers = 1, 4, 0.2, 20, 4, []
     else:
@@ -180,6 +189,54 @@ def main() -> int:
         b3.append(_measure(Figure(b3_labels[peer], note=note), runs, lambda p=peer: peer_b3(p)))  # type: ignore[misc]
 
     report(args, b1, b3, tl, ideal, trials, rows, b3_trials, runs, speed)
+    return 0
+
+
+def b3_only(args: argparse.Namespace) -> int:
+    """assay's B3 alone, on each database (``--b3-only``): the peers' table is left as its last
+    full run wrote it."""
+    import psycopg
+
+    runs, rows = (1, 20) if args.quick else (args.runs, args.rows)
+    speed = interpreter_start_ms()
+    figures = []
+    for kind, label in (("sqlite", "SQLite"), ("postgresql", "PostgreSQL")):
+        figure = Figure(f"assay ({label})", note=f"{rows} rows/trial")
+        try:
+            with (
+                tempfile.TemporaryDirectory() as home,
+                database(kind, Path(home)) as url,
+                LocalCluster(slots=B3_TRIALS, db=url) as cluster,
+            ):
+                _measure(figure, runs, lambda c=cluster: _assay.b3(c, B3_TRIALS, rows))  # type: ignore[misc]
+        except psycopg.OperationalError as exc:
+            figure.why_not = f"no {label} server to measure on: {exc}"
+        figures.append(figure)
+    table = "| database | size | rows/s, end to end |\n|---|---|---|\n" + "\n".join(
+        f"| {f.system} | {f.note} | {f.cell()} |" for f in figures
+    )
+    print(table)
+    if args.quick:
+        return 0
+    command = run_command(
+        "python benchmarks/peers/bench_peers.py --b3-only"
+        + (f" --runs {runs}" if runs != 5 else "")
+        + (f" --rows {rows}" if rows != 1000 else ""),
+        0,
+        0,
+    )
+    write_section(
+        "B3-assay",
+        "## B3: assay alone, at a later commit than the peers' table\n\n"
+        + stamp(command)
+        + _speed_line(speed)
+        + f"- {B3_TRIALS} concurrent trials reporting as fast as they can, every row checked "
+        f"stored, rows/s end to end (start-up included); median (min-max) of {runs} runs; a "
+        "fresh database each (PostgreSQL at `ASSAY_TEST_PG_URL`, made and dropped)\n\n"
+        + table
+        + "\n",
+    )
+    print("wrote the B3-assay section of benchmarks/RESULTS.md")
     return 0
 
 

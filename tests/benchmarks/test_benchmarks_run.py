@@ -22,6 +22,7 @@ QUICK = [
     "benchmarks/cli/bench_b11.py",
     "benchmarks/peers/bench_peers.py",
     "benchmarks/peers/bench_peers.py --b1-only",
+    "benchmarks/peers/bench_peers.py --b3-only",
     "benchmarks/runtime/bench_b8.py",
     "benchmarks/api/bench_b7.py",
     "benchmarks/runtime/bench_b10.py",
