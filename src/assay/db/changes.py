@@ -72,6 +72,10 @@ class Changes:
     trials: set[int] = field(default_factory=set)
     queue: bool = False
     cluster: bool = False
+    held: list[object] = field(default_factory=list)
+    """Every row the transaction loaded, to its end: one step of it dropping a row it read
+    would have the next step read it again (an exit's transaction read its allocation, trial
+    and experiment twice)."""
 
 
 def track(session: Session) -> None:
@@ -110,6 +114,13 @@ def changed(session: Session) -> Changed:
 def _modified(obj: Any, columns: tuple[str, ...]) -> bool:
     attrs = inspect(obj).attrs
     return any(attrs[name].history.has_changes() for name in columns)
+
+
+@event.listens_for(Session, "loaded_as_persistent")
+def _hold(session: Session, instance: object) -> None:
+    changes = session.info.get(_KEY)
+    if isinstance(changes, Changes):
+        changes.held.append(instance)
 
 
 @event.listens_for(Session, "after_flush")

@@ -327,6 +327,27 @@ def test_a_changed_experiment_is_told_as_left_without_reading_it_again(db: Datab
     assert db.run_sync(change) == ([(exp_id, 0.5)], [])
 
 
+def test_a_row_read_once_in_a_transaction_is_not_read_again_there(db: Database) -> None:
+    """The session holds rows weakly: a tracked transaction holds every row it loaded, so a
+    later step finds the row a former one read and let go."""
+    from assay.db import changes
+
+    exp_id = db.run_sync(experiment)
+    trial_id = db.run_sync(lambda s: trial(s, exp_id))
+
+    def twice(session: Session) -> list[str]:
+        changes.track(session)
+        trials.require(session, trial_id)
+        experiments.require(session, exp_id)
+        gc.collect()
+        with _selects(db) as selects:
+            trials.require(session, trial_id)
+            experiments.require(session, exp_id)
+        return selects
+
+    assert db.run_sync(twice) == []
+
+
 def test_changed_trials_are_told_as_stored_with_steps_another_transaction_moved(
     db: Database,
 ) -> None:
