@@ -139,6 +139,7 @@ class Zygote:
             mine.close()
             os.close(ready_r)
             self._become_trial(ready_w)
+            _forget_import_caches()
             request = self._receive(theirs)
             theirs.close()
             if request is None:
@@ -230,14 +231,9 @@ def run_trial(request: dict[str, Any], zygote: Zygote) -> None:
         _exec(argv, env)
     if _startup_vars(env) != zygote.startup:
         _exec(argv, env)
-    os.environ.clear()
-    os.environ.update(env)
+    _become_environment(env)
     sys.argv = [argv[1], *argv[2:]]
     sys.path[:] = path
-    sys.path_importer_cache.clear()
-    import importlib
-
-    importlib.invalidate_caches()
     main = types.ModuleType("__main__")
     main.__file__ = script
     main.__cached__ = None  # type: ignore[attr-defined]
@@ -265,6 +261,28 @@ def run_trial(request: dict[str, Any], zygote: Zygote) -> None:
         if isinstance(exc, KeyboardInterrupt):
             raise Interrupted from None
         sys.exit(1)
+
+
+def _forget_import_caches() -> None:
+    """The zygote's finders and their directory listings, dropped in the waiting child: the
+    trial finds its modules afresh on its own path. Done before the request comes, since freeing
+    what the zygote made copies a page per object (about 1.3 ms of a trial's start), and nothing
+    is imported until the trial's code runs."""
+    import importlib
+
+    sys.path_importer_cache.clear()
+    importlib.invalidate_caches()
+
+
+def _become_environment(env: dict[str, str]) -> None:
+    """``os.environ`` made ``env``, changing only what differs: most of a trial's environment is
+    the agent's, which the zygote has, and each variable set or unset is a call into the C
+    library's environment."""
+    for name in [name for name in os.environ if name not in env]:
+        del os.environ[name]
+    for name, value in env.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
 
 
 class Interrupted(BaseException):
