@@ -83,6 +83,25 @@ def test_a_forked_trial_runs_its_script_with_its_own_argv_directory_environment_
     assert seen["ppid"] != os.getpid()
 
 
+def test_a_forked_trial_sees_exactly_its_environment_not_the_zygotes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "train.py").write_text("import json, os\nprint(json.dumps(dict(os.environ)))\n")
+    monkeypatch.setenv("ZYGOTE_ONLY", "the zygote has it")
+    monkeypatch.setenv("CHANGED", "the zygote's value")
+    env = {k: v for k, v in base_environment().items() if k != "ZYGOTE_ONLY"}
+    env["CHANGED"] = "the trial's value"
+    env["TRIAL_ONLY"] = "the trial has it"
+
+    async def body(zygote: ZygoteClient) -> tuple[int, str, str]:
+        assert direct_python("python3 train.py", tmp_path) is not None
+        return await _finish(await zygote.spawn(["python3", "train.py"], tmp_path, env))
+
+    code, out, err = _with_zygote(body)
+    assert code == 0, err
+    assert json.loads(out) == env
+
+
 def test_an_uncaught_exception_ends_with_code_1_and_a_traceback_from_the_script(
     tmp_path: Path,
 ) -> None:
