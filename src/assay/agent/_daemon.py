@@ -49,6 +49,9 @@ from assay.protocol import (
 log = logging.getLogger(__name__)
 
 LOG_BATCH = 500
+EXIT_LINES_CHARS = 64 * 1024
+"""The most output an exit carries: it is repeated in every hello until the master acknowledges
+it, and a message past the master's size limit would close the connection each time."""
 LOG_INTERVAL = 0.05
 HEARTBEAT_SECONDS = 5.0
 """How often the agent says it is alive (the master's agent_heartbeat_seconds default)."""
@@ -283,13 +286,21 @@ class Agent:
         await self._send(message)
 
     def _with_last_lines(self, exited: Exited) -> Exited:
-        """The exit with its allocation's waiting lines (the last ``LOG_BATCH``; any before
-        them go ahead as usual): stored in the exit's own transaction, not in one of their own
-        that the exit would wait behind."""
-        mine = [e for e in self.logs if e.allocation_id == exited.allocation_id]
-        if not mine:
+        """The exit with its allocation's last waiting lines (up to ``LOG_BATCH`` of them and
+        ``EXIT_LINES_CHARS`` of text; any before them go ahead as usual): stored in the exit's
+        own transaction, not in one of their own that the exit would wait behind."""
+        last: list[LogEntry] = []
+        size = 0
+        for entry in reversed(self.logs):
+            if entry.allocation_id != exited.allocation_id:
+                continue
+            size += len(entry.line)
+            if size > EXIT_LINES_CHARS or len(last) == LOG_BATCH:
+                break
+            last.append(entry)
+        if not last:
             return exited
-        last = mine[-LOG_BATCH:]
+        last.reverse()
         taken = {id(e) for e in last}
         rest = [e for e in self.logs if id(e) not in taken]
         self.logs.clear()

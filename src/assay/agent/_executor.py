@@ -47,6 +47,7 @@ class LocalProcesses:
         """Allocations being unpacked and spawned (until started, or ended without)."""
         self._none_starting = asyncio.Event()
         self._none_starting.set()
+        self._removals: set[asyncio.Task[None]] = set()
 
     def hello(self) -> Hello:
         return replace(
@@ -73,7 +74,13 @@ class LocalProcesses:
         self._none_starting.clear()
         if alloc_id in self.killed_early:
             runner.killing = True  # it reports its exit as killed without starting a process
-        self._spawn(runner.run())
+        self._spawn(self._run(runner))
+
+    async def _run(self, runner: AllocationRunner) -> None:
+        try:
+            await runner.run()
+        finally:
+            self._started(runner.allocation_id)  # however it went: removals wait no longer
 
     async def kill(self, node: str, allocation_id: str) -> None:
         runner = self.runners.get(allocation_id)
@@ -89,7 +96,9 @@ class LocalProcesses:
         self.killed_early.discard(allocation_id)
         done = self.runners.pop(allocation_id, None)
         if done is not None:
-            self._spawn(self._remove_files(done))
+            removal = asyncio.create_task(self._remove_files(done))
+            self._removals.add(removal)
+            removal.add_done_callback(self._removals.discard)
 
     async def _remove_files(self, done: AllocationRunner) -> None:
         # After the starts under way: the master sends a slot's next start just ahead of this
@@ -102,6 +111,9 @@ class LocalProcesses:
         """Stop reporting. The processes run on, as children of this agent: an agent that is
         stopping ends them first with :meth:`kill_all`."""
         self._report = None
+        # Ended allocations' files, removed before the agent goes (nothing starts now).
+        self._none_starting.set()
+        await asyncio.gather(*self._removals, return_exceptions=True)
         if self._flusher is not None:
             self._flusher.cancel()
             with contextlib.suppress(asyncio.CancelledError):

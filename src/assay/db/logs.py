@@ -22,12 +22,39 @@ def insert(session: Session, entries: Iterable[LogEntry]) -> None:
             "rank": e.rank,
             "stream": e.stream[:_STREAM_WIDTH],
             "time": e.time,
-            "line": e.line,
+            "line": storable(e.line),
         }
         for e in entries
     ]
     if rows:
         session.execute(cast(Table, TaskLog.__table__).insert(), rows)
+
+
+def storable(line: str) -> str:
+    """``line`` as every database keeps it: PostgreSQL's text holds no NUL character (a
+    process that prints binary output has its NULs shown as U+FFFD)."""
+    return line.replace("\x00", "\ufffd") if "\x00" in line else line
+
+
+def ends_with(
+    session: Session, entry: LogEntry, *, trial_id: int | None = None, task_id: int | None = None
+) -> bool:
+    """Whether the trial's (or the job's) last stored line is ``entry``."""
+    owner = TaskLog.trial_id == trial_id if task_id is None else TaskLog.task_id == task_id
+    last = session.execute(
+        select(TaskLog.allocation_id, TaskLog.rank, TaskLog.stream, TaskLog.time, TaskLog.line)
+        .where(owner)
+        .order_by(TaskLog.id.desc())
+        .limit(1)
+    ).first()
+    wanted = (
+        entry.allocation_id,
+        entry.rank,
+        entry.stream[:_STREAM_WIDTH],
+        entry.time,
+        storable(entry.line),
+    )
+    return last is not None and tuple(last) == wanted
 
 
 def after(session: Session, trial_id: int, after_id: int, limit: int) -> Sequence[TaskLog]:

@@ -10,6 +10,7 @@ from sqlalchemy import Table, select
 from sqlalchemy.orm import Session
 
 from assay.db._models import Job, Task, TaskInstance, TaskLog
+from assay.db.logs import storable
 from assay.protocol import TERMINAL_TASK_STATES, LogEntry, TaskInstanceState, TaskState
 
 _STREAM_WIDTH = 8
@@ -177,7 +178,7 @@ def insert_logs(session: Session, task_id: int, entries: Sequence[LogEntry]) -> 
             "rank": e.rank,
             "stream": e.stream[:_STREAM_WIDTH],
             "time": e.time,
-            "line": e.line,
+            "line": storable(e.line),
         }
         for e in entries
     ]

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import secrets
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -260,7 +261,7 @@ class AgentGateway:
                 await self.core.transact(life.allocation_started, msg.allocation_id, agent_id)
         elif isinstance(msg, Exited):
             mark("master-exit-received", msg.allocation_id)
-            await self.core.transact(self._exited, agent_id, msg, schedule=True)
+            await self._on_exit(agent_id, msg)
             await self.core.hub.send(agent_id, AckExit(msg.allocation_id))
         elif isinstance(msg, Logs):
             await self._ingest_logs(msg.entries)
@@ -269,18 +270,31 @@ class AgentGateway:
         else:
             log.warning("agent %s sent %r after its hello; ignored", agent_id, msg.type)
 
+    async def _on_exit(self, agent_id: str, msg: Exited) -> None:
+        try:
+            await self.core.transact(self._exited, agent_id, msg, schedule=True)
+        except Exception as exc:
+            if not msg.logs:
+                raise
+            # Whatever its lines hold that the database refuses, they never hold the exit back.
+            log.warning(
+                "the last lines of allocation %s could not be stored with its exit (%s); the "
+                "exit is recorded without them",
+                msg.allocation_id,
+                exc,
+            )
+            await self.core.transact(self._exited, agent_id, replace(msg, logs=[]), schedule=True)
+            try:
+                await self._ingest_logs(msg.logs)
+            except Exception as again:
+                log.warning("allocation %s's last lines are lost: %s", msg.allocation_id, again)
+
     def _exited(self, tx: Tx, agent_id: str, msg: Exited) -> None:
-        """The agent's report of an allocation's exit, with its last lines, stored before the
-        exit and only with a report that is not a repeat (the pass that may follow runs in the
-        same transaction)."""
-        is_task = task_life.task_of_allocation(msg.allocation_id) is not None
-        new = (task_life.instance_exit_is_new if is_task else gang.exit_is_new)(
-            tx.session, agent_id, msg.allocation_id
-        )
-        if new and msg.logs:
-            for key in self._store_lines(tx.session, msg.logs):
-                tx.act(Wake(key))
-        if is_task:
+        """The agent's report of an allocation's exit, its last lines stored first (the pass
+        that may follow runs in the same transaction)."""
+        for key in self._store_lines(tx.session, msg.logs, unless_stored=True):
+            tx.act(Wake(key))
+        if task_life.task_of_allocation(msg.allocation_id) is not None:
             task_life.instance_exited(tx, agent_id, msg.allocation_id, msg.exit_code, msg.reason)
             return
         gang.agent_exited(tx, agent_id, msg.allocation_id, msg.exit_code, msg.reason)
@@ -292,25 +306,34 @@ class AgentGateway:
             for key in await self.core.record(lambda s: self._store_lines(s, entries)):
                 self.core.waiters.notify(key)
 
-    def _store_lines(self, session: Session, entries: list[LogEntry]) -> list[tuple[str, int]]:
-        """Store log lines, each job's masked with its secrets; the followers to wake."""
+    def _store_lines(
+        self, session: Session, entries: list[LogEntry], *, unless_stored: bool = False
+    ) -> list[tuple[str, int]]:
+        """Store log lines, each job's masked with its secrets; the followers to wake.
+
+        ``unless_stored``: the lines of an exit, skipped for a trial or job whose last stored
+        line is their last (an agent repeats an exit until the master acknowledges it, so its
+        lines may have been stored already; an exit the master recorded otherwise, its agent
+        lost, still gets them)."""
+        by_trial: dict[int, list[LogEntry]] = {}
         by_task: dict[int, list[LogEntry]] = {}
-        trial_entries = []
         for entry in entries:
             task_id = task_life.task_of_allocation(entry.allocation_id)
             if task_id is None:
-                trial_entries.append(entry)
+                by_trial.setdefault(entry.trial_id, []).append(entry)
             else:
                 by_task.setdefault(task_id, []).append(entry)
         woken: list[tuple[str, int]] = []
-        if trial_entries:
-            logs.insert(session, self.masker.masked(session, trial_entries))
-            woken += [("logs", trial_id) for trial_id in {e.trial_id for e in trial_entries}]
+        for trial_id, lines in by_trial.items():
+            masked = self.masker.masked(session, lines)
+            if not (unless_stored and logs.ends_with(session, masked[-1], trial_id=trial_id)):
+                logs.insert(session, masked)
+                woken.append(("logs", trial_id))
         for task_id, lines in by_task.items():
-            tasks.insert_logs(
-                session, task_id, self.masker.masked_for_task(session, task_id, lines)
-            )
-            woken.append(("task-logs", task_id))
+            masked = self.masker.masked_for_task(session, task_id, lines)
+            if not (unless_stored and logs.ends_with(session, masked[-1], task_id=task_id)):
+                tasks.insert_logs(session, task_id, masked)
+                woken.append(("task-logs", task_id))
         return woken
 
     async def resend_kills(self) -> None:

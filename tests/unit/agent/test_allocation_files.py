@@ -5,41 +5,91 @@ slot's next start just ahead of that acknowledgement."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import threading
 import time
+from collections.abc import Iterator
+from dataclasses import replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+import pytest
 
 from assay.agent._executor import LocalProcesses
 from assay.agent._runner import AgentEnv
 from assay.client import HttpSession
-from assay.protocol import Hello, Slot
+from assay.context import pack_context
+from assay.protocol import ContextRef, Hello, Slot
 from assay.rm.testing import Recorder, start
 
 
-def test_an_acknowledged_allocations_files_go_once_the_next_start_has_spawned(
-    tmp_path: Path,
+class HeldContext:
+    """A master's context download, answered only once released: a start held unpacking."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.released = threading.Event()
+
+
+@pytest.fixture
+def held(tmp_path: Path) -> Iterator[tuple[HeldContext, str]]:
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "train.py").write_text("print('hi')\n")
+    context = HeldContext(pack_context(code).data)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            context.released.wait(30)
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(context.data)))
+            self.end_headers()
+            self.wfile.write(context.data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield context, f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        context.released.set()
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_acknowledged_allocations_files_wait_for_the_start_under_way(
+    tmp_path: Path, held: tuple[HeldContext, str]
 ) -> None:
+    context, url = held
     node = Hello(agent_id="a1", slots=[Slot(id="0")])
     env = AgentEnv(
         agent_id="a1",
-        master_url="http://127.0.0.1:9",
-        work_root=tmp_path,
-        http=HttpSession("http://127.0.0.1:9"),
+        master_url=url,
+        work_root=tmp_path / "work",
+        http=HttpSession(url),
         slots={"0": node.slots[0]},
         kill_grace=5.0,
     )
+    digest = hashlib.sha256(context.data).hexdigest()
 
     async def scenario() -> None:
         procs = LocalProcesses(env, node)
         recorder = Recorder()
         await procs.open(recorder)
-        first, second = start(node, "exit 0"), start(node, "sleep 30")
+        first = start(node, "exit 0")
+        second = replace(start(node, "sleep 30"), context=ContextRef(id=1, sha256=digest))
         await procs.start("a1", first)
         await recorder.wait_for(lambda r: bool(r.exits(first.allocation_id)), 30, "the exit")
-        files = tmp_path / "allocations" / first.allocation_id
+        files = env.work_root / "allocations" / first.allocation_id
         assert files.is_dir()
-        await procs.start("a1", second)
+        await procs.start("a1", second)  # held downloading its context
         await procs.acknowledge("a1", first.allocation_id)
+        await asyncio.sleep(0.5)
         assert files.is_dir(), "removed while the next start was being unpacked"
+        context.released.set()
         await recorder.wait_for(lambda r: r.started(second.allocation_id), 30, "the start")
         deadline = time.monotonic() + 10
         while files.exists() and time.monotonic() < deadline:

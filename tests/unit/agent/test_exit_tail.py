@@ -8,8 +8,8 @@ import asyncio
 from pathlib import Path
 
 from assay.agent import Agent
-from assay.agent._daemon import LOG_BATCH
-from assay.protocol import LogEntry, Logs
+from assay.agent._daemon import EXIT_LINES_CHARS, LOG_BATCH
+from assay.protocol import Exited, LogEntry, Logs
 
 COULD_NOT_START = "assay agent a1: could not start the trial: the layout is garbled"
 
@@ -62,3 +62,15 @@ def test_last_lines_wait_behind_earlier_lines_of_theirs_too_many_to_go_with_the_
     asyncio.run(scenario())
     assert [e.line for e in a1.logs] == [e.line for e in earlier] + [COULD_NOT_START]
     assert a1.unacked_exits["7.1"].logs == [], "its repeat goes without them"
+
+
+def test_an_exit_carries_no_more_than_its_share_of_the_last_output(tmp_path: Path) -> None:
+    """An exit is repeated in every hello until acknowledged: past ``EXIT_LINES_CHARS`` the
+    earlier lines go ahead of it as usual."""
+    a1 = agent(tmp_path)
+    big = EXIT_LINES_CHARS // 2 + 1
+    lines = [LogEntry("7.1", 7, str(i) * big) for i in range(3)]
+    a1.logs.extend(lines)
+    exit_ = a1._with_last_lines(Exited("7.1", 0))
+    assert exit_.logs == lines[-1:]
+    assert list(a1.logs) == lines[:-1]
