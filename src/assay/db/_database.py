@@ -16,6 +16,8 @@ from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+from assay.errors import InvalidConfig
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -25,6 +27,18 @@ _MIGRATIONS = Path(__file__).parent / "migrations"
 
 def sqlite_url(path: Path) -> str:
     return f"sqlite:///{path}"
+
+
+def _require_returning() -> None:
+    """Refuse an SQLite older than 3.35: every metric report runs an ``UPDATE ... RETURNING``."""
+    import sqlite3
+
+    if sqlite3.sqlite_version_info < (3, 35):
+        raise InvalidConfig(
+            f"db: this Python's SQLite is {sqlite3.sqlite_version}, and assay needs 3.35 or "
+            "later (UPDATE ... RETURNING); give the master a PostgreSQL database (--db "
+            "postgresql+psycopg://...) or run it on a Python built with a newer SQLite"
+        )
 
 
 class Database:
@@ -40,6 +54,7 @@ class Database:
         self.is_sqlite = url.startswith("sqlite")
         kwargs: dict[str, Any] = {}
         if self.is_sqlite:
+            _require_returning()
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
             _make_private(url)
         else:

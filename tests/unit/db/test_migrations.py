@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 
 from assay.db import Allocation, Checkpoint, Database, Experiment, Trial, searcher_events
+from assay.errors import InvalidConfig
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "src" / "assay" / "db" / "migrations"
 
@@ -123,3 +125,16 @@ def test_upgrade_moves_the_searcher_snapshot_out_of_the_experiment_row(db_url: s
         assert searcher_events.snapshot(exp) == {"trials": [1, 2]}
         assert "searcher_state" not in {c.name for c in Experiment.__table__.columns}
     db.dispose()
+
+
+def test_an_sqlite_too_old_for_returning_is_refused_with_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 34, 1))
+    monkeypatch.setattr(sqlite3, "sqlite_version", "3.34.1")
+    refused = r"SQLite is 3\.34\.1, and assay needs 3\.35.*PostgreSQL"
+    with pytest.raises(InvalidConfig, match=refused):
+        Database(f"sqlite:///{tmp_path / 'old.db'}")
+    assert not (tmp_path / "old.db").exists(), "nothing made"
