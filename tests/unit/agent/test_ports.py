@@ -55,9 +55,24 @@ def test_ports_outside_the_tcp_range_are_never_free(port: int) -> None:
     assert not port_free(port)
 
 
-def test_busy_ports_names_whichever_of_the_pair_is_held(listener: int) -> None:
-    assert busy_ports(layout(listener)) == [listener]
-    assert busy_ports(layout(listener - 1)) == [listener]
+@pytest.fixture
+def lone_listener() -> Iterator[int]:
+    """A port another program listens on whose neighbours are free: other tests running beside
+    this one take ephemeral ports too (one once took the neighbour of the first port tried)."""
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            s.listen()
+            port: int = s.getsockname()[1]
+            if port_free(port - 1) and port_free(port + 1):
+                yield port
+                return
+    pytest.fail("no listening port with free neighbours in 100 tries")
+
+
+def test_busy_ports_names_whichever_of_the_pair_is_held(lone_listener: int) -> None:
+    assert busy_ports(layout(lone_listener)) == [lone_listener]
+    assert busy_ports(layout(lone_listener - 1)) == [lone_listener]
 
 
 def test_a_free_pair_is_two_adjacent_free_ports() -> None:
