@@ -17,7 +17,7 @@ import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Protocol
 
-from assay.db import Allocation, allocations
+from assay.db import Allocation, Session, allocations
 from assay.master._lifecycle import allocation_exited
 from assay.master._tx import KillAllocation, Tx
 from assay.protocol import AllocationState, RankLayout
@@ -140,6 +140,18 @@ def container_addrs(
 
 
 # -- exits --------------------------------------------------------------------------------------
+
+
+def exit_is_new(session: Session, agent_id: str, allocation_id: str) -> bool:
+    """Whether :func:`agent_exited` would record this agent's report: the allocation is live,
+    runs on the agent, and has no exit of it yet (a repeat after a reconnect has)."""
+    alloc = allocations.get(session, allocation_id)
+    return (
+        alloc is not None
+        and alloc.state != AllocationState.TERMINATED
+        and agent_id in (alloc.slots or {})
+        and agent_id not in (alloc.exits or {})
+    )
 
 
 def agent_exited(

@@ -292,9 +292,14 @@ class AgentGateway:
     def _exited(self, tx: Tx, agent_id: str, msg: Exited) -> None:
         """The agent's report of an allocation's exit, its last lines stored first (the pass
         that may follow runs in the same transaction)."""
-        for key in self._store_lines(tx.session, msg.logs, unless_stored=True):
-            tx.act(Wake(key))
-        if task_life.task_of_allocation(msg.allocation_id) is not None:
+        is_task = task_life.task_of_allocation(msg.allocation_id) is not None
+        if msg.logs:
+            new = (task_life.instance_exit_is_new if is_task else gang.exit_is_new)(
+                tx.session, agent_id, msg.allocation_id
+            )
+            for key in self._store_lines(tx.session, msg.logs, unless_stored=not new):
+                tx.act(Wake(key))
+        if is_task:
             task_life.instance_exited(tx, agent_id, msg.allocation_id, msg.exit_code, msg.reason)
             return
         gang.agent_exited(tx, agent_id, msg.allocation_id, msg.exit_code, msg.reason)
@@ -311,10 +316,10 @@ class AgentGateway:
     ) -> list[tuple[str, int]]:
         """Store log lines, each job's masked with its secrets; the followers to wake.
 
-        ``unless_stored``: the lines of an exit, skipped for a trial or job whose last stored
-        line is their last (an agent repeats an exit until the master acknowledges it, so its
-        lines may have been stored already; an exit the master recorded otherwise, its agent
-        lost, still gets them)."""
+        ``unless_stored``: the lines of an exit the master had recorded already, skipped for
+        a trial or job whose last stored line is their last (an agent repeats an exit until the
+        master acknowledges it, so its lines may have been stored with it; an exit the master
+        recorded otherwise, its agent lost, still gets them)."""
         by_trial: dict[int, list[LogEntry]] = {}
         by_task: dict[int, list[LogEntry]] = {}
         for entry in entries:

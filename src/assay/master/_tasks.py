@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from assay.config import JobSpec, JobSpecKind, TaskRoleSpec, render_commands
-from assay.db import Job, Task, TaskInstance, contexts, jobs, tasks
+from assay.db import Job, Session, Task, TaskInstance, contexts, jobs, tasks
 from assay.errors import Conflict, NotFound
 from assay.master import _task_rules as rules
 from assay.master._containers import job_container
@@ -251,6 +251,12 @@ def instance_started(tx: Tx, allocation_id: str, agent_id: str) -> None:
         return
     inst.started = True
     tx.act(Wake(("task", inst.task_id)))
+
+
+def instance_exit_is_new(session: Session, agent_id: str, allocation_id: str) -> bool:
+    """Whether :func:`instance_exited` would record this report (a repeat is not)."""
+    inst = tasks.instance_by_allocation(session, allocation_id)
+    return inst is not None and inst.live and inst.agent_id == agent_id
 
 
 def instance_exited(
