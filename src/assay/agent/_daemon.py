@@ -24,7 +24,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
 
 import assay
 from assay.agent._containers import ContainerRuntime, owner
-from assay.agent._executor import LocalProcesses
+from assay.agent._executor import LOG_BATCH, LocalProcesses
 from assay.agent._forking import ZygoteClient
 from assay.agent._runner import MAX_LINE, AgentEnv, AllocationRunner, base_environment
 from assay.client import HttpSession
@@ -48,7 +48,6 @@ from assay.protocol import (
 
 log = logging.getLogger(__name__)
 
-LOG_BATCH = 500
 EXIT_LINES_CHARS = 64 * 1024
 """The most output an exit carries: it is repeated in every hello until the master acknowledges
 it, and a message past the master's size limit would close the connection each time."""

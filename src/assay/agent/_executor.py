@@ -158,7 +158,6 @@ class LocalProcesses:
             self._lines_ready.set()
 
     async def _on_exit(self, alloc_id: str, code: int | None, reason: str) -> None:
-        self._started(alloc_id)
         await self._drain_lines()
         event = Exited(alloc_id, code, reason)
         self.unacked_exits[alloc_id] = event

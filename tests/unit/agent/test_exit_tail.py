@@ -8,7 +8,8 @@ import asyncio
 from pathlib import Path
 
 from assay.agent import Agent
-from assay.agent._daemon import EXIT_LINES_CHARS, LOG_BATCH
+from assay.agent._daemon import EXIT_LINES_CHARS
+from assay.agent._executor import LOG_BATCH
 from assay.protocol import Exited, LogEntry, Logs
 
 COULD_NOT_START = "assay agent a1: could not start the trial: the layout is garbled"
