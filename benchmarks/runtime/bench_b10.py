@@ -290,7 +290,7 @@ def search_run(n_trials: int, concurrent: int, model: bool, samples: int) -> lis
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--search-runs", type=int, default=1)
+    parser.add_argument("--search-runs", type=int, default=5)
     parser.add_argument("--trials", type=int, default=10_000)
     parser.add_argument("--points", type=int, default=100, help="metric rows per trial")
     parser.add_argument("--concurrent", type=int, default=16)
@@ -349,7 +349,7 @@ def _fmt(values: list[float | None]) -> str:
 
 def report(args: argparse.Namespace, reads: list[dict[str, float]], searches: list[Any]) -> str:
     command = run_command("python benchmarks/runtime/bench_b10.py", args.runs, 5)
-    if args.search_runs != 1:
+    if args.search_runs != 5:
         command += f" --search-runs {args.search_runs}"
     if args.tpe_model:
         command += " --tpe-model"
