@@ -2,11 +2,13 @@
 
 The master publishes a batch where it writes the change: after a transaction that changed
 experiments or trials commits (read from the transaction's own rows, no polling), and after
-metric reports are stored. Each batch gets the next sequence number; the last ``KEPT`` batches
-are kept so a viewer that reconnects with the id of the last batch it saw gets every later one,
-none twice. Each subscriber has a bounded queue: one that falls ``QUEUE`` batches behind is
-dropped with a ``resync`` (it reads again what it shows), so a slow viewer never holds memory
-or slows the master.
+metric reports are stored. Each batch gets the next sequence number; the latest batches (at
+most ``KEPT`` of them, holding at most ``KEPT_ROWS`` rows) are kept so a viewer that reconnects
+with the id of the last batch it saw gets every later one, none twice. Each subscriber has a
+bounded queue: one that falls ``QUEUE`` batches or ``QUEUE_ROWS`` rows behind is dropped with a
+``resync`` (it reads again what it shows), so a slow viewer never holds memory or slows the
+master. Rows bound them as well as batches because one batch can carry a thousand metric rows
+(about 2 KiB each as models): by count alone, a few busy trials made the master hold gigabytes.
 
 Ids are ``<epoch>-<seq>``: the epoch is new at every start of the master, so an id from an
 earlier run (whose batches are gone) is answered with a ``resync``, never with a gap.
@@ -27,11 +29,29 @@ from assay import rest
 KEPT = 4096
 """How many of the latest batches are kept for viewers that reconnect."""
 
+KEPT_ROWS = 10_000
+"""How many rows (see :func:`rows`) the kept batches may hold; the newest batch is always kept."""
+
 QUEUE = 1024
 """How many batches a subscriber may have waiting before it is dropped."""
 
+QUEUE_ROWS = 10_000
+"""How many rows a subscriber may have waiting before it is dropped (a single batch of more
+rows is still delivered to a subscriber with nothing waiting)."""
+
 MERGE = 64
 """At most this many waiting batches are sent to a viewer as one message."""
+
+
+def rows(batch: rest.EventBatch) -> int:
+    """What a batch weighs against the bounds: one per experiment, trial and metric row it
+    carries, and one for the batch."""
+    return (
+        1
+        + len(batch.experiments)
+        + len(batch.trials)
+        + sum(len(told.metrics) for told in batch.metrics)
+    )
 
 
 @dataclass(frozen=True)
@@ -94,7 +114,9 @@ class Message:
 @dataclass(eq=False)
 class _Subscriber:
     scope: Scope
-    queue: deque[tuple[int, rest.EventBatch]] = field(default_factory=deque)
+    queue: deque[tuple[int, rest.EventBatch, int]] = field(default_factory=deque)
+    """(sequence number, the part followed, its rows)"""
+    rows: int = 0
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     dropped: bool = False
 
@@ -103,7 +125,8 @@ class EventHub:
     def __init__(self) -> None:
         self.epoch = secrets.token_hex(4)
         self.seq = 0
-        self._kept: deque[tuple[int, rest.EventBatch]] = deque(maxlen=KEPT)
+        self._kept: deque[tuple[int, rest.EventBatch, int]] = deque()
+        self._kept_rows = 0
         self._subscribers: set[_Subscriber] = set()
         self.closed = False
 
@@ -122,7 +145,11 @@ class EventHub:
         if batch.is_empty():
             return
         self.seq += 1
-        self._kept.append((self.seq, batch))
+        weight = rows(batch)
+        self._kept.append((self.seq, batch, weight))
+        self._kept_rows += weight
+        while len(self._kept) > KEPT or (self._kept_rows > KEPT_ROWS and len(self._kept) > 1):
+            self._kept_rows -= self._kept.popleft()[2]
         for sub in self._subscribers:
             self._offer(sub, self.seq, batch)
 
@@ -132,11 +159,14 @@ class EventHub:
         part = sub.scope.select(batch)
         if part is None:
             return
-        if len(sub.queue) >= QUEUE:
+        weight = rows(part)
+        if sub.queue and (len(sub.queue) >= QUEUE or sub.rows + weight > QUEUE_ROWS):
             sub.dropped = True
             sub.queue.clear()
+            sub.rows = 0
         else:
-            sub.queue.append((seq, part))
+            sub.queue.append((seq, part, weight))
+            sub.rows += weight
         sub.ready.set()
 
     def close(self) -> None:
@@ -175,7 +205,7 @@ class EventHub:
         after = self._resume_from(last_event_id)
         self._subscribers.add(sub)
         if after is not None:
-            for seq, batch in self._kept:
+            for seq, batch, _ in self._kept:
                 if seq > after:
                     self._offer(sub, seq, batch)
         # Its id is the last one before the subscription: what is queued from now on follows.
@@ -212,16 +242,17 @@ class EventHub:
     def _take(self, sub: _Subscriber) -> Message:
         """The waiting batches (up to ``MERGE``) as one, with the id of the last."""
         taken = [sub.queue.popleft() for _ in range(min(MERGE, len(sub.queue)))]
+        sub.rows -= sum(weight for _, _, weight in taken)
         if len(taken) == 1:
-            seq, batch = taken[0]
+            seq, batch, _ = taken[0]
         else:
             seq = taken[-1][0]
             batch = rest.EventBatch(
-                experiments=[e for _, b in taken for e in b.experiments],
-                trials=[t for _, b in taken for t in b.trials],
-                metrics=[m for _, b in taken for m in b.metrics],
-                queue=any(b.queue for _, b in taken),
-                cluster=any(b.cluster for _, b in taken),
+                experiments=[e for _, b, _ in taken for e in b.experiments],
+                trials=[t for _, b, _ in taken for t in b.trials],
+                metrics=[m for _, b, _ in taken for m in b.metrics],
+                queue=any(b.queue for _, b, _ in taken),
+                cluster=any(b.cluster for _, b, _ in taken),
             )
         return Message(self.event_id(seq), rest.EventKind.BATCH, batch)
 

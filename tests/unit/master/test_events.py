@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from assay import rest
-from assay.master._events import QUEUE, EventHub, Message, Scope
+from assay.master._events import KEPT_ROWS, QUEUE, QUEUE_ROWS, EventHub, Message, Scope
 from assay.protocol import ExperimentState, TrialState
 
 
@@ -81,6 +81,70 @@ def test_a_viewer_that_falls_behind_is_dropped_with_a_resync() -> None:
         assert told.kind == rest.EventKind.RESYNC and told.id == hub.event_id(QUEUE + 1)
         assert [m async for m in slow] == []
         assert hub.subscribers == 0
+
+    asyncio.run(main())
+
+
+def metric(trial_id: int, step: int) -> rest.Metric:
+    return rest.Metric(
+        trial_id=trial_id, run=1, group="training", steps_completed=step,
+        metrics={"loss": 1.0 / step}, time=0.0, archived=False,
+    )  # fmt: skip
+
+
+def reported(trial_id: int, exp_id: int, count: int) -> rest.EventBatch:
+    """A batch of ``count`` metric rows of one trial, as a busy trial's report makes one."""
+    metrics = [metric(trial_id, step) for step in range(1, count + 1)]
+    told = rest.TrialMetrics(
+        trial_id=trial_id, experiment_id=exp_id, metrics=metrics, steps_completed=count,
+        best_validation=None,
+    )  # fmt: skip
+    return rest.EventBatch(metrics=[told])
+
+
+def test_batches_kept_for_reconnects_hold_a_bounded_number_of_rows() -> None:
+    async def main() -> None:
+        hub = EventHub()
+        per_batch = 1000
+        batches = 3 * KEPT_ROWS // per_batch
+        for _ in range(batches):
+            hub.publish(reported(7, 1, per_batch))
+        # Only the newest batches that fit in KEPT_ROWS are replayed; an id older than them
+        # is told to read afresh instead of getting a gap.
+        fits = KEPT_ROWS // (per_batch + 1)  # a batch weighs its rows and itself
+        oldest_kept = batches - fits + 1
+        resumed = await subscribed(hub, Scope(experiment_id=1), last=hub.event_id(oldest_kept - 1))
+        replayed = await next_message(resumed)
+        assert replayed.kind == rest.EventKind.BATCH and replayed.id == hub.event_id(batches)
+        assert isinstance(replayed.data, rest.EventBatch)
+        assert sum(len(m.metrics) for m in replayed.data.metrics) == fits * per_batch
+        too_old = await subscribed(hub, Scope(), last=hub.event_id(oldest_kept - 2))
+        told = await next_message(too_old)
+        assert told.kind == rest.EventKind.RESYNC and told.id == hub.event_id(batches)
+        hub.close()
+
+    asyncio.run(main())
+
+
+def test_a_viewer_with_more_rows_waiting_than_its_bound_is_dropped_with_a_resync() -> None:
+    async def main() -> None:
+        hub = EventHub()
+        slow = await subscribed(hub, Scope(experiment_id=1))
+        big = QUEUE_ROWS // 2
+        for _ in range(3):  # far fewer batches than QUEUE, far more rows than QUEUE_ROWS
+            hub.publish(reported(7, 1, big))
+        told = await next_message(slow)
+        assert told.kind == rest.EventKind.RESYNC and told.id == hub.event_id(3)
+        assert [m async for m in slow] == []
+
+        # One batch larger than the bound still reaches a viewer that has nothing waiting.
+        keeping_up = await subscribed(hub, Scope(experiment_id=1))
+        hub.publish(reported(7, 1, QUEUE_ROWS + 1))
+        got = await next_message(keeping_up)
+        assert got.kind == rest.EventKind.BATCH and got.id == hub.event_id(4)
+        hub.publish(reported(7, 1, 1))
+        assert (await next_message(keeping_up)).id == hub.event_id(5)
+        hub.close()
 
     asyncio.run(main())
 
