@@ -1,5 +1,6 @@
 """B10: the master's memory with 10,000 trials and 1 M metric points, and while a 10,000-trial
-TPE search runs; what persisting the searcher costs per event.
+TPE search runs, and while trials report 1 M metric points live; what persisting the searcher
+costs per event.
 
 Part 1, reads at scale (a real master process on loopback, SQLite): the benchmark creates an
 experiment through an in-process master, then generates 10,000 finished trials with 100
@@ -22,6 +23,12 @@ The child samples its own VmRSS every tenth of the trials, and times every save 
 (``SearcherCache.save``): an event appended to the log, or a compaction snapshot, whose cost is
 what the master paid per event before the log (a full snapshot with every event).
 
+Part 3, live ingestion (a real master and agent on loopback, a fresh SQLite file each run): 16
+trials (B3's trial, ``benchmarks/peers/contexts/b3``) each report 62,500 training rows as fast
+as they can, then one validation: 1 M metric points through the REST API. The master's VmRSS
+after start and once the experiment has ended, and its peak; the rows stored are counted in
+the database after the master has stopped.
+
     .venv/bin/python benchmarks/runtime/bench_b10.py            # writes RESULTS.md
     .venv/bin/python benchmarks/runtime/bench_b10.py --quick    # small, 1 run; writes nothing
 """
@@ -42,11 +49,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import func, insert, select
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks._common import LocalCluster, run_command, stamp, summary, write_section
+from benchmarks.peers import _assay
 
 from assay.config import MasterConfig
 from assay.context import pack_context
@@ -284,6 +292,33 @@ def search_run(n_trials: int, concurrent: int, model: bool, samples: int) -> lis
     return lines
 
 
+# -- part 3: live ingestion ---------------------------------------------------------------------
+
+
+def ingest_run(home: Path, n_trials: int, rows: int) -> dict[str, float]:
+    url = f"sqlite:///{home / 'ingest.db'}"
+    cluster = LocalCluster(slots=n_trials, db=url)
+    with cluster:
+        pid = cluster.procs[0].pid
+        time.sleep(1.0)  # the start-up work settles
+        started, start_peak = rss_mib(pid)
+        began = time.perf_counter()
+        _assay._run(cluster, _assay._config("b3", n_trials, {"rows": rows}, n_trials), "b3")
+        wall = time.perf_counter() - began
+        after, peak = rss_mib(pid)
+    db = Database(url)
+    stored = db.run_sync(lambda s: s.scalar(select(func.count()).select_from(Metric)))
+    db.dispose()
+    (home / "ingest.db").unlink()
+    expected = n_trials * (rows + 1)
+    if stored != expected:
+        raise RuntimeError(f"the master stored {stored} metric rows of {expected} reported")
+    return {
+        "started": started, "start_peak": start_peak, "after": after, "peak": peak,
+        "rows_per_s": expected / wall,
+    }  # fmt: skip
+
+
 # -- main ---------------------------------------------------------------------------------------
 
 
@@ -295,6 +330,10 @@ def main() -> int:
     parser.add_argument("--points", type=int, default=100, help="metric rows per trial")
     parser.add_argument("--concurrent", type=int, default=16)
     parser.add_argument("--samples", type=int, default=10)
+    parser.add_argument("--ingest-trials", type=int, default=16)
+    parser.add_argument(
+        "--ingest-rows", type=int, default=62_500, help="training rows each trial reports live"
+    )
     parser.add_argument("--tpe-model", action="store_true")
     parser.add_argument("--quick", action="store_true", help="small, 1 run; write nothing")
     parser.add_argument("--search-child", type=int, help=argparse.SUPPRESS)
@@ -304,6 +343,7 @@ def main() -> int:
         return 0
     if args.quick:
         args.runs, args.search_runs, args.trials, args.points = 1, 1, 60, 5
+        args.ingest_trials, args.ingest_rows = 2, 200
 
     home = Path(tempfile.mkdtemp(prefix="assay-b10-"))
     try:
@@ -335,9 +375,15 @@ def _measure(args: argparse.Namespace, home: Path) -> int:
         searches.append(samples)
         for s in samples:
             print(f"search run {i + 1}: {s}", flush=True)
+    ingests = []
+    for i in range(args.runs if not args.tpe_model else 0):
+        r = ingest_run(home, args.ingest_trials, args.ingest_rows)
+        ingests.append(r)
+        print(f"ingest run {i + 1}: {r}", flush=True)
     if args.quick:
         return 0
-    write_section("B10-tpe-model" if args.tpe_model else "B10", report(args, reads, searches))
+    section = report(args, reads, searches, ingests)
+    write_section("B10-tpe-model" if args.tpe_model else "B10", section)
     print("wrote the B10 section of benchmarks/RESULTS.md")
     return 0
 
@@ -347,7 +393,12 @@ def _fmt(values: list[float | None]) -> str:
     return summary(got) if got else "-"
 
 
-def report(args: argparse.Namespace, reads: list[dict[str, float]], searches: list[Any]) -> str:
+def report(
+    args: argparse.Namespace,
+    reads: list[dict[str, float]],
+    searches: list[Any],
+    ingests: list[dict[str, float]],
+) -> str:
     command = run_command("python benchmarks/runtime/bench_b10.py", args.runs, 5)
     if args.search_runs != 5:
         command += f" --search-runs {args.search_runs}"
@@ -402,7 +453,26 @@ def report(args: argparse.Namespace, reads: list[dict[str, float]], searches: li
         "| trials done | RSS MiB | append ms | compaction (= old per-event) ms | "
         "per event, amortized, ms | snapshot KiB |\n|---|---|---|---|---|---|\n"
         + "\n".join(rows)
-        + "\n"
+        + "\n\n"
+        + _ingest_report(args, ingests)
+    )
+
+
+def _ingest_report(args: argparse.Namespace, ingests: list[dict[str, float]]) -> str:
+    points = args.ingest_trials * (args.ingest_rows + 1)
+    return (
+        f"### {points:,} metric points reported live ({len(ingests)} runs; a real master "
+        "process, SQLite)\n\n"
+        f"{args.ingest_trials} trials each report {args.ingest_rows:,} training rows as fast as "
+        "they can, then one validation, through the REST API (every row counted in the "
+        "database afterwards); VmRSS of the master process after start and once the experiment "
+        "has ended, and its peaks.\n\n"
+        "| figure | median (min-max) |\n|---|---|\n"
+        f"| MiB after start | {summary([r['started'] for r in ingests])} |\n"
+        f"| MiB peak (VmHWM) of the start-up | {summary([r['start_peak'] for r in ingests])} |\n"
+        f"| MiB once the experiment has ended | {summary([r['after'] for r in ingests])} |\n"
+        f"| MiB peak (VmHWM) over the run | {summary([r['peak'] for r in ingests])} |\n"
+        f"| rows/s, end to end | {summary([r['rows_per_s'] for r in ingests])} |\n"
     )
 
 
