@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query
-from fastapi.responses import StreamingResponse
+from fastapi.responses import Response, StreamingResponse
 
 from assay import rest
 from assay.api._deps import SIGNED_IN, STREAM_SIGNED_IN, ActorDep, MasterDep, TrialId
@@ -25,7 +25,7 @@ async def get_trial(trial_id: TrialId, master: MasterDep) -> rest.TrialDetail:
     return await master.reads.trial(trial_id)
 
 
-@router.get("/{trial_id}/metrics")
+@router.get("/{trial_id}/metrics", response_model=rest.MetricList)
 async def get_metrics(
     trial_id: TrialId,
     master: MasterDep,
@@ -33,8 +33,9 @@ async def get_metrics(
         str | None, Query(max_length=64, pattern=rest.NO_NUL, description="Only this group.")
     ] = None,
     include_archived: bool = False,
-) -> rest.MetricList:
-    return await master.reads.metrics(trial_id, group, include_archived=include_archived)
+) -> Response:
+    body = await master.reads.metrics_json(trial_id, group, include_archived=include_archived)
+    return Response(body, media_type="application/json")
 
 
 @router.get("/{trial_id}/checkpoints")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, bindparam, select, text, union_all, update
+from sqlalchemy import Select, Table, and_, bindparam, select, text, union_all, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -42,18 +42,34 @@ def insert(
         session.execute(_INSERT_IGNORING_REPEATS[session.get_bind().dialect.name], rows)
 
 
-def series(
-    session: Session, trial_id: int, group: str | None, *, include_archived: bool = False
-) -> Sequence[Metric]:
-    """The trial's reports (of ``group``, or all), by step and run."""
+def _series(trial_id: int, group: str | None, include_archived: bool) -> Select[Metric]:
     conditions = [Metric.trial_id == trial_id]
     if group is not None:
         conditions.append(Metric.group == group)
     if not include_archived:
         conditions.append(Metric.archived.is_(False))
-    return session.scalars(
-        select(Metric).where(and_(*conditions)).order_by(Metric.steps_completed, Metric.run)
-    ).all()
+    return select(Metric).where(and_(*conditions)).order_by(Metric.steps_completed, Metric.run)
+
+
+def series(
+    session: Session, trial_id: int, group: str | None, *, include_archived: bool = False
+) -> Sequence[Metric]:
+    """The trial's reports (of ``group``, or all), by step and run."""
+    return session.scalars(_series(trial_id, group, include_archived)).all()
+
+
+def series_in_parts(
+    session: Session,
+    trial_id: int,
+    group: str | None,
+    *,
+    include_archived: bool = False,
+    size: int = 2000,
+) -> Iterator[Sequence[Metric]]:
+    """:func:`series`, fetched ``size`` rows at a time: a trial can hold millions of reports,
+    and a caller that lets each part go before the next holds one part's objects, not all."""
+    query = _series(trial_id, group, include_archived).execution_options(yield_per=size)
+    yield from session.scalars(query).partitions()
 
 
 _NAMES = {

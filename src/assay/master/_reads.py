@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 
+from pydantic import TypeAdapter
+
 import assay
 from assay import rest
 from assay.config import MasterConfig
@@ -40,6 +42,8 @@ LOG_PAGE = 1000
 
 KEEP_ALIVE_SECONDS = 15.0
 """How long a follower of a trial's logs waits for a line before it is sent an empty batch."""
+
+_METRICS = TypeAdapter(list[rest.Metric])
 
 
 @dataclass(frozen=True)
@@ -225,13 +229,22 @@ class Reads:
 
         return await self.core.read(read)
 
-    async def metrics(
+    async def metrics_json(
         self, trial_id: int, group: str | None = None, *, include_archived: bool = False
-    ) -> rest.MetricList:
-        def read(session: Session) -> rest.MetricList:
+    ) -> bytes:
+        """The trial's reports, a :class:`rest.MetricList` as JSON. A trial can hold millions
+        of reports: they are read and turned into JSON a part at a time, so the master holds
+        the answer's text, never a model per report (about 2.5 KiB each, read all at once)."""
+
+        def read(session: Session) -> bytes:
             trials.require(session, trial_id)
-            rows = metrics.series(session, trial_id, group, include_archived=include_archived)
-            return rest.MetricList(metrics=[views.metric(m) for m in rows])
+            parts = [
+                _METRICS.dump_json([views.metric(m) for m in rows], by_alias=True)[1:-1]
+                for rows in metrics.series_in_parts(
+                    session, trial_id, group, include_archived=include_archived
+                )
+            ]
+            return b'{"metrics":[' + b",".join(parts) + b"]}"
 
         return await self.core.read(read)
 

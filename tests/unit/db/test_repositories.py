@@ -190,6 +190,31 @@ def test_a_repeated_metric_report_is_stored_once_and_nan_survives(db: Database) 
     ]
 
 
+def test_a_long_series_read_in_parts_is_the_whole_series_in_order(db: Database) -> None:
+    trial_id = db.run_sync(lambda s: trial(s, experiment(s)))
+    reports = [MetricReport("training", step, {"loss": 1.0 / step}, 1.0) for step in range(1, 51)]
+    reports += [MetricReport("validation", step, {"loss": 0.5}, 1.0) for step in (10, 20, 30)]
+    db.run_sync(lambda s: metrics.insert(s, trial_id, 1, reports, now=1.0))
+
+    def both(group: str | None) -> tuple[list[list[tuple[str, int]]], list[tuple[str, int]]]:
+        def read(s: Session) -> tuple[list[list[tuple[str, int]]], list[tuple[str, int]]]:
+            parts = [
+                [(m.group, m.steps_completed) for m in part]
+                for part in metrics.series_in_parts(s, trial_id, group, size=7)
+            ]
+            return parts, [(m.group, m.steps_completed) for m in metrics.series(s, trial_id, group)]
+
+        return db.run_sync(read)
+
+    parts, whole = both(None)
+    assert [len(p) for p in parts] == [7] * 7 + [4]  # 53 rows, 7 at a time
+    assert [row for part in parts for row in part] == whole
+    assert [step for _, step in whole] == sorted(step for _, step in whole)
+    parts, whole = both("validation")
+    assert parts == [whole]
+    assert whole == [("validation", 10), ("validation", 20), ("validation", 30)]
+
+
 def test_checkpoint_metadata_keeps_non_finite_numbers_at_any_depth(db: Database) -> None:
     # PostgreSQL's json type refuses NaN; this was a 500 on a checkpoint report.
     def report(session: Session) -> None:

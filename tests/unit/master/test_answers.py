@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from assay import rest
 from assay.errors import Conflict, InvalidRequest, NotFound
 from assay.master import Master, Submission
 from assay.protocol import (
@@ -145,7 +146,9 @@ def test_reads_serve_trials_with_their_runs_metrics_logs_and_agents(
 
     trial = run(master.reads.trial(caller.trial_id))
     assert [(a.id, a.state) for a in trial.allocations] == [(start["allocation_id"], "ASSIGNED")]
-    metrics = run(master.reads.metrics(caller.trial_id)).metrics
+    metrics = rest.MetricList.model_validate_json(
+        run(master.reads.metrics_json(caller.trial_id))
+    ).metrics
     assert [m.metrics for m in metrics] == [{"loss": 0.25}]
     assert [x.line for x in run(master.reads.logs(caller.trial_id)).logs] == ["hello"]
     assert run(master.reads.best_validation(exp_id)).best_validation == 0.25
