@@ -94,7 +94,7 @@ integration: install-dev
 	$(BIN)/pytest tests/integration
 
 ## make bench: every benchmark of assay alone at full size; each rewrites its section of
-## benchmarks/RESULTS.md. B7's browser half needs Chromium (`make system-deps`).
+## benchmarks/RESULTS.md. B7's browser half, last, needs Chromium (`make system-deps`).
 bench: install-dev
 	$(BIN)/pip install -q -e '.[dev,examples,bench]'
 	$(BIN)/python benchmarks/runtime/bench_b2_b4.py
@@ -104,8 +104,8 @@ bench: install-dev
 	$(BIN)/python benchmarks/searchers/b9_search_quality.py
 	$(BIN)/python benchmarks/cli/bench_b11.py
 	$(BIN)/python benchmarks/api/bench_b7.py
-	$(BIN)/python benchmarks/api/bench_b7_ui.py
 	$(BIN)/python benchmarks/runtime/bench_b10.py
+	$(BIN)/python benchmarks/api/bench_b7_ui.py
 
 ## make bench-peers: B1 and B3 for assay, Optuna, Ray Tune and NNI in one run (each peer in a
 ## virtual environment of its own, made under benchmarks/peers/.venvs/), then B9's early

@@ -334,7 +334,7 @@ def run(kinds: list[str], sizes: Sizes, runs: int) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10, help="timed requests of each query")
     parser.add_argument("--quick", action="store_true", help="small sizes, write nothing")
     parser.add_argument("--db", choices=["sqlite", "postgresql", "both"], default="both")

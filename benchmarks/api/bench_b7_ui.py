@@ -168,7 +168,7 @@ def _assay(url: str, home: Path, sizes: Sizes, runs: int, curves: int) -> dict[s
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="timed page loads of each kind")
     parser.add_argument("--quick", action="store_true", help="small sizes, write nothing")
     parser.add_argument("--trials", type=int, default=FULL.trials)

@@ -94,7 +94,7 @@ def _measure(fig: Figure, runs: int, once: Callable[[], float]) -> Figure:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="runs of each figure (>= 5 to record)")
     parser.add_argument("--trials", type=int, default=40, help="B1 trials")
     parser.add_argument("--rows", type=int, default=1000, help="B3 rows per trial, assay")
@@ -117,6 +117,8 @@ def main() -> int:
     )
     parser.add_argument("--quick", action="store_true", help="assay only, tiny; write nothing")
     args = parser.parse_args()
+    if args.quick:
+        print("quick mode: tiny sizes that prove it runs; not comparable with RESULTS.md's figures")
     if args.b3_only:
         return b3_only(args)
     if args.quick:
@@ -227,7 +229,7 @@ def b3_only(args: argparse.Namespace) -> int:
     )
     write_section(
         "B3-assay",
-        "## B3: assay alone, at a later commit than the peers' table\n\n"
+        "## B3: assay alone, on SQLite and PostgreSQL (`--b3-only`)\n\n"
         + stamp(command)
         + _speed_line(speed)
         + f"- {B3_TRIALS} concurrent trials reporting as fast as they can, every row checked "
@@ -290,7 +292,7 @@ def report_b1_only(
     )
     write_section(
         "B1-assay",
-        "## B1: assay alone, at a later commit than the peers' table\n\n"
+        "## B1: assay alone (`--b1-only`)\n\n"
         + stamp(command)
         + _speed_line(speed)
         + f"- {trials} trials that sleep 1 s and report once, 2 slots, ideal {ideal:.0f} s; "

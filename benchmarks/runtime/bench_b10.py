@@ -323,7 +323,7 @@ def ingest_run(home: Path, n_trials: int, rows: int) -> dict[str, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--search-runs", type=int, default=5)
     parser.add_argument("--trials", type=int, default=10_000)

@@ -92,7 +92,7 @@ def row(name: str, values: list[float]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=30, help="launch samples (B2)")
     parser.add_argument("--quick", action="store_true", help="few runs, write nothing")
     args = parser.parse_args()

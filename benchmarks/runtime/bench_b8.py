@@ -82,7 +82,7 @@ def one_run(cluster: LocalCluster, trials: int) -> list[float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--quick", action="store_true", help="4 trials, 1 run; write nothing")
