@@ -56,30 +56,35 @@ def interpreter_start_ms(runs: int = 15) -> float:
     return statistics.median(times)
 
 
-def code_version() -> str:
-    """The commit the benchmark ran at, with a mark when the code differed from it."""
+def _code_version() -> str:
     root = Path(__file__).resolve().parent.parent
     try:
         head = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
             cwd=root, capture_output=True, text=True, check=False,
         )  # fmt: skip
-        # The figures this run writes are not the code it ran.
+        if head.returncode != 0:
+            return "unknown (not a git checkout)"
+        # The figures a run writes are not the code it ran.
         code = ["src", "benchmarks", ":(exclude)benchmarks/RESULTS.md"]
-        diff = ["git", "diff", "--quiet", "HEAD", "--", *code]
-        dirty = subprocess.run(diff, cwd=root, check=False)
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=normal", "--", *code],
+            cwd=root, capture_output=True, text=True, check=False,
+        )  # fmt: skip
     except OSError:
         return "unknown (no git)"
-    if head.returncode != 0:
-        return "unknown (not a git checkout)"
-    changed = " with uncommitted changes" if dirty.returncode != 0 else ""
-    return head.stdout.strip() + changed
+    return head.stdout.strip() + (" with uncommitted changes" if changed.stdout.strip() else "")
+
+
+CODE_AT_START = _code_version()
+"""The commit a benchmark began at (read when it starts: a long run outlives commits made
+during it), marked when the code differed from it."""
 
 
 def stamp(command: str) -> str:
     today = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     return (
-        f"- machine: {machine()}\n- date: {today}\n- code: {code_version()}\n"
+        f"- machine: {machine()}\n- date: {today}\n- code: {CODE_AT_START}\n"
         f"- command: `{command}`\n"
         f"- load average (1 min) when the run began: {LOAD_AT_START:.2f}\n"
     )

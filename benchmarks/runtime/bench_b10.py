@@ -309,7 +309,8 @@ def ingest_run(home: Path, n_trials: int, rows: int) -> dict[str, float]:
     db = Database(url)
     stored = db.run_sync(lambda s: s.scalar(select(func.count()).select_from(Metric)))
     db.dispose()
-    (home / "ingest.db").unlink()
+    for name in ("ingest.db", "ingest.db-wal", "ingest.db-shm"):
+        (home / name).unlink(missing_ok=True)
     expected = n_trials * (rows + 1)
     if stored != expected:
         raise RuntimeError(f"the master stored {stored} metric rows of {expected} reported")

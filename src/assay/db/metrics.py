@@ -48,13 +48,16 @@ def _series(trial_id: int, group: str | None, include_archived: bool) -> Select[
         conditions.append(Metric.group == group)
     if not include_archived:
         conditions.append(Metric.archived.is_(False))
-    return select(Metric).where(and_(*conditions)).order_by(Metric.steps_completed, Metric.run)
+    # A total order: a read in parts and a read at once give the same rows in the same order
+    # (training and validation reports at one step would otherwise tie).
+    order = (Metric.steps_completed, Metric.run, Metric.group, Metric.id)
+    return select(Metric).where(and_(*conditions)).order_by(*order)
 
 
 def series(
     session: Session, trial_id: int, group: str | None, *, include_archived: bool = False
 ) -> Sequence[Metric]:
-    """The trial's reports (of ``group``, or all), by step and run."""
+    """The trial's reports (of ``group``, or all), by step, run and group."""
     return session.scalars(_series(trial_id, group, include_archived)).all()
 
 

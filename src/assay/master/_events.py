@@ -37,7 +37,10 @@ QUEUE = 1024
 
 QUEUE_ROWS = 10_000
 """How many rows a subscriber may have waiting before it is dropped (a single batch of more
-rows is still delivered to a subscriber with nothing waiting)."""
+rows is still delivered to a subscriber with nothing waiting). At least ``KEPT_ROWS``: a viewer
+resuming inside the kept window is queued all of it at once."""
+
+assert KEPT_ROWS <= QUEUE_ROWS
 
 MERGE = 64
 """At most this many waiting batches are sent to a viewer as one message."""

@@ -43,7 +43,10 @@ LOG_PAGE = 1000
 KEEP_ALIVE_SECONDS = 15.0
 """How long a follower of a trial's logs waits for a line before it is sent an empty batch."""
 
+# A trial's reports are turned into JSON a part at a time with this, never all as models at
+# once; the answer's text is then MetricList's, which has no other field to fill.
 _METRICS = TypeAdapter(list[rest.Metric])
+assert set(rest.MetricList.model_fields) == {"metrics"}, "metrics_json writes MetricList by hand"
 
 
 @dataclass(frozen=True)
@@ -238,13 +241,16 @@ class Reads:
 
         def read(session: Session) -> bytes:
             trials.require(session, trial_id)
-            parts = [
-                _METRICS.dump_json([views.metric(m) for m in rows], by_alias=True)[1:-1]
-                for rows in metrics.series_in_parts(
-                    session, trial_id, group, include_archived=include_archived
-                )
-            ]
-            return b'{"metrics":[' + b",".join(parts) + b"]}"
+            body = bytearray(b'{"metrics":[')
+            parts = metrics.series_in_parts(
+                session, trial_id, group, include_archived=include_archived
+            )
+            for index, rows in enumerate(parts):
+                if index:
+                    body += b","
+                body += _METRICS.dump_json([views.metric(m) for m in rows], by_alias=True)[1:-1]
+            body += b"]}"
+            return bytes(body)
 
         return await self.core.read(read)
 

@@ -4,15 +4,19 @@ them or none; and the reads the HTTP layer serves."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 import pytest
 import yaml
+from sqlalchemy.orm import Session
 
 from assay import rest
+from assay.db import metrics
 from assay.errors import Conflict, InvalidRequest, NotFound
 from assay.master import Master, Submission
+from assay.master import _views as views
 from assay.protocol import (
     CheckpointReport,
     CheckpointState,
@@ -130,6 +134,34 @@ def test_a_checkpoint_report_answers_with_the_checkpoint_as_stored_and_repeats_h
     assert run(master.harness.report_checkpoint(caller, report)) == stored, "a repeat is harmless"
     assert run(master.reads.checkpoint(report.uuid)) == stored
     assert run(master.reads.trial(caller.trial_id)).latest_checkpoint == report.uuid
+
+
+def test_a_trials_metrics_read_in_parts_are_the_metric_list_the_models_would_write(
+    master: Master, context: bytes
+) -> None:
+    two_trials(master, context)
+    agent = connect(master)
+    run(master.loops.schedule_once())
+    caller = run(master.harness.caller(agent.starts()[0]["env"]["ASSAY_TOKEN"]))
+    reports = [
+        MetricReport(group, step, {"loss": 1.0 / step, "name": "é", "big": 2**60, "odd": "nan"})
+        for step in range(1, 2600)  # more than one part of 2,000
+        for group in ("training", "validation")
+    ]
+    run(master.harness.report_metrics(caller, reports))
+
+    def by_models(group: str | None) -> object:
+        def read(session: Session) -> object:
+            rows = metrics.series(session, caller.trial_id, group)
+            listed = rest.MetricList(metrics=[views.metric(m) for m in rows])
+            return json.loads(listed.model_dump_json())
+
+        return master.db.run_sync(read)
+
+    for group in (None, "validation", "no such group"):
+        answer = json.loads(run(master.reads.metrics_json(caller.trial_id, group)))
+        assert answer == by_models(group)
+    assert len(answer["metrics"]) == 0 and len(by_models(None)["metrics"]) == 2 * 2599  # type: ignore[index]
 
 
 def test_reads_serve_trials_with_their_runs_metrics_logs_and_agents(

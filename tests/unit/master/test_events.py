@@ -149,6 +149,23 @@ def test_a_viewer_with_more_rows_waiting_than_its_bound_is_dropped_with_a_resync
     asyncio.run(main())
 
 
+def test_rows_a_viewer_has_taken_no_longer_count_against_its_bound() -> None:
+    async def main() -> None:
+        hub = EventHub()
+        viewer = await subscribed(hub, Scope(experiment_id=1))
+        hub.publish(reported(7, 1, QUEUE_ROWS * 6 // 10))
+        assert (await next_message(viewer)).kind == rest.EventKind.BATCH
+        # 1.2 x QUEUE_ROWS told in all, but never more than 0.6 x waiting: both arrive.
+        hub.publish(reported(7, 1, QUEUE_ROWS * 3 // 10))
+        hub.publish(reported(7, 1, QUEUE_ROWS * 3 // 10))
+        got = await next_message(viewer)
+        assert got.kind == rest.EventKind.BATCH and got.id == hub.event_id(3)
+        assert isinstance(got.data, rest.EventBatch) and len(got.data.metrics) == 2
+        hub.close()
+
+    asyncio.run(main())
+
+
 def test_queue_and_cluster_changes_reach_only_the_viewers_that_ask_for_them() -> None:
     async def main() -> None:
         hub = EventHub()
