@@ -17,6 +17,7 @@ from assay.db import metrics
 from assay.errors import Conflict, InvalidRequest, NotFound
 from assay.master import Master, Submission
 from assay.master import _views as views
+from assay.master._harness import Caller
 from assay.protocol import (
     CheckpointReport,
     CheckpointState,
@@ -50,6 +51,14 @@ def connect(master: Master, slots: int = 1) -> Recorder:
     hello = {"type": "hello", "agent_id": "a1", "slots": [{"id": str(i)} for i in range(slots)]}
     run(master.agents.connected(hello, agent))
     return agent
+
+
+def first_trial_running(master: Master, context: bytes) -> Caller:
+    """The harness's caller of an experiment's first trial, started on a one-slot agent."""
+    two_trials(master, context)
+    agent = connect(master)
+    run(master.loops.schedule_once())
+    return run(master.harness.caller(agent.starts()[0]["env"]["ASSAY_TOKEN"]))
 
 
 def test_creating_answers_with_the_experiment_and_the_trials_its_searcher_made(
@@ -124,10 +133,7 @@ def test_a_refused_resource_leaves_the_others_unchanged(master: Master, context:
 def test_a_checkpoint_report_answers_with_the_checkpoint_as_stored_and_repeats_harmlessly(
     master: Master, context: bytes
 ) -> None:
-    two_trials(master, context)
-    agent = connect(master)
-    run(master.loops.schedule_once())
-    caller = run(master.harness.caller(agent.starts()[0]["env"]["ASSAY_TOKEN"]))
+    caller = first_trial_running(master, context)
     report = CheckpointReport("0b5e5b6c-9d5b-4f5e-8a77-2b1f0b0f7a10", 50, {"steps_completed": 50})
     stored = run(master.harness.report_checkpoint(caller, report))
     assert (stored.steps_completed, stored.state) == (50, CheckpointState.ACTIVE)
@@ -139,10 +145,7 @@ def test_a_checkpoint_report_answers_with_the_checkpoint_as_stored_and_repeats_h
 def test_a_trials_metrics_read_in_parts_are_the_metric_list_the_models_would_write(
     master: Master, context: bytes
 ) -> None:
-    two_trials(master, context)
-    agent = connect(master)
-    run(master.loops.schedule_once())
-    caller = run(master.harness.caller(agent.starts()[0]["env"]["ASSAY_TOKEN"]))
+    caller = first_trial_running(master, context)
     reports = [
         MetricReport(group, step, {"loss": 1.0 / step, "name": "é", "big": 2**60, "odd": "nan"})
         for step in range(1, 2600)  # more than one part of 2,000
