@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import cast
+from typing import Any, cast
 
 from sqlalchemy import Table, select
 from sqlalchemy.orm import Session
@@ -14,18 +14,22 @@ from assay.protocol import LogEntry
 _STREAM_WIDTH = 8
 
 
-def insert(session: Session, entries: Iterable[LogEntry]) -> None:
-    rows = [
-        {
-            "trial_id": e.trial_id,
-            "allocation_id": e.allocation_id,
-            "rank": e.rank,
-            "stream": e.stream[:_STREAM_WIDTH],
-            "time": e.time,
-            "line": storable(e.line),
-        }
-        for e in entries
-    ]
+def _row(entry: LogEntry, task_id: int | None) -> dict[str, Any]:
+    """A line as it is stored: a job's lines (``task_id``) belong to no trial."""
+    return {
+        "trial_id": entry.trial_id if task_id is None else 0,
+        "task_id": task_id,
+        "allocation_id": entry.allocation_id,
+        "rank": entry.rank,
+        "stream": entry.stream[:_STREAM_WIDTH],
+        "time": entry.time,
+        "line": storable(entry.line),
+    }
+
+
+def insert(session: Session, entries: Iterable[LogEntry], *, task_id: int | None = None) -> None:
+    """Store a trial's lines, or with ``task_id`` a job's."""
+    rows = [_row(e, task_id) for e in entries]
     if rows:
         session.execute(cast(Table, TaskLog.__table__).insert(), rows)
 
@@ -36,25 +40,20 @@ def storable(line: str) -> str:
     return line.replace("\x00", "\ufffd") if "\x00" in line else line
 
 
+_COMPARED = ("allocation_id", "rank", "stream", "time", "line")
+
+
 def ends_with(
     session: Session, entry: LogEntry, *, trial_id: int | None = None, task_id: int | None = None
 ) -> bool:
     """Whether the trial's (or the job's) last stored line is ``entry``."""
     owner = TaskLog.trial_id == trial_id if task_id is None else TaskLog.task_id == task_id
+    columns = [getattr(TaskLog, name) for name in _COMPARED]
     last = session.execute(
-        select(TaskLog.allocation_id, TaskLog.rank, TaskLog.stream, TaskLog.time, TaskLog.line)
-        .where(owner)
-        .order_by(TaskLog.id.desc())
-        .limit(1)
+        select(*columns).where(owner).order_by(TaskLog.id.desc()).limit(1)
     ).first()
-    wanted = (
-        entry.allocation_id,
-        entry.rank,
-        entry.stream[:_STREAM_WIDTH],
-        entry.time,
-        storable(entry.line),
-    )
-    return last is not None and tuple(last) == wanted
+    stored = _row(entry, task_id)
+    return last is not None and tuple(last) == tuple(stored[name] for name in _COMPARED)
 
 
 def after(session: Session, trial_id: int, after_id: int, limit: int) -> Sequence[TaskLog]:

@@ -4,16 +4,14 @@ instances, and their log lines."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Table, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from assay.db import logs
 from assay.db._models import Job, Task, TaskInstance, TaskLog
-from assay.db.logs import storable
 from assay.protocol import TERMINAL_TASK_STATES, LogEntry, TaskInstanceState, TaskState
-
-_STREAM_WIDTH = 8
 
 
 def create(
@@ -170,20 +168,7 @@ def live_on_agent(session: Session, agent_id: str) -> Sequence[TaskInstance]:
 
 
 def insert_logs(session: Session, task_id: int, entries: Sequence[LogEntry]) -> None:
-    rows = [
-        {
-            "trial_id": 0,
-            "task_id": task_id,
-            "allocation_id": e.allocation_id,
-            "rank": e.rank,
-            "stream": e.stream[:_STREAM_WIDTH],
-            "time": e.time,
-            "line": storable(e.line),
-        }
-        for e in entries
-    ]
-    if rows:
-        session.execute(cast(Table, TaskLog.__table__).insert(), rows)
+    logs.insert(session, entries, task_id=task_id)
 
 
 def logs_after(
