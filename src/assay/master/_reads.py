@@ -7,6 +7,7 @@ SQLAlchemy. A missing experiment, trial, checkpoint or context raises :class:`No
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 
@@ -43,10 +44,15 @@ LOG_PAGE = 1000
 KEEP_ALIVE_SECONDS = 15.0
 """How long a follower of a trial's logs waits for a line before it is sent an empty batch."""
 
-# A trial's reports are turned into JSON a part at a time with this, never all as models at
-# once; the answer's text is then MetricList's, which has no other field to fill.
-_METRICS = TypeAdapter(list[rest.Metric])
 assert set(rest.MetricList.model_fields) == {"metrics"}, "metrics_json writes MetricList by hand"
+
+
+@functools.cache
+def _metrics_json() -> TypeAdapter[list[rest.Metric]]:
+    """What turns a part of a trial's reports into JSON (never all of them as models at once).
+    Built at the first read, as the resources' own schemas are: it takes tens of milliseconds,
+    which every process importing the master would pay at start-up."""
+    return TypeAdapter(list[rest.Metric])
 
 
 @dataclass(frozen=True)
@@ -248,7 +254,8 @@ class Reads:
             for index, rows in enumerate(parts):
                 if index:
                     body += b","
-                body += _METRICS.dump_json([views.metric(m) for m in rows], by_alias=True)[1:-1]
+                shown = [views.metric(m) for m in rows]
+                body += _metrics_json().dump_json(shown, by_alias=True)[1:-1]
             body += b"]}"
             return bytes(body)
 
