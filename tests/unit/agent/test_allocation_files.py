@@ -10,7 +10,6 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from assay.client import HttpSession
 from assay.context import pack_context
 from assay.protocol import ContextRef, Hello, Slot
 from assay.rm.testing import Recorder, start
+from tests.http_stub import QuietHandler, serving
 
 
 class HeldContext:
@@ -38,26 +38,16 @@ def held(tmp_path: Path) -> Iterator[tuple[HeldContext, str]]:
     (code / "train.py").write_text("print('hi')\n")
     context = HeldContext(pack_context(code).data)
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
+    class Handler(QuietHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server calls it by this name)
             context.released.wait(30)
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(context.data)))
-            self.end_headers()
-            self.wfile.write(context.data)
+            self.answer(context.data)
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield context, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        context.released.set()
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as url:
+        try:
+            yield context, url
+        finally:
+            context.released.set()  # a request still held must end before the server can
 
 
 def test_an_acknowledged_allocations_files_wait_for_the_start_under_way(

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from assay.core._preempt import PreemptContext
 from assay.core._session import MasterSession
+from tests.http_stub import QuietHandler, serving
 
 ANSWERS = [{"preempt": None}, {"preempt": "soon"}, {"preempt": True}]
 """No (null reads as false), garbled, yes."""
@@ -24,27 +23,14 @@ def master() -> Iterator[tuple[str, list[str]]]:
     asked: list[str] = []
     answers = iter(ANSWERS)
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
+    class Handler(QuietHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server calls it by this name)
             asked.append(self.path)
             body = json.dumps(next(answers, {"preempt": True})).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.answer(body, "application/json")
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", asked
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as url:
+        yield url, asked
 
 
 def test_a_malformed_answer_is_skipped_and_the_next_yes_is_seen(
