@@ -54,9 +54,15 @@ def b1(cluster: LocalCluster, trials: int, sleep: float) -> tuple[float, int]:
     return wall, exp_id
 
 
+def b3_experiment(cluster: LocalCluster, trials: int, rows: int) -> tuple[int, float]:
+    """B3's experiment (``trials`` at once, each reporting ``rows`` training rows as fast as it
+    can, then one validation), submitted and waited for: its id and the wall time."""
+    return _run(cluster, _config("b3", trials, {"rows": rows}, trials), "b3")
+
+
 def b3(cluster: LocalCluster, trials: int, rows: int) -> float:
     """Rows per second, end to end: every reported row stored (checked), over submit to end."""
-    exp_id, wall = _run(cluster, _config("b3", trials, {"rows": rows}, trials), "b3")
+    exp_id, wall = b3_experiment(cluster, trials, rows)
     stored = sum(len(cluster.client.metrics(t.id)) for t in cluster.client.trials(exp_id))
     expected = trials * (rows + 1)
     if stored != expected:

@@ -53,7 +53,7 @@ from sqlalchemy import func, insert, select
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks._common import LocalCluster, run_command, stamp, summary, write_section
+from benchmarks._common import LocalCluster, stamp, summary, write_section
 from benchmarks.peers import _assay
 
 from assay.config import MasterConfig
@@ -302,9 +302,7 @@ def ingest_run(home: Path, n_trials: int, rows: int) -> dict[str, float]:
         pid = cluster.procs[0].pid
         time.sleep(1.0)  # the start-up work settles
         started, start_peak = rss_mib(pid)
-        began = time.perf_counter()
-        _assay._run(cluster, _assay._config("b3", n_trials, {"rows": rows}, n_trials), "b3")
-        wall = time.perf_counter() - began
+        _, wall = _assay.b3_experiment(cluster, n_trials, rows)
         after, peak = rss_mib(pid)
     db = Database(url)
     stored = db.run_sync(lambda s: s.scalar(select(func.count()).select_from(Metric)))
@@ -339,6 +337,13 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="small, 1 run; write nothing")
     parser.add_argument("--search-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    # The command that reproduces a run: every option given a value other than its default.
+    defaults = vars(parser.parse_args([]))
+    args.changed_flags = "".join(
+        f" --{name.replace('_', '-')}" + ("" if value is True else f" {value}")
+        for name, value in vars(args).items()
+        if value != defaults[name] and name not in ("quick", "search_child")
+    )
     if args.search_child is not None:
         search_child(args.search_child, args.concurrent, args.tpe_model, args.samples)
         return 0
@@ -400,11 +405,7 @@ def report(
     searches: list[Any],
     ingests: list[dict[str, float]],
 ) -> str:
-    command = run_command("python benchmarks/runtime/bench_b10.py", args.runs, 5)
-    if args.search_runs != 5:
-        command += f" --search-runs {args.search_runs}"
-    if args.tpe_model:
-        command += " --tpe-model"
+    command = "python benchmarks/runtime/bench_b10.py" + args.changed_flags
     rows = []
     for index in range(len(searches[0])):
         at = [run[index] for run in searches]
@@ -421,7 +422,7 @@ def report(
     if args.tpe_model:
         return (
             f"## B10, the searcher's persistence with TPE's model on ({args.trials:,} trials)\n\n"
-            + stamp(command + f" --trials {args.trials}")
+            + stamp(command)
             + f"\nAs the search part of B10 below, with {sampler}.\n\n"
             "| trials done | RSS MiB | append ms | compaction (= old per-event) ms | "
             "per event, amortized, ms | snapshot KiB |\n|---|---|---|---|---|---|\n"
