@@ -49,7 +49,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import String, cast, func, insert, select
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -58,7 +58,7 @@ from benchmarks.peers import _assay
 
 from assay.config import MasterConfig
 from assay.context import pack_context
-from assay.db import Allocation, Database, Experiment, Metric, searcher_events, trials
+from assay.db import Allocation, Database, Experiment, Metric, SearcherSnapshot, trials
 from assay.master import Actor, Master, Submission
 from assay.master._harness import Caller
 from assay.protocol import ExperimentState, TrialState
@@ -248,10 +248,16 @@ def search_child(n_trials: int, concurrent: int, model: bool, samples: int) -> N
             appends = [s[0] for s in window if not s[1] and s[2] > 0]
             compactions = [s[0] for s in window if s[1]]
             events = sum(s[2] for s in window)
-            size = master.db.run_sync(
-                lambda s: len(json.dumps(searcher_events.snapshot(s.get_one(Experiment, exp.id))))
-            )
+            # RSS first, and the snapshot's size in SQL: parsing a 4 MiB snapshot here would
+            # raise the very figure being measured.
             rss, _ = rss_mib()
+            size = master.db.run_sync(
+                lambda s: s.scalar(
+                    select(func.length(cast(SearcherSnapshot.state, String))).where(
+                        SearcherSnapshot.experiment_id == exp.id
+                    )
+                )
+            )
             print(
                 json.dumps(
                     {

@@ -285,9 +285,14 @@ class Searcher:
     # -- persistence ----------------------------------------------------------------------------
 
     def snapshot(self) -> dict[str, Any]:
+        # A trial that exited is ``[completed_length, closed]`` (nothing is pending once a trial
+        # exits): a long search has thousands, and as full records they were most of the size.
         return {
             "method": self.method.snapshot(),
-            "trials": {rid: rec.to_json() for rid, rec in self.trials.items()},
+            "trials": {
+                rid: [rec.completed_length, rec.closed] if rec.exited else rec.to_json()
+                for rid, rec in self.trials.items()
+            },
             "started": self.started,
             "shutdown": None
             if self.shutdown is None
@@ -296,7 +301,12 @@ class Searcher:
 
     def restore(self, state: dict[str, Any]) -> None:
         self.method.restore(state["method"])
-        self.trials = {rid: TrialRecord.from_json(rec) for rid, rec in state["trials"].items()}
+        self.trials = {
+            rid: TrialRecord(rid, [], int(rec[0]), bool(rec[1]), exited=True)
+            if isinstance(rec, list)
+            else TrialRecord.from_json(rec)
+            for rid, rec in state["trials"].items()
+        }
         self._open = {rid: r for rid, r in self.trials.items() if not (r.closed or r.exited)}
         self.started = bool(state["started"])
         raw = state.get("shutdown")

@@ -113,9 +113,10 @@ def op_from_json(raw: dict[str, Any]) -> Operation:
     return op
 
 
-@dataclass
+@dataclass(slots=True)
 class TrialRecord:
-    """What the searcher wrapper remembers of one trial (part of its snapshot)."""
+    """What the searcher wrapper remembers of one trial (part of its snapshot). Slotted: a long
+    search keeps one per trial it ever ran."""
 
     request_id: str
     pending: list[int] = field(default_factory=list)
@@ -124,7 +125,13 @@ class TrialRecord:
     exited: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {
+            "request_id": self.request_id,
+            "pending": list(self.pending),
+            "completed_length": self.completed_length,
+            "closed": self.closed,
+            "exited": self.exited,
+        }
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> TrialRecord:

@@ -9,11 +9,11 @@ hyperparameters of option ``i`` of ``model`` are parameters of their own (``mode
 for only when that option is chosen (Optuna's conditional, define-by-run spaces).
 
 Snapshots keep the study's history (each asked trial's parameters, state, value and the
-system attributes samplers store on trials and on the study) rather than pickling Optuna
-objects, and a restore rebuilds the study by replaying it. Before every ask and tell the sampler's
-random states are reset from ``seed + number of asks so far`` (or, for a sampler whose states
-cannot be found, it is rebuilt with that seed), so what it draws is a function of the history
-alone and a restored source suggests exactly what the original would have.
+system attributes samplers store on trials and on the study; see ``_optuna_history``) rather
+than pickling Optuna objects, and a restore rebuilds the study by replaying it. Before every
+ask and tell the sampler's random states are reset from ``seed + number of asks so far`` (or,
+for a sampler whose states cannot be found, it is rebuilt with that seed), so what it draws is a
+function of the history alone and a restored source suggests exactly what the original would have.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ from assay.config import (
     value_range,
 )
 from assay.errors import InvalidConfig
+from assay.searcher._optuna_history import RUNNING, TrialSlimmer, decode, encode
 from assay.searcher._source import Outcome
 from assay.searcher._space import draw, leaves, normal_from_unit
 
@@ -297,9 +298,8 @@ class OptunaSource:
         # Asked for up front, so samplers that model the joint space (CMA-ES, GP) see it; the
         # nested hyperparameters of a choice's options are asked for when chosen.
         self.fixed = {name: p.distribution for name, p in self.params.items() if not p.conditional}
-        # One entry per ask, in ask order (so trial numbers are list indices).
-        self.history: list[dict[str, Any]] = []
         self.numbers: dict[str, int] = {}
+        """The trial numbers of the suggestions not yet finished, by request id."""
         self._sampler_key: int | None = None
         self._reseedable = False
         self._new_study()
@@ -312,13 +312,8 @@ class OptunaSource:
             warnings.simplefilter("ignore")
             trial = self.study.ask(self.fixed)
             values, _ = draw(self.space, None, lambda name, hp: self.params[name].suggest(trial))
-        number = trial.number
-        internal = {
-            name: self.params[name].distribution.to_internal_repr(value)
-            for name, value in trial.params.items()
-        }
-        self.history.append({"id": request_id, "params": internal, "state": "running"})
-        self.numbers[request_id] = number
+        self.asks += 1
+        self.numbers[request_id] = trial.number
         return values
 
     def finish(self, request_id: str, outcome: Outcome, metric: float | None) -> None:
@@ -333,44 +328,43 @@ class OptunaSource:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.study.tell(number, value, state=state)
-        entry = self.history[number]
-        entry["state"] = outcome.value
-        entry["value"] = value
+        # get_trial hands back the stored trial itself, not a copy, so slimming it keeps the
+        # saving; were it a copy, nothing would change but the saving.
+        trial_id = self.storage.get_trial_id_from_study_id_trial_number(self.study_id, number)
+        self._slimmer.slim(self.storage.get_trial(trial_id))
 
     def snapshot(self) -> dict[str, Any]:
-        trials = self.study.get_trials(deepcopy=False)
-        history = []
-        for entry, trial in zip(self.history, trials, strict=True):
-            history.append({**entry, "system_attrs": dict(trial.system_attrs)})
         return {
-            "history": history,
+            "trials": encode(self.study.get_trials(deepcopy=False)),
             "numbers": dict(self.numbers),
             "study_system_attrs": self.storage.get_study_system_attrs(self.study_id),
         }
 
     def restore(self, state: dict[str, Any]) -> None:
         self._new_study()
-        self.history = []
-        for raw in state["history"]:
-            entry = {k: v for k, v in raw.items() if k != "system_attrs"}
+        for entry in decode(state):
             params = {
                 name: self.params[name].distribution.to_external_repr(value)
-                for name, value in entry["params"].items()
+                for name, value in entry.params.items()
             }
             dists = {name: self.params[name].distribution for name in params}
-            status = entry["state"]
             trial_state = (
-                TrialState.RUNNING if status == "running" else _OUTCOME_STATE[Outcome(status)]
+                TrialState.RUNNING
+                if entry.state == RUNNING
+                else _OUTCOME_STATE[Outcome(entry.state)]
             )
             frozen = create_trial(
                 state=trial_state,
                 params=params,
                 distributions=dists,
-                value=entry.get("value") if trial_state is TrialState.COMPLETE else None,
-                system_attrs=dict(raw.get("system_attrs") or {}),
+                value=entry.value if trial_state is TrialState.COMPLETE else None,
+                system_attrs=entry.system_attrs,
             )
             self.study.add_trial(frozen)
-            self.history.append(entry)
+            self.asks += 1
+        for trial in self.study.get_trials(deepcopy=False):
+            if trial.state.is_finished():
+                self._slimmer.slim(trial)
         for key, value in state["study_system_attrs"].items():
             self.storage.set_study_system_attr(self.study_id, key, value)
         self.numbers = dict(state["numbers"])
@@ -383,11 +377,13 @@ class OptunaSource:
         self.storage = InMemoryStorage()
         self.study = optuna.create_study(storage=self.storage, direction="minimize")
         self.study_id = self.storage.get_study_id_from_name(self.study.study_name)
+        self._slimmer = TrialSlimmer()
+        self.asks = 0  # trials asked of this study; trial numbers count them from 0
         self._sampler_key = None
         self._reseedable = False
 
     def _use_sampler(self) -> None:
-        key = len(self.history)
+        key = self.asks
         if self._sampler_key == key:
             return
         self._sampler_key = key

@@ -3,6 +3,7 @@ what the master's searcher event log (``searcher_events``) relies on after a res
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable
 
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from assay.protocol import ExitedReason
 from assay.searcher import Searcher
-from assay.searcher.testing import check_replay, drive
+from assay.searcher.testing import apply_event, check_replay, drive
 from tests.unit.searcher.test_searcher_conformance import METHODS, MODEL_BASED, Factory
 
 ALL = {**METHODS, **MODEL_BASED}
@@ -69,3 +70,25 @@ def test_a_metric_is_logged_as_the_method_saw_it() -> None:
     searcher.validation_completed(first, float("nan"), length)
     logged = searcher.take_events()[-1]
     assert logged["kind"] == "validation" and logged["metric"] == 1.7976931348623157e308
+
+
+def test_a_snapshot_with_every_trial_as_a_full_record_restores_the_same_searcher() -> None:
+    # Earlier versions wrote an ended trial as a full record, as open ones still are; a search
+    # snapshotted before an upgrade must restore to the same searcher.
+    factory, code_driven, _, _ = METHODS["adaptive_asha_standard"]
+    make = _maker(factory, code_driven, 3, True)
+    trace = drive(make, seed=3, max_length=64)
+    live = make()
+    for event in trace.events[: len(trace.events) // 2]:
+        apply_event(live, event)
+    snapshot = live.snapshot()
+    ended = [rid for rid, rec in snapshot["trials"].items() if isinstance(rec, list)]
+    assert ended and len(ended) < len(snapshot["trials"])
+    full = {**snapshot, "trials": {rid: rec.to_json() for rid, rec in live.trials.items()}}
+    for state in (snapshot, full):
+        restored = make()
+        restored.restore(json.loads(json.dumps(state)))
+        assert restored.trials == live.trials
+        assert list(restored.trials) == list(live.trials)
+        assert restored.training() == live.training()
+        assert restored.snapshot() == json.loads(json.dumps(snapshot))

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from optuna.trial import TrialState
 
 from assay.config import parse_hyperparameters
 from assay.searcher import (
@@ -125,7 +126,7 @@ def test_bohb_proposes_with_tpe_once_results_are_in() -> None:
         space, max_length=81, divisor=3, max_concurrent=5, rng=random.Random(1), source=source
     )
     created = run_search(method, lambda hp: (hp["x"] - 3) ** 2)
-    told = [h for h in source.history if h["state"] == "complete"]
+    told = source.study.get_trials(states=(TrialState.COMPLETE,))
     assert len(told) == len(created), "every finished configuration is told to TPE"
     late = created[-20:]
     assert statistics.fmean(abs(p["x"] - 3) for p in late) < 2.0

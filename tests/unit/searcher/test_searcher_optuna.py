@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,9 @@ from assay.config import SAMPLER_NAMES, parse_hyperparameters
 from assay.errors import InvalidConfig
 from assay.searcher import OptunaSource, Outcome, distributions
 from assay.searcher._optuna import _SAMPLERS, check_sampler, flat_params
+from tests.unit.searcher.nni import NNI_SPACE
+
+DATA = Path(__file__).parent / "data"
 
 
 def test_hyperparameter_types_map_onto_optuna_distributions_exactly() -> None:
@@ -86,6 +90,68 @@ def test_restored_source_suggests_what_the_original_would(
         return out
 
     assert run(-1) == run(7)
+
+
+def _step(source: OptunaSource, i: int, rng: random.Random) -> dict[str, Any]:
+    """Ask for trial ``i``; finish three in four (complete, pruned, failed in turn)."""
+    hp = source.suggest(f"t{i}")
+    if i % 4 != 3:
+        outcome = [Outcome.COMPLETE, Outcome.PRUNED, Outcome.FAIL][i % 3]
+        source.finish(f"t{i}", outcome, rng.random())
+    return hp
+
+
+def test_source_resumes_from_a_snapshot_an_earlier_version_wrote() -> None:
+    # Written by the version that kept the history as a list of per-trial maps: 8 trials of a
+    # space with a conditional parameter, two still running, and what that version suggested
+    # next. A search snapshotted before an upgrade must go on exactly as it would have.
+    recorded = json.loads((DATA / "optuna_history_v1.json").read_text())
+    assert "history" in recorded["snapshot"]
+    source = OptunaSource(NNI_SPACE, sampler="tpe", seed=11, n_startup_trials=3)
+    source.restore(recorded["snapshot"])
+    rng = random.Random(5)
+    for i in range(8):
+        if i % 4 != 3:
+            rng.random()
+    assert [_step(source, i, rng) for i in range(8, 16)] == recorded["then_suggested"]
+
+
+def test_snapshot_keeps_the_history_by_column_with_conditional_gaps() -> None:
+    source = OptunaSource(NNI_SPACE, sampler="tpe", seed=11, n_startup_trials=3)
+    rng = random.Random(5)
+    for i in range(12):
+        _step(source, i, rng)
+    trials = source.snapshot()["trials"]
+    assert trials["states"] == "".join("r" if i % 4 == 3 else "cpf"[i % 3] for i in range(12))
+    assert all(len(column) == 12 for column in trials["params"].values())
+    values = trials["values"]
+    assert [v is not None for v in values] == [i % 4 != 3 and i % 3 == 0 for i in range(12)]
+    models = trials["params"]["model"]
+    for name, column in trials["params"].items():
+        if name.startswith("model."):  # drawn only where its option was chosen
+            option = int(name.split(".")[1])
+            assert [v is not None for v in column] == [m == option for m in models]
+
+
+def test_finished_trials_share_their_distributions_and_empty_maps() -> None:
+    source = OptunaSource(NNI_SPACE, sampler="tpe", seed=2, n_startup_trials=3)
+    rng = random.Random(1)
+    for i in range(40):
+        _step(source, i, rng)
+    trials = source.study.get_trials(deepcopy=False)
+    finished = [t for t in trials if t.state.is_finished()]
+    running = [t for t in trials if not t.state.is_finished()]
+    assert len(finished) == 30 and len(running) == 10
+    by_names: dict[tuple[str, ...], int] = {}
+    for trial in finished:
+        by_names.setdefault(tuple(trial.distributions), id(trial.distributions))
+        assert id(trial.distributions) == by_names[tuple(trial.distributions)]
+    assert len({id(t.user_attrs) for t in finished}) == 1
+    assert len({id(t.distributions) for t in running}) == len(running)
+    # Shared, the maps must still read as each trial's own.
+    for trial in finished:
+        assert set(trial.distributions) == set(trial.params)
+        assert trial.user_attrs == {} and trial.intermediate_values == {}
 
 
 def test_tpe_concentrates_on_the_good_region() -> None:
