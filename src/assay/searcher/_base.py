@@ -175,7 +175,7 @@ class Searcher:
             return []
         self._log({"kind": "exit", "request_id": request_id, "reason": reason.value})
         record.exited = True
-        record.pending = []
+        record.pending.clear()
         self._open.pop(request_id, None)
         return self._apply(self.method.trial_exited_early(request_id, reason))
 
@@ -186,7 +186,7 @@ class Searcher:
         self._log({"kind": "closed", "request_id": request_id})
         record.exited = True
         record.closed = True
-        record.pending = []
+        record.pending.clear()
         self._open.pop(request_id, None)
         return self._apply(self.method.trial_closed(request_id))
 
@@ -339,7 +339,7 @@ class Searcher:
                 if record.closed or record.exited:
                     continue
                 record.closed = True
-                record.pending = []
+                record.pending.clear()
                 self._open.pop(op.request_id, None)
                 out.append(op)
             elif self.shutdown is None:
