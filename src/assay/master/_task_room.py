@@ -226,6 +226,11 @@ def why_waiting(
     if job.ahead:
         return _behind(job.ahead, "")
     if job.trial is not None:
+        shape = job.trial
+        if shape.label is None and shape.image is None and (per <= 1 or len(agents) == 1):
+            # Any agent takes it and the free slots are where it can use them: it is only
+            # between the change that freed them and the pass that places it.
+            return "the slots it needs are free; the next scheduling pass starts it"
         return (
             f"enough slots are free in all; a trial starts once {_unit('slots', per)} "
             f"{'is' if per == 1 else 'are'} free "

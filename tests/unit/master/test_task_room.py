@@ -142,3 +142,14 @@ def test_max_slots_explains_a_trial_the_job_may_not_start() -> None:
 
 def test_numbers_are_written_in_full() -> None:
     assert [number(24.0), number(0.5), number(1e7)] == ["24", "0.5", "10000000"]
+
+
+def test_a_trial_that_fits_where_slots_are_free_waits_only_for_the_next_pass() -> None:
+    next_pass = "the slots it needs are free; the next scheduling pass starts it"
+    assert _trial_wait(TrialShape(1), [AgentRoom(2), AgentRoom(2)]) == next_pass
+    assert _trial_wait(TrialShape(2), [AgentRoom(4)]) == next_pass
+    # Free slots in all may be spread over agents, or on agents the trial may not use.
+    spread = _trial_wait(TrialShape(2), [AgentRoom(2), AgentRoom(2)])
+    assert spread.startswith("enough slots are free in all; a trial starts once 2 slots are")
+    labelled = _trial_wait(TrialShape(1, label="gpu"), [AgentRoom(2, labels=frozenset({"gpu"}))])
+    assert labelled.startswith("enough slots are free in all")
