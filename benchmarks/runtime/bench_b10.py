@@ -23,6 +23,9 @@ As the running master's chores do once a minute, the child drops the long-poll r
 waits on. The child samples its own VmRSS every tenth of the trials, and times every save of the
 searcher (``SearcherCache.save``): an event appended to the log, or a compaction snapshot, whose
 cost is what the master paid per event before the log (a full snapshot with every event).
+Beside it, after each run, a second child runs the same search in Optuna's own in-memory study
+(ask and tell, nothing else) and samples its RSS at the same numbers of trials: how much a
+process grows that holds the history the sampler reads, and no more.
 
 Part 3, live ingestion (a real master and agent on loopback, a fresh SQLite file each run): 16
 trials (B3's trial, ``benchmarks/peers/contexts/b3``) each report 62,500 training rows as fast
@@ -287,6 +290,37 @@ def search_child(n_trials: int, concurrent: int, model: bool, samples: int) -> N
     shutil.rmtree(home, ignore_errors=True)
 
 
+def optuna_child(at: list[int], model: bool) -> None:
+    """The same search in Optuna's own in-memory study, ask and tell, nothing else: what a
+    process holding the history itself grows by, sampled after the numbers of trials ``at``."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    n_trials = max(at)
+    startup = {} if model else {"n_startup_trials": n_trials + 1}
+    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=1, **startup))
+    space = {
+        name: optuna.distributions.FloatDistribution(hp["minval"], hp["maxval"])
+        for name, hp in SPACE.items()
+    }
+    rng = random.Random(1)
+    for done in range(1, n_trials + 1):
+        trial = study.ask(space)
+        study.tell(trial, rng.random())
+        if done in at:
+            print(json.dumps({"trials": done, "rss": rss_mib()[0]}), flush=True)
+
+
+def optuna_run(at: list[int], model: bool) -> list[dict[str, Any]]:
+    cmd = [sys.executable, __file__, "--optuna-child", ",".join(map(str, at))]
+    if model:
+        cmd.append("--tpe-model")
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(out.stdout[-2000:] + out.stderr[-3000:])
+    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+
+
 def search_run(n_trials: int, concurrent: int, model: bool, samples: int) -> list[dict[str, Any]]:
     cmd = [
         sys.executable, __file__, "--search-child", str(n_trials), "--concurrent",
@@ -348,16 +382,20 @@ def main() -> int:
     parser.add_argument("--tpe-model", action="store_true")
     parser.add_argument("--quick", action="store_true", help="small, 1 run; write nothing")
     parser.add_argument("--search-child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--optuna-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     # The command that reproduces a run: every option given a value other than its default.
     defaults = vars(parser.parse_args([]))
     args.changed_flags = "".join(
         f" --{name.replace('_', '-')}" + ("" if value is True else f" {value}")
         for name, value in vars(args).items()
-        if value != defaults[name] and name not in ("quick", "search_child")
+        if value != defaults[name] and name not in ("quick", "search_child", "optuna_child")
     )
     if args.search_child is not None:
         search_child(args.search_child, args.concurrent, args.tpe_model, args.samples)
+        return 0
+    if args.optuna_child is not None:
+        optuna_child([int(n) for n in args.optuna_child.split(",")], args.tpe_model)
         return 0
     if args.quick:
         args.runs, args.search_runs, args.trials, args.points = 1, 1, 60, 5
@@ -390,6 +428,9 @@ def _measure(args: argparse.Namespace, home: Path) -> int:
     searches = []
     for i in range(args.search_runs):
         samples = search_run(args.trials, args.concurrent, args.tpe_model, args.samples)
+        optuna_samples = optuna_run([sample["trials"] for sample in samples], args.tpe_model)
+        for sample, alone in zip(samples, optuna_samples, strict=True):
+            sample["optuna_rss"] = alone["rss"]
         searches.append(samples)
         for s in samples:
             print(f"search run {i + 1}: {s}", flush=True)
@@ -421,11 +462,21 @@ def report(
     rows = []
     for index in range(len(searches[0])):
         at = [run[index] for run in searches]
+        grown = [a["rss"] - run[0]["rss"] for a, run in zip(at, searches, strict=True)]
+        alone = [
+            a["optuna_rss"] - run[0]["optuna_rss"] for a, run in zip(at, searches, strict=True)
+        ]
         rows.append(
-            f"| {at[0]['trials']:,} | {_fmt([a['rss'] for a in at])} | "
+            f"| {at[0]['trials']:,} | {_fmt([a['rss'] for a in at])} | {_fmt(grown)} | "
+            f"{_fmt(alone)} | "
             f"{_fmt([a['append_ms'] for a in at])} | {_fmt([a['compaction_ms'] for a in at])} | "
             f"{_fmt([a['per_event_ms'] for a in at])} | {_fmt([a['snapshot_kib'] for a in at])} |"
         )
+    header = (
+        "| trials done | RSS MiB | RSS growth from the first row, MiB | Optuna's own study: "
+        "RSS growth, MiB | append ms | compaction (= old per-event) ms | per event, amortized, "
+        "ms | snapshot KiB |\n|---|---|---|---|---|---|---|---|\n"
+    )
     sampler = (
         "TPE with its model"
         if args.tpe_model
@@ -436,8 +487,7 @@ def report(
             f"## B10, the searcher's persistence with TPE's model on ({args.trials:,} trials)\n\n"
             + stamp(command)
             + f"\nAs the search part of B10 below, with {sampler}.\n\n"
-            "| trials done | RSS MiB | append ms | compaction (= old per-event) ms | "
-            "per event, amortized, ms | snapshot KiB |\n|---|---|---|---|---|---|\n"
+            + header
             + "\n".join(rows)
             + "\n"
         )
@@ -463,9 +513,12 @@ def report(
         "the median time of a compaction snapshot (one after 100 events, or after a tenth "
         "as many events as the snapshot holds when that is more; a snapshot is what every "
         "event cost before the log); the mean persistence cost per event (appends and "
-        "compactions together); the stored snapshot's size.\n\n"
-        "| trials done | RSS MiB | append ms | compaction (= old per-event) ms | "
-        "per event, amortized, ms | snapshot KiB |\n|---|---|---|---|---|---|\n"
+        "compactions together); the stored snapshot's size. Beside the growth of the "
+        "child's RSS, the growth of a process that runs the same search in Optuna's own "
+        "in-memory study (ask and tell, same sampler and space, nothing else; sampled at "
+        "the same numbers of trials): the history that "
+        "the sampler reads at every ask, held by Optuna itself.\n\n"
+        + header
         + "\n".join(rows)
         + "\n\n"
         + _ingest_report(args, ingests)
