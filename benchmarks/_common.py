@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import datetime as dt
 import os
@@ -115,6 +116,19 @@ def percentile(values: Sequence[float], p: float) -> float:
 def ms(values: Sequence[float]) -> list[float]:
     """Seconds to milliseconds."""
     return [v * 1000 for v in values]
+
+
+def command_of(
+    script: str, parser: argparse.ArgumentParser, args: argparse.Namespace, *, internal: set[str]
+) -> str:
+    """The command line that reproduces a run: ``script`` with every option given a value
+    other than its default (``internal``: options that are not the user's to give)."""
+    defaults = vars(parser.parse_args([]))
+    return script + "".join(
+        f" --{name.replace('_', '-')}" + ("" if value is True else f" {value}")
+        for name, value in vars(args).items()
+        if name in defaults and value != defaults[name] and name not in internal
+    )
 
 
 def run_command(script: str, runs: int, default_runs: int = 30) -> str:

@@ -57,15 +57,16 @@ from sqlalchemy import String, cast, func, insert, select
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks._common import LocalCluster, stamp, summary, write_section
+from benchmarks._common import LocalCluster, command_of, stamp, summary, write_section
 from benchmarks.peers import _assay
 
-from assay.config import MasterConfig
+from assay.config import MasterConfig, parse_hyperparameters
 from assay.context import pack_context
 from assay.db import Allocation, Database, Experiment, Metric, SearcherSnapshot, trials
 from assay.master import Actor, Master, Submission
 from assay.master._harness import Caller
 from assay.protocol import ExperimentState, TrialState
+from assay.searcher import distributions
 
 ADMIN = Actor(user_id=1, username="admin", admin=True, token_id=1)
 HERE = Path(__file__).resolve().parent
@@ -299,10 +300,7 @@ def optuna_child(at: list[int], model: bool) -> None:
     n_trials = max(at)
     startup = {} if model else {"n_startup_trials": n_trials + 1}
     study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=1, **startup))
-    space = {
-        name: optuna.distributions.FloatDistribution(hp["minval"], hp["maxval"])
-        for name, hp in SPACE.items()
-    }
+    space = distributions(parse_hyperparameters(SPACE))
     rng = random.Random(1)
     for done in range(1, n_trials + 1):
         trial = study.ask(space)
@@ -384,12 +382,11 @@ def main() -> int:
     parser.add_argument("--search-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--optuna-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    # The command that reproduces a run: every option given a value other than its default.
-    defaults = vars(parser.parse_args([]))
-    args.changed_flags = "".join(
-        f" --{name.replace('_', '-')}" + ("" if value is True else f" {value}")
-        for name, value in vars(args).items()
-        if value != defaults[name] and name not in ("quick", "search_child", "optuna_child")
+    args.command = command_of(
+        "python benchmarks/runtime/bench_b10.py",
+        parser,
+        args,
+        internal={"quick", "search_child", "optuna_child"},
     )
     if args.search_child is not None:
         search_child(args.search_child, args.concurrent, args.tpe_model, args.samples)
@@ -458,7 +455,7 @@ def report(
     searches: list[Any],
     ingests: list[dict[str, float]],
 ) -> str:
-    command = "python benchmarks/runtime/bench_b10.py" + args.changed_flags
+    command = args.command
     rows = []
     for index in range(len(searches[0])):
         at = [run[index] for run in searches]

@@ -53,7 +53,7 @@ from assay.config import (
     value_range,
 )
 from assay.errors import InvalidConfig
-from assay.searcher._optuna_history import RUNNING, TrialSlimmer, decode, encode
+from assay.searcher._optuna_history import TrialSlimmer, decode, encode
 from assay.searcher._source import Outcome
 from assay.searcher._space import draw, leaves, normal_from_unit
 
@@ -312,7 +312,6 @@ class OptunaSource:
             warnings.simplefilter("ignore")
             trial = self.study.ask(self.fixed)
             values, _ = draw(self.space, None, lambda name, hp: self.params[name].suggest(trial))
-        self.asks += 1
         self.numbers[request_id] = trial.number
         return values
 
@@ -348,20 +347,14 @@ class OptunaSource:
                 for name, value in entry.params.items()
             }
             dists = {name: self.params[name].distribution for name in params}
-            trial_state = (
-                TrialState.RUNNING
-                if entry.state == RUNNING
-                else _OUTCOME_STATE[Outcome(entry.state)]
-            )
             frozen = create_trial(
-                state=trial_state,
+                state=entry.state,
                 params=params,
                 distributions=dists,
-                value=entry.value if trial_state is TrialState.COMPLETE else None,
+                value=entry.value if entry.state is TrialState.COMPLETE else None,
                 system_attrs=entry.system_attrs,
             )
             self.study.add_trial(frozen)
-            self.asks += 1
         for trial in self.study.get_trials(deepcopy=False):
             if trial.state.is_finished():
                 self._slimmer.slim(trial)
@@ -378,12 +371,11 @@ class OptunaSource:
         self.study = optuna.create_study(storage=self.storage, direction="minimize")
         self.study_id = self.storage.get_study_id_from_name(self.study.study_name)
         self._slimmer = TrialSlimmer()
-        self.asks = 0  # trials asked of this study; trial numbers count them from 0
         self._sampler_key = None
         self._reseedable = False
 
     def _use_sampler(self) -> None:
-        key = self.asks
+        key = self.storage.get_n_trials(self.study_id)  # the asks so far
         if self._sampler_key == key:
             return
         self._sampler_key = key

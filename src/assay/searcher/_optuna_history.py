@@ -21,24 +21,15 @@ from typing import Any
 from optuna.distributions import BaseDistribution
 from optuna.trial import FrozenTrial, TrialState
 
-from assay.searcher._source import Outcome
-
-RUNNING = "running"
-"""The state of an asked trial that has not finished, as a history entry spells it."""
-
 _LETTERS = {
-    RUNNING: "r",
-    Outcome.COMPLETE.value: "c",
-    Outcome.PRUNED.value: "p",
-    Outcome.FAIL.value: "f",
+    TrialState.RUNNING: "r",
+    TrialState.COMPLETE: "c",
+    TrialState.PRUNED: "p",
+    TrialState.FAIL: "f",
 }
+"""The states an asked trial can be in, as the snapshot spells them (earlier versions wrote the
+state's name in lower case: ``running``, ``complete``, ``pruned``, ``fail``)."""
 _BY_LETTER = {letter: state for state, letter in _LETTERS.items()}
-_BY_TRIAL_STATE = {
-    TrialState.RUNNING: RUNNING,
-    TrialState.COMPLETE: Outcome.COMPLETE.value,
-    TrialState.PRUNED: Outcome.PRUNED.value,
-    TrialState.FAIL: Outcome.FAIL.value,
-}
 
 
 @dataclass(frozen=True)
@@ -47,10 +38,9 @@ class HistoryEntry:
 
     params: dict[str, Any]
     """The parameters drawn, in Optuna's internal form (a categorical's index), by name."""
-    state: str
-    """:data:`RUNNING` or an :class:`~assay.searcher.Outcome` value."""
+    state: TrialState
     value: float | None
-    """What the trial was told, set for ``complete`` only."""
+    """What the trial was told, set for a complete one only."""
     system_attrs: dict[str, Any]
     """What samplers stored on the trial."""
 
@@ -93,8 +83,7 @@ def encode(trials: Sequence[FrozenTrial]) -> dict[str, Any]:
         for column in params.values():
             if len(column) == number:
                 column.append(None)
-        state = _BY_TRIAL_STATE[trial.state]
-        letters.append(_LETTERS[state])
+        letters.append(_LETTERS[trial.state])
         values.append(trial.value if trial.state is TrialState.COMPLETE else None)
         if trial.system_attrs:
             attrs[str(number)] = dict(trial.system_attrs)
@@ -108,7 +97,7 @@ def decode(state: Mapping[str, Any]) -> Iterator[HistoryEntry]:
         for raw in state["history"]:
             yield HistoryEntry(
                 params=dict(raw["params"]),
-                state=raw["state"],
+                state=TrialState[raw["state"].upper()],
                 value=raw.get("value"),
                 system_attrs=dict(raw.get("system_attrs") or {}),
             )
