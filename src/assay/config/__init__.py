@@ -79,6 +79,7 @@ from assay.config._limits import (
 )
 from assay.config._load import apply_overrides, load_experiment_config
 from assay.config._master import (
+    AllowedStorageConfig,
     KubernetesPoolConfig,
     LimitsConfig,
     MasterConfig,
@@ -175,6 +176,7 @@ __all__ = [
     "AdaptiveASHAConfig",
     "AdaptiveConfig",
     "AdaptiveSimpleConfig",
+    "AllowedStorageConfig",
     "AnnealConfig",
     "AsyncHalvingConfig",
     "AzureConfig",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import posixpath
 import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
@@ -244,6 +245,29 @@ class LimitsConfig(ConfigModel):
     before any of it is built."""
 
 
+def _absolute_directory(value: Path) -> Path:
+    # Compared as written after normalising: a root's links are resolved when it is used.
+    if not value.is_absolute():
+        raise config_error(f"must be an absolute path, got {show(str(value))}")
+    return Path(posixpath.normpath(str(value)))
+
+
+AbsoluteDirectory = Annotated[Path, Field(strict=False), AfterValidator(_absolute_directory)]
+
+
+class AllowedStorageConfig(ConfigModel):
+    """Which checkpoint storage experiments may name. The master reads (downloads) and deletes
+    checkpoint files with its own rights, so a storage an experiment names is one the master
+    will touch for that experiment's owner."""
+
+    host_paths: list[AbsoluteDirectory] = []
+    """Directories an experiment's ``shared_fs`` storage (``host_path`` joined with
+    ``storage_path``) or ``directory`` storage (``container_path``) must lie in. Empty: only
+    the master's own checkpoint storage (``checkpoint_storage`` here, else
+    ``ASSAY_HOME/checkpoints``). The master's home (``ASSAY_HOME``, but for its
+    ``checkpoints`` directory) stays out of reach whatever is listed."""
+
+
 def _default_pools() -> list[ResourcePoolConfig]:
     return [ResourcePoolConfig(pool_name="default")]
 
@@ -278,6 +302,8 @@ class MasterConfig(ConfigModel):
     """Web origins (``https://ui.example``) besides the master's own whose pages may change
     state: send a state-changing request or open the agents' WebSocket."""
     limits: LimitsConfig = LimitsConfig()
+    allowed_checkpoint_storage: AllowedStorageConfig = AllowedStorageConfig()
+    """Which checkpoint storage experiments may name (see :class:`AllowedStorageConfig`)."""
 
     @classmethod
     def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:
