@@ -43,6 +43,7 @@ from assay.protocol import (
     Start,
     UnknownMessage,
     Welcome,
+    importable_frameworks,
     master_message,
 )
 
@@ -105,6 +106,7 @@ class Agent:
                 cpu=cpu,
                 memory_mb=memory_mb,
                 container_runtime=containers.command if containers else "",
+                frameworks=importable_frameworks(),
             ),
         )
         """What the master's messages act on; this class carries them. Its hello holds what

@@ -27,6 +27,9 @@ class AgentConnection:
     process with the same id."""
     generation: int = 0
     """Bumped on each reconnect, so a stale connection's clean-up does not undo a newer one."""
+    frameworks: dict[str, bool] = field(default_factory=dict)
+    """Which training frameworks its trials can import (:attr:`Hello.frameworks`): checked
+    against an entrypoint's imports at submission."""
     extra: dict[str, Any] = field(default_factory=dict)
     heard_at: float = 0.0
     """When the agent last sent anything (its hello, a heartbeat every few seconds, any
@@ -61,6 +64,7 @@ class AgentHub:
             session=hello.session,
             generation=self._generation,
             heard_at=now,
+            frameworks=dict(hello.frameworks),
         )
         self.agents[view.id] = conn
         return conn

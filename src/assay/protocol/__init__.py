@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         master_message,
     )
     from assay.protocol._container import CONTAINER_RUNTIMES, Container, Mount, RegistryAuth
+    from assay.protocol._frameworks import FRAMEWORKS, importable_frameworks
     from assay.protocol._harness import (
         TRAINING,
         VALIDATION,
@@ -112,6 +113,8 @@ _MODULE_OF = {
     "Container": "_container",
     "Mount": "_container",
     "RegistryAuth": "_container",
+    "FRAMEWORKS": "_frameworks",
+    "importable_frameworks": "_frameworks",
     "TRAINING": "_harness",
     "VALIDATION": "_harness",
     "CheckpointReport": "_harness",
@@ -155,6 +158,7 @@ __all__ = [
     "AGENT_TOKEN_FILE",
     "CONTAINER_RUNTIMES",
     "ENDED_TASK_INSTANCE_STATES",
+    "FRAMEWORKS",
     "LIVE_ALLOCATION_STATES",
     "LIVE_INSTANCE_STATES",
     "STATE_ENUMS",
@@ -212,6 +216,7 @@ __all__ = [
     "Welcome",
     "agent_message",
     "enable_trace_from_env",
+    "importable_frameworks",
     "master_message",
     "metric_reports",
     "trace_mark",

@@ -237,6 +237,9 @@ class Hello:
     container_runtime: str = ""
     """The runtime it runs containers with (``podman`` or ``docker``); empty: none, so it is
     never given an allocation that names an image."""
+    frameworks: dict[str, bool] = field(default_factory=dict)
+    """Whether its trials' Python can import each framework of
+    :data:`~assay.protocol.FRAMEWORKS`; one it does not name is unknown (an older agent)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -254,6 +257,7 @@ class Hello:
             "address": self.address,
             "token": self.token,
             "session": self.session,
+            "frameworks": dict(self.frameworks),
         }
 
     @classmethod
@@ -281,7 +285,16 @@ class Hello:
             cpu=max(0.0, f.number("cpu", 0.0)),
             memory_mb=max(0, f.integer("memory_mb", 0)),
             container_runtime=f.text("container_runtime", ""),
+            frameworks=_flags(f.mapping("frameworks", {}), f.path("frameworks")),
         )
+
+
+def _flags(raw: dict[str, Any], where: str) -> dict[str, bool]:
+    """A mapping of names to true or false; anything else is refused naming the entry."""
+    for name, value in raw.items():
+        if not isinstance(value, bool):
+            raise InvalidRequest(f"{where}.{name}: must be true or false, got {kind(value)}")
+    return dict(raw)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,8 @@ field."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -12,6 +14,7 @@ from hypothesis import strategies as st
 
 from assay.errors import InvalidRequest
 from assay.protocol import (
+    FRAMEWORKS,
     AckExit,
     CheckpointReport,
     ClusterInfo,
@@ -65,6 +68,7 @@ hellos = st.builds(
     address=names,
     token=st.none() | names,
     container_runtime=st.sampled_from(["", "podman", "docker"]),
+    frameworks=st.dictionaries(names, st.booleans(), max_size=3),
 )
 logs = st.builds(
     Logs,
@@ -213,6 +217,10 @@ def test_an_empty_cluster_info_takes_the_defaults_every_side_uses() -> None:
             r"^hello\.slots\[0\]\.id: required$",
         ),
         ({"type": "logs", "entries": [{"allocation_id": "1.1"}]}, r"entries\[0\]\.trial_id"),
+        (
+            {"type": "hello", "agent_id": "a", "frameworks": {"torch": "yes"}},
+            r"^hello\.frameworks\.torch: must be true or false, got a string$",
+        ),
         (["started"], "must be an object, got a list"),
     ],
 )
@@ -329,3 +337,20 @@ def test_answers_to_the_harness_read_back_the_same() -> None:
     with pytest.raises(InvalidRequest, match=r"^operation\.length: required$"):
         OperationAnswer.from_dict({"done": False})
     assert PreemptionAnswer.from_dict(over_the_wire(PreemptionAnswer(True))).preempt is True
+
+
+def test_an_agent_finds_its_frameworks_on_the_path_without_importing_them() -> None:
+    # In a fresh interpreter: importing torch alone takes seconds, and a probe must not.
+    probe = (
+        "import importlib.util, json, sys\n"
+        "from assay.protocol import FRAMEWORKS, importable_frameworks\n"
+        "found = importable_frameworks()\n"
+        "print(json.dumps([found, sorted(m for m in FRAMEWORKS if m in sys.modules),"
+        " {m: importlib.util.find_spec(m) is not None for m in FRAMEWORKS}]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    found, imported, expected = json.loads(done.stdout)
+    assert found == expected
+    assert set(found) == set(FRAMEWORKS) and imported == []
