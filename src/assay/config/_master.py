@@ -233,8 +233,33 @@ def _origin(value: str) -> str:
     return f"{parts.scheme.lower()}://{host}" + (f":{port}" if port is not None else "")
 
 
+def _endpoint(value: str) -> str:
+    # An object store's address as a storage config gives it (an s3 endpoint_url, an azure
+    # account_url): only its scheme, host and port say which server is contacted.
+    try:
+        parts: urllib.parse.SplitResult | None = urllib.parse.urlsplit(value.strip())
+        _ = parts.port if parts is not None else None  # a port that is no number is refused
+    except ValueError:
+        parts = None
+    if (
+        parts is None
+        or parts.scheme.lower() not in ("http", "https")
+        or not parts.hostname
+        or parts.query
+        or parts.fragment
+        or parts.username is not None
+        or "\\" in value
+    ):
+        raise config_error(
+            "must be an object store's URL, scheme://host[:port] (e.g. "
+            f"http://minio.internal:9000), got {show(value)}"
+        )
+    return value.strip()
+
+
 HostName = Annotated[str, AfterValidator(_host_name)]
 Origin = Annotated[str, AfterValidator(_origin)]
+StorageEndpoint = Annotated[str, AfterValidator(_endpoint)]
 
 
 class LimitsConfig(ConfigModel):
@@ -301,6 +326,14 @@ class MasterConfig(ConfigModel):
     allowed_origins: list[Origin] = Field(default_factory=list)
     """Web origins (``https://ui.example``) besides the master's own whose pages may change
     state: send a state-changing request or open the agents' WebSocket."""
+    storage_endpoints: list[StorageEndpoint] = Field(default_factory=list)
+    """Object-store endpoints (an s3 ``endpoint_url``, an azure ``account_url`` or a
+    connection string's ``BlobEndpoint``), besides the one of this master's own
+    ``checkpoint_storage``, that the master itself may contact for an experiment's checkpoint
+    storage: to check it at submission, read checkpoints from it and delete them. An endpoint
+    is its scheme, host and port (a path is not compared). AWS S3 and Azure's
+    ``*.blob.core.windows.net`` need no entry; an experiment naming any other endpoint is checked
+    by its trials, and the master does not contact it."""
     limits: LimitsConfig = LimitsConfig()
     allowed_checkpoint_storage: AllowedStorageConfig = AllowedStorageConfig()
     """Which checkpoint storage experiments may name (see :class:`AllowedStorageConfig`)."""
