@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import posixpath
 import sys
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterator
 from typing import NoReturn
 
@@ -272,12 +272,24 @@ def explain_failure(
 
 
 def log_tail(client: Client, trial_id: int, count: int) -> list[str]:
-    """The last ``count`` non-blank lines of the trial's log."""
-    tail: list[str] = []
+    """The last ``count`` non-blank lines of the trial's latest run, in the order it wrote them.
+    Never mixed with an earlier run's: a restarted trial's log holds every run, and a run's
+    last lines (sent with its exit) may be stored after the next run's first ones."""
+    runs: dict[str, deque[str]] = {}
     after = 0
     while True:
         page = client.logs(trial_id, after=after)
         if not page:
-            return tail
-        tail = (tail + [e.line.rstrip() for e in page if e.line.strip()])[-count:]
+            break
+        for entry in page:
+            if entry.line.strip():
+                tail = runs.setdefault(entry.allocation_id, deque(maxlen=count))
+                tail.append(entry.line.rstrip())
         after = page[-1].id
+    return list(runs[max(runs, key=_run_number)]) if runs else []
+
+
+def _run_number(allocation_id: str) -> int:
+    """Which run of its trial an allocation is (``TRIAL.RUN``); -1 when it does not say."""
+    run = allocation_id.rpartition(".")[2]
+    return int(run) if run.isdigit() else -1

@@ -13,6 +13,7 @@ from assay.context._archive import ContextInfo, extract_archive, inspect_archive
 from assay.context._ignore import IGNORE_FILES, IgnoreRules
 from assay.context._members import MemberChecker, MemberInfo, MemberKind
 from assay.context._pack import PackedContext, pack_context
+from assay.context._read import read_member
 from assay.context._sizes import (
     ARCHIVE_ALLOWANCE,
     DEFAULT_CONTEXT_LIMIT,
@@ -50,5 +51,6 @@ __all__ = [
     "format_size",
     "inspect_archive",
     "pack_context",
+    "read_member",
     "too_large_message",
 ]

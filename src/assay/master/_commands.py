@@ -28,6 +28,12 @@ from assay.master._containers import (
     runs_containers,
     slurm_problem,
 )
+from assay.master._frameworks import (
+    OfferedFrameworks,
+    ScriptImports,
+    framework_problem,
+    script_imports,
+)
 from assay.master._notes import add_note
 from assay.master._orchestrator import Orchestrator
 from assay.master._submit import (
@@ -110,11 +116,14 @@ class ExperimentCommands:
         then create the experiment and its first trials, owned by ``actor``."""
         sub = replace(sub, owner=actor.username)
 
-        def check() -> ValidSubmission:
+        def check() -> tuple[ValidSubmission, ScriptImports | None]:
             read = read_submission(sub)
-            return validate_submission(read.submission, self.settings, self.assay_home)
+            valid = validate_submission(read.submission, self.settings, self.assay_home)
+            cfg, members = valid.config, valid.context.members
+            return valid, script_imports(cfg.entrypoint, valid.context_data, members)
 
-        valid = await asyncio.to_thread(check)
+        valid, needs = await asyncio.to_thread(check)
+        framework_problem(valid.config, self.settings, needs, self._offered_frameworks())
 
         def handler(tx: Tx) -> Experiment:
             self._check_containers(tx.session, valid.config)
@@ -128,15 +137,17 @@ class ExperimentCommands:
         skips the context's checks (a config checked before its directory is picked)."""
         sub = replace(sub, owner=actor.username)
 
-        def check() -> tuple[rest.ExperimentValidation, ExperimentConfig]:
+        def check() -> tuple[rest.ExperimentValidation, ExperimentConfig, ScriptImports | None]:
             read = read_submission(sub)
             config, notes = check_config(read.submission, self.settings, self.assay_home)
             context = read.submission.context
             files = None
+            needs = None
             if context:
                 info = inspect_archive(context)
                 check_entrypoint_files(config, info)
                 files = info.files
+                needs = script_imports(config.entrypoint, context, info.members)
             validation = rest.ExperimentValidation(
                 source=read.source,
                 name=config.name or "experiment",
@@ -145,11 +156,20 @@ class ExperimentCommands:
                 notes=list(notes),
                 context_files=files,
             )
-            return validation, config
+            return validation, config, needs
 
-        validation, config = await asyncio.to_thread(check)
+        validation, config, needs = await asyncio.to_thread(check)
+        framework_problem(config, self.settings, needs, self._offered_frameworks())
         await self.core.read(lambda s: self._check_containers(s, config))
         return validation
+
+    def _offered_frameworks(self) -> list[OfferedFrameworks]:
+        """What each connected agent said of its training frameworks."""
+        return [
+            OfferedFrameworks(c.view.pool, c.frameworks)
+            for c in self.core.hub.agents.values()
+            if c.connected
+        ]
 
     def _check_containers(self, session: Session, config: ExperimentConfig) -> None:
         """Refuse trials in an image when no agent of their pool runs containers."""
