@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from assay.errors import InvalidConfig
 from tests.integration.cluster import Cluster
 
 pytestmark = pytest.mark.integration
@@ -221,25 +222,46 @@ def test_adaptdl_paths_keep_checkpoints_share_and_tensorboard(
     assert all("PLATFORM adl" in cluster.trial_logs(t.id) for t in trials)
 
 
-def test_adaptdl_nfs_not_mounted_on_the_agent_fails_the_start_saying_so(
+def test_adaptdl_nfs_is_refused_at_submission_in_one_line_and_nothing_is_created(
     cluster: Cluster, tmp_path: Path
 ) -> None:
+    # AdaptDL mounts the export into each trial; assay mounts none, so every trial would fail
+    # at its start (or run without the files): the submission is refused instead.
+    before = cluster.client.list_experiments(limit=1000).experiments
     cfg = yaml.safe_load(config({"name": "random", "max_trials": 1}))
-    missing = tmp_path / "no-nfs-here"
-    cfg["adaptdl"] = {
-        "nfs": {"server": "10.0.0.1", "path": "/", "container_mount_path": str(missing)}
+    mount = tmp_path / "nfs"
+    nfs = {"server": "10.0.0.1", "path": "/", "container_mount_path": str(mount)}
+    cfg["adaptdl"] = {"nfs": nfs}
+    with pytest.raises(InvalidConfig) as info:
+        cluster.submit(yaml.safe_dump(cfg), context(tmp_path))
+    assert [str(d) for d in info.value.details] == [
+        f"adaptdl.nfs: AdaptDL mounts the NFS export 10.0.0.1:/ into each trial at {mount}, and "
+        f"assay mounts no NFS export: mount it at {mount} on every agent's host and remove nfs"
+    ]
+    # The same through NNI's config and the CLI: one line at the key written.
+    code = context(tmp_path)
+    (code / "space.json").write_text(json.dumps({"x": {"_type": "uniform", "_value": [0, 1]}}))
+    nni_config = {
+        "trainingServicePlatform": "adl",
+        "searchSpacePath": "space.json",
+        "maxTrialNum": 1,
+        "tuner": {"builtinTunerName": "Random"},
+        "trial": {
+            "command": "python3 mnist.py",
+            "codeDir": ".",
+            "image": "img",
+            "nfs": {"server": "10.0.0.1", "path": "/", "containerMountPath": "/mnt/data"},
+        },
     }
-    exp_id = cluster.submit(yaml.safe_dump(cfg), context(tmp_path))
-    cluster.wait_state(exp_id, "COMPLETED", "ERROR")
-    [trial] = cluster.client.trials(exp_id)
-    assert trial.state == "ERROR"
-    logs = "\n".join(cluster.trial_logs(trial.id))
-    assert f"adaptdl.nfs: {missing} is not a directory on agent agent-1" in logs
-    assert f"mount 10.0.0.1:/ at {missing}" in logs
-    # Where the export is mounted, the same experiment runs.
-    missing.mkdir()
-    exp_id = cluster.submit(yaml.safe_dump(cfg), context(tmp_path))
-    assert cluster.wait_state(exp_id, "COMPLETED", "ERROR").state == "COMPLETED"
+    (code / "config.yml").write_text(yaml.safe_dump(nni_config))
+    done = cluster.cli("experiment", "create", str(code / "config.yml"))
+    assert done.returncode == 1, done.stdout
+    assert done.stderr.strip().splitlines() == [
+        "error: invalid NNI config: 1 problem",
+        "  trial.nfs: AdaptDL mounts the NFS export 10.0.0.1:/ into each trial at /mnt/data, and "
+        "assay mounts no NFS export: mount it at /mnt/data on every agent's host and remove nfs",
+    ]
+    assert cluster.client.list_experiments(limit=1000).experiments == before
 
 
 def test_notes_and_durations_are_refused_when_malformed(cluster: Cluster, tmp_path: Path) -> None:

@@ -29,7 +29,6 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from assay.agent._containers import (
     ContainerRuntime,
@@ -140,6 +139,8 @@ class AllocationRunner:
         self.processes: list[tuple[int, Process]] = []
         """(rank, process) of each process started so far."""
         self.killing = False
+        self.kill_now = False
+        """Killed with SIGKILL at once, without the grace (see :meth:`kill`)."""
         # Held so the event loop's weak reference is not the only one to a running task.
         self._kill_task: asyncio.Task[None] | None = None
         self._stop_task: asyncio.Task[None] | None = None
@@ -267,9 +268,6 @@ class AllocationRunner:
         ]
         env["PYTHONPATH"] = container_pythonpath(self.message.env.get("PYTHONPATH"))
         shared = [str(self.dir), *storage_dirs(self.message.cluster_info.checkpoint_storage)]
-        nfs = self._adaptdl_nfs()
-        if nfs is not None:
-            shared.append(str(nfs.get("container_mount_path")))
         if env.get("ASSAY_CA_CERT"):
             ca = str(Path(env["ASSAY_CA_CERT"]).resolve())
             env["ASSAY_CA_CERT"] = ca
@@ -379,29 +377,10 @@ class AllocationRunner:
         return code_dir
 
     def _adaptdl_paths(self) -> None:
-        """Make the AdaptDL directories the master named, and check that an ``adaptdl.nfs``
-        export is where the trial expects it: the agent's administrator mounts the export at
-        ``container_mount_path`` (a trial in a container sees it at the same path)."""
+        """Make the AdaptDL directories the master named."""
         for name in AdaptDLEnv.PATHS:
             if self.message.env.get(name):
                 Path(self.message.env[name]).mkdir(parents=True, exist_ok=True)
-        nfs = self._adaptdl_nfs()
-        if nfs is None:
-            return
-        mount = str(nfs.get("container_mount_path", ""))
-        if not Path(mount).is_dir():
-            raise RuntimeError(
-                f"adaptdl.nfs: {mount} is not a directory on agent {self.env.agent_id}; assay "
-                f"mounts no NFS export, so mount {nfs.get('server')}:{nfs.get('path')} at "
-                f"{mount} on the agents (or leave adaptdl.nfs out)"
-            )
-
-    def _adaptdl_nfs(self) -> dict[str, Any] | None:
-        """The AdaptDL experiment's ``adaptdl.nfs`` section (the export the agent's
-        administrator mounts at ``container_mount_path``); None without one."""
-        trial = self.message.cluster_info.trial
-        nfs = ((trial.config if trial else {}).get("adaptdl") or {}).get("nfs")
-        return nfs if isinstance(nfs, dict) else None
 
     def _context_bytes(self, context_id: int, sha256: str) -> bytes:
         """The context archive, from this agent's cache or downloaded once from the master."""
@@ -483,18 +462,21 @@ class AllocationRunner:
             )
         )
 
-    async def kill(self) -> None:
-        """SIGTERM to every process group, SIGKILL after the grace period."""
+    async def kill(self, *, now: bool = False) -> None:
+        """SIGTERM to every process group, SIGKILL after the grace period; ``now``: SIGKILL at
+        once (the master has given the allocation up, and its trial may run elsewhere)."""
         self.killing = True
+        self.kill_now = self.kill_now or now
         await self._stop_processes()
 
     async def _stop_processes(self) -> None:
         live = [proc for _, proc in self.processes if proc.returncode is None]
         if not live:
             return
+        first = signal.SIGKILL if self.kill_now else signal.SIGTERM
         for proc in live:
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGTERM)
+                os.killpg(proc.pid, first)
         try:
             await asyncio.wait_for(
                 asyncio.gather(*(proc.wait() for proc in live)), self.env.kill_grace

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from assay.config._durations import adaptdl_nfs_problem
 from assay.config._experiment import ExperimentConfig
 from assay.config._hpgrid import count_hyperparameters, grid_points, grid_problems
 from assay.config._legacy import trial_class_problem
@@ -162,6 +163,9 @@ def semantic_problems(data: Any, *, stored: bool = False) -> list[ErrorDetail]:
     legacy = None if stored else trial_class_problem(data.get("entrypoint"))
     if legacy is not None:
         problems.append(legacy)
+    nfs = None if stored else adaptdl_nfs_problem(data.get("adaptdl"))
+    if nfs is not None:
+        problems.append(nfs)
     searcher = data.get("searcher")
     if searcher is None:
         problems.append(ErrorDetail("searcher", "required"))

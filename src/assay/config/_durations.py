@@ -11,6 +11,7 @@ from pydantic import BeforeValidator, Field
 
 from assay.config._base import ConfigModel, Problem, config_error, show
 from assay.config._limits import DB_INT_MAX, MAX_NAME, MAX_PATH
+from assay.errors import ErrorDetail
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([smhd]?)\s*$", re.IGNORECASE)
@@ -89,9 +90,9 @@ class AdaptDLCheckpoint(ConfigModel):
 class AdaptDLNfs(ConfigModel):
     """An NFS export AdaptDL mounts into every trial at ``container_mount_path``.
 
-    assay runs trials without a container, so nothing is mounted: a trial starts only on an
-    agent where ``container_mount_path`` is already a directory (the export mounted there by
-    the agent's administrator); elsewhere the trial fails to start, saying so.
+    assay mounts no NFS export, so a submission with one is refused
+    (:func:`adaptdl_nfs_problem`), as OpenPAI's ``teamwise_storage`` plugin is; the section is
+    still read, so that an experiment stored before that refusal loads.
     """
 
     server: _Text
@@ -122,3 +123,22 @@ class AdaptDLConfig(ConfigModel):
     adaptive: bool = False
     checkpoint: AdaptDLCheckpoint | None = None
     nfs: AdaptDLNfs | None = None
+
+
+def adaptdl_nfs_problem(adaptdl: Any) -> ErrorDetail | None:
+    """The refusal of an ``adaptdl.nfs`` section at submission (None without one): AdaptDL
+    mounts the export into each trial, assay mounts nothing, so every trial would fail at its
+    start on an agent without the mount, or run without the files where it has none."""
+    nfs = adaptdl.get("nfs") if isinstance(adaptdl, dict) else None
+    if nfs is None:
+        return None
+    fields = nfs if isinstance(nfs, dict) else {}
+    server, path = fields.get("server"), fields.get("path")
+    export = f" {server}:{path}" if isinstance(server, str) and isinstance(path, str) else ""
+    mount = fields.get("container_mount_path")
+    at = f" at {mount}" if isinstance(mount, str) and mount else ""
+    return ErrorDetail(
+        "adaptdl.nfs",
+        f"AdaptDL mounts the NFS export{export} into each trial{at}, and assay mounts no NFS "
+        f"export: mount it{at or ' at the same path'} on every agent's host and remove nfs",
+    )

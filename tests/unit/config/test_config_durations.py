@@ -73,12 +73,42 @@ def test_adaptdl_section_of_seed_003_is_accepted(minimal: dict[str, Any]) -> Non
         "image_pull_secrets": [{"name": "imagepullsecret"}],
         "adaptive": True,
         "checkpoint": {"storage_class": "dfs", "storage_size": "1Gi"},
-        "nfs": {"server": "10.0.0.1", "path": "/", "container_mount_path": "/nfs"},
     }
     cfg = load_experiment_config({**minimal, "adaptdl": adaptdl})
+    assert cfg.adaptdl is not None and cfg.adaptdl.checkpoint is not None
+    assert cfg.adaptdl.checkpoint.storage_size == "1Gi"
+    assert cfg.to_json()["adaptdl"] == adaptdl
+
+
+def test_adaptdl_nfs_is_refused_in_one_line_naming_the_export_and_where_to_mount_it(
+    minimal: dict[str, Any],
+) -> None:
+    # AdaptDL mounts the export into each trial; assay mounts nothing, so a trial would fail
+    # at its start on every agent that lacks the mount: refused at submission instead.
+    nfs = {"server": "10.0.0.1", "path": "/export", "container_mount_path": "/nfs"}
+    with pytest.raises(InvalidConfig) as info:
+        load_experiment_config({**minimal, "adaptdl": {"adaptive": True, "nfs": nfs}})
+    [detail] = info.value.details
+    assert detail.path == "adaptdl.nfs"
+    assert "\n" not in detail.message
+    assert "NFS export 10.0.0.1:/export into each trial at /nfs" in detail.message
+    assert "mount it at /nfs on every agent's host and remove nfs" in detail.message
+
+
+def test_adaptdl_nfs_of_any_shape_is_refused_once(minimal: dict[str, Any]) -> None:
+    with pytest.raises(InvalidConfig) as info:
+        load_experiment_config({**minimal, "adaptdl": {"imag": "x", "nfs": "server:/"}})
+    paths = sorted(d.path for d in info.value.details)
+    assert paths == ["adaptdl.imag", "adaptdl.nfs"]
+
+
+def test_adaptdl_nfs_of_an_experiment_stored_before_the_refusal_still_loads(
+    minimal: dict[str, Any],
+) -> None:
+    nfs = {"server": "10.0.0.1", "path": "/", "container_mount_path": "/nfs"}
+    cfg = load_experiment_config({**minimal, "adaptdl": {"nfs": nfs}}, stored=True)
     assert cfg.adaptdl is not None and cfg.adaptdl.nfs is not None
     assert cfg.adaptdl.nfs.container_mount_path == "/nfs"
-    assert cfg.to_json()["adaptdl"] == adaptdl
 
 
 def test_adaptdl_refuses_unknown_keys_and_relative_mounts(minimal: dict[str, Any]) -> None:
@@ -93,4 +123,4 @@ def test_adaptdl_refuses_unknown_keys_and_relative_mounts(minimal: dict[str, Any
             }
         )
     paths = sorted(d.path for d in info.value.details)
-    assert paths == ["adaptdl.imag", "adaptdl.nfs.container_mount_path"]
+    assert paths == ["adaptdl.imag", "adaptdl.nfs", "adaptdl.nfs.container_mount_path"]

@@ -436,7 +436,6 @@ def test_adaptdl_v1_trial_block_becomes_the_adaptdl_section(tmp_path: Path) -> N
             "imagePullSecrets": [{"name": "pull"}],
             "adaptive": True,
             "checkpoint": {"storageClass": "fast", "storageSize": "2Gi"},
-            "nfs": {"server": "10.0.0.5", "path": "/export", "containerMountPath": "/data"},
         },
     }
     raw, notes = read(data, tmp_path)
@@ -447,13 +446,27 @@ def test_adaptdl_v1_trial_block_becomes_the_adaptdl_section(tmp_path: Path) -> N
     assert cfg.adaptdl.adaptive is True
     assert cfg.adaptdl.checkpoint is not None
     assert cfg.adaptdl.checkpoint.storage_size == "2Gi"
-    assert cfg.adaptdl.nfs is not None
-    assert cfg.adaptdl.nfs.container_mount_path == "/data"
     assert cfg.resources.slots_per_trial == 1
     assert cfg.max_duration == 7200
     assert len(notes) == 1
     assert "nniManagerIp" in notes[0]
     assert "trial." not in notes[0]
+
+
+def test_adaptdl_nfs_is_refused_at_the_nni_key_written(tmp_path: Path) -> None:
+    data = {
+        "trainingServicePlatform": "adl",
+        "searchSpace": {"x": {"_type": "choice", "_value": [1]}},
+        "tuner": {"builtinTunerName": "Random"},
+        "trial": {
+            "command": "python3 t.py",
+            "image": "img",
+            "nfs": {"server": "10.0.0.5", "path": "/export", "containerMountPath": "/data"},
+        },
+    }
+    [problem] = refusal(data, tmp_path)
+    assert problem.startswith("trial.nfs: AdaptDL mounts the NFS export 10.0.0.5:/export")
+    assert "mount it at /data on every agent's host and remove nfs" in problem
 
 
 def test_class_args_no_searcher_honours_are_noted() -> None:
