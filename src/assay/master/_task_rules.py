@@ -21,6 +21,12 @@ PORT_BASE = 20000
 rendezvous ports (29500 up) and below Linux's ephemeral ports (32768-60999): any outgoing
 connection on the host may hold one of those, and an instance could not listen there."""
 PORT_LIMIT = 29500
+HTTP_PORT = "http"
+"""The port label OpenPAI names an instance by: ``PAI_TASK_ROLE_<role>_HOST_LIST`` is each
+instance's ``ip:port`` with its first ``http`` port, and ``PAI_CURRENT_CONTAINER_PORT`` is it."""
+DEFAULT_PORTS = ("ssh", HTTP_PORT)
+"""The labels OpenPAI's REST server reserves one port of for every instance whose role does not
+declare them (so that every instance has an ``http`` port to be listed by)."""
 
 
 @dataclass(frozen=True)
@@ -116,12 +122,10 @@ def pai_env(
             if where is None:
                 continue
             env[f"PAI_HOST_IP_{name}_{i}"] = where.host
-            first = None
             for label, ports in where.ports.items():
                 env[f"PAI_PORT_LIST_{name}_{i}_{label}"] = ",".join(str(p) for p in ports)
-                if first is None and ports:
-                    first = ports[0]
-            hosts.append(where.host if first is None else f"{where.host}:{first}")
+            http = _http_port(where)
+            hosts.append(where.host if http is None else f"{where.host}:{http}")
         env[f"PAI_TASK_ROLE_{name}_HOST_LIST"] = ",".join(hosts)
     own = placed.get((role, index))
     if own is not None:
@@ -129,10 +133,27 @@ def pai_env(
         env["PAI_CURRENT_CONTAINER_IP"] = own.host
         for label, ports in own.ports.items():
             env[f"PAI_CONTAINER_HOST_{label}_PORT_LIST"] = ",".join(str(p) for p in ports)
-        first_ports = [p for ports in own.ports.values() for p in ports]
-        if first_ports:
-            env["PAI_CURRENT_CONTAINER_PORT"] = str(first_ports[0])
+        http = _http_port(own)
+        if http is not None:
+            env["PAI_CURRENT_CONTAINER_PORT"] = str(http)
     return env
+
+
+def _http_port(where: Placed) -> int | None:
+    """The instance's first ``http`` port; None only for an instance placed before every
+    instance got one (its host is then listed alone)."""
+    ports = where.ports.get(HTTP_PORT) or ()
+    return ports[0] if ports else None
+
+
+def instance_ports(declared: Mapping[str, int]) -> dict[str, int]:
+    """The ports to reserve per instance: those its role declares (label -> how many), then one
+    of each of OpenPAI's :data:`DEFAULT_PORTS` it does not declare, as OpenPAI's REST server
+    adds them."""
+    wanted = dict(declared)
+    for label in DEFAULT_PORTS:
+        wanted.setdefault(label, 1)
+    return wanted
 
 
 def pick_ports(

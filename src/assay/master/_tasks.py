@@ -148,7 +148,7 @@ def start_instances(
         role = spec.role(inst.role)
         host = where.address or where.agent_id
         used = taken.setdefault(host, set())
-        ports = rules.pick_ports(used, role.ports)
+        ports = rules.pick_ports(used, rules.instance_ports(role.ports))
         used.update(p for group in ports.values() for p in group)
         inst.runs += 1
         inst.allocation_id = f"{ALLOCATION_PREFIX}{task.id}.{inst.role}.{inst.index}.{inst.runs}"

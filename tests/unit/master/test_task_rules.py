@@ -13,6 +13,7 @@ from assay.master._task_rules import (
     Placed,
     RoleRule,
     decide,
+    instance_ports,
     instance_script,
     pai_env,
     pick_ports,
@@ -91,9 +92,9 @@ def test_instance_script_carries_directory_and_variables_between_commands() -> N
 
 def test_pai_env_names_every_instance_host_and_ports() -> None:
     placed = {
-        ("ps", 0): Placed("10.0.0.1", {"http": [40000, 40001]}),
-        ("worker", 0): Placed("10.0.0.2", {}),
-        ("worker", 1): Placed("10.0.0.3", {}),
+        ("ps", 0): Placed("10.0.0.1", {"ps": [40000], "ssh": [40001], "http": [40002, 40003]}),
+        ("worker", 0): Placed("10.0.0.2", {"ssh": [40000], "http": [40001]}),
+        ("worker", 1): Placed("10.0.0.3", {"ssh": [40002], "http": [40003]}),
     }
     env = pai_env(
         job_name="j",
@@ -108,10 +109,36 @@ def test_pai_env_names_every_instance_host_and_ports() -> None:
     assert env["PAI_TASK_ROLE_COUNT"] == "2" and env["PAI_TASK_ROLE_LIST"] == "ps,worker"
     assert env["PAI_TASK_ROLE_TASK_COUNT_worker"] == "2"
     assert env["PAI_HOST_IP_ps_0"] == "10.0.0.1"
-    assert env["PAI_PORT_LIST_ps_0_http"] == "40000,40001"
-    assert env["PAI_TASK_ROLE_ps_HOST_LIST"] == "10.0.0.1:40000"
-    assert env["PAI_TASK_ROLE_worker_HOST_LIST"] == "10.0.0.2,10.0.0.3"
+    assert env["PAI_PORT_LIST_ps_0_ps"] == "40000"
+    assert env["PAI_PORT_LIST_ps_0_http"] == "40002,40003"
     assert env["PAI_CONTAINER_HOST_IP"] == "10.0.0.3"
+
+
+def test_host_lists_give_each_instance_as_ip_and_its_first_http_port_as_openpai_does() -> None:
+    # OpenPAI's runtime writes ip:port with the instance's first "http" port, whatever other
+    # labels the role declares first; TensorFlow's --ps_hosts/--worker_hosts need the port.
+    placed = {
+        ("ps", 0): Placed("10.0.0.1", {"ps": [40000], "ssh": [40001], "http": [40002, 40003]}),
+        ("worker", 0): Placed("10.0.0.2", {"ssh": [40000], "http": [40001]}),
+        ("worker", 1): Placed("10.0.0.3", {"ssh": [40002], "http": [40003]}),
+    }
+    env = pai_env(
+        job_name="j",
+        user="alice",
+        roles=[("ps", 1), ("worker", 2)],
+        role="ps",
+        index=0,
+        placed=placed,
+    )
+    assert env["PAI_TASK_ROLE_ps_HOST_LIST"] == "10.0.0.1:40002"
+    assert env["PAI_TASK_ROLE_worker_HOST_LIST"] == "10.0.0.2:40001,10.0.0.3:40003"
+    assert env["PAI_CURRENT_CONTAINER_PORT"] == "40002"
+
+
+def test_every_instance_gets_openpai_s_ssh_and_http_ports_besides_those_it_declares() -> None:
+    assert instance_ports({}) == {"ssh": 1, "http": 1}
+    assert instance_ports({"ps": 1}) == {"ps": 1, "ssh": 1, "http": 1}
+    assert instance_ports({"http": 2, "tb": 1}) == {"http": 2, "tb": 1, "ssh": 1}
 
 
 @given(
