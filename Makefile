@@ -4,7 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 ASSAY_HOME ?= $(HOME)/.assay
 # The local cluster's API port: `make run PORT=9000` when 8080 is taken. Unset, `assay up`
-# keeps a cluster already up wherever it listens, else starts one on 8080.
+# keeps a cluster already up wherever it listens, else starts one where the last `assay up`
+# did (8080 the first time).
 PORT ?=
 export ASSAY_HOME
 

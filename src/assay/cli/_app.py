@@ -61,8 +61,8 @@ def _root(
             "--master",
             "-m",
             metavar="URL",
-            help="master URL (default: $ASSAY_MASTER, the cluster `assay up` started, or "
-            "http://127.0.0.1:$ASSAY_PORT, 8080 when unset)",
+            help="master URL (default: $ASSAY_MASTER, the cluster `assay up` started, "
+            "http://127.0.0.1:$ASSAY_PORT, where the last `assay up` started it, or port 8080)",
         ),
     ] = None,
     debug: Annotated[bool, typer.Option("--debug", help="show a traceback with any error")] = False,

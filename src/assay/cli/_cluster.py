@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import secrets
@@ -13,7 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 from urllib.parse import urlsplit
 
 import typer
@@ -21,6 +20,14 @@ import typer
 from assay.cli._common import assay_home, cluster_file, console, err_console, fail
 from assay.cli._state import state
 from assay.cli._up_guard import check_port_free, home_lock, new_log
+from assay.cli._up_options import (
+    UpOptions,
+    digest,
+    ignored_option,
+    keep_options,
+    kept_options,
+    running_record,
+)
 from assay.errors import AssayError
 from assay.files import write_private
 from assay.protocol import AGENT_TOKEN_FILE
@@ -195,7 +202,8 @@ def up(
         int | None,
         typer.Option(
             envvar="ASSAY_PORT",
-            help="master port (default: $ASSAY_PORT, else the running cluster's, else 8080)",
+            help="master port (default: $ASSAY_PORT, else the running cluster's, else the last "
+            "`assay up`'s, else 8080)",
         ),
     ] = None,
     slots: Annotated[
@@ -208,54 +216,81 @@ def up(
     tls_cert: TlsCert = None,
     tls_key: TlsKey = None,
     allowed_host: AllowedHost = None,
+    defaults: Annotated[
+        bool,
+        typer.Option(
+            "--defaults",
+            help="forget the options the last `assay up` was given: start with the ones given "
+            "now and the defaults",
+        ),
+    ] = False,
 ) -> None:
     """Start a single-machine cluster in the background: a master and one local agent.
 
     What is up already is kept, on its own port: run again, it starts what is missing (the
     agent of a master that runs without one). Another --port, --slots, --db or --config is
     refused until `assay down`: the running cluster would ignore it.
+    After `assay down`, `assay up` starts the cluster as the last `up` did: each option that
+    `up` was given (port, slots, database, config, TLS, allowed hosts) is kept in ASSAY_HOME
+    and used again unless given anew; --defaults forgets them.
     A port something else holds is refused before anything starts."""
     home = assay_home()
     # It holds the database, the agent token and the admin's password: its owner's only.
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     (home / "run").mkdir(mode=0o700, exist_ok=True)
+    given = UpOptions.given(
+        port=port,
+        slots=slots,
+        config=config,
+        db=db,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        allowed_host=allowed_host,
+    )
     with home_lock(home, "up"):
-        _up(home, port, slots, config, db, tls_cert, tls_key, allowed_host)
+        _up(home, given, defaults)
 
 
-def _up(
-    home: Path,
-    port: int | None,
-    slots: int | None,
-    config: Path | None,
-    db: str | None,
-    tls_cert: Path | None,
-    tls_key: Path | None,
-    allowed_host: list[str] | None,
-) -> None:
+def _up(home: Path, given: UpOptions, defaults: bool) -> None:
     from assay.client import Client
     from assay.config import load_master_config
 
-    running_url = _running_master(home, port)
+    running_url = _running_master(home, given.port)
     running = running_url is not None
-    record = _record()
+    record = running_record()
+    # A running cluster keeps its options; one started again takes the last `up`'s.
+    options = given.over(UpOptions() if defaults else kept_options(home))
     if running:
         problem = ignored_option(
-            home, record, config, db, slots if _read_pid("agent") is not None else None
+            home,
+            record,
+            given.config_path,
+            given.db,
+            given.slots if _read_pid("agent") is not None else None,
         )
         if problem is not None:
             fail(problem)
         record["master"] = str(running_url)
     else:
-        record = {"config": _config_text(config), "db": _digest(db)}
-    settings = load_master_config(config)
+        reused = options.reused(given)
+        if reused:
+            console.print(
+                f"as the last `assay up`: {' '.join(reused)} (`assay up --defaults` starts "
+                "without them)",
+                highlight=False,
+                soft_wrap=True,
+                markup=False,
+            )
+        record = {"config": options.config, "db": digest(options.db)}
+    settings = load_master_config(options.config_path)
     local_pool = _local_pool(settings)
+    port = options.port
     if not running:
         port = port or settings.port
         # Before anything starts: a master that cannot listen would leave an agent and a
         # report of a cluster up on whatever holds the port.
         check_port_free(settings.host, port)
-    url = running_url or f"{'https' if tls_cert else 'http'}://127.0.0.1:{port}"
+    url = running_url or f"{'https' if options.tls_cert else 'http'}://127.0.0.1:{port}"
     password = _admin_password(home)
     token_file = home / "run" / AGENT_TOKEN_FILE
     if not running:
@@ -269,21 +304,23 @@ def _up(
         master_args = [
             sys.executable, "-m", "assay.api", "--port", str(port), "--home", str(home),
         ]  # fmt: skip
-        if config is not None:
-            master_args += ["--config", str(config)]
-        if db is not None:
-            master_args += ["--db", db]
-        master_args += _guard_args(tls_cert, tls_key, allowed_host)
+        if options.config is not None:
+            master_args += ["--config", options.config]
+        if options.db is not None:
+            master_args += ["--db", options.db]
+        master_args += _guard_args(options.cert_path, options.key_path, list(options.allowed_host))
         proc, _ = _spawn("master", master_args, {**env, "ASSAY_ADMIN_PASSWORD": password})
         probe = Client(url, timeout=2)
         _wait(lambda: bool(probe.info()), proc, "master", f"the master did not answer at {url}")
+        # Kept once a master answered with them: the next `up` after `down` starts this one.
+        keep_options(home, options, url)
     # The agent needs no sign-in (it has the agent token): the cluster comes up either way.
     client, refusal = _sign_in(url, password, home)
     started_agent = _read_pid("agent") is None and local_pool is not None
     if started_agent:
         assert local_pool is not None
-        _start_agent(url, home, slots, env, client, local_pool)
-        record["slots"] = slots if slots is not None else _live_slots(client)
+        _start_agent(url, home, options.slots, env, client, local_pool)
+        record["slots"] = options.slots if options.slots is not None else _live_slots(client)
     elif local_pool is None:
         console.print("no local agent: every pool of the config is run by Slurm or Kubernetes")
     cluster_file().write_text(json.dumps({**record, "master": url}))
@@ -326,53 +363,12 @@ def _print_ui_link(client: Client, url: str) -> None:
     console.print(f"web UI: {link}{note}", highlight=False, soft_wrap=True, markup=False)
 
 
-def _record() -> dict[str, Any]:
-    """What the running cluster was started with (``cluster.json``): its URL, and the options
-    a second ``up`` could not apply without restarting it."""
-    try:
-        found = json.loads(cluster_file().read_text())
-    except (OSError, ValueError):
-        return {}
-    return found if isinstance(found, dict) else {}
-
-
-def _config_text(config: Path | None) -> str | None:
-    return str(config.resolve()) if config is not None else None
-
-
-def _digest(db: str | None) -> str | None:
-    """The database URL as kept in ``cluster.json``: compared, never shown (it may hold a
-    password)."""
-    return hashlib.sha256(db.encode()).hexdigest() if db is not None else None
-
-
 def _live_slots(client: Client | None) -> int | None:
     """The slots the local agent (named after this host, as ``assay up`` starts it) offers."""
     if client is None:
         return None
     here = socket.gethostname()
     return next((len(a.slots) for a in client.agents() if a.id == here and a.connected), None)
-
-
-def ignored_option(
-    home: Path, record: dict[str, Any], config: Path | None, db: str | None, slots: int | None
-) -> str | None:
-    """Why ``up`` with these options cannot keep the cluster that is up (the options it was
-    started with, ``record``): it would ignore them. ``slots`` is given only when the local
-    agent runs (else ``up`` starts one with them). A key the record lacks (a cluster started
-    by an older ``up``) is not compared."""
-    again = "`assay down` first to start it with"
-    had = record.get("slots")
-    if slots is not None and isinstance(had, int) and had != slots:
-        noun = "slot" if had == 1 else "slots"
-        return f"the cluster in {home} is up with {had} {noun}; {again} {slots}"
-    if db is not None and "db" in record and record["db"] != _digest(db):
-        other = "another database" if record["db"] else "the default database (SQLite in it)"
-        return f"the cluster in {home} is up with {other}; {again} this --db"
-    if config is not None and "config" in record and record["config"] != _config_text(config):
-        other = f"the config {record['config']}" if record["config"] else "no --config"
-        return f"the cluster in {home} is up with {other}; {again} {config}"
-    return None
 
 
 def _running_master(home: Path, port: int | None) -> str | None:

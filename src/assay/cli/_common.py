@@ -64,12 +64,14 @@ def cluster_file() -> Path:
 
 def local_master() -> str:
     """The master on this machine ``assay up`` would start: on ``$ASSAY_PORT`` when it is set
-    (as ``assay up`` reads it), else on the default port."""
+    (as ``assay up`` reads it), else where the last ``assay up`` started it (stopped since by
+    ``assay down``: the next ``up`` brings it back there), else on the default port."""
+    from assay.cli._up_options import kept_master
     from assay.client import DEFAULT_MASTER
 
     port = os.environ.get("ASSAY_PORT", "").strip()
     if not port:
-        return DEFAULT_MASTER
+        return kept_master(assay_home()) or DEFAULT_MASTER
     if not port.isdigit() or not 0 < int(port) < 65536:
         fail(f"ASSAY_PORT={port} is not a port: give a number from 1 to 65535, or unset it")
     return f"http://127.0.0.1:{int(port)}"

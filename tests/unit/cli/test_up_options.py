@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from assay.cli._cluster import _config_text, _digest, ignored_option
+from assay.cli._up_options import config_text, digest, ignored_option
 
 HOME = Path("/srv/assay-home")
 
@@ -18,7 +18,7 @@ def test_other_slots_are_refused_saying_what_runs_and_how_to_change_it() -> None
 
 
 def test_the_same_options_or_none_keep_the_cluster() -> None:
-    record = {"slots": 2, "config": None, "db": _digest("sqlite:////x.db")}
+    record = {"slots": 2, "config": None, "db": digest("sqlite:////x.db")}
     assert ignored_option(HOME, record, None, None, None) is None
     assert ignored_option(HOME, record, None, "sqlite:////x.db", 2) is None
 
@@ -32,7 +32,7 @@ def test_another_database_is_refused_without_showing_either_url() -> None:
 
 def test_another_config_is_refused_naming_both(tmp_path: Path) -> None:
     old, new = tmp_path / "a.yaml", tmp_path / "b.yaml"
-    record = {"slots": 2, "config": _config_text(old), "db": None}
+    record = {"slots": 2, "config": config_text(old), "db": None}
     problem = ignored_option(HOME, record, new, None, None)
     assert problem == (
         f"the cluster in {HOME} is up with the config {old}; "
