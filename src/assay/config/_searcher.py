@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AliasChoices, BeforeValidator, ConfigDict, Field, Tag
+from pydantic import AfterValidator, AliasChoices, BeforeValidator, ConfigDict, Field, Tag
 
-from assay.config._base import ConfigModel, Problem, tagged
+from assay.config._base import ConfigModel, Problem, config_error, tagged
 from assay.config._length import Length, PositiveLength
 from assay.config._limits import (
     DB_INT_MAX,
@@ -36,7 +36,17 @@ Trials = Annotated[int, Field(ge=1, le=MAX_TRIALS)]
 AtOnce = Annotated[int, Field(ge=0, le=MAX_TRIALS_AT_ONCE)]
 """``max_concurrent_trials``: 0 lets the searcher choose."""
 Rungs = Annotated[int, Field(ge=1, le=MAX_RUNGS)]
-MetricName = Annotated[str, Field(max_length=MAX_NAME)]
+
+
+def _a_name(value: str) -> str:
+    # An empty name matches no metric a trial reports: the search would never get a result.
+    if not value.strip():
+        raise config_error("must name a metric the trials report (such as loss), got an empty name")
+    return value
+
+
+MetricName = Annotated[str, Field(max_length=MAX_NAME), AfterValidator(_a_name)]
+"""The name of a metric the trials report: ``searcher.metric``, ``time_metric``."""
 
 OptunaSearcherName = Literal["tpe", "cmaes", "qmc", "gp", "nsga2"]
 """The Optuna samplers that are also searchers of their own (:class:`OptunaConfig`)."""
