@@ -83,7 +83,7 @@ def size_problems(cfg: ExperimentConfig, max_grid_points: int | None) -> list[Er
                 )
             )
             return problems
-        planned = points
+        planned = points if sc.max_trials is None else min(points, sc.max_trials)
     length = sc.plan().length
     if isinstance(sc, HyperbandConfig) and length is not None:
         problems += _hyperband_problems(length, sc.divisor)

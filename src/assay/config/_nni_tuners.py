@@ -97,9 +97,10 @@ def map_tuner(
         population = args.get("populationsize", 32)
         out.searcher = {**base, "name": "evolution", "population_size": population, **trials}
     elif key == "gridsearch":
-        out.searcher = {**base, "name": "grid", "max_concurrent_trials": concurrency}
+        # NNI ends the experiment after maxTrialNumber trials, whatever the tuner.
+        out.searcher = {**base, "name": "grid", **trials}
     elif key == "batchtuner":
-        out.searcher = {**base, "name": "batch", "max_concurrent_trials": concurrency}
+        out.searcher = {**base, "name": "batch", **trials}
         out.searcher["points"] = _batch_points(space, where, out.problems)
     elif key in ("hyperband", "bohb"):
         length = args.get("r", 60) if key == "hyperband" else args.get("maxbudget", 3)

@@ -173,9 +173,12 @@ class RandomConfig(_EarlyStopping):
 
 
 class GridConfig(_Searcher):
-    """One trial per point of the grid (every int/double/log hyperparameter needs ``count``)."""
+    """One trial per point of the grid (every int/double/log hyperparameter needs ``count``),
+    in order; with ``max_trials``, only that many of its first points (NNI's ``maxTrialNumber``
+    with GridSearch)."""
 
     name: Literal["grid"]
+    max_trials: Trials | None = None
     max_concurrent_trials: AtOnce = 16
     max_length: Length | None = None
 
@@ -282,10 +285,12 @@ class EvolutionConfig(_EarlyStopping):
 class BatchConfig(_EarlyStopping):
     """NNI's BatchTuner: one trial per entry of ``points``, in order. A point gives the trial's
     hyperparameters as they are, over the values drawn from ``hyperparameters`` (usually
-    constants), a nested map merged key by key."""
+    constants), a nested map merged key by key. With ``max_trials``, only that many of the
+    first points (NNI's ``maxTrialNumber``)."""
 
     name: Literal["batch"]
     points: Annotated[list[dict[str, Any]], Field(min_length=1, max_length=MAX_TRIALS)]
+    max_trials: Trials | None = None
     max_concurrent_trials: AtOnce = 16
     max_length: Length | None = None
 

@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay import rest
-from assay.config import ExperimentConfig, GridConfig, grid_points, load_experiment_config
+from assay.config import (
+    BatchConfig,
+    ExperimentConfig,
+    GridConfig,
+    grid_points,
+    load_experiment_config,
+)
 from assay.db import Session, experiments, searcher_events, trials
 from assay.master._importance import ImportanceAnswer, importances
 from assay.master._orchestrator import Orchestrator
@@ -135,7 +141,10 @@ class Analysis:
 def _max_trials(config: ExperimentConfig) -> int | None:
     sc = config.searcher
     if isinstance(sc, GridConfig):
-        return grid_points(dict(config.hyperparameters))
+        points = grid_points(dict(config.hyperparameters))
+        return points if sc.max_trials is None else min(points, sc.max_trials)
+    if isinstance(sc, BatchConfig):
+        return len(sc.points) if sc.max_trials is None else min(len(sc.points), sc.max_trials)
     planned = getattr(sc, "max_trials", None)
     return planned if isinstance(planned, int) else None
 

@@ -223,18 +223,20 @@ class SingleSearch(RandomSearch):
 
 
 class _PointSearch(_PoolSearch):
-    """One trial per point of a list fixed when the search is built, in order."""
+    """One trial per point of a list fixed when the search is built, in order; with
+    ``max_trials``, only that many of the first points."""
 
     def __init__(
         self,
         points: list[dict[str, Any]],
         *,
+        max_trials: int | None = None,
         max_length: int | None,
         max_concurrent: int,
         rng: random.Random,
         source_checkpoint: str | None = None,
     ) -> None:
-        self.points = points
+        self.points = points if max_trials is None else points[:max_trials]
         super().__init__(
             max_trials=len(points),
             max_length=max_length,
@@ -269,6 +271,7 @@ class GridSearch(_PointSearch):
         self,
         space: dict[str, Any],
         *,
+        max_trials: int | None = None,
         max_length: int | None,
         max_concurrent: int,
         rng: random.Random,
@@ -276,6 +279,7 @@ class GridSearch(_PointSearch):
     ) -> None:
         super().__init__(
             grid(space),
+            max_trials=max_trials,
             max_length=max_length,
             max_concurrent=max_concurrent,
             rng=rng,
@@ -305,6 +309,7 @@ class BatchSearch(_PointSearch):
         space: dict[str, Any],
         points: list[dict[str, Any]],
         *,
+        max_trials: int | None = None,
         max_length: int | None,
         max_concurrent: int,
         rng: random.Random,
@@ -313,6 +318,7 @@ class BatchSearch(_PointSearch):
         self.space = space
         super().__init__(
             [dict(p) for p in points],
+            max_trials=max_trials,
             max_length=max_length,
             max_concurrent=max_concurrent,
             rng=rng,

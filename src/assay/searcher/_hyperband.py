@@ -4,7 +4,8 @@ With ``R = max_length`` and ``eta = divisor``: ``s_max = floor(log_eta(R))``; br
 ``s = s_max .. 0`` starts ``n = ceil((s_max+1)/(s+1) * eta**s)`` trials and runs successive
 halving over ``s+1`` rungs of ``max(floor(R / eta**(s-i)), 1)`` units, keeping the best
 ``floor(n_i / eta)`` at each rung. ``max_trials``, when given, rescales the bracket sizes to
-sum to it (Determined-style configs), at least one trial a bracket.
+sum to it (Determined-style configs), at least one trial a bracket while there are more trials
+than brackets; with fewer, only the most aggressive ``max_trials`` brackets run, one trial each.
 
 Searcher-driven brackets are synchronous (:class:`SuccessiveHalving`: a rung is decided when all
 its trials reported); code-driven ones cannot pause trials, so each bracket is an
@@ -60,7 +61,15 @@ def hyperband_brackets(
         total = sum(b.trials for b in brackets)
         sizes = [max(int(b.trials * max_trials / total), 1) for b in brackets]
         sizes[0] += max(max_trials - sum(sizes), 0)
-        brackets = [Bracket(n, b.lengths) for n, b in zip(sizes, brackets, strict=True)]
+        # One trial a bracket is more than max_trials when there are fewer trials than
+        # brackets: the most aggressive brackets (those NNI starts first) keep theirs, and
+        # the others are left out, so the search never creates more than max_trials.
+        excess = sum(sizes) - max_trials
+        for i in reversed(range(len(sizes))):
+            cut = min(excess, sizes[i])
+            sizes[i] -= cut
+            excess -= cut
+        brackets = [Bracket(n, b.lengths) for n, b in zip(sizes, brackets, strict=True) if n > 0]
     return brackets
 
 

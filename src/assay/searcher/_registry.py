@@ -102,6 +102,7 @@ def _random(sc: RandomConfig, given: BuildInputs) -> SearchMethod:
 def _grid(sc: GridConfig, given: BuildInputs) -> SearchMethod:
     return GridSearch(
         given.space,
+        max_trials=sc.max_trials,
         max_length=given.plan.length,
         max_concurrent=sc.max_concurrent_trials,
         rng=given.rng,
@@ -158,6 +159,7 @@ def _batch(sc: BatchConfig, given: BuildInputs) -> SearchMethod:
     return BatchSearch(
         given.space,
         list(sc.points),
+        max_trials=sc.max_trials,
         max_length=given.plan.length,
         max_concurrent=sc.max_concurrent_trials,
         rng=given.rng,

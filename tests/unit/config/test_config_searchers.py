@@ -180,7 +180,8 @@ def test_early_stopping_is_refused_where_it_does_not_apply() -> None:
     problems = _problems({"name": "grid", "metric": "l", "early_stopping": {"name": "medianstop"}})
     assert problems == [
         "searcher.early_stopping: unknown key; valid keys are: max_concurrent_trials, "
-        "max_length, metric, name, smaller_is_better, source_checkpoint_uuid, source_trial_id"
+        "max_length, max_trials, metric, name, smaller_is_better, source_checkpoint_uuid, "
+        "source_trial_id"
     ]
 
 
