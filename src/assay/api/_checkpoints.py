@@ -1,7 +1,8 @@
 """``/api/v1/checkpoints/{uuid}``: describe a checkpoint, download its files, delete it.
 
 Reads are open to signed-in users and to trial processes (by their allocation's token: a
-harness on a machine where the storage is not mounted downloads through here); deleting is
+harness on a machine where the storage is not mounted downloads through here), a trial's token
+reaching only its own experiment's checkpoints and the one it starts from; deleting is
 for the owner of the checkpoint's experiment or an admin. Trial processes report checkpoints
 through ``POST /api/v1/checkpoints`` (see the harness routes).
 """
@@ -15,7 +16,7 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import StreamingResponse
 
 from assay import rest
-from assay.api._deps import USER_OR_TRIAL, ActorDep, MasterDep
+from assay.api._deps import ActorDep, MasterDep, ReaderDep
 from assay.errors import Conflict
 from assay.protocol import CheckpointState
 
@@ -35,21 +36,32 @@ _FILES = {
 }
 
 
-@router.get("/{uuid}", dependencies=USER_OR_TRIAL)
-async def get_checkpoint(uuid: CheckpointUuid, master: MasterDep) -> rest.Checkpoint:
+@router.get(
+    "/{uuid}",
+    responses={403: {"description": "A trial's token, for another experiment's checkpoint."}},
+)
+async def get_checkpoint(
+    uuid: CheckpointUuid, master: MasterDep, reader: ReaderDep
+) -> rest.Checkpoint:
     """A checkpoint: its trial and experiment, step, metadata, files with their sizes, state."""
-    return await master.reads.checkpoint(uuid)
+    return await master.checkpoints.describe(reader, uuid)
 
 
 @router.get(
     "/{uuid}/files",
-    dependencies=USER_OR_TRIAL,
     response_class=StreamingResponse,
-    responses={200: _FILES},
+    responses={
+        200: _FILES,
+        403: {
+            "description": "A trial's token, for another experiment's checkpoint; or storage "
+            "or a file the master does not reach."
+        },
+    },
 )
 async def get_files(
     uuid: CheckpointUuid,
     master: MasterDep,
+    reader: ReaderDep,
     path: Annotated[
         str | None,
         Query(
@@ -62,7 +74,7 @@ async def get_files(
 ) -> StreamingResponse:
     """The checkpoint's files, streamed from its storage as they are read: a tar of every
     file, directory and link (links are sent as links, never followed), or one file."""
-    found = await master.checkpoints.files(uuid, path)
+    found = await master.checkpoints.files(reader, uuid, path)
     quoted = urllib.parse.quote(found.filename)
     headers = {"Content-Disposition": f"attachment; filename*=UTF-8''{quoted}"}
     if found.single:

@@ -11,7 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from assay import rest
 from assay.errors import Unauthorized
-from assay.master import Actor, Master
+from assay.master import Actor, Caller, Master
 
 
 def get_master(request: Request) -> Master:
@@ -42,12 +42,13 @@ async def current_user(master: MasterDep, credentials: Credentials) -> Actor:
     return await master.users.authenticate(credentials.credentials if credentials else None)
 
 
-async def user_or_trial(master: MasterDep, token: TokenDep) -> None:
-    """Let in a signed-in user or a trial process (by its allocation's token), else 401."""
+async def reader(master: MasterDep, token: TokenDep) -> Actor | Caller:
+    """A signed-in user, or a trial process by its allocation's token (whose reads the master
+    scopes to its own trial and experiment); else 401."""
     try:
-        await master.harness.caller(token)
+        return await master.harness.caller(token)
     except Unauthorized:
-        await master.users.authenticate(token)
+        return await master.users.authenticate(token)
 
 
 SESSION_COOKIE = "assay_session"
@@ -79,7 +80,7 @@ async def stream_user(
 
 
 ActorDep = Annotated[Actor, Depends(current_user)]
-USER_OR_TRIAL = [Depends(user_or_trial)]
+ReaderDep = Annotated[Actor | Caller, Depends(reader)]
 """For routes that both users and trial processes read."""
 SIGNED_IN = [Depends(current_user)]
 """For a router whose every route needs a signed-in user."""

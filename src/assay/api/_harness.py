@@ -10,7 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 
 from assay import rest
-from assay.api._deps import USER_OR_TRIAL, ExperimentId, MasterDep, TokenDep, TrialId
+from assay.api._deps import ExperimentId, MasterDep, ReaderDep, TokenDep, TrialId
 from assay.errors import Unauthorized
 from assay.master import Caller
 
@@ -88,6 +88,13 @@ async def report_checkpoint(
     return await master.harness.report_checkpoint(caller, body.to_protocol())
 
 
-@router.get("/experiments/{experiment_id}/searcher/best_validation", dependencies=USER_OR_TRIAL)
-async def best_validation(experiment_id: ExperimentId, master: MasterDep) -> rest.BestValidation:
-    return await master.reads.best_validation(experiment_id)
+@router.get(
+    "/experiments/{experiment_id}/searcher/best_validation",
+    responses={403: {"description": "A trial's token, for another experiment."}},
+)
+async def best_validation(
+    experiment_id: ExperimentId, master: MasterDep, reader: ReaderDep
+) -> rest.BestValidation:
+    """The best searcher metric any trial of the experiment has reported (a trial's token:
+    its own experiment only)."""
+    return await master.reads.best_validation(reader, experiment_id)

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from assay.errors import AssayError, InvalidRequest, NotFound
-from assay.storage import StorageManager, storage_from_config
+from assay.errors import AssayError, Forbidden, InvalidRequest, NotFound
+from assay.master._storage_access import StorageAccess
+from assay.storage import StorageManager
 
 CHUNK = 1024 * 1024
 """How much of a file one piece of the stream carries."""
@@ -81,28 +82,58 @@ def select(uuid: str, listing: Mapping[str, int], path: str | None) -> Selection
     )
 
 
+def open_inside(root: Path, name: str) -> int:
+    """A descriptor of the regular file ``name`` under ``root``, opened one component at a
+    time without following a link anywhere on the way: a directory of the checkpoint swapped
+    for a link after it was listed (trial code may still be writing shared storage) cannot
+    lead the master's read outside the checkpoint's own directory."""
+    *dirs, last = PurePosixPath(name).parts
+    nofollow = os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | nofollow)
+    try:
+        for part in dirs:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | nofollow, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        leaf = os.open(last, os.O_RDONLY | nofollow, dir_fd=fd)
+    finally:
+        os.close(fd)
+    if not stat.S_ISREG(os.fstat(leaf).st_mode):
+        os.close(leaf)
+        raise AssayError(f"{name} is no longer a regular file of the checkpoint")
+    return leaf
+
+
 def _total(listing: Mapping[str, int], names: tuple[str, ...]) -> int:
     return sum(listing[n] for n in names if not n.endswith("/"))
 
 
-def open_storage(config: Mapping[str, Any], uuid: str) -> tuple[StorageManager, dict[str, int]]:
+def open_storage(
+    access: StorageAccess, config: Mapping[str, Any], uuid: str
+) -> tuple[StorageManager, dict[str, int]]:
     """The storage holding checkpoint ``uuid`` and the checkpoint's listing there
-    (:class:`NotFound`, naming the storage, when it is not there)."""
-    storage = storage_from_config(dict(config))
+    (:class:`NotFound`, naming the storage, when it is not there), within the bounds
+    ``access`` sets (:class:`~assay.errors.Forbidden` beyond them)."""
+    access.checkpoint(uuid)
+    storage = access.manager(config)
     return storage, storage.list_files(uuid)
 
 
-def stream(storage: StorageManager, selection: Selection) -> Iterator[bytes]:
+Secrets = frozenset[tuple[int, int]]
+"""(device, inode) of files never sent, whatever leads to them (the master's own)."""
+
+
+def stream(storage: StorageManager, selection: Selection, secrets: Secrets) -> Iterator[bytes]:
     """The bytes of ``selection``: the file's content, or a tar (POSIX pax) of its names."""
     with storage.restore_path(selection.uuid) as root:
         if selection.single:
             (name,) = selection.names
-            yield from _content(root, name, selection.size)
+            yield from _content(root, name, selection.size, secrets)
         else:
-            yield from tar_stream(root, selection.names)
+            yield from tar_stream(root, selection.names, secrets)
 
 
-def tar_stream(root: Path, names: tuple[str, ...]) -> Iterator[bytes]:
+def tar_stream(root: Path, names: tuple[str, ...], secrets: Secrets) -> Iterator[bytes]:
     """A tar of ``names`` under ``root``, made a member at a time."""
     for name in names:
         path = root / name.rstrip("/")
@@ -120,15 +151,18 @@ def tar_stream(root: Path, names: tuple[str, ...]) -> Iterator[bytes]:
             continue  # a fifo or socket left in a checkpoint holds nothing to send
         yield info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
         if info.isreg():
-            yield from _content(root, name, info.size)
+            yield from _content(root, name, info.size, secrets)
             if info.size % _BLOCK:
                 yield b"\0" * (_BLOCK - info.size % _BLOCK)
     yield b"\0" * (2 * _BLOCK)
 
 
-def _content(root: Path, name: str, size: int) -> Iterator[bytes]:
-    path = PurePosixPath(name)
-    fd = os.open(root / path, os.O_RDONLY | os.O_NOFOLLOW)
+def _content(root: Path, name: str, size: int, secrets: Secrets) -> Iterator[bytes]:
+    fd = open_inside(root, name)
+    st = os.fstat(fd)
+    if (st.st_dev, st.st_ino) in secrets:
+        os.close(fd)
+        raise Forbidden(f"{name} is one of the master's own files (linked in); it is not sent")
     with os.fdopen(fd, "rb") as f:
         left = size
         while left:

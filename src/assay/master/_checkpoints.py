@@ -21,16 +21,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay import rest
-from assay.db import Checkpoint, Session, checkpoints, experiments
-from assay.errors import AssayError, Conflict, InvalidRequest, NotFound
+from assay.db import Checkpoint, Session, checkpoints, experiments, trials
+from assay.errors import AssayError, Conflict, Forbidden, InvalidRequest, NotFound
 from assay.master import _checkpoint_files as files
 from assay.master import _gc_demand as gc_demand
 from assay.master import _views as views
+from assay.master._harness import Caller
 from assay.master._orchestrator import Orchestrator
 from assay.master._registry import refuse_registered
 from assay.master._tx import Tx
 from assay.master._users import Actor
 from assay.protocol import CheckpointState
+from assay.storage import StorageManager
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,37 @@ class _Group:
     before: dict[str, str]
 
 
-def _readable(session: Session, uuid: str) -> tuple[Checkpoint, dict[str, Any]]:
+Reader = Actor | Caller
+"""Who reads a checkpoint: a signed-in user (who may read every one), or a trial process by
+its allocation's token (scoped to what its trial may load)."""
+
+
+def require_readable(session: Session, reader: Reader, row: Checkpoint) -> None:
+    """Raise :class:`Forbidden` unless ``reader`` may read checkpoint ``row``. A trial's token
+    reads its own experiment's checkpoints and those its experiment starts from
+    (``searcher.source_checkpoint_uuid``, ``source_trial_id``, a continued trial's source),
+    nothing of other experiments (docs/security.md)."""
+    if isinstance(reader, Actor):
+        return
+    trial = trials.require(session, reader.trial_id)
+    if row.experiment_id == trial.experiment_id or row.uuid == trial.source_checkpoint:
+        return
+    exp = experiments.require(session, trial.experiment_id)
+    searcher = exp.config.get("searcher") or {}
+    if row.uuid == searcher.get("source_checkpoint_uuid"):
+        return
+    if row.trial_id is not None and row.trial_id == searcher.get("source_trial_id"):
+        return
+    raise Forbidden(
+        f"checkpoint {row.uuid} belongs to experiment {row.experiment_id}; trial "
+        f"{trial.id}'s token reads only its own experiment's checkpoints and the one it "
+        "starts from (searcher.source_checkpoint_uuid or source_trial_id)"
+    )
+
+
+def _readable(session: Session, reader: Reader, uuid: str) -> tuple[Checkpoint, dict[str, Any]]:
     row = checkpoints.require(session, uuid)
+    require_readable(session, reader, row)
     state = CheckpointState(row.state)
     if state in (CheckpointState.DELETED, CheckpointState.DELETING):
         raise Conflict(f"checkpoint {uuid} is {state}: its files are gone or going")
@@ -65,26 +96,39 @@ class CheckpointService:
     def __init__(self, core: Orchestrator) -> None:
         self.core = core
 
-    async def files(self, uuid: str, path: str | None) -> CheckpointFiles:
+    async def describe(self, reader: Reader, uuid: str) -> rest.Checkpoint:
+        """A checkpoint, for a reader who may read it (see :func:`require_readable`)."""
+
+        def read(session: Session) -> rest.Checkpoint:
+            row = checkpoints.require(session, uuid)
+            require_readable(session, reader, row)
+            (shown,) = views.checkpoints_held(session, [row])
+            return shown
+
+        return await self.core.read(read)
+
+    async def files(self, reader: Reader, uuid: str, path: str | None) -> CheckpointFiles:
         """The checkpoint's files (or the one file or directory ``path`` names), checked
-        before anything is sent: a bad path is a 400 and a missing one a 404."""
+        before anything is sent: a bad path is a 400, a missing one a 404, and one beyond
+        what the master may reach (:class:`StorageAccess`) a 403."""
         if path is not None:
             files.member_path(path)  # a bad path is refused before anything is looked up
-        _, storage_config = await self.core.read(lambda s: _readable(s, uuid))
+        _, storage_config = await self.core.read(lambda s: _readable(s, reader, uuid))
+        access = self.core.storage
 
         def prepare() -> CheckpointFiles:
             try:
-                storage, listing = files.open_storage(storage_config, uuid)
+                storage, listing = files.open_storage(access, storage_config, uuid)
             except OSError as exc:
                 raise AssayError(
                     f"the master could not read checkpoint {uuid} from its storage: {exc}"
                 ) from None
             selection = files.select(uuid, listing, path)
-            if selection.single:
-                _require_regular(storage, selection)
+            secrets = access.secrets()
+            _refuse_secrets(storage, selection, secrets)
             name = selection.names[0] if selection.single else f"{uuid}.tar"
             return CheckpointFiles(
-                files.stream(storage, selection),
+                files.stream(storage, selection, secrets),
                 selection.single,
                 os.path.basename(name),
                 selection.size,
@@ -111,15 +155,24 @@ class CheckpointService:
         return rest.CheckpointsDeleted(checkpoints=await self.core.read(read), failed=failed)
 
 
-def _require_regular(storage: Any, selection: files.Selection) -> None:
-    (name,) = selection.names
+def _refuse_secrets(
+    storage: StorageManager, selection: files.Selection, secrets: files.Secrets
+) -> None:
+    """Before anything is sent: one file asked for must be a file (links are not followed),
+    and no file to send may be one of the master's own (hard-linked into the checkpoint)."""
     with storage.restore_path(selection.uuid) as root:
-        mode = os.lstat(root / name).st_mode
-    if not stat.S_ISREG(mode):
-        raise InvalidRequest(
-            f"{name} in checkpoint {selection.uuid} is a link, not a file; links are not "
-            "followed: download the checkpoint (leave path out) to get it as a link"
-        )
+        for name in selection.names:
+            st = os.lstat(root / name)
+            if selection.single and not stat.S_ISREG(st.st_mode):
+                raise InvalidRequest(
+                    f"{name} in checkpoint {selection.uuid} is a link, not a file; links are "
+                    "not followed: download the checkpoint (leave path out) to get it as a link"
+                )
+            if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) in secrets:
+                raise Forbidden(
+                    f"{name} in checkpoint {selection.uuid} is one of the master's own files "
+                    "(linked into the checkpoint); the master does not send it"
+                )
 
 
 def _plan(tx: Tx, actor: Actor, uuids: list[str], dry_run: bool) -> list[_Group]:

@@ -28,11 +28,12 @@ from assay.errors import Conflict, Forbidden, InvalidRequest, one_line
 from assay.master._gc import Removal, remove_files, settle_removal
 from assay.master._orchestrator import Orchestrator
 from assay.master._registry import refuse_registered
+from assay.master._storage_access import StorageAccess
 from assay.master._submit import Submission
 from assay.master._tx import Tx
 from assay.master._users import Actor
 from assay.protocol import CheckpointState, ExperimentState, TrialState
-from assay.storage import TENSORBOARD_PREFIX, FileStore, storage_from_config
+from assay.storage import TENSORBOARD_PREFIX, FileStore
 
 log = logging.getLogger(__name__)
 
@@ -215,19 +216,19 @@ def _refuse_if_used(session: Session, experiment_id: int, uuids: set[str]) -> No
             )
 
 
-def delete_files(plan: DeletionPlan, experiment_id: int) -> Removal:
+def delete_files(access: StorageAccess, plan: DeletionPlan, experiment_id: int) -> Removal:
     """Delete the plan's checkpoints from storage, stopping at the first failure; then, if
     all are gone, the experiment's TensorBoard files. Returns what was removed: ``failed``
     names the first checkpoint (or the TensorBoard files, under ``""``) that could not be."""
-    removal = remove_files(plan.storage, plan.uuids, stop=True)
+    removal = remove_files(access, plan.storage, plan.uuids, stop=True)
     if removal.failed:
         return removal
-    store = storage_from_config(plan.storage) if plan.storage else None
-    if isinstance(store, FileStore):
-        try:
+    try:
+        store = access.manager(plan.storage) if plan.storage else None
+        if isinstance(store, FileStore):
             store.delete_prefix(f"{TENSORBOARD_PREFIX}/{experiment_id}")
-        except Exception as exc:  # any storage's failure: reported, the rows kept
-            removal.failed[""] = one_line(exc)
+    except Exception as exc:  # any storage's failure: reported, the rows kept
+        removal.failed[""] = one_line(exc)
     return removal
 
 
@@ -276,7 +277,7 @@ async def delete_experiment(
         return rest.ExperimentDeleted(
             id=experiment_id, name=plan.name, trials=plan.trials, checkpoints=len(plan.uuids)
         )
-    removal = await asyncio.to_thread(delete_files, plan, experiment_id)
+    removal = await asyncio.to_thread(delete_files, core.storage, plan, experiment_id)
     if removal.failed:
         await core.transact(settle_removal, removal, plan.before)
         _refuse_failed(removal, experiment_id)

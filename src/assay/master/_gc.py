@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.db import Experiment, checkpoints, experiments, metrics, registry
-from assay.errors import PartlyDeleted, one_line
+from assay.errors import AssayError, PartlyDeleted, one_line
+from assay.master._storage_access import StorageAccess
 from assay.master._tx import Transactor, Tx
 from assay.protocol import CheckpointState
-from assay.storage import storage_from_config
 
 log = logging.getLogger(__name__)
 
@@ -138,14 +138,23 @@ class Removal:
 
 
 def remove_files(
-    storage: Mapping[str, Any], uuids: Iterable[str], *, stop: bool = False
+    access: StorageAccess, storage: Mapping[str, Any], uuids: Iterable[str], *, stop: bool = False
 ) -> Removal:
     """Delete each checkpoint from storage, going on past a failure (one bad directory must
-    not keep the rest) unless ``stop``. The one place checkpoint files are deleted."""
-    manager = storage_from_config(dict(storage))
+    not keep the rest) unless ``stop``. The one place checkpoint files are deleted, within the
+    bounds ``access`` sets."""
     out = Removal([], {})
+    try:
+        manager = access.manager(storage)
+    except AssayError as exc:  # a storage the master may not touch: every one is kept
+        for uuid in uuids:
+            out.failed[uuid] = one_line(exc)
+            if stop:
+                break
+        return out
     for uuid in uuids:
         try:
+            access.checkpoint(uuid)
             if manager.exists(uuid):
                 manager.delete(uuid)
             out.gone.append(uuid)
@@ -179,13 +188,13 @@ def settle_removal(tx: Tx, removal: Removal, before: Mapping[str, str]) -> None:
             row.state = state
 
 
-async def collect(master: Transactor, experiment_id: int) -> int:
+async def collect(master: Transactor, access: StorageAccess, experiment_id: int) -> int:
     """Run the experiment's GC policy; returns how many checkpoints were deleted. One whose
     files could not be deleted is kept, ACTIVE, and the reason logged."""
     uuids, storage = await master.transact(pending_deletions, experiment_id)
     if not uuids:
         return 0
-    removal = await asyncio.to_thread(remove_files, storage, uuids)
+    removal = await asyncio.to_thread(remove_files, access, storage, uuids)
     for uuid, reason in removal.failed.items():
         log.warning(
             "experiment %d: could not delete checkpoint %s (%s); it is kept",

@@ -132,7 +132,7 @@ async def delete_marked(
     one's state before that), then mark the rows: files first, rows after, a row whose files
     could not be deleted back as it was. Shared by every way checkpoints are deleted on
     demand."""
-    removal = await asyncio.to_thread(remove_files, storage, list(before))
+    removal = await asyncio.to_thread(remove_files, core.storage, storage, list(before))
     await core.transact(settle_removal, removal, before)
     return removal
 

@@ -50,6 +50,7 @@ from assay.master._pools import ManagedPools
 from assay.master._reads import Reads
 from assay.master._registry import ModelRegistry
 from assay.master._searchers import SearcherCache
+from assay.master._storage_access import StorageAccess
 from assay.master._task_service import TaskService
 from assay.master._tensorboards import TensorBoardService
 from assay.master._users import UserService
@@ -73,7 +74,12 @@ class Master:
         self.assay_home = assay_home
         self.admin_password = admin_password
         """The first admin's password, used only when the database has no users yet."""
-        self.core = Orchestrator(db, SearcherCache(assay_home / "searchers"), clock)
+        self.core = Orchestrator(
+            db,
+            SearcherCache(assay_home / "searchers"),
+            StorageAccess.of(settings, assay_home),
+            clock,
+        )
         self.agents = AgentGateway(self.core, settings)
         self.harness = HarnessService(self.core)
         self.checkpoints = CheckpointService(self.core)
@@ -154,7 +160,7 @@ class Master:
         await self.autoscaler.resume()
         # Finish checkpoint deletions a previous master marked but did not complete.
         for experiment_id in await core.read(checkpoints.experiments_deleting):
-            core.background(gc.collect(core, experiment_id))
+            core.background(gc.collect(core, core.storage, experiment_id))
 
     def begin_shutdown(self) -> None:
         """Answer every long-poll now (with 503, so clients retry against the next master)."""

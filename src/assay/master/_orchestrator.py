@@ -25,6 +25,7 @@ from assay.master._callers import CallerCache
 from assay.master._events import EventHub
 from assay.master._harness import Caller
 from assay.master._searchers import SearcherCache
+from assay.master._storage_access import StorageAccess
 from assay.master._tx import (
     Action,
     AllocationEnded,
@@ -52,10 +53,13 @@ class Orchestrator:
         self,
         db: Database,
         searchers: SearcherCache,
+        storage: StorageAccess,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.db = db
         self.searchers = searchers
+        self.storage = storage
+        """How far into experiments' checkpoint storage the master may reach."""
         self.clock = clock
         self.lock = asyncio.Lock()
         self.hub = AgentHub()
@@ -177,7 +181,7 @@ class Orchestrator:
                 self.callers.forget(action.allocation_id)
             elif isinstance(action, ExperimentEnded):
                 self.searchers.release(action.experiment_id)
-                self.background(gc.collect(self, action.experiment_id))
+                self.background(gc.collect(self, self.storage, action.experiment_id))
                 self.waiters.notify(("experiment", action.experiment_id))
 
     async def wait(self, key: tuple[Any, ...], since: int, timeout: float) -> None:

@@ -30,12 +30,14 @@ from assay.db import (
     notes,
     trials,
 )
-from assay.errors import NotFound
+from assay.errors import Forbidden, NotFound
 from assay.master import _jobs as jobs
 from assay.master import _views as views
 from assay.master._curves import pick, series_of
 from assay.master._events import Message, Scope
+from assay.master._harness import Caller
 from assay.master._orchestrator import Orchestrator
+from assay.master._users import Actor
 from assay.protocol import TrialState
 
 LOG_PAGE = 1000
@@ -368,11 +370,21 @@ class Reads:
 
         return await self.core.read(read)
 
-    async def best_validation(self, experiment_id: int) -> rest.BestValidation:
-        """The best searcher metric any trial of the experiment has reported."""
+    async def best_validation(
+        self, reader: Actor | Caller, experiment_id: int
+    ) -> rest.BestValidation:
+        """The best searcher metric any trial of the experiment has reported. A trial's token
+        reads its own experiment's only (:class:`Forbidden` otherwise)."""
 
         def read(session: Session) -> rest.BestValidation:
             experiments.require(session, experiment_id)
+            if isinstance(reader, Caller):
+                own = trials.require(session, reader.trial_id).experiment_id
+                if own != experiment_id:
+                    raise Forbidden(
+                        f"trial {reader.trial_id}'s token reads only its own experiment "
+                        f"({own}), not experiment {experiment_id}"
+                    )
             best = trials.best_of(session, experiment_id)
             return rest.BestValidation(
                 best_validation=None if best is None else best.best_validation

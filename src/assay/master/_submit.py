@@ -27,6 +27,7 @@ from assay.master._clock import account_state_change
 from assay.master._entrypoint_files import missing_script_problem
 from assay.master._lifecycle import apply_ops
 from assay.master._notes import add_note
+from assay.master._storage_access import StorageAccess
 from assay.master._tx import Tx
 from assay.protocol import ExperimentState
 from assay.storage import LOCAL_STORAGE_TYPES, probe_config_storage, storage_from_config
@@ -162,6 +163,10 @@ def check_config(
         config.checkpoint_storage, settings.checkpoint_storage, assay_home
     )
     config = config.model_copy(update={"checkpoint_storage": storage})
+    beyond = StorageAccess.of(settings, assay_home).problems(storage)
+    if beyond:
+        noun = "problem" if len(beyond) == 1 else "problems"
+        raise InvalidConfig(f"invalid experiment config: {len(beyond)} {noun}", beyond)
     if config.adaptdl is not None:
         _check_adaptdl_storage(config)
     _check_storage(config)

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from assay.protocol._container import CONTAINER_RUNTIMES, Container, Mount, RegistryAuth
     from assay.protocol._frameworks import FRAMEWORKS, importable_frameworks
     from assay.protocol._harness import (
+        CHECKPOINT_UUID_PATTERN,
         TRAINING,
         VALIDATION,
         CheckpointReport,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
         OperationAnswer,
         PreemptionAnswer,
         ProgressReport,
+        check_checkpoint_uuid,
         metric_reports,
     )
     from assay.protocol._info import (
@@ -118,6 +120,8 @@ _MODULE_OF = {
     "TRAINING": "_harness",
     "VALIDATION": "_harness",
     "CheckpointReport": "_harness",
+    "CHECKPOINT_UUID_PATTERN": "_harness",
+    "check_checkpoint_uuid": "_harness",
     "CompletedOperation": "_harness",
     "EarlyExitReport": "_harness",
     "MetricReport": "_harness",
@@ -173,7 +177,9 @@ __all__ = [
     "AdaptDLEnv",
     "AgentMessage",
     "AllocationState",
+    "CHECKPOINT_UUID_PATTERN",
     "CheckpointReport",
+    "check_checkpoint_uuid",
     "CheckpointState",
     "ClusterInfo",
     "CompletedOperation",

@@ -6,11 +6,32 @@ steps_completed; a checkpoint's uuid), so a retried request stores nothing twice
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from assay.errors import InvalidRequest
 from assay.protocol._fields import MISSING, Fields, kind
+
+CHECKPOINT_UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+"""A checkpoint's id: a UUID in its canonical lower-case form, as the harness makes them
+(``uuid.uuid4()``). The id names the checkpoint's directory in storage, which the master reads
+and deletes with its own rights, so no other name is ever registered."""
+
+_CHECKPOINT_UUID = re.compile(CHECKPOINT_UUID_PATTERN)
+
+
+def check_checkpoint_uuid(uuid: object, where: str = "uuid") -> str:
+    """``uuid`` if it is a checkpoint id (:data:`CHECKPOINT_UUID_PATTERN`); else
+    :class:`~assay.errors.InvalidRequest` naming ``where``."""
+    if isinstance(uuid, str) and _CHECKPOINT_UUID.fullmatch(uuid):
+        return uuid
+    shown = repr(uuid) if len(repr(uuid)) <= 80 else f"{repr(uuid)[:77]}..."
+    raise InvalidRequest(
+        f"{where}: {shown} is not a checkpoint id; checkpoint ids are UUIDs in lower case, "
+        "such as 0b5e5b6c-9d5b-4f5e-8a77-2b1f0b0f7a10, made by the harness"
+    )
+
 
 VALIDATION = "validation"
 """The metric group whose reports the searcher sees."""

@@ -54,7 +54,11 @@ class EarlyExitReport(Request):
 
 
 class CheckpointReport(Request):
-    uuid: DbText = Field(min_length=1, max_length=64, description="Its directory in storage.")
+    uuid: str = Field(
+        pattern=protocol.CHECKPOINT_UUID_PATTERN,
+        description="Its id and its directory in storage: a UUID in lower case, as the "
+        "harness makes them.",
+    )
     steps_completed: DbInt
     metadata: dict[str, Any] | None = Field(default=None, description="Anything JSON.")
     resources: dict[str, Annotated[int, Field(ge=0, le=SIZE_MAX)]] | None = Field(

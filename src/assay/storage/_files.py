@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -87,12 +88,32 @@ def check_key(key: str) -> str:
 
 
 class LocalFiles:
-    """:class:`FileStore` on a directory of a local or shared file system (``base``)."""
+    """:class:`FileStore` on a directory of a local or shared file system (``base``).
+
+    A key is reached only through real directories under ``base``: a link on its way (trial
+    code writes this storage) is refused, so a reader or deleter with other rights than the
+    writer's is never led outside ``base``."""
 
     base: Path
 
+    def _path(self, key: str) -> Path:
+        path = self.base
+        parts = check_key(key).split("/")
+        for i, part in enumerate(parts):
+            path = path / part
+            try:
+                mode = os.lstat(path).st_mode
+            except FileNotFoundError:
+                break  # nothing further exists to lead anywhere
+            if stat.S_ISLNK(mode) or (i < len(parts) - 1 and not stat.S_ISDIR(mode)):
+                raise InvalidRequest(
+                    f"storage key {key!r} leads through {path}, which is a link or not a "
+                    "directory; keys are reached only through directories of the storage"
+                )
+        return self.base.joinpath(*parts)
+
     def put_file(self, src: Path, key: str, *, append_from: int = 0) -> None:
-        dst = self.base / check_key(key)
+        dst = self._path(key)
         dst.parent.mkdir(parents=True, exist_ok=True)
         held = dst.stat().st_size if dst.is_file() else -1
         if append_from > 0 and held == append_from:
@@ -113,7 +134,7 @@ class LocalFiles:
             raise
 
     def list_keys(self, prefix: str) -> dict[str, int]:
-        root = self.base / check_key(prefix)
+        root = self._path(prefix)
         if not root.is_dir():
             return {}
         found = {}
@@ -128,14 +149,14 @@ class LocalFiles:
 
     def get_file(self, key: str, dst: Path, size: int) -> None:
         dst.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(self.base / check_key(key), dst)
+        shutil.copyfile(self._path(key), dst, follow_symlinks=False)
 
     def delete_prefix(self, prefix: str) -> None:
-        root = self.base / check_key(prefix)
+        root = self._path(prefix)
         if root.is_dir():
             shutil.rmtree(root)
         elif root.exists():
             root.unlink()
 
     def local_path(self, key: str) -> Path | None:
-        return self.base / check_key(key)
+        return self._path(key)

@@ -6,6 +6,7 @@ import errno
 import os
 import secrets
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -93,13 +94,26 @@ class SharedFSStorage(LocalFiles):
         return list_directory(self._existing(uuid))
 
     def exists(self, uuid: str) -> bool:
-        return (self.base / check_uuid(uuid)).is_dir()
+        # A link in a checkpoint's place is there (and refused by every other method).
+        return os.path.lexists(self.base / check_uuid(uuid))
 
     # -- internals --------------------------------------------------------------------------
 
     def _existing(self, uuid: str) -> Path:
+        """The checkpoint's own directory. A link in its place (trial code writes this
+        storage) is never followed: it would lead whoever reads or deletes the checkpoint,
+        with their own rights, wherever it points."""
         path = self.base / check_uuid(uuid)
-        if not path.is_dir():
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            raise self._not_found(uuid) from None
+        if stat.S_ISLNK(mode):
+            raise Conflict(
+                f"checkpoint {uuid} in {self.kind} storage at {self.base} is a link, not a "
+                "directory of its own; links there are never followed"
+            )
+        if not stat.S_ISDIR(mode):
             raise self._not_found(uuid)
         return path
 

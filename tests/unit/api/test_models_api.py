@@ -43,7 +43,8 @@ def _tokens(master: Master) -> dict[str, str]:
 
 def test_the_model_routes_answer_each_caller_as_the_rules_say(tmp_path: Path) -> None:
     db = Database(sqlite_url(tmp_path / "assay.db"))
-    master = Master(MasterConfig(), db, tmp_path / "home")
+    allowed = {"host_paths": [tmp_path]}  # its checkpoints lie in the test's own directory
+    master = Master(MasterConfig(allowed_checkpoint_storage=allowed), db, tmp_path / "home")
     (tmp_path / "ctx").mkdir()
     (tmp_path / "ctx" / "train.py").write_text("print('hi')\n")
     exp_id, _, uuids = _experiment(master, pack_context(tmp_path / "ctx").data, tmp_path / "ck")

@@ -19,7 +19,9 @@ ADMIN = Actor(user_id=1, username="admin", admin=True, token_id=1)
 @pytest.fixture
 def master(db_url: str, tmp_path: Path) -> Iterator[Master]:
     db = Database(db_url)
-    m = Master(MasterConfig(), db, tmp_path / "home")
+    # Experiments of these tests keep checkpoints in directories of the test's own.
+    allowed = {"host_paths": [tmp_path]}
+    m = Master(MasterConfig(allowed_checkpoint_storage=allowed), db, tmp_path / "home")
     m.core.cluster_id = "test"
     yield m
     db.dispose()

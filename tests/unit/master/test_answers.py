@@ -186,7 +186,7 @@ def test_reads_serve_trials_with_their_runs_metrics_logs_and_agents(
     ).metrics
     assert [m.metrics for m in metrics] == [{"loss": 0.25}]
     assert [x.line for x in run(master.reads.logs(caller.trial_id)).logs] == ["hello"]
-    assert run(master.reads.best_validation(exp_id)).best_validation == 0.25
+    assert run(master.reads.best_validation(caller, exp_id)).best_validation == 0.25
     page = run(master.reads.experiments(states=["ACTIVE"]))
     assert ([e.id for e in page.experiments], page.pagination.total) == ([exp_id], 1)
     (a1,) = run(master.reads.agents()).agents

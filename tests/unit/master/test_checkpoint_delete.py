@@ -39,7 +39,7 @@ def test_a_running_trials_latest_checkpoint_is_refused_and_nothing_is_deleted(
     assert [c.state for c in done.checkpoints] == [CheckpointState.DELETED] * 2
     assert not (store / uuids[0]).exists() and (store / uuids[2]).exists()
     with pytest.raises(Conflict, match="DELETED"):
-        run(master.checkpoints.files(uuids[0], None))
+        run(master.checkpoints.files(ADMIN, uuids[0], None))
 
 
 def test_files_stream_a_tar_of_what_was_stored_and_refuse_paths_out(
@@ -51,7 +51,7 @@ def test_files_stream_a_tar_of_what_was_stored_and_refuse_paths_out(
     (store / uuids[0] / "sub" / "big.bin").write_bytes(bytes(range(256)) * 5000)
     (store / uuids[0] / "link").symlink_to("/etc/passwd")
 
-    found = run(master.checkpoints.files(uuids[0], None))
+    found = run(master.checkpoints.files(ADMIN, uuids[0], None))
     with tarfile.open(fileobj=io.BytesIO(b"".join(found.chunks)), mode="r:") as tar:
         members = {m.name: m for m in tar.getmembers()}
         assert sorted(members) == ["link", "sub", "sub/big.bin", "weights"]
@@ -60,13 +60,13 @@ def test_files_stream_a_tar_of_what_was_stored_and_refuse_paths_out(
         # Sent as a link, never followed: the master's files stay its own.
         assert members["link"].issym() and members["link"].linkname == "/etc/passwd"
 
-    one = run(master.checkpoints.files(uuids[0], "sub/big.bin"))
+    one = run(master.checkpoints.files(ADMIN, uuids[0], "sub/big.bin"))
     assert one.single and one.size == 1_280_000 and len(b"".join(one.chunks)) == one.size
     for bad in ("../ck-20/weights", "/etc/passwd", "sub/../../x"):
         with pytest.raises(InvalidRequest):
-            run(master.checkpoints.files(uuids[0], bad))
+            run(master.checkpoints.files(ADMIN, uuids[0], bad))
     with pytest.raises(NotFound, match="no file or directory 'missing'"):
-        run(master.checkpoints.files(uuids[0], "missing"))
+        run(master.checkpoints.files(ADMIN, uuids[0], "missing"))
 
 
 def test_a_dry_run_refuses_as_the_deletion_would_and_otherwise_changes_nothing(

@@ -40,12 +40,15 @@ def _end(master: Master, exp_id: int) -> None:
             t.state = "COMPLETED"
 
 
+CK = "0b5e5b6c-9d5b-4f5e-8a77-2b1f0b0f7a10"
+
+
 def test_checkpoint_delete_with_s3_down_keeps_it_active_and_says_why_on_one_line(
     master: Master, context: bytes
 ) -> None:
     with s3_server() as server:
         server.create_bucket("ckpts")
-        server.client().put_object(Bucket="ckpts", Key="ck/weights", Body=b"w")
+        server.client().put_object(Bucket="ckpts", Key=f"{CK}/weights", Body=b"w")
         text = yaml.safe_dump(
             {
                 "entrypoint": "python3 train.py",
@@ -57,7 +60,7 @@ def test_checkpoint_delete_with_s3_down_keeps_it_active_and_says_why_on_one_line
         with master.db.session() as s, s.begin():
             checkpoints.create(
                 s,
-                uuid="ck",
+                uuid=CK,
                 trial_id=trials.of_experiment(s, exp_id)[0].id,
                 experiment_id=exp_id,
                 allocation_id="a",
@@ -68,12 +71,12 @@ def test_checkpoint_delete_with_s3_down_keeps_it_active_and_says_why_on_one_line
                 reported_at=1.0,
             )
     # The server is stopped now: storage is unreachable.
-    done = run(master.checkpoints.delete(ADMIN, ["ck"]))
-    assert done.checkpoints == [] and list(done.failed) == ["ck"]
-    reason = done.failed["ck"]
+    done = run(master.checkpoints.delete(ADMIN, [CK]))
+    assert done.checkpoints == [] and list(done.failed) == [CK]
+    reason = done.failed[CK]
     assert "not reachable" in reason and "\n" not in reason
     assert reason.count("not reachable") == 1
-    assert _states(master, exp_id) == {"ck": CheckpointState.ACTIVE}
+    assert _states(master, exp_id) == {CK: CheckpointState.ACTIVE}
 
 
 def test_experiment_delete_that_fails_puts_back_the_checkpoints_it_did_not_delete(
@@ -97,7 +100,7 @@ def test_experiment_delete_that_fails_puts_back_the_checkpoints_it_did_not_delet
         uuids[1]: CheckpointState.ACTIVE,
         uuids[2]: CheckpointState.ACTIVE,
     }
-    found = run(master.checkpoints.files(uuids[2], "weights"))
+    found = run(master.checkpoints.files(ADMIN, uuids[2], "weights"))
     assert b"".join(found.chunks) == uuids[2].encode()
 
     (store / uuids[1]).unlink()
@@ -117,7 +120,7 @@ def test_the_collection_at_an_experiments_end_keeps_a_checkpoint_it_could_not_de
             row = checkpoints.get(s, uuid)
             assert row is not None
             row.state = CheckpointState.DELETING
-    assert run(gc.collect(master.core, exp_id)) == 1
+    assert run(gc.collect(master.core, master.core.storage, exp_id)) == 1
     assert _states(master, exp_id) == {
         uuids[0]: CheckpointState.ACTIVE,
         uuids[1]: CheckpointState.DELETED,
@@ -147,7 +150,7 @@ def test_a_checkpoint_partly_deleted_stays_deleting_and_the_reason_says_so(
     assert "were deleted before deletion failed" in reason and "stays DELETING" in reason
     assert _states(master, exp_id)[uuids[0]] == CheckpointState.DELETING
     with pytest.raises(Conflict, match="DELETING"):
-        run(master.checkpoints.files(uuids[0], None))
+        run(master.checkpoints.files(ADMIN, uuids[0], None))
     # Deleting again finishes the job.
     again = run(master.checkpoints.delete(ADMIN, [uuids[0]]))
     assert again.failed == {} and not directory.exists()

@@ -27,7 +27,7 @@ def _experiment(master: Master, context: bytes, store: Path) -> tuple[int, int, 
         }
     )
     exp_id = run(master.experiments.create(ADMIN, Submission(text, context))).id
-    uuids = [f"ck-{steps}" for steps in (10, 20, 30)]
+    uuids = [f"00000000-0000-4000-8000-{steps:012d}" for steps in (10, 20, 30)]
     with master.db.session() as s, s.begin():
         trial = trials.of_experiment(s, exp_id)[0]
         for uuid, steps, loss in zip(uuids, (10, 20, 30), (0.5, 0.1, 0.9), strict=True):

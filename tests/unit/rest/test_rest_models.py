@@ -29,14 +29,14 @@ def test_an_error_answer_is_rebuilt_by_the_client_as_the_error_the_master_raised
 
 
 def test_checkpoint_metadata_must_be_an_object() -> None:
-    base = {"uuid": "abc", "steps_completed": 1}
+    base = {"uuid": "0b5e5b6c-9d5b-4f5e-8a77-2b1f0b0f7a10", "steps_completed": 1}
     assert problems(rest.CheckpointReport, {**base, "metadata": [1, 2]}) == ["metadata"]
     assert problems(rest.CheckpointReport, {**base, "metadata": "x"}) == ["metadata"]
     assert rest.CheckpointReport.model_validate({**base, "metadata": None}).metadata is None
 
 
 def test_step_counts_the_database_cannot_hold_are_refused() -> None:
-    base = {"uuid": "abc", "steps_completed": rest.INT_MAX}
+    base = {"uuid": "0b5e5b6c-9d5b-4f5e-8a77-2b1f0b0f7a10", "steps_completed": rest.INT_MAX}
     rest.CheckpointReport.model_validate(base)
     assert problems(rest.CheckpointReport, {**base, "steps_completed": 2**63}) == [
         "steps_completed"
@@ -47,7 +47,7 @@ def test_step_counts_the_database_cannot_hold_are_refused() -> None:
 
 def test_checkpoint_files_adding_up_past_the_size_limit_are_refused() -> None:
     half = rest.SIZE_MAX // 2 + 1
-    body = {"uuid": "abc", "steps_completed": 1, "resources": {"a": half, "b": half}}
+    body = {"uuid": "0b5e5b6c-9d5b-4f5e-8a77-2b1f0b0f7a10", "steps_completed": 1, "resources": {"a": half, "b": half}}
     with pytest.raises(ValidationError, match="resources: the sizes add up to"):
         rest.CheckpointReport.model_validate(body)
 
