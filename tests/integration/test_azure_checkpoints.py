@@ -1,7 +1,8 @@
 """Experiments whose checkpoint_storage is Azure Blob Storage, on a real cluster and Azurite:
 a trial checkpoints to the container and resumes from it after a pause, its checkpoint comes
 back through the master's download, and a storage config that cannot work is refused at
-submission with its reason."""
+submission with its reason. The master contacts only the object stores its admin named, so its
+config lists Azurite's endpoint in storage_endpoints."""
 
 from __future__ import annotations
 
@@ -31,7 +32,10 @@ def azurite() -> Iterator[AzureServer]:
 def cluster(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest, azurite: AzureServer
 ) -> Iterator[Cluster]:
-    c = Cluster(tmp_path_factory.mktemp("azure") / "home")
+    root = tmp_path_factory.mktemp("azure")
+    settings = root / "master.yaml"
+    settings.write_text(f"storage_endpoints: ['{azurite.account_url}']\n")
+    c = Cluster(root / "home", master_config=settings)
     c.start_master()
     c.start_agent("agent-1", slots=1)
     yield from serve(c, request)
@@ -91,4 +95,5 @@ def test_azure_storage_that_cannot_work_is_refused_at_submission_with_its_reason
     assert detail.path == expected
     assert reason in detail.message
     assert "\n" not in detail.message, "one line, without the service's request id and XML"
+    assert detail.message.endswith(("(HTTP 404)", ": HTTP 403")), "none of the service's words"
     assert cluster.client.list_experiments(limit=1000).experiments == before, "nothing created"

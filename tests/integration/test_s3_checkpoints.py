@@ -1,6 +1,8 @@
 """Experiments whose checkpoint_storage is S3, on a real cluster and a real S3-compatible server
 (moto's): trials checkpoint to the bucket, pause and resume from it, GC deletes from it, and a
-storage config that cannot work is refused at submission with its reason."""
+storage config that cannot work is refused at submission with its reason. The master contacts
+only the object stores its admin named, so its config lists the server's endpoint (and the
+dead one) in storage_endpoints (tests/integration/test_storage_endpoints.py shows the rest)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ from tests.s3_server import S3Server, s3_server
 pytestmark = pytest.mark.integration
 
 BUCKET = "experiments"
+DEAD_ENDPOINT = f"http://127.0.0.1:{free_port()}"
+"""An endpoint the admin allows where nothing answers."""
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +35,10 @@ def s3() -> Iterator[S3Server]:
 def cluster(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest, s3: S3Server
 ) -> Iterator[Cluster]:
-    c = Cluster(tmp_path_factory.mktemp("s3") / "home")
+    root = tmp_path_factory.mktemp("s3")
+    settings = root / "master.yaml"
+    settings.write_text(yaml.safe_dump({"storage_endpoints": [s3.endpoint_url, DEAD_ENDPOINT]}))
+    c = Cluster(root / "home", master_config=settings)
     c.start_master()
     c.start_agent("agent-1", slots=1)
     yield from serve(c, request)
@@ -114,7 +121,7 @@ def test_storage_that_cannot_work_is_refused_at_submission_with_its_reason(
         storage = s3.config("no-such-bucket")
         reason = f"s3 bucket 'no-such-bucket' at {s3.endpoint_url} does not exist"
     else:
-        url = f"http://127.0.0.1:{free_port()}"
+        url = DEAD_ENDPOINT
         storage = {**s3.config(BUCKET), "endpoint_url": url}
         reason = f"s3 bucket '{BUCKET}' at {url} is not reachable: "
     before = cluster.client.list_experiments(limit=1000).experiments

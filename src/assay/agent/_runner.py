@@ -55,6 +55,7 @@ from assay.protocol import (
     Slot,
     Start,
     TrialEnv,
+    failure_reason,
 )
 from assay.protocol import trace_mark as mark
 
@@ -139,6 +140,8 @@ class AllocationRunner:
         self.processes: list[tuple[int, Process]] = []
         """(rank, process) of each process started so far."""
         self.killing = False
+        self.failures: dict[int, str] = {}
+        """Each rank's last failure line (``assay.protocol.failure_line``): the exit's reason."""
         self.kill_now = False
         """Killed with SIGKILL at once, without the grace (see :meth:`kill`)."""
         # Held so the event loop's weak reference is not the only one to a running task.
@@ -335,7 +338,11 @@ class AllocationRunner:
         first = failed[1] if failed else 0
         if self.killing:
             return first, "killed"
-        return first, ""
+        if failed is None:
+            return first, ""
+        # What the harness said stopped it (its failure line), the failing rank's first.
+        said = self.failures.get(failed[0]) or next(iter(self.failures.values()), "")
+        return first, said
 
     async def _wait_one(self, rank: int, process: Process) -> int:
         assert process.stdout is not None and process.stderr is not None
@@ -448,6 +455,10 @@ class AllocationRunner:
             tagged = _RANK_TAG.match(line)
             if tagged and int(tagged.group(1)) < self.layout.world_size:
                 rank = int(tagged.group(1))
+        if stream == "stderr":
+            said = failure_reason(line)
+            if said is not None:
+                self.failures[rank] = said
         self._log(stream, line, rank)
 
     def _log(self, stream: str, line: str, rank: int = 0) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -16,8 +17,8 @@ from assay.core._searcher import SearcherContext
 from assay.core._session import MasterSession
 from assay.core._tensorboard import TensorBoardUploader
 from assay.core._train import EarlyExitReason, InvalidHP, TrainContext
-from assay.errors import AssayError
-from assay.protocol import ClusterInfo, TrialEnv
+from assay.errors import AssayError, StorageError, one_line
+from assay.protocol import ClusterInfo, TrialEnv, failure_line
 
 log = logging.getLogger("assay.core")
 
@@ -65,6 +66,10 @@ class Context:
             finally:
                 self.close()
             return True
+        if isinstance(exc, StorageError) and self.info is not None:
+            # The storage is checked here, by the trial (the master does not contact a server
+            # the submitter chose): its problem becomes the trial's message, in one line.
+            print(failure_line(_storage_problem(exc)), file=sys.stderr, flush=True)
         self.close()
         return False
 
@@ -81,6 +86,13 @@ class Context:
             self.distributed.close()
             if self._session is not None:
                 self._session.http.close()
+
+
+def _storage_problem(exc: StorageError) -> str:
+    """What is wrong with the checkpoint storage, naming the config key at fault."""
+    key = exc.details[0].path if exc.details and exc.details[0].path else ""
+    where = f"checkpoint_storage.{key}" if key else "checkpoint_storage"
+    return f"{where}: {one_line(exc)}"
 
 
 def init(

@@ -293,6 +293,7 @@ class AgentGateway:
         """The agent's report of an allocation's exit, its last lines stored first (the pass
         that may follow runs in the same transaction)."""
         is_task = task_life.task_of_allocation(msg.allocation_id) is not None
+        msg = replace(msg, reason=self._masked_reason(tx.session, msg))
         if msg.logs:
             new = (task_life.instance_exit_is_new if is_task else gang.exit_is_new)(
                 tx.session, agent_id, msg.allocation_id
@@ -305,6 +306,21 @@ class AgentGateway:
         gang.agent_exited(tx, agent_id, msg.allocation_id, msg.exit_code, msg.reason)
         # Before the pass that may follow in the same transaction (for the B1 timeline).
         mark("master-exit-recorded", msg.allocation_id)
+
+    def _masked_reason(self, session: Session, msg: Exited) -> str:
+        """The exit's reason with its job's secrets masked: a trial's process may have given
+        it (the harness's failure line), and it becomes the trial's message."""
+        if not msg.reason:
+            return msg.reason
+        task_id = task_life.task_of_allocation(msg.allocation_id)
+        if task_id is not None:
+            said = LogEntry(allocation_id=msg.allocation_id, trial_id=0, line=msg.reason)
+            return self.masker.masked_for_task(session, task_id, [said])[0].line
+        alloc = allocations.get(session, msg.allocation_id)
+        if alloc is None:
+            return msg.reason
+        said = LogEntry(allocation_id=msg.allocation_id, trial_id=alloc.trial_id, line=msg.reason)
+        return self.masker.masked(session, [said])[0].line
 
     async def _ingest_logs(self, entries: list[LogEntry]) -> None:
         if entries:

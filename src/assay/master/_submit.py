@@ -28,9 +28,15 @@ from assay.master._entrypoint_files import missing_script_problem
 from assay.master._lifecycle import apply_ops
 from assay.master._notes import add_note
 from assay.master._storage_access import StorageAccess
+from assay.master._storage_endpoints import endpoint_limit
 from assay.master._tx import Tx
 from assay.protocol import ExperimentState
-from assay.storage import LOCAL_STORAGE_TYPES, probe_config_storage, storage_from_config
+from assay.storage import (
+    LOCAL_STORAGE_TYPES,
+    probe_config_storage,
+    storage_endpoint,
+    storage_from_config,
+)
 
 MAX_NOTES = 100
 """The most notes a submission may carry."""
@@ -169,8 +175,7 @@ def check_config(
         raise InvalidConfig(f"invalid experiment config: {len(beyond)} {noun}", beyond)
     if config.adaptdl is not None:
         _check_adaptdl_storage(config)
-    _check_storage(config)
-    notes = sub.notes
+    notes = sub.notes + _check_storage(config, settings)
     if config.tensorboard_storage is not None:
         notes += (TENSORBOARD_STORAGE_NOTE,)
     return config, notes
@@ -195,19 +200,31 @@ def _check_adaptdl_storage(config: ExperimentConfig) -> None:
         )
 
 
-def _check_storage(config: ExperimentConfig) -> None:
-    """The checkpoint storage can be built here, and an object store takes a probe object
-    (credentials, bucket, endpoint), so a bad one is refused now rather than at a trial's
-    first checkpoint. Runs in a worker thread: a probe takes up to about a second."""
+def _check_storage(config: ExperimentConfig, settings: MasterConfig) -> tuple[str, ...]:
+    """The checkpoint storage can be built here, and an object store on a server the admin
+    named takes a probe object (credentials, bucket, endpoint), so a bad one is refused now
+    rather than at a trial's first checkpoint. A server the submitter chose is not contacted
+    (:mod:`assay.master._storage_endpoints`): the note for the experiment's log says that its
+    trials check it. Runs in a worker thread: a probe takes up to about a second."""
     storage = config.checkpoint_storage
     try:
         manager = storage_from_config(storage.to_json() if storage is not None else {})
-        probe_config_storage(manager)
+        if probe_config_storage(manager, allowed=endpoint_limit(settings)):
+            return ()
     except InvalidConfig as exc:
         noun = "problem" if len(exc.details) == 1 else "problems"
         raise InvalidConfig(
             f"invalid experiment config: {len(exc.details)} {noun}", exc.details
         ) from None
+    endpoint = storage_endpoint(manager)
+    if endpoint is None:
+        return ()
+    return (
+        f"checkpoint_storage.{endpoint.key}: not checked at submission: the master contacts "
+        "only the object stores its admin named (storage_endpoints in the master config), so "
+        "the trials check this one as they start, and the master neither reads nor deletes "
+        "checkpoints there",
+    )
 
 
 def _nul_paths(value: Any, path: str) -> list[str]:

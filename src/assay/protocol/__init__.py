@@ -37,6 +37,12 @@ if TYPE_CHECKING:
         master_message,
     )
     from assay.protocol._container import CONTAINER_RUNTIMES, Container, Mount, RegistryAuth
+    from assay.protocol._failure import (
+        FAILURE_PREFIX,
+        MAX_FAILURE,
+        failure_line,
+        failure_reason,
+    )
     from assay.protocol._frameworks import FRAMEWORKS, importable_frameworks
     from assay.protocol._harness import (
         CHECKPOINT_UUID_PATTERN,
@@ -117,6 +123,10 @@ _MODULE_OF = {
     "RegistryAuth": "_container",
     "FRAMEWORKS": "_frameworks",
     "importable_frameworks": "_frameworks",
+    "FAILURE_PREFIX": "_failure",
+    "MAX_FAILURE": "_failure",
+    "failure_line": "_failure",
+    "failure_reason": "_failure",
     "TRAINING": "_harness",
     "VALIDATION": "_harness",
     "CheckpointReport": "_harness",
@@ -160,11 +170,14 @@ _MODULE_OF = {
 __all__ = [
     "AGENT_TOKEN_ENV",
     "AGENT_TOKEN_FILE",
+    "CHECKPOINT_UUID_PATTERN",
     "CONTAINER_RUNTIMES",
     "ENDED_TASK_INSTANCE_STATES",
+    "FAILURE_PREFIX",
     "FRAMEWORKS",
     "LIVE_ALLOCATION_STATES",
     "LIVE_INSTANCE_STATES",
+    "MAX_FAILURE",
     "STATE_ENUMS",
     "TASK_TYPE_TRIAL",
     "TERMINAL_EXPERIMENT_STATES",
@@ -177,9 +190,7 @@ __all__ = [
     "AdaptDLEnv",
     "AgentMessage",
     "AllocationState",
-    "CHECKPOINT_UUID_PATTERN",
     "CheckpointReport",
-    "check_checkpoint_uuid",
     "CheckpointState",
     "ClusterInfo",
     "CompletedOperation",
@@ -221,7 +232,10 @@ __all__ = [
     "UnknownMessage",
     "Welcome",
     "agent_message",
+    "check_checkpoint_uuid",
     "enable_trace_from_env",
+    "failure_line",
+    "failure_reason",
     "importable_frameworks",
     "master_message",
     "metric_reports",

@@ -3,7 +3,8 @@ object stores (S3 and S3-compatible stores, Google Cloud Storage, Azure Blob Sto
 
 Use :func:`storage_from_config` with a ``checkpoint_storage`` section; every implementation
 passes the conformance kit in :mod:`assay.storage.testing`. A storage that can also keep
-TensorBoard's growing files implements :class:`FileStore` (keys beside the checkpoints).
+TensorBoard's growing files implements :class:`FileStore` (keys beside the checkpoints). The
+master's process limits the object-store servers it contacts with :func:`limit_endpoints`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,14 @@ from assay.storage._files import (
 from assay.storage._local import DirectoryStorage, SharedFSStorage
 from assay.storage._mirror import STORAGE_ENV as TENSORBOARD_STORAGE_ENV
 from assay.storage._object import ObjectClient, ObjectStorage
-from assay.storage._probe import PROBE_TIMEOUT, probe, probe_config_storage
+from assay.storage._probe import PROBE_TIMEOUT, probe, probe_config_storage, storage_endpoint
+from assay.storage._reach import (
+    Endpoint,
+    EndpointLimit,
+    EndpointNotAllowed,
+    limit_endpoints,
+    restore_limit,
+)
 
 __all__ = [
     "AVAILABLE_STORAGE_TYPES",
@@ -33,6 +41,9 @@ __all__ = [
     "TENSORBOARD_PREFIX",
     "TENSORBOARD_STORAGE_ENV",
     "DirectoryStorage",
+    "Endpoint",
+    "EndpointLimit",
+    "EndpointNotAllowed",
     "FileStore",
     "ObjectClient",
     "ObjectStorage",
@@ -41,10 +52,13 @@ __all__ = [
     "StorageManager",
     "check_key",
     "check_uuid",
+    "limit_endpoints",
     "list_directory",
     "probe",
     "probe_config_storage",
+    "restore_limit",
     "shared_fs_path",
+    "storage_endpoint",
     "storage_from_config",
     "tensorboard_key",
 ]

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from assay.errors import ErrorDetail, StorageError
 from assay.storage._base import Progress
 from assay.storage._object import ObjectStorage, write_replacing
+from assay.storage._reach import Endpoint, check_endpoint, limited
 
 _CONCURRENCY = 4
 
@@ -34,33 +35,48 @@ class AzureClient:
         self.container_name = container
         self._settings = (connection_string, account_url, credential)
         self._timeout = timeout
+        self.quiet = timeout is not None
+        """Its errors never quote the server's answer (a probe's)."""
         self._container: Any = None
+
+    def _service(self) -> Any:
+        """The library's client of the account: made without contacting it."""
+        from azure.storage.blob import BlobServiceClient
+
+        connection_string, account_url, credential = self._settings
+        quick: dict[str, Any] = {}
+        if self._timeout is not None:
+            quick = {
+                "connection_timeout": self._timeout,
+                "read_timeout": self._timeout,
+                "retry_total": 0,
+            }
+        with self._errors("connect"):
+            if connection_string is not None:
+                return BlobServiceClient.from_connection_string(connection_string, **quick)
+            return BlobServiceClient(account_url or "", credential=credential, **quick)
 
     @property
     def container(self) -> Any:
         if self._container is None:
-            from azure.storage.blob import BlobServiceClient
-
-            connection_string, account_url, credential = self._settings
-            quick: dict[str, Any] = {}
-            if self._timeout is not None:
-                quick = {
-                    "connection_timeout": self._timeout,
-                    "read_timeout": self._timeout,
-                    "retry_total": 0,
-                }
-            with self._errors("connect"):
-                if connection_string is not None:
-                    service = BlobServiceClient.from_connection_string(connection_string, **quick)
-                else:
-                    service = BlobServiceClient(account_url or "", credential=credential, **quick)
-                self._container = service.get_container_client(self.container_name)
+            service = self._service()
+            # The endpoint as the library will use it (a connection string is read by the
+            # library itself, so no reading of ours can differ from the server it contacts).
+            check_endpoint(self._endpoint_of(service), self.describe())
+            self._container = service.get_container_client(self.container_name)
         return self._container
 
     def describe(self) -> str:
         _, account_url, _ = self._settings
         where = f" at {account_url}" if account_url else ""
         return f"azure container {self.container_name!r}{where}"
+
+    def endpoint(self) -> Endpoint | None:
+        return self._endpoint_of(self._service())
+
+    def _endpoint_of(self, service: Any) -> Endpoint:
+        _, account_url, _ = self._settings
+        return Endpoint(str(service.url), "account_url" if account_url else "connection_string")
 
     def quick(self, timeout: float) -> AzureClient:
         connection_string, account_url, credential = self._settings
@@ -141,12 +157,19 @@ class AzureClient:
         )
 
         where = self.describe()
+        # The server's words are not passed on where they would reach a user through the
+        # master (a probe's, or any in the master's process): only the HTTP status.
+        quiet = self.quiet or limited()
+
+        def said(exc: HttpResponseError) -> str:
+            return f"HTTP {exc.status_code}" if quiet else _one_line(exc)
+
         try:
             yield
         except StorageError:
             raise
         except ResourceNotFoundError as exc:
-            message = f"{where} does not exist ({_one_line(exc)})"
+            message = f"{where} does not exist ({said(exc)})"
             raise StorageError(message, [ErrorDetail("container", message)]) from exc
         except (ClientAuthenticationError, HttpResponseError) as exc:
             # The service answers a wrong key or SAS token with 403 (AuthorizationFailure),
@@ -155,8 +178,8 @@ class AzureClient:
                 401,
                 403,
             ):
-                raise StorageError(f"{where}: could not {what}: {_one_line(exc)}") from exc
-            message = f"{where} refused the credentials or access: {_one_line(exc)}"
+                raise StorageError(f"{where}: could not {what}: {said(exc)}") from exc
+            message = f"{where} refused the credentials or access: {said(exc)}"
             raise StorageError(message, [ErrorDetail("credential", message)]) from exc
         except ServiceRequestError as exc:
             message = f"{where} is not reachable: {_one_line(exc)}"

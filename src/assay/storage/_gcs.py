@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from assay.errors import ErrorDetail, StorageError
 from assay.storage._base import Progress
 from assay.storage._object import ObjectStorage, write_replacing
+from assay.storage._reach import Endpoint
 
 _CHUNK = 1024 * 1024
 
@@ -41,6 +42,9 @@ class GCSClient:
 
     def quick(self, timeout: float) -> GCSClient:
         return GCSClient(self.bucket_name, timeout=timeout)
+
+    def endpoint(self) -> Endpoint | None:
+        return None  # Google's own service: a config cannot choose another
 
     def _options(self) -> dict[str, Any]:
         if self._timeout is None:

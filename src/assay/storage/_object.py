@@ -34,6 +34,7 @@ from assay.errors import (
 )
 from assay.storage._base import Progress, check_uuid
 from assay.storage._files import check_key
+from assay.storage._reach import Endpoint
 
 log = logging.getLogger("assay.storage")
 
@@ -80,7 +81,13 @@ class ObjectClient(Protocol):
         ...
 
     def quick(self, timeout: float) -> ObjectClient:
-        """The same client with short timeouts and no retries, for a probe."""
+        """The same client with short timeouts and no retries, for a probe; its errors never
+        quote what the server answered."""
+        ...
+
+    def endpoint(self) -> Endpoint | None:
+        """The server the config chose (and its key), without contacting it; None for the
+        cloud service's own."""
         ...
 
 
@@ -215,6 +222,10 @@ class ObjectStorage:
         return None
 
     # -- the submission-time check ----------------------------------------------------------
+
+    def endpoint(self) -> Endpoint | None:
+        """The server the config chose; None for the cloud service's own."""
+        return self.client.endpoint()
 
     def probe(self, timeout: float) -> None:
         """Write and delete a small object, with short timeouts: the credentials work and the

@@ -2,12 +2,15 @@
 
 Credentials are the config's ``access_key`` and ``secret_key`` when given, else boto3's own
 chain (``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``, ``~/.aws``, an instance role), as in
-Determined. Transfers use boto3's managed transfer (multipart and parallel for big files);
-requests that fail for transient reasons are retried by botocore.
+Determined. In the master's process a client contacts only the servers its admin named (see
+:mod:`assay.storage._reach`), so its own credentials never go to one a config chose. Transfers
+use boto3's managed transfer (multipart and parallel for big files); requests that fail for
+transient reasons are retried by botocore.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from assay.errors import ErrorDetail, StorageError
 from assay.storage._base import Progress
 from assay.storage._object import ObjectStorage, write_replacing
+from assay.storage._reach import Endpoint, check_endpoint, limited
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client as _Boto3S3
@@ -61,12 +65,19 @@ def _session(timeout: float | None) -> Any:
             core = botocore.session.get_session()
             if timeout is not None:
                 # A probe must answer quickly even where no credentials are configured and
-                # boto3 would ask an instance-metadata service that is not there.
-                core.set_config_variable("metadata_service_timeout", timeout / 2)
+                # boto3 would ask an instance-metadata service that is not there. botocore
+                # reads this setting as whole seconds, and 0 would make every request fail.
+                core.set_config_variable("metadata_service_timeout", metadata_timeout(timeout))
                 core.set_config_variable("metadata_service_num_attempts", 1)
             # boto3's session adds the managed transfers (upload_file...) to its clients.
             session = _sessions[timeout] = boto3.session.Session(botocore_session=core)
         return session
+
+
+def metadata_timeout(timeout: float) -> int:
+    """The instance-metadata service's timeout for a probe of ``timeout`` seconds: about half
+    of it, in the whole seconds botocore takes, and never 0."""
+    return max(1, math.floor(timeout / 2))
 
 
 _clients: dict[tuple[Any, ...], Any] = {}
@@ -123,6 +134,8 @@ class S3Client:
         self.endpoint_url = endpoint_url
         self._keys = (access_key, secret_key)
         self._timeout = timeout
+        self.quiet = timeout is not None
+        """Its errors never quote the server's answer (a probe's)."""
         self._client: _Boto3S3 | None = None
         self._lock = threading.Lock()
         self._transfer = TransferConfig(use_threads=True, max_concurrency=4)
@@ -133,12 +146,18 @@ class S3Client:
         # stay cheap.
         with self._lock:
             if self._client is None:
+                # Before boto3 is given the endpoint: a refused one is never contacted, and
+                # never sent the credentials of this process's environment.
+                check_endpoint(self.endpoint(), self.describe())
                 self._client = _make_client(self._keys, self.endpoint_url, self._timeout)
             return self._client
 
     def describe(self) -> str:
         where = self.endpoint_url or "AWS S3"
         return f"s3 bucket {self.bucket!r} at {where}"
+
+    def endpoint(self) -> Endpoint | None:
+        return Endpoint(self.endpoint_url, "endpoint_url") if self.endpoint_url else None
 
     def quick(self, timeout: float) -> S3Client:
         access, secret = self._keys
@@ -248,10 +267,14 @@ class S3Client:
             failed = answer.get("Errors") or []
             if failed:
                 first = failed[0]
+                said = "" if self._quiet() else f": {first.get('Code')}: {first.get('Message')}"
                 raise StorageError(
                     f"{self.describe()}: could not delete {len(failed)} objects, e.g. "
-                    f"{first.get('Key')}: {first.get('Code')}: {first.get('Message')}"
+                    f"{first.get('Key')}{said}"
                 )
+
+    def _quiet(self) -> bool:
+        return self.quiet or limited()
 
     # -- errors -----------------------------------------------------------------------------
 
@@ -303,17 +326,30 @@ class _Translate:
         elif isinstance(exc, ClientError):
             code = _code(exc)
             reason = exc.response.get("Error", {}).get("Message") or code
+            if self.client._quiet():
+                # The server's words are not passed on: where a user chose the server, it
+                # would answer them through the master. Only the status, and a code assay
+                # knows, which are its own words.
+                status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+                reason = f"HTTP {status}" if isinstance(status, int) else "an error"
+                if code in _CREDENTIAL_ERRORS and not code.isdigit():
+                    reason = f"{code}, {reason}"
             if code == "NoSuchBucket":
                 field, message = "bucket", f"{where} does not exist"
             elif code in _CREDENTIAL_ERRORS:
                 field = "access_key"
-                message = f"{where} refused the credentials or access ({code}: {reason})"
+                shown = reason if self.client._quiet() else f"{code}: {reason}"
+                message = f"{where} refused the credentials or access ({shown})"
+            elif self.client._quiet():
+                message = f"{where}: could not {self.what}: the server answered {reason}"
             else:
                 message = f"{where}: could not {self.what}: {code}: {reason}"
         elif isinstance(
             exc, BotoCoreError | Boto3Error | S3DownloadFailedError | RetriesExceededError
         ):
-            message = f"{where}: could not {self.what}: {exc}"
+            # A failed transfer's text can carry the server's answer (boto3 words it in).
+            said = type(exc).__name__ if self.client._quiet() else exc
+            message = f"{where}: could not {self.what}: {said}"
         else:
             return
         details = [ErrorDetail(field, message)] if field else []
