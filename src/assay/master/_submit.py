@@ -205,7 +205,7 @@ def _check_storage(config: ExperimentConfig, settings: MasterConfig) -> tuple[st
     named takes a probe object (credentials, bucket, endpoint), so a bad one is refused now
     rather than at a trial's first checkpoint. A server the submitter chose is not contacted
     (:mod:`assay.master._storage_endpoints`): the note for the experiment's log says that its
-    trials check it. Runs in a worker thread: a probe takes up to about a second."""
+    trials find its problems. Runs in a worker thread: a probe takes up to about a second."""
     storage = config.checkpoint_storage
     try:
         manager = storage_from_config(storage.to_json() if storage is not None else {})
@@ -222,8 +222,8 @@ def _check_storage(config: ExperimentConfig, settings: MasterConfig) -> tuple[st
     return (
         f"checkpoint_storage.{endpoint.key}: not checked at submission: the master contacts "
         "only the object stores its admin named (storage_endpoints in the master config), so "
-        "the trials check this one as they start, and the master neither reads nor deletes "
-        "checkpoints there",
+        "a trial that cannot use it fails at its first checkpoint, saying why; the master "
+        "neither reads nor deletes checkpoints there",
     )
 
 
