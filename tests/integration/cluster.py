@@ -9,11 +9,12 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+import yaml
 
 from assay import rest
 from assay.client import Client, StoredLogin, TokenStore
@@ -82,12 +83,16 @@ class Cluster:
         db: str | None = None,
         master_config: Path | None = None,
         host: str | None = None,
+        allowed_storage: Sequence[Path] = (),
     ) -> None:
         self.home = home
         self.host = host
         """Where the master listens (``--host``); None: loopback."""
         self.db = db
         self.master_config = master_config
+        self.allowed_storage = tuple(allowed_storage)
+        """Directories the master allows experiments' file-system checkpoint storage in
+        (``allowed_checkpoint_storage.host_paths``, added to ``master_config``)."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.master: subprocess.Popen[bytes] | None = None
@@ -145,8 +150,9 @@ class Cluster:
             args += ["--db", self.db]
         if self.host:
             args += ["--host", self.host]
-        if self.master_config:
-            args += ["--config", str(self.master_config)]
+        config = self._master_config()
+        if config:
+            args += ["--config", str(config)]
         self.master = subprocess.Popen(
             args, env=self.env, stdout=self._log("master"), stderr=subprocess.STDOUT
         )
@@ -156,6 +162,18 @@ class Cluster:
                 session = self.client.login("admin", self.admin_password)
                 store = TokenStore(self.home.parent / "config" / "assay" / "auth.json")
                 store.put(self.url, StoredLogin("admin", session.token))
+
+    def _master_config(self) -> Path | None:
+        if not self.allowed_storage:
+            return self.master_config
+        given = yaml.safe_load(self.master_config.read_text()) if self.master_config else None
+        settings = dict(given or {})
+        settings["allowed_checkpoint_storage"] = {
+            "host_paths": [str(p) for p in self.allowed_storage]
+        }
+        path = self.home.parent / f"{self.home.name}-master.yaml"
+        path.write_text(yaml.safe_dump(settings))
+        return path
 
     @contextlib.contextmanager
     def _stopped_on_failure(self) -> Iterator[None]:

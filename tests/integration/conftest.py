@@ -14,7 +14,8 @@ from tests.integration.cluster import Cluster, serve
 
 @pytest.fixture
 def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Cluster]:
-    c = Cluster(tmp_path / "home")
+    # Experiments of these tests may keep checkpoints in directories of the test's own.
+    c = Cluster(tmp_path / "home", allowed_storage=[tmp_path])
     c.start_master()
     c.start_agent("agent-1", slots=2)
     yield from serve(c, request)

@@ -45,7 +45,9 @@ with assay.core.init() as core:
 def board_cluster(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[Cluster]:
-    c = Cluster(tmp_path_factory.mktemp("tensorboard") / "home")
+    # The experiments here keep their checkpoints in the tests' own directories.
+    base = tmp_path_factory.getbasetemp()
+    c = Cluster(tmp_path_factory.mktemp("tensorboard") / "home", allowed_storage=[base])
     c.start_master()
     c.start_agent("agent-1", slots=1)
     yield from serve(c, request)

@@ -68,11 +68,16 @@ class LocalCluster:
     """A master and one agent on loopback in a temporary home, as a context manager.
 
     ``storage``: where the master keeps the checkpoints of experiments that name no storage
-    of their own; None, a directory in the temporary home (removed with it)."""
+    of their own; None, a directory in the temporary home (removed with it). ``allowed``: the
+    file-system checkpoint storage the experiment names, which this master of the user's own
+    then allows (``allowed_checkpoint_storage``), with test mode's ``checkpoints``."""
 
-    def __init__(self, slots: int, storage: Path | None = None) -> None:
+    def __init__(
+        self, slots: int, storage: Path | None = None, allowed: tuple[Path, ...] = ()
+    ) -> None:
         self.slots = slots
         self.storage = storage
+        self.allowed = allowed
         self.root = Path(tempfile.mkdtemp(prefix="assay-local-"))
         self.home = self.root / "home"
         self.checkpoints = self.root / "checkpoints"
@@ -129,16 +134,18 @@ class LocalCluster:
             sys.executable, "-m", "assay.api", "--host", "127.0.0.1", "--port", str(self.port),
             "--home", str(self.home),
         ]  # fmt: skip
+        settings: dict[str, Any] = {
+            "allowed_checkpoint_storage": {
+                "host_paths": [str(p) for p in (self.checkpoints, *self.allowed)]
+            }
+        }
         if self.storage is not None:
             self.storage.mkdir(mode=0o700, parents=True, exist_ok=True)
-            master_yaml = self.home / "master.yaml"
-            # JSON is YAML: no quoting of the path to get wrong.
-            master_yaml.write_text(
-                json.dumps(
-                    {"checkpoint_storage": {"type": "shared_fs", "host_path": str(self.storage)}}
-                )
-            )
-            master_args += ["--config", str(master_yaml)]
+            settings["checkpoint_storage"] = {"type": "shared_fs", "host_path": str(self.storage)}
+        master_yaml = self.home / "master.yaml"
+        # JSON is YAML: no quoting of the path to get wrong.
+        master_yaml.write_text(json.dumps(settings))
+        master_args += ["--config", str(master_yaml)]
         master = self._spawn("master", master_args)
         client = Client(self.url, timeout=30)
         # Not a token kept for some earlier master on this port, nor $ASSAY_USER_TOKEN: this
@@ -260,11 +267,25 @@ def run_local(
     # removed): the config's storage, else LOCAL_CHECKPOINTS. Test mode writes to neither.
     storage = None if test_mode else assay_home() / LOCAL_CHECKPOINTS
     try:
-        with LocalCluster(agent_slots(), storage) as local:
+        with LocalCluster(agent_slots(), storage, _own_storage(cfg)) as local:
             _run_on(local, submission, test_mode)
     except KeyboardInterrupt:
         # The cluster is gone by now (its processes stopped, its files removed).
         fail("interrupted; the local cluster was stopped", code=130)
+
+
+def _own_storage(cfg: ExperimentConfig) -> tuple[Path, ...]:
+    """The directory of the config's own file-system checkpoint storage, if it names one."""
+    from assay.storage import SharedFSStorage, storage_from_config
+
+    storage = cfg.checkpoint_storage
+    if storage is None or getattr(storage, "type", None) is None:
+        return ()  # none, or only GC keys: the cluster's own storage
+    try:
+        manager = storage_from_config(storage)
+    except AssayError:
+        return ()  # refused by the master with its reason
+    return (manager.base,) if isinstance(manager, SharedFSStorage) else ()
 
 
 @dataclass(frozen=True)

@@ -125,21 +125,21 @@ class StorageAccess:
         real = Path(os.path.realpath(base))
         home = Path(os.path.realpath(self.home))
         own = Path(os.path.realpath(self.own)) if self.own is not None else None
-        if _within(home, real) and not (own is not None and _within(real, own)):
-            return (
-                f"{base} holds the master's home ({self.home}), which checkpoint storage may "
-                "not reach; choose a directory outside it"
-            )
-        if _within(real, home) and not (own is not None and _within(real, own)):
-            return (
-                f"{base} is inside the master's home ({self.home}), which checkpoint storage "
-                f"may not reach but for its checkpoints directory; choose a directory outside it"
-            )
+        shown = str(base) if real == base else f"{base} (which leads to {real})"
+        if not (own is not None and _within(real, own)):
+            where = _relation(real, home)
+            if where is not None:
+                return (
+                    f"{shown} {where} the master's home ({self.home}), which checkpoint storage "
+                    "may not reach (but for its checkpoints directory); choose a directory "
+                    "outside it"
+                )
         if not any(_within(real, Path(os.path.realpath(root))) for root in self.roots):
             allowed = ", ".join(str(root) for root in self.roots) or "none"
             return (
-                f"{base} is not under a checkpoint storage root this master allows ({allowed}); "
-                "an admin allows more in master.yaml under allowed_checkpoint_storage.host_paths"
+                f"{shown} is not under a checkpoint storage root this master allows "
+                f"({allowed}); an admin allows more in master.yaml under "
+                "allowed_checkpoint_storage.host_paths"
             )
         return None
 
@@ -167,6 +167,17 @@ def base_of(storage: Any, *, where: str = "checkpoint_storage") -> Path | None:
         manager = storage_from_config({"type": "directory", "container_path": path}, where=where)
         assert isinstance(manager, DirectoryStorage)
         return manager.base
+    return None
+
+
+def _relation(path: Path, home: Path) -> str | None:
+    """How ``path`` meets the master's home, in words; None when apart."""
+    if path == home:
+        return "is"
+    if _within(home, path):
+        return "holds"
+    if _within(path, home):
+        return "is inside"
     return None
 
 
