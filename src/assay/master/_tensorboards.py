@@ -24,6 +24,7 @@ from assay.db import Session, Task, experiments, tasks, trials
 from assay.errors import Conflict, InvalidRequest, NotFound
 from assay.master import _tasks as life
 from assay.master._orchestrator import Orchestrator
+from assay.master._storage_access import StorageAccess
 from assay.master._task_service import TaskService
 from assay.master._tx import Tx
 from assay.master._users import Actor
@@ -134,7 +135,7 @@ class TensorBoardService:
         )
         task = await self.task_service.submit(actor, spec, None)
         board = await self.get(task.id)
-        if await asyncio.to_thread(_written, sources.config, exp, trial_ids):
+        if await asyncio.to_thread(_written, self.core.storage, sources.config, exp, trial_ids):
             return board
         who = (
             f"trial {trial_ids[0]} has not"
@@ -241,11 +242,13 @@ def _logdirs(
     return sources, ids
 
 
-def _written(config: dict[str, Any], experiment_id: int, trial_ids: Sequence[int]) -> bool:
+def _written(
+    access: StorageAccess, config: dict[str, Any], experiment_id: int, trial_ids: Sequence[int]
+) -> bool:
     """Whether one of the trials has written TensorBoard files (True when storage cannot
-    tell: no note beats a wrong one)."""
+    tell, or is beyond what the master reaches: no note beats a wrong one)."""
     try:
-        store = storage_from_config(config, where="checkpoint_storage")
+        store = access.manager(config)
         if not isinstance(store, FileStore):
             return True
         return any(store.list_keys(tensorboard_key(experiment_id, t)) for t in trial_ids)
