@@ -13,6 +13,7 @@ __all__ = [
     "AssayError",
     "Conflict",
     "ErrorDetail",
+    "Fenced",
     "Forbidden",
     "InvalidConfig",
     "InvalidContext",
@@ -140,6 +141,14 @@ class Conflict(AssayError):
     status = 409
 
 
+class Fenced(Conflict):
+    """Raised when a trial process reports for an allocation the master has given up on (its
+    agent was lost, so its trial may run elsewhere now): nothing it sends is taken, and the
+    harness stops the process."""
+
+    type = "Fenced"
+
+
 class InvalidTransition(Conflict):
     """Raised when an object is asked to move to a state it cannot reach from where it is
     (archive an active experiment, activate a completed one)."""
@@ -197,6 +206,7 @@ _BY_TYPE: dict[str, type[AssayError]] = {
         TooManyRequests,
         NotFound,
         Conflict,
+        Fenced,
         InvalidTransition,
         StorageError,
         ResourceManagerError,

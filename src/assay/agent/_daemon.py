@@ -238,7 +238,7 @@ class Agent:
         if isinstance(msg, Start):
             await self.processes.start(node, msg)
         elif isinstance(msg, Kill):
-            await self.processes.kill(node, msg.allocation_id)
+            await self.processes.kill(node, msg.allocation_id, now=msg.fenced)
         elif isinstance(msg, AckExit):
             await self.processes.acknowledge(node, msg.allocation_id)
         elif isinstance(msg, Refusal):

@@ -38,6 +38,8 @@ class LocalProcesses:
         self.runners: dict[str, AllocationRunner] = {}
         self.unacked_exits: dict[str, Exited] = {}
         self.killed_early: set[str] = set()
+        self.ended_with_agent: set[str] = set()
+        """Allocations :meth:`kill_all` ended: their exits say so."""
         self._report: Report | None = None
         self._lines: deque[LogEntry] = deque()
         self._lines_ready = asyncio.Event()
@@ -82,14 +84,16 @@ class LocalProcesses:
         finally:
             self._started(runner.allocation_id)  # however it went: removals wait no longer
 
-    async def kill(self, node: str, allocation_id: str) -> None:
+    async def kill(self, node: str, allocation_id: str, *, now: bool = False) -> None:
+        """End the allocation: SIGTERM, SIGKILL after the grace; ``now``: SIGKILL at once
+        (the master has given it up)."""
         runner = self.runners.get(allocation_id)
         if runner is None:
             # A kill can overtake its start (they leave the master from different tasks):
             # remember it, and end the allocation when the start arrives.
             self.killed_early.add(allocation_id)
         elif allocation_id not in self.unacked_exits:
-            self._spawn(runner.kill())
+            self._spawn(runner.kill(now=now))
 
     async def acknowledge(self, node: str, allocation_id: str) -> None:
         self.unacked_exits.pop(allocation_id, None)
@@ -121,8 +125,10 @@ class LocalProcesses:
             self._flusher = None
 
     async def kill_all(self) -> None:
-        """End every allocation and wait until each has reported its exit."""
+        """End every allocation (the agent is stopping) and wait until each has reported its
+        exit, as ended with its agent (:attr:`Exited.lost`): not the trial's own failure."""
         runners = list(self.runners.values())
+        self.ended_with_agent.update(r.allocation_id for r in runners)
         await asyncio.gather(*(r.kill() for r in runners), return_exceptions=True)
 
     async def fail(self, allocation_id: str, trial_id: int | None, reason: str) -> None:
@@ -159,7 +165,10 @@ class LocalProcesses:
 
     async def _on_exit(self, alloc_id: str, code: int | None, reason: str) -> None:
         await self._drain_lines()
-        event = Exited(alloc_id, code, reason)
+        if alloc_id in self.ended_with_agent:
+            event = Exited(alloc_id, code, f"agent {self.node.agent_id} stopped", lost=True)
+        else:
+            event = Exited(alloc_id, code, reason)
         self.unacked_exits[alloc_id] = event
         await self._send(event)
         mark("agent-exit-sent", alloc_id)

@@ -8,14 +8,16 @@ lost answer never stores a result twice.
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from assay.client import HttpSession
-from assay.errors import AssayError, MasterUnreachable
+from assay.errors import AssayError, Fenced, MasterUnreachable
 
 log = logging.getLogger("assay.core")
 
@@ -25,8 +27,26 @@ RETRY_DEADLINE = 600.0
 """How long a report keeps trying while the master is away (a master restart takes seconds)."""
 
 
+FENCED_EXIT_CODE = 1
+"""How a process the master fenced off ends (the master, having given its allocation up, never
+reads it)."""
+
+
 def _retryable(exc: AssayError) -> bool:
     return isinstance(exc, MasterUnreachable) or exc.status >= 500
+
+
+def stop_fenced(exc: Fenced) -> NoReturn:
+    """End this process now: the master gave its allocation up (its agent was lost) and may run
+    the trial elsewhere, so it must not write another file. From any thread, at once: no
+    exception the training code could catch, no clean-up that could write a checkpoint."""
+    with_reason = f"assay: {exc.message}; stopping this process now\n"
+    try:
+        sys.stderr.write(with_reason)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass  # a closed or broken stderr must not keep the process alive
+    os._exit(FENCED_EXIT_CODE)
 
 
 class MasterSession:
@@ -40,6 +60,8 @@ class MasterSession:
         while True:
             try:
                 return fn(self.http)
+            except Fenced as exc:
+                stop_fenced(exc)
             except AssayError as exc:
                 if not _retryable(exc) or time.monotonic() + delay > give_up:
                     raise

@@ -186,6 +186,12 @@ class Trial(Base):
     runs: Mapped[int] = mapped_column(Integer, default=0)
     steps_completed: Mapped[int] = mapped_column(Integer, default=0)
     latest_checkpoint: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    """Its own failures: what ``max_restarts`` bounds."""
+    infra_restarts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """How often it was started again after losing its agent (never toward ``max_restarts``)."""
+    lost_in_row: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """Its agent losses since one of its runs last saved a checkpoint (what bounds a trial that
+    keeps losing its agent)."""
     source_checkpoint: Mapped[str | None] = mapped_column(String(64), nullable=True)
     best_validation: Mapped[float | None] = mapped_column(Float, nullable=True)
     # The searcher metric normalised so smaller is better; what "best trial" sorts on.
@@ -241,6 +247,9 @@ class Allocation(Base):
     started_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
 
+    lost: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """Its processes were lost with an agent (lost past its grace, stopped, or back without
+    them) before any of them failed on their own: the cluster's loss, not the trial's."""
     __table_args__ = (
         Index("ix_allocations_trial", "trial_id"),
         Index("ix_allocations_state", "state"),

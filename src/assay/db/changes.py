@@ -35,6 +35,7 @@ EXPERIMENT_COLUMNS = (
 TRIAL_COLUMNS = (
     "state",
     "restarts",
+    "infra_restarts",
     "runs",
     "steps_completed",
     "latest_checkpoint",

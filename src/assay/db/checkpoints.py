@@ -67,6 +67,16 @@ def of(
     return session.scalars(stmt.order_by(Checkpoint.trial_id, Checkpoint.steps_completed)).all()
 
 
+def saved_by(session: Session, trial_id: int, allocation_id: str) -> bool:
+    """Whether the trial's run ``allocation_id`` registered any checkpoint."""
+    stmt = (
+        select(Checkpoint.uuid)
+        .where(Checkpoint.trial_id == trial_id, Checkpoint.allocation_id == allocation_id)
+        .limit(1)
+    )
+    return session.scalars(stmt).first() is not None
+
+
 def by_uuid(session: Session, uuids: Iterable[str]) -> dict[str, Checkpoint]:
     """The checkpoints of ``uuids`` that exist, by uuid."""
     wanted = sorted(set(uuids))

@@ -98,6 +98,8 @@ def create(
         seed=seed,
         state=state,
         restarts=0,
+        infra_restarts=0,
+        lost_in_row=0,
         runs=0,
         steps_completed=0,
         source_checkpoint=source_checkpoint,

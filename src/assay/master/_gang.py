@@ -155,9 +155,18 @@ def exit_is_new(session: Session, agent_id: str, allocation_id: str) -> bool:
 
 
 def agent_exited(
-    tx: Tx, agent_id: str, allocation_id: str, exit_code: int | None, reason: str
+    tx: Tx,
+    agent_id: str,
+    allocation_id: str,
+    exit_code: int | None,
+    reason: str,
+    *,
+    lost: bool = False,
 ) -> None:
     """One agent's processes of an allocation ended (``exit_code`` None: they were lost).
+    ``lost``: they ended with their agent (lost, stopped, or back without them), not on their
+    own; recorded on the allocation (``Allocation.lost``) unless one of its processes had
+    failed already, so its trial's restart is the cluster's, not its own.
 
     A single-agent allocation ends at once. A multi-agent one records the code in
     ``Allocation.exits``; on a failure the other agents are told to kill their processes; it
@@ -176,12 +185,15 @@ def agent_exited(
         )
         return
     if len(agents) == 1:
+        alloc.lost = alloc.lost or lost
         allocation_exited(tx, allocation_id, exit_code, reason)
         return
     exits: dict[str, int | None] = dict(alloc.exits or {})
     if agent_id in exits:
         return  # a report repeated after a reconnect
     already_failed = first_failure(exits) is not None
+    if lost and not already_failed:
+        alloc.lost = True
     # A new dict, so the JSON column sees the change; its key order is the order of reports.
     exits[agent_id] = exit_code
     alloc.exits = exits

@@ -14,6 +14,7 @@ import logging
 import secrets
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -177,10 +178,34 @@ class AgentGateway:
             conn = self.core.hub.register(hello, send, enabled, now)
             # Told once the hub has it: the pages read "connected" from the hub.
             self.core.events.publish(rest.EventBatch(cluster=True))
+        # Before anything else, the Welcome included: whatever the master gave up on while the
+        # agent was away (frozen, cut off) may have a replacement running elsewhere by now.
+        await self._fence(conn, hello, ours, instances)
         await send(Welcome(self.core.cluster_id).to_dict())
         await self._reconcile(conn, hello, ours, instances)
         self.core.wakeup.set()
         return conn
+
+    async def _fence(
+        self,
+        conn: AgentConnection,
+        hello: Hello,
+        ours: Sequence[Allocation],
+        instances: Sequence[TaskInstance],
+    ) -> None:
+        """Kill at once (no grace) each allocation the agent still runs that the master has
+        given up on: ended, unknown, or recorded as lost on this agent. Its token was revoked
+        when it ended, so it can report nothing; this stops what it would still write."""
+        agent_id = conn.view.id
+        live = {a.id for a in ours if agent_id not in (a.exits or {})}
+        live |= {i.allocation_id for i in instances if i.allocation_id}
+        for alloc_id in sorted(set(hello.running) - live):
+            log.warning(
+                "agent %s still runs allocation %s, which the master has given up on; killed",
+                agent_id,
+                alloc_id,
+            )
+            await conn.send(Kill(alloc_id, fenced=True).to_dict())
 
     async def _reconcile(
         self,
@@ -221,7 +246,7 @@ class AgentGateway:
                     await conn.send(Kill(alloc.id).to_dict())
             else:
                 await self.core.transact(
-                    gang.agent_exited,
+                    partial(gang.agent_exited, lost=True),
                     agent_id,
                     alloc.id,
                     None,
@@ -229,9 +254,6 @@ class AgentGateway:
                 )
         for event in exited.values():
             await self.on_message(agent_id, event)
-        known = {a.id for a in ours} | {i.allocation_id for i in instances if i.allocation_id}
-        for alloc_id in sorted(running - known):
-            await conn.send(Kill(alloc_id).to_dict())
 
     async def disconnected(self, conn: AgentConnection) -> None:
         now = self.core.clock()
@@ -303,7 +325,7 @@ class AgentGateway:
         if is_task:
             task_life.instance_exited(tx, agent_id, msg.allocation_id, msg.exit_code, msg.reason)
             return
-        gang.agent_exited(tx, agent_id, msg.allocation_id, msg.exit_code, msg.reason)
+        gang.agent_exited(tx, agent_id, msg.allocation_id, msg.exit_code, msg.reason, lost=msg.lost)
         # Before the pass that may follow in the same transaction (for the B1 timeline).
         mark("master-exit-recorded", msg.allocation_id)
 
@@ -385,7 +407,11 @@ class AgentGateway:
                 if now - since >= limit:
                     # Through the gang, so the allocation's processes on other agents stop too.
                     await self.core.transact(
-                        gang.agent_exited, agent_id, alloc.id, None, f"agent {agent_id} was lost"
+                        partial(gang.agent_exited, lost=True),
+                        agent_id,
+                        alloc.id,
+                        None,
+                        f"agent {agent_id} was lost",
                     )
         for inst, _, _ in await self.core.read(tasks.live_instances):
             owner = inst.agent_id

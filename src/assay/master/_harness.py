@@ -20,7 +20,7 @@ from assay.db import (
     metrics,
     trials,
 )
-from assay.errors import InvalidRequest, Unauthorized
+from assay.errors import Fenced, InvalidRequest, Unauthorized
 from assay.master._lifecycle import apply_ops, update_progress
 from assay.master._tx import Tx, Wake
 from assay.protocol import (
@@ -50,13 +50,30 @@ def authenticate(session: Session, token: str | None, trial_id: int | None = Non
         raise Unauthorized("unknown allocation token")
     if alloc.state == AllocationState.TERMINATED:
         # A process its agent lost track of must not report into the trial's next run.
-        raise Unauthorized(f"allocation {alloc.id} has ended; its reports are no longer accepted")
+        raise fenced(alloc.id)
     caller = Caller(alloc.id, alloc.trial_id, alloc.run)
     check_trial(caller, trial_id)
     return caller
 
 
 def check_trial(caller: Caller, trial_id: int | None) -> None:
+def fenced(allocation_id: str) -> Fenced:
+    return Fenced(
+        f"allocation {allocation_id} has ended (the master gave it up, e.g. when its agent was "
+        "lost, and its trial may run elsewhere now): nothing it reports is taken; this copy "
+        "must stop"
+    )
+
+
+def check_live(session: Session, caller: Caller) -> None:
+    """Refuse a report of an allocation that ended since its token was checked: checked again
+    in the writing transaction, so a copy the master gave up on never writes into the trial
+    (its replacement's run) however its request raced the end."""
+    alloc = allocations.get(session, caller.allocation_id)
+    if alloc is None or alloc.state == AllocationState.TERMINATED:
+        raise fenced(caller.allocation_id)
+
+
     """Refuse a token used for another trial than its allocation's (``trial_id`` None: any)."""
     if trial_id is not None and caller.trial_id != trial_id:
         raise Unauthorized(f"this token belongs to trial {caller.trial_id}, not trial {trial_id}")
@@ -80,11 +97,9 @@ def ingest_metrics(
 ) -> Ingested:
     """Store reports (ignoring repeats) and keep the trial's steps and best validation up to
     date."""
-    alloc = allocations.get(session, caller.allocation_id)
-    if alloc is None or alloc.state == AllocationState.TERMINATED:
-        # Checked again in the writing transaction: the run may have ended since the token
-        # was checked, and its late reports must not mix with the next run's.
-        raise Unauthorized(f"allocation {caller.allocation_id} has ended")
+    # Checked again in the writing transaction: the run may have ended since the token was
+    # checked, and its late reports must not mix with the next run's.
+    check_live(session, caller)
     metrics.insert(session, caller.trial_id, caller.run, reports, now)
     if not reports:
         return Ingested(None, [])
@@ -142,6 +157,7 @@ def complete_operation(tx: Tx, caller: Caller, length: int, metric: float) -> No
     trials.record_reported(tx.session, trial.id, length)
     apply_ops(tx, exp, searcher.validation_completed(trial.request_id, metric, length))
     tx.act(Wake(("op", trial.id)))
+    check_live(tx.session, caller)
 
 
 def release_if_idle(tx: Tx, caller: Caller) -> bool:
@@ -156,6 +172,7 @@ def release_if_idle(tx: Tx, caller: Caller) -> bool:
         return False
     alloc = allocations.get(tx.session, caller.allocation_id)
     if alloc is not None and alloc.state != AllocationState.TERMINATED:
+    check_live(tx.session, caller)
         alloc.released = True
     return True
 
@@ -169,6 +186,9 @@ def report_checkpoint(tx: Tx, caller: Caller, report: CheckpointReport) -> Check
         return existing
     trial = trials.require(tx.session, caller.trial_id)
     ckpt = checkpoints.create(
+    # A copy the master gave up on never has its checkpoint referenced, so its files stay an
+    # orphan the trial's replacement never resumes from.
+    check_live(tx.session, caller)
         tx.session,
         uuid=uuid,
         trial_id=trial.id,
@@ -210,3 +230,5 @@ def report_progress(tx: Tx, caller: Caller, progress: float) -> None:
     trial = trials.require(tx.session, caller.trial_id)
     trial.progress = progress
     update_progress(tx, experiments.require(tx.session, trial.experiment_id))
+    check_live(tx.session, caller)
+    check_live(tx.session, caller)

@@ -66,6 +66,8 @@ class HarnessService:
 
     async def _answer(self, caller: Caller) -> rest.SearcherOperation | None:
         def read(session: Session) -> rest.SearcherOperation | None:
+            # A copy the master gave up on while it waited gets no operation: it stops.
+            harness.check_live(session, caller)
             done = rest.SearcherOperation(length=None, done=True)
             trial = trials.get(session, caller.trial_id)
             exp = experiments.get(session, trial.experiment_id) if trial else None
@@ -141,11 +143,11 @@ class HarnessService:
 
         def read(session: Session) -> bool:
             alloc = allocations.get(session, allocation_id)
-            return (
-                alloc is None
-                or alloc.preempt is not None
-                or alloc.state == AllocationState.TERMINATED
-            )
+            if alloc is None or alloc.state == AllocationState.TERMINATED:
+                # Not "checkpoint and exit": a copy the master gave up on must write nothing
+                # more, not a checkpoint either; it is told it is fenced off, and stops.
+                raise harness.fenced(allocation_id)
+            return alloc.preempt is not None
 
         since = self.core.waiters.version(key)
         preempt = await self.core.read(read)

@@ -11,7 +11,16 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-from assay.db import Allocation, Experiment, Trial, allocations, experiments, jobs, trials
+from assay.db import (
+    Allocation,
+    Experiment,
+    Trial,
+    allocations,
+    checkpoints,
+    experiments,
+    jobs,
+    trials,
+)
 from assay.errors import InvalidTransition
 from assay.master._clock import account_state_change
 from assay.master._end_message import failure_message
@@ -406,6 +415,10 @@ def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason:
         planned_reached=_planned_reached(tx, exp, searcher, trial),
         latest_checkpoint=trial.latest_checkpoint,
         timed_out=alloc.timed_out,
+        agent_lost=alloc.lost,
+        infra_restarts=trial.infra_restarts,
+        lost_in_row=trial.lost_in_row,
+        checkpointed=checkpoints.saved_by(tx.session, trial.id, alloc.id),
     )
     alloc.state = AllocationState.TERMINATED
     alloc.exit_code = exit_code
@@ -414,10 +427,15 @@ def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason:
     tx.act(AllocationEnded(alloc.id))
     tx.act(Reschedule())
     tx.act(Wake(("op", alloc.trial_id)))
+    # A copy of it that still runs (its agent frozen or cut off) and waits on either long-poll
+    # is answered at once: it is fenced off and stops (the harness's side of the fence).
+    tx.act(Wake(("preempt", alloc.id)))
     tx.act(Wake(("logs", alloc.trial_id)))
 
     decision = decide_exit(facts)
     trial.restarts = decision.restarts
+    trial.infra_restarts = decision.infra_restarts
+    trial.lost_in_row = decision.lost_in_row
     trial.latest_checkpoint = decision.resume_from
     if decision.ended:
         _finish_trial(

@@ -234,6 +234,15 @@ class ExitFacts:
 
 CLUSTER_STOPPED = (
     "paused while the cluster was stopped (`assay down`); it resumes from its latest "
+    agent_lost: bool = False
+    """Its processes were lost with their agent (the agent lost past its grace, stopped, or
+    back without them): the cluster's loss, not the trial's failure."""
+    infra_restarts: int = 0
+    """How often it was started again after losing its agent so far."""
+    lost_in_row: int = 0
+    """Its agent losses since one of its runs last saved a checkpoint."""
+    checkpointed: bool = False
+    """This run saved a checkpoint."""
     "checkpoint when the cluster is up"
 )
 """The message of a trial its cluster's stop sent back to the queue (cleared when it restarts)."""
@@ -245,6 +254,14 @@ TIMED_OUT = "ran longer than max_trial_duration"
 @dataclass(frozen=True)
 class ClosedEvent:
     """Tell the searcher ``trial_closed``."""
+MAX_LOST_IN_ROW = 5
+"""The most agent losses a trial may suffer in a row without saving a checkpoint; the next one
+ends it in ERROR. A loss is the cluster's, so it never spends ``max_restarts``; but a trial
+that brings its machine down (exhausts its memory, panics its kernel) looks like one that keeps
+losing its agent, and would otherwise take every agent down in turn, forever. A trial that
+checkpoints between losses makes progress, so its count starts again and it is never stopped
+for losses alone: that is what long trials on machines that come and go need."""
+
 
 
 @dataclass(frozen=True)
@@ -273,6 +290,11 @@ class ExitDecision:
 
 def describe_exit(exit_code: int | None, reason: str) -> str:
     if exit_code is None:
+    infra_restarts: int = 0
+    """How often it has been started again after losing its agent (never toward
+    ``max_restarts``)."""
+    lost_in_row: int = 0
+    """Its agent losses since one of its runs last saved a checkpoint."""
         return reason or "the process was lost"
     if exit_code < 0:
         return f"killed by signal {-exit_code}" + (f" ({reason})" if reason else "")
@@ -283,9 +305,25 @@ def decide_exit(f: ExitFacts) -> ExitDecision:
     """Where a trial goes when its allocation ends (its processes exited, or were lost)."""
 
     def stay(
-        state: TrialState, message: str | None = None, restarts: int = f.restarts
+        state: TrialState,
+        message: str | None = None,
+        restarts: int = f.restarts,
+        *,
+        infra: int = f.infra_restarts,
+        lost: int = in_row,
     ) -> ExitDecision:
-        return ExitDecision(state, False, restarts, f.latest_checkpoint, message)
+        return ExitDecision(
+            state,
+            False,
+            restarts,
+            f.latest_checkpoint,
+            message,
+            infra_restarts=infra,
+            lost_in_row=lost,
+        )
+    # A run that saved a checkpoint made progress: its losses before it no longer count.
+    in_row = 0 if f.checkpointed else f.lost_in_row
+
 
     def end(
         state: TrialState,
@@ -296,8 +334,17 @@ def decide_exit(f: ExitFacts) -> ExitDecision:
         searcher: SearcherEvent | None = None,
     ) -> ExitDecision:
         return ExitDecision(
-            state, True, restarts, f.latest_checkpoint, message, early_stopped, searcher
+            state,
+            True,
+            restarts,
+            f.latest_checkpoint,
+            message,
+            early_stopped,
+            searcher,
+            f.infra_restarts,
+            lost,
         )
+        lost: int = in_row,
 
     if f.trial_state.terminal:
         return stay(f.trial_state)
@@ -362,6 +409,24 @@ def decide_exit(f: ExitFacts) -> ExitDecision:
         TrialState.ERROR,
         f"failed {restarts} {'time' if restarts == 1 else 'times'} "
         f"(max_restarts: {f.max_restarts}); last: {detail}",
+    if f.agent_lost:
+        lost = in_row + 1
+        if lost > MAX_LOST_IN_ROW:
+            return end(
+                TrialState.ERROR,
+                f"lost its agent {lost} times in a row without saving a checkpoint (at most "
+                f"{MAX_LOST_IN_ROW}): it may be what brings its agents down, e.g. by exhausting "
+                f"their memory; last: {detail}",
+                lost=lost,
+                searcher=ExitedEarlyEvent(ExitedReason.ERRORED),
+            )
+        infra = f.infra_restarts + 1
+        return stay(
+            again,
+            f"started again after losing its agent (not counted toward max_restarts): {detail}",
+            infra=infra,
+            lost=lost,
+        )
         restarts=restarts,
         searcher=ExitedEarlyEvent(ExitedReason.ERRORED),
     )

@@ -116,6 +116,7 @@ def trial_change(row: Trial) -> rest.TrialChange:
         state=TrialState(row.state),
         restarts=row.restarts,
         runs=row.runs,
+        infra_restarts=row.infra_restarts,
         steps_completed=row.steps_completed,
         latest_checkpoint=row.latest_checkpoint,
         best_validation=row.best_validation,
@@ -211,6 +212,7 @@ def allocation(alloc: Allocation) -> rest.Allocation:
 def checkpoint(ckpt: Checkpoint, held: Sequence[tuple[str, int]] = ()) -> rest.Checkpoint:
     """The checkpoint, with the model versions ``held`` (name, number) that hold it."""
     return rest.Checkpoint(
+        lost=alloc.lost,
         model_versions=[rest.ModelVersionRef(model=name, version=n) for name, n in held],
         uuid=ckpt.uuid,
         trial_id=ckpt.trial_id,

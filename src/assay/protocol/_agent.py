@@ -187,6 +187,9 @@ class Exited:
     """The allocation's last lines, not yet sent: stored in the transaction that records the
     exit (only when it records it, so a repeat after a reconnect stores them once), and so
     never after the run is seen to have ended."""
+    lost: bool = False
+    """They ended with their agent (it stopped, and ended them first), not on their own: the
+    cluster's loss, which never counts toward the trial's ``max_restarts``."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -195,6 +198,7 @@ class Exited:
             "exit_code": self.exit_code,
             "reason": self.reason,
             "logs": [e.to_dict() for e in self.logs],
+            "lost": self.lost,
         }
 
     @classmethod
@@ -208,6 +212,7 @@ class Exited:
                 LogEntry.from_dict(e, f"{f.path('logs')}[{i}]")
                 for i, e in enumerate(f.items("logs", []))
             ],
+            lost=f.flag("lost", False),
         )
 
 
@@ -461,13 +466,17 @@ class Kill:
 
     type: ClassVar[str] = "kill"
     allocation_id: str
+    fenced: bool = False
+    """The master has given the allocation up (its agent was lost; its trial may run elsewhere
+    now): SIGKILL at once, with no grace in which the old copy could write anything more."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "allocation_id": self.allocation_id}
+        return {"type": self.type, "allocation_id": self.allocation_id, "fenced": self.fenced}
 
     @classmethod
     def from_dict(cls, raw: object, where: str = "kill") -> Kill:
-        return cls(allocation_id=Fields(raw, where).text("allocation_id"))
+        f = Fields(raw, where)
+        return cls(allocation_id=f.text("allocation_id"), fenced=f.flag("fenced", False))
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ class TrialChange(Resource):
     experiment_id: int
     state: TrialState
     restarts: int
+    infra_restarts: int = 0
     runs: int
     steps_completed: int
     latest_checkpoint: str | None

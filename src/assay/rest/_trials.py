@@ -45,7 +45,16 @@ class Trial(Resource):
     state: TrialState
     hparams: dict[str, Any]
     seed: int
-    restarts: int = Field(description="How often it was restarted after a failure.")
+    restarts: int = Field(
+        description="How often it failed on its own (what max_restarts bounds; the last "
+        "failure counts too)."
+    )
+    infra_restarts: int = Field(
+        default=0,
+        description="How often it was started again after losing its agent (lost past its "
+        "grace, stopped, or back without it): the cluster's losses, never counted toward "
+        "max_restarts.",
+    )
     runs: int = Field(description="How many times it was started (restarts and resumptions).")
     steps_completed: int = Field(
         description="Steps (batches) trained in its current line of training: the most any "
@@ -90,6 +99,11 @@ class Allocation(Resource):
 
 
 class TrialDetail(Trial):
+    lost: bool = Field(
+        default=False,
+        description="Its processes were lost with their agent: the cluster's loss, not the "
+        "trial's failure.",
+    )
     """A trial with its allocations, oldest first."""
 
     allocations: list[Allocation]

@@ -121,7 +121,7 @@ def test_a_failed_agent_gets_the_rest_of_the_gang_killed_and_its_code_ends_it(
 ) -> None:
     a1, a2, alloc_id = gang_of_two(master, context)
     exited(master, "a2", alloc_id, 3)
-    assert a1.of("kill") == [{"type": "kill", "allocation_id": alloc_id}]
+    assert a1.of("kill") == [{"type": "kill", "allocation_id": alloc_id, "fenced": False}]
     assert a2.of("kill") == []
     alloc = allocation(master, alloc_id)
     assert alloc.state != "TERMINATED", "a1's processes are still running"

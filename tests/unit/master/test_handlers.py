@@ -348,9 +348,9 @@ def test_a_kill_lost_while_the_agent_was_away_is_sent_again(master: Master, cont
     run(master.agents.disconnected(master.hub.agents["a1"]))
     run(master.experiments.kill(ADMIN, exp_id))
     back = connect_agent(master, running=[alloc_id])
-    assert {"type": "kill", "allocation_id": alloc_id} in back.sent
+    assert {"type": "kill", "allocation_id": alloc_id, "fenced": False} in back.sent
     run(master.agents.resend_kills())
-    assert back.of("kill") == [{"type": "kill", "allocation_id": alloc_id}] * 2
+    assert back.of("kill") == [{"type": "kill", "allocation_id": alloc_id, "fenced": False}] * 2
 
 
 def test_a_lost_started_message_is_recovered_from_the_agents_hello(

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from assay.errors import Unauthorized
+from assay.errors import Fenced, Unauthorized
 from assay.master import Caller, Master, Submission
 from assay.master._callers import CallerCache
 from tests.unit.master.conftest import ADMIN
@@ -86,7 +86,7 @@ def test_an_ended_allocations_token_is_refused_at_once(master: Master, context: 
     exited = {"type": "exited", "allocation_id": start["allocation_id"], "exit_code": 0}
     run(master.agents.on_message("a1", exited))
     assert master.core.callers.get(token) is None
-    with pytest.raises(Unauthorized, match="has ended; its reports are no longer accepted"):
+    with pytest.raises(Fenced, match=r"has ended .*: nothing it reports is taken"):
         run(master.harness.caller(token))
 
 

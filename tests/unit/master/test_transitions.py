@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from assay.errors import InvalidTransition
 from assay.master._transitions import (
     CLUSTER_STOPPED,
+    MAX_LOST_IN_ROW,
     ClosedEvent,
     ExitedEarlyEvent,
     ExitFacts,
@@ -62,6 +63,10 @@ def exits(
             runs=st.integers(1, 6),
             planned_reached=st.none() | st.booleans(),
             latest_checkpoint=st.none() | st.uuids().map(str),
+            agent_lost=st.booleans(),
+            infra_restarts=st.integers(0, 20),
+            lost_in_row=st.integers(0, MAX_LOST_IN_ROW),
+            checkpointed=st.booleans(),
         )
     )
 
@@ -314,3 +319,82 @@ def test_a_trial_killed_by_its_time_limit_ends_canceled_and_says_why(
     assert (decision.state, decision.ended) == (TrialState.CANCELED, True)
     assert decision.message == "ran longer than max_trial_duration: ended"
     assert decision.searcher == ExitedEarlyEvent(ExitedReason.USER_CANCELED)
+
+
+# -- losing an agent ----------------------------------------------------------------------------
+
+
+@settings(max_examples=300)
+@given(exits())
+def test_losing_its_agent_never_spends_max_restarts(facts: ExitFacts) -> None:
+    decision = decide_exit(facts)
+    if facts.agent_lost:
+        assert decision.restarts == facts.restarts
+    assert decision.infra_restarts - facts.infra_restarts in (0, 1)
+    if decision.infra_restarts > facts.infra_restarts:
+        assert facts.agent_lost and not decision.ended
+
+
+@settings(max_examples=300)
+@given(exits())
+def test_a_trial_that_keeps_losing_its_agent_is_bounded_by_losses_without_a_checkpoint(
+    facts: ExitFacts,
+) -> None:
+    decision = decide_exit(facts)
+    if not decision.ended:
+        assert decision.lost_in_row <= MAX_LOST_IN_ROW
+    if decision.lost_in_row > MAX_LOST_IN_ROW:
+        assert decision.state == TrialState.ERROR
+        assert decision.searcher == ExitedEarlyEvent(ExitedReason.ERRORED)
+    if facts.checkpointed and not facts.trial_state.terminal:
+        assert decision.lost_in_row <= 1, "a run that saved a checkpoint starts the count again"
+
+
+def lost(**changes: object) -> ExitFacts:
+    return crash(
+        **{"exit_code": None, "reason": "agent a1 was lost", "agent_lost": True, **changes}
+    )
+
+
+def test_a_trial_lost_with_its_agent_is_queued_again_and_counted_apart() -> None:
+    decision = decide_exit(lost(max_restarts=0, restarts=0))
+    assert (decision.state, decision.ended) == (TrialState.QUEUED, False)
+    assert (decision.restarts, decision.infra_restarts, decision.lost_in_row) == (0, 1, 1)
+    assert decision.message == (
+        "started again after losing its agent (not counted toward max_restarts): agent a1 was lost"
+    )
+    again = decide_exit(lost(max_restarts=0, infra_restarts=1, lost_in_row=1))
+    assert (again.state, again.restarts, again.infra_restarts) == (TrialState.QUEUED, 0, 2)
+
+
+def test_an_agent_stopped_under_a_trial_is_a_loss_whatever_the_signal() -> None:
+    decision = decide_exit(lost(exit_code=-15, reason="killed: agent a1 stopped"))
+    assert (decision.state, decision.restarts, decision.infra_restarts) == (
+        TrialState.QUEUED,
+        0,
+        1,
+    )
+
+
+def test_a_paused_experiment_keeps_a_trial_lost_with_its_agent_paused() -> None:
+    decision = decide_exit(lost(experiment_state=ExperimentState.PAUSED))
+    assert (decision.state, decision.ended) == (TrialState.PAUSED, False)
+    assert decision.infra_restarts == 1
+
+
+def test_losses_without_a_checkpoint_end_the_trial_after_the_bound() -> None:
+    last_allowed = decide_exit(lost(lost_in_row=MAX_LOST_IN_ROW - 1))
+    assert (last_allowed.state, last_allowed.lost_in_row) == (TrialState.QUEUED, MAX_LOST_IN_ROW)
+    over = decide_exit(lost(lost_in_row=MAX_LOST_IN_ROW))
+    assert (over.state, over.ended, over.restarts) == (TrialState.ERROR, True, 0)
+    assert over.message is not None and over.message.startswith(
+        f"lost its agent {MAX_LOST_IN_ROW + 1} times in a row without saving a checkpoint"
+    )
+    assert over.searcher == ExitedEarlyEvent(ExitedReason.ERRORED)
+    saved = decide_exit(lost(lost_in_row=MAX_LOST_IN_ROW, checkpointed=True))
+    assert (saved.state, saved.lost_in_row) == (TrialState.QUEUED, 1)
+
+
+def test_a_crash_after_losses_still_counts_toward_max_restarts_and_keeps_the_loss_count() -> None:
+    decision = decide_exit(crash(infra_restarts=3, lost_in_row=2))
+    assert (decision.restarts, decision.infra_restarts, decision.lost_in_row) == (1, 3, 2)
