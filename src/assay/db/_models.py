@@ -183,15 +183,15 @@ class Trial(Base):
     seed: Mapped[int] = mapped_column(Integer)
     state: Mapped[str] = mapped_column(String(32))
     restarts: Mapped[int] = mapped_column(Integer, default=0)
-    runs: Mapped[int] = mapped_column(Integer, default=0)
-    steps_completed: Mapped[int] = mapped_column(Integer, default=0)
-    latest_checkpoint: Mapped[str | None] = mapped_column(String(64), nullable=True)
     """Its own failures: what ``max_restarts`` bounds."""
     infra_restarts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     """How often it was started again after losing its agent (never toward ``max_restarts``)."""
     lost_in_row: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     """Its agent losses since one of its runs last saved a checkpoint (what bounds a trial that
     keeps losing its agent)."""
+    runs: Mapped[int] = mapped_column(Integer, default=0)
+    steps_completed: Mapped[int] = mapped_column(Integer, default=0)
+    latest_checkpoint: Mapped[str | None] = mapped_column(String(64), nullable=True)
     source_checkpoint: Mapped[str | None] = mapped_column(String(64), nullable=True)
     best_validation: Mapped[float | None] = mapped_column(Float, nullable=True)
     # The searcher metric normalised so smaller is better; what "best trial" sorts on.
@@ -241,15 +241,15 @@ class Allocation(Base):
     released: Mapped[bool] = mapped_column(Boolean, default=False)
     timed_out: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     """Killed because its trial ran longer than ``max_trial_duration``."""
+    lost: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    """Its processes were lost with an agent (lost past its grace, stopped, or back without
+    them) before any of them failed on their own: the cluster's loss, not the trial's."""
     exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
     exit_reason: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[float] = mapped_column(Float)
     started_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
 
-    lost: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
-    """Its processes were lost with an agent (lost past its grace, stopped, or back without
-    them) before any of them failed on their own: the cluster's loss, not the trial's."""
     __table_args__ = (
         Index("ix_allocations_trial", "trial_id"),
         Index("ix_allocations_state", "state"),

@@ -56,7 +56,6 @@ def authenticate(session: Session, token: str | None, trial_id: int | None = Non
     return caller
 
 
-def check_trial(caller: Caller, trial_id: int | None) -> None:
 def fenced(allocation_id: str) -> Fenced:
     return Fenced(
         f"allocation {allocation_id} has ended (the master gave it up, e.g. when its agent was "
@@ -74,6 +73,7 @@ def check_live(session: Session, caller: Caller) -> None:
         raise fenced(caller.allocation_id)
 
 
+def check_trial(caller: Caller, trial_id: int | None) -> None:
     """Refuse a token used for another trial than its allocation's (``trial_id`` None: any)."""
     if trial_id is not None and caller.trial_id != trial_id:
         raise Unauthorized(f"this token belongs to trial {caller.trial_id}, not trial {trial_id}")
@@ -151,13 +151,13 @@ def feed_code_driven(tx: Tx, ingested: Ingested) -> None:
 
 
 def complete_operation(tx: Tx, caller: Caller, length: int, metric: float) -> None:
+    check_live(tx.session, caller)
     trial = trials.require(tx.session, caller.trial_id)
     exp = experiments.require(tx.session, trial.experiment_id)
     searcher = tx.searchers.searcher(exp)
     trials.record_reported(tx.session, trial.id, length)
     apply_ops(tx, exp, searcher.validation_completed(trial.request_id, metric, length))
     tx.act(Wake(("op", trial.id)))
-    check_live(tx.session, caller)
 
 
 def release_if_idle(tx: Tx, caller: Caller) -> bool:
@@ -165,6 +165,7 @@ def release_if_idle(tx: Tx, caller: Caller) -> bool:
 
     Returns True if released (no operation appeared in the meantime).
     """
+    check_live(tx.session, caller)
     trial = trials.require(tx.session, caller.trial_id)
     exp = experiments.require(tx.session, trial.experiment_id)
     searcher = tx.searchers.searcher(exp)
@@ -172,12 +173,14 @@ def release_if_idle(tx: Tx, caller: Caller) -> bool:
         return False
     alloc = allocations.get(tx.session, caller.allocation_id)
     if alloc is not None and alloc.state != AllocationState.TERMINATED:
-    check_live(tx.session, caller)
         alloc.released = True
     return True
 
 
 def report_checkpoint(tx: Tx, caller: Caller, report: CheckpointReport) -> Checkpoint:
+    # A copy the master gave up on never has its checkpoint referenced, so its files stay an
+    # orphan the trial's replacement never resumes from.
+    check_live(tx.session, caller)
     uuid = report.uuid
     steps = report.steps_completed
     check_uuid(uuid)
@@ -186,9 +189,6 @@ def report_checkpoint(tx: Tx, caller: Caller, report: CheckpointReport) -> Check
         return existing
     trial = trials.require(tx.session, caller.trial_id)
     ckpt = checkpoints.create(
-    # A copy the master gave up on never has its checkpoint referenced, so its files stay an
-    # orphan the trial's replacement never resumes from.
-    check_live(tx.session, caller)
         tx.session,
         uuid=uuid,
         trial_id=trial.id,
@@ -220,6 +220,7 @@ def report_early_exit(tx: Tx, caller: Caller, reason: str) -> None:
         raise InvalidRequest(
             f"reason: unknown early-exit reason {reason!r}; one of: {valid}"
         ) from None
+    check_live(tx.session, caller)
     trial = trials.require(tx.session, caller.trial_id)
     trial.early_exit = parsed.value
 
@@ -227,8 +228,7 @@ def report_early_exit(tx: Tx, caller: Caller, reason: str) -> None:
 def report_progress(tx: Tx, caller: Caller, progress: float) -> None:
     if not 0.0 <= progress <= 1.0:
         raise InvalidRequest(f"progress: must be between 0 and 1, got {progress}")
+    check_live(tx.session, caller)
     trial = trials.require(tx.session, caller.trial_id)
     trial.progress = progress
     update_progress(tx, experiments.require(tx.session, trial.experiment_id))
-    check_live(tx.session, caller)
-    check_live(tx.session, caller)

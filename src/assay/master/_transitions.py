@@ -230,10 +230,6 @@ class ExitFacts:
     latest_checkpoint: str | None
     timed_out: bool = False
     """It was killed for running longer than ``max_trial_duration``."""
-
-
-CLUSTER_STOPPED = (
-    "paused while the cluster was stopped (`assay down`); it resumes from its latest "
     agent_lost: bool = False
     """Its processes were lost with their agent (the agent lost past its grace, stopped, or
     back without them): the cluster's loss, not the trial's failure."""
@@ -243,6 +239,10 @@ CLUSTER_STOPPED = (
     """Its agent losses since one of its runs last saved a checkpoint."""
     checkpointed: bool = False
     """This run saved a checkpoint."""
+
+
+CLUSTER_STOPPED = (
+    "paused while the cluster was stopped (`assay down`); it resumes from its latest "
     "checkpoint when the cluster is up"
 )
 """The message of a trial its cluster's stop sent back to the queue (cleared when it restarts)."""
@@ -250,10 +250,6 @@ CLUSTER_STOPPED = (
 TIMED_OUT = "ran longer than max_trial_duration"
 """The message (and the allocation's exit reason) of a trial ended by its time limit."""
 
-
-@dataclass(frozen=True)
-class ClosedEvent:
-    """Tell the searcher ``trial_closed``."""
 MAX_LOST_IN_ROW = 5
 """The most agent losses a trial may suffer in a row without saving a checkpoint; the next one
 ends it in ERROR. A loss is the cluster's, so it never spends ``max_restarts``; but a trial
@@ -262,6 +258,10 @@ losing its agent, and would otherwise take every agent down in turn, forever. A 
 checkpoints between losses makes progress, so its count starts again and it is never stopped
 for losses alone: that is what long trials on machines that come and go need."""
 
+
+@dataclass(frozen=True)
+class ClosedEvent:
+    """Tell the searcher ``trial_closed``."""
 
 
 @dataclass(frozen=True)
@@ -286,15 +286,15 @@ class ExitDecision:
     """Its new message; None keeps the current one."""
     early_stopped: bool = False
     searcher: SearcherEvent | None = None
-
-
-def describe_exit(exit_code: int | None, reason: str) -> str:
-    if exit_code is None:
     infra_restarts: int = 0
     """How often it has been started again after losing its agent (never toward
     ``max_restarts``)."""
     lost_in_row: int = 0
     """Its agent losses since one of its runs last saved a checkpoint."""
+
+
+def describe_exit(exit_code: int | None, reason: str) -> str:
+    if exit_code is None:
         return reason or "the process was lost"
     if exit_code < 0:
         return f"killed by signal {-exit_code}" + (f" ({reason})" if reason else "")
@@ -303,6 +303,9 @@ def describe_exit(exit_code: int | None, reason: str) -> str:
 
 def decide_exit(f: ExitFacts) -> ExitDecision:
     """Where a trial goes when its allocation ends (its processes exited, or were lost)."""
+
+    # A run that saved a checkpoint made progress: its losses before it no longer count.
+    in_row = 0 if f.checkpointed else f.lost_in_row
 
     def stay(
         state: TrialState,
@@ -321,9 +324,6 @@ def decide_exit(f: ExitFacts) -> ExitDecision:
             infra_restarts=infra,
             lost_in_row=lost,
         )
-    # A run that saved a checkpoint made progress: its losses before it no longer count.
-    in_row = 0 if f.checkpointed else f.lost_in_row
-
 
     def end(
         state: TrialState,
@@ -332,6 +332,7 @@ def decide_exit(f: ExitFacts) -> ExitDecision:
         restarts: int = f.restarts,
         early_stopped: bool = False,
         searcher: SearcherEvent | None = None,
+        lost: int = in_row,
     ) -> ExitDecision:
         return ExitDecision(
             state,
@@ -344,7 +345,6 @@ def decide_exit(f: ExitFacts) -> ExitDecision:
             f.infra_restarts,
             lost,
         )
-        lost: int = in_row,
 
     if f.trial_state.terminal:
         return stay(f.trial_state)
@@ -402,13 +402,6 @@ def decide_exit(f: ExitFacts) -> ExitDecision:
         # Its start was lost (a master restart between reserving the slots and telling the
         # agent): not the code's failure, so it does not count against max_restarts.
         return stay(again, f"started again: {detail}")
-    restarts = f.restarts + 1
-    if restarts <= f.max_restarts:
-        return stay(again, f"restart {restarts} of {f.max_restarts} after: {detail}", restarts)
-    return end(
-        TrialState.ERROR,
-        f"failed {restarts} {'time' if restarts == 1 else 'times'} "
-        f"(max_restarts: {f.max_restarts}); last: {detail}",
     if f.agent_lost:
         lost = in_row + 1
         if lost > MAX_LOST_IN_ROW:
@@ -427,6 +420,13 @@ def decide_exit(f: ExitFacts) -> ExitDecision:
             infra=infra,
             lost=lost,
         )
+    restarts = f.restarts + 1
+    if restarts <= f.max_restarts:
+        return stay(again, f"restart {restarts} of {f.max_restarts} after: {detail}", restarts)
+    return end(
+        TrialState.ERROR,
+        f"failed {restarts} {'time' if restarts == 1 else 'times'} "
+        f"(max_restarts: {f.max_restarts}); last: {detail}",
         restarts=restarts,
         searcher=ExitedEarlyEvent(ExitedReason.ERRORED),
     )

@@ -115,8 +115,8 @@ def trial_change(row: Trial) -> rest.TrialChange:
         experiment_id=row.experiment_id,
         state=TrialState(row.state),
         restarts=row.restarts,
-        runs=row.runs,
         infra_restarts=row.infra_restarts,
+        runs=row.runs,
         steps_completed=row.steps_completed,
         latest_checkpoint=row.latest_checkpoint,
         best_validation=row.best_validation,
@@ -203,6 +203,7 @@ def allocation(alloc: Allocation) -> rest.Allocation:
         preempt=PreemptReason(alloc.preempt) if alloc.preempt else None,
         exit_code=alloc.exit_code,
         exit_reason=alloc.exit_reason,
+        lost=alloc.lost,
         created_at=alloc.created_at,
         started_at=alloc.started_at,
         ended_at=alloc.ended_at,
@@ -212,7 +213,6 @@ def allocation(alloc: Allocation) -> rest.Allocation:
 def checkpoint(ckpt: Checkpoint, held: Sequence[tuple[str, int]] = ()) -> rest.Checkpoint:
     """The checkpoint, with the model versions ``held`` (name, number) that hold it."""
     return rest.Checkpoint(
-        lost=alloc.lost,
         model_versions=[rest.ModelVersionRef(model=name, version=n) for name, n in held],
         uuid=ckpt.uuid,
         trial_id=ckpt.trial_id,

@@ -93,17 +93,17 @@ class Allocation(Resource):
     preempt: PreemptReason | None = Field(description="Why it was asked to stop, if it was.")
     exit_code: int | None
     exit_reason: str
+    lost: bool = Field(
+        default=False,
+        description="Its processes were lost with their agent: the cluster's loss, not the "
+        "trial's failure.",
+    )
     created_at: float
     started_at: float | None
     ended_at: float | None
 
 
 class TrialDetail(Trial):
-    lost: bool = Field(
-        default=False,
-        description="Its processes were lost with their agent: the cluster's loss, not the "
-        "trial's failure.",
-    )
     """A trial with its allocations, oldest first."""
 
     allocations: list[Allocation]
