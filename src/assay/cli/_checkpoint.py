@@ -87,7 +87,7 @@ def describe(uuid: Uuid, as_json: JsonOption = False) -> None:
         highlight=False,
         soft_wrap=True,
     )
-    table = listing_table("Path", "Size")
+    table = listing_table("Path", "Size", empty="No files.")
     for name, size in ck.resources.items():
         table.add_row(esc(name), "" if name.endswith("/") else _size(size))
     print_table(table)
@@ -142,7 +142,9 @@ def delete(
     # The master's refusals (still needed by a trial, held by a model version, not yours)
     # come before the plan and the question, not after.
     c.delete_checkpoints([ck.uuid for ck in found], dry_run=True)
-    table = listing_table("UUID", "Experiment", "Trial", "Steps", "State", "Size")
+    table = listing_table(
+        "UUID", "Experiment", "Trial", "Steps", "State", "Size", empty="No checkpoints."
+    )
     for ck in found:
         table.add_row(
             ck.uuid,

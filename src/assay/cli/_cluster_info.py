@@ -60,7 +60,15 @@ def agent_list(as_json: JsonFlag = False, as_csv: CsvOption = False) -> None:
         print_json(agents)
         return
     table = listing_table(
-        "Agent ID", "Pool", "Connected", "Enabled", "Slots", "Address", "Labels", "Seen"
+        "Agent ID",
+        "Pool",
+        "Connected",
+        "Enabled",
+        "Slots",
+        "Address",
+        "Labels",
+        "Seen",
+        empty="No agents.",
     )
     for a in agents:
         table.add_row(
@@ -89,7 +97,16 @@ def slot_list(as_json: JsonFlag = False, as_csv: CsvOption = False) -> None:
     if as_json:
         print_json(rows)
         return
-    table = listing_table("Agent ID", "Pool", "Slot ID", "Type", "Device", "Allocated", "Connected")
+    table = listing_table(
+        "Agent ID",
+        "Pool",
+        "Slot ID",
+        "Type",
+        "Device",
+        "Allocated",
+        "Connected",
+        empty="No slots.",
+    )
     for a in agents:
         for s in a.slots:
             table.add_row(
@@ -112,7 +129,15 @@ def pool_list(as_json: JsonFlag = False, as_csv: CsvOption = False) -> None:
     if as_json:
         print_json(pools)
         return
-    table = listing_table("Name", "Scheduler", "Preemption", "Agents", "Slots", "Description")
+    table = listing_table(
+        "Name",
+        "Scheduler",
+        "Preemption",
+        "Agents",
+        "Slots",
+        "Description",
+        empty="No resource pools.",
+    )
     for p in pools:
         table.add_row(
             esc(p.name),

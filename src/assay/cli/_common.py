@@ -230,6 +230,11 @@ def fmt_metric(value: Any) -> str:
     return str(value)
 
 
+WHOLE = 100_000
+"""The ``limit`` of a table cell kept whole when it is built: a terminal's view shortens it to
+fit (``assay.cli._tables``), CSV and pipes get all of it."""
+
+
 def fmt_hparams(hparams: dict[str, Any], limit: int = 60, exact: bool = False) -> str:
     """``name=value, ...`` (nested names dotted), cut at ``limit`` characters; numbers to six
     significant digits, or as stored when ``exact`` (what a describe shows, to rerun them)."""
@@ -289,32 +294,49 @@ def check_formats(as_json: bool, as_csv: bool) -> None:
         fail("--json and --csv are two output formats; pick one")
 
 
-def listing_table(*columns: str) -> Any:
+def listing_table(*columns: str, empty: str) -> Any:
     """An empty listing table with these column headers, as every ``list`` command draws it
-    (:func:`print_table` prints it, or writes it as CSV)."""
-    from rich.table import Table
+    (:func:`print_table` prints it, or writes it as CSV); ``empty``: what is said instead when
+    it has no rows (``No experiments.``)."""
+    from assay.cli._tables import FitTable
 
-    table = Table(box=None, header_style="bold")
+    table = FitTable(box=None, header_style="bold")
     for column in columns:
         table.add_column(column)
+    table.empty = empty
     return table
 
 
 def whole_cells(table: Table) -> Table:
-    """``table`` with every cell shown whole: on a terminal too narrow for it, a long cell folds
-    onto more lines instead of ending in '…' (an id, a UUID or a number cut short cannot be
-    read or copied)."""
-    for column in table.columns:
-        column.overflow = "fold"
-    return table
+    """``table`` fitted to the terminal when it is printed, every cell on one line: long free
+    text is shortened with "…" and columns of less interest are left out first, an id, a
+    name, a state or a number never cut (``assay.cli._tables``); into a pipe, all of it."""
+    from assay.cli._tables import fitting
+
+    return fitting(table)
 
 
 def print_table(table: Any, as_csv: bool = False) -> None:
-    """A listing's table: on the console (every cell whole), or with ``as_csv`` as CSV on
-    stdout, the same columns and rows with the markup (colours, escapes) taken off and nothing
-    wrapped or cut."""
+    """A listing's table: on the console (fitted: :func:`whole_cells`; the columns left out
+    for the terminal's width are named on stderr), or with ``as_csv`` as CSV on stdout, the
+    same columns and rows with the markup (colours, escapes) taken off and nothing wrapped or
+    cut. A table without rows is, on the console, the line its ``empty`` says, on stderr:
+    stdout holds only rows (``| wc -l`` counts none), as ``kubectl get`` does."""
     if not as_csv:
-        console.print(whole_cells(table))
+        if not table.rows:
+            said = getattr(table, "empty", None) or "Nothing to show."
+            err_console.print(said, highlight=False, markup=False, soft_wrap=True)
+            return
+        from assay.cli._tables import fitted
+
+        shown, left_out = fitted(table, console, console.options)
+        console.print(shown)
+        if left_out:
+            # Wrapped at the terminal's width as prose is: it is a note to a person.
+            err_console.print(
+                f"[dim](left out at this width: {esc(', '.join(left_out))}; --csv shows all)[/]",
+                highlight=False,
+            )
         return
     import csv
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from assay.cli._common import (
+    WHOLE,
     CsvOption,
     check_formats,
     client,
@@ -21,6 +22,7 @@ from assay.cli._common import (
     fmt_hparams,
     fmt_metric,
     fmt_report,
+    listing_table,
     print_json,
     print_json_line,
     print_log_line,
@@ -184,8 +186,6 @@ def list_(
     as_csv: CsvOption = False,
 ) -> None:
     """List experiments, newest first (archived ones hidden unless --all)."""
-    from rich.table import Table
-
     check_formats(as_json, as_csv)
     c = client()
     answer = c.list_experiments(archived=all_, limit=limit, user=user)
@@ -195,10 +195,18 @@ def list_(
     if as_json:
         print_json(answer)
         return
-    table = Table(box=None, header_style="bold")
-    columns = ("ID", "Name", "User", "State", "Progress", "Trials", "Searcher", "Created")
-    for col in (*columns, "Archived"):
-        table.add_column(col)
+    table = listing_table(
+        "ID",
+        "Name",
+        "User",
+        "State",
+        "Progress",
+        "Trials",
+        "Searcher",
+        "Created",
+        "Archived",
+        empty="No experiments.",
+    )
     for e in answer.experiments:
         table.add_row(
             str(e.id),
@@ -279,10 +287,9 @@ def shown_checkpoint(uuid: str | None, deleted: Set[str], *, short: bool = True)
 def trial_table(
     trials: Sequence[rest.Trial], metric: str | None, deleted: Set[str] = frozenset()
 ) -> Table:
-    """The trials, one a row; ``deleted``: checkpoints to mark as deleted."""
-    from rich.table import Table
-
-    table = Table(box=None, header_style="bold")
+    """The trials, one a row; ``deleted``: checkpoints to mark as deleted. Long cells are
+    whole here, for CSV: a terminal's view shortens them to fit (``whole_cells``)."""
+    table = listing_table(empty="No trials.")
     for col, justify in (
         ("Trial", "left"),
         ("State", "left"),
@@ -298,7 +305,6 @@ def trial_table(
         ("Hyperparameters", "left"),
     ):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    room = max(16, console.width - 100)
     for t in trials:
         state = styled_state(t.state) + (" (early stop)" if t.early_stopped else "")
         table.add_row(
@@ -306,11 +312,11 @@ def trial_table(
             state,
             str(t.steps_completed),
             fmt_metric(t.best_validation),
-            fmt_report(t.latest_training, metric, limit=24),
-            fmt_report(t.latest_validation, metric, limit=24),
+            fmt_report(t.latest_training, metric, limit=WHOLE),
+            fmt_report(t.latest_validation, metric, limit=WHOLE),
             str(t.restarts),
             shown_checkpoint(t.latest_checkpoint, deleted),
-            fmt_hparams(t.hparams, limit=room),
+            fmt_hparams(t.hparams, limit=WHOLE),
         )
     return whole_cells(table)
 
@@ -359,8 +365,6 @@ def list_checkpoints(
     as_csv: CsvOption = False,
 ) -> None:
     """The experiment's checkpoints (deleted ones hidden unless --deleted)."""
-    from rich.table import Table
-
     from assay.context import format_size
 
     check_formats(as_json, as_csv)
@@ -387,12 +391,10 @@ def list_checkpoints(
     if as_json:
         print_json(ckpts)
         return
-    table = Table(box=None, header_style="bold")
     columns = ["UUID", "Trial", "Steps", "State", "Size", "Reported", "Model Versions"]
     if best is not None:
         columns.insert(3, esc(metric))
-    for col in columns:
-        table.add_column(col)
+    table = listing_table(*columns, empty="No checkpoints.")
     for ck in ckpts:
         row = [
             ck.uuid,

@@ -90,7 +90,7 @@ def gc_policy(
 
 
 def _print_doomed(experiment_id: int, doomed: list[rest.CollectedCheckpoint]) -> None:
-    table = listing_table("UUID", "Trial", "Steps", "Metric")
+    table = listing_table("UUID", "Trial", "Steps", "Metric", empty="No checkpoints to delete.")
     for ck in doomed:
         table.add_row(ck.uuid, str(ck.trial_id), str(ck.steps_completed), fmt_metric(ck.metric))
     console.print(f"experiment {experiment_id}: checkpoints to delete", highlight=False)

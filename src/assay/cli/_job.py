@@ -73,6 +73,7 @@ def _list(resource_pool: str | None, as_json: bool, as_csv: bool = False) -> Non
         "Status",
         "User",
         "Why it waits",
+        empty="No jobs.",
     )
     for job in answer.jobs:
         table.add_row(

@@ -89,7 +89,9 @@ def list_(
     if as_json:
         print_json(models)
         return
-    table = listing_table("Name", "Versions", "Latest", "Owner", "Updated", "Description")
+    table = listing_table(
+        "Name", "Versions", "Latest", "Owner", "Updated", "Description", empty="No models."
+    )
     for m in models:
         table.add_row(
             esc(m.name),
@@ -134,7 +136,15 @@ def describe(
             console.print(f"no versions yet: `assay model register-version {esc(m.name)} UUID`")
             return
     table = listing_table(
-        "Version", "Checkpoint", "Experiment", "Trial", "Steps", "State", "Registered", "Name"
+        "Version",
+        "Checkpoint",
+        "Experiment",
+        "Trial",
+        "Steps",
+        "State",
+        "Registered",
+        "Name",
+        empty="No versions.",
     )
     for v in listed.versions:
         ck = v.checkpoint

@@ -15,14 +15,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from assay.cli._common import (
+    WHOLE,
     client,
     console,
     err_console,
+    esc,
     fail,
     fmt_hparams,
+    listing_table,
     print_json,
+    print_table,
     when,
-    whole_cells,
 )
 
 if TYPE_CHECKING:
@@ -182,10 +185,16 @@ def resume(experiment_id: ExpId) -> None:
 
 
 def _print_trials(rows: list[dict[str, Any]]) -> None:
-    from rich.table import Table
-
-    table = Table(
-        "trialJobId", "sequenceId", "status", "value", "parameters", "startTime", "endTime"
+    # Drawn as every listing is: no box, so piped it is plain columns.
+    table = listing_table(
+        "trialJobId",
+        "sequenceId",
+        "status",
+        "value",
+        "parameters",
+        "startTime",
+        "endTime",
+        empty="No trials.",
     )
     for r in rows:
         table.add_row(
@@ -193,11 +202,11 @@ def _print_trials(rows: list[dict[str, Any]]) -> None:
             str(r["sequenceId"]),
             r["status"],
             "" if r["value"] is None else f"{r['value']:.6g}",
-            fmt_hparams(r["parameter"], limit=max(16, console.width - 100)),
+            esc(fmt_hparams(r["parameter"], limit=WHOLE)),
             when(r["startTime"]),
             when(r["endTime"]),
         )
-    console.print(whole_cells(table))
+    print_table(table)
 
 
 @trial_app.command("ls")
@@ -226,18 +235,18 @@ def experiment_list(
     if as_json:
         print_json(rows)
         return
-    from rich.table import Table
-
-    table = Table("id", "experimentName", "status", "startTime", "endTime")
+    table = listing_table(
+        "id", "experimentName", "status", "startTime", "endTime", empty="No experiments."
+    )
     for r in rows:
         table.add_row(
             str(r["id"]),
-            r["experimentName"],
+            esc(r["experimentName"]),
             r["status"],
             when(r["startTime"]),
             when(r["endTime"]),
         )
-    console.print(whole_cells(table))
+    print_table(table)
 
 
 @experiment_app.command("export")

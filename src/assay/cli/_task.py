@@ -106,7 +106,7 @@ def list_(
     if as_json:
         print_json(rows)
         return
-    table = listing_table("ID", "Type", "Name", "State", "User", "Created")
+    table = listing_table("ID", "Type", "Name", "State", "User", "Created", empty="No tasks.")
     for r in rows:
         # As the other commands take them: trial-3 for a trial, 7 for a job.
         table.add_row(

@@ -123,7 +123,9 @@ def list_(
     if as_json:
         print_json([{**b.model_dump(mode="json"), "url": _url(c.url, b)} for b in boards])
         return
-    table = listing_table("ID", "Experiment", "Trials", "State", "User", "Started", "URL")
+    table = listing_table(
+        "ID", "Experiment", "Trials", "State", "User", "Started", "URL", empty="No TensorBoards."
+    )
     for b in boards:
         table.add_row(
             str(b.id),

@@ -96,7 +96,7 @@ def whoami(as_json: JsonOption = False) -> None:
 
 
 def _users_table(users: list[rest.User], as_csv: bool = False) -> None:
-    table = listing_table("ID", "Username", "Admin", "Active", "Created")
+    table = listing_table("ID", "Username", "Admin", "Active", "Created", empty="No users.")
     for user in users:
         table.add_row(
             str(user.id),
@@ -206,7 +206,9 @@ def list_tokens(
     if as_json:
         print_json(listed)
         return
-    table = listing_table("ID", "User", "Description", "Created", "Expires", "Revoked")
+    table = listing_table(
+        "ID", "User", "Description", "Created", "Expires", "Revoked", empty="No tokens."
+    )
     for token in listed:
         table.add_row(
             str(token.id),

@@ -96,7 +96,7 @@ def test_a_cell_too_long_for_a_narrow_terminal_folds_instead_of_ending_in_an_ell
     from rich.console import Console
 
     uuid = "0b5e5b6c-9d5b-4f5e-8a77-2b1f0b0f7a10"
-    table = listing_table("UUID", "State")
+    table = listing_table("UUID", "State", empty="No checkpoints.")
     table.add_row(uuid, "COMPLETED")
     narrow = Console(width=30, record=True, file=io.StringIO())
     narrow.print(whole_cells(table))
