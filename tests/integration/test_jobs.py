@@ -3,6 +3,7 @@ PAI_* variables, completion policy, retries, stop, and refusals at submission.""
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import textwrap
 import time
@@ -442,35 +443,41 @@ def test_a_queued_job_is_reprioritised_like_any_job(cluster: Cluster, tmp_path: 
     assert _wait_ended(cluster, task.id).state == "STOPPED"
 
 
-def test_a_job_name_is_refused_while_its_job_runs_and_taken_over_once_it_ended(
-    cluster: Cluster, tmp_path: Path
-) -> None:
+def test_a_job_name_names_one_job_for_good_as_on_openpai(cluster: Cluster, tmp_path: Path) -> None:
     import httpx
 
     job_file = tmp_path / "named.json"
     job_file.write_text(_sleeper_job("named", tmp_path, instances=2))
     cluster.cli("job", "submit", str(job_file), check=True)
     (first,) = cluster.client.tasks()
-    again = cluster.cli("job", "submit", str(job_file))
-    assert again.returncode == 1
-    (line,) = again.stderr.strip().splitlines()
-    assert "'named'" in line and f"job {first.id}" in line
     with httpx.Client(base_url=cluster.url, headers=cluster.auth_headers(), timeout=30) as http:
         body = _sleeper_job("named", tmp_path, instances=2)
-        refused = http.post("/api/v2/jobs", content=body)
-        assert refused.status_code == 409 and refused.json()["code"] == "ConflictJobError"
-        assert len(cluster.client.tasks()) == 1
-
-        cluster.client.stop_task(first.id)
-        _wait_ended(cluster, first.id)
-        cluster.cli("job", "submit", str(job_file), check=True)
-        second = max(t.id for t in cluster.client.tasks())
-        assert second != first.id
+        # Refused while it runs, and still once it has ended: OpenPAI keeps a name's job.
+        for ended in (False, True):
+            if ended:
+                cluster.client.stop_task(first.id)
+                _wait_ended(cluster, first.id)
+            again = cluster.cli("job", "submit", str(job_file))
+            assert again.returncode == 1
+            (line,) = again.stderr.strip().splitlines()
+            assert line.startswith("error: job name 'named' is taken by your job ")
+            assert f"job {first.id} (" in line and "give this job another name" in line
+            refused = http.post("/api/v2/jobs", content=body)
+            assert refused.status_code == 409, refused.text
+            assert refused.json()["code"] == "ConflictJobError"
+            assert "admin~named names that job for good" in refused.json()["message"]
+            assert [t.id for t in cluster.client.tasks()] == [first.id]
         named = http.get("/api/v2/jobs/admin~named").json()
-        assert named["debugId"] == f"task-{second}"
-        assert [j["name"] for j in http.get("/api/v2/jobs").json()] == ["named"]
-        cluster.client.stop_task(second)
-        _wait_ended(cluster, second)
+        assert named["debugId"] == f"task-{first.id}"
+        # Four at once, as the report's h4job: one is taken, the others refused.
+        other = _sleeper_job("h4job", tmp_path, instances=1)
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(lambda _: http.post("/api/v2/jobs", content=other), range(4)))
+        assert sorted(a.status_code for a in answers) == [202, 409, 409, 409]
+        (h4job,) = [t for t in cluster.client.tasks() if t.name == "h4job"]
+        assert http.get("/api/v2/jobs/admin~h4job").json()["debugId"] == f"task-{h4job.id}"
+        cluster.client.stop_task(h4job.id)
+        _wait_ended(cluster, h4job.id)
 
 
 def test_submit_and_follow_speak_plainly_and_say_the_image_once(

@@ -195,7 +195,8 @@ async def list_jobs(
         for item in listing.tasks:
             if item.kind != JobSpecKind.JOB.value:
                 continue
-            # Newest first: a name given again names only its newest job, as on OpenPAI.
+            # Newest first: a name that an earlier version let several jobs share names only
+            # its newest job, as ``user~name`` does.
             if (item.user, item.name) in named:
                 continue
             named.add((item.user, item.name))
@@ -294,8 +295,8 @@ async def set_execution_type(
         task = await master.tasks.by_name(user, name)
         if change.value == rest.PaiExecutionType.START:
             raise InvalidRequest(
-                f"job {frame} cannot be started again; once it has ended, submit it again under "
-                "the same name (POST /api/v2/jobs) and the new job takes the name"
+                f"job {frame} cannot be started again; submit it again under another name "
+                "(POST /api/v2/jobs): a name names one job for good, as on OpenPAI"
             )
         if task.state not in (TaskState.STOPPING, TaskState.STOPPED) and task.ended_at is None:
             await master.tasks.stop(actor, task.id)

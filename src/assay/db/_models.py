@@ -345,6 +345,11 @@ class Task(Base):
     kind: Mapped[str] = mapped_column(String(16))
     name: Mapped[str] = mapped_column(String(256))
     owner: Mapped[str] = mapped_column(String(128))
+    job_name: Mapped[str | None] = mapped_column(String(256), nullable=True)
+    """``name``, for the OpenPAI job that ``owner~name`` names: unique per owner (the index
+    below), so two submissions of one name cannot both pass. Null for commands and generic
+    tasks (their names may repeat), and for the older jobs of a name that an earlier version
+    let a newer job of the same owner take over (kept, under their own ids)."""
     state: Mapped[str] = mapped_column(String(16))
     spec: Mapped[dict[str, Any]] = mapped_column(Json)
     secrets: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
@@ -363,6 +368,7 @@ class Task(Base):
     __table_args__ = (
         Index("ix_tasks_state", "state"),
         Index("ix_tasks_owner_name", "owner", "name"),
+        Index("uq_tasks_owner_job_name", "owner", "job_name", unique=True),
     )
 
 

@@ -7,10 +7,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from assay.db import logs
 from assay.db._models import Job, Task, TaskInstance, TaskLog
+from assay.errors import Conflict
 from assay.protocol import TERMINAL_TASK_STATES, LogEntry, TaskInstanceState, TaskState
 
 
@@ -26,13 +28,19 @@ def create(
     context_id: int | None,
     roles: Sequence[tuple[str, int]],
     now: float,
+    unique_name: bool = False,
 ) -> Task:
-    """A new WAITING task of ``job`` with ``instances`` WAITING instances per (role, count)."""
+    """A new WAITING task of ``job`` with ``instances`` WAITING instances per (role, count).
+
+    ``unique_name`` (an OpenPAI job): ``owner~name`` names it, and :class:`Conflict` when a
+    task of ``owner`` holds that name already, whatever the caller checked before: the
+    database's unique index decides between two submissions at once."""
     task = Task(
         job_id=job.id,
         kind=kind,
         name=name,
         owner=owner,
+        job_name=name if unique_name else None,
         state=TaskState.WAITING,
         spec=spec,
         secrets=dict(secrets),
@@ -44,7 +52,15 @@ def create(
         created_at=now,
     )
     session.add(task)
-    session.flush()
+    try:
+        session.flush()
+    except IntegrityError as exc:
+        if "job_name" not in str(exc.orig):
+            raise
+        raise Conflict(
+            f"job name {name!r} is taken by another of your jobs, submitted just now; "
+            "give this job another name"
+        ) from None
     for role, count in roles:
         for index in range(count):
             session.add(
@@ -78,11 +94,9 @@ def by_job(session: Session, job_id: str) -> Task | None:
     return session.scalars(select(Task).where(Task.job_id == job_id)).first()
 
 
-def by_owner_and_name(session: Session, owner: str, name: str) -> Task | None:
-    """The newest task of ``owner`` called ``name`` (OpenPAI's ``user~job`` address)."""
-    return session.scalars(
-        select(Task).where(Task.owner == owner, Task.name == name).order_by(Task.id.desc())
-    ).first()
+def by_job_name(session: Session, owner: str, name: str) -> Task | None:
+    """The OpenPAI job ``owner~name`` names (OpenPAI's ``user~job`` address), if any."""
+    return session.scalars(select(Task).where(Task.owner == owner, Task.job_name == name)).first()
 
 
 def listing(

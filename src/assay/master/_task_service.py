@@ -189,7 +189,7 @@ class TaskService:
 
     async def by_name(self, user: str, name: str) -> rest.Task:
         def read(session: Session) -> rest.Task:
-            task = tasks.by_owner_and_name(session, user, name)
+            task = tasks.by_job_name(session, user, name)
             if task is None:
                 raise NotFound(f"job {user}~{name} not found")
             return task_view(session, task)

@@ -71,7 +71,8 @@ def stored_spec(task: Task) -> JobSpec:
 
 
 def create_task(tx: Tx, spec: JobSpec, owner: str, context_id: int | None, priority: int) -> Task:
-    if spec.kind == JobSpecKind.JOB:
+    openpai = spec.kind == JobSpecKind.JOB
+    if openpai:
         _check_name_free(tx, owner, spec.name)
     job = jobs.create(
         tx.session,
@@ -96,20 +97,20 @@ def create_task(tx: Tx, spec: JobSpec, owner: str, context_id: int | None, prior
         context_id=context_id,
         roles=[(r.name, r.instances) for r in spec.roles],
         now=tx.now,
+        unique_name=openpai,
     )
     tx.act(Reschedule())
     return task
 
 
 def _check_name_free(tx: Tx, owner: str, name: str) -> None:
-    """OpenPAI's rule: a user's job name names one job. A name whose job has ended may be used
-    again (the new job is the one ``user~name`` names from then on); one still running may not."""
-    same = tasks.by_owner_and_name(tx.session, owner, name)
-    if same is not None and not TaskState(same.state).terminal:
+    """OpenPAI's rule: a user's job name names one job, for good (its rest-server answers 409
+    ConflictJobError to a name it has, whether that job runs or has ended)."""
+    same = tasks.by_job_name(tx.session, owner, name)
+    if same is not None:
         raise Conflict(
-            f"job name {name!r} is taken by your job {same.id} ({same.state}); "
-            f"stop it (`assay job stop {same.id}`) or wait for it to end, or give this job "
-            "another name"
+            f"job name {name!r} is taken by your job {same.id} ({same.state}): {owner}~{name} "
+            "names that job for good, as on OpenPAI; give this job another name"
         )
 
 
