@@ -212,9 +212,14 @@ def test_yaml_alias_bomb_is_refused_within_a_second_with_master_memory_flat(
     assert cluster.client.info()  # and it still answers
 
 
-def test_a_config_over_a_mebibyte_is_refused_before_it_is_parsed(cluster: Cluster) -> None:
-    error = refused(cluster, (BASE + "description: " + "d" * (2 * 2**20)).encode())
-    assert "1024KB" in error["message"] or "at most 1,048,576 bytes" in error["message"]
+def test_a_config_over_its_limit_is_refused_with_413_before_it_is_parsed(cluster: Cluster) -> None:
+    before = experiments(cluster)
+    answer = post(cluster, (BASE + "description: " + "d" * (9 * 2**20)).encode())
+    assert answer.status_code == 413, answer.text[:500]
+    assert "the config field of POST /api/v1/experiments is over its limit of 8 MiB" in (
+        answer.json()["error"]["message"]
+    )
+    assert experiments(cluster) == before
 
 
 def test_the_client_sees_an_invalid_config_error_naming_the_field(cluster: Cluster) -> None:

@@ -143,7 +143,7 @@ def test_streamed_upload_far_over_the_limit_is_cut_off_without_growing_the_maste
     error = answer["error"]
     assert error["type"] == "TooLarge"
     assert error["message"].startswith(
-        "request body too large: POST /api/v1/experiments accepts at most 102 MiB and 102."
+        "request body too large: POST /api/v1/experiments accepts at most 118 MiB and 118."
     ), error["message"]
     assert "had arrived when it was cut off" in error["message"]
     assert "a packed context may be at most 100 MiB (95 MiB of files)" in error["message"]
@@ -155,7 +155,7 @@ def test_declared_oversized_upload_is_refused_before_any_of_it_is_read(cluster: 
     status, answer, growth = upload(cluster, Multipart(320 * MIB), declared=True)
     assert status == 413
     assert answer["error"]["message"].startswith(
-        "request body too large: POST /api/v1/experiments accepts at most 102 MiB and this one "
+        "request body too large: POST /api/v1/experiments accepts at most 118 MiB and this one "
         "declares 320.0 MiB"
     )
     assert growth < RSS_BOUND, f"the master's peak RSS rose by {growth / MIB:.1f} MiB"
@@ -165,7 +165,7 @@ def test_declared_oversized_upload_is_refused_before_any_of_it_is_read(cluster: 
 def test_context_part_over_the_archive_limit_is_refused_naming_limit_and_size(
     cluster: Cluster,
 ) -> None:
-    # The body fits its 102 MiB; the context part does not fit its 100.
+    # The body fits its 118 MiB; the context part does not fit its 100.
     status, answer, growth = upload(cluster, Multipart(101 * MIB), declared=True)
     assert status == 413
     assert answer["error"]["message"].startswith(
@@ -282,8 +282,8 @@ def test_client_raises_the_masters_early_refusal_of_an_oversized_context(
 ) -> None:
     # The master answers 413 on the declared length and discards the rest as it arrives: the
     # client still gets to read the answer once it has sent everything.
-    with pytest.raises(TooLarge, match=r"accepts at most 102 MiB and this one declares 110\.0 MiB"):
-        cluster.client.create_experiment(CONFIG, bytes(110 * MIB))
+    with pytest.raises(TooLarge, match=r"accepts at most 118 MiB and this one declares 130\.0 MiB"):
+        cluster.client.create_experiment(CONFIG, bytes(130 * MIB))
     assert stored_rows(cluster) == NOTHING
 
 

@@ -8,11 +8,22 @@ from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
 
 from assay import rest
 from assay.api._deps import SIGNED_IN, ActorDep, ExperimentId, MasterDep
-from assay.api._upload import UPLOAD_DESCRIPTION, UPLOAD_OPENAPI, read_context, require_multipart
+from assay.api._upload import (
+    UPLOAD_DESCRIPTION,
+    UPLOAD_OPENAPI,
+    UploadRoute,
+    read_context,
+    require_multipart,
+)
 from assay.errors import InvalidRequest
 from assay.master import Submission
 
-router = APIRouter(prefix="/api/v1/experiments", tags=["experiments"], dependencies=SIGNED_IN)
+router = APIRouter(
+    prefix="/api/v1/experiments",
+    tags=["experiments"],
+    dependencies=SIGNED_IN,
+    route_class=UploadRoute,
+)
 
 
 @router.post(

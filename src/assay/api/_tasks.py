@@ -12,12 +12,14 @@ from fastapi.responses import StreamingResponse
 
 from assay import rest
 from assay.api._deps import SIGNED_IN, ActorDep, MasterDep
-from assay.api._upload import read_context, require_multipart
+from assay.api._upload import UploadRoute, read_context, require_multipart
 from assay.config import JobSpec, JobSpecKind, load_job_file, load_task_config
 from assay.master import TASK_LOG_PAGE as LOG_PAGE
 from assay.master import TaskLogs
 
-submit = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], dependencies=SIGNED_IN)
+submit = APIRouter(
+    prefix="/api/v1/jobs", tags=["jobs"], dependencies=SIGNED_IN, route_class=UploadRoute
+)
 router = APIRouter(prefix="/api/v1/tasks", tags=["tasks"], dependencies=SIGNED_IN)
 
 TaskId = Annotated[int, Path(ge=0, le=rest.INT_MAX, description="A job's (task's) id.")]

@@ -14,8 +14,10 @@ from typing import Any
 
 from assay.errors import ErrorDetail
 
-MAX_CONFIG_BYTES = 2**20
-"""The most bytes a config's text may have (as UTF-8), checked before it is parsed."""
+MAX_CONFIG_BYTES = 8 * 2**20
+"""The most bytes a config's text may have (as UTF-8), checked before it is parsed. What a
+client submits may be larger than the file its user wrote (an NNI config goes with its search
+space file inline, as indented JSON); :data:`MAX_NODES` bounds the work of reading it."""
 MAX_NODES = 100_000
 """The most values (maps, lists and scalars) a config may hold, each alias counted as the values
 it repeats: far above any real config, far below what a YAML alias bomb expands to."""

@@ -230,7 +230,8 @@ def config_too_large(source: str, size: int | str | None = None) -> InvalidConfi
     else:
         shown = size if isinstance(size, str) else f"{count(size)} bytes"
     return InvalidConfig(
-        f"{source} has {shown}; a config may have at most {count(MAX_CONFIG_BYTES)} bytes (1 MiB)"
+        f"{source} has {shown}; a config may have at most {count(MAX_CONFIG_BYTES)} bytes "
+        f"({MAX_CONFIG_BYTES // 2**20} MiB)"
     )
 
 

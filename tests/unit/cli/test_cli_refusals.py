@@ -79,16 +79,16 @@ def test_a_yaml_syntax_error_is_said_once(tmp_path: Path) -> None:
 
 def test_an_oversized_config_is_refused_with_its_real_size(tmp_path: Path) -> None:
     config = tmp_path / "big.yaml"
-    config.write_bytes(b"#" * 3_000_000)
+    config.write_bytes(b"#" * 9_000_000)
     done = assay(tmp_path, "experiment", "create", str(config), str(tmp_path))
     assert one_line_error(done) == (
-        f"error: {config} has 3,000,000 bytes; a config may have at most 1,048,576 bytes (1 MiB)"
+        f"error: {config} has 9,000,000 bytes; a config may have at most 8,388,608 bytes (8 MiB)"
     )
     # A stream has no size: as much as was read is all that can be said.
     endless = assay(tmp_path, "preview-search", "/dev/zero")
     assert one_line_error(endless) == (
-        "error: /dev/zero has more than 1,048,576 bytes; a config may have at most 1,048,576 "
-        "bytes (1 MiB)"
+        "error: /dev/zero has more than 8,388,608 bytes; a config may have at most 8,388,608 "
+        "bytes (8 MiB)"
     )
 
 

@@ -136,18 +136,18 @@ def test_a_control_character_is_refused_with_its_line_and_column() -> None:
 
 
 @pytest.mark.parametrize("as_bytes", [False, True])
-def test_text_over_a_mebibyte_is_refused_before_it_is_parsed(as_bytes: bool) -> None:
+def test_text_over_eight_mebibytes_is_refused_before_it_is_parsed(as_bytes: bool) -> None:
     text = "name: " + "x" * MAX_CONFIG_BYTES
     error = refusal(text.encode() if as_bytes else text)
     unit = "bytes" if as_bytes else "characters"
     assert error.message == (
-        f"exp.yaml has 1,048,582 {unit}; a config may have at most 1,048,576 bytes (1 MiB)"
+        f"exp.yaml has 8,388,614 {unit}; a config may have at most 8,388,608 bytes (8 MiB)"
     )
 
 
 def test_multibyte_text_is_measured_in_utf8_bytes() -> None:
     text = "name: " + "é" * (MAX_CONFIG_BYTES // 2)  # half as many characters as bytes
-    assert "has 1,048,582 bytes" in refusal(text).message
+    assert "has 8,388,614 bytes" in refusal(text).message
 
 
 def test_duplicate_keys_and_merges_still_behave_under_the_bounded_loader() -> None:

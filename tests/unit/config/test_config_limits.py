@@ -387,10 +387,10 @@ def test_overrides_cannot_build_a_structure_too_deep(minimal: dict[str, Any]) ->
     )
 
 
-def test_overrides_over_a_mebibyte_in_all_are_refused(minimal: dict[str, Any]) -> None:
-    overrides = tuple(f"data.k{i}={'x' * 300_000}" for i in range(4))
+def test_overrides_over_a_configs_limit_in_all_are_refused(minimal: dict[str, Any]) -> None:
+    overrides = tuple(f"data.k{i}={'x' * 3_000_000}" for i in range(3))
     assert problems(minimal, overrides=overrides) == [
-        "--config: the overrides have 1,200,032 characters in all; at most 1,048,576"
+        "--config: the overrides have 9,000,024 characters in all; at most 8,388,608"
     ]
 
 
