@@ -301,6 +301,8 @@ def trial_table(
         # `restarts` counts the trial's failures (the last one too, which it was not restarted
         # after): "Restarts 1" on a trial that failed once and never ran again misleads.
         ("Failures", "right"),
+        # Runs lost with their agent: the cluster's, never counted toward max_restarts.
+        ("Agent losses", "right"),
         ("Checkpoint", "left"),
         ("Hyperparameters", "left"),
     ):
@@ -315,6 +317,7 @@ def trial_table(
             fmt_report(t.latest_training, metric, limit=WHOLE),
             fmt_report(t.latest_validation, metric, limit=WHOLE),
             str(t.restarts),
+            str(t.infra_restarts),
             shown_checkpoint(t.latest_checkpoint, deleted),
             fmt_hparams(t.hparams, limit=WHOLE),
         )

@@ -43,11 +43,13 @@ TrialId = Annotated[int, typer.Argument(help="trial id")]
 
 
 def heading(trial: rest.Trial) -> str:
-    """The first line of ``trial describe``; a field with nothing yet shows ``-``."""
+    """The first line of ``trial describe``; a field with nothing yet shows ``-``. Runs lost
+    with their agent are counted apart from the trial's own failures, when there were any."""
+    losses = f"agent losses {trial.infra_restarts}  " if trial.infra_restarts else ""
     return (
         f"[bold]trial {trial.id}[/] of experiment {trial.experiment_id}  "
         f"{styled_state(trial.state)}  steps {trial.steps_completed}  "
-        f"failures {trial.restarts}  best {fmt_metric(trial.best_validation) or '-'}"
+        f"failures {trial.restarts}  {losses}best {fmt_metric(trial.best_validation) or '-'}"
     )
 
 

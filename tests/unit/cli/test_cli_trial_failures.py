@@ -40,3 +40,20 @@ def test_trial_table_names_the_column_failures() -> None:
     assert "Failures" in header and "Restarts" not in header
     row = text.splitlines()[1].split()
     assert row[:2] == ["7", "ERROR"] and "1" in row
+
+
+def test_runs_lost_with_their_agent_are_counted_apart_from_failures() -> None:
+    from rich.text import Text
+
+    from assay.cli._trial import heading
+
+    lost_twice = failed_trial(0).model_copy(update={"state": "RUNNING", "infra_restarts": 2})
+    console = Console(width=200, record=True)
+    console.print(trial_table([lost_twice], "loss"))
+    header, row = console.export_text().splitlines()[:2]
+    columns = [c.strip() for c in header.split("  ") if c.strip()]
+    assert columns.index("Agent losses") == columns.index("Failures") + 1
+    cells = row.split()
+    assert any(cells[i : i + 2] == ["0", "2"] for i in range(len(cells))), row
+    assert "failures 0  agent losses 2  best -" in Text.from_markup(heading(lost_twice)).plain
+    assert "agent losses" not in Text.from_markup(heading(failed_trial(1))).plain

@@ -598,7 +598,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Best Validation */
+        /**
+         * Best Validation
+         * @description The best searcher metric any trial of the experiment has reported (a trial's token:
+         *     its own experiment only).
+         */
         get: operations["best_validation_api_v1_experiments__experiment_id__searcher_best_validation_get"];
         put?: never;
         post?: never;
@@ -1535,6 +1539,12 @@ export interface components {
             exit_reason: string;
             /** Id */
             id: string;
+            /**
+             * Lost
+             * @description Its processes were lost with their agent: the cluster's loss, not the trial's failure.
+             * @default false
+             */
+            lost: boolean;
             /** Pool */
             pool: string;
             /** @description Why it was asked to stop, if it was. */
@@ -1828,7 +1838,7 @@ export interface components {
             steps_completed: number;
             /**
              * Uuid
-             * @description Its directory in storage.
+             * @description Its id and its directory in storage: a UUID in lower case, as the harness makes them.
              */
             uuid: string;
         };
@@ -3903,6 +3913,12 @@ export interface components {
             /** Id */
             id: number;
             /**
+             * Infra Restarts
+             * @description How often it was started again after losing its agent (lost past its grace, stopped, or back without it): the cluster's losses, never counted toward max_restarts.
+             * @default 0
+             */
+            infra_restarts: number;
+            /**
              * Latest Checkpoint
              * @description uuid of its latest checkpoint.
              */
@@ -3922,7 +3938,7 @@ export interface components {
             request_id: string;
             /**
              * Restarts
-             * @description How often it was restarted after a failure.
+             * @description How often it failed on its own (what max_restarts bounds; the last failure counts too).
              */
             restarts: number;
             /**
@@ -3967,6 +3983,11 @@ export interface components {
             experiment_id: number;
             /** Id */
             id: number;
+            /**
+             * Infra Restarts
+             * @default 0
+             */
+            infra_restarts: number;
             /** Latest Checkpoint */
             latest_checkpoint: string | null;
             /** Message */
@@ -4015,6 +4036,12 @@ export interface components {
             /** Id */
             id: number;
             /**
+             * Infra Restarts
+             * @description How often it was started again after losing its agent (lost past its grace, stopped, or back without it): the cluster's losses, never counted toward max_restarts.
+             * @default 0
+             */
+            infra_restarts: number;
+            /**
              * Latest Checkpoint
              * @description uuid of its latest checkpoint.
              */
@@ -4034,7 +4061,7 @@ export interface components {
             request_id: string;
             /**
              * Restarts
-             * @description How often it was restarted after a failure.
+             * @description How often it failed on its own (what max_restarts bounds; the last failure counts too).
              */
             restarts: number;
             /**
@@ -4838,14 +4865,12 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Signed in, but only the owner or an admin may do this. */
+            /** @description A trial's token, for another experiment's checkpoint. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
+                content?: never;
             };
             /** @description No such experiment, trial, checkpoint, job, pool or model. */
             404: {
@@ -4996,14 +5021,12 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Signed in, but only the owner or an admin may do this. */
+            /** @description A trial's token, for another experiment's checkpoint; or storage or a file the master does not reach. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
+                content?: never;
             };
             /** @description No such experiment, trial, checkpoint, job, pool or model. */
             404: {
@@ -6746,14 +6769,12 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Signed in, but only the owner or an admin may do this. */
+            /** @description A trial's token, for another experiment. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
+                content?: never;
             };
             /** @description No such experiment, trial, checkpoint, job, pool or model. */
             404: {

@@ -105,6 +105,11 @@ function ExperimentView({ id }: { id: number }) {
     },
     { key: "steps", header: "Steps", value: (t) => t.steps_completed, cell: (t) => t.steps_completed, className: "num" },
     { key: "restarts", header: "Restarts", value: (t) => t.restarts, cell: (t) => t.restarts, className: "num" },
+    // Runs lost with their agent: the cluster's, never counted toward max_restarts.
+    {
+      key: "infra_restarts", header: "Agent losses",
+      value: (t) => t.infra_restarts, cell: (t) => t.infra_restarts, className: "num",
+    },
     // From its first run's start, not its creation (which would count the time it queued).
     {
       key: "duration", header: "Duration",

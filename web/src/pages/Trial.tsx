@@ -61,6 +61,8 @@ function TrialView({ id }: { id: number }) {
         <span>steps {t.steps_completed}</span>
         <span>best validation {num(t.best_validation)}</span>
         <span>restarts {t.restarts}</span>
+        {/* Runs lost with their agent: the cluster's, never counted toward max_restarts. */}
+        {t.infra_restarts > 0 && <span>lost with its agent {t.infra_restarts}</span>}
         <span>started {ran.start !== null ? when(ran.start) : "not yet"}</span>
         <span>duration {ran.start !== null ? duration(ran.start, ran.end) : NO_VALUE}</span>
       </div>
