@@ -335,7 +335,7 @@ def test_the_link_assay_up_prints_signs_a_new_browser_in_once(cluster: Cluster, 
         f"{cluster.url}/api/v1/auth/one-time-tokens", headers=cluster.auth_headers()
     )
     assert answer.status_code == 201, answer.text
-    link = f"{cluster.url}/experiments?token={answer.json()['token']}"
+    link = f"{cluster.url}/experiments#token={answer.json()['token']}"
     # New browser contexts: no sign-in stored, as on a first visit.
     first = page.context.browser.new_context()
     second = page.context.browser.new_context()

@@ -23,10 +23,11 @@ pytestmark = pytest.mark.integration
 OPEN = {
     ("GET", "/api/v1/master"),
     ("POST", "/api/v1/auth/login"),
+    ("POST", "/api/v1/auth/browser-login"),
     ("POST", "/api/v1/auth/one-time"),
 }
 """The only routes answered without a token: the health check and signing in (with a password,
-or with a one-time sign-in token)."""
+a program's or a browser's, or with a one-time sign-in token)."""
 
 
 def paused_forever(name: str = "owned") -> str:

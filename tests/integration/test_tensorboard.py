@@ -163,6 +163,9 @@ def test_tensorboard_started_on_a_trial_shows_its_scalars_through_the_master(
         with httpx.Client(timeout=30, cookies={"assay_proxy": token}) as browser:
             page = browser.get(board["url"])
         assert page.status_code == 200 and "<html" in page.text.lower()
+        # TensorBoard frames its own pages; no other site may frame it.
+        assert page.headers["x-frame-options"] == "SAMEORIGIN"
+        assert "frame-ancestors 'self'" in page.headers.get_list("content-security-policy")
         bad = http.get(board["url"] + "?token=not-a-token", follow_redirects=False)
         assert bad.status_code == 401
 

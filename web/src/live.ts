@@ -6,7 +6,7 @@
 // queue and the cluster as a flag saying they changed, and their pages read them again.
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState } from "react";
-import { getToken, onRead, signInAgain, type Schemas } from "./api/client";
+import { browserHeaders, onRead, signInAgain, type Schemas } from "./api/client";
 
 /**
  * Which changes a page follows: one trial, one experiment (with its trials), or every
@@ -162,7 +162,7 @@ export interface ServerEvent {
 }
 
 /**
- * Read the server-sent events at `path` (with the bearer token, which EventSource cannot send)
+ * Read the server-sent events at `path` (with the headers EventSource cannot send)
  * and hand each to `onEvent` until `signal` aborts or the stream ends. Resolves when it ends;
  * rejects with a StreamRefused when the master answers with an error status. `onOpen` is
  * called once the stream is open; `onSubscribed` with the position its `: subscribed` line
@@ -176,11 +176,10 @@ export async function followEvents(
   onOpen?: () => void,
   onSubscribed?: (position: string) => void,
 ): Promise<void> {
-  const headers: Record<string, string> = { Accept: "text/event-stream" };
-  const token = getToken();
-  if (token) headers.Authorization = `Bearer ${token}`;
+  const headers: Record<string, string> = { ...browserHeaders(), Accept: "text/event-stream" };
   if (lastEventId) headers["Last-Event-ID"] = lastEventId;
-  const response = await fetch(path, { headers, signal });
+  // Signed in by the session cookie, which the browser sends itself.
+  const response = await fetch(path, { headers, signal, credentials: "same-origin" });
   if (!response.ok || !response.body) throw new StreamRefused(response.status, response.statusText);
   onOpen?.();
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();

@@ -1,8 +1,8 @@
 import { QueryCache, QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
-import { BrowserRouter, NavLink, Route, Routes, useNavigate } from "react-router-dom";
-import { ApiError, api, getToken, setToken, signInAgain } from "./api/client";
+import { BrowserRouter, NavLink, Route, Routes, useLocation, useNavigate } from "react-router-dom";
+import { ApiError, api, signInAgain } from "./api/client";
 import { ClusterPage } from "./pages/Cluster";
 import { ExperimentPage } from "./pages/Experiment";
 import { ExperimentsPage } from "./pages/Experiments";
@@ -14,7 +14,7 @@ import { TasksPage } from "./pages/Tasks";
 import { TrialPage } from "./pages/Trial";
 import "./styles.css";
 
-// A 401 anywhere means the token is missing or no longer valid: off to the sign-in page.
+// A 401 anywhere means the session is missing or no longer valid: off to the sign-in page.
 const queryClient = new QueryClient({
   queryCache: new QueryCache({
     onError: (error) => {
@@ -31,6 +31,10 @@ const queryClient = new QueryClient({
 
 function Layout() {
   const navigate = useNavigate();
+  // No script can read the session cookie, so the page cannot tell whether there is one: every
+  // page but the sign-in page offers to sign out (a page whose reads are refused goes to the
+  // sign-in page on its own).
+  const signingIn = useLocation().pathname === "/sign-in";
   return (
     <>
       <header className="top">
@@ -43,12 +47,13 @@ function Layout() {
           <NavLink to="/submit">Submit</NavLink>
         </nav>
         <span className="spacer" />
-        {getToken() ? (
+        {!signingIn ? (
           <button
             type="button"
             className="link"
-            onClick={() => {
-              setToken(null);
+            onClick={async () => {
+              // The master ends the session and clears its cookie.
+              await api.POST("/api/v1/auth/logout").catch(() => undefined);
               queryClient.clear();
               navigate("/sign-in");
             }}
@@ -79,23 +84,27 @@ function Layout() {
 }
 
 /**
- * The link `assay up` prints carries a one-time sign-in token (`/?token=...`): exchange it for
- * a session before anything is shown, and take it out of the address bar and history.
+ * The link `assay up` prints carries a one-time sign-in token in its fragment (`/#token=...`),
+ * which the browser never sends to a server nor passes on as a Referer: exchange it for the
+ * session cookie before anything is shown, and take it out of the address bar and history. A
+ * token in the query string (`?token=`) is taken out unused: it went to the server already.
  */
 async function signInFromLink(): Promise<void> {
   const url = new URL(location.href);
-  const token = url.searchParams.get("token");
-  if (!token) return;
+  const fragment = new URLSearchParams(url.hash.slice(1));
+  const token = fragment.get("token");
+  if (!token && !url.searchParams.has("token")) return;
+  fragment.delete("token");
   url.searchParams.delete("token");
-  history.replaceState(null, "", url.pathname + url.search + url.hash);
-  const { data, response } = await api.POST("/api/v1/auth/one-time", { body: { token } });
-  if (response.ok && data) {
-    setToken(data.token);
-    return;
-  }
+  const rest = fragment.toString();
+  history.replaceState(null, "", url.pathname + url.search + (rest ? `#${rest}` : ""));
+  if (!token) return;
+  const { response } = await api.POST("/api/v1/auth/one-time", { body: { token } });
+  if (response.ok) return;
   // A spent or expired link leaves any session there was. Without one, the sign-in page says
   // why the link did not sign in (the page asked comes after signing in).
-  if (!getToken()) {
+  const signedIn = (await api.GET("/api/v1/me")).response.ok;
+  if (!signedIn) {
     const next = new URLSearchParams({ link: response.status === 429 ? "busy" : "spent", next: url.pathname + url.search });
     history.replaceState(null, "", `/sign-in?${next}`);
   }

@@ -34,6 +34,7 @@ from assay.api import (
 from assay.api._docs import install_docs
 from assay.api._event_position import EventPosition
 from assay.api._guard import Guard, allowed_hosts
+from assay.api._headers import SecurityHeaders
 from assay.api._limits import DEFAULT_BODY_LIMIT, BodyLimit
 from assay.api._upload import UPLOAD_ROUTE_LIMIT
 from assay.api._webui import install_webui
@@ -119,10 +120,13 @@ def create_app(master: Master) -> FastAPI:
             ("POST", "/api/v1/jobs/validate"): UPLOAD_ROUTE_LIMIT,
         },
     )
-    # Added last, so it runs first: a forged request is refused before its body is read.
+    # Added next to last, so it runs before the rest: a forged request is refused before its
+    # body is read.
     settings = master.settings
     hosts = allowed_hosts(settings.host, settings.allowed_hosts)
     app.add_middleware(Guard, hosts=hosts, origins=settings.allowed_origins)
+    # Outermost, so the Guard's refusals carry the headers too.
+    app.add_middleware(SecurityHeaders)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -1,16 +1,24 @@
 """Dependencies shared by the routes: the master, who a request comes from (a user's token, a
-trial process's allocation token, or an agent's token), and the integer path parameters
-(bounded, so an id the database cannot hold is a 400, not a crash)."""
+browser's session cookie, a trial process's allocation token, or an agent's token), and the
+integer path parameters (bounded, so an id the database cannot hold is a 400, not a crash).
+
+A browser is signed in by the ``assay_session`` cookie (HttpOnly, SameSite=Strict, path
+``/api/``): no script of a page reads it, and proxied apps (``/proxy/``) never receive it. The
+browser sends a cookie on its own, so a request that may change state and is signed in by the
+cookie must also carry the :data:`CSRF_HEADER` the web UI sends: a page of another origin
+cannot add a custom header without the master's leave (which CORS never gives), and the
+``Origin`` check (``_guard.py``) stands beside it."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 from fastapi import Cookie, Depends, Header, Path, Query, Request
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBearer
 
 from assay import rest
-from assay.errors import Unauthorized
+from assay.api._guard import SAFE_METHODS
+from assay.errors import Forbidden, Unauthorized
 from assay.master import Actor, Caller, Master
 
 
@@ -36,9 +44,46 @@ _user_bearer = HTTPBearer(
 )
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_user_bearer)]
 
+SESSION_COOKIE = "assay_session"
+"""The cookie a browser holds its session token in (set by ``POST /api/v1/auth/browser-login``
+and ``POST /api/v1/auth/one-time``)."""
 
-async def current_user(master: MasterDep, credentials: Credentials) -> Actor:
-    """The signed-in user, or 401."""
+SESSION_COOKIE_PATH = "/api/"
+"""Where the browser sends the cookie: the API only, so no proxied app (``/proxy/``) or page
+gets it."""
+
+CSRF_HEADER = "X-Assay-CSRF"
+"""The header (any value) a request signed in by the session cookie must carry to change state:
+the web UI sends it with every request."""
+
+_session_cookie = APIKeyCookie(
+    name=SESSION_COOKIE,
+    auto_error=False,
+    scheme_name="SessionCookie",
+    description="A browser's session (`POST /api/v1/auth/browser-login`), HttpOnly; a request "
+    f"that changes state must also carry the `{CSRF_HEADER}` header.",
+)
+SessionCookie = Annotated[str | None, Depends(_session_cookie)]
+
+
+def require_csrf_header(request: Request) -> None:
+    """403 unless a state-changing request carries :data:`CSRF_HEADER`."""
+    if request.method.upper() not in SAFE_METHODS and not request.headers.get(CSRF_HEADER):
+        raise Forbidden(
+            f"a {request.method} signed in by the browser's session cookie must carry the "
+            f"{CSRF_HEADER} header, which the web UI sends; a program signs in with "
+            "Authorization: Bearer <token> instead"
+        )
+
+
+async def current_user(
+    master: MasterDep, request: Request, credentials: Credentials, cookie: SessionCookie
+) -> Actor:
+    """The signed-in user: by the Authorization header, else by the browser's session cookie
+    (with :data:`CSRF_HEADER` when the request may change state); or 401."""
+    if credentials is None and cookie:
+        require_csrf_header(request)
+        return await master.users.authenticate(cookie)
     return await master.users.authenticate(credentials.credentials if credentials else None)
 
 
@@ -49,10 +94,6 @@ async def reader(master: MasterDep, token: TokenDep) -> Actor | Caller:
         return await master.harness.caller(token)
     except Unauthorized:
         return await master.users.authenticate(token)
-
-
-SESSION_COOKIE = "assay_session"
-"""The cookie a browser holds its session token in (set by ``POST /api/v1/auth/one-time``)."""
 
 
 async def stream_user(
@@ -72,9 +113,9 @@ async def stream_user(
     """The signed-in user of a streamed read (server-sent events): by the Authorization
     header, else the ``token`` query parameter, else the session cookie; or 401.
 
-    Only read-only GET streams take a token this way: a cookie is sent by the browser on its
-    own, so nothing that changes state may trust one (cross-site requests), and a token in a
-    URL may be kept in histories, so a header is preferred wherever a client can send one."""
+    Only read-only GET streams take a token in the URL, for clients that can send no header:
+    a URL may be kept in histories and logs, so a header or the cookie is preferred wherever a
+    client can use one (the web UI uses the cookie)."""
     given = credentials.credentials if credentials else token or cookie
     return await master.users.authenticate(given)
 

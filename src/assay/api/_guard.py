@@ -12,6 +12,9 @@ forgery), and a name whose DNS answer the attacker controls can point at the mas
   and port the request is addressed to, as for the web UI the master serves) nor an allowed
   one; ``null`` (sandboxed pages, some redirects) is never allowed. Programs (the CLI, agents,
   curl) send no ``Origin`` and pass; their requests are authenticated by token instead.
+
+Beside it, a state-changing request signed in by the browser's session cookie must carry the
+web UI's ``X-Assay-CSRF`` header (``_deps.py``), which no page of another origin can add.
 """
 
 from __future__ import annotations

@@ -6,7 +6,10 @@ Every request needs a signed-in user, as the API does: a bearer token (programs)
 gets the cookie by opening the URL once with ``?token=<token>``: the master checks the token,
 sets it as an HttpOnly, SameSite=Strict cookie scoped to that task's path, and redirects to
 the same URL without it, so the token leaves the address bar and the history's next entry.
-Neither the token nor the cookie is passed on to the task.
+Neither the token nor any cookie is passed on to the task (the browser's ``assay_session``
+cookie is scoped to ``/api/`` and never sent here in the first place), and a ``Set-Cookie`` of
+the task's that names one of the master's cookies is dropped, so a proxied app can neither read
+a user's session nor put its own in its place.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response, Streamin
 from starlette.background import BackgroundTask
 
 from assay import rest
-from assay.api._deps import MasterDep, bearer_token
+from assay.api._deps import SESSION_COOKIE, MasterDep, bearer_token
 from assay.errors import Conflict, Unauthorized
 
 router = APIRouter(include_in_schema=False)
@@ -45,6 +48,7 @@ _HOP = frozenset(
     }
 )
 _PRIVATE = frozenset({"authorization", "cookie"})
+_MASTERS_COOKIES = frozenset({COOKIE, SESSION_COOKIE})
 # The master's server sets these on every answer: the task's copies would be duplicates.
 _OWN = frozenset({"server", "date"})
 _TIMEOUT = httpx.Timeout(60.0, connect=5.0)
@@ -144,13 +148,22 @@ async def proxy(task_id: TaskId, path: str, request: Request, master: MasterDep)
     response = StreamingResponse(
         answer.aiter_raw(), status_code=answer.status_code, background=BackgroundTask(answer.aclose)
     )
-    # Every header as sent, repeated ones (set-cookie) too, less the hop-by-hop ones.
+    # Every header as sent, repeated ones (set-cookie) too, less the hop-by-hop ones and any
+    # cookie of the master's.
     response.raw_headers = [
         (k.lower(), v)
         for k, v in answer.headers.raw
-        if k.decode("latin-1").lower() not in _HOP | _OWN
+        if k.decode("latin-1").lower() not in _HOP | _OWN and not _sets_masters_cookie(k, v)
     ]
     return response
+
+
+def _sets_masters_cookie(name: bytes, value: bytes) -> bool:
+    """Whether a header of the task's answer sets a cookie of the master's."""
+    if name.lower() != b"set-cookie":
+        return False
+    cookie = value.split(b";", 1)[0].split(b"=", 1)[0].strip().decode("latin-1")
+    return cookie in _MASTERS_COOKIES
 
 
 async def _body(request: Request) -> AsyncIterator[bytes]:

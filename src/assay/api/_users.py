@@ -10,7 +10,15 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Path, Query, Request, Response
 
 from assay import rest
-from assay.api._deps import SESSION_COOKIE, SIGNED_IN, ActorDep, MasterDep
+from assay.api._deps import (
+    CSRF_HEADER,
+    SESSION_COOKIE,
+    SESSION_COOKIE_PATH,
+    SIGNED_IN,
+    ActorDep,
+    MasterDep,
+    require_csrf_header,
+)
 from assay.api._ratelimit import RateLimiter
 from assay.errors import TooManyRequests
 
@@ -44,22 +52,52 @@ async def login(body: rest.Login, master: MasterDep, request: Request) -> rest.S
     return await master.users.login(body.username, body.password)
 
 
-@router.post("/auth/one-time", responses={429: {"description": "Too many attempts; wait."}})
+@router.post(
+    "/auth/browser-login",
+    responses={
+        403: {"description": f"No `{CSRF_HEADER}` header."},
+        429: {"description": "Too many attempts; wait."},
+    },
+)
+async def browser_login(
+    body: rest.Login, master: MasterDep, request: Request, response: Response
+) -> rest.BrowserSession:
+    """Sign a browser in: the session token is set as the ``assay_session`` cookie (HttpOnly,
+    SameSite=Strict, path ``/api/``) and is not in the answer, so no script of a page ever has
+    it. The request must carry the ``X-Assay-CSRF`` header, as every state-changing request
+    signed in by the cookie must."""
+    require_csrf_header(request)
+    limits: LoginLimits = request.app.state.login_limits
+    limits.check(request.client.host if request.client else "", body.username)
+    session = await master.users.login(body.username, body.password)
+    return browser_session(response, request, session)
+
+
+@router.post(
+    "/auth/one-time",
+    responses={
+        403: {"description": f"No `{CSRF_HEADER}` header."},
+        429: {"description": "Too many attempts; wait."},
+    },
+)
 async def one_time_sign_in(
     body: rest.OneTimeSignIn, master: MasterDep, request: Request, response: Response
-) -> rest.Session:
-    """Exchange a one-time sign-in token (the ``?token=`` of the link ``assay up`` prints) for
-    a session. The token is spent: a second exchange is refused. The session token is also set
-    as the ``assay_session`` cookie (HttpOnly, SameSite=Strict), which the read-only event and
-    log streams take in place of the Authorization header a browser's EventSource cannot send."""
+) -> rest.BrowserSession:
+    """Exchange a one-time sign-in token (the ``#token=`` of the link ``assay up`` prints, which
+    never reaches a server) for a browser's session, set as the ``assay_session`` cookie as
+    ``POST /api/v1/auth/browser-login`` does. The token is spent: a second exchange is
+    refused."""
+    require_csrf_header(request)
     limits: LoginLimits = request.app.state.login_limits
     limits.check(request.client.host if request.client else "", "one-time")
     session = await master.users.exchange_one_time(body.token)
-    set_session_cookie(response, request, session)
-    return session
+    return browser_session(response, request, session)
 
 
-def set_session_cookie(response: Response, request: Request, session: rest.Session) -> None:
+def browser_session(
+    response: Response, request: Request, session: rest.Session
+) -> rest.BrowserSession:
+    """Set ``session``'s token as the browser's cookie; the answer without it."""
     max_age = None
     if session.expires_at is not None:
         max_age = max(0, int(session.expires_at - time.time()))
@@ -67,25 +105,34 @@ def set_session_cookie(response: Response, request: Request, session: rest.Sessi
         SESSION_COOKIE,
         session.token,
         max_age=max_age,
-        path="/api/",
+        path=SESSION_COOKIE_PATH,
         secure=request.url.scheme == "https",
         httponly=True,
         samesite="strict",
     )
+    return rest.BrowserSession(user=session.user, expires_at=session.expires_at)
 
 
 @signed_in.post("/auth/one-time-tokens", status_code=201)
 async def create_one_time_token(master: MasterDep, actor: ActorDep) -> rest.OneTimeToken:
-    """A one-time sign-in token of the signed-in user, for a browser link (``/?token=...``):
-    good for one exchange at ``POST /api/v1/auth/one-time`` within ten minutes."""
+    """A one-time sign-in token of the signed-in user, for a browser link (``/#token=...``:
+    in the fragment, which a browser never sends): good for one exchange at
+    ``POST /api/v1/auth/one-time`` within ten minutes."""
     return await master.users.create_one_time(actor)
 
 
 @signed_in.post("/auth/logout", status_code=204)
-async def logout(master: MasterDep, actor: ActorDep, response: Response) -> None:
-    """End the session (or revoke the access token) the request is signed in with."""
+async def logout(master: MasterDep, actor: ActorDep, request: Request, response: Response) -> None:
+    """End the session (or revoke the access token) the request is signed in with; a
+    browser's session cookie is cleared."""
     await master.users.logout(actor)
-    response.delete_cookie(SESSION_COOKIE, path="/api/")
+    response.delete_cookie(
+        SESSION_COOKIE,
+        path=SESSION_COOKIE_PATH,
+        secure=request.url.scheme == "https",
+        httponly=True,
+        samesite="strict",
+    )
 
 
 @signed_in.get("/me")

@@ -346,14 +346,16 @@ def _up(home: Path, given: UpOptions, defaults: bool) -> None:
 
 def _print_ui_link(client: Client, url: str) -> None:
     """The web UI's address with a one-time sign-in token: the first visit needs no password.
-    A master too old to make one gets the plain address."""
+    The token is in the fragment (``#token=``), which the browser keeps to the page: it is
+    never sent to a server, kept in a server's log or passed on as a Referer. A master too old
+    to make one gets the plain address."""
     from urllib.parse import quote
 
     from assay.errors import AssayError
 
     try:
         made = client.one_time_token()
-        link = f"{url}/?token={quote(made.token, safe='')}"
+        link = f"{url}/#token={quote(made.token, safe='')}"
         minutes = max(1, round((made.expires_at - time.time()) / 60))
         note = (
             f" (a one-time sign-in link, good for {minutes} minutes; `assay up` again for another)"

@@ -512,19 +512,10 @@ class Client:
         return session
 
     def one_time_token(self) -> rest.OneTimeToken:
-        """A one-time sign-in token of the signed-in user, for a browser link."""
+        """A one-time sign-in token of the signed-in user, for a browser link (only a browser
+        exchanges it: the session it gives is a cookie the browser keeps)."""
         answer = self.http.post("/api/v1/auth/one-time-tokens")
         return rest.OneTimeToken.model_validate(answer)
-
-    def one_time_sign_in(self, token: str) -> rest.Session:
-        """Exchange a one-time sign-in token for a session (as the web UI does); later
-        requests of this client carry the new session's token."""
-        body = request_body(rest.OneTimeSignIn, token=token).model_dump()
-        answer = self.http.post("/api/v1/auth/one-time", body, signed=False)
-        session = rest.Session.model_validate(answer)
-        self.http.token = session.token
-        self.http.token_source = None
-        return session
 
     def logout(self) -> None:
         self.http.post("/api/v1/auth/logout")

@@ -53,6 +53,15 @@ class Session(Resource):
     expires_at: float | None
 
 
+class BrowserSession(Resource):
+    """A browser's signed-in session. Its token is not here: it is in the ``assay_session``
+    cookie (HttpOnly, SameSite=Strict, path ``/api/``), which no script of a page can read and
+    which the browser sends with its requests to the API."""
+
+    user: User
+    expires_at: float | None
+
+
 class UserCreate(Request):
     username: Username
     password: NewPassword

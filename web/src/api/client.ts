@@ -25,24 +25,25 @@ export type TaskValidation = Schemas["TaskValidation"];
 export type TaskLogEntry = Schemas["TaskLogEntry"];
 export type TaskLogPage = Schemas["TaskLogPage"];
 
-const TOKEN_KEY = "assay.token";
+/**
+ * The browser's session is the master's `assay_session` cookie: HttpOnly (no script, this
+ * page's or a proxied app's, can read it), SameSite=Strict and sent to `/api/` only. The page
+ * keeps no token anywhere. A request that changes state signed in by the cookie must carry
+ * this header, which a page of another site cannot add.
+ */
+export const CSRF_HEADER = "X-Assay-CSRF";
 
-export function getToken(): string | null {
-  return localStorage.getItem(TOKEN_KEY);
-}
-
-export function setToken(token: string | null): void {
-  if (token) localStorage.setItem(TOKEN_KEY, token);
-  else localStorage.removeItem(TOKEN_KEY);
+/** The headers every request of the page carries. */
+export function browserHeaders(): Record<string, string> {
+  return { [CSRF_HEADER]: "1" };
 }
 
 /**
- * The session is missing or no longer valid (a 401): forget it and go to the sign-in page,
- * which comes back here after signing in.
+ * The session is missing or no longer valid (a 401): go to the sign-in page, which comes back
+ * here after signing in.
  */
 export function signInAgain(): void {
   if (location.pathname === "/sign-in") return;
-  setToken(null);
   location.assign(`/sign-in?next=${encodeURIComponent(location.pathname + location.search)}`);
 }
 
@@ -58,10 +59,9 @@ export class ApiError extends Error {
   }
 }
 
-const bearer: Middleware = {
+const browser: Middleware = {
   onRequest({ request }) {
-    const token = getToken();
-    if (token) request.headers.set("Authorization", `Bearer ${token}`);
+    for (const [name, value] of Object.entries(browserHeaders())) request.headers.set(name, value);
     return request;
   },
 };
@@ -96,8 +96,9 @@ const positions: Middleware = {
   },
 };
 
-export const api = createClient<paths>({ baseUrl: window.location.origin });
-api.use(bearer, positions);
+// Same-origin requests carry the session cookie (the API's path only).
+export const api = createClient<paths>({ baseUrl: window.location.origin, credentials: "same-origin" });
+api.use(browser, positions);
 
 type Answer<T> = { data?: T; error?: unknown; response: Response };
 
@@ -128,10 +129,12 @@ type FormAnswer<P extends FormRoute> = paths[P]["post"]["responses"] extends inf
 
 /** POST `form` as multipart/form-data to an upload route; its typed answer or an ApiError. */
 export async function postForm<P extends FormRoute>(path: P, form: FormData): Promise<FormAnswer<P>> {
-  const headers: Record<string, string> = {};
-  const token = getToken();
-  if (token) headers.Authorization = `Bearer ${token}`;
-  const response = await fetch(path, { method: "POST", body: form, headers });
+  const response = await fetch(path, {
+    method: "POST",
+    body: form,
+    headers: browserHeaders(),
+    credentials: "same-origin",
+  });
   const body: unknown = await response.json().catch(() => undefined);
   if (response.ok) return body as FormAnswer<P>;
   throw new ApiError(response.status, describe(body, response), detailsOf(body));

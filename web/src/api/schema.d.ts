@@ -42,6 +42,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/auth/browser-login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Browser Login
+         * @description Sign a browser in: the session token is set as the ``assay_session`` cookie (HttpOnly,
+         *     SameSite=Strict, path ``/api/``) and is not in the answer, so no script of a page ever has
+         *     it. The request must carry the ``X-Assay-CSRF`` header, as every state-changing request
+         *     signed in by the cookie must.
+         */
+        post: operations["browser_login_api_v1_auth_browser_login_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/login": {
         parameters: {
             query?: never;
@@ -73,7 +96,8 @@ export interface paths {
         put?: never;
         /**
          * Logout
-         * @description End the session (or revoke the access token) the request is signed in with.
+         * @description End the session (or revoke the access token) the request is signed in with; a
+         *     browser's session cookie is cleared.
          */
         post: operations["logout_api_v1_auth_logout_post"];
         delete?: never;
@@ -93,10 +117,10 @@ export interface paths {
         put?: never;
         /**
          * One Time Sign In
-         * @description Exchange a one-time sign-in token (the ``?token=`` of the link ``assay up`` prints) for
-         *     a session. The token is spent: a second exchange is refused. The session token is also set
-         *     as the ``assay_session`` cookie (HttpOnly, SameSite=Strict), which the read-only event and
-         *     log streams take in place of the Authorization header a browser's EventSource cannot send.
+         * @description Exchange a one-time sign-in token (the ``#token=`` of the link ``assay up`` prints, which
+         *     never reaches a server) for a browser's session, set as the ``assay_session`` cookie as
+         *     ``POST /api/v1/auth/browser-login`` does. The token is spent: a second exchange is
+         *     refused.
          */
         post: operations["one_time_sign_in_api_v1_auth_one_time_post"];
         delete?: never;
@@ -116,8 +140,9 @@ export interface paths {
         put?: never;
         /**
          * Create One Time Token
-         * @description A one-time sign-in token of the signed-in user, for a browser link (``/?token=...``):
-         *     good for one exchange at ``POST /api/v1/auth/one-time`` within ten minutes.
+         * @description A one-time sign-in token of the signed-in user, for a browser link (``/#token=...``:
+         *     in the fragment, which a browser never sends): good for one exchange at
+         *     ``POST /api/v1/auth/one-time`` within ten minutes.
          */
         post: operations["create_one_time_token_api_v1_auth_one_time_tokens_post"];
         delete?: never;
@@ -1753,6 +1778,17 @@ export interface components {
              * @description Trials it has created (not those with invalid hyperparameters).
              */
             trials: number;
+        };
+        /**
+         * BrowserSession
+         * @description A browser's signed-in session. Its token is not here: it is in the ``assay_session``
+         *     cookie (HttpOnly, SameSite=Strict, path ``/api/``), which no script of a page can read and
+         *     which the browser sends with its requests to the API.
+         */
+        BrowserSession: {
+            /** Expires At */
+            expires_at: number | null;
+            user: components["schemas"]["User"];
         };
         /**
          * Checkpoint
@@ -4350,6 +4386,89 @@ export interface operations {
             };
         };
     };
+    browser_login_api_v1_auth_browser_login_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Login"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BrowserSession"];
+                };
+            };
+            /** @description The request is not valid: `details` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No token, or one that is not valid: sign in first. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No `X-Assay-CSRF` header. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No such experiment, trial, checkpoint, job, pool or model. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not possible in the object's current state. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The upload is over its size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Too many attempts; wait. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     login_api_v1_auth_login_post: {
         parameters: {
             query?: never;
@@ -4526,7 +4645,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Session"];
+                    "application/json": components["schemas"]["BrowserSession"];
                 };
             };
             /** @description The request is not valid: `details` names each bad field. */
@@ -4547,14 +4666,12 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
-            /** @description Signed in, but only the owner or an admin may do this. */
+            /** @description No `X-Assay-CSRF` header. */
             403: {
                 headers: {
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
+                content?: never;
             };
             /** @description No such experiment, trial, checkpoint, job, pool or model. */
             404: {

@@ -1,8 +1,9 @@
-// Sign-in: POST /api/v1/auth/login, keep the token for every later request.
+// Sign-in: POST /api/v1/auth/browser-login sets the session cookie (HttpOnly: the page never
+// holds the token).
 import { useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { useNavigate, useSearchParams } from "react-router-dom";
-import { api, ok, setToken } from "../api/client";
+import { api, ok } from "../api/client";
 import { ErrorLine } from "../components/bits";
 
 export function SignInPage() {
@@ -35,8 +36,7 @@ export function SignInPage() {
           setBusy(true);
           setError(null);
           try {
-            const session = await ok(api.POST("/api/v1/auth/login", { body: { username, password } }));
-            setToken(session.token);
+            await ok(api.POST("/api/v1/auth/browser-login", { body: { username, password } }));
             client.clear();
             // Only a path on this site: never an address another page slipped in.
             navigate(next && next.startsWith("/") && !next.startsWith("//") ? next : "/experiments");
