@@ -30,6 +30,8 @@ from typer.main import (
 )
 from typer.models import CommandInfo, TyperInfo
 
+from assay.cli._metavars import readable
+
 Command = Any
 """A click command of Typer's (``typer.core.TyperCommand`` or a group): Typer ships its own
 click, whose classes are not part of its typed API."""
@@ -40,7 +42,7 @@ class Subcommand:
     """A command of the root known by name and summary until it runs: ``load`` returns its
     Typer app (a group) or its function (a command), importing its module then. ``summary`` is
     what listings show: a group's help, or the first paragraph of a command's docstring.
-    ``aliases``: shorter names for it (``e`` for ``experiment``), left out of listings."""
+    ``aliases``: shorter names for it (``e`` for ``experiment``), listed beside its name."""
 
     load: Callable[[], typer.Typer | Callable[..., Any]]
     summary: str
@@ -62,6 +64,8 @@ class _Commands(MutableMapping[str, Command]):
         self._built: dict[str, Command] = {}
         self._recipes: dict[str, _Recipe] = {}
         self._order: list[str] = []
+        self.aliases: dict[str, list[str]] = {}
+        """The shorter names of a subcommand (``experiment``: ``e``), by its name."""
 
     def add(self, name: str, recipe: _Recipe) -> None:
         if name in self:
@@ -149,7 +153,9 @@ class LazyGroup(TyperGroup):
         for name in self.list_commands(ctx):
             summary, hidden = self.commands.summary(name)
             if not hidden:
-                rows.append((name, summary))
+                # Its aliases beside it: they are hidden from the list, not from people.
+                aliases = self.commands.aliases.get(name)
+                rows.append((f"{name} ({', '.join(aliases)})" if aliases else name, summary))
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
@@ -164,10 +170,12 @@ class _Settings:
     suggest_commands: bool
 
     def command(self, info: CommandInfo) -> Command:
-        return get_command_from_info(
-            info,
-            pretty_exceptions_short=self.pretty_exceptions_short,
-            rich_markup_mode=self.rich_markup_mode,
+        return readable(
+            get_command_from_info(
+                info,
+                pretty_exceptions_short=self.pretty_exceptions_short,
+                rich_markup_mode=self.rich_markup_mode,
+            )
         )
 
 
@@ -189,11 +197,20 @@ def lazy_group(info: TyperInfo, settings: _Settings) -> LazyGroup:
         suggest_commands=settings.suggest_commands,
     )
     assert isinstance(group, LazyGroup)
+    readable(group)  # the group's own options (`assay agent --slots N` runs an agent)
+    # A hidden command running a listed one's function is its alias (`ls` of `list`).
+    listed = {
+        c.callback: c.name or get_command_name(c.callback.__name__)
+        for c in source.registered_commands
+        if c.callback is not None and not c.hidden
+    }
     for command_info in source.registered_commands:
         callback = command_info.callback
         if callback is None:
             raise ValueError(f"a command of {info.name!r} has no function")
         name = command_info.name or get_command_name(callback.__name__)
+        if command_info.hidden and callback in listed:
+            group.commands.aliases.setdefault(listed[callback], []).append(name)
         summary = _first_paragraph(
             command_info.short_help or command_info.help or inspect.getdoc(callback)
         )
@@ -250,6 +267,7 @@ def root_command(app: typer.Typer, subcommands: dict[str, Subcommand]) -> LazyGr
         root.commands.add(name, _subcommand_recipe(name, entry, settings, hidden=False))
         for alias in entry.aliases:
             root.commands.add(alias, _subcommand_recipe(alias, entry, settings, hidden=True))
+            root.commands.aliases.setdefault(name, []).append(alias)
     if app._add_completion:
         root.params.extend(get_install_completion_arguments())
     return root

@@ -75,7 +75,13 @@ def test_help_loads_no_subcommand_rich_pydantic_or_the_rest_models(tmp_path: Pat
     modules, done = modules_after(tmp_path, "--help")
     assert "token" in done.stdout and "Access tokens for scripts and CI." in done.stdout
     cli = sorted(m for m in modules if m.startswith("assay.cli."))
-    assert cli == ["assay.cli._app", "assay.cli._lazy", "assay.cli._served", "assay.cli._state"]
+    assert cli == [
+        "assay.cli._app",
+        "assay.cli._lazy",
+        "assay.cli._metavars",
+        "assay.cli._served",
+        "assay.cli._state",
+    ]
     loaded = {m.split(".")[0] for m in modules}
     assert not loaded & {"pydantic", "rich", "markdown_it", "pygments"}
     assert "typer.rich_utils" not in modules
