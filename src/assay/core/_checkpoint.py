@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.core._distributed import DistributedContext
 from assay.core._session import MasterSession
+from assay.core._unwritable import telling_why
 from assay.protocol import CheckpointReport
 
 if TYPE_CHECKING:
@@ -83,6 +84,12 @@ class CheckpointContext:
             self._manager = _storage(self._storage_config)
         return self._manager
 
+    def _writing(self) -> contextlib.AbstractContextManager[None]:
+        """Around a write to storage: a full disk, a used-up quota, a read-only or forbidden
+        directory there is said in one line naming the storage (the trial's failure line)."""
+        base = getattr(self.storage, "base", None)
+        return telling_why(base if isinstance(base, Path) else None)
+
     @contextlib.contextmanager
     def store_path(
         self, metadata: dict[str, Any], shard: bool = False
@@ -98,7 +105,8 @@ class CheckpointContext:
         self._chief_only("store_path")
         steps = _steps(metadata)
         storage_id = _new_uuid()
-        with self.storage.store_path(storage_id) as path:
+        # The training code's own writes into the directory too: they are what fills a disk.
+        with self._writing(), self.storage.store_path(storage_id) as path:
             yield path, storage_id
         self._report(storage_id, steps, metadata)
 
@@ -117,7 +125,8 @@ class CheckpointContext:
             raise ValueError("upload() needs the directory to store (ckpt_dir)")
         steps = _steps(metadata)
         storage_id = _new_uuid()
-        self.storage.upload(Path(ckpt_dir), storage_id)
+        with self._writing():
+            self.storage.upload(Path(ckpt_dir), storage_id)
         self._report(storage_id, steps, metadata)
         return storage_id
 
@@ -177,7 +186,7 @@ class CheckpointContext:
         if clashes:
             return "refusing to store a sharded checkpoint with conflicts: " + "; ".join(clashes)
         steps = _steps(merged)
-        with self.storage.store_path(storage_id) as path:
+        with self._writing(), self.storage.store_path(storage_id) as path:
             for name, data in sorted(files.items()):
                 target = path / name
                 if name.endswith("/"):
