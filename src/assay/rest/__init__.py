@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         Pagination,
         Request,
         Resource,
+        build_requests_when_made,
     )
     from assay.rest._events import (
         EventBatch,
@@ -315,6 +316,7 @@ __all__ = [
     "UserCreate",
     "UserList",
     "Username",
+    "build_requests_when_made",
 ]
 
 if not TYPE_CHECKING:

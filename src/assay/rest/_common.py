@@ -49,6 +49,21 @@ class Request(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, defer_build=True)
 
 
+def build_requests_when_made() -> None:
+    """Build every request model when its class is made (and those made already now), in the
+    process that serves them. FastAPI wraps each request body in a ``TypeAdapter`` with the
+    body's name as its alias, and builds it under a filter for pydantic's warning that such an
+    alias has no effect; a deferred model defers that build to the first request, outside the
+    filter, where pydantic warned (``UnsupportedFieldAttributeWarning``, 'body') at every
+    master's start. Clients keep deferring: a command builds only the models it sends."""
+    pending: list[type[BaseModel]] = [Request]
+    while pending:
+        model = pending.pop()
+        # Each class holds its own merged config: a subclass made later copies its base's.
+        model.model_config["defer_build"] = False
+        pending.extend(model.__subclasses__())
+
+
 class Pagination(Resource):
     total: int = Field(description="How many match, over all pages.")
     limit: int

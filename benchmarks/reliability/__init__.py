@@ -1,0 +1,1 @@
+"""The reliability and security run (``run_reliability.py``)."""
