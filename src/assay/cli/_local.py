@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import posixpath
 import re
 import secrets
 import shutil
@@ -275,17 +276,19 @@ def run_local(
 
 
 def _own_storage(cfg: ExperimentConfig) -> tuple[Path, ...]:
-    """The directory of the config's own file-system checkpoint storage, if it names one."""
-    from assay.storage import SharedFSStorage, storage_from_config
-
+    """The directory of the config's own file-system checkpoint storage, if it names one (the
+    master checks and refuses a bad one with its reason)."""
     storage = cfg.checkpoint_storage
-    if storage is None or getattr(storage, "type", None) is None:
-        return ()  # none, or only GC keys: the cluster's own storage
-    try:
-        manager = storage_from_config(storage)
-    except AssayError:
-        return ()  # refused by the master with its reason
-    return (manager.base,) if isinstance(manager, SharedFSStorage) else ()
+    kind = getattr(getattr(storage, "type", None), "value", getattr(storage, "type", None))
+    if kind == "shared_fs":
+        host, sub = getattr(storage, "host_path", None), getattr(storage, "storage_path", None)
+        if isinstance(host, str) and posixpath.isabs(host):
+            return (Path(posixpath.normpath(posixpath.join(host, sub or ""))),)
+    if kind == "directory":
+        path = getattr(storage, "container_path", None)
+        if isinstance(path, str) and posixpath.isabs(path):
+            return (Path(posixpath.normpath(path)),)
+    return ()  # none, only GC keys (the cluster's own storage), or an object store
 
 
 @dataclass(frozen=True)
