@@ -270,6 +270,7 @@ STATE_STYLE: dict[str, str] = {
     TrialState.RUNNING: "cyan",
     TrialState.QUEUED: "yellow",
     TrialState.PAUSED: "magenta",
+    TrialState.WAITING: "blue",
     TrialState.COMPLETED: "green",
     TrialState.CANCELED: "dim",
     TrialState.ERROR: "red",

@@ -355,7 +355,12 @@ NNICTL_RULES: tuple[Rule, ...] = (
         _nni(((verb,),), (verb,), positionals=ONE, flags={"--port": _PORT_DROPPED})
         for verb in ("stop", "resume", "view")
     ),
-    _nni((("trial",), ("ls", "list")), ("trial", "ls"), positionals=ONE),
+    _nni(
+        (("trial",), ("ls", "list")),
+        ("trial", "ls"),
+        positionals=ONE,
+        flags={"--head": Flag("--head", value=True), "--tail": Flag("--tail", value=True)},
+    ),
     Rule(
         (("trial",), ("kill",)),
         refuse="`nnictl trial kill` is `assay trial kill TRIAL_ID` (assay's trial ids are numbers)",

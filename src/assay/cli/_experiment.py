@@ -42,6 +42,7 @@ from assay.cli._logview import (
     stamp,
     window,
 )
+from assay.cli._trial_state import styled_trial_state
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -245,7 +246,7 @@ def describe(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
     for line in detail_lines(exp):
         console.print(f"  {line}", markup=False, highlight=False)
     deleted = deleted_checkpoints(c, experiment_id)
-    console.print(trial_table(trials, searcher.metric, deleted))
+    console.print(trial_table(trials, searcher.metric, deleted, nni=exp.source.nni))
     best = exp.best_trial
     if best is not None and best.best_validation is not None:
         line = f"best trial: {best.id}  {searcher.metric} = {fmt_metric(best.best_validation)}"
@@ -285,10 +286,15 @@ def shown_checkpoint(uuid: str | None, deleted: Set[str], *, short: bool = True)
 
 
 def trial_table(
-    trials: Sequence[rest.Trial], metric: str | None, deleted: Set[str] = frozenset()
+    trials: Sequence[rest.Trial],
+    metric: str | None,
+    deleted: Set[str] = frozenset(),
+    *,
+    nni: bool = False,
 ) -> Table:
-    """The trials, one a row; ``deleted``: checkpoints to mark as deleted. Long cells are
-    whole here, for CSV: a terminal's view shortens them to fit (``whole_cells``)."""
+    """The trials, one a row; ``deleted``: checkpoints to mark as deleted; ``nni``: states by
+    NNI's names (an NNI experiment's trials). Long cells are whole here, for CSV: a terminal's
+    view shortens them to fit (``whole_cells``)."""
     table = listing_table(empty="No trials.")
     for col, justify in (
         ("Trial", "left"),
@@ -308,10 +314,9 @@ def trial_table(
     ):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for t in trials:
-        state = styled_state(t.state) + (" (early stop)" if t.early_stopped else "")
         table.add_row(
             str(t.id),
-            state,
+            styled_trial_state(t, nni=nni),
             str(t.steps_completed),
             fmt_metric(t.best_validation),
             fmt_report(t.latest_training, metric, limit=WHOLE),
@@ -346,7 +351,7 @@ def list_trials(experiment_id: ExpId, as_json: JsonFlag = False, as_csv: CsvOpti
         return
     exp = c.experiment(experiment_id)
     deleted = deleted_checkpoints(c, experiment_id)
-    print_table(trial_table(trials, exp.searcher.metric, deleted), as_csv)
+    print_table(trial_table(trials, exp.searcher.metric, deleted, nni=exp.source.nni), as_csv)
 
 
 @app.command("list-checkpoints")

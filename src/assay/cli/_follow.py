@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import posixpath
 import sys
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Iterator
 from typing import NoReturn
 
@@ -22,6 +22,7 @@ from assay.cli._common import (
     styled_state,
 )
 from assay.cli._reconnect import Reconnector, detached_on_interrupt
+from assay.cli._trial_state import shown_state, state_counts
 from assay.client import Client
 from assay.protocol import ExperimentState, TrialState
 
@@ -113,7 +114,8 @@ def _follow_live(client: Client, experiment_id: int, rc: Reconnector) -> rest.Ex
         # The notes of a reconnection print above the view, which stays whole below them.
         rc.say = lambda text: live.console.print(text, markup=False, highlight=False)
         for exp, trials in watch(client, experiment_id, rc):
-            summary = "  ".join(f"{k.lower()} {v}" for k, v in sorted(exp.trials.items()))
+            nni = exp.source.nni
+            summary = "  ".join(f"{k.lower()} {v}" for k, v in state_counts(trials, nni=nni))
             progress.update(
                 task,
                 completed=shown_progress(exp),
@@ -123,7 +125,7 @@ def _follow_live(client: Client, experiment_id: int, rc: Reconnector) -> rest.Ex
             view: list[RenderableType] = [progress]
             if exp.waiting:
                 view.append(Text.from_markup(f"[yellow]waiting:[/] {esc(exp.waiting)}"))
-            view.append(trial_table(trials[-20:], exp.searcher.metric))
+            view.append(trial_table(trials[-20:], exp.searcher.metric, nni=nni))
             live.update(Group(*view))
     assert exp is not None
     return exp
@@ -132,30 +134,33 @@ def _follow_live(client: Client, experiment_id: int, rc: Reconnector) -> rest.Ex
 class ProgressLines:
     """What a piped follow prints: a line for the experiment when its state, trial counts or
     best result change (or its progress passes a tenth), a line for a trial when it appears or
-    changes state. Plain text, one line each, never cut."""
+    its shown state changes (an NNI experiment's trials by NNI's status names). Plain text, one
+    line each, never cut."""
 
     def __init__(self, experiment_id: int) -> None:
         self.experiment_id = experiment_id
         self.shown: tuple[object, ...] | None = None
-        self.trial_states: dict[int, TrialState] = {}
+        self.trial_states: dict[int, str] = {}
         self.waiting: str | None = None
 
     def update(self, exp: rest.Experiment, trials: list[rest.Trial]) -> list[str]:
         metric = exp.searcher.metric or "metric"
+        nni = exp.source.nni
         out = []
         for t in trials:
             before = self.trial_states.get(t.id)
-            if before == t.state:
+            state = shown_state(t, nni=nni)
+            if before == state:
                 continue
-            self.trial_states[t.id] = t.state
-            out.append(self._trial_line(t, metric, first=before is None))
+            self.trial_states[t.id] = state
+            out.append(self._trial_line(t, state, metric, first=before is None))
         # Counted from the trials shown, so that the lines agree with each other.
-        counts = Counter(t.state for t in trials)
+        counts = state_counts(trials, nni=nni)
         best = exp.best_trial
         seen = (
             exp.state,
             int(shown_progress(exp) / PROGRESS_STEP + 1e-9),
-            sorted(counts.items()),
+            counts,
             best and (best.id, best.best_validation),
         )
         if seen != self.shown:
@@ -169,9 +174,9 @@ class ProgressLines:
         return out
 
     def _experiment_line(
-        self, exp: rest.Experiment, counts: Counter[TrialState], metric: str
+        self, exp: rest.Experiment, counts: list[tuple[str, int]], metric: str
     ) -> str:
-        shown = ", ".join(f"{n} {state.lower()}" for state, n in sorted(counts.items()))
+        shown = ", ".join(f"{n} {state.lower()}" for state, n in counts)
         line = f"experiment {exp.id} {exp.state} {shown_progress(exp) * 100:.0f}%"
         line += f": trials {shown}" if shown else ": no trials yet"
         best = exp.best_trial
@@ -180,8 +185,8 @@ class ProgressLines:
         return line
 
     @staticmethod
-    def _trial_line(t: rest.Trial, metric: str, *, first: bool) -> str:
-        line = f"trial {t.id} {t.state}"
+    def _trial_line(t: rest.Trial, state: str, metric: str, *, first: bool) -> str:
+        line = f"trial {t.id} {state}"
         if t.state.terminal:
             line += f" after {t.steps_completed} steps"
             if t.best_validation is not None:

@@ -64,11 +64,14 @@ def _experiment_row(exp: rest.ExperimentSummary) -> dict[str, Any]:
     }
 
 
-def _final_value(c: Client, t: rest.Trial, status: str) -> float | None:
-    """NNI's final result of a trial: the last result it reported, and only once it succeeded
-    (a running or failed trial has none, as in nnictl)."""
+def _final_value(c: Client, exp: rest.Experiment, t: rest.Trial, status: str) -> float | None:
+    """NNI's final result of a trial. An NNI experiment ranks a trial by the final result it
+    reported (``nni.report_final_result``), which the master keeps as its best validation;
+    another experiment's trial has the last result it reported, once it succeeded."""
     from assay.protocol import NNITrialStatus
 
+    if exp.source.nni:
+        return t.best_validation
     if status != NNITrialStatus.SUCCEEDED:
         return None
     reported = c.metrics(t.id, "validation")
@@ -80,7 +83,7 @@ def _final_value(c: Client, t: rest.Trial, status: str) -> float | None:
     return t.best_validation
 
 
-def _trial_rows(c: Client, trials: list[rest.Trial]) -> list[dict[str, Any]]:
+def _trial_rows(c: Client, exp: rest.Experiment, trials: list[rest.Trial]) -> list[dict[str, Any]]:
     """nnictl's rows of an experiment's trials, in the order they were created.
 
     ``sequenceId`` is the trial's place among its experiment's trials, from 0: what its
@@ -95,12 +98,19 @@ def _trial_rows(c: Client, trials: list[rest.Trial]) -> list[dict[str, Any]]:
                 "sequenceId": seq,
                 "status": status,
                 "parameter": t.hparams,
-                "value": _final_value(c, t, status),
+                "value": _final_value(c, exp, t, status),
                 "startTime": t.created_at,
                 "endTime": t.ended_at,
             }
         )
     return rows
+
+
+def ranked(rows: list[dict[str, Any]], *, largest_first: bool) -> list[dict[str, Any]]:
+    """The rows that have a final result, ordered by it, as nnictl's ``trial ls --head`` (the
+    largest first) and ``--tail`` (the smallest first) order them; ties in creation order."""
+    with_value = [r for r in rows if r["value"] is not None]
+    return sorted(with_value, key=lambda r: -r["value"] if largest_first else r["value"])
 
 
 @app.command()
@@ -153,7 +163,7 @@ def view(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
     """Show an experiment and its trials (nnictl view)."""
     c = client()
     exp = c.experiment(experiment_id)
-    rows = _trial_rows(c, c.trials(experiment_id))
+    rows = _trial_rows(c, exp, c.trials(experiment_id))
     row = _experiment_row(exp)
     if as_json:
         print_json({**row, "trials": rows})
@@ -210,10 +220,28 @@ def _print_trials(rows: list[dict[str, Any]]) -> None:
 
 
 @trial_app.command("ls")
-def trial_ls(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
+def trial_ls(
+    experiment_id: ExpId,
+    head: Annotated[
+        int | None,
+        typer.Option("--head", help="only the N trials with the largest final results"),
+    ] = None,
+    tail: Annotated[
+        int | None,
+        typer.Option("--tail", help="only the N trials with the smallest final results"),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
     """An experiment's trials with NNI's statuses (nnictl trial ls)."""
+    if head is not None and tail is not None:
+        fail("--head and --tail cannot be given together; give one of them")
+    for flag, n in (("--head", head), ("--tail", tail)):
+        if n is not None and n < 1:
+            fail(f"{flag} must be at least 1, got {n}")
     c = client()
-    rows = _trial_rows(c, c.trials(experiment_id))
+    rows = _trial_rows(c, c.experiment(experiment_id), c.trials(experiment_id))
+    if head is not None or tail is not None:
+        rows = ranked(rows, largest_first=head is not None)[: head or tail]
     if as_json:
         print_json(rows)
         return
@@ -260,7 +288,7 @@ def experiment_export(
     if type_ not in ("csv", "json"):
         fail(f"--type must be csv or json, got {type_!r}")
     c = client()
-    rows = _trial_rows(c, c.trials(experiment_id))
+    rows = _trial_rows(c, c.experiment(experiment_id), c.trials(experiment_id))
     text = json.dumps(rows, indent=2) if type_ == "json" else _csv_text(rows)
     try:
         # newline="": the csv module ends its rows itself (\r\n, as RFC 4180 has them).

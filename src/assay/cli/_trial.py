@@ -33,6 +33,7 @@ from assay.cli._logview import (
     stamp,
     stored_lines,
 )
+from assay.cli._trial_state import styled_trial_state
 
 if TYPE_CHECKING:
     from assay import rest
@@ -48,7 +49,7 @@ def heading(trial: rest.Trial) -> str:
     losses = f"agent losses {trial.infra_restarts}  " if trial.infra_restarts else ""
     return (
         f"[bold]trial {trial.id}[/] of experiment {trial.experiment_id}  "
-        f"{styled_state(trial.state)}  steps {trial.steps_completed}  "
+        f"{styled_trial_state(trial)}  steps {trial.steps_completed}  "
         f"failures {trial.restarts}  {losses}best {fmt_metric(trial.best_validation) or '-'}"
     )
 

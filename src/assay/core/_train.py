@@ -99,6 +99,11 @@ class TrainContext:
     def report_metrics(self, group: str, steps_completed: int, metrics: dict[str, Any]) -> None:
         """Report ``metrics`` of ``group`` at ``steps_completed`` (returns at once; sent in the
         background). Reporting the same group and step twice in one run keeps the first."""
+        self._report(group, steps_completed, metrics)
+
+    def _report(
+        self, group: str, steps_completed: int, metrics: dict[str, Any], final: bool = False
+    ) -> None:
         _check(steps_completed, metrics)
         if not self._chief:
             return
@@ -106,7 +111,8 @@ class TrainContext:
         if self._reporter is None:
             log.info("%s metrics at step %d: %s", group, steps_completed, values)
             return
-        self._reporter.put(MetricReport(group, steps_completed, values, time.time()).to_dict())
+        report = MetricReport(group, steps_completed, values, time.time(), final)
+        self._reporter.put(report.to_dict())
 
     def report_training_metrics(
         self,
@@ -117,8 +123,13 @@ class TrainContext:
         del batch_metrics  # per-batch detail is not stored; the aggregate is
         self.report_metrics(TRAINING, steps_completed, metrics)
 
-    def report_validation_metrics(self, steps_completed: int, metrics: dict[str, Any]) -> None:
-        self.report_metrics(VALIDATION, steps_completed, metrics)
+    def report_validation_metrics(
+        self, steps_completed: int, metrics: dict[str, Any], *, final: bool = False
+    ) -> None:
+        """Report validation ``metrics`` at ``steps_completed``. ``final``: they are the
+        trial's final result (NNI's ``report_final_result``); an NNI experiment ranks its
+        trials by their final results alone, as NNI does."""
+        self._report(VALIDATION, steps_completed, metrics, final)
 
     def report_progress(self, progress: float) -> None:
         """Fraction of the trial done, from 0.0 to 1.0 (shown in the CLI and UI)."""

@@ -105,6 +105,9 @@ class Experiment(Base):
     archived: Mapped[bool] = mapped_column(Boolean, default=False)
     config: Mapped[dict[str, Any]] = mapped_column(Json)
     original_config: Mapped[str] = mapped_column(Text)
+    source: Mapped[str] = mapped_column(String(16), default="assay", server_default="assay")
+    """How its config was written: ``assay`` (Determined's format), ``nni-v2`` or ``nni-v1``.
+    An NNI experiment ranks its trials by their final results, as NNI does."""
     context_id: Mapped[int] = mapped_column(ForeignKey("contexts.id"))
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"))
     seed: Mapped[int] = mapped_column(Integer)
@@ -199,6 +202,9 @@ class Trial(Base):
     progress: Mapped[float] = mapped_column(Float, default=0.0)
     early_stopped: Mapped[bool] = mapped_column(Boolean, default=False)
     early_exit: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    waiting_at: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    """Where its searcher last released it to wait (``rung 2 of 4``): shown while it is
+    WAITING; None when the search has no stages."""
     message: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[float] = mapped_column(Float)
     started_at: Mapped[float | None] = mapped_column(Float, nullable=True)

@@ -39,8 +39,9 @@ def create(
     seed: int,
     owner: str,
     created_at: float,
+    source: str = "assay",
 ) -> Experiment:
-    """A new experiment, its id assigned."""
+    """A new experiment, its id assigned (``source``: how its config was written)."""
     exp = Experiment(
         name=name,
         description=description,
@@ -48,6 +49,7 @@ def create(
         archived=False,
         config=config,
         original_config=original_config,
+        source=source,
         context_id=context_id,
         job_id=job_id,
         seed=seed,

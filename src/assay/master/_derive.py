@@ -66,6 +66,8 @@ def fork_submission(
         overrides=tuple(body.overrides),
         activate=body.activate,
         notes=(f"forked from experiment {experiment_id}",),
+        # Its trials run the same code: a fork of an NNI experiment ranks them as NNI does.
+        source=rest.ConfigSource(exp.source),
     )
 
 
@@ -140,6 +142,7 @@ def continue_submission(
             f"continues trial {trial.id} of experiment {experiment_id} from its checkpoint "
             f"{ckpt.uuid} (step {ckpt.steps_completed})",
         ),
+        source=rest.ConfigSource(exp.source),
     )
 
 

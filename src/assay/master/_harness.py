@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from assay import rest
 from assay.db import (
     Checkpoint,
     Experiment,
@@ -114,15 +115,20 @@ def ingest_metrics(
     searcher_cfg = exp.config.get("searcher", {})
     metric = searcher_cfg.get("metric")
     smaller = searcher_cfg.get("smaller_is_better", True)
+    # NNI ranks a trial by its final result alone (its listings sort by it; a trial without
+    # one is not ranked); its intermediate results still reach the searcher and assessors.
+    finals_only = rest.ConfigSource(exp.source).nni
     relevant = []
     best: tuple[float, float] | None = None
     for r in validations:
         value = r.metrics.get(metric) if metric else None
         if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            relevant.append(r)
+            if finals_only and not r.final:
+                continue
             score = float(value) if smaller else -float(value)
             if best is None or score < best[1]:
                 best = (float(value), score)
-            relevant.append(r)
     numbers = trials.record_reported(session, trial.id, steps, best)
     return Ingested(numbers, relevant, trial, exp)
 
@@ -161,7 +167,8 @@ def complete_operation(tx: Tx, caller: Caller, length: int, metric: float) -> No
 
 
 def release_if_idle(tx: Tx, caller: Caller) -> bool:
-    """The trial asked for an operation and none came: let it exit and free its slots.
+    """The trial asked for an operation and none came: let it exit and free its slots. Its exit
+    makes it WAITING, at the stage its searcher holds it (``waiting_at``).
 
     Returns True if released (no operation appeared in the meantime).
     """
@@ -174,6 +181,7 @@ def release_if_idle(tx: Tx, caller: Caller) -> bool:
     alloc = allocations.get(tx.session, caller.allocation_id)
     if alloc is not None and alloc.state != AllocationState.TERMINATED:
         alloc.released = True
+        trial.waiting_at = searcher.stage_of(trial.request_id)
     return True
 
 

@@ -158,7 +158,7 @@ def _validate_after(tx: Tx, exp: Experiment, searcher: Searcher, op: ValidateAft
     trial.progress = min(done / max(op.length, 1), 1.0)
     tx.act(Wake(("op", trial.id)))
     if (
-        trial.state == TrialState.PAUSED
+        trial.state == TrialState.WAITING
         and exp.state == ExperimentState.ACTIVE
         and allocations.live_of_trial(tx.session, trial.id) is None
     ):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from assay import rest
 from assay.config import (
     MAX_NAME,
     ExperimentConfig,
@@ -59,6 +60,9 @@ class Submission:
     """The config as its author wrote it, when ``config_text`` is a translation of it (an NNI
     config read by a client or by :func:`read_submission`): what the experiment shows as its
     original config. Empty: ``config_text`` is the original."""
+    source: rest.ConfigSource = rest.ConfigSource.ASSAY
+    """How the config was written: set by the master when it reads an NNI config, and for a
+    config it derives from an experiment's (a fork of an NNI experiment is one too)."""
 
 
 TENSORBOARD_STORAGE_NOTE = (
@@ -78,6 +82,7 @@ class ValidSubmission:
     owner: str
     notes: tuple[str, ...] = ()
     original_text: str = ""
+    source: rest.ConfigSource = rest.ConfigSource.ASSAY
 
 
 def validate_submission(
@@ -109,6 +114,7 @@ def validate_submission(
         sub.owner,
         notes,
         sub.original_text,
+        sub.source,
     )
 
 
@@ -343,6 +349,7 @@ def create_experiment(tx: Tx, sub: ValidSubmission, settings: MasterConfig) -> E
         seed=seed,
         owner=sub.owner,
         created_at=tx.now,
+        source=sub.source.value,
     )
     if sub.activate:
         account_state_change(exp, ExperimentState.ACTIVE, tx.now)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from assay import rest
 from assay.config import (
     InvalidConfig,
     nni_context,
@@ -32,8 +33,11 @@ class ReadSubmission:
     """A submission as the master validates it, and what its config was written for."""
 
     submission: Submission
-    source: str
-    """``assay``, or ``nni-v2`` / ``nni-v1``: how the config as written was read."""
+
+    @property
+    def source(self) -> rest.ConfigSource:
+        """How the config as written was read."""
+        return self.submission.source
 
 
 def read_submission(sub: Submission) -> ReadSubmission:
@@ -46,7 +50,7 @@ def read_submission(sub: Submission) -> ReadSubmission:
     raw: Any = parse_yaml(sub.config_text, "<config>")
     fmt = nni_format(raw)
     if fmt is None:
-        return ReadSubmission(sub, "assay")
+        return ReadSubmission(replace(sub, source=_source_as_written(sub)))
     with tempfile.TemporaryDirectory(prefix="assay-nni-") as tmp:
         root = Path(tmp, "context")
         if sub.context:
@@ -72,9 +76,21 @@ def read_submission(sub: Submission) -> ReadSubmission:
             original_text=sub.original_text or sub.config_text,
             context=context,
             notes=(f"read as an NNI {fmt} config", *notes, *sub.notes),
+            source=rest.ConfigSource(f"nni-{fmt}"),
         ),
-        f"nni-{fmt}",
     )
+
+
+def _source_as_written(sub: Submission) -> rest.ConfigSource:
+    """How an assay config's author wrote it: an NNI config a client read and translated
+    comes with its text as written (``original_text``), which tells; else as ``sub`` says."""
+    if not sub.original_text:
+        return sub.source
+    try:
+        fmt = nni_format(parse_yaml(sub.original_text, "<original config>"))
+    except InvalidConfig:
+        return sub.source
+    return rest.ConfigSource(f"nni-{fmt}") if fmt is not None else sub.source
 
 
 def _pack(directory: Path) -> bytes:

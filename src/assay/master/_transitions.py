@@ -137,7 +137,8 @@ def trial_on_event(event: ExperimentEvent, trial: TrialFacts) -> TrialOrder:
         if running:
             # Never a kill: the trial checkpoints at the end of its current unit of work.
             return TrialOrder(preempt=PreemptReason.PAUSE)
-        if trial.state == TrialState.QUEUED:
+        if trial.state in (TrialState.QUEUED, TrialState.WAITING):
+            # A trial waiting for its searcher is paused too: the user's pause is what shows.
             return TrialOrder(state=TrialState.PAUSED)
         return UNCHANGED
     if event is ExperimentEvent.ACTIVATE:
@@ -150,6 +151,9 @@ def trial_on_event(event: ExperimentEvent, trial: TrialFacts) -> TrialOrder:
             return TrialOrder(state=TrialState.COMPLETED, ended=True, searcher_closed=True)
         if trial.has_work:
             return TrialOrder(state=TrialState.QUEUED)
+        if not trial.closed:
+            # It had finished what it was given: it waits for its searcher again.
+            return TrialOrder(state=TrialState.WAITING)
         return UNCHANGED
     if not running:
         return TrialOrder(state=TrialState.CANCELED, ended=True)
@@ -389,8 +393,11 @@ def decide_exit(f: ExitFacts) -> ExitDecision:
         if f.code_driven:
             return end(TrialState.COMPLETED, searcher=ClosedEvent())
         if f.released:
-            # It finished its operation and asked for another that has not come yet.
-            return stay(again if f.pending else TrialState.PAUSED)
+            # It finished its operation and asked for another that has not come yet: it waits
+            # for its searcher (its experiment paused, for the user's activation).
+            if f.pending:
+                return stay(again)
+            return stay(TrialState.WAITING if active else TrialState.PAUSED)
         if not f.pending:
             return end(TrialState.COMPLETED, searcher=ClosedEvent())
         return end(

@@ -88,6 +88,7 @@ def _experiment_fields(
         "trials": {TrialState(state): n for state, n in counts.items()},
         "best_trial": _best_trial(best),
         "labels": [mask_text(str(label), secrets) for label in exp.config.get("labels") or []],
+        "source": rest.ConfigSource(exp.source),
     }
 
 
@@ -122,10 +123,17 @@ def trial_change(row: Trial) -> rest.TrialChange:
         best_validation=row.best_validation,
         progress=row.progress,
         early_stopped=row.early_stopped,
+        waiting_at=waiting_at(row),
         message=row.message,
         started_at=row.started_at,
         ended_at=row.ended_at,
     )
+
+
+def waiting_at(row: Trial) -> str | None:
+    """Where its searcher holds a WAITING trial; None in any other state (the column keeps
+    where it was last released)."""
+    return row.waiting_at if row.state == TrialState.WAITING else None
 
 
 def changes(session: Session) -> rest.EventBatch:
@@ -173,6 +181,7 @@ def trial(
             "latest_training": None if training is None else metric(training),
             "latest_validation": None if validation is None else metric(validation),
             "waiting": waiting if row.state == TrialState.QUEUED else None,
+            "waiting_at": waiting_at(row),
         }
     )
 

@@ -47,14 +47,20 @@ class MetricReport:
     metrics: dict[str, Any]
     time: float = 0.0
     """When it was measured (seconds since the epoch); 0 means when the master stores it."""
+    final: bool = False
+    """A validation that is the trial's final result (NNI's ``report_final_result``): an NNI
+    experiment ranks its trials by these alone, as NNI does."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "group": self.group,
             "steps_completed": self.steps_completed,
             "metrics": self.metrics,
             "time": self.time,
         }
+        if self.final:
+            out["final"] = True
+        return out
 
     @classmethod
     def from_dict(cls, raw: object, where: str) -> MetricReport:
@@ -67,6 +73,7 @@ class MetricReport:
             steps_completed=f.integer("steps_completed", minimum=0),
             metrics=f.mapping("metrics"),
             time=f.number("time", 0.0),
+            final=f.flag("final", False),
         )
 
 

@@ -48,8 +48,11 @@ class TrialState(StrEnum):
     RUNNING = "RUNNING"
     """Has an allocation (starting or running)."""
     PAUSED = "PAUSED"
-    """Neither running nor asking for slots: its experiment is paused, or it waits for the
-    searcher to decide (an ASHA trial between rungs)."""
+    """Neither running nor asking for slots because its experiment is paused (a user's pause)."""
+    WAITING = "WAITING"
+    """Neither running nor asking for slots because its searcher holds it: it finished the
+    training it was given and waits for the searcher to decide whether it trains further (an
+    ASHA trial at a rung, waiting for promotion). Its slots are free; a promotion queues it."""
     STOPPING_COMPLETED = "STOPPING_COMPLETED"
     STOPPING_CANCELED = "STOPPING_CANCELED"
     STOPPING_KILLED = "STOPPING_KILLED"
@@ -216,7 +219,7 @@ class NNITrialStatus(StrEnum):
     def of(cls, state: TrialState, *, early_stopped: bool) -> NNITrialStatus:
         """NNI's name for an assay trial state (``early_stopped``: its searcher closed it
         early)."""
-        if state in (TrialState.QUEUED, TrialState.PAUSED):
+        if state in (TrialState.QUEUED, TrialState.PAUSED, TrialState.WAITING):
             return cls.WAITING
         if state == TrialState.COMPLETED:
             return cls.EARLY_STOPPED if early_stopped else cls.SUCCEEDED

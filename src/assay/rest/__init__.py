@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     )
     from assay.rest._experiments import (
         BestTrial,
+        ConfigSource,
         Experiment,
         ExperimentContinue,
         ExperimentDeleted,
@@ -189,9 +190,9 @@ __all__ = [
     "AllocationState",
     "BatchChange",
     "BestTrial",
-    "BrowserSession",
     "BestValidation",
     "Bracket",
+    "BrowserSession",
     "Checkpoint",
     "CheckpointDelete",
     "CheckpointList",
@@ -199,6 +200,7 @@ __all__ = [
     "CheckpointsDeleted",
     "CollectedCheckpoint",
     "CompletedOperation",
+    "ConfigSource",
     "DbInt",
     "DbText",
     "DrainRequest",

@@ -59,6 +59,9 @@ class TrialChange(Resource):
     best_validation: float | None
     progress: float
     early_stopped: bool
+    waiting_at: str | None = Field(
+        default=None, description="While it is WAITING: where its searcher holds it."
+    )
     message: str
     started_at: float | None
     ended_at: float | None

@@ -42,6 +42,21 @@ class ExperimentSort(StrEnum):
     either way."""
 
 
+class ConfigSource(StrEnum):
+    """How an experiment's config was written (and read)."""
+
+    ASSAY = "assay"
+    """assay's own format, Determined's."""
+    NNI_V2 = "nni-v2"
+    NNI_V1 = "nni-v1"
+
+    @property
+    def nni(self) -> bool:
+        """An NNI experiment: its trials are ranked by their final results and shown with
+        NNI's statuses, as NNI does."""
+        return self in (ConfigSource.NNI_V2, ConfigSource.NNI_V1)
+
+
 class SearcherSummary(Resource):
     name: str | None
     metric: str | None = Field(description="The searcher metric trials are ranked by.")
@@ -49,7 +64,8 @@ class SearcherSummary(Resource):
 
 
 class BestTrial(Resource):
-    """The trial with the best searcher metric so far."""
+    """The trial with the best searcher metric so far (an NNI experiment's: the best final
+    result)."""
 
     id: int
     best_validation: float | None
@@ -78,7 +94,13 @@ class ExperimentSummary(Resource):
     searcher: SearcherSummary
     resource_pool: str
     trials: dict[TrialState, int] = Field(description="How many of its trials are in each state.")
-    best_trial: BestTrial | None
+    best_trial: BestTrial | None = Field(
+        description="Its best trial: by best validation, or for an NNI experiment (`source` "
+        "nni-v2 or nni-v1) by final result, as NNI ranks trials."
+    )
+    source: ConfigSource = Field(
+        default=ConfigSource.ASSAY, description="How its config was written."
+    )
     labels: list[str] = Field(default=[], description="Its labels (the config's `labels`).")
 
 
@@ -130,7 +152,7 @@ class ExperimentValidation(Resource):
     experiment would be. (A config that would not is answered 400, as a submission is, with
     each problem's path in ``details``.)"""
 
-    source: str = Field(description="How the config was read: assay, nni-v2 or nni-v1.")
+    source: ConfigSource = Field(description="How the config was read.")
     name: str = Field(description="The experiment's name (the config's, or the default).")
     searcher: str = Field(description="The searcher it would run.")
     resource_pool: str

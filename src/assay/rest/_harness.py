@@ -33,11 +33,16 @@ class MetricReport(Request):
     steps_completed: DbInt
     metrics: dict[str, Any]
     time: float | None = Field(default=None, description="Seconds since the epoch.")
+    final: bool = Field(
+        default=False,
+        description="A validation that is the trial's final result (NNI's "
+        "report_final_result); an NNI experiment ranks its trials by these.",
+    )
 
     def to_protocol(self) -> protocol.MetricReport:
         """The report as the master stores it (validated here, so never parsed again)."""
         return protocol.MetricReport(
-            self.group, self.steps_completed, self.metrics, self.time or 0.0
+            self.group, self.steps_completed, self.metrics, self.time or 0.0, self.final
         )
 
 

@@ -67,6 +67,12 @@ class Trial(Resource):
     early_exit: ExitedReason | None = Field(
         description="Why its code stopped on its own, if it did."
     )
+    waiting_at: str | None = Field(
+        default=None,
+        description="While it is WAITING: where its searcher holds it, such as `rung 2 of 4` "
+        "(an ASHA trial waiting for promotion); null otherwise, or when the search has no "
+        "stages.",
+    )
     message: str
     created_at: float
     started_at: float | None = Field(

@@ -197,6 +197,11 @@ class _HalvingBase:
     def trial_created(self, request_id: str) -> list[Operation]:
         return [ValidateAfter(request_id, self.rungs[0].length)]
 
+    def stage_of(self, request_id: str) -> str | None:
+        # A trial's rung is the one it trains towards or, waiting, the one it reached.
+        rung = self.trial_rung.get(request_id)
+        return None if rung is None else f"rung {rung + 1} of {len(self.rungs)}"
+
     def initial_operations(self) -> list[Operation]:
         return self._fill() + self._maybe_shutdown()
 

@@ -85,6 +85,22 @@ class SearchMethod(Protocol):
         ...
 
 
+@runtime_checkable
+class Staged(Protocol):
+    """A method whose trials advance in stages (rungs, rounds): it can say where a trial stands,
+    which is what a trial it released to wait for a promotion shows."""
+
+    def stage_of(self, request_id: str) -> str | None:
+        """Where the trial stands, such as ``rung 2 of 4`` (the last stage it finished, counted
+        from 1); None for a trial the method does not know."""
+        ...
+
+
+def stage_of(method: object, request_id: str) -> str | None:
+    """``method.stage_of(request_id)`` for a :class:`Staged` method, else None."""
+    return method.stage_of(request_id) if isinstance(method, Staged) else None
+
+
 def new_request_id(rng: random.Random) -> str:
     """A request id drawn from the method's RNG, so a replayed search makes the same ids."""
     return str(uuid.UUID(int=rng.getrandbits(128), version=4))
@@ -256,6 +272,14 @@ class Searcher:
         is training.
         """
         return len(self.training())
+
+    def stage_of(self, request_id: str) -> str | None:
+        """Where an open trial stands in its method's stages (``rung 2 of 4``): what a trial
+        waiting for a promotion shows; None when the method has no stages or the trial is
+        closed."""
+        if self.is_closed(request_id):
+            return None
+        return stage_of(self.method, request_id)
 
     def is_closed(self, request_id: str) -> bool:
         record = self.trials.get(request_id)

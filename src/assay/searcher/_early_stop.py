@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from assay.protocol import ExitedReason
-from assay.searcher._base import SearchMethod
+from assay.searcher._base import SearchMethod, stage_of
 from assay.searcher._ops import Close, Operation
 
 
@@ -175,6 +175,9 @@ class EarlyStopping:
 
     def progress(self, partial: Mapping[str, float]) -> float:
         return self.inner.progress(partial)
+
+    def stage_of(self, request_id: str) -> str | None:
+        return stage_of(self.inner, request_id)
 
     def snapshot(self) -> dict[str, Any]:
         return {

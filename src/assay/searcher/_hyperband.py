@@ -130,6 +130,12 @@ class SuccessiveHalving:
         self.closed.add(request_id)
         return [Close(request_id)]
 
+    def stage_of(self, request_id: str) -> str | None:
+        # The bracket's rungs are decided together: its trials stand at its current rung.
+        if request_id not in self.members:
+            return None
+        return f"rung {self.rung + 1} of {len(self.lengths)}"
+
     def _advance(self) -> list[Operation]:
         ops: list[Operation] = []
         while True:

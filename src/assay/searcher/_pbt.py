@@ -176,6 +176,12 @@ class PBT:
     def trial_created(self, request_id: str) -> list[Operation]:
         return [ValidateAfter(request_id, self._next_length(request_id))]
 
+    def stage_of(self, request_id: str) -> str | None:
+        # Every member trains the current round; one that reported waits for the others.
+        if request_id not in self.members:
+            return None
+        return f"round {min(self.round + 1, self.num_rounds)} of {self.num_rounds}"
+
     def validation_completed(self, request_id: str, metric: float, length: int) -> list[Operation]:
         if request_id not in self.members or request_id in self.results:
             return []

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from assay.protocol import ExitedReason
-from assay.searcher._base import SearchMethod
+from assay.searcher._base import SearchMethod, stage_of
 from assay.searcher._ops import Close, Create, Operation, Shutdown, ValidateAfter
 from assay.searcher._source import ParamSource
 
@@ -143,6 +143,10 @@ class Tournament:
             return []
         self._idle(request_id)
         return self._route(index, self.methods[index].trial_closed(request_id))
+
+    def stage_of(self, request_id: str) -> str | None:
+        index = self.owner.get(request_id)
+        return None if index is None else stage_of(self.methods[index], request_id)
 
     def progress(self, partial: Mapping[str, float]) -> float:
         # Each method reads the shares of its own trials.

@@ -219,9 +219,10 @@ def test_killing_ends_a_trial_from_every_live_state(state: TrialState, facts: Ex
 
 
 @given(exits())
-def test_every_exit_leaves_the_trial_ended_queued_or_paused(facts: ExitFacts) -> None:
+def test_every_exit_leaves_the_trial_ended_queued_paused_or_waiting(facts: ExitFacts) -> None:
     decision = decide_exit(facts)
-    assert decision.ended or decision.state in (TrialState.QUEUED, TrialState.PAUSED)
+    waits = (TrialState.QUEUED, TrialState.PAUSED, TrialState.WAITING)
+    assert decision.ended or decision.state in waits
 
 
 # -- restarts ---------------------------------------------------------------------------------

@@ -306,8 +306,11 @@ export interface paths {
          *     PAUSED), and the context directory as a gzip-compressed tar file in the `context` file part.
          *
          *     The context may hold at most 95 MiB of files and its archive at most
-         *     100 MiB; the whole body at most 102 MiB.
-         *     A larger body, declared or streamed, is answered with 413 as soon as it passes the limit.
+         *     100 MiB; the config (and `original_config`) at most
+         *     8 MiB, every other text field at most 1 MiB;
+         *     the whole body at most 118 MiB. A larger body or field, declared or
+         *     streamed, is answered with 413 as soon as it passes its limit. Text fields are UTF-8: a field that
+         *     is not is refused with 400 naming the offset of its first bad byte.
          */
         post: operations["create_experiment_api_v1_experiments_post"];
         delete?: never;
@@ -1624,7 +1627,8 @@ export interface components {
         };
         /**
          * BestTrial
-         * @description The trial with the best searcher metric so far.
+         * @description The trial with the best searcher metric so far (an NNI experiment's: the best final
+         *     result).
          */
         BestTrial: {
             /** Best Validation */
@@ -1953,6 +1957,12 @@ export interface components {
              */
             metric: number;
         };
+        /**
+         * ConfigSource
+         * @description How an experiment's config was written (and read).
+         * @enum {string}
+         */
+        ConfigSource: "assay" | "nni-v2" | "nni-v1";
         /** DrainRequest */
         DrainRequest: {
             /**
@@ -2066,6 +2076,7 @@ export interface components {
         Experiment: {
             /** Archived */
             archived: boolean;
+            /** @description Its best trial: by best validation, or for an NNI experiment (`source` nni-v2 or nni-v1) by final result, as NNI ranks trials. */
             best_trial: components["schemas"]["BestTrial"] | null;
             /** Config */
             config: {
@@ -2111,6 +2122,11 @@ export interface components {
             searcher: components["schemas"]["SearcherSummary"];
             /** Seed */
             seed: number;
+            /**
+             * @description How its config was written.
+             * @default assay
+             */
+            source: components["schemas"]["ConfigSource"];
             /**
              * Started At
              * @description When its first trial started running; null while none has.
@@ -2322,6 +2338,7 @@ export interface components {
         ExperimentSummary: {
             /** Archived */
             archived: boolean;
+            /** @description Its best trial: by best validation, or for an NNI experiment (`source` nni-v2 or nni-v1) by final result, as NNI ranks trials. */
             best_trial: components["schemas"]["BestTrial"] | null;
             /**
              * Created At
@@ -2361,6 +2378,11 @@ export interface components {
             searcher: components["schemas"]["SearcherSummary"];
             /** Seed */
             seed: number;
+            /**
+             * @description How its config was written.
+             * @default assay
+             */
+            source: components["schemas"]["ConfigSource"];
             /**
              * Started At
              * @description When its first trial started running; null while none has.
@@ -2404,11 +2426,8 @@ export interface components {
              * @description The searcher it would run.
              */
             searcher: string;
-            /**
-             * Source
-             * @description How the config was read: assay, nni-v2 or nni-v1.
-             */
-            source: string;
+            /** @description How the config was read. */
+            source: components["schemas"]["ConfigSource"];
         };
         /**
          * GcPolicy
@@ -2783,6 +2802,12 @@ export interface components {
         };
         /** MetricReport */
         MetricReport: {
+            /**
+             * Final
+             * @description A validation that is the trial's final result (NNI's report_final_result); an NNI experiment ranks its trials by these.
+             * @default false
+             */
+            final: boolean;
             /**
              * Group
              * @description training, validation, ...
@@ -4000,6 +4025,11 @@ export interface components {
              * @description Why its queued work does not start, in one line (e.g. 'needs 4 slots a trial; the largest agent in pool 'default' has 2'); null when nothing of it waits.
              */
             waiting?: string | null;
+            /**
+             * Waiting At
+             * @description While it is WAITING: where its searcher holds it, such as `rung 2 of 4` (an ASHA trial waiting for promotion); null otherwise, or when the search has no stages.
+             */
+            waiting_at?: string | null;
         };
         /**
          * TrialChange
@@ -4039,6 +4069,12 @@ export interface components {
             state: components["schemas"]["TrialState"];
             /** Steps Completed */
             steps_completed: number;
+            /**
+             * Waiting At
+             * @description While it is WAITING: where its searcher holds it.
+             * @default null
+             */
+            waiting_at: string | null;
         };
         /**
          * TrialDetail
@@ -4123,6 +4159,11 @@ export interface components {
              * @description Why its queued work does not start, in one line (e.g. 'needs 4 slots a trial; the largest agent in pool 'default' has 2'); null when nothing of it waits.
              */
             waiting?: string | null;
+            /**
+             * Waiting At
+             * @description While it is WAITING: where its searcher holds it, such as `rung 2 of 4` (an ASHA trial waiting for promotion); null otherwise, or when the search has no stages.
+             */
+            waiting_at?: string | null;
         };
         /** TrialList */
         TrialList: {
@@ -4167,7 +4208,7 @@ export interface components {
          * TrialState
          * @enum {string}
          */
-        TrialState: "QUEUED" | "RUNNING" | "PAUSED" | "STOPPING_COMPLETED" | "STOPPING_CANCELED" | "STOPPING_KILLED" | "STOPPING_ERROR" | "COMPLETED" | "CANCELED" | "ERROR";
+        TrialState: "QUEUED" | "RUNNING" | "PAUSED" | "WAITING" | "STOPPING_COMPLETED" | "STOPPING_CANCELED" | "STOPPING_KILLED" | "STOPPING_ERROR" | "COMPLETED" | "CANCELED" | "ERROR";
         /** User */
         User: {
             /**

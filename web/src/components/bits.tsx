@@ -7,12 +7,26 @@ export function StateBadge({ state }: { state: string }) {
 }
 
 /** A trial's state, with "early stop" when its searcher closed it before its full length
- * (as the CLI's "COMPLETED (early stop)"). */
-export function TrialStateBadge({ state, earlyStopped }: { state: string; earlyStopped: boolean }) {
+ * (as the CLI's "COMPLETED (early stop)"), and where a WAITING trial's searcher holds it (as
+ * the CLI's "WAITING (rung 2 of 4)"): not a user's pause, which is PAUSED. */
+export function TrialStateBadge({
+  state,
+  earlyStopped,
+  waitingAt,
+}: {
+  state: string;
+  earlyStopped: boolean;
+  waitingAt?: string | null;
+}) {
   return (
     <>
       <StateBadge state={state} />
       {earlyStopped && <span className="tag" title="its searcher stopped it before its full length">early stop</span>}
+      {state === "WAITING" && waitingAt && (
+        <span className="tag" title="its searcher holds it here until it decides whether it trains further (a promotion)">
+          {waitingAt}
+        </span>
+      )}
     </>
   );
 }

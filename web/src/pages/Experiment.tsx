@@ -90,7 +90,7 @@ function ExperimentView({ id }: { id: number }) {
     { key: "id", header: "Trial", value: (t) => t.id, cell: (t) => <Link to={`/trials/${t.id}`}>{t.id}</Link> },
     {
       key: "state", header: "State", value: (t) => t.state,
-      cell: (t) => <TrialStateBadge state={t.state} earlyStopped={t.early_stopped} />,
+      cell: (t) => <TrialStateBadge state={t.state} earlyStopped={t.early_stopped} waitingAt={t.waiting_at} />,
     },
     ...hparamNames.map((h) => ({
       key: `hp.${h}`, header: h,

@@ -52,7 +52,7 @@ function TrialView({ id }: { id: number }) {
   return (
     <section>
       <h1>
-        Trial {t.id} <TrialStateBadge state={t.state} earlyStopped={t.early_stopped} />
+        Trial {t.id} <TrialStateBadge state={t.state} earlyStopped={t.early_stopped} waitingAt={t.waiting_at} />
       </h1>
       <div className="summary">
         <span>

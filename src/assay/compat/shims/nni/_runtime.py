@@ -1,7 +1,8 @@
 """Where ``import nni`` runs: in a trial of an assay experiment (the harness), or standalone.
 
 Under assay, results are validation metrics: intermediate result ``k`` is reported at step
-``k``, the final result at the step after the last intermediate one. The metrics carry the
+``k``, the final result at the step after the last intermediate one, marked final (an NNI
+experiment ranks its trials by it, as NNI does). The metrics carry the
 result under ``default`` and, when the experiment's searcher metric has another name, under
 that name too. When the master asks the trial to stop (early stopping, a pause, the
 experiment's time limit), NNI trial code cannot notice: the next report ends the process
@@ -105,7 +106,10 @@ class _AssayTrial:
         number, metrics = _value(metric, "final result" if final else "intermediate result")
         metrics.setdefault(self._metric, number)
         self._step += 1
-        self._ctx.train.report_validation_metrics(self._step, metrics)
+        # The first final result is the trial's result, the one NNI ranks it by
+        # (finalMetricData[0]); a later one is reported as a validation like any other.
+        first_final = final and not self._finished
+        self._ctx.train.report_validation_metrics(self._step, metrics, final=first_final)
         if final:
             self._finish(number)
         if self._ctx.preempt.should_preempt():
