@@ -13,6 +13,9 @@ import pytest
 
 from tests.processes import command_servers
 
+# The hook that stops the munged a Slurm test started, once the whole run has ended.
+from tests.slurm.plugin import pytest_sessionfinish  # noqa: F401
+
 
 @pytest.fixture(autouse=True)
 def _own_config_dir(

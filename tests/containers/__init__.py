@@ -2,8 +2,9 @@
 
 No container registry is reachable, so the image is a minimal Debian root filesystem with
 ``python3`` made by ``debootstrap`` and imported into podman's own storage, where it stays for
-the next run on the same machine. It holds ``/etc/assay-test-image``, which no host has: a
-process that reads it runs in the container.
+the next run on the same machine (building it again takes minutes and deb.debian.org): the one
+thing a test run keeps, named in the README, which ``make clean`` removes. It holds
+``/etc/assay-test-image``, which no host has: a process that reads it runs in the container.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """A one-node Slurm cluster of the tests' own: munge, slurmctld and slurmd from Debian's
-``slurm-wlm``, configured in a directory of the test's and stopped by their pid files.
+``slurm-wlm``, configured in a directory of the test's and stopped by their pid files (munged
+when the test run ends: ``tests.slurm.munge``).
 
 Without the daemons installed (``make test`` installs them) the tests skip with the reason;
 under CI they fail instead, so a machine that lost Slurm cannot pass unnoticed.
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.slurm.munge import hold_munge
 
 DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scancel")
 
@@ -56,25 +59,6 @@ def _exe(name: str) -> str:
     return shutil.which(name) or str(Path("/usr/sbin", name))
 
 
-def _ensure_munge() -> None:
-    """munged is the host's one daemon: started once, left running for every cluster."""
-    socket_path = Path("/run/munge/munge.socket.2")
-    if socket_path.exists():
-        probe = subprocess.run(["munge", "-n"], capture_output=True, timeout=10, check=False)
-        if probe.returncode == 0:
-            return
-    Path("/run/munge").mkdir(parents=True, exist_ok=True)
-    key = Path("/etc/munge/munge.key")
-    if not key.exists():
-        subprocess.run(["mungekey", "--create"], check=True, timeout=30)
-    subprocess.run([_exe("munged"), "--force"], capture_output=True, timeout=30, check=False)
-    for _ in range(50):
-        if subprocess.run(["munge", "-n"], capture_output=True, check=False).returncode == 0:
-            return
-        time.sleep(0.1)
-    raise RuntimeError("munged did not start")
-
-
 def _config(root: Path, controller: str, nodes: str, partition_nodes: str) -> str:
     return f"""ClusterName=assaytest
 SlurmctldHost={controller}
@@ -108,7 +92,7 @@ def _require_slurm() -> None:
         if os.environ.get("CI"):
             pytest.fail(missing)
         pytest.skip(missing)
-    _ensure_munge()
+    hold_munge()
 
 
 @contextlib.contextmanager
@@ -132,8 +116,10 @@ def slurm_cluster(root: Path, cpus: int = 2) -> Iterator[SlurmCluster]:
         _wait_idle(env, root, 1)
         yield cluster
     finally:
+        _end_jobs(env, conf, bool(started))
         for pid_file in reversed(started):
             _stop(pid_file)
+        _end_strays(conf)
 
 
 @dataclass(frozen=True)
@@ -220,8 +206,10 @@ def slurm_gang_cluster(root: Path) -> Iterator[GangCluster]:
         _wait_idle(env, root, 2)
         yield cluster
     finally:
+        _end_jobs(env, conf, bool(started))
         for pid_file in reversed(started):
             _stop(pid_file)
+        _end_strays(conf)
         for undo in reversed(made):
             subprocess.run(["ip", *undo], capture_output=True, check=False, timeout=30)
 
@@ -269,3 +257,46 @@ def _stop(pid_file: Path) -> None:
         time.sleep(0.1)
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
+
+
+def _end_jobs(env: dict[str, str], conf: Path, running: bool) -> None:
+    """Cancel every job of the cluster at ``conf`` while its daemons still run, and wait (a
+    while) for them to go: a job step left running when slurmd stops outlives it."""
+    if not running:
+        return
+    subprocess.run(["scancel", "--partition=debug"], env=env, capture_output=True, check=False)
+    for _ in range(100):
+        queue = subprocess.run(
+            ["squeue", "--noheader", "--format=%i"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if queue.returncode != 0 or not queue.stdout.strip():
+            return
+        time.sleep(0.1)
+
+
+def _end_strays(conf: Path) -> None:
+    """Kill, by pid, whatever the cluster at ``conf`` still runs with its daemons stopped: its
+    job steps (slurmstepd, which wait for a slurmd that is gone) and their processes."""
+    from tests.processes import children_of
+
+    steps = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if not (proc / "comm").read_text().startswith("slurmstepd"):
+                continue
+            if f"SLURM_CONF={conf}".encode() in (proc / "environ").read_bytes().split(b"\0"):
+                steps.append(int(proc.name))
+    doomed, pending = [], list(steps)
+    while pending:
+        pid = pending.pop()
+        doomed.append(pid)
+        pending.extend(children_of(pid))
+    for pid in doomed:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
