@@ -608,7 +608,10 @@ def set_labels(
     experiment_id: ExpId,
     values: Annotated[
         list[str],
-        typer.Argument(help="the labels, comma-separated or one per argument ('' clears them)"),
+        typer.Argument(
+            metavar="LABEL",
+            help="the labels, comma-separated or one per argument ('' clears them)",
+        ),
     ],
 ) -> None:
     """Replace the experiment's labels."""

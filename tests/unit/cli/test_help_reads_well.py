@@ -50,6 +50,7 @@ def test_values_are_named_for_what_they_are() -> None:
     assert "--config KEY=VALUE" in shown["experiment create"]
     assert re.search(r"^  EXPERIMENT_ID\s+experiment id", shown["experiment describe"], re.M)
     assert re.search(r"^  UUID\.\.\.\s", shown["checkpoint delete"], re.M)
+    assert re.search(r"^  LABEL\.\.\.\s", shown["experiment set labels"], re.M)
     assert "--tail N" in shown["trial logs"]
 
 
