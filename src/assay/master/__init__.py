@@ -19,7 +19,6 @@ from assay.master._master_log import KEEP as MASTER_LOG_KEEP
 from assay.master._master_log import effective_config
 from assay.master._reads import LOG_PAGE, Reads, TrialLogs
 from assay.master._registry import ModelRegistry
-from assay.master._storage_endpoints import limit_storage_endpoints
 from assay.master._submit import Submission
 from assay.master._task_service import LOG_PAGE as TASK_LOG_PAGE
 from assay.master._task_service import TaskLogs, TaskService
@@ -53,5 +52,4 @@ __all__ = [
     "TrialState",
     "UserService",
     "effective_config",
-    "limit_storage_endpoints",
 ]

@@ -15,7 +15,9 @@ roots an admin allowed, and never its own files:
   the storage's base (:class:`~assay.storage.SharedFSStorage` refuses a link in its place);
 - the master's own files (its database, tokens, admin password, TLS key) are never served,
   even hard-linked into a checkpoint: a served file is compared, by device and inode, with
-  them.
+  them;
+- an object store is contacted only on a server the admin named
+  (:mod:`assay.master._storage_endpoints`): every storage built here carries that limit.
 
 Determined deletes checkpoint files from a task on an agent; assay's master deletes them
 itself, which is why it keeps to these bounds.
@@ -31,10 +33,12 @@ from typing import Any
 
 from assay.config import MasterConfig, resolve_checkpoint_storage
 from assay.errors import ErrorDetail, Forbidden, InvalidConfig
+from assay.master._storage_endpoints import endpoint_limit
 from assay.protocol import check_checkpoint_uuid
 from assay.storage import (
     LOCAL_STORAGE_TYPES,
     DirectoryStorage,
+    EndpointLimit,
     StorageManager,
     shared_fs_path,
     storage_from_config,
@@ -56,8 +60,10 @@ class StorageAccess:
     home: Path
     own: Path | None
     """The master's own file-system storage, when it has one."""
-    secret_files: tuple[Path, ...] = ()
+    secret_files: tuple[Path, ...]
     """Files outside the home that are the master's secrets (a database, a TLS key)."""
+    endpoints: EndpointLimit
+    """The object-store servers the master contacts (:mod:`assay.master._storage_endpoints`)."""
 
     @classmethod
     def of(cls, settings: MasterConfig, assay_home: Path) -> StorageAccess:
@@ -71,7 +77,13 @@ class StorageAccess:
         database = _sqlite_file(settings.db)
         if database is not None:
             secrets += [database, Path(f"{database}-wal"), Path(f"{database}-shm")]
-        return cls(tuple(dict.fromkeys(roots)), assay_home, own, tuple(secrets))
+        return cls(
+            tuple(dict.fromkeys(roots)),
+            assay_home,
+            own,
+            tuple(secrets),
+            endpoint_limit(settings),
+        )
 
     # -- at submission ---------------------------------------------------------------------
 
@@ -96,7 +108,7 @@ class StorageAccess:
         in; :class:`~assay.errors.Forbidden` when it is (no longer) within bounds, such as a
         storage stored before those bounds, or a link made in the meantime."""
         config = dict(storage)
-        manager = storage_from_config(config)
+        manager = storage_from_config(config, limit=self.endpoints)
         base = base_of(config)
         problem = self._problem(base) if base is not None else None
         if problem:

@@ -17,7 +17,7 @@ import contextlib
 
 from assay.config import MasterConfig
 from assay.errors import AssayError
-from assay.storage import EndpointLimit, limit_endpoints, storage_endpoint, storage_from_config
+from assay.storage import EndpointLimit, storage_endpoint, storage_from_config
 
 
 def admin_endpoints(settings: MasterConfig) -> list[str]:
@@ -37,10 +37,3 @@ def admin_endpoints(settings: MasterConfig) -> list[str]:
 def endpoint_limit(settings: MasterConfig) -> EndpointLimit:
     """:func:`admin_endpoints` as the limit a storage is checked against."""
     return EndpointLimit(admin_endpoints(settings))
-
-
-def limit_storage_endpoints(settings: MasterConfig) -> None:
-    """Limit every object-store client of this process (the master's) to the admin's
-    endpoints, whichever part of the master makes it. Called once, as the master process
-    starts: a master run inside another process (tests) leaves that process as it was."""
-    limit_endpoints(admin_endpoints(settings))

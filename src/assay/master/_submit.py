@@ -213,9 +213,10 @@ def _check_storage(config: ExperimentConfig, settings: MasterConfig) -> tuple[st
     (:mod:`assay.master._storage_endpoints`): the note for the experiment's log says that its
     trials find its problems. Runs in a worker thread: a probe takes up to about a second."""
     storage = config.checkpoint_storage
+    limit = endpoint_limit(settings)
     try:
-        manager = storage_from_config(storage.to_json() if storage is not None else {})
-        if probe_config_storage(manager, allowed=endpoint_limit(settings)):
+        manager = storage_from_config(storage.to_json() if storage is not None else {}, limit=limit)
+        if probe_config_storage(manager, allowed=limit):
             return ()
     except InvalidConfig as exc:
         noun = "problem" if len(exc.details) == 1 else "problems"

@@ -4,7 +4,8 @@ object stores (S3 and S3-compatible stores, Google Cloud Storage, Azure Blob Sto
 Use :func:`storage_from_config` with a ``checkpoint_storage`` section; every implementation
 passes the conformance kit in :mod:`assay.storage.testing`. A storage that can also keep
 TensorBoard's growing files implements :class:`FileStore` (keys beside the checkpoints). The
-master's process limits the object-store servers it contacts with :func:`limit_endpoints`.
+master gives every storage it builds an :class:`EndpointLimit`: the object-store servers it may
+contact.
 """
 
 from __future__ import annotations
@@ -30,8 +31,6 @@ from assay.storage._reach import (
     Endpoint,
     EndpointLimit,
     EndpointNotAllowed,
-    limit_endpoints,
-    restore_limit,
 )
 
 __all__ = [
@@ -52,11 +51,9 @@ __all__ = [
     "StorageManager",
     "check_key",
     "check_uuid",
-    "limit_endpoints",
     "list_directory",
     "probe",
     "probe_config_storage",
-    "restore_limit",
     "shared_fs_path",
     "storage_endpoint",
     "storage_from_config",

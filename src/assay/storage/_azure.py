@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from assay.errors import ErrorDetail, StorageError
 from assay.storage._base import Progress
 from assay.storage._object import ObjectStorage, write_replacing
-from assay.storage._reach import Endpoint, check_endpoint, limited
+from assay.storage._reach import Endpoint, EndpointLimit, check_endpoint
 
 _CONCURRENCY = 4
 
@@ -31,12 +31,15 @@ class AzureClient:
         account_url: str | None = None,
         credential: str | None = None,
         timeout: float | None = None,
+        limit: EndpointLimit | None = None,
     ) -> None:
         self.container_name = container
         self._settings = (connection_string, account_url, credential)
         self._timeout = timeout
-        self.quiet = timeout is not None
-        """Its errors never quote the server's answer (a probe's)."""
+        self.limit = limit
+        """The endpoints it may contact (a master's); None: whatever the config names."""
+        self.quiet = timeout is not None or limit is not None
+        """Its errors never quote the server's answer (a probe's, or anything the master's)."""
         self._container: Any = None
 
     def _service(self) -> Any:
@@ -62,7 +65,7 @@ class AzureClient:
             service = self._service()
             # The endpoint as the library will use it (a connection string is read by the
             # library itself, so no reading of ours can differ from the server it contacts).
-            check_endpoint(self._endpoint_of(service), self.describe())
+            check_endpoint(self.limit, self._endpoint_of(service), self.describe())
             self._container = service.get_container_client(self.container_name)
         return self._container
 
@@ -86,6 +89,7 @@ class AzureClient:
             account_url=account_url,
             credential=credential,
             timeout=timeout,
+            limit=self.limit,
         )
 
     def upload_file(self, path: Path, key: str, progress: Progress | None) -> None:
@@ -159,7 +163,7 @@ class AzureClient:
         where = self.describe()
         # The server's words are not passed on where they would reach a user through the
         # master (a probe's, or any in the master's process): only the HTTP status.
-        quiet = self.quiet or limited()
+        quiet = self.quiet
 
         def said(exc: HttpResponseError) -> str:
             return f"HTTP {exc.status_code}" if quiet else _one_line(exc)
@@ -228,11 +232,13 @@ class AzureStorage(ObjectStorage):
         connection_string: str | None = None,
         account_url: str | None = None,
         credential: str | None = None,
+        limit: EndpointLimit | None = None,
     ) -> None:
         client = AzureClient(
             container,
             connection_string=connection_string,
             account_url=account_url,
             credential=credential,
+            limit=limit,
         )
         super().__init__(client)

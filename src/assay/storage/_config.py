@@ -11,6 +11,7 @@ from typing import Any
 from assay.errors import ErrorDetail, InvalidConfig
 from assay.storage._base import StorageManager
 from assay.storage._local import DirectoryStorage, SharedFSStorage
+from assay.storage._reach import EndpointLimit
 
 AVAILABLE_STORAGE_TYPES = ("shared_fs", "directory", "s3", "gcs", "azure")
 """Checkpoint storage types this build can use (the object stores once their extra is
@@ -28,7 +29,10 @@ _LIBRARIES = {
 
 
 def storage_from_config(
-    cfg: Mapping[str, Any] | Any, *, where: str = "checkpoint_storage"
+    cfg: Mapping[str, Any] | Any,
+    *,
+    where: str = "checkpoint_storage",
+    limit: EndpointLimit | None = None,
 ) -> StorageManager:
     """The storage manager a ``checkpoint_storage`` section describes.
 
@@ -36,6 +40,8 @@ def storage_from_config(
     or ``{"type": "directory", "container_path": ...}``) or any object with those attributes,
     such as a config model. Keys that do not choose the location (``save_trial_best``,
     ``propagation``...) are ignored here. ``where`` is the dotted path reported in errors.
+    ``limit``: the object-store endpoints the storage may contact (the master's, see
+    :mod:`assay.storage._reach`); None for a process of the config's owner.
 
     Raises :class:`~assay.errors.InvalidConfig` listing every problem, each with its path.
     """
@@ -48,7 +54,7 @@ def storage_from_config(
     if kind == "directory":
         return DirectoryStorage(_directory_path(_field(cfg, "container_path"), where=where))
     if kind in _LIBRARIES:
-        return _object_storage(cfg, str(kind), where=where)
+        return _object_storage(cfg, str(kind), where=where, limit=limit)
     available = ", ".join(AVAILABLE_STORAGE_TYPES)
     if kind is None:
         problem = f"is required; use one of {available}"
@@ -57,7 +63,9 @@ def storage_from_config(
     raise _invalid(where, [ErrorDetail(f"{where}.type", problem)])
 
 
-def _object_storage(cfg: Mapping[str, Any] | Any, kind: str, *, where: str) -> StorageManager:
+def _object_storage(
+    cfg: Mapping[str, Any] | Any, kind: str, *, where: str, limit: EndpointLimit | None
+) -> StorageManager:
     module, extra = _LIBRARIES[kind]
     if not _importable(module):
         raise _invalid(
@@ -71,7 +79,7 @@ def _object_storage(cfg: Mapping[str, Any] | Any, kind: str, *, where: str) -> S
             ],
         )
     if kind == "s3":
-        return _s3(cfg, where=where)
+        return _s3(cfg, where=where, limit=limit)
     if kind == "gcs":
         from assay.storage._gcs import GCSStorage
 
@@ -97,10 +105,11 @@ def _object_storage(cfg: Mapping[str, Any] | Any, kind: str, *, where: str) -> S
         connection_string=_text(cfg, "connection_string", where=where),
         account_url=_text(cfg, "account_url", where=where),
         credential=_text(cfg, "credential", where=where),
+        limit=limit,
     )
 
 
-def _s3(cfg: Mapping[str, Any] | Any, *, where: str) -> StorageManager:
+def _s3(cfg: Mapping[str, Any] | Any, *, where: str, limit: EndpointLimit | None) -> StorageManager:
     from assay.storage._s3 import S3Storage
 
     access, secret = _text(cfg, "access_key", where=where), _text(cfg, "secret_key", where=where)
@@ -124,6 +133,7 @@ def _s3(cfg: Mapping[str, Any] | Any, *, where: str) -> StorageManager:
         access_key=access,
         secret_key=secret,
         endpoint_url=_text(cfg, "endpoint_url", where=where),
+        limit=limit,
     )
 
 

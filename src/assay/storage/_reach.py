@@ -3,17 +3,17 @@
 A trial process uses the storage its experiment's config names, wherever that is: the config is
 its owner's, and so is the process. The master is different: it acts on configs anyone may
 submit, from inside the cluster's network and with its own cloud credentials in its
-environment. So the master process limits itself, once at its start (:func:`limit_endpoints`),
-to the endpoints its admin named (its own ``checkpoint_storage``'s and the master config's
-``storage_endpoints``) besides the clouds' own services (AWS S3 when a config names no
-``endpoint_url``; Azure's ``https://*.blob.core.windows.net``). An object-store client built in
-that process refuses any other endpoint before it connects, whichever part of the master asked
-(a probe, a download, a deletion), and its errors never quote what a server answered.
+environment. So every storage the master builds is given an :class:`EndpointLimit` (through
+``storage_from_config(..., limit=...)``): the endpoints its admin named (its own
+``checkpoint_storage``'s and the master config's ``storage_endpoints``) besides the clouds' own
+services (AWS S3 when a config names no ``endpoint_url``; Azure's
+``https://*.blob.core.windows.net``). Such a storage's client refuses any other endpoint before
+it connects, whichever part of the master asked (a probe, a download, a deletion), and its
+errors never quote what a server answered.
 """
 
 from __future__ import annotations
 
-import threading
 import urllib.parse
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -82,43 +82,10 @@ class EndpointLimit:
         return key is not None and key in self._keys
 
 
-class _Process:
-    """This process's limit, if it has one."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.limit: EndpointLimit | None = None
-
-
-_process = _Process()
-
-
-def limit_endpoints(allowed: Iterable[str] | None) -> EndpointLimit | None:
-    """From now on, object-store clients made in this process contact only ``allowed`` (and
-    the clouds' own services); None lifts the limit. Returns the limit it replaced. The master
-    process calls it once as it starts; trial processes and the CLI never do."""
-    with _process.lock:
-        before = _process.limit
-        _process.limit = None if allowed is None else EndpointLimit(allowed)
-        return before
-
-
-def restore_limit(limit: EndpointLimit | None) -> None:
-    """Put back a limit :func:`limit_endpoints` returned."""
-    with _process.lock:
-        _process.limit = limit
-
-
-def limited() -> bool:
-    """Whether this process limits its endpoints (it is the master): its storage errors then
-    never quote a server's answer."""
-    return _process.limit is not None
-
-
-def check_endpoint(endpoint: Endpoint | None, where: str) -> None:
-    """Raise :class:`EndpointNotAllowed` (one detail at ``endpoint.key``) when this process may not
-    contact ``endpoint``; ``where`` describes the storage, for the message."""
-    limit = _process.limit
+def check_endpoint(limit: EndpointLimit | None, endpoint: Endpoint | None, where: str) -> None:
+    """Raise :class:`EndpointNotAllowed` (one detail at ``endpoint.key``) when ``limit`` (a
+    master's; None: a process of the config's owner, which contacts whatever it names) does
+    not allow ``endpoint``; ``where`` describes the storage, for the message."""
     if limit is None or limit.allows(endpoint):
         return
     assert endpoint is not None

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from assay.errors import ErrorDetail, StorageError
 from assay.storage._base import Progress
 from assay.storage._object import ObjectStorage, write_replacing
-from assay.storage._reach import Endpoint, check_endpoint, limited
+from assay.storage._reach import Endpoint, EndpointLimit, check_endpoint
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client as _Boto3S3
@@ -127,6 +127,7 @@ class S3Client:
         secret_key: str | None = None,
         endpoint_url: str | None = None,
         timeout: float | None = None,
+        limit: EndpointLimit | None = None,
     ) -> None:
         from boto3.s3.transfer import TransferConfig
 
@@ -134,8 +135,10 @@ class S3Client:
         self.endpoint_url = endpoint_url
         self._keys = (access_key, secret_key)
         self._timeout = timeout
-        self.quiet = timeout is not None
-        """Its errors never quote the server's answer (a probe's)."""
+        self.limit = limit
+        """The endpoints it may contact (a master's); None: whatever the config names."""
+        self.quiet = timeout is not None or limit is not None
+        """Its errors never quote the server's answer (a probe's, or anything the master's)."""
         self._client: _Boto3S3 | None = None
         self._lock = threading.Lock()
         self._transfer = TransferConfig(use_threads=True, max_concurrency=4)
@@ -148,7 +151,7 @@ class S3Client:
             if self._client is None:
                 # Before boto3 is given the endpoint: a refused one is never contacted, and
                 # never sent the credentials of this process's environment.
-                check_endpoint(self.endpoint(), self.describe())
+                check_endpoint(self.limit, self.endpoint(), self.describe())
                 self._client = _make_client(self._keys, self.endpoint_url, self._timeout)
             return self._client
 
@@ -167,6 +170,7 @@ class S3Client:
             secret_key=secret,
             endpoint_url=self.endpoint_url,
             timeout=timeout,
+            limit=self.limit,
         )
 
     def upload_file(self, path: Path, key: str, progress: Progress | None) -> None:
@@ -274,7 +278,7 @@ class S3Client:
                 )
 
     def _quiet(self) -> bool:
-        return self.quiet or limited()
+        return self.quiet
 
     # -- errors -----------------------------------------------------------------------------
 
@@ -374,8 +378,13 @@ class S3Storage(ObjectStorage):
         access_key: str | None = None,
         secret_key: str | None = None,
         endpoint_url: str | None = None,
+        limit: EndpointLimit | None = None,
     ) -> None:
         client = S3Client(
-            bucket, access_key=access_key, secret_key=secret_key, endpoint_url=endpoint_url
+            bucket,
+            access_key=access_key,
+            secret_key=secret_key,
+            endpoint_url=endpoint_url,
+            limit=limit,
         )
         super().__init__(client, prefix)

@@ -5,6 +5,7 @@ and by the collection at an experiment's end."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ from assay.errors import Conflict
 from assay.master import Master, Submission
 from assay.master import _gc as gc
 from assay.protocol import CheckpointState, ExperimentState
+from assay.storage import EndpointLimit
 from tests.s3_server import s3_server
 from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import run
@@ -47,6 +49,9 @@ def test_checkpoint_delete_with_s3_down_keeps_it_active_and_says_why_on_one_line
     master: Master, context: bytes
 ) -> None:
     with s3_server() as server:
+        # The admin named this store: the master contacts it.
+        allowed = EndpointLimit([server.config("ckpts")["endpoint_url"]])
+        master.core.storage = dataclasses.replace(master.core.storage, endpoints=allowed)
         server.create_bucket("ckpts")
         server.client().put_object(Bucket="ckpts", Key=f"{CK}/weights", Body=b"w")
         text = yaml.safe_dump(

@@ -1,7 +1,7 @@
-"""Which object-store servers a process contacts: the master limits itself to its admin's
-(``limit_endpoints``), a probe never quotes a server's answer, and no request is made with a
-timeout of 0. A stand-in HTTP server on loopback plays the object store and records what it
-is sent."""
+"""Which object-store servers a storage contacts: the master builds every storage with its
+admin's (``storage_from_config(..., limit=...)``), a probe never quotes a server's answer, and
+no request is made with a timeout of 0. A stand-in HTTP server on loopback plays the object
+store and records what it is sent."""
 
 from __future__ import annotations
 
@@ -17,9 +17,7 @@ from assay.storage import (
     EndpointLimit,
     EndpointNotAllowed,
     _s3,
-    limit_endpoints,
     probe_config_storage,
-    restore_limit,
     storage_endpoint,
     storage_from_config,
 )
@@ -71,31 +69,18 @@ def store() -> Iterator[tuple[str, Recorded]]:
         yield url, recorded
 
 
-@pytest.fixture
-def limit() -> Iterator[Any]:
-    """Set this process's limit as the master does; the limit before is put back after."""
-    before: list[Any] = []
-
-    def set_limit(allowed: list[str]) -> None:
-        before.append(limit_endpoints(allowed))
-
-    yield set_limit
-    if before:
-        restore_limit(before[0])
-
-
 def _s3_config(url: str, **extra: Any) -> dict[str, Any]:
     return {"type": "s3", "bucket": "b", "endpoint_url": url, **extra}
 
 
-def test_a_limited_process_never_contacts_an_s3_endpoint_it_was_not_given(
-    store: tuple[str, Recorded], limit: Any, monkeypatch: pytest.MonkeyPatch
+def test_a_limited_storage_never_contacts_an_s3_endpoint_it_was_not_given(
+    store: tuple[str, Recorded], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url, recorded = store
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIA-THE-MASTERS-OWN")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "the-masters-own-secret")
-    limit(["http://minio.internal:9000"])
-    storage = storage_from_config(_s3_config(url))
+    limit = EndpointLimit(["http://minio.internal:9000"])
+    storage = storage_from_config(_s3_config(url), limit=limit)
     for use in (
         lambda: storage.exists("0b6f7a52-9d7e-4a53-8c1e-2f3a4b5c6d7e"),
         lambda: storage.list_files("0b6f7a52-9d7e-4a53-8c1e-2f3a4b5c6d7e"),
@@ -111,11 +96,10 @@ def test_a_limited_process_never_contacts_an_s3_endpoint_it_was_not_given(
     assert recorded.requests == [], "nothing was sent to the endpoint"
 
 
-def test_a_limited_process_never_contacts_an_azure_endpoint_it_was_not_given(
-    store: tuple[str, Recorded], limit: Any
+def test_a_limited_storage_never_contacts_an_azure_endpoint_it_was_not_given(
+    store: tuple[str, Recorded],
 ) -> None:
     url, recorded = store
-    limit([])
     connection = (
         f"DefaultEndpointsProtocol=http;AccountName=acct;AccountKey=a2V5;BlobEndpoint={url}/acct;"
     )
@@ -123,7 +107,7 @@ def test_a_limited_process_never_contacts_an_azure_endpoint_it_was_not_given(
         ({"type": "azure", "container": "c", "connection_string": connection}, "connection_string"),
         ({"type": "azure", "container": "c", "account_url": f"{url}/acct"}, "account_url"),
     ):
-        storage = storage_from_config(config)
+        storage = storage_from_config(config, limit=EndpointLimit([]))
         with pytest.raises(EndpointNotAllowed) as caught:
             storage.exists("0b6f7a52-9d7e-4a53-8c1e-2f3a4b5c6d7e")
         assert [d.path for d in caught.value.details] == [key]
@@ -190,12 +174,12 @@ def test_a_trial_side_error_keeps_the_servers_words(store: tuple[str, Recorded])
         storage.list_keys("tensorboard/1")
 
 
-def test_a_limited_process_does_not_quote_an_allowed_servers_answer_either(
-    store: tuple[str, Recorded], limit: Any
+def test_a_limited_storage_does_not_quote_an_allowed_servers_answer_either(
+    store: tuple[str, Recorded],
 ) -> None:
     url, recorded = store
-    limit([url])
-    storage = storage_from_config(_s3_config(url, access_key="a", secret_key="s"))
+    limit = EndpointLimit([url])
+    storage = storage_from_config(_s3_config(url, access_key="a", secret_key="s"), limit=limit)
     with pytest.raises(StorageError) as caught:
         storage.list_keys("tensorboard/1")
     assert recorded.requests, "an allowed server is contacted"
