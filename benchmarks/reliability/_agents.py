@@ -193,10 +193,23 @@ def scenario(
                 thaw(stopped)
             woke = time.monotonic()
             lifetimes = watch(old, woke)
-            survivors = [c for c in old if c.alive()]
+            survivors = [
+                c
+                for c, end in zip(old, lifetimes, strict=True)
+                if end is None or end > FENCE_WINDOW
+            ]
+            if survivors:
+                print(cluster.tail("agent-victim", 2000), flush=True)
             state = cluster.wait_ended(exp_id, timeout=600)
             after = {c.trial: fenced_holdings(cluster, c) for c in old}
             details = [cluster.trial(c.trial) for c in old]
+            # The trial prints this line as its SIGTERM handler begins its slow checkpoint.
+            term_saves = sum(
+                1
+                for c in old
+                for line in cluster.get(f"/api/v1/trials/{c.trial}/logs", limit=10_000)["logs"]
+                if line["allocation_id"] == c.allocation and "saving on SIGTERM" in line["line"]
+            )
             registered = {c["uuid"] for c in cluster.checkpoints(exp_id)}
             stray = sorted(
                 name
@@ -234,7 +247,15 @@ def scenario(
         f"{label}: {late_checkpoints} checkpoint(s) from a fenced copy registered",
     )
     part.check(not stray, f"{label}: {len(stray)} checkpoint file(s) written after the fence")
-    gone = ", ".join(f"{x:.1f} s" if x is not None else "still running" for x in lifetimes)
+    part.check(
+        term_saves == 0,
+        f"{label}: {term_saves} fenced copy(ies) ran their SIGTERM handler (a checkpoint "
+        "beside the replacement's) instead of being killed",
+    )
+    gone = ", ".join(
+        f"{x:.1f} s" if x is not None else f"over {FENCE_WINDOW + OVERSTAY:.0f} s"
+        for x in lifetimes
+    )
     print(f"  {label}: {reasons}", flush=True)
     return [
         label,
@@ -243,7 +264,8 @@ def scenario(
         f"{both_running} of {len(old)}",
         gone,
         f"{restarts} (infra_restarts: {infra})",
-        f"{late_metrics} metrics, {late_checkpoints} checkpoints, {len(stray)} stray files",
+        f"{late_metrics} metrics, {late_checkpoints} checkpoints, {len(stray)} stray files; "
+        f"{term_saves} SIGTERM saves begun",
         state,
         f"{len(new)} of {len(old)}",
     ]
@@ -264,21 +286,46 @@ def fenced_holdings(cluster: Cluster, copy: Copy) -> tuple[set[tuple[str, int]],
     return metrics, checkpoints
 
 
+OVERSTAY = 60.0
+"""How much longer than the window a copy is watched, to tell how long it ran on."""
+
+
 def watch(copies: list[Copy], since: float) -> list[float | None]:
-    """How long after ``since`` each copy ended (None: it still ran at FENCE_WINDOW)."""
+    """How long after ``since`` each copy ended (None: it still ran ``OVERSTAY`` seconds past
+    the window). What still runs when the window closes is shown on the console."""
     ended: list[float | None] = [None] * len(copies)
-    while time.monotonic() < since + FENCE_WINDOW:
+    shown = False
+    while time.monotonic() < since + FENCE_WINDOW + OVERSTAY:
         for i, copy in enumerate(copies):
             if ended[i] is None and not copy.alive():
                 ended[i] = time.monotonic() - since
         if all(x is not None for x in ended):
             break
+        if not shown and time.monotonic() > since + FENCE_WINDOW:
+            shown = True
+            for copy, end in zip(copies, ended, strict=True):
+                if end is None:
+                    print(f"  still running after the window: {describe(copy)}", flush=True)
         time.sleep(0.1)
     return ended
 
 
-def run(part: Part, *, quick: bool) -> None:
-    freeze_seconds = 90.0
+def describe(copy: Copy) -> str:
+    """What the process of a copy is, from /proc (state, parent, command)."""
+    pids = dict.fromkeys([copy.pid, *carrying("ASSAY_ALLOCATION_ID", copy.allocation)])
+    found = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:120]
+            same = alive(pid, copy.start) if pid == copy.pid else True
+            found.append(f"pid {pid} state {stat[0]} parent {stat[1]} same process {same}: {cmd}")
+    return f"allocation {copy.allocation}: " + ("; ".join(found) or "no process")
+
+
+def run(part: Part, *, quick: bool, freeze_seconds: float | None = None) -> None:
+    """``freeze_seconds``: how long the agent stays frozen (default 90; in the quick mode the
+    frozen agent runs only when it is given)."""
     part.add(
         "Two trials of a random search (`max_restarts: 2`, a checkpoint every 10 steps; on "
         "SIGTERM a trial writes a checkpoint that takes 30 s) run on agent `victim` (2 slots, "
@@ -289,8 +336,10 @@ def run(part: Part, *, quick: bool) -> None:
         "line carries its `ASSAY_ALLOCATION_ID`. *Late* metrics and checkpoints: those of the "
         "given-up run or allocation that the master holds at the end and did not hold when the "
         "trial had started elsewhere; *stray files*: checkpoint directories written to storage "
-        "after that moment that no checkpoint row names. Restarts are the trial's `restarts` "
-        "(what `max_restarts` bounds) and, where the REST model has it, `infra_restarts`.\n"
+        "after that moment that no checkpoint row names; *SIGTERM saves begun*: lines the old "
+        "copies logged as their SIGTERM handler began its 30 s checkpoint. Restarts are the "
+        "trial's `restarts` (what `max_restarts` bounds) and, where the REST model has it, "
+        "`infra_restarts`.\n"
     )
     part.add(
         "| loss | lost -> both trials started on the rescuer | old copies alive 1 s after the "
@@ -299,12 +348,17 @@ def run(part: Part, *, quick: bool) -> None:
         "late from fenced copies | experiment | trials rescued |"
     )
     part.add("|---|---|---|---|---|---|---|---|---|")
-    rows = [scenario(part, "kill", freeze_seconds=0, length=300 if not quick else 150, step=0.1)]
-    if quick:
-        part.add("| " + " | ".join(rows[0]) + " |")
+    length = 150 if quick else 300
+    part.add(
+        "| " + " | ".join(scenario(part, "kill", freeze_seconds=0, length=length, step=0.1)) + " |"
+    )
+    if quick and freeze_seconds is None:
         part.add()
-        part.add("- the frozen agent (90 s) runs in the full mode only")
+        part.add("- the frozen agent runs in the full mode only (or with --freeze-seconds)")
         return
-    rows.append(scenario(part, "freeze", freeze_seconds=freeze_seconds, length=900, step=0.1))
-    for row in rows:
-        part.add("| " + " | ".join(row) + " |")
+    frozen = 90.0 if freeze_seconds is None else freeze_seconds
+    # The rescuer's copy must still run when the old one wakes: it starts some 30 s into the
+    # freeze from a checkpoint near the start.
+    length = int((frozen + 30) / 0.1)
+    row = scenario(part, "freeze", freeze_seconds=frozen, length=length, step=0.1)
+    part.add("| " + " | ".join(row) + " |")

@@ -10,7 +10,6 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -26,6 +25,8 @@ from benchmarks.reliability._cluster import (
 from benchmarks.reliability._report import UUID, Part, context, mark
 
 ENDED = ("COMPLETED", "CANCELED", "ERROR")
+COLLECTION_WAIT = 120.0
+"""Seconds the experiment's checkpoint collection may take once it has ended."""
 
 
 def asha_config(ledger: Path, trials: int, step_seconds: float, *, max_restarts: int = 2) -> str:
@@ -83,6 +84,8 @@ class Integrity:
     """Checkpoint directories in storage that no live checkpoint row names."""
     missing: list[str] = field(default_factory=list)
     """Live checkpoint rows whose directory is not in storage."""
+    deleting: list[str] = field(default_factory=list)
+    """Checkpoints still being collected ``COLLECTION_WAIT`` seconds after the end."""
 
     @property
     def finished(self) -> int:
@@ -114,14 +117,14 @@ def integrity(cluster: Cluster, exp_id: int, ledger: Path) -> Integrity:
         ]
 
     # Collection of the checkpoints the experiment's policy does not keep runs once it ends.
-    def collected() -> list[dict[str, Any]] | None:
-        listed = cluster.checkpoints(exp_id)
-        return None if any(r["state"] == "DELETING" for r in listed) else listed
-
-    wait_for("checkpoint collection to finish", lambda: collected() is not None, 120)
-    rows = collected() or []
+    deadline = time.monotonic() + COLLECTION_WAIT
+    rows = cluster.checkpoints(exp_id)
+    while any(r["state"] == "DELETING" for r in rows) and time.monotonic() < deadline:
+        time.sleep(1.0)
+        rows = cluster.checkpoints(exp_id)
     found.checkpoints = len(rows)
     state = {r["uuid"]: r["state"] for r in rows}
+    found.deleting = sorted(u for u, s in state.items() if s == "DELETING")
     on_disk = {p.name for p in cluster.storage.iterdir() if UUID.match(p.name)}
     found.dangling = sorted(u for u in on_disk if state.get(u, "DELETED") == "DELETED")
     found.missing = sorted(u for u, s in state.items() if s == "ACTIVE" and u not in on_disk)
@@ -148,21 +151,42 @@ def report_integrity(part: Part, label: str, found: Integrity, expected_trials: 
         not found.missing,
         f"{label}: {len(found.missing)} checkpoint(s) registered but not in storage",
     )
+    part.check(
+        not found.deleting,
+        f"{label}: {len(found.deleting)} checkpoint(s) still DELETING {COLLECTION_WAIT:.0f} s "
+        "after the end",
+    )
+    stuck = f", {len(found.deleting)} still DELETING" if found.deleting else ""
     return [
         f"{found.finished}/{expected_trials}",
         f"{len(found.lost)} lost, {len(found.duplicated)} duplicated of {found.reported}"
         f" ({found.archived} archived)",
         f"{found.restarts} (infra_restarts: {infra}; runs {found.runs})",
-        f"{len(found.dangling)} dangling, {len(found.missing)} missing of {found.checkpoints}",
+        f"{len(found.dangling)} dangling, {len(found.missing)} missing of {found.checkpoints}"
+        + stuck,
     ]
 
 
-def _ended_trials(cluster: Cluster, exp_id: int) -> int:
-    return sum(1 for t in cluster.trials(exp_id) if t["state"] in ENDED)
+def planned_steps(trials: int) -> int:
+    """The steps the search trains in all: every trial 3, a third of them 6 more, a ninth 18
+    more (a rung's promotions rounded down)."""
+    return trials * 3 + (trials // 3) * 6 + (trials // 9) * 18
 
 
-def _ended_at_least(cluster: Cluster, exp_id: int, count: int) -> Callable[[], bool]:
-    return lambda: _ended_trials(cluster, exp_id) >= count
+def trained(ledger: Path) -> int:
+    """Training steps the trials have reported so far, by their ledger."""
+    return sum(
+        1
+        for path in (ledger / "reports").glob("*.jsonl")
+        for row in read_json_lines(path)
+        if row["group"] == "training"
+    )
+
+
+def _trained_at_least(
+    ledger: Path, steps: int, cluster: Cluster, exp_id: int
+) -> Callable[[], bool]:
+    return lambda: trained(ledger) >= steps or cluster.experiment(exp_id)["state"] in ENDED
 
 
 def master_restarts(
@@ -180,8 +204,9 @@ def master_restarts(
             cluster.start_agent("agent-1", slots=4)
             exp_id = cluster.create(asha_config(ledger, trials, step_seconds), context())
             for i in range(1, kills + 1):
-                target = i * trials // (kills + 1)
-                wait_for(f"{target} trials to end", _ended_at_least(cluster, exp_id, target), 600)
+                target = i * planned_steps(trials) // (kills + 1)
+                ready = _trained_at_least(ledger, target, cluster, exp_id)
+                wait_for(f"{target} steps trained", ready, 600)
                 running_before = cluster.experiment(exp_id)["state"] not in ENDED
                 mid_run += running_before
                 cluster.kill_master()
@@ -189,7 +214,7 @@ def master_restarts(
                 time.sleep(2.0)  # the trials train on and report into the void meanwhile
                 cluster.start_master()
                 downtime.append(time.monotonic() - killed)
-                print(f"  {database}: master killed after {target} trials ended", flush=True)
+                print(f"  {database}: master killed at {trained(ledger)} steps trained", flush=True)
             state = cluster.wait_ended(exp_id, timeout=900)
             part.check(state == "COMPLETED", f"master restarts ({database}): experiment {state}")
             found = integrity(cluster, exp_id, ledger)
@@ -258,7 +283,7 @@ def database_loss(part: Part, *, trials: int, step_seconds: float, every: float)
 def run(part: Part, *, quick: bool, postgres: str | None) -> None:
     """Master restarts on SQLite and PostgreSQL, then database loss on PostgreSQL.
     ``postgres``: why PostgreSQL cannot be used, or None."""
-    trials, kills, step = (6, 1, 0.1) if quick else (16, 3, 0.25)
+    trials, kills, step = (6, 1, 0.3) if quick else (16, 3, 1.0)
     part.add(
         f"An asynchronous successive halving search of {trials} trials (3 rungs: 3, 9 and 27 "
         "steps; `max_restarts: 2`; one training report a step, a validation at each rung, a "
@@ -268,9 +293,9 @@ def run(part: Part, *, quick: bool, postgres: str | None) -> None:
         "holds it more than once among live rows. A checkpoint is *dangling* when its "
         "directory is in storage with no live row (after the experiment's checkpoint "
         "collection), *missing* when a live row has no directory. Master restarts: `kill -9` "
-        "of the master each time another share of the trials has ended, started again 2 s "
-        "later. Database loss: `pg_terminate_backend` on every connection to the master's "
-        "database, over and over while the search runs.\n"
+        f"of the master {kills} time(s), evenly over the steps the search trains (by the "
+        "ledger), started again 2 s later. Database loss: `pg_terminate_backend` on every "
+        "connection to the master's database, over and over while the search runs.\n"
     )
     table = [
         "| database | chaos | trials finished | metrics | restarts counted | checkpoints |",

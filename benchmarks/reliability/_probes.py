@@ -114,8 +114,8 @@ def reach(part: Part, cluster: Cluster, table: list[str]) -> None:
         part.fail(f"probe 1: the admin's experiment ended {state} with {len(victim)} checkpoints")
         return
     for where, path in [
-        ("the parent of the master's home", cluster.home.parent),
-        ("the master's home itself", cluster.home),
+        ("holding the master's home (its parent)", cluster.home.parent),
+        ("at the master's home itself", cluster.home),
         ("inside the master's home (run/)", cluster.home / "run"),
         ("outside the admin's roots", cluster.root / "elsewhere"),
     ]:
@@ -123,10 +123,10 @@ def reach(part: Part, cluster: Cluster, table: list[str]) -> None:
         answer = cluster.submit(config, code, token=mallory, activate=False)
         refused = 400 <= answer.status_code < 500
         table.append(
-            f"| 1 | storage at {where} refused at submission | {answer.status_code} | "
+            f"| 1 | storage {where} refused at submission | {answer.status_code} | "
             f"{mark(refused)} |"
         )
-        part.check(refused, f"probe 1: storage at {where} accepted ({answer.status_code})")
+        part.check(refused, f"probe 1: storage {where} accepted ({answer.status_code})")
     out = cluster.root / "hostile-trial.json"
     config = _config(
         "reach",
@@ -186,11 +186,12 @@ def reach(part: Part, cluster: Cluster, table: list[str]) -> None:
         "their best validation",
         "their experiment killed",
     ):
-        table.append(
-            f"| 2 | a trial's token on another user's: {key} | {seen[key]} | "
-            f"{mark(seen[key] == 403)} |"
-        )
-        part.check(seen[key] == 403, f"probe 2: a trial's token on {key} answered {seen[key]}")
+        # 403: refused as the trial's; 401: a route no trial token may use, refused as no
+        # user's credential. Both refuse; anything else does not.
+        status = seen[key]
+        verdict = mark(status in (401, 403)) + (" (401, not 403)" if status == 401 else "")
+        table.append(f"| 2 | a trial's token on another user's: {key} | {status} | {verdict} |")
+        part.check(status in (401, 403), f"probe 2: a trial's token on {key} answered {status}")
     own = seen["own best validation"]
     table.append(
         f"| 2 | (control) its own experiment's best validation | {own} | {mark(own == 200)} |"

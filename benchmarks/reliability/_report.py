@@ -11,9 +11,7 @@ from assay.context import pack_context
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-_TEMP = re.compile(
-    re.escape(tempfile.gettempdir()) + r"/assay-reliability-[A-Za-z0-9_-]+"
-)
+_TEMP = re.compile(re.escape(tempfile.gettempdir()) + r"/assay-reliability-[A-Za-z0-9_-]+")
 
 
 def scrub(text: str) -> str:

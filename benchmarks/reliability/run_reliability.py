@@ -93,6 +93,13 @@ def main() -> int:
         "--only", default=",".join(PARTS), help=f"comma-separated parts of {', '.join(PARTS)}"
     )
     parser.add_argument("--strict", action="store_true", help="exit 1 when a failure was found")
+    parser.add_argument(
+        "--freeze-seconds",
+        type=float,
+        default=None,
+        help="how long the agent part keeps an agent frozen (default 90; the quick mode "
+        "freezes none unless this is given)",
+    )
     args = parser.parse_args()
     chosen = [p.strip() for p in args.only.split(",") if p.strip()]
     unknown = [p for p in chosen if p not in PARTS]
@@ -109,7 +116,9 @@ def main() -> int:
     postgres = postgres_problem()
     runners: dict[str, Callable[[Part], None]] = {
         "chaos": lambda part: _chaos.run(part, quick=args.quick, postgres=postgres),
-        "agents": lambda part: _agents.run(part, quick=args.quick),
+        "agents": lambda part: _agents.run(
+            part, quick=args.quick, freeze_seconds=args.freeze_seconds
+        ),
         "hostile": lambda part: _hostile.run(part, quick=args.quick),
         "probes": lambda part: _probes.run(part, quick=args.quick),
         "fuzz": lambda part: _fuzz.run(part, quick=args.quick),
@@ -145,6 +154,8 @@ def main() -> int:
         command = "python benchmarks/reliability/run_reliability.py"
         if set(chosen) != set(PARTS):
             command += f" --only {','.join(chosen)}"
+        if args.freeze_seconds is not None:
+            command += f" --freeze-seconds {args.freeze_seconds:g}"
         record(parts, command)
         print("wrote the reliability section of benchmarks/RESULTS.md", flush=True)
     if broken:
