@@ -131,6 +131,11 @@ def test_listings_keep_each_row_on_one_line_at_80_100_and_120_columns(
     assert "another_long_hyperparameter_name=some-long-choice" in piped
     described = cluster.cli("e", "list", check=True).stdout
     assert "Archived" in described and "…" not in described
+    # NNI's listings too: plain columns, no box drawn around them.
+    for command in (("nni", "trial", "ls", "1"), ("nni", "experiment", "list", "--all")):
+        plain = cluster.cli(*command, check=True).stdout
+        assert not set("┏┃━│┗┡┳╇") & set(plain), plain
+        assert plain.split()[0] in ("trialJobId", "id"), plain
 
 
 def test_an_empty_listing_says_so_on_stderr_and_csv_and_json_stay_data(
