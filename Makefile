@@ -106,6 +106,7 @@ bench: install-dev
 	$(BIN)/python benchmarks/cli/bench_b11.py
 	$(BIN)/python benchmarks/api/bench_b7.py
 	$(BIN)/python benchmarks/runtime/bench_b10.py
+	$(BIN)/python benchmarks/reliability/run_reliability.py
 	$(BIN)/python benchmarks/api/bench_b7_ui.py
 
 ## make bench-peers: B1 and B3 for assay, Optuna, Ray Tune and NNI in one run (each peer in a

@@ -17,12 +17,12 @@ from benchmarks.reliability._cluster import Cluster, running
 from benchmarks.reliability._report import HERE, Part
 
 EXCLUDED = {
-    "master/drain": "stops the cluster's work (what `assay down` calls)",
+    "master/drain": "it stops the cluster's work, as `assay down` does",
     "/api/v1/events$": "the live event stream never ends while the master runs",
 }
 SIGNS_OUT = {
-    "auth/logout|/users/|/tokens/": "signing out, revoking tokens and deactivating or demoting "
-    "users would end the admin's own sign-in midway (signed in only)",
+    "auth/logout|/users/|/tokens/": "signed in only: signing out, revoking tokens and "
+    "deactivating or demoting users would end the admin's own sign-in midway",
 }
 
 
@@ -104,15 +104,13 @@ def run(part: Part, *, quick: bool) -> None:
         answering = cluster.master is not None and cluster.master.poll() is None
         answering = answering and cluster.http.get("/api/v1/master").is_success
         tracebacks = cluster.tail("master", 10**8).count("Traceback")
-    version = subprocess.run(
-        [str(Path(sys.executable).with_name("schemathesis")), "--version"],
-        capture_output=True, text=True, check=False,
-    ).stdout.strip()  # fmt: skip
+    from importlib.metadata import version
+
     part.add(
-        f"{version} against a master without agents (SQLite), `--checks all`, "
-        f"`--max-examples {examples}`, `--phases {phases}`, one worker, seed 1; hooks "
-        "(`st_hooks.py`) make long-polls answer at once and read log streams as pages. Left "
-        "out: "
+        f"Schemathesis {version('schemathesis')} against a master without agents (SQLite), "
+        f"`--checks all`, `--max-examples {examples}`, `--phases {phases}`, one worker, seed "
+        "1; hooks (`st_hooks.py`) make long-polls answer at once and read log streams as "
+        "pages. Left out: "
         + "; ".join(f"`{k}` ({v})" for k, v in {**EXCLUDED, **SIGNS_OUT}.items())
         + ". Requests and 5xx are counted from schemathesis's event log; failures per check "
         "count the test cases a check failed on; *unique failures* are schemathesis's own "
@@ -133,12 +131,12 @@ def run(part: Part, *, quick: bool) -> None:
     for name, r in results.items():
         part.add(f"Unique failures, {name}:")
         part.add()
-        for failure in r["failures"] or [{"title": "none"}]:
+        if not r["failures"]:
+            part.add("- none")
+        for failure in r["failures"]:
             ops = ", ".join(f"`{o}`" for o in failure.get("operations", []))
-            code = failure.get("code", "")
             part.add(
-                f"- {code} {failure['title']}"
-                + (f" ({failure.get('count', 0)}): {ops}" if code else "")
+                f"- {failure.get('code', '')} {failure['title']} ({failure.get('count', 0)}): {ops}"
             )
         for error in r["errors"]:
             part.add(f"- error: {str(error)[:200]}")
