@@ -292,7 +292,8 @@ def test_a_job_slurm_cancels_restarts_its_trial_from_the_checkpoint(
         exp = master.wait_state(exp_id, "COMPLETED", "ERROR", timeout=180)
         assert exp.state == "COMPLETED", master.log("master")
         trial = master.client.trial(trial_id)
-        assert trial.restarts == 1
+        # Slurm ended the job, not the trial: its loss costs no max_restarts.
+        assert (trial.restarts, trial.infra_restarts) == (0, 1)
         starts = [line for line in master.trial_logs(trial_id) if line.startswith("started")]
         assert len(starts) == 2 and not starts[1].startswith("started at step 0"), starts
     finally:

@@ -88,6 +88,23 @@ _CLOCK_SLACK = 10
 between the master's clock and the node's; lines already seen are skipped by timestamp."""
 
 
+DISRUPTED_REASONS = frozenset({"Evicted", "NodeLost", "Shutdown", "NodeShutdown", "Terminated"})
+"""Pod status reasons of a pod its node or the cluster ended (an eviction under pressure, a
+node lost or shut down): not the trial's doing."""
+
+
+def disrupted(pod: Any) -> bool:
+    """Whether the cluster ended ``pod`` (Kubernetes' ``DisruptionTarget`` condition, which a
+    Job's ``podFailurePolicy`` ignores for the same reason, or one of
+    :data:`DISRUPTED_REASONS`): the trial's loss then costs no ``max_restarts``."""
+    status = pod.status
+    if status is None:
+        return False
+    if status.reason in DISRUPTED_REASONS:
+        return True
+    return any(c.type == "DisruptionTarget" and c.status == "True" for c in status.conditions or [])
+
+
 @dataclass
 class _Allocation:
     """One pod: an allocation's, or a gang's member on one node."""
@@ -339,13 +356,14 @@ class KubernetesManager:
             with contextlib.suppress(Exception):
                 return Exited.from_dict(json.loads(decided))
         terminated = state.terminated if state is not None else None
+        lost = disrupted(pod)
         if terminated is not None:
             why = terminated.message or terminated.reason or ""
-            return Exited(alloc.id, terminated.exit_code, why)
+            return Exited(alloc.id, terminated.exit_code, why, lost=lost)
         phase = pod.status.phase if pod.status else None
         if phase == "Failed":  # evicted, rejected by the node: no container ever ran
             why = (pod.status.message or pod.status.reason or "the pod failed").strip()
-            return Exited(alloc.id, None, why)
+            return Exited(alloc.id, None, why, lost=lost)
         if pod.metadata.deletion_timestamp is not None and (state is None or state.running is None):
             return Exited(alloc.id, None, "killed before its container ran")
         return None
@@ -365,7 +383,9 @@ class KubernetesManager:
                         await self._finish(
                             alloc,
                             alloc.event_exit
-                            or Exited(alloc.id, None, "its pod was deleted by someone else"),
+                            or Exited(
+                                alloc.id, None, "its pod was deleted by someone else", lost=True
+                            ),
                         )
                         return
                     log.warning("pod %s: %s", alloc.pod, error_text(e))

@@ -315,7 +315,12 @@ class SlurmManager:
             ended = path / f"exit-{slurm_node}.json"
             if member.exit is None and ended.exists():
                 code = json.loads(ended.read_text())
-                member.exit = Exited(path.name, code.get("exit_code"), str(code.get("reason", "")))
+                member.exit = Exited(
+                    path.name,
+                    code.get("exit_code"),
+                    str(code.get("reason", "")),
+                    lost=code.get("lost") is True,
+                )
             job.members[node] = member
         job.expected = len(job.members)
         return job if job.members else None
@@ -537,10 +542,13 @@ class SlurmManager:
             if member.exit is not None:
                 continue
             code: int | None = None
+            lost = False
             if job.killed:
                 reason = "killed" if member.started else "killed before it started"
             elif member.started:
-                reason = ENDED_UNSEEN
+                # Its node failed, or Slurm ended the job (time, preemption, an admin): the
+                # cluster's loss, not the trial's failure, so it costs no max_restarts.
+                reason, lost = ENDED_UNSEEN, True
             else:
                 # The step never ran (no Python at the configured path, a work directory the
                 # node does not share...): the job's failure, counted like any other.
@@ -548,8 +556,8 @@ class SlurmManager:
                 reason = "the Slurm job ended before assay's step started on the node" + (
                     f"; its output ends: {said}" if said else ""
                 )
-            write_exit(job.dir / f"exit-{member.slurm_node}.json", code, reason)
-            member.exit = Exited(job.alloc_id, code, reason)
+            write_exit(job.dir / f"exit-{member.slurm_node}.json", code, reason, lost=lost)
+            member.exit = Exited(job.alloc_id, code, reason, lost=lost)
             ended.append(member)
         return ended
 

@@ -74,10 +74,12 @@ def last_words(path: Path, limit: int = 300) -> str:
     return last if len(last) <= limit else last[: limit - 3] + "..."
 
 
-def write_exit(path: Path, code: int | None, reason: str) -> None:
+def write_exit(path: Path, code: int | None, reason: str, *, lost: bool = False) -> None:
+    """Keep a share's exit (``lost``: it ended with its node or job, not on its own), so a
+    master started again reports it as it was."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"exit_code": code, "reason": reason}))
+    tmp.write_text(json.dumps({"exit_code": code, "reason": reason, "lost": lost}))
     os.replace(tmp, path)
 
 

@@ -8,6 +8,9 @@ master shares) or to stdout (Kubernetes: the pod's log). :func:`read_events` tur
 into the agent protocol's messages for the manager to report.
 
 SIGTERM to this program is a kill: the processes get SIGTERM and, after the grace, SIGKILL.
+Its exit event then says ``signalled``: the manager reports the exit as the node's or the
+batch system's (``Exited.lost``), which costs the trial no ``max_restarts``; a kill of the
+master's own is told apart by the master, which asked for it.
 """
 
 from __future__ import annotations
@@ -34,6 +37,10 @@ from assay.protocol import (
 
 START_ENV = "ASSAY_START"
 """Where a pod finds its start (JSON), when it is not in a file."""
+
+
+SIGNAL_SETTLE = 0.5
+"""Seconds a step whose processes died of a signal waits to see whether it was signalled too."""
 
 
 def event_line(event: dict[str, Any]) -> str:
@@ -77,7 +84,9 @@ def read_events(lines: Iterable[str], allocation_id: str, trial_id: int) -> list
         elif kind == "exited":
             code = event.get("exit_code")
             reason = str(event.get("reason", ""))
-            messages.append(Exited(allocation_id, code if isinstance(code, int) else None, reason))
+            exit_code = code if isinstance(code, int) else None
+            lost = event.get("signalled") is True
+            messages.append(Exited(allocation_id, exit_code, reason, lost=lost))
     if entries:
         messages.append(Logs(entries))
     return messages
@@ -122,10 +131,12 @@ async def run_step(
         write({"event": "started"})
 
     result: list[int | None] = []
+    reasons: list[str] = []
+    signalled: list[int] = []
 
     async def on_exit(_: str, code: int | None, reason: str) -> None:
         result.append(code)
-        write({"event": "exited", "exit_code": code, "reason": reason})
+        reasons.append(reason)
 
     slots = _gpu_slots(message)
     env = AgentEnv(
@@ -139,9 +150,25 @@ async def run_step(
     runner = AllocationRunner(env, message, on_log=on_log, on_start=on_start, on_exit=on_exit)
     loop = asyncio.get_running_loop()
     kills: list[asyncio.Task[None]] = []
+
+    def stop(sig: int) -> None:
+        signalled.append(sig)
+        kills.append(asyncio.create_task(runner.kill()))
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, lambda: kills.append(asyncio.create_task(runner.kill())))
+        loop.add_signal_handler(sig, stop, sig)
     await runner.run()
+    if result:
+        code, reason = result[0], reasons[0]
+        if not signalled and (code is None or code < 0 or code >= 128):
+            # Slurm ends a job by signalling every process of it at once: the trial's death
+            # can be seen before this step's own signal is, so wait for it a moment.
+            await asyncio.sleep(SIGNAL_SETTLE)
+        # Stopped by a signal to this step: the job's or pod's end (the batch system, its node,
+        # an eviction, or assay's own kill, which the master knows apart), not the trial's.
+        write(
+            {"event": "exited", "exit_code": code, "reason": reason, "signalled": bool(signalled)}
+        )
     runner.remove_files()
     code = result[0] if result else 1
     return code if code is not None and 0 <= code < 256 else 1

@@ -39,7 +39,7 @@ from kubernetes.client.exceptions import ApiException
 from assay.config import KubernetesPoolConfig
 from assay.protocol import Exited, Hello, RankLayout, Start, Started
 from assay.rm import ResourceManager
-from assay.rm._kubernetes import KubernetesManager
+from assay.rm._kubernetes import KubernetesManager, disrupted
 from assay.rm._pods import as_model, pod_name
 from assay.rm.testing import CHECKS, Recorder, Subject, start
 
@@ -117,6 +117,7 @@ class FakePod:
                 phase=phase,
                 message=None,
                 reason=None,
+                conditions=None,
                 container_statuses=[SimpleNamespace(name=self.container, state=state)],
             ),
         )
@@ -610,7 +611,7 @@ def test_a_dropped_log_connection_loses_and_repeats_no_line(tmp_path: Path) -> N
         cluster.stop()
 
 
-def test_a_pod_deleted_by_someone_else_still_ends_in_an_exit(tmp_path: Path) -> None:
+def test_a_pod_deleted_by_someone_else_ends_in_an_exit_the_cluster_lost(tmp_path: Path) -> None:
     cluster = FakeCluster(tmp_path)
 
     async def scenario() -> None:
@@ -630,6 +631,8 @@ def test_a_pod_deleted_by_someone_else_still_ends_in_an_exit(tmp_path: Path) -> 
         await rm.close()
         assert isinstance(exited, Exited)
         assert exited.exit_code != 0
+        # Not the trial's failure: the cluster's, which costs it no max_restarts.
+        assert exited.lost
 
     try:
         asyncio.run(scenario())
@@ -751,3 +754,17 @@ def test_the_real_client_carries_every_call_the_manager_makes() -> None:
     assert patch[2] == "application/merge-patch+json"
     assert json.loads(patch[3]) == {"metadata": {"finalizers": None}}
     assert ("GET", "log") in calls
+
+
+def test_a_pod_the_cluster_disrupted_is_lost_and_one_that_failed_is_not() -> None:
+    def pod(reason: str | None = None, condition: str | None = None) -> Any:
+        conditions = [client.V1PodCondition(type=condition, status="True")] if condition else []
+        return client.V1Pod(
+            status=client.V1PodStatus(phase="Failed", reason=reason, conditions=conditions)
+        )
+
+    assert disrupted(pod(reason="Evicted"))
+    assert disrupted(pod(reason="NodeShutdown"))
+    assert disrupted(pod(condition="DisruptionTarget"))
+    assert not disrupted(pod())
+    assert not disrupted(pod(reason="Error", condition="Ready"))
