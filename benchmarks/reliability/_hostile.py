@@ -1157,7 +1157,8 @@ def corpus(env: Env) -> list[Case]:
     add(
         g,
         "job file not UTF-8",
-        lambda: pai(yaml.safe_dump(pai_job(description="caf\xe9")).encode("latin-1")),
+        # Written by hand: PyYAML escapes what is not ASCII, which would leave the file ASCII.
+        lambda: pai(yaml.safe_dump(PAI_BASE).encode() + b"description: caf\xe9\n"),
     )
     add(g, "job file a YAML bomb", lambda: pai(yaml.safe_dump(PAI_BASE).encode() + BOMB.encode()))
     add(
@@ -1526,7 +1527,7 @@ def run(part: Part, *, quick: bool) -> None:
             tally.answers[f"{case.group}: {case.name}"] = answer
             status = answer.status or "-"
             said = f"{answer.verdict:<20} {status:>4} {answer.seconds:5.2f}s"
-            print(f"  {said}  {case.group}: {case.name}", flush=True)
+            print(f"  {said}  {case.group}: {case.name}  [{answer.why[:150]}]", flush=True)
         alive = cluster.master.poll() is None and cluster.http.get("/api/v1/master").is_success
         memory = rss_kib(cluster.master.pid)
         after_kib, peak_kib = memory.get("VmRSS", 0), memory.get("VmHWM", 0)
@@ -1596,7 +1597,8 @@ def run(part: Part, *, quick: bool) -> None:
     )
     part.add()
     part.add(
-        "Through the `assay` command (a sample; *clean*: exit 1, one line on stderr, no traceback):"
+        "Through the `assay` command, as the same user (a sample; *clean*: exit 1, stderr "
+        "beginning `error:` in under 20 lines, no traceback):"
     )
     part.add()
     part.add("| submission | exit | seconds | verdict | stderr |")
