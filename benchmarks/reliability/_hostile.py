@@ -80,6 +80,16 @@ NNI_BASE: dict[str, Any] = {
     "trainingService": {"platform": "local"},
 }
 
+DUPLICATE_ROLES = b"""protocolVersion: 2
+name: dup-roles
+type: job
+prerequisites: [{name: img, type: dockerimage, uri: "python:3.11"}]
+taskRoles:
+  worker: {dockerImage: img, resourcePerInstance: {gpu: 0, cpu: 1, memoryMB: 256}, commands: [a]}
+  worker: {dockerImage: img, resourcePerInstance: {gpu: 0, cpu: 1, memoryMB: 256}, commands: [b]}
+"""
+"""An OpenPAI job naming one task role twice."""
+
 BOMB = "data:\n" + "".join(
     f"  {level}: &{level} [{', '.join([f'*{prev}'] * 9 if prev.strip() else ['lol'] * 9)}]\n"
     for prev, level in zip(" abcdefgh", "abcdefghi", strict=True)
@@ -1081,7 +1091,11 @@ def corpus(env: Env) -> list[Case]:
         "gzip of gzip of zeros",
         lambda: experiment(BASE_TEXT, gzip.compress(gzip_of_zeros(64 * MIB))),
     )
-    add(g, "upload of 100 MiB", lambda: experiment(BASE_TEXT, os.urandom(100 * MIB)))
+    add(
+        g,
+        "upload of 120 MiB (a gzip of random bytes, stored)",
+        lambda: experiment(BASE_TEXT, gzip.compress(os.urandom(120 * MIB), compresslevel=0)),
+    )
     add(g, "truncated gzip", lambda: experiment(BASE_TEXT, TRAIN[: len(TRAIN) // 2]))
     add(g, "random bytes", lambda: experiment(BASE_TEXT, b"\x7fELF" + os.urandom(64 * 1024)))
     add(
@@ -1110,9 +1124,7 @@ def corpus(env: Env) -> list[Case]:
     add(
         g,
         "duplicate task roles (duplicate YAML keys)",
-        lambda: pai(
-            yaml.safe_dump(pai_job(name="dup-roles")).encode() + b"  worker: {instances: 2}\n"
-        ),
+        lambda: pai(DUPLICATE_ROLES),
     )
     add(
         g,
@@ -1391,9 +1403,9 @@ def classify(response: httpx.Response | None, seconds: float, error: str = "") -
     problem = shape_problem(response)
     if problem:
         return Answer("refused, not cleanly", status, seconds, problem)
-    return Answer(
-        "refused cleanly", status, seconds, str(response.json()["error"]["message"])[:160]
-    )
+    body = response.json()["error"]
+    said = [body["message"], *(f"{d.get('path', '')}: {d['message']}" for d in body["details"])]
+    return Answer("refused cleanly", status, seconds, " | ".join(said)[:300])
 
 
 def shape_problem(response: httpx.Response) -> str:
