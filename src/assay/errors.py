@@ -20,6 +20,7 @@ __all__ = [
     "InvalidRequest",
     "InvalidTransition",
     "MasterUnreachable",
+    "MethodNotAllowed",
     "NotFound",
     "ResourceManagerError",
     "StorageError",
@@ -27,7 +28,15 @@ __all__ = [
     "TooManyRequests",
     "Unauthorized",
     "error_from_payload",
+    "printable",
 ]
+
+
+def printable(text: str) -> str:
+    """``text`` as Unicode that can be encoded: a lone surrogate (what a YAML or JSON escape
+    such as ``"\\ud800"`` gives, and an error may quote) is written as its escape, so no
+    answer, log or terminal fails on the words of an error."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 @dataclass(frozen=True)
@@ -36,6 +45,11 @@ class ErrorDetail:
 
     path: str
     message: str
+
+    def __post_init__(self) -> None:
+        # A path may name a key the user wrote, lone surrogates and all.
+        object.__setattr__(self, "path", printable(self.path))
+        object.__setattr__(self, "message", printable(self.message))
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}" if self.path else self.message
@@ -55,7 +69,7 @@ class AssayError(Exception):
 
     def __init__(self, message: str, details: list[ErrorDetail] | None = None) -> None:
         super().__init__(message)
-        self.message = message
+        self.message = printable(message)
         self.details: list[ErrorDetail] = list(details or [])
 
     def __str__(self) -> str:
@@ -134,6 +148,14 @@ class NotFound(AssayError):
     status = 404
 
 
+class MethodNotAllowed(AssayError):
+    """Raised when a path exists but takes other methods (``PUT /api/v1/experiments``): the
+    answer's ``Allow`` header lists the ones it takes."""
+
+    type = "MethodNotAllowed"
+    status = 405
+
+
 class Conflict(AssayError):
     """Raised when a request clashes with the current state of an object."""
 
@@ -205,6 +227,7 @@ _BY_TYPE: dict[str, type[AssayError]] = {
         Forbidden,
         TooManyRequests,
         NotFound,
+        MethodNotAllowed,
         Conflict,
         Fenced,
         InvalidTransition,
@@ -218,6 +241,7 @@ _BY_STATUS: dict[int, type[AssayError]] = {
     401: Unauthorized,
     403: Forbidden,
     404: NotFound,
+    405: MethodNotAllowed,
     409: Conflict,
     413: TooLarge,
     429: TooManyRequests,

@@ -17,7 +17,7 @@ import yaml
 from websockets.asyncio.client import connect
 
 from assay import rest
-from assay.errors import Conflict, InvalidConfig, InvalidRequest
+from assay.errors import Conflict, InvalidConfig
 from tests.integration.cluster import Cluster, serve, wait_for
 
 pytestmark = pytest.mark.integration
@@ -177,10 +177,10 @@ def test_job_queue_lists_reorders_and_refuses_what_the_pool_does_not_allow(
 def test_an_experiment_change_is_applied_whole_or_not_at_all(pools: Cluster) -> None:
     exp = pools.submit(counter(2000, priority=40, name="patched"))
     job = wait_for("its job listed", lambda: pools.client.jobs().jobs)[0]
-    with pytest.raises(InvalidRequest, match="weight must be a number greater than 0"):
-        pools.client.set_experiment(
-            exp, rest.ExperimentResources(priority=5, max_slots=1, weight=-1.0)
-        )
+    # A weight, on a pool that orders jobs by priority: refused, and the rest not applied.
+    change = rest.ExperimentResources(priority=5, max_slots=1, weight=2.0)
+    with pytest.raises(Conflict, match="uses the priority scheduler"):
+        pools.client.set_experiment(exp, change)
     (after,) = pools.client.jobs().jobs
     assert (after.id, after.priority, after.max_slots) == (job.id, 40, None)
     assert pools.client.experiment(exp).config["resources"]["priority"] == 40

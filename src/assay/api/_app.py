@@ -36,6 +36,7 @@ from assay.api._event_position import EventPosition
 from assay.api._guard import Guard, allowed_hosts
 from assay.api._headers import SecurityHeaders
 from assay.api._limits import DEFAULT_BODY_LIMIT, BodyLimit
+from assay.api._methods import MethodCheck
 from assay.api._upload import UPLOAD_ROUTE_LIMIT
 from assay.api._webui import install_webui
 from assay.errors import (
@@ -44,6 +45,7 @@ from assay.errors import (
     ErrorDetail,
     Forbidden,
     InvalidRequest,
+    MethodNotAllowed,
     NotFound,
     TooLarge,
     TooManyRequests,
@@ -109,6 +111,8 @@ def create_app(master: Master) -> FastAPI:
     app.include_router(_proxy.router)
     install_docs(app)
     install_webui(app)
+    # Innermost: a method a path does not take is 405 with all it takes, not the UI's 404.
+    app.add_middleware(MethodCheck, document=lambda: _document(app))
     app.add_middleware(EventPosition, position=master.reads.event_position)
     app.add_middleware(
         BodyLimit,
@@ -177,17 +181,38 @@ _BY_STATUS: dict[int, type[AssayError]] = {
     401: Unauthorized,
     403: Forbidden,
     404: NotFound,
+    405: MethodNotAllowed,
     409: Conflict,
     413: TooLarge,
     429: TooManyRequests,
 }
 
 
+def _document(app: FastAPI) -> dict[str, Any]:
+    # Looked up when called: create_app replaces app.openapi after adding the middleware, and
+    # FastAPI's own would cache a document without this module's changes.
+    return app.openapi()
+
+
+_PATTERNS = {
+    rest.NO_NUL: "must not contain NUL characters",
+    _experiments.TRIAL_IDS: (
+        f"must be trial ids separated by commas, at most {rest.MAX_SERIES_TRIALS} of them: "
+        "ask in several reads for more"
+    ),
+    _checkpoints.MEMBER_PATH: (
+        "must be a path inside the checkpoint: relative, without '..', naming a file or a "
+        "directory (such as model/weights.pt)"
+    ),
+}
+"""What a string that does not match each pattern the routes use must be, in words."""
+
+
 def _says(err: dict[str, Any]) -> str:
     """What a validation error says, in words for the patterns the wire shapes use."""
     pattern = (err.get("ctx") or {}).get("pattern")
-    if err.get("type") == "string_pattern_mismatch" and pattern == rest.NO_NUL:
-        return "must not contain NUL characters"
+    if err.get("type") == "string_pattern_mismatch" and pattern in _PATTERNS:
+        return _PATTERNS[pattern]
     return str(err.get("msg"))
 
 

@@ -36,6 +36,14 @@ _FILES = {
 }
 
 
+_DOTS = r"(?:\.|\.\.\.+)"
+_NAMED = r"[^/\x00]*[^/.\x00][^/\x00]*"
+MEMBER_PATH = rf"^(?:{_DOTS}/(?:{_DOTS}?/)*)?{_NAMED}(?:/(?:{_DOTS}|{_NAMED})?)*$"
+"""A path inside a checkpoint, as the master takes it: relative, no ``..`` component, a
+component naming something (not only dots), no NUL character. Written without look-arounds,
+which the validator's regular expressions lack."""
+
+
 @router.get(
     "/{uuid}",
     responses={403: {"description": "A trial's token, for another experiment's checkpoint."}},
@@ -66,7 +74,7 @@ async def get_files(
         str | None,
         Query(
             max_length=4096,
-            pattern=rest.NO_NUL,
+            pattern=MEMBER_PATH,
             description="A file inside the checkpoint (relative, `/`-separated) to get alone, "
             "or a directory to get as a tar of everything under it.",
         ),

@@ -19,12 +19,51 @@ router = APIRouter(prefix="/api/v1", tags=["events"], dependencies=STREAM_SIGNED
 RETRY_MS = 1000
 """How soon a browser's EventSource reconnects after the stream is cut."""
 
+EVENT_ID = r"^[0-9a-f]+-[0-9]+$"
+"""An event's ``id:``, ``<epoch>-<seq>``: what ``Last-Event-ID`` resumes after."""
+
+
+def _event(kind: rest.EventKind, data: str, says: str) -> dict[str, Any]:
+    """One message of the stream, as a client's parser hands it over: its fields."""
+    return {
+        "type": "object",
+        "description": says,
+        "required": ["event", "data", "id"],
+        "properties": {
+            "event": {"const": kind.value},
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "contentSchema": {"$ref": f"#/components/schemas/{data}"},
+            },
+            "id": {"type": "string", "pattern": EVENT_ID},
+            "retry": {"type": "integer", "minimum": 0},
+        },
+    }
+
+
 EVENT_STREAM: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "A server-sent event stream. Each message's `event:` is an EventKind: "
-        "`batch` (data: EventBatch, with an `id:`) or `resync` (data: EventResync). Lines "
-        "starting with `:` keep the connection open.",
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "`batch` (data: EventBatch) or `resync` (data: EventResync); each has an `id:` to "
+        "resume after (a resync's is the position the stream is at). Lines starting with `:` "
+        "keep the connection open.",
+        # The schema of one message (OpenAPI before 3.2 describes an event stream by its
+        # events), with its JSON data's own schema.
+        "content": {
+            "text/event-stream": {
+                "schema": {
+                    "oneOf": [
+                        _event(rest.EventKind.BATCH, "EventBatch", "Changes, in order."),
+                        _event(
+                            rest.EventKind.RESYNC,
+                            "EventResync",
+                            "Changes were missed: read again what is shown.",
+                        ),
+                    ]
+                }
+            }
+        },
     }
 }
 

@@ -15,8 +15,11 @@ from assay.api._upload import (
     read_context,
     require_multipart,
 )
-from assay.errors import InvalidRequest
+from assay.errors import NotFound
 from assay.master import Submission
+
+TRIAL_IDS = rf"^[0-9]{{1,10}}(,[0-9]{{1,10}}){{0,{rest.MAX_SERIES_TRIALS - 1}}}$"
+"""``trial_ids`` of a read of learning curves: at most as many as one read covers."""
 
 router = APIRouter(
     prefix="/api/v1/experiments",
@@ -203,7 +206,7 @@ async def list_curves(
         str,
         Query(
             max_length=rest.MAX_SERIES_TRIALS * 11,
-            pattern=r"^[0-9]{1,10}(,[0-9]{1,10})*$",
+            pattern=TRIAL_IDS,
             description=f"Comma-separated trial ids, at most {rest.MAX_SERIES_TRIALS}.",
         ),
     ],
@@ -222,12 +225,8 @@ async def list_curves(
     of one group for each, and the names of every metric they reported."""
     ids = list(dict.fromkeys(int(t) for t in trial_ids.split(",")))
     if max(ids) > rest.INT_MAX:
-        raise InvalidRequest(f"trial_ids: {max(ids)} is no trial id (at most {rest.INT_MAX})")
-    if len(ids) > rest.MAX_SERIES_TRIALS:
-        raise InvalidRequest(
-            f"trial_ids names {len(ids)} trials; one read covers at most "
-            f"{rest.MAX_SERIES_TRIALS}: ask in several"
-        )
+        # No trial has an id the database cannot hold: as any id the experiment lacks.
+        raise NotFound(f"experiment {experiment_id} has no trial {max(ids)}")
     return await master.reads.curves(
         experiment_id, ids, group=group, metric=metric, max_points=max_points
     )

@@ -24,7 +24,7 @@ from assay.config import (
     secret_values,
 )
 from assay.db import Session, checkpoints, contexts, experiments, trials
-from assay.errors import Conflict, Forbidden, InvalidRequest, one_line
+from assay.errors import Conflict, Forbidden, NotFound, one_line
 from assay.master._gc import Removal, remove_files, settle_removal
 from assay.master._orchestrator import Orchestrator
 from assay.master._registry import refuse_registered
@@ -96,8 +96,9 @@ def continue_submission(
     its_trials = list(trials.of_experiment(session, experiment_id))
     if body.trial_id is None:
         if len(its_trials) != 1:
+            # The body is right for an experiment of one trial: this one's state refuses it.
             ids = ", ".join(str(t.id) for t in its_trials[:10]) or "none"
-            raise InvalidRequest(
+            raise Conflict(
                 f"experiment {experiment_id} has {len(its_trials)} trials ({ids}); name the one "
                 "to continue with --trial ID"
             )
@@ -105,9 +106,7 @@ def continue_submission(
     else:
         found = [t for t in its_trials if t.id == body.trial_id]
         if not found:
-            raise InvalidRequest(
-                f"trial {body.trial_id} is not a trial of experiment {experiment_id}"
-            )
+            raise NotFound(f"trial {body.trial_id} is not a trial of experiment {experiment_id}")
         trial = found[0]
     ckpt = checkpoints.get(session, trial.latest_checkpoint) if trial.latest_checkpoint else None
     if ckpt is None or ckpt.state != CheckpointState.ACTIVE:
@@ -132,7 +131,9 @@ def continue_submission(
     if effective is not None:
         problem = length_problem(effective, trial.id, ckpt.steps_completed)
         if problem is not None:
-            raise InvalidRequest(problem)
+            # What the trial trained is its state: the same body continues a trial that
+            # trained less.
+            raise Conflict(problem)
     return Submission(
         config_text=_config_text(config),
         context=contexts.archive_of(exp),

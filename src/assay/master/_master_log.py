@@ -14,6 +14,7 @@ from typing import Any
 
 from assay import rest
 from assay.config import MASK, MasterConfig, resolve_checkpoint_storage
+from assay.errors import printable
 
 KEEP = 10_000
 """How many lines the master keeps."""
@@ -32,7 +33,8 @@ class MasterLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            text = _FORMAT.format(record)
+            # A line may quote what a request sent: kept as Unicode the logs answer can encode.
+            text = printable(_FORMAT.format(record))
         except Exception:  # a record that cannot be formatted must not break its caller
             self.handleError(record)
             return

@@ -1,10 +1,21 @@
-"""What every resource shares: the model base, bounded integers, paging and the error shape."""
+"""What every resource shares: the model bases, bounded integers, a job's priority and weight,
+paging and the error shape."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+)
+from pydantic_core import PydanticCustomError
 
 INT_MAX = 2**31 - 1
 """The largest integer every supported database keeps in an integer column (PostgreSQL's
@@ -32,6 +43,45 @@ Waiting = Annotated[
 """The one field that explains a wait, on a job of the queue, an experiment and a trial."""
 
 
+MIN_PRIORITY = 1
+MAX_PRIORITY = 99
+"""A job's priorities, first to last: the scheduler's own (a test holds them equal)."""
+
+
+def _priority(value: int | None) -> int | None:
+    if value is not None and not MIN_PRIORITY <= value <= MAX_PRIORITY:
+        raise PydanticCustomError(
+            "priority",
+            "must be from {low} (most urgent) to {high} (least urgent), got {value}",
+            {"low": MIN_PRIORITY, "high": MAX_PRIORITY, "value": value},
+        )
+    return value
+
+
+def _weight(value: float | None) -> float | None:
+    if value is not None and value <= 0:
+        says = "must be a number greater than 0, e.g. 2 or 0.5, got {value}"
+        raise PydanticCustomError("weight", says, {"value": value})
+    return value
+
+
+# Checked with the queue's words, the schema stating the same bounds. None is a field left out
+# (left_out refuses a null given).
+Priority = Annotated[
+    int | None,
+    AfterValidator(_priority),
+    WithJsonSchema({"type": "integer", "minimum": MIN_PRIORITY, "maximum": MAX_PRIORITY}),
+]
+"""A job's priority, 1 (first) to 99, when given."""
+
+Weight = Annotated[
+    float | None,
+    AfterValidator(_weight),
+    WithJsonSchema({"type": "number", "exclusiveMinimum": 0}),
+]
+"""A job's fair-share weight, above 0, when given."""
+
+
 class Resource(BaseModel):
     """Base of every REST resource.
 
@@ -43,10 +93,61 @@ class Resource(BaseModel):
 
 
 class Request(BaseModel):
-    """Base of every request body: unknown fields and non-finite numbers are refused. Built on
-    first use, as a resource is."""
+    """Base of every request body: unknown fields, non-finite numbers and values of another
+    JSON type are refused (``0`` is no boolean, ``false`` and ``"3"`` are no integers), as the
+    schema says; an integer may be written ``3.0``, as JSON Schema's integers may. An enum field
+    is given as its value (a string): mark it ``Lenient``. Built on first use, as a resource
+    is."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, defer_build=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True, defer_build=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _as_json_writes_them(cls, value: Any, info: ValidationInfo) -> Any:
+        name = info.field_name
+        if name is None:
+            return value
+        field = cls.model_fields[name]
+        if value is None and field.json_schema_extra is _no_default:
+            raise PydanticCustomError("null", "must not be null: leave it out to keep what it is")
+        if _holds_int(field.annotation):
+            return _integral(value)
+        return value
+
+
+def _holds_int(annotation: Any) -> bool:
+    """Whether a field's type has integers in it (``int | None``, ``list[int]``...)."""
+    if annotation is int:
+        return True
+    return any(_holds_int(arg) for arg in get_args(annotation))
+
+
+def _integral(value: Any) -> Any:
+    """``value`` with each float that is a whole number made an int, inside lists and maps."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    return value
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    # The mark of a left_out field, too.
+    schema.pop("default", None)
+
+
+def left_out(description: str) -> Any:
+    """A request field that may be left out but not given as null: declare it
+    ``T | SkipJsonSchema[None] = left_out("...")``; its schema has neither null nor a null
+    default, and a null is refused naming the field."""
+    return Field(default=None, description=description, json_schema_extra=_no_default)
+
+
+Lenient = Strict(False)
+"""On an enum field of a :class:`Request`: its value as JSON gives it (a strict field would
+take only the enum's own members, which JSON has none of)."""
 
 
 def build_requests_when_made() -> None:

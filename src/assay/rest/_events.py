@@ -1,10 +1,11 @@
 """What the live event stream (``GET /api/v1/events``) sends: one model per kind of event.
 
 Every message of the stream is a server-sent event whose ``event:`` is one of :class:`EventKind`
-and whose ``data:`` is the JSON of the model named there. Messages that carry changes have an
-``id:``; a client that reconnects sends the last one it saw as ``Last-Event-ID`` (browsers'
-``EventSource`` does that by itself) and gets every batch after it, none twice, or a ``resync``
-when those are no longer kept.
+and whose ``data:`` is the JSON of the model named there, with an ``id:`` (a resync's is the
+position the stream is at); a client that reconnects sends the last one it saw as
+``Last-Event-ID`` (browsers' ``EventSource`` does that by itself) and gets every batch after
+it, none twice, or a ``resync`` when those are no longer kept. The OpenAPI document gives the
+schema of a message, its data's included (``GET /api/v1/events``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,17 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from assay.protocol import ExperimentState, TrialState
-from assay.rest._common import NO_NUL, DbInt, Pagination, Request, Resource, Waiting
+from assay.rest._common import (
+    NO_NUL,
+    DbInt,
+    Pagination,
+    Priority,
+    Request,
+    Resource,
+    Waiting,
+    Weight,
+    left_out,
+)
 
 
 class SortOrder(StrEnum):
@@ -135,9 +145,12 @@ class ExperimentResources(Request):
     """A change of an experiment: its share of the cluster, its name, description or labels.
     Every field given is applied, or none when one is refused."""
 
-    priority: int | None = Field(default=None, description="1 (first) to 99; priority pools.")
-    weight: float | None = Field(default=None, description="Above 0; fair-share pools.")
-    max_slots: DbInt | None = Field(default=None, description="At most this many slots at once.")
+    # Left out, priority and weight stay as they are; null is no priority or weight (refused).
+    priority: Priority = left_out("1 (first) to 99; priority pools.")
+    weight: Weight = left_out("Above 0; fair-share pools.")
+    max_slots: DbInt | None = Field(
+        default=None, description="At most this many slots at once; null: no limit."
+    )
     name: _Name | None = Field(default=None, description="A new name (not empty).")
     description: Annotated[str, Field(max_length=8192, pattern=NO_NUL)] | None = Field(
         default=None, description="A new description (may be empty)."

@@ -8,10 +8,12 @@ from pydantic import Field, model_validator
 
 from assay import protocol
 from assay.protocol import ExitedReason
-from assay.rest._common import DbInt, DbText, Request, Resource
+from assay.rest._common import DbInt, DbText, Lenient, Request, Resource
 
-SIZE_MAX = 2**63 - 1
-"""The largest byte count a checkpoint's files may add up to."""
+SIZE_MAX = 2**53 - 1
+"""The largest byte count a checkpoint's files may add up to (8 PiB): the largest integer a JSON
+number read as a double (the web UI's, JSON Schema's) holds exactly, so the document's bound is
+the one the master checks."""
 
 
 class SearcherOperation(Resource):
@@ -55,7 +57,9 @@ class ProgressReport(Request):
 
 
 class EarlyExitReport(Request):
-    reason: ExitedReason = Field(description="Why the trial's code stops on its own.")
+    reason: Annotated[ExitedReason, Lenient] = Field(
+        description="Why the trial's code stops on its own."
+    )
 
 
 class CheckpointReport(Request):

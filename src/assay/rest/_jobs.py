@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from assay.protocol import JobState
-from assay.rest._common import Request, Resource, Waiting
+from assay.rest._common import Priority, Request, Resource, Waiting, Weight, left_out
 
 
 class Job(Resource):
@@ -38,16 +39,22 @@ class JobQueue(Resource):
 
 
 class JobChange(Request):
-    """One change to a job: set exactly the fields to change."""
+    """One change to a job: set exactly the fields to change (at least one)."""
 
-    priority: int | None = Field(default=None, description="1 (first) to 99; priority pools.")
-    weight: float | None = Field(default=None, description="Above 0; fair-share pools.")
-    resource_pool: str | None = Field(default=None, description="Move the job to this pool.")
-    ahead_of: str | None = Field(default=None, description="Place it ahead of this job.")
-    behind_of: str | None = Field(default=None, description="Place it behind this job.")
+    # A change of none of its fields is refused ("nothing to change"): the schema says so.
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1})
+
+    # Each may be left out (unchanged), never null.
+    priority: Priority = left_out("1 (first) to 99; priority pools.")
+    weight: Weight = left_out("Above 0; fair-share pools.")
+    resource_pool: str | SkipJsonSchema[None] = left_out("Move the job to this pool.")
+    ahead_of: str | SkipJsonSchema[None] = left_out("Place it ahead of this job.")
+    behind_of: str | SkipJsonSchema[None] = left_out("Place it behind this job.")
 
 
 class BatchChange(JobChange):
+    model_config = ConfigDict(json_schema_extra={"minProperties": 2})
+
     job_id: str
 
 

@@ -23,13 +23,13 @@ Nothing here reads a database or knows the master: it is only the wire.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, RootModel
 from pydantic.alias_generators import to_camel
 
 from assay.protocol import TaskState
-from assay.rest._common import Request, Resource
+from assay.rest._common import Lenient, Request, Resource
 
 
 class PaiExecutionType(StrEnum):
@@ -269,7 +269,7 @@ class PaiMessage(_PaiResource):
 class PaiExecutionTypeChange(Request):
     """``PUT /api/v2/jobs/{user}~{job}/executionType``: stop (or start) a job."""
 
-    value: PaiExecutionType
+    value: Annotated[PaiExecutionType, Lenient]
 
 
 class PaiError(_PaiResource):

@@ -30,6 +30,10 @@ def untyped_answers(spec: dict[str, Any]) -> list[str]:
             return "no schema"
         schema = resolve(schema)
         kind = schema.get("type")
+        branches = schema.get("oneOf") or schema.get("anyOf")
+        if branches and kind is None:
+            # One of several shapes (the messages of an event stream): each must be typed.
+            return next((p for p in map(problem, branches) if p is not None), None)
         if kind == "array":
             return problem(schema.get("items"))
         if kind == "object" or "properties" in schema or "additionalProperties" in schema:

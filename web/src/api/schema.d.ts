@@ -1601,29 +1601,29 @@ export interface components {
              * Ahead Of
              * @description Place it ahead of this job.
              */
-            ahead_of?: string | null;
+            ahead_of?: string;
             /**
              * Behind Of
              * @description Place it behind this job.
              */
-            behind_of?: string | null;
+            behind_of?: string;
             /** Job Id */
             job_id: string;
             /**
              * Priority
              * @description 1 (first) to 99; priority pools.
              */
-            priority?: number | null;
+            priority?: number;
             /**
              * Resource Pool
              * @description Move the job to this pool.
              */
-            resource_pool?: string | null;
+            resource_pool?: string;
             /**
              * Weight
              * @description Above 0; fair-share pools.
              */
-            weight?: number | null;
+            weight?: number;
         };
         /**
          * BestTrial
@@ -2292,7 +2292,7 @@ export interface components {
             labels?: string[] | null;
             /**
              * Max Slots
-             * @description At most this many slots at once.
+             * @description At most this many slots at once; null: no limit.
              */
             max_slots?: number | null;
             /**
@@ -2304,12 +2304,12 @@ export interface components {
              * Priority
              * @description 1 (first) to 99; priority pools.
              */
-            priority?: number | null;
+            priority?: number;
             /**
              * Weight
              * @description Above 0; fair-share pools.
              */
-            weight?: number | null;
+            weight?: number;
         };
         /**
          * ExperimentSort
@@ -2617,34 +2617,34 @@ export interface components {
         };
         /**
          * JobChange
-         * @description One change to a job: set exactly the fields to change.
+         * @description One change to a job: set exactly the fields to change (at least one).
          */
         JobChange: {
             /**
              * Ahead Of
              * @description Place it ahead of this job.
              */
-            ahead_of?: string | null;
+            ahead_of?: string;
             /**
              * Behind Of
              * @description Place it behind this job.
              */
-            behind_of?: string | null;
+            behind_of?: string;
             /**
              * Priority
              * @description 1 (first) to 99; priority pools.
              */
-            priority?: number | null;
+            priority?: number;
             /**
              * Resource Pool
              * @description Move the job to this pool.
              */
-            resource_pool?: string | null;
+            resource_pool?: string;
             /**
              * Weight
              * @description Above 0; fair-share pools.
              */
-            weight?: number | null;
+            weight?: number;
         };
         /** JobQueue */
         JobQueue: {
@@ -5317,13 +5317,25 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A server-sent event stream. Each message's `event:` is an EventKind: `batch` (data: EventBatch, with an `id:`) or `resync` (data: EventResync). Lines starting with `:` keep the connection open. */
+            /** @description A server-sent event stream. Each message's `event:` is an EventKind: `batch` (data: EventBatch) or `resync` (data: EventResync); each has an `id:` to resume after (a resync's is the position the stream is at). Lines starting with `:` keep the connection open. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": string;
+                    "text/event-stream": {
+                        data: string;
+                        /** @constant */
+                        event: "batch";
+                        id: string;
+                        retry?: number;
+                    } | {
+                        data: string;
+                        /** @constant */
+                        event: "resync";
+                        id: string;
+                        retry?: number;
+                    };
                 };
             };
             /** @description The request is not valid: `details` names each bad field. */

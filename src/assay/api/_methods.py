@@ -1,0 +1,87 @@
+"""Methods a path does not take: 405 with every method it does take, in the API's error shape.
+
+Starlette answers a method no route of a path takes from the first route of that path alone
+(``Allow: GET`` for a path whose DELETE is another route), and not at all when a catch-all
+takes every method: the web UI's catch-all and OpenPAI's unknown job routes answered
+``PUT /api/v1/experiments`` with 404. What each path takes is what the API's own OpenAPI
+document declares, so this middleware reads it from there: a request whose path is one of the
+document's, with a method it does not declare, is answered 405 with an ``Allow`` header naming
+every method the document gives that path. Anything else (a path the document does not have,
+such as the web UI's pages or the docs) goes on to the routes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from assay.errors import MethodNotAllowed
+
+_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
+_PARAMETER = re.compile(r"\{[^}/]+\}")
+
+
+class MethodCheck:
+    """ASGI middleware answering 405 to a method the OpenAPI document does not give a path.
+
+    ``document`` returns the app's OpenAPI document; it is read at the first request (every
+    route is in it by then).
+    """
+
+    def __init__(self, app: ASGIApp, *, document: Callable[[], dict[str, Any]]) -> None:
+        self.app = app
+        self.document = document
+        self._paths: list[_Path] | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            allowed = self.refusal(scope["method"], scope["path"])
+            if allowed is not None:
+                error = MethodNotAllowed(
+                    f"{scope['method']} is not a method of {scope['path']}; it takes {allowed}"
+                )
+                answer = JSONResponse(error.to_json(), status_code=405, headers={"Allow": allowed})
+                await answer(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    def refusal(self, method: str, path: str) -> str | None:
+        """``Allow``'s value when the document's path for ``path`` does not declare
+        ``method``; None when it does, or when ``path`` is none of the document's paths.
+
+        A URL may match several paths (``/experiments/validate`` and ``/experiments/{id}``):
+        as OpenAPI matches a concrete path before a templated one, the one with the fewest
+        parameters is its path.
+        """
+        if self._paths is None:
+            self._paths = paths_of(self.document())
+        matched = [p for p in self._paths if p.pattern.fullmatch(path)]
+        if not matched:
+            return None
+        fewest = min(p.parameters for p in matched)
+        allowed = {m for p in matched if p.parameters == fewest for m in p.methods}
+        return None if method in allowed else ", ".join(sorted(allowed))
+
+
+@dataclass(frozen=True)
+class _Path:
+    pattern: re.Pattern[str]
+    methods: frozenset[str]
+    parameters: int
+
+
+def paths_of(document: dict[str, Any]) -> list[_Path]:
+    """Each path of an OpenAPI document as a pattern matching its URLs (a parameter is one
+    segment), with the methods declared for it."""
+    out: list[_Path] = []
+    for template, operations in document.get("paths", {}).items():
+        methods = frozenset(m.upper() for m in operations if m in _METHODS)
+        pieces = _PARAMETER.split(template)
+        pattern = re.compile("[^/]+".join(re.escape(piece) for piece in pieces))
+        out.append(_Path(pattern, methods, len(pieces) - 1))
+    return out
