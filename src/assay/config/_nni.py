@@ -36,7 +36,7 @@ from assay.config._nni_keys import (
 from assay.config._nni_paths import NniPaths, class_arg, written_key
 from assay.config._nni_space import convert_space
 from assay.config._nni_tuners import builtin_name, map_assessor, map_tuner, smaller_is_better
-from assay.config._yaml import parse_yaml
+from assay.config._yaml import decode_config, parse_yaml
 from assay.errors import ErrorDetail, InvalidConfig
 
 _WHAT = "NNI config"
@@ -289,11 +289,14 @@ def _search_space(keys: dict[str, tuple[str, Any]], base: Path, problems: list[E
         return {}
     path = base / value
     try:
-        text = path.read_text(encoding="utf-8")
+        text = decode_config(path.read_bytes(), f"the search space file {value}")
     except OSError as exc:
         problems.append(
             ErrorDetail(written, f"cannot read the search space file {value}: {exc.strerror}")
         )
+        return {}
+    except InvalidConfig as exc:  # not UTF-8, or too large
+        problems.append(ErrorDetail(written, exc.message))
         return {}
     try:
         return json.loads(text)

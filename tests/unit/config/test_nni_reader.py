@@ -498,6 +498,19 @@ def test_invalid_json_search_space_file_names_line_and_column(tmp_path: Path) ->
     assert "Expecting" in got[0]
 
 
+def test_a_search_space_file_that_is_not_utf8_is_refused_naming_its_first_bad_byte(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "space.json").write_bytes(b"\x00\xff{{{")
+    data = v2(searchSpaceFile="space.json")
+    del data["searchSpace"]
+    got = refusal(data, tmp_path)
+    assert got == [
+        "searchSpaceFile: the search space file space.json is not UTF-8 text: byte 0xff at "
+        "offset 1 (line 1, column 2) is not UTF-8; save the file as UTF-8"
+    ]
+
+
 def test_invalid_yaml_search_space_file_gives_the_yaml_message(tmp_path: Path) -> None:
     (tmp_path / "ss.yml").write_text("lr: [unclosed\n")
     data = v2(search_space_file="ss.yml")
