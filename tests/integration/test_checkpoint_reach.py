@@ -70,12 +70,15 @@ HOSTILE = textwrap.dedent(
         theirs = call("GET", f"/api/v1/checkpoints/{victim}")
         their_files = call("GET", f"/api/v1/checkpoints/{victim}/files")
         their_best = call("GET", f"/api/v1/experiments/{victim_exp}/searcher/best_validation")
+        their_exp = call("GET", f"/api/v1/experiments/{victim_exp}")
+        their_kill = call("POST", f"/api/v1/experiments/{victim_exp}/kill")
         own_exp = info.trial.experiment_id
         own_best = call("GET", f"/api/v1/experiments/{own_exp}/searcher/best_validation")
         print("HOSTILE " + json.dumps({
             "plain": plain, "as_link": as_link, "with_hardlink": with_hardlink,
             "linked": linked, "hard": hard, "theirs": theirs, "their_files": their_files,
-            "their_best": their_best, "own_best": own_best,
+            "their_best": their_best, "own_best": own_best, "their_exp": their_exp,
+            "their_kill": their_kill,
         }), flush=True)
         for op in core.searcher.operations():
             core.train.report_validation_metrics(op.length, {"loss": 1.0})
@@ -189,6 +192,8 @@ def test_a_trial_cannot_make_the_master_serve_or_delete_its_own_files(
     assert (seen["as_link"], seen["with_hardlink"]) == (200, 200)
     # Another user's experiment is out of a trial token's reach; its own is not.
     assert (seen["theirs"], seen["their_files"], seen["their_best"]) == (403, 403, 403)
+    # Nor is it ever a user's token: known, and refused.
+    assert (seen["their_exp"], seen["their_kill"]) == (403, 403)
     assert seen["own_best"] == 200
 
     headers = {"Authorization": f"Bearer {mallory.http.token}"}

@@ -18,7 +18,7 @@ from fastapi.security import APIKeyCookie, HTTPAuthorizationCredentials, HTTPBea
 
 from assay import rest
 from assay.api._guard import SAFE_METHODS
-from assay.errors import Forbidden, Unauthorized
+from assay.errors import AssayError, Forbidden, Unauthorized
 from assay.master import Actor, Caller, Master
 
 
@@ -84,7 +84,28 @@ async def current_user(
     if credentials is None and cookie:
         require_csrf_header(request)
         return await master.users.authenticate(cookie)
-    return await master.users.authenticate(credentials.credentials if credentials else None)
+    token = credentials.credentials if credentials else None
+    try:
+        return await master.users.authenticate(token)
+    except Unauthorized:
+        await refuse_trial_token(master, token)
+        raise
+
+
+async def refuse_trial_token(master: Master, token: str | None) -> None:
+    """403 when ``token`` is a live trial's: it is known, but it never acts as a user (it
+    reads its own experiment's checkpoints and best validation, and reports)."""
+    if not token:
+        return
+    try:
+        caller = await master.harness.caller(token)
+    except AssayError:
+        return  # no trial's either (or an ended one's): the user's refusal stands
+    raise Forbidden(
+        f"this is the token of trial {caller.trial_id}'s allocation: it reads only its own "
+        "experiment's checkpoints and best validation, never what a user's token reads; sign "
+        "in as a user for this"
+    )
 
 
 async def reader(master: MasterDep, token: TokenDep) -> Actor | Caller:
@@ -117,7 +138,11 @@ async def stream_user(
     a URL may be kept in histories and logs, so a header or the cookie is preferred wherever a
     client can use one (the web UI uses the cookie)."""
     given = credentials.credentials if credentials else token or cookie
-    return await master.users.authenticate(given)
+    try:
+        return await master.users.authenticate(given)
+    except Unauthorized:
+        await refuse_trial_token(master, given)
+        raise
 
 
 ActorDep = Annotated[Actor, Depends(current_user)]

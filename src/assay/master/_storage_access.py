@@ -137,15 +137,17 @@ class StorageAccess:
         real = Path(os.path.realpath(base))
         home = Path(os.path.realpath(self.home))
         own = Path(os.path.realpath(self.own)) if self.own is not None else None
-        shown = str(base) if real == base else f"{base} (which leads to {real})"
         if not (own is not None and _within(real, own)):
             where = _relation(real, home)
             if where is not None:
+                # Neither the home's path nor where a link leads is shown: a user needs no map
+                # of the master's machine to choose another directory.
                 return (
-                    f"{shown} {where} the master's home ({self.home}), which checkpoint storage "
-                    "may not reach (but for its checkpoints directory); choose a directory "
-                    "outside it"
+                    f"{base} {where if real == base else 'leads to what ' + where} the master's "
+                    "home, which checkpoint storage may not reach (but for its checkpoints "
+                    "directory); choose a directory outside it"
                 )
+        shown = str(base) if real == base else f"{base} (which leads to {real})"
         if not any(_within(real, Path(os.path.realpath(root))) for root in self.roots):
             allowed = ", ".join(str(root) for root in self.roots) or "none"
             return (
