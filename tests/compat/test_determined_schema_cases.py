@@ -59,14 +59,6 @@ SKIPPED_CASES = {
         "them, and checks the pod it makes against Kubernetes' own V1Pod model"
     ),
 }
-# Cases valid to Determined whose entrypoint names a legacy Trial class (``model_def:MyTrial``):
-# assay refuses them at submission for that alone (it runs Core API scripts only); the rest of
-# each case (its defaults) is still checked.
-TRIAL_CLASS_CASES = {
-    ("experiment.yaml", "full valid experiment"),
-    ("experiment.yaml", "minimal valid experiment"),
-    ("experiment.yaml", "check grid conditional (valid)"),
-}
 # Schemas assay has no model for, by file name prefix, with the reason.
 UNMODELED = {
     "log-": "log_policies are accepted as a loose section; their actions are not modeled",
@@ -180,10 +172,6 @@ def _sanity_allowed(schema: str, detail: ErrorDetail) -> bool:
     )
 
 
-def _trial_class_refusal(detail: ErrorDetail) -> bool:
-    return detail.path == "entrypoint" and "names a Trial class" in detail.message
-
-
 def _expected_path(pattern: str) -> str | None:
     """The path an expected error names (``<config>.a.b[2]: ...`` -> ``a.b[2]``), if any."""
     if not pattern.startswith("<config>"):
@@ -266,10 +254,6 @@ def test_determined_schema_case(file: str | None, case: dict[str, Any] | None) -
         assert validate is not None
         problems = validate(value)
         if must_pass:
-            if (file, case["name"]) in TRIAL_CLASS_CASES and schema.endswith("/experiment.json"):
-                refused = [d for d in problems if _trial_class_refusal(d)]
-                assert refused, f"{schema}: expected the Trial-class entrypoint refused"
-                problems = [d for d in problems if d not in refused]
             unexpected = [d for d in problems if not _sanity_allowed(schema, d)]
             assert not unexpected, f"{schema}: expected valid, got {[str(d) for d in unexpected]}"
             continue

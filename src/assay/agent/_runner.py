@@ -66,7 +66,6 @@ LogSink = Callable[[LogEntry], None]
 ExitSink = Callable[[str, int | None, str], Awaitable[None]]
 StartSink = Callable[[str], Awaitable[None]]
 
-_LEGACY_TRIAL_CLASS = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 MAX_LINE = 64 * 1024
 _RANK_TAG = re.compile(r"^\[rank=(\d{1,6})\] ")
 _CONTAINER_KEEPS = ("PYTHONPATH", "PYTHONUNBUFFERED", "ASSAY_CA_CERT")
@@ -166,14 +165,6 @@ class AllocationRunner:
             await self.on_exit(self.allocation_id, None, "killed before it started")
             return
         entrypoint = self.message.entrypoint
-        if isinstance(entrypoint, str) and _LEGACY_TRIAL_CLASS.match(entrypoint.strip()):
-            reason = (
-                f"entrypoint {entrypoint!r} names a Trial class (the legacy Trial API); assay runs "
-                "a command such as 'python3 train.py' that uses the Core API"
-            )
-            self._log("stderr", reason)
-            await self.on_exit(self.allocation_id, 1, reason)
-            return
         refusal = self._container_refusal() or await self._check_ports()
         if refusal:
             self._log("stderr", refusal)

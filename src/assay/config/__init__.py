@@ -69,6 +69,7 @@ from assay.config._jobspec import (
     Prerequisite,
     TaskRoleSpec,
 )
+from assay.config._legacy import is_trial_class, trial_class_module, trial_command
 from assay.config._length import Length, PositiveLength, Unit
 from assay.config._limits import (
     DEFAULT_MAX_GRID_POINTS,
@@ -266,6 +267,7 @@ __all__ = [
     "grid_problems",
     "hyperband_trials",
     "hyperparameters_to_json",
+    "is_trial_class",
     "job_format",
     "job_secret_values",
     "load_experiment_config",
@@ -292,6 +294,8 @@ __all__ = [
     "resolve_checkpoint_storage",
     "secret_pattern",
     "secret_values",
+    "trial_class_module",
+    "trial_command",
     "unflatten",
     "validate_as",
     "value_range",

@@ -13,7 +13,6 @@ from typing import Any
 from assay.config._durations import adaptdl_nfs_problem
 from assay.config._experiment import ExperimentConfig
 from assay.config._hpgrid import count_hyperparameters, grid_points, grid_problems
-from assay.config._legacy import trial_class_problem
 from assay.config._limits import (
     DB_INT_MAX,
     MAX_HYPERPARAMETERS,
@@ -160,9 +159,6 @@ def semantic_problems(data: Any, *, stored: bool = False) -> list[ErrorDetail]:
     problems: list[ErrorDetail] = []
     if data.get("entrypoint") is None:
         problems.append(ErrorDetail("entrypoint", "required"))
-    legacy = None if stored else trial_class_problem(data.get("entrypoint"))
-    if legacy is not None:
-        problems.append(legacy)
     nfs = None if stored else adaptdl_nfs_problem(data.get("adaptdl"))
     if nfs is not None:
         problems.append(nfs)

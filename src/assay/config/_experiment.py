@@ -117,8 +117,8 @@ class ExperimentConfig(ConfigModel):
     """One experiment: what to run, over which hyperparameters, searched how, on what.
 
     ``entrypoint`` is a shell command run from the context directory (``python3 train.py``) or a
-    list of arguments. A legacy ``module:TrialClass`` fits the schema but is refused at
-    submission (:mod:`assay.config._legacy`).
+    list of arguments, or Determined's legacy ``module:TrialClass``, trained by the harness
+    (:mod:`assay.config._legacy`).
     """
 
     name: Name | None = None

@@ -1,8 +1,10 @@
-"""Determined's legacy Trial-class entrypoints, which assay refuses when they are submitted.
+"""Determined's legacy Trial-class entrypoints: ``module.path:TrialClass``.
 
-Determined read an entrypoint of the form ``model_def:MyTrial`` (a module, a colon, a class) as
-a ``PyTorchTrial`` / ``TFKerasTrial`` subclass for its harness to drive. assay runs Core API
-scripts only; without this check such a config is accepted and its trial fails once started.
+Determined read such an entrypoint as a ``PyTorchTrial`` subclass for its harness to train.
+assay does the same: the master starts it as ``python3 -m determined.exec.harness
+module:Class`` (behind ``determined.launch.torch_distributed`` when the trial has several
+slots), and checks at submission that the module is in the context and that what it imports
+can run (``assay.master._frameworks``).
 """
 
 from __future__ import annotations
@@ -10,10 +12,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from assay.errors import ErrorDetail
-
 _TRIAL_CLASS = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 """``identifier(.identifier)*:Identifier``: no spaces, so never a command (``python3 x.py``)."""
+
+HARNESS = ("python3", "-m", "determined.exec.harness")
+"""What trains a Trial class in the trial's process (assay's ``determined`` package)."""
+LAUNCHER = ("python3", "-m", "determined.launch.torch_distributed")
+"""What starts one process per slot for a Trial class of several slots."""
 
 
 def is_trial_class(entrypoint: Any) -> bool:
@@ -21,13 +26,21 @@ def is_trial_class(entrypoint: Any) -> bool:
     return isinstance(entrypoint, str) and _TRIAL_CLASS.fullmatch(entrypoint.strip()) is not None
 
 
-def trial_class_problem(entrypoint: Any) -> ErrorDetail | None:
-    """The refusal of a Trial-class entrypoint, or None for any other value."""
+def trial_class_module(entrypoint: Any) -> str | None:
+    """The module file a Trial-class entrypoint imports, as a path in the context
+    (``pkg.model_def:Trial`` -> ``pkg/model_def.py``); None for any other value."""
     if not is_trial_class(entrypoint):
         return None
-    return ErrorDetail(
-        "entrypoint",
-        f"{entrypoint.strip()!r} names a Trial class (the legacy Trial API: PyTorchTrial, "
-        "TFKerasTrial), which assay does not run; give a command that runs a Core API script, "
-        "such as 'python3 train.py'",
-    )
+    module = str(entrypoint).strip().split(":", 1)[0]
+    return module.replace(".", "/") + ".py"
+
+
+def trial_command(entrypoint: str | list[str], slots_per_trial: int) -> str | list[str]:
+    """The command a trial runs for ``entrypoint``: a Trial class trained by the harness (one
+    process per slot through the torch launcher when it has several), else the entrypoint."""
+    if not is_trial_class(entrypoint):
+        return entrypoint
+    spec = str(entrypoint).strip()
+    if slots_per_trial > 1:
+        return [*LAUNCHER, *HARNESS, spec]
+    return [*HARNESS, spec]

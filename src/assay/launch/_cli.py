@@ -1,5 +1,6 @@
-"""What every launcher's command line shares: the command after an optional ``--``, and one
-line (never a traceback) when it cannot start."""
+"""What every launcher's command line shares: the command after an optional ``--`` (or
+``--trial module:TrialClass``, Determined's way to name a Trial class, which each process then
+trains), and one line (never a traceback) when it cannot start."""
 
 from __future__ import annotations
 
@@ -18,14 +19,23 @@ def split_command(launcher: str, argv: Sequence[str]) -> tuple[list[str], list[s
         options, command = args[:at], args[at + 1 :]
     else:
         options, command = [], args
-    if "--trial" in options or command[:1] == ["--trial"]:
-        raise LaunchError(
-            f"{launcher}: --trial names a Trial class (Determined's legacy Trial API), which "
-            "assay does not run; launch a script that uses the Core API instead"
-        )
+    # Determined's way to name a Trial class to a launcher: each process then trains it.
+    if "--trial" in options:
+        at = options.index("--trial")
+        spec = options[at + 1 : at + 2]
+        options = options[:at] + options[at + 2 :]
+        command = _harness(launcher, spec)
+    elif command[:1] == ["--trial"]:
+        command = _harness(launcher, command[1:2])
     if not command:
         raise LaunchError(f"usage: python3 -m {launcher} [OPTIONS... --] COMMAND [ARG...]")
     return options, command
+
+
+def _harness(launcher: str, spec: list[str]) -> list[str]:
+    if not spec:
+        raise LaunchError(f"{launcher}: --trial needs a Trial class, as module:TrialClass")
+    return [sys.executable, "-m", "determined.exec.harness", spec[0]]
 
 
 def require(launcher: str, module: str, package: str) -> None:

@@ -13,6 +13,7 @@ import re
 import shlex
 from collections.abc import Sequence
 
+from assay.config import trial_class_module
 from assay.context import MemberInfo
 from assay.errors import ErrorDetail
 
@@ -80,12 +81,16 @@ def _first_command(command: str) -> list[str] | None:
 def missing_script_problem(
     entrypoint: str | Sequence[str], members: Sequence[MemberInfo]
 ) -> ErrorDetail | None:
-    """The refusal of an entrypoint whose Python script is not in the context (``members``),
-    saying so when the context's files all sit under one top-level folder that holds it."""
+    """The refusal of an entrypoint whose Python script (or a Trial class's module) is not in
+    the context (``members``), saying so when the context's files all sit under one top-level
+    folder that holds it."""
+    names = {m.name.rstrip("/") for m in members}
+    module = trial_class_module(entrypoint)
+    if module is not None:
+        return _missing_module_problem(str(entrypoint).strip(), module, names)
     script = entrypoint_script(entrypoint)
     if script is None:
         return None
-    names = {m.name.rstrip("/") for m in members}
     if script in names or any(name.startswith(f"{script}/") for name in names):
         return None  # a file, or a directory with a __main__.py: python says if it has none
     shown = entrypoint if isinstance(entrypoint, str) else shlex.join(entrypoint)
@@ -108,4 +113,17 @@ def missing_script_problem(
         "entrypoint",
         f"{message} ({len(names)} paths); give the script's path relative to the context's "
         "top directory",
+    )
+
+
+def _missing_module_problem(spec: str, module: str, names: set[str]) -> ErrorDetail | None:
+    """A Trial class's module must be a file (``a/b.py``) or package (``a/b/__init__.py``)
+    of the context: the harness imports it from there."""
+    package = module.removesuffix(".py") + "/__init__.py"
+    if module in names or package in names:
+        return None
+    return ErrorDetail(
+        "entrypoint",
+        f"{spec!r} names a Trial class in {module!r}, which is not in the context; give the "
+        "directory that holds it as the context",
     )

@@ -16,7 +16,7 @@ import ast
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from assay.config import ExperimentConfig, MasterConfig
+from assay.config import ExperimentConfig, MasterConfig, trial_class_module
 from assay.context import MemberInfo, read_member
 from assay.errors import ErrorDetail, InvalidConfig
 from assay.master._containers import trial_image
@@ -27,13 +27,32 @@ MAX_SCRIPT_BYTES = 4 * 1024 * 1024
 """A larger entrypoint script is not read (it is not checked): a script is kilobytes."""
 
 
+UNPROVIDED: dict[str, str] = {
+    "determined.keras": (
+        "determined.keras (Determined's TFKerasTrial), which assay does not provide; train the "
+        "Keras model in a Core API script (det.core.init()) instead"
+    ),
+    "determined.pytorch.deepspeed": (
+        "determined.pytorch.deepspeed (Determined's DeepSpeedTrial), which assay does not "
+        "provide; run a DeepSpeed script under determined.launch.deepspeed with the Core API "
+        "instead"
+    ),
+}
+"""Parts of Determined's package assay does not run, and what to do instead."""
+
+NEEDS: dict[str, str] = {"determined.pytorch": "torch"}
+"""Modules of assay's ``determined`` package that need a framework in the trial's Python."""
+
+
 @dataclass(frozen=True)
 class ScriptImports:
-    """The entrypoint's script (its path in the context) and the frameworks it imports at its
-    top level, in the order it imports them."""
+    """The entrypoint's script (its path in the context; a Trial class's module) and the
+    frameworks it imports at its top level, in the order it imports them; ``unprovided``:
+    the parts of Determined it imports that assay does not run."""
 
     script: str
     frameworks: tuple[str, ...]
+    unprovided: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -67,16 +86,46 @@ def script_imports(
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None  # python says what is wrong when the trial runs it
     found: list[str] = []
+    unprovided: list[str] = []
     for statement in tree.body:
-        for module in _imported(statement):
-            if module in FRAMEWORKS and module not in own and module not in found:
-                found.append(module)
-    return ScriptImports(script, tuple(found))
+        for dotted in _imported(statement):
+            top = dotted.split(".", 1)[0]
+            if top in own:
+                continue
+            refused = _unprovided(dotted)
+            if refused is not None and refused not in unprovided:
+                unprovided.append(refused)
+            needed = _framework(dotted)
+            if needed is not None and needed not in found:
+                found.append(needed)
+    return ScriptImports(script, tuple(found), tuple(unprovided))
+
+
+def _unprovided(dotted: str) -> str | None:
+    for name in UNPROVIDED:
+        if dotted == name or dotted.startswith(f"{name}."):
+            return name
+    return None
+
+
+def _framework(dotted: str) -> str | None:
+    """The framework importing ``dotted`` needs, if any."""
+    top = dotted.split(".", 1)[0]
+    if top in FRAMEWORKS:
+        return top
+    for name, framework in NEEDS.items():
+        if dotted == name or dotted.startswith(f"{name}."):
+            return framework
+    return None
 
 
 def _script(entrypoint: str | Sequence[str]) -> str | None:
     """The script a ``python SCRIPT`` entrypoint runs, also behind a launcher (``python3 -m
-    determined.launch.torch_distributed [options] python3 train.py``)."""
+    determined.launch.torch_distributed [options] python3 train.py``), or the module of a
+    Trial class (``model_def:MyTrial``)."""
+    module = trial_class_module(entrypoint)
+    if module is not None:
+        return module
     script = entrypoint_script(entrypoint)
     if script is not None:
         return script
@@ -92,12 +141,12 @@ def _script(entrypoint: str | Sequence[str]) -> str | None:
 
 
 def _imported(statement: ast.stmt) -> list[str]:
-    """The top-level modules an import statement loads (relative imports load the context's
-    own)."""
+    """The dotted modules an import statement loads (``from determined import pytorch``
+    loads ``determined.pytorch``; relative imports load the context's own)."""
     if isinstance(statement, ast.Import):
-        return [alias.name.split(".", 1)[0] for alias in statement.names]
+        return [alias.name for alias in statement.names]
     if isinstance(statement, ast.ImportFrom) and statement.level == 0 and statement.module:
-        return [statement.module.split(".", 1)[0]]
+        return [statement.module] + [f"{statement.module}.{a.name}" for a in statement.names]
     return []
 
 
@@ -107,8 +156,15 @@ def framework_problem(
     needs: ScriptImports | None,
     agents: Iterable[OfferedFrameworks],
 ) -> None:
-    """Raise :class:`InvalidConfig` (one line) when the script imports a framework that the
-    connected agents of the experiment's pool all said they cannot import."""
+    """Raise :class:`InvalidConfig` (one line) when the script imports a part of Determined
+    assay does not run, or a framework that the connected agents of the experiment's pool all
+    said they cannot import."""
+    if needs is not None and needs.unprovided:
+        message = f"{needs.script} imports {UNPROVIDED[needs.unprovided[0]]}"
+        raise InvalidConfig(
+            f"invalid experiment config: entrypoint: {message}",
+            [ErrorDetail("entrypoint", message)],
+        )
     if needs is None or not needs.frameworks or trial_image(config) is not None:
         return
     pool = config.resources.resource_pool or settings.default_compute_pool

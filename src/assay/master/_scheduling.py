@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass, field
 
-from assay.config import MasterConfig, ResourcePoolConfig
+from assay.config import MasterConfig, ResourcePoolConfig, trial_command
 from assay.db import (
     Allocation,
     Experiment,
@@ -390,7 +390,7 @@ def start_trial(
             experiment_id=exp.id,
             run=trial.runs,
             context=context,
-            entrypoint=cfg.entrypoint,
+            entrypoint=trial_command(cfg.entrypoint, cfg.resources.slots_per_trial),
             env=env,
             slots=list(slot_ids),
             cluster_info=info,

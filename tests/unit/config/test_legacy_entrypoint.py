@@ -1,5 +1,6 @@
-"""Determined's legacy Trial-class entrypoints (``model_def:MyTrial``) are refused when the
-config is loaded, with one problem naming ``entrypoint``; commands are not mistaken for them."""
+"""Determined's legacy Trial-class entrypoints (``model_def:MyTrial``) are taken, trained by
+the harness, and refused only when their module is not in the context; commands are not
+mistaken for them."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from typing import Any
 import pytest
 
 from assay.config import InvalidConfig, MasterConfig, load_experiment_config
-from assay.config._legacy import is_trial_class
+from assay.config._legacy import is_trial_class, trial_command
+from assay.context import pack_context
 from assay.master import Submission
 from assay.master._submit import validate_submission
-from tests.unit.master.test_submit_nul import train_context
 
 
 @pytest.mark.parametrize(
@@ -53,24 +54,9 @@ def test_commands_and_other_values_are_not_trial_classes(entrypoint: Any) -> Non
     assert not is_trial_class(entrypoint)
 
 
-def test_a_trial_class_entrypoint_is_refused_with_one_line_naming_entrypoint(
-    minimal: dict[str, Any],
-) -> None:
-    with pytest.raises(InvalidConfig) as caught:
-        load_experiment_config({**minimal, "entrypoint": "model_def:MyTrial"})
-    (detail,) = caught.value.details
-    assert detail.path == "entrypoint"
-    message = detail.message
-    assert "\n" not in message
-    assert "'model_def:MyTrial'" in message
-    assert "PyTorchTrial" in message and "TFKerasTrial" in message
-    assert "python3 train.py" in message
-
-
-def test_the_refusal_comes_with_the_configs_other_problems(minimal: dict[str, Any]) -> None:
-    with pytest.raises(InvalidConfig) as caught:
-        load_experiment_config({**minimal, "entrypoint": "model_def:MyTrial", "max_restarts": -1})
-    assert {d.path for d in caught.value.details} == {"entrypoint", "max_restarts"}
+def test_a_trial_class_entrypoint_is_accepted(minimal: dict[str, Any]) -> None:
+    cfg = load_experiment_config({**minimal, "entrypoint": "model_def:MyTrial"})
+    assert cfg.entrypoint == "model_def:MyTrial"
 
 
 def test_a_list_entrypoint_like_a_trial_class_is_a_command_and_accepted(
@@ -80,19 +66,65 @@ def test_a_list_entrypoint_like_a_trial_class_is_a_command_and_accepted(
     assert cfg.entrypoint == ["model_def:MyTrial"]
 
 
-def test_the_master_refuses_a_trial_class_at_submission(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("entrypoint", "slots", "command"),
+    [
+        ("model_def:MyTrial", 1, ["python3", "-m", "determined.exec.harness", "model_def:MyTrial"]),
+        (
+            " pkg.model_def:MyTrial ",
+            2,
+            [
+                "python3", "-m", "determined.launch.torch_distributed",
+                "python3", "-m", "determined.exec.harness", "pkg.model_def:MyTrial",
+            ],
+        ),
+        ("python3 train.py", 2, "python3 train.py"),
+        (["model_def:MyTrial"], 1, ["model_def:MyTrial"]),
+    ],
+)  # fmt: skip
+def test_a_trial_class_is_trained_by_the_harness_one_process_per_slot(
+    entrypoint: Any, slots: int, command: Any
+) -> None:
+    assert trial_command(entrypoint, slots) == command
+
+
+def _submit(tmp_path: Path, entrypoint: str, files: dict[str, str]) -> None:
     text = json.dumps(
         {
-            "entrypoint": "model_def:MyTrial",
+            "entrypoint": entrypoint,
             "searcher": {"name": "single", "metric": "loss", "max_length": 1},
         }
     )
+    context = tmp_path / "ctx"
+    for name, body in files.items():
+        (context / name).parent.mkdir(parents=True, exist_ok=True)
+        (context / name).write_text(body)
+    validate_submission(Submission(text, pack_context(context).data), MasterConfig(), tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("entrypoint", "files"),
+    [
+        ("model_def:MyTrial", {"model_def.py": "x = 1\n"}),
+        ("pkg.model_def:MyTrial", {"pkg/model_def.py": "x = 1\n"}),
+        ("pkg:MyTrial", {"pkg/__init__.py": "x = 1\n"}),
+    ],
+)
+def test_the_master_takes_a_trial_class_whose_module_is_in_the_context(
+    tmp_path: Path, entrypoint: str, files: dict[str, str]
+) -> None:
+    _submit(tmp_path, entrypoint, files)
+
+
+def test_a_trial_class_whose_module_is_missing_is_refused_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(InvalidConfig) as caught:
-        validate_submission(Submission(text, train_context()), MasterConfig(), tmp_path)
-    assert [d.path for d in caught.value.details] == ["entrypoint"]
+        _submit(tmp_path, "model_def:MyTrial", {"train.py": "x = 1\n"})
+    (detail,) = caught.value.details
+    assert detail.path == "entrypoint"
+    assert "'model_def.py', which is not in the context" in detail.message
+    assert "\n" not in detail.message
 
 
 def test_a_stored_experiment_with_a_trial_class_still_loads(minimal: dict[str, Any]) -> None:
-    # Submitted before the refusal: the master must still load it to end it.
     cfg = load_experiment_config({**minimal, "entrypoint": "model_def:MyTrial"}, stored=True)
     assert cfg.entrypoint == "model_def:MyTrial"

@@ -171,10 +171,21 @@ def test_torch_distributed_starts_every_local_rank_once() -> None:
     assert lines == {0: ["0 2"], 1: ["1 2"]}
 
 
-def test_the_legacy_trial_api_is_refused_in_one_line() -> None:
-    done = launch("torch_distributed", ["--trial", "model_def:MyTrial"], None)
+@pytest.mark.parametrize(
+    "argv",
+    [["--", "--trial", "model_def:MyTrial"], ["--trial", "model_def:MyTrial"]],
+)
+def test_a_trial_class_given_with_trial_is_trained_by_the_harness(argv: list[str]) -> None:
+    from assay.launch._cli import split_command
+
+    _, command = split_command("torch_distributed", argv)
+    assert command == [sys.executable, "-m", "determined.exec.harness", "model_def:MyTrial"]
+
+
+def test_trial_without_a_class_is_refused_in_one_line() -> None:
+    done = launch("torch_distributed", ["--", "--trial"], None)
     assert done.returncode == 2
-    assert "legacy Trial API" in done.stderr and "Traceback" not in done.stderr
+    assert "--trial needs a Trial class" in done.stderr and "Traceback" not in done.stderr
 
 
 @pytest.mark.parametrize("module", ["deepspeed", "horovod", "tensorflow"])

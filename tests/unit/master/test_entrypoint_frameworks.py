@@ -133,3 +133,64 @@ def test_an_entrypoint_without_a_readable_script_is_not_checked(
     tmp_path: Path, entrypoint: str, files: dict[str, str]
 ) -> None:
     assert imports_of(tmp_path, entrypoint, **files) is None
+
+
+# -- Determined's Trial APIs ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from determined import pytorch\n",
+        "import determined.pytorch as dp\n",
+        "from determined.pytorch import samplers\n",
+    ],
+)
+def test_determined_pytorch_needs_torch_where_no_agent_has_it(tmp_path: Path, source: str) -> None:
+    needs = imports_of(tmp_path, "python3 train.py", **{"train.py": source})
+    assert needs == ScriptImports("train.py", ("torch",))
+    with pytest.raises(InvalidConfig) as caught:
+        framework_problem(config(), MasterConfig(), needs, [NO_TORCH])
+    assert "train.py imports torch" in caught.value.message
+
+
+def test_a_trial_class_module_is_read_for_its_imports(tmp_path: Path) -> None:
+    needs = imports_of(
+        tmp_path,
+        "model_def:MyTrial",
+        **{"model_def.py": "import torch\nfrom determined import pytorch\n"},
+    )
+    assert needs == ScriptImports("model_def.py", ("torch",))
+    entry = config(entrypoint="model_def:MyTrial")
+    with pytest.raises(InvalidConfig) as caught:
+        framework_problem(entry, MasterConfig(), needs, [NO_TORCH])
+    assert "model_def.py imports torch" in caught.value.message
+    framework_problem(entry, MasterConfig(), needs, [WITH_TORCH])
+
+
+@pytest.mark.parametrize(
+    ("source", "named"),
+    [
+        (
+            "from determined.keras import TFKerasTrial\n",
+            "determined.keras (Determined's TFKerasTrial)",
+        ),
+        ("import determined.keras\n", "determined.keras (Determined's TFKerasTrial)"),
+        ("from determined import keras\n", "determined.keras (Determined's TFKerasTrial)"),
+        (
+            "from determined.pytorch import deepspeed as det_ds\n",
+            "determined.pytorch.deepspeed (Determined's DeepSpeedTrial)",
+        ),
+    ],
+)
+def test_trial_apis_assay_does_not_run_are_refused_even_with_no_agent_connected(
+    tmp_path: Path, source: str, named: str
+) -> None:
+    needs = imports_of(tmp_path, "model_def:MyTrial", **{"model_def.py": source})
+    assert needs is not None
+    with pytest.raises(InvalidConfig) as caught:
+        framework_problem(config(entrypoint="model_def:MyTrial"), MasterConfig(), needs, [])
+    message = caught.value.message
+    assert "\n" not in message
+    assert f"entrypoint: model_def.py imports {named}, which assay does not provide" in message
+    assert [d.path for d in caught.value.details] == ["entrypoint"]

@@ -1,5 +1,5 @@
-"""``python3 -m determined.launch.autohorovod``: Determined's launcher for legacy Trial classes,
-which assay does not run; it says so in one line."""
+"""``python3 -m determined.launch.autohorovod``: Determined's Horovod launcher for legacy Trial
+classes; assay trains them under PyTorch's launcher instead, and this says so in one line."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import sys
 
 if __name__ == "__main__":
     sys.stderr.write(
-        "determined.launch.autohorovod starts a Trial class (Determined's legacy Trial API), "
-        "which assay does not run; use a Core API script, with determined.launch.horovod or "
-        "torch_distributed for several slots\n"
+        "determined.launch.autohorovod is not provided by assay: give the Trial class as the "
+        "entrypoint (module:TrialClass), or use python3 -m determined.launch.torch_distributed "
+        "--trial module:TrialClass\n"
     )
     sys.exit(2)
