@@ -7,10 +7,11 @@ trial without it is told so in one line.
 
 from __future__ import annotations
 
-import importlib.util as _util
 import sys as _sys
 
-if _util.find_spec("torch") is None:
+try:
+    import torch as _torch
+except ImportError:
     from assay.protocol import failure_line as _failure_line
 
     _message = (
