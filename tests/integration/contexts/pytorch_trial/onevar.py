@@ -9,9 +9,8 @@ import time
 from typing import Any
 
 import torch
-from torch import nn
-
 from determined import pytorch
+from torch import nn
 
 RECORDS = 64
 

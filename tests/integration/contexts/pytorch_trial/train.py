@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import logging
 
-import onevar
-
 import determined as det
+import onevar
 from determined import pytorch
 
 if __name__ == "__main__":

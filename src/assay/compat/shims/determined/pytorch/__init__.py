@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys as _sys
 
 try:
-    import torch as _torch
+    import torch  # noqa: F401 - imported first to find whether it is there
 except ImportError:
     from assay.protocol import failure_line as _failure_line
 
@@ -19,7 +19,7 @@ except ImportError:
         "where the agents run (pip install torch==2.13.0) or in the context's startup-hook.sh"
     )
     print(_failure_line(_message), file=_sys.stderr, flush=True)
-    raise SystemExit(1)
+    raise SystemExit(1) from None
 
 from . import samplers
 from ._callback import PyTorchCallback
