@@ -26,6 +26,7 @@ QUICK = [
     "benchmarks/runtime/bench_b8.py",
     "benchmarks/api/bench_b7.py",
     "benchmarks/runtime/bench_b10.py",
+    "benchmarks/runtime/bench_b12.py",
     "benchmarks/reliability/run_reliability.py",
 ]
 
