@@ -169,8 +169,8 @@ def child(turns: int, steps: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--turns", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=500)
+    parser.add_argument("--turns", type=int, default=30)
+    parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--quick", action="store_true", help="1 turn of 40 steps; write nothing")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -200,7 +200,7 @@ def main() -> int:
     if args.quick:
         return 0
     command = "python benchmarks/runtime/bench_b12.py"
-    if (turns, steps) != (5, 500):
+    if (turns, steps) != (30, 100):
         command += f" --turns {turns} --steps {steps}"
 
     def row(values: list[float]) -> str:
