@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import signal
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -330,3 +333,44 @@ def _write(where: Path, submitted: dict[str, Any]) -> str:
     path = where.parent / f"{where.name}.yaml"
     path.write_text(yaml.safe_dump(submitted))
     return str(path)
+
+
+MNIST_SHAPE = CONTEXTS / "mnist_shape"
+
+
+def test_a_script_of_the_mnist_tutorials_shape_trains_an_epoch_on_the_cluster(
+    cluster: Cluster,
+) -> None:
+    submitted = yaml.safe_load((MNIST_SHAPE / "const.yaml").read_text())
+    exp_id = cluster.submit(yaml.safe_dump(submitted), MNIST_SHAPE)
+    exp = cluster.wait_state(exp_id, "COMPLETED", "ERROR", timeout=240)
+    (trial,) = cluster.client.trials(exp_id)
+    assert exp.state == "COMPLETED", cluster.trial_logs(int(trial.id))[-40:]
+    # One epoch of 1280 records at 64 a batch, validated every 10 batches.
+    assert trial.steps_completed == 20
+    validation = cluster.client.metrics(int(trial.id), "validation")
+    assert [m.steps_completed for m in validation] == [10, 20]
+    assert validation[-1].metrics["accuracy"] > 0.5, "it learns where the patch is"
+    assert [c.steps_completed for c in cluster.client.trial_checkpoints(int(trial.id))][-1] == 20
+
+
+def test_the_same_script_trains_locally_when_there_is_no_cluster(tmp_path: Path) -> None:
+    from assay.compat import SHIMS_DIR
+
+    work = tmp_path / "work"
+    shutil.copytree(MNIST_SHAPE, work)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    env["PYTHONPATH"] = f"{SHIMS_DIR}:{env.get('PYTHONPATH', '')}"
+    done = subprocess.run(
+        [sys.executable, "train.py", "--batches", "10"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "validation metrics at step 10" in done.stderr
+    saved = list((work / "checkpoints").iterdir())
+    assert saved and all((c / "state_dict.pth").exists() for c in saved)
