@@ -73,6 +73,11 @@ class EnvironmentVariable(ConfigModel):
 
 def _entry_string(value: Any) -> str:
     if isinstance(value, str):
+        if value.startswith("="):
+            # It would set nothing: a variable needs a name.
+            raise config_error(
+                f"has no variable name before '=', got {show(value)}; write NAME=VALUE"
+            )
         return value
     raise config_error(f"must be {_ENTRY_WORDS}, got {show(value)}")
 

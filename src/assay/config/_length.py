@@ -112,3 +112,13 @@ def _positive(length: Length) -> Length:
 
 PositiveLength = Annotated[Length, AfterValidator(_positive)]
 """A :class:`Length` that must be more than zero (PBT's ``length_per_round``...)."""
+
+
+def _searcher_length(length: Length) -> Length:
+    # Determined's searcher-length: a bare integer may be 0, a length in a unit must be more.
+    return length if length.unit is Unit.UNITLESS else _positive(length)
+
+
+SearcherLength = Annotated[Length, AfterValidator(_searcher_length)]
+"""A searcher's ``max_length``: more than zero in a unit (``{batches: 0}`` would train nothing),
+a bare integer (Determined 0.38's unitless lengths) at least zero."""

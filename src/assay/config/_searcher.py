@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import AfterValidator, AliasChoices, BeforeValidator, ConfigDict, Field, Tag
 
 from assay.config._base import ConfigModel, Problem, config_error, tagged
-from assay.config._length import Length, PositiveLength
+from assay.config._length import Length, PositiveLength, SearcherLength
 from assay.config._limits import (
     DB_INT_MAX,
     MAX_DIVISOR,
@@ -153,7 +153,7 @@ class SingleConfig(_EarlyStopping):
     """One trial with the constant (or first) hyperparameters."""
 
     name: Literal["single"]
-    max_length: Length | None = None
+    max_length: SearcherLength | None = None
 
     def plan(self) -> SearchPlan:
         return _planned(self.max_length)
@@ -165,7 +165,7 @@ class RandomConfig(_EarlyStopping):
     name: Literal["random"]
     max_trials: Trials
     max_concurrent_trials: AtOnce = 16
-    max_length: Length | None = None
+    max_length: SearcherLength | None = None
     sampler: Sampler | None = None
 
     def plan(self) -> SearchPlan:
@@ -180,14 +180,14 @@ class GridConfig(_Searcher):
     name: Literal["grid"]
     max_trials: Trials | None = None
     max_concurrent_trials: AtOnce = 16
-    max_length: Length | None = None
+    max_length: SearcherLength | None = None
 
     def plan(self) -> SearchPlan:
         return _planned(self.max_length)
 
 
 class _TimeBound(_EarlyStopping):
-    max_length: Length | None = None
+    max_length: SearcherLength | None = None
     time_metric: MetricName | None = None
     max_time: NonNegative | None = None
 
@@ -261,7 +261,7 @@ class AnnealConfig(_EarlyStopping):
     name: Literal["anneal"]
     max_trials: Trials
     max_concurrent_trials: AtOnce = 16
-    max_length: Length | None = None
+    max_length: SearcherLength | None = None
 
     def plan(self) -> SearchPlan:
         return _planned(self.max_length)
@@ -276,7 +276,7 @@ class EvolutionConfig(_EarlyStopping):
     population_size: Annotated[int, Field(ge=1, le=MAX_TRIALS)] = 32
     max_trials: Trials
     max_concurrent_trials: AtOnce = 16
-    max_length: Length | None = None
+    max_length: SearcherLength | None = None
 
     def plan(self) -> SearchPlan:
         return _planned(self.max_length)
@@ -292,7 +292,7 @@ class BatchConfig(_EarlyStopping):
     points: Annotated[list[dict[str, Any]], Field(min_length=1, max_length=MAX_TRIALS)]
     max_trials: Trials | None = None
     max_concurrent_trials: AtOnce = 16
-    max_length: Length | None = None
+    max_length: SearcherLength | None = None
 
     def plan(self) -> SearchPlan:
         return _planned(self.max_length)

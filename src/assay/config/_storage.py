@@ -5,16 +5,40 @@ garbage-collection policy and inherits the master's storage (as Determined's doe
 from __future__ import annotations
 
 import posixpath
+import urllib.parse
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, ConfigDict, Discriminator, Field, Tag
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Discriminator, Field, Tag
 
-from assay.config._base import ConfigModel, Problem, show, tagged
+from assay.config._base import ConfigModel, Problem, config_error, show, tagged
 from assay.config._limits import DB_INT_MAX, MAX_PATH
 
 NonNegative = Annotated[int, Field(ge=0, le=DB_INT_MAX)]
 PathText = Annotated[str, Field(max_length=MAX_PATH)]
+
+
+def _server_url(value: str) -> str:
+    # A scheme other than http(s) (file://) or a user part (a key written into the URL, where
+    # logs and configs show it) is refused with its reason. A bare name stays accepted, as
+    # Determined's schema takes it (its storage then says what is wrong where it is used).
+    try:
+        parts = urllib.parse.urlsplit(value)
+    except ValueError:
+        parts = None
+    if parts is None or (parts.scheme and parts.scheme.lower() not in ("http", "https")):
+        raise config_error(
+            f"must be an http(s) URL such as https://minio.example:9000, got {show(value)}"
+        )
+    if "@" in parts.netloc:
+        raise config_error(
+            "must not carry a user or key in the URL; give the keys as access_key and "
+            "secret_key (or credential)"
+        )
+    return value
+
+
+ServerUrl = Annotated[PathText, AfterValidator(_server_url)]
 """A path, or a name that becomes part of one (a bucket, a prefix)."""
 
 
@@ -92,7 +116,7 @@ class S3Config(_StorageBase):
     bucket: PathText
     access_key: PathText | None = None
     secret_key: PathText | None = None
-    endpoint_url: PathText | None = None
+    endpoint_url: ServerUrl | None = None
     prefix: PathText | None = None
 
     @classmethod
@@ -119,7 +143,7 @@ class AzureConfig(_StorageBase):
     type: Literal["azure"] = "azure"
     container: str
     connection_string: str | None = None
-    account_url: str | None = None
+    account_url: ServerUrl | None = None
     credential: str | None = None
 
     @classmethod

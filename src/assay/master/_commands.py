@@ -47,6 +47,7 @@ from assay.master._submit import (
 from assay.master._submit_nni import read_submission
 from assay.master._tx import Tx
 from assay.master._users import Actor
+from assay.master._warm_start import resolve_warm_start
 from assay.protocol import ExperimentState
 from assay.scheduler import JobUpdate
 
@@ -127,7 +128,8 @@ class ExperimentCommands:
 
         def handler(tx: Tx) -> Experiment:
             self._check_containers(tx.session, valid.config)
-            return create_experiment(tx, valid, self.settings)
+            started = replace(valid, config=resolve_warm_start(tx.session, valid.config))
+            return create_experiment(tx, started, self.settings)
 
         return await self.core.transact(_viewed(handler))
 
@@ -161,6 +163,7 @@ class ExperimentCommands:
         validation, config, needs = await asyncio.to_thread(check)
         framework_problem(config, self.settings, needs, self._offered_frameworks())
         await self.core.read(lambda s: self._check_containers(s, config))
+        await self.core.read(lambda s: resolve_warm_start(s, config))
         return validation
 
     def _offered_frameworks(self) -> list[OfferedFrameworks]:

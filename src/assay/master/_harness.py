@@ -21,7 +21,7 @@ from assay.db import (
     metrics,
     trials,
 )
-from assay.errors import Fenced, InvalidRequest, Unauthorized
+from assay.errors import Conflict, Fenced, InvalidRequest, Unauthorized
 from assay.master._lifecycle import apply_ops, update_progress
 from assay.master._tx import Tx, Wake
 from assay.protocol import (
@@ -30,8 +30,8 @@ from assay.protocol import (
     CheckpointReport,
     ExitedReason,
     MetricReport,
+    check_checkpoint_uuid,
 )
-from assay.storage import check_uuid
 
 
 @dataclass(frozen=True)
@@ -191,9 +191,15 @@ def report_checkpoint(tx: Tx, caller: Caller, report: CheckpointReport) -> Check
     check_live(tx.session, caller)
     uuid = report.uuid
     steps = report.steps_completed
-    check_uuid(uuid)
+    check_checkpoint_uuid(uuid)
     existing = checkpoints.get(tx.session, uuid)
     if existing is not None:
+        if existing.trial_id != caller.trial_id:
+            # A retried report is harmless; claiming another trial's checkpoint is not.
+            raise Conflict(
+                f"uuid: checkpoint {uuid} belongs to trial {existing.trial_id}, not to trial "
+                f"{caller.trial_id}; a checkpoint is registered once, by the trial that wrote it"
+            )
         return existing
     trial = trials.require(tx.session, caller.trial_id)
     ckpt = checkpoints.create(
