@@ -216,8 +216,9 @@ def test_a_config_over_its_limit_is_refused_with_413_before_it_is_parsed(cluster
     before = experiments(cluster)
     answer = post(cluster, (BASE + "description: " + "d" * (9 * 2**20)).encode())
     assert answer.status_code == 413, answer.text[:500]
-    assert "the config field of POST /api/v1/experiments is over its limit of 8 MiB" in (
-        answer.json()["error"]["message"]
+    assert (
+        "the config field of POST /api/v1/experiments is over its limit of 8 MiB"
+        in (answer.json()["error"]["message"])
     )
     assert experiments(cluster) == before
 

@@ -21,7 +21,9 @@ PAIRS: list[tuple[Any, Any, Any]] = [
     (
         protocol.CheckpointReport,
         rest.CheckpointReport,
-        protocol.CheckpointReport("0b5e5b6c-9d5b-4f5e-8a77-2b1f0b0f7a10", 40, {"framework": "torch"}, {"model.pt": 1234}),
+        protocol.CheckpointReport(
+            "0b5e5b6c-9d5b-4f5e-8a77-2b1f0b0f7a10", 40, {"framework": "torch"}, {"model.pt": 1234}
+        ),
     ),
     (protocol.OperationAnswer, rest.SearcherOperation, protocol.OperationAnswer(300, False)),
     (protocol.CompletedOperation, rest.CompletedOperation, protocol.CompletedOperation(300, 0.5)),

@@ -47,7 +47,11 @@ def test_step_counts_the_database_cannot_hold_are_refused() -> None:
 
 def test_checkpoint_files_adding_up_past_the_size_limit_are_refused() -> None:
     half = rest.SIZE_MAX // 2 + 1
-    body = {"uuid": "0b5e5b6c-9d5b-4f5e-8a77-2b1f0b0f7a10", "steps_completed": 1, "resources": {"a": half, "b": half}}
+    body = {
+        "uuid": "0b5e5b6c-9d5b-4f5e-8a77-2b1f0b0f7a10",
+        "steps_completed": 1,
+        "resources": {"a": half, "b": half},
+    }
     with pytest.raises(ValidationError, match="resources: the sizes add up to"):
         rest.CheckpointReport.model_validate(body)
 
