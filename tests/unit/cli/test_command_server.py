@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import termios
 import time
 from collections.abc import Callable, Iterator
@@ -126,8 +127,10 @@ def _wait_gone(pid: int, seconds: float = 20) -> bool:
 
 @pytest.fixture
 def setting(tmp_path: Path) -> Iterator[Setting]:
-    run = tmp_path / "run"
-    run.mkdir(mode=0o700)
+    # A short directory of its own: a socket's path is at most 107 bytes, and pytest's own
+    # (its numbered base, xdist's worker) can leave too little room under tmp_path.
+    run = Path(tempfile.mkdtemp(prefix="assay-run-"))
+    run.chmod(0o700)
     env = {
         **os.environ,
         "XDG_RUNTIME_DIR": str(run),
@@ -144,6 +147,7 @@ def setting(tmp_path: Path) -> Iterator[Setting]:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
         _wait_gone(pid)
+    shutil.rmtree(run, ignore_errors=True)
 
 
 def test_a_command_after_the_first_runs_in_the_server_and_prints_the_same(
