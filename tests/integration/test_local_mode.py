@@ -310,7 +310,8 @@ def test_installed_det_lists_the_clusters_experiments_and_uninstall_removes_it(
     nni_listed = run_wrapper(bin_dir / "nnictl", ["experiment", "list", "--all"], nni_env)
     assert nni_listed.returncode == 0, nni_listed.stdout + nni_listed.stderr
     # Piped, the listing is plain columns, as every listing is.
-    assert re.search(rf"^ *{experiment_id} +local-mode ", nni_listed.stdout, re.M), nni_listed.stdout
+    listed = nni_listed.stdout
+    assert re.search(rf"^ *{experiment_id} +local-mode ", listed, re.M), listed
     # Determined's own spelling of test mode, through the wrapper (no cluster needed for it).
     tested = run_wrapper(
         bin_dir / "det",
