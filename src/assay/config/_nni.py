@@ -289,14 +289,19 @@ def _search_space(keys: dict[str, tuple[str, Any]], base: Path, problems: list[E
         return {}
     path = base / value
     try:
-        text = decode_config(path.read_bytes(), f"the search space file {value}")
+        data = path.read_bytes()
+        text = data.decode("utf-8")
     except OSError as exc:
         problems.append(
             ErrorDetail(written, f"cannot read the search space file {value}: {exc.strerror}")
         )
         return {}
-    except InvalidConfig as exc:  # not UTF-8, or too large
-        problems.append(ErrorDetail(written, exc.message))
+    except UnicodeDecodeError:
+        # Said as the config's own bytes are (its size is bounded with the whole submission).
+        try:
+            decode_config(data, f"the search space file {value}")
+        except InvalidConfig as exc:
+            problems.append(ErrorDetail(written, exc.message))
         return {}
     try:
         return json.loads(text)
