@@ -158,7 +158,9 @@ def create_app(master: Master) -> FastAPI:
             ErrorDetail(".".join(str(p) for p in err.get("loc", ()) if p != "body"), _says(err))
             for err in exc.errors()
         ]
-        return _error(InvalidRequest("the request is not valid", details), status=400)
+        # The message names what is wrong, so a client that shows only it (the CLI) says so.
+        said = "; ".join(f"{d.path}: {d.message}" if d.path else d.message for d in details)
+        return _error(InvalidRequest(f"the request is not valid: {said}", details), status=400)
 
     @app.exception_handler(HTTPException)
     async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
@@ -201,8 +203,8 @@ _PATTERNS = {
         "ask in several reads for more"
     ),
     _checkpoints.MEMBER_PATH: (
-        "must be a path inside the checkpoint: relative, without '..', naming a file or a "
-        "directory (such as model/weights.pt)"
+        "must be a path inside the checkpoint: not absolute, not climbing out with '..', "
+        "naming a file or a directory (such as model/weights.pt)"
     ),
 }
 """What a string that does not match each pattern the routes use must be, in words."""
