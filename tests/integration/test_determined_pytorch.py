@@ -342,6 +342,9 @@ def test_a_script_of_the_mnist_tutorials_shape_trains_an_epoch_on_the_cluster(
     cluster: Cluster,
 ) -> None:
     submitted = yaml.safe_load((MNIST_SHAPE / "const.yaml").read_text())
+    # A seed of its own: the weights start from the trial's seed, and with an unseeded
+    # experiment one start in a few learned less than the check below asks in one epoch.
+    submitted["reproducibility"] = {"experiment_seed": 7}
     exp_id = cluster.submit(yaml.safe_dump(submitted), MNIST_SHAPE)
     exp = cluster.wait_state(exp_id, "COMPLETED", "ERROR", timeout=240)
     (trial,) = cluster.client.trials(exp_id)
@@ -350,7 +353,8 @@ def test_a_script_of_the_mnist_tutorials_shape_trains_an_epoch_on_the_cluster(
     assert trial.steps_completed == 20
     validation = cluster.client.metrics(int(trial.id), "validation")
     assert [m.steps_completed for m in validation] == [10, 20]
-    assert validation[-1].metrics["accuracy"] > 0.5, "it learns where the patch is"
+    accuracy = validation[-1].metrics["accuracy"]
+    assert accuracy > 0.5, f"it learns where the patch is (accuracy {accuracy})"
     assert [c.steps_completed for c in cluster.client.trial_checkpoints(int(trial.id))][-1] == 20
 
 
