@@ -3,11 +3,28 @@ trials table and on its trial page, never as a user's PAUSED."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
+
 from tests.e2e.conftest import shot
-from tests.integration.cluster import Cluster, wait_for
+from tests.integration.cluster import Cluster, serve, wait_for
 from tests.integration.test_trial_waiting import CONFIG
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Cluster]:
+    """A cluster of this module's own, with two slots: two of the search's four trials run at a
+    time, so the rung is still open (later trials to come) when the first results are in and the
+    trials not promoted wait rather than being closed. On the session's shared cluster, slots
+    that other tests' experiments hold could keep them from ever reaching the rung."""
+    c = Cluster(tmp_path_factory.mktemp("webui-waiting") / "home")
+    c.start_master()
+    c.start_agent("agent-1", slots=2)
+    yield from serve(c, request)
 
 
 def test_a_trial_waiting_for_promotion_shows_waiting_at_its_rung(
