@@ -34,3 +34,44 @@ def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+class Recorded:
+    """What a stand-in server was sent: (method, path, headers) of each request."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+
+    def add(self, method: str, path: str, headers: dict[str, str]) -> None:
+        with self.lock:
+            self.requests.append((method, path, headers))
+
+    def seen(self) -> list[tuple[str, str, dict[str, str]]]:
+        with self.lock:
+            return list(self.requests)
+
+
+def refusing_store(recorded: Recorded, words: str) -> type[QuietHandler]:
+    """A server that records every request and answers it as S3 answers a refused key, with
+    ``words`` as its message (so a test can see whether they are passed on)."""
+
+    class Handler(QuietHandler):
+        def _refuse(self) -> None:
+            recorded.add(self.command, self.path, dict(self.headers.items()))
+            length = int(self.headers.get("Content-Length") or 0)
+            if length:
+                self.rfile.read(length)
+            body = (
+                '<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code>'
+                f"<Message>{words}</Message></Error>"
+            ).encode()
+            self.send_response(403)
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _refuse  # noqa: N815 (http.server calls these)
+
+    return Handler

@@ -8,14 +8,13 @@ real S3-compatible server (moto's) holds the checkpoints of the experiment that 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from assay.errors import AssayError
-from tests.http_stub import QuietHandler, serving
+from tests.http_stub import Recorded, refusing_store, serving
 from tests.integration.cluster import Cluster, serve, wait_for
 from tests.integration.test_s3_checkpoints import counter_config
 from tests.s3_server import S3Server, s3_server
@@ -29,45 +28,11 @@ REMOTE_WORDS = "words-the-chosen-server-wrote"
 BUCKET = "experiments"
 
 
-class Recorder:
-    """Every request the stand-in endpoint got: method, path and Authorization header."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.requests: list[tuple[str, str, str]] = []
-
-    def seen(self) -> list[tuple[str, str, str]]:
-        with self.lock:
-            return list(self.requests)
-
-
 @pytest.fixture(scope="module")
-def endpoint() -> Iterator[tuple[str, Recorder]]:
-    recorder = Recorder()
-
-    class Handler(QuietHandler):
-        def _refuse(self) -> None:
-            with recorder.lock:
-                recorder.requests.append(
-                    (self.command, self.path, self.headers.get("Authorization") or "")
-                )
-            length = int(self.headers.get("Content-Length") or 0)
-            if length:
-                self.rfile.read(length)
-            body = (
-                "<?xml version='1.0' encoding='UTF-8'?><Error><Code>AccessDenied</Code>"
-                f"<Message>{REMOTE_WORDS}</Message></Error>"
-            ).encode()
-            self.send_response(403)
-            self.send_header("Content-Type", "application/xml")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _refuse  # noqa: N815 (http.server calls these)
-
-    with serving(Handler) as url:
-        yield url, recorder
+def endpoint() -> Iterator[tuple[str, Recorded]]:
+    recorded = Recorded()
+    with serving(refusing_store(recorded, REMOTE_WORDS)) as url:
+        yield url, recorded
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +66,7 @@ def _storage(url: str, *, keys: bool) -> dict[str, str]:
 
 
 def test_the_master_sends_nothing_to_an_endpoint_the_submitter_chose(
-    cluster: Cluster, endpoint: tuple[str, Recorder]
+    cluster: Cluster, endpoint: tuple[str, Recorded]
 ) -> None:
     url, recorder = endpoint
     try:
@@ -109,7 +74,7 @@ def test_the_master_sends_nothing_to_an_endpoint_the_submitter_chose(
             counter_config(_storage(url, keys=False), length=10), activate=False
         )
     finally:
-        signed = [auth for _, _, auth in recorder.seen() if MASTER_KEY in auth]
+        signed = [h for _, _, h in recorder.seen() if MASTER_KEY in h.get("Authorization", "")]
         assert signed == [], "the master signed requests with its own credentials"
     assert recorder.seen() == [], "no probe at submission"
     notes = " ".join(n.text for n in cluster.client.notes(exp_id))
@@ -119,7 +84,7 @@ def test_the_master_sends_nothing_to_an_endpoint_the_submitter_chose(
 
 
 def test_a_trial_fails_in_one_line_at_a_storage_it_cannot_use_and_the_master_signs_nothing(
-    cluster: Cluster, endpoint: tuple[str, Recorder]
+    cluster: Cluster, endpoint: tuple[str, Recorded]
 ) -> None:
     url, recorder = endpoint
     before = len(recorder.seen())
@@ -134,8 +99,8 @@ def test_a_trial_fails_in_one_line_at_a_storage_it_cannot_use_and_the_master_sig
     assert f"trial {trial.id}" in exp.message and "refused the credentials" in exp.message
     seen = recorder.seen()[before:]
     assert seen, "the trial used the storage"
-    assert all(f"Credential={USER_KEY}/" in auth for _, _, auth in seen), seen
-    assert all(MASTER_KEY not in auth for _, _, auth in recorder.seen())
+    assert all(f"Credential={USER_KEY}/" in h.get("Authorization", "") for _, _, h in seen), seen
+    assert all(MASTER_KEY not in h.get("Authorization", "") for _, _, h in recorder.seen())
 
 
 def test_the_master_neither_reads_nor_collects_checkpoints_on_a_server_it_was_not_given(

@@ -5,7 +5,6 @@ store and records what it is sent."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,51 +20,15 @@ from assay.storage import (
     storage_endpoint,
     storage_from_config,
 )
-from tests.http_stub import QuietHandler, serving
+from tests.http_stub import Recorded, refusing_store, serving
 
 REMOTE_WORDS = "words-the-remote-server-chose"
-
-
-class Recorded:
-    """What the stand-in server was sent: (method, path, headers) of each request."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.requests: list[tuple[str, str, dict[str, str]]] = []
-
-    def add(self, method: str, path: str, headers: dict[str, str]) -> None:
-        with self.lock:
-            self.requests.append((method, path, headers))
-
-
-def _store_refusing(recorded: Recorded) -> type[QuietHandler]:
-    """A server that answers every request as S3 does a refused key, in its own words."""
-
-    class Handler(QuietHandler):
-        def _refuse(self) -> None:
-            recorded.add(self.command, self.path, dict(self.headers.items()))
-            length = int(self.headers.get("Content-Length") or 0)
-            if length:
-                self.rfile.read(length)
-            body = (
-                '<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code>'
-                f"<Message>{REMOTE_WORDS}</Message></Error>"
-            ).encode()
-            self.send_response(403)
-            self.send_header("Content-Type", "application/xml")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = _refuse  # noqa: N815 (http.server calls these)
-
-    return Handler
 
 
 @pytest.fixture
 def store() -> Iterator[tuple[str, Recorded]]:
     recorded = Recorded()
-    with serving(_store_refusing(recorded)) as url:
+    with serving(refusing_store(recorded, REMOTE_WORDS)) as url:
         yield url, recorded
 
 
