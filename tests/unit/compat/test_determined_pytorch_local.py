@@ -150,3 +150,20 @@ def test_a_checkpoint_determined_wrote_loads_with_its_trial_class(tmp_path: Path
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert float(done.stdout.split("weight ")[1].split()[0]) == pytest.approx(0.002, abs=1e-8)
+
+
+def test_profiling_asked_for_is_said_not_to_happen_and_training_goes_on(tmp_path: Path) -> None:
+    done = run_trial_code(
+        TRIAL
+        + "with pytorch.init(hparams={}) as c:\n"
+        + "    t = T(c)\n"
+        + "    c.set_profiler(activities=[])\n"
+        + "    pytorch.Trainer(t, c).fit(max_length=pytorch.Batch(2), profiling_enabled=True)\n"
+        + "    print('trained', float(t.model.weight))\n",
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = done.stdout + done.stderr
+    assert "context.set_profiler(): assay collects no profiles" in said
+    assert "fit(profiling_enabled=True): assay collects no profiles" in said
+    assert "trained" in done.stdout

@@ -285,6 +285,12 @@ class PyTorchTrialContext(ReducerContext):
         self._scaler = scaler
         return scaler
 
+    def set_profiler(self, *args: Any, **kwargs: Any) -> None:
+        """Determined runs ``torch.profiler`` with these arguments during training; assay does
+        not, and says so once: training goes on, without the trace."""
+        del args, kwargs
+        warn_no_profiles("context.set_profiler()")
+
     def configure_apex_amp(self, models: Any, optimizers: Any, **kwargs: Any) -> Any:
         """NVIDIA apex's AMP: refused where apex is not installed (use ``wrap_scaler`` and
         ``torch.autocast``, PyTorch's own AMP, instead)."""
@@ -383,3 +389,12 @@ class PyTorchTrialContext(ReducerContext):
             optimizer.step()
         if auto_zero_grads:
             optimizer.zero_grad()
+
+
+def warn_no_profiles(what: str) -> None:
+    """Say that profiling asked for with ``what`` does not happen here."""
+    log.warning(
+        "%s: assay collects no profiles; training goes on without them (use torch.profiler "
+        "in the trial for one)",
+        what,
+    )

@@ -16,7 +16,7 @@ import torch
 import assay.core
 from assay.core import DistributedContext
 
-from ._context import PyTorchTrialContext
+from ._context import PyTorchTrialContext, warn_no_profiles
 from ._controller import TrialController
 from ._trial import PyTorchTrial
 from ._units import Batch, Epoch, TrainUnit
@@ -80,7 +80,8 @@ class Trainer:
         every ``reporting_period``, from ``latest_checkpoint`` when given. On a cluster a pause,
         a preemption or a searcher's early stop checkpoints and ends the run; without
         ``max_length`` the lengths are the searcher's (``searcher.max_length``)."""
-        del profiling_enabled  # assay collects no system-metric profiles
+        if profiling_enabled:
+            warn_no_profiles("fit(profiling_enabled=True)")
         if checkpoint_policy not in ("best", "all", "none"):
             raise ValueError(
                 f"checkpoint_policy must be 'best', 'all' or 'none', got {checkpoint_policy!r}"
