@@ -15,31 +15,12 @@ from assay.master._transitions import (
     trial_on_event,
 )
 from assay.protocol import ExperimentState, TrialState
+from tests.unit.master.test_transitions import crash
 
 
 def released(**changes: object) -> ExitFacts:
     """A trial that finished its operation, asked for the next, and was told to exit."""
-    base = dict(
-        trial_state=TrialState.RUNNING,
-        experiment_state=ExperimentState.ACTIVE,
-        exit_code=0,
-        reason="",
-        started=True,
-        preempt=None,
-        kill_requested=False,
-        overdue=False,
-        released=True,
-        invalid_hp=False,
-        closed=False,
-        code_driven=False,
-        pending=False,
-        restarts=0,
-        max_restarts=1,
-        runs=1,
-        planned_reached=False,
-        latest_checkpoint="ckpt",
-    )
-    return ExitFacts(**{**base, **changes})  # type: ignore[arg-type]
+    return crash(**{"exit_code": 0, "released": True, "pending": False, **changes})
 
 
 def test_a_released_trial_waits_for_its_searcher_not_paused() -> None:
