@@ -36,7 +36,9 @@ class MethodCheck:
     def __init__(self, app: ASGIApp, *, document: Callable[[], dict[str, Any]]) -> None:
         self.app = app
         self.document = document
-        self._paths: list[_Path] | None = None
+        self._paths: dict[int, list[_Path]] | None = None
+        """The document's paths by their number of segments: every request is looked up, so
+        it is matched only against the paths that can be its own."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -59,8 +61,12 @@ class MethodCheck:
         parameters is its path.
         """
         if self._paths is None:
-            self._paths = paths_of(self.document())
-        matched = [p for p in self._paths if p.pattern.fullmatch(path)]
+            by_segments: dict[int, list[_Path]] = {}
+            for known in paths_of(self.document()):
+                by_segments.setdefault(known.segments, []).append(known)
+            self._paths = by_segments
+        candidates = self._paths.get(path.count("/"), [])
+        matched = [p for p in candidates if p.pattern.fullmatch(path)]
         if not matched:
             return None
         fewest = min(p.parameters for p in matched)
@@ -73,6 +79,7 @@ class _Path:
     pattern: re.Pattern[str]
     methods: frozenset[str]
     parameters: int
+    segments: int
 
 
 def paths_of(document: dict[str, Any]) -> list[_Path]:
@@ -83,5 +90,5 @@ def paths_of(document: dict[str, Any]) -> list[_Path]:
         methods = frozenset(m.upper() for m in operations if m in _METHODS)
         pieces = _PARAMETER.split(template)
         pattern = re.compile("[^/]+".join(re.escape(piece) for piece in pieces))
-        out.append(_Path(pattern, methods, len(pieces) - 1))
+        out.append(_Path(pattern, methods, len(pieces) - 1, template.count("/")))
     return out
