@@ -26,6 +26,9 @@ PS_AND_WORKERS = textwrap.dedent(
       ps:
         instances: 1
         dockerImage: image
+        # No role's success ends the job before every instance has printed (by OpenPAI's
+        # default, the ps instance succeeding would, and stop workers that had not yet run).
+        completion: {minSucceededInstances: -1}
         resourcePerInstance: {cpu: 0, memoryMB: 16, gpu: 0, ports: {ps: 1}}
         commands:
           - echo "ps_hosts=$PAI_TASK_ROLE_ps_HOST_LIST"
@@ -33,6 +36,7 @@ PS_AND_WORKERS = textwrap.dedent(
       worker:
         instances: 2
         dockerImage: image
+        completion: {minSucceededInstances: -1}
         resourcePerInstance: {cpu: 0, memoryMB: 16, gpu: 0}
         commands:
           - echo "ps_hosts=$PAI_TASK_ROLE_ps_HOST_LIST"
