@@ -56,6 +56,7 @@ from assay.rm._pods import (
     RANK_LABEL,
     TRIAL_ANNOTATION,
     as_pod,
+    disrupted,
     gang_layout,
     label_value,
     pod_manifest,
@@ -86,23 +87,6 @@ _READ_TIMEOUT = 60
 _CLOCK_SLACK = 10
 """Seconds more of log re-read on a resumed follow than the last line's age, for the skew
 between the master's clock and the node's; lines already seen are skipped by timestamp."""
-
-
-DISRUPTED_REASONS = frozenset({"Evicted", "NodeLost", "Shutdown", "NodeShutdown", "Terminated"})
-"""Pod status reasons of a pod its node or the cluster ended (an eviction under pressure, a
-node lost or shut down): not the trial's doing."""
-
-
-def disrupted(pod: Any) -> bool:
-    """Whether the cluster ended ``pod`` (Kubernetes' ``DisruptionTarget`` condition, which a
-    Job's ``podFailurePolicy`` ignores for the same reason, or one of
-    :data:`DISRUPTED_REASONS`): the trial's loss then costs no ``max_restarts``."""
-    status = pod.status
-    if status is None:
-        return False
-    if status.reason in DISRUPTED_REASONS:
-        return True
-    return any(c.type == "DisruptionTarget" and c.status == "True" for c in status.conditions or [])
 
 
 @dataclass

@@ -454,10 +454,28 @@ def _unknown_keys(given: Any, known: Any, path: str) -> list[str]:
     return []
 
 
+DISRUPTED_REASONS = frozenset({"Evicted", "NodeLost", "Shutdown", "NodeShutdown", "Terminated"})
+"""Pod status reasons of a pod its node or the cluster ended (an eviction under pressure, a
+node lost or shut down): not the trial's doing."""
+
+
+def disrupted(pod: Any) -> bool:
+    """Whether the cluster ended ``pod`` (Kubernetes' ``DisruptionTarget`` condition, which a
+    Job's ``podFailurePolicy`` ignores for the same reason, or one of
+    :data:`DISRUPTED_REASONS`): the trial's loss then costs no ``max_restarts``."""
+    status = pod.status
+    if status is None:
+        return False
+    if status.reason in DISRUPTED_REASONS:
+        return True
+    return any(c.type == "DisruptionTarget" and c.status == "True" for c in status.conditions or [])
+
+
 __all__ = [
     "ALLOCATION_LABEL",
     "CONTAINER_ANNOTATION",
     "CONTAINER_NAME",
+    "DISRUPTED_REASONS",
     "EXIT_ANNOTATION",
     "FINALIZER",
     "NODE_ANNOTATION",
@@ -468,6 +486,7 @@ __all__ = [
     "WORK_ROOT",
     "as_model",
     "as_pod",
+    "disrupted",
     "experiment_pod_spec",
     "gang_layout",
     "label_value",

@@ -39,8 +39,8 @@ from kubernetes.client.exceptions import ApiException
 from assay.config import KubernetesPoolConfig
 from assay.protocol import Exited, Hello, RankLayout, Start, Started
 from assay.rm import ResourceManager
-from assay.rm._kubernetes import KubernetesManager, disrupted
-from assay.rm._pods import as_model, pod_name
+from assay.rm._kubernetes import KubernetesManager
+from assay.rm._pods import as_model, disrupted, pod_name
 from assay.rm.testing import CHECKS, Recorder, Subject, start
 
 
