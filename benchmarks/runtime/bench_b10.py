@@ -63,8 +63,7 @@ from benchmarks.peers import _assay
 from assay.config import MasterConfig, parse_hyperparameters
 from assay.context import pack_context
 from assay.db import Allocation, Database, Experiment, Metric, SearcherSnapshot, trials
-from assay.master import Actor, Master, Submission
-from assay.master._harness import Caller
+from assay.master import Actor, Caller, Master, Submission
 from assay.protocol import ExperimentState, TrialState
 from assay.searcher import distributions
 

@@ -8,11 +8,11 @@ re-exported from :mod:`assay.protocol`, where they are defined.
 
 from __future__ import annotations
 
+from assay.master._callers import Caller
 from assay.master._checkpoints import CheckpointFiles, CheckpointService
 from assay.master._commands import ExperimentCommands
 from assay.master._events import Message as LiveMessage
 from assay.master._gateway import AgentGateway
-from assay.master._harness import Caller
 from assay.master._harness_service import HarnessService
 from assay.master._master import Master
 from assay.master._master_log import KEEP as MASTER_LOG_KEEP

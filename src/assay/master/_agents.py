@@ -7,12 +7,26 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from assay.master._scheduling import AgentView
-from assay.protocol import Hello, MasterMessage
+from assay.protocol import Hello, MasterMessage, Slot
 
 log = logging.getLogger(__name__)
 
 Sender = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class AgentView:
+    """What the scheduler needs of a connected agent."""
+
+    id: str
+    pool: str
+    slots: tuple[Slot, ...]
+    labels: frozenset[str] = frozenset()
+    enabled: bool = True
+    address: str = ""
+    cpu: float = 0.0
+    memory_mb: int = 0
+    container_runtime: str = ""
 
 
 @dataclass

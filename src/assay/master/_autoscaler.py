@@ -17,7 +17,7 @@ from typing import Protocol
 
 from assay.config import ProviderConfig, ResourcePoolConfig
 from assay.db import agents, allocations, instances, trials
-from assay.master._scheduling import AgentView
+from assay.master._agents import AgentView
 from assay.master._tx import Transactor, Tx
 from assay.protocol import AGENT_TOKEN_ENV, LIVE_INSTANCE_STATES, InstanceState
 from assay.scheduler import Instance as InstanceView

@@ -8,10 +8,16 @@ token is now read from the database once, and kept while its allocation lives.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-if TYPE_CHECKING:
-    from assay.master._harness import Caller
+
+@dataclass(frozen=True)
+class Caller:
+    """The allocation a trial process proved it is, by its token."""
+
+    allocation_id: str
+    trial_id: int
+    run: int
 
 
 class CallerCache:

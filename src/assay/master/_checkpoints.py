@@ -26,7 +26,7 @@ from assay.errors import AssayError, Conflict, Forbidden, InvalidRequest, NotFou
 from assay.master import _checkpoint_files as files
 from assay.master import _gc_demand as gc_demand
 from assay.master import _views as views
-from assay.master._harness import Caller
+from assay.master._callers import Caller
 from assay.master._orchestrator import Orchestrator
 from assay.master._registry import refuse_registered
 from assay.master._tx import Tx

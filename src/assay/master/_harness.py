@@ -22,6 +22,7 @@ from assay.db import (
     trials,
 )
 from assay.errors import Conflict, Fenced, InvalidRequest, Unauthorized
+from assay.master._callers import Caller
 from assay.master._lifecycle import apply_ops, update_progress
 from assay.master._tx import Tx, Wake
 from assay.protocol import (
@@ -32,15 +33,6 @@ from assay.protocol import (
     MetricReport,
     check_checkpoint_uuid,
 )
-
-
-@dataclass(frozen=True)
-class Caller:
-    """The allocation a trial process proved it is, by its token."""
-
-    allocation_id: str
-    trial_id: int
-    run: int
 
 
 def authenticate(session: Session, token: str | None, trial_id: int | None = None) -> Caller:

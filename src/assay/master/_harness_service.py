@@ -7,7 +7,7 @@ from assay import rest
 from assay.db import Session, allocations, experiments, trials
 from assay.master import _harness as harness
 from assay.master import _views as views
-from assay.master._harness import Caller
+from assay.master._callers import Caller
 from assay.master._orchestrator import Orchestrator
 from assay.master._tx import Tx
 from assay.protocol import (

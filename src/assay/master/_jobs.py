@@ -25,7 +25,7 @@ from assay.scheduler import (
 )
 
 if TYPE_CHECKING:
-    from assay.master._scheduling import AgentView
+    from assay.master._agents import AgentView
 
 _ACTIVE = (ExperimentState.ACTIVE, *(s for s in ExperimentState if s.stopping))
 _UPDATABLE = (*_ACTIVE, ExperimentState.PAUSED)

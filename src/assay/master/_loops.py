@@ -13,10 +13,11 @@ from typing import Any
 from assay.config import MasterConfig
 from assay.db import Session, tasks, trials
 from assay.master import _lifecycle as life
+from assay.master._agents import AgentView
 from assay.master._autoscaler import Autoscaler
 from assay.master._gateway import AgentGateway
 from assay.master._orchestrator import Orchestrator
-from assay.master._scheduling import AgentView, PassResult, schedule_pass
+from assay.master._scheduling import PassResult, schedule_pass
 from assay.master._time_limits import enforce_time_limits
 from assay.master._tx import Tx
 from assay.protocol import trace_mark as mark

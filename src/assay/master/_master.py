@@ -80,6 +80,8 @@ class Master:
             StorageAccess.of(settings, assay_home),
             clock,
         )
+        core = self.core
+        core.after_experiment_ended.append(lambda exp_id: gc.collect(core, core.storage, exp_id))
         self.agents = AgentGateway(self.core, settings)
         self.harness = HarnessService(self.core)
         self.checkpoints = CheckpointService(self.core)

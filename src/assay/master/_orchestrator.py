@@ -12,18 +12,16 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from assay import rest
 from assay.db import Database, Session
 from assay.db import changes as db_changes
 from assay.errors import MasterUnreachable
-from assay.master import _gc as gc
 from assay.master import _views as views
-from assay.master._agents import AgentHub
-from assay.master._callers import CallerCache
+from assay.master._agents import AgentHub, AgentView
+from assay.master._callers import Caller, CallerCache
 from assay.master._events import EventHub
-from assay.master._harness import Caller
 from assay.master._searchers import SearcherCache
 from assay.master._storage_access import StorageAccess
 from assay.master._tx import (
@@ -40,12 +38,11 @@ from assay.master._waiters import Waiters
 from assay.protocol import Kill, TrialEnv
 from assay.protocol import trace_mark as mark
 
-if TYPE_CHECKING:
-    from assay.master._scheduling import AgentView, PassResult
-
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+R = TypeVar("R")
+"""What a scheduling pass answers (the allocations package's ``PassResult``)."""
 
 
 class Orchestrator:
@@ -78,7 +75,10 @@ class Orchestrator:
         Held in memory, and only a while after the last ask: a master started again, or one
         whose stop was abandoned midway, schedules as usual, so nothing is left stuck."""
         self._work: set[asyncio.Task[Any]] = set()
-        self.scheduler: InlineScheduler | None = None
+        self.after_experiment_ended: list[Callable[[int], Coroutine[Any, Any, Any]]] = []
+        """Run in the background once an experiment's end is committed (its checkpoints'
+        collection, which the artifacts part sets: a room above the kernel, so it hooks in)."""
+        self.scheduler: InlineScheduler[Any] | None = None
         """Runs the scheduling pass in a transaction that may free slots (the master's loops
         set it)."""
 
@@ -94,7 +94,7 @@ class Orchestrator:
         async with self.lock:
             now = self.clock()
             holder: dict[str, Tx] = {}
-            passed: list[PassResult] = []
+            passed: list[Any] = []
             published: list[rest.EventBatch] = []
             # A stopping master starts nothing; one draining leaves the queue to the next.
             scheduler = (
@@ -102,7 +102,7 @@ class Orchestrator:
             )
             agents = self.hub.connected_views() if scheduler is not None else []
 
-            def run(session: Session, scheduler: InlineScheduler | None) -> T:
+            def run(session: Session, scheduler: InlineScheduler[Any] | None) -> T:
                 tx = Tx(session=session, now=now, searchers=self.searchers)
                 holder["tx"] = tx
                 db_changes.track(session)
@@ -181,7 +181,8 @@ class Orchestrator:
                 self.callers.forget(action.allocation_id)
             elif isinstance(action, ExperimentEnded):
                 self.searchers.release(action.experiment_id)
-                self.background(gc.collect(self, self.storage, action.experiment_id))
+                for hook in self.after_experiment_ended:
+                    self.background(hook(action.experiment_id))
                 self.waiters.notify(("experiment", action.experiment_id))
 
     async def wait(self, key: tuple[Any, ...], since: int, timeout: float) -> None:
@@ -209,19 +210,19 @@ class Orchestrator:
         self.events.close()
 
 
-class InlineScheduler(Protocol):
+class InlineScheduler(Protocol, Generic[R]):
     """Runs the scheduling pass inside another transaction (see ``transact(schedule=True)``)."""
 
-    def pass_in(self, tx: Tx, agents: list[AgentView]) -> PassResult:
+    def pass_in(self, tx: Tx, agents: list[AgentView]) -> R:
         """The pass, in ``tx`` (on the transaction's worker thread)."""
         ...
 
-    def committed(self, result: PassResult) -> None:
+    def committed(self, result: R) -> None:
         """The pass's transaction committed: what it decided holds (on the event loop)."""
         ...
 
 
-def _pass_in(scheduler: InlineScheduler, tx: Tx, agents: list[AgentView]) -> PassResult:
+def _pass_in(scheduler: InlineScheduler[R], tx: Tx, agents: list[AgentView]) -> R:
     mark("master-pass-begins", "-")
     try:
         result = scheduler.pass_in(tx, agents)

@@ -33,9 +33,9 @@ from assay.db import (
 from assay.errors import Forbidden, NotFound
 from assay.master import _jobs as jobs
 from assay.master import _views as views
+from assay.master._callers import Caller
 from assay.master._curves import pick, series_of
 from assay.master._events import Message, Scope
-from assay.master._harness import Caller
 from assay.master._orchestrator import Orchestrator
 from assay.master._users import Actor
 from assay.protocol import TrialState

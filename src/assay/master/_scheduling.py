@@ -21,6 +21,7 @@ from assay.db import (
 )
 from assay.master import _gang as gang
 from assay.master import _tasks as task_life
+from assay.master._agents import AgentView
 from assay.master._containers import offered_labels, request_label, trial_container, trial_image
 from assay.master._jobs import job_view
 from assay.master._lifecycle import request_preemption
@@ -34,7 +35,6 @@ from assay.protocol import (
     ContextRef,
     PreemptReason,
     SearcherInfo,
-    Slot,
     Start,
     TrialEnv,
     TrialInfo,
@@ -54,21 +54,6 @@ from assay.scheduler import (
 
 TASK_REQUEST = "task:"
 """The prefix of the scheduler request ids of jobs that are not experiments."""
-
-
-@dataclass(frozen=True)
-class AgentView:
-    """What the scheduler needs of a connected agent."""
-
-    id: str
-    pool: str
-    slots: tuple[Slot, ...]
-    labels: frozenset[str] = frozenset()
-    enabled: bool = True
-    address: str = ""
-    cpu: float = 0.0
-    memory_mb: int = 0
-    container_runtime: str = ""
 
 
 @dataclass

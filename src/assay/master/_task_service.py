@@ -17,9 +17,9 @@ from assay.db import agents as db_agents
 from assay.errors import ErrorDetail, InvalidConfig, NotFound
 from assay.master import _task_room as room
 from assay.master import _tasks as life
+from assay.master._agents import AgentView
 from assay.master._containers import job_in_containers, job_label, offered_labels, runs_containers
 from assay.master._orchestrator import Orchestrator
-from assay.master._scheduling import AgentView
 from assay.master._tx import Tx
 from assay.master._users import Actor
 from assay.protocol import TaskInstanceState, TaskState

@@ -16,8 +16,7 @@ from sqlalchemy import select
 from assay.config import MasterConfig
 from assay.db import Allocation, Checkpoint, Database, Metric, Trial
 from assay.errors import Fenced
-from assay.master import Master, Submission
-from assay.master._harness import Caller
+from assay.master import Caller, Master, Submission
 from assay.protocol import CheckpointReport, Exited, MetricReport
 from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import Clock, Recorder, run

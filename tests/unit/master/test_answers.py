@@ -15,9 +15,8 @@ from sqlalchemy.orm import Session
 from assay import rest
 from assay.db import metrics
 from assay.errors import Conflict, InvalidRequest, NotFound
-from assay.master import Master, Submission
+from assay.master import Caller, Master, Submission
 from assay.master import _views as views
-from assay.master._harness import Caller
 from assay.protocol import (
     CheckpointReport,
     CheckpointState,

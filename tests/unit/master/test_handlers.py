@@ -13,9 +13,8 @@ from sqlalchemy import func, select
 from assay.config import MasterConfig
 from assay.db import Allocation, Database, Experiment, Job, Metric, Trial, searcher_events
 from assay.errors import InvalidConfig, InvalidTransition
-from assay.master import Master, Submission
+from assay.master import Caller, Master, Submission
 from assay.master._end_message import failure_message
-from assay.master._harness import Caller
 from assay.protocol import MetricReport
 from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import Recorder, run
