@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from assay.master._curves import downsample, pick, series_of
+from assay.master.reads._curves import downsample, pick, series_of
 
 
 def test_a_long_series_keeps_evenly_spaced_points_with_its_first_and_last() -> None:

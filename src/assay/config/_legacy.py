@@ -4,7 +4,7 @@ Determined read such an entrypoint as a ``PyTorchTrial`` subclass for its harnes
 assay does the same: the master starts it as ``python3 -m determined.exec.harness
 module:Class`` (behind ``determined.launch.torch_distributed`` when the trial has several
 slots), and checks at submission that the module is in the context and that what it imports
-can run (``assay.master._frameworks``).
+can run (``assay.master.experiments._frameworks``).
 """
 
 from __future__ import annotations

@@ -8,22 +8,17 @@ re-exported from :mod:`assay.protocol`, where they are defined.
 
 from __future__ import annotations
 
-from assay.master._callers import Caller
-from assay.master._checkpoints import CheckpointFiles, CheckpointService
-from assay.master._commands import ExperimentCommands
-from assay.master._events import Message as LiveMessage
-from assay.master._gateway import AgentGateway
-from assay.master._harness_service import HarnessService
 from assay.master._master import Master
-from assay.master._master_log import KEEP as MASTER_LOG_KEEP
-from assay.master._master_log import effective_config
-from assay.master._reads import LOG_PAGE, Reads, TrialLogs
-from assay.master._registry import ModelRegistry
-from assay.master._submit import Submission
-from assay.master._task_service import LOG_PAGE as TASK_LOG_PAGE
-from assay.master._task_service import TaskLogs, TaskService
-from assay.master._tensorboards import TensorBoardService
-from assay.master._users import Actor, UserService
+from assay.master.allocations import AgentGateway
+from assay.master.artifacts import CheckpointFiles, CheckpointService, ModelRegistry
+from assay.master.experiments import ExperimentCommands, HarnessService, Submission
+from assay.master.identity import Actor, UserService
+from assay.master.kernel import Caller
+from assay.master.kernel import Message as LiveMessage
+from assay.master.reads import KEEP as MASTER_LOG_KEEP
+from assay.master.reads import LOG_PAGE, Reads, TrialLogs, effective_config
+from assay.master.tasks import LOG_PAGE as TASK_LOG_PAGE
+from assay.master.tasks import TaskLogs, TaskService, TensorBoardService
 from assay.protocol import AllocationState, ExperimentState, PreemptReason, TrialState
 
 __all__ = [

@@ -34,26 +34,13 @@ from pathlib import Path
 
 from assay.config import MasterConfig
 from assay.db import Database, Session, agents, checkpoints, cluster, sqlite_url
-from assay.master import _gc as gc
-from assay.master._agents import AgentHub
-from assay.master._analysis import Analysis
-from assay.master._autoscaler import Autoscaler
-from assay.master._checkpoints import CheckpointService
-from assay.master._commands import ExperimentCommands
-from assay.master._drain import ClusterDrain
-from assay.master._gateway import AgentGateway
-from assay.master._harness_service import HarnessService
-from assay.master._loops import Loops
-from assay.master._master_log import MasterLog
-from assay.master._orchestrator import Orchestrator
-from assay.master._pools import ManagedPools
-from assay.master._reads import Reads
-from assay.master._registry import ModelRegistry
-from assay.master._searchers import SearcherCache
-from assay.master._storage_access import StorageAccess
-from assay.master._task_service import TaskService
-from assay.master._tensorboards import TensorBoardService
-from assay.master._users import UserService
+from assay.master.allocations import AgentGateway, Autoscaler, ClusterDrain, Loops, ManagedPools
+from assay.master.artifacts import CheckpointService, ModelRegistry, gc
+from assay.master.experiments import ExperimentCommands, HarnessService
+from assay.master.identity import UserService
+from assay.master.kernel import AgentHub, Orchestrator, SearcherCache, StorageAccess
+from assay.master.reads import Analysis, MasterLog, Reads
+from assay.master.tasks import TaskService, TensorBoardService
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from assay.config import MasterConfig
 from assay.context import pack_context
 from assay.db import Database, sqlite_url, tokens, users
 from assay.master import Master
-from assay.master._users import digest
+from assay.master.identity._users import digest
 from tests.unit.master.test_gc_on_demand import _experiment
 
 BASE = "http://127.0.0.1:8080"

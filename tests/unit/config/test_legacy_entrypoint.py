@@ -14,7 +14,7 @@ from assay.config import InvalidConfig, MasterConfig, load_experiment_config
 from assay.config._legacy import is_trial_class, trial_command
 from assay.context import pack_context
 from assay.master import Submission
-from assay.master._submit import validate_submission
+from assay.master.experiments._submit import validate_submission
 
 
 @pytest.mark.parametrize(

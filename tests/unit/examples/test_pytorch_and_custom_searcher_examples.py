@@ -15,7 +15,7 @@ import yaml
 
 from assay.compat import trial_pythonpath
 from assay.config import load_experiment_config
-from assay.master._custom_searcher import CustomSearchMethod
+from assay.master.kernel._custom_searcher import CustomSearchMethod
 from assay.searcher import Create, Searcher
 from assay.searcher.testing import check_method
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.config import load_experiment_config
-from assay.master._analysis import _brackets, _max_trials
+from assay.master.reads._analysis import _brackets, _max_trials
 from assay.searcher import Create, make_searcher
 
 

@@ -16,7 +16,7 @@ from assay import rest
 from assay.db import metrics
 from assay.errors import Conflict, InvalidRequest, NotFound
 from assay.master import Caller, Master, Submission
-from assay.master import _views as views
+from assay.master.kernel import _views as views
 from assay.protocol import (
     CheckpointReport,
     CheckpointState,

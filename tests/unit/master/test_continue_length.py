@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from assay.config import ExperimentConfig, load_experiment_config
-from assay.master._derive import length_problem
+from assay.master.experiments._derive import length_problem
 
 
 def _config(max_length: object, *overrides: str) -> ExperimentConfig:

@@ -10,7 +10,7 @@ from pathlib import Path
 from assay.config import MasterConfig
 from assay.db import Database
 from assay.master import Master
-from assay.master._transitions import CLUSTER_STOPPED
+from assay.master.experiments._transitions import CLUSTER_STOPPED
 from tests.unit.master.support import run
 from tests.unit.master.test_handlers import connect_agent, exited, start_single, trials
 

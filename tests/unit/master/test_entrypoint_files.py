@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from assay.context import MemberInfo
-from assay.master._entrypoint_files import entrypoint_script, missing_script_problem
+from assay.master.experiments._entrypoint_files import entrypoint_script, missing_script_problem
 
 
 def files(*names: str) -> list[MemberInfo]:

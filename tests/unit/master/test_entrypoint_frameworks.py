@@ -11,7 +11,7 @@ import pytest
 from assay.config import ExperimentConfig, MasterConfig, load_experiment_config
 from assay.context import inspect_archive, pack_context
 from assay.errors import InvalidConfig
-from assay.master._frameworks import (
+from assay.master.experiments._frameworks import (
     OfferedFrameworks,
     ScriptImports,
     framework_problem,

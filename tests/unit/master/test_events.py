@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from assay import rest
-from assay.master._events import KEPT_ROWS, QUEUE, QUEUE_ROWS, EventHub, Message, Scope
+from assay.master.kernel._events import KEPT_ROWS, QUEUE, QUEUE_ROWS, EventHub, Message, Scope
 from assay.protocol import ExperimentState, TrialState
 
 

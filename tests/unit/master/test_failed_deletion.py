@@ -17,7 +17,7 @@ import yaml
 from assay.db import checkpoints, experiments, trials
 from assay.errors import Conflict
 from assay.master import Master, Submission
-from assay.master import _gc as gc
+from assay.master.artifacts import _gc as gc
 from assay.protocol import CheckpointState, ExperimentState
 from assay.storage import EndpointLimit
 from tests.s3_server import s3_server

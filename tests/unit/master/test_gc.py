@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assay.master._gc import CheckpointFacts, to_delete
+from assay.master.artifacts._gc import CheckpointFacts, to_delete
 
 facts = st.lists(
     st.builds(

@@ -10,7 +10,7 @@ import yaml
 from assay import rest
 from assay.db import checkpoints, experiments, metrics, trials
 from assay.master import Master, Submission
-from assay.master._gc_demand import collect_now
+from assay.master.artifacts._gc_demand import collect_now
 from assay.protocol import CheckpointState, MetricReport
 from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import run

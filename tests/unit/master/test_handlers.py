@@ -14,7 +14,7 @@ from assay.config import MasterConfig
 from assay.db import Allocation, Database, Experiment, Job, Metric, Trial, searcher_events
 from assay.errors import InvalidConfig, InvalidTransition
 from assay.master import Caller, Master, Submission
-from assay.master._end_message import failure_message
+from assay.master.experiments._end_message import failure_message
 from assay.protocol import MetricReport
 from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import Recorder, run

@@ -11,7 +11,7 @@ import yaml
 
 from assay.errors import Fenced, Unauthorized
 from assay.master import Caller, Master, Submission
-from assay.master._callers import CallerCache
+from assay.master.kernel._callers import CallerCache
 from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import Recorder, run
 

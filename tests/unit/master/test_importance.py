@@ -10,7 +10,7 @@ import pytest
 
 from assay import rest
 from assay.config import parse_hyperparameters
-from assay.master._importance import MIN_TRIALS, axes, importances, value_at
+from assay.master.reads._importance import MIN_TRIALS, axes, importances, value_at
 
 SPACE = parse_hyperparameters(
     {

@@ -12,9 +12,9 @@ from assay import rest
 from assay.db import checkpoints, experiments, trials
 from assay.errors import Conflict, Forbidden, InvalidRequest, NotFound
 from assay.master import Actor, Master
-from assay.master._gc import mark_for_collection
-from assay.master._gc_demand import collect_now
-from assay.master._tx import Tx
+from assay.master.artifacts._gc import mark_for_collection
+from assay.master.artifacts._gc_demand import collect_now
+from assay.master.kernel._tx import Tx
 from assay.protocol import CheckpointState, ExperimentState, TrialState
 from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import run

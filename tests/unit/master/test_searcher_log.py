@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from assay.config import MasterConfig
 from assay.db import Database, Experiment, SearcherEvent, searcher_events
 from assay.master import Master, Submission
-from assay.master import _searchers as searchers_module
+from assay.master.kernel import _searchers as searchers_module
 from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import run
 from tests.unit.master.test_handlers import caller_for, config, connect_agent

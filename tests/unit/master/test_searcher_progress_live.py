@@ -10,7 +10,7 @@ import pytest
 
 from assay.db import Experiment
 from assay.master import Master, Submission
-from assay.master._analysis import _brackets
+from assay.master.reads._analysis import _brackets
 from assay.protocol import CheckpointReport
 from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import run

@@ -12,8 +12,8 @@ from assay.config import MasterConfig
 from assay.db import checkpoints, experiments
 from assay.errors import Forbidden, InvalidRequest
 from assay.master import Master
-from assay.master._gc import collect
-from assay.master._storage_access import StorageAccess
+from assay.master.artifacts._gc import collect
+from assay.master.kernel._storage_access import StorageAccess
 from assay.protocol import CheckpointState
 from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import run

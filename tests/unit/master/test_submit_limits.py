@@ -12,7 +12,7 @@ import pytest
 from assay.config import MasterConfig
 from assay.errors import InvalidConfig
 from assay.master import Submission
-from assay.master._submit import validate_submission
+from assay.master.experiments._submit import validate_submission
 from tests.unit.master.test_submit_nul import train_context
 
 PROVIDER = {

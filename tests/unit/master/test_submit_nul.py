@@ -13,7 +13,7 @@ import pytest
 from assay.config import MasterConfig
 from assay.errors import InvalidConfig
 from assay.master import Submission
-from assay.master._submit import validate_submission
+from assay.master.experiments._submit import validate_submission
 
 
 def train_context() -> bytes:

@@ -14,7 +14,7 @@ import pytest
 from assay.config import MasterConfig, SharedFSConfig
 from assay.errors import InvalidConfig
 from assay.master import Submission
-from assay.master._submit import validate_submission
+from assay.master.experiments._submit import validate_submission
 
 
 def train_context() -> bytes:
@@ -69,7 +69,7 @@ def test_a_storage_key_without_type_is_refused_saying_type_is_needed(tmp_path: P
 def test_tensorboard_storage_is_accepted_with_a_note_saying_where_the_files_go(
     tmp_path: Path,
 ) -> None:
-    from assay.master._submit import TENSORBOARD_STORAGE_NOTE
+    from assay.master.experiments._submit import TENSORBOARD_STORAGE_NOTE
 
     config = {
         "entrypoint": "python3 train.py",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from assay.master._task_room import (
+from assay.master.queue._room import (
     AgentRoom,
     Amounts,
     Queued,

@@ -8,7 +8,7 @@ import subprocess
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assay.master._task_rules import (
+from assay.master.tasks._rules import (
     PORT_BASE,
     Placed,
     RoleRule,

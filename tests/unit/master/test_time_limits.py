@@ -11,7 +11,7 @@ import yaml
 from assay.config import MasterConfig
 from assay.db import Allocation, Database, Experiment, notes
 from assay.master import Master, Submission
-from assay.master._time_limits import enforce_time_limits
+from assay.master.experiments._time_limits import enforce_time_limits
 from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import Clock, run
 from tests.unit.master.test_handlers import connect_agent

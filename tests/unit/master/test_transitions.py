@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay.errors import InvalidTransition
-from assay.master._transitions import (
+from assay.master.experiments._transitions import (
     CLUSTER_STOPPED,
     MAX_LOST_IN_ROW,
     ClosedEvent,

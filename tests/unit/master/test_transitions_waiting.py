@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from assay.master._transitions import (
+from assay.master.experiments._transitions import (
     ExitFacts,
     ExperimentEvent,
     TrialFacts,

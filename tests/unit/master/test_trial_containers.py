@@ -18,7 +18,7 @@ from assay.config import (
     load_task_config,
 )
 from assay.errors import InvalidConfig
-from assay.master._containers import (
+from assay.master.kernel._containers import (
     container_problem,
     job_container,
     job_in_containers,
@@ -32,7 +32,7 @@ from assay.master._containers import (
     trial_container,
     trial_image,
 )
-from assay.master._task_room import AgentRoom, TrialShape, _trial_never_fits
+from assay.master.queue._room import AgentRoom, TrialShape, _trial_never_fits
 from assay.protocol import Mount, RegistryAuth
 from assay.scheduler import Agent, Job, PolicyKind, PoolSnapshot, Request, schedule
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from assay.master._waiters import Waiters
+from assay.master.kernel._waiters import Waiters
 
 
 def test_a_change_between_reading_the_version_and_waiting_is_not_missed() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.master._custom_searcher import CustomSearchMethod
+from assay.master.kernel._custom_searcher import CustomSearchMethod
 from assay.protocol import ExitedReason
 from assay.searcher import Close, Create, Searcher, Shutdown, ValidateAfter
 from assay.searcher.testing import check_method

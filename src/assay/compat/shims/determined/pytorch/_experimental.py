@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from ._context import PyTorchTrialContext
+    import torch
+
+
+class _Trial(Protocol):
+    """What the switches need of the trial's context (``PyTorchTrialContext``)."""
+
+    @property
+    def device(self) -> torch.device: ...
+
+    def wrap_scaler(self, scaler: Any) -> Any: ...
 
 
 class PyTorchExperimentalContext:
-    def __init__(self, context: PyTorchTrialContext) -> None:
+    def __init__(self, context: _Trial) -> None:
         self._context = context
         self._auto_amp = False
         self._data_repro_checks_disabled = False

@@ -1,0 +1,190 @@
+"""An entrypoint that imports a training framework no agent of its pool can import is refused
+at submission, naming the module and the command that installs it, instead of every trial
+failing on ``ModuleNotFoundError`` after it was scheduled, started and restarted.
+
+What the script needs is read from its top-level ``import`` statements (parsed, never run):
+an import inside a function, a ``try``, or an ``if`` may be optional and is not counted. What
+the agents offer is what each said in its hello (:attr:`~assay.protocol.Hello.frameworks`).
+The check refuses only when the pool has connected agents, every one of them said it lacks
+the framework, and the trials run the agents' own Python: a trial in a container image, or in
+a Slurm or Kubernetes pool, runs another interpreter, which the agents know nothing about.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from assay.config import ExperimentConfig, MasterConfig, trial_class_module
+from assay.context import MemberInfo, read_member
+from assay.errors import ErrorDetail, InvalidConfig
+from assay.master.experiments._entrypoint_files import _first_command, entrypoint_script
+from assay.master.kernel import trial_image
+from assay.protocol import FRAMEWORKS
+
+MAX_SCRIPT_BYTES = 4 * 1024 * 1024
+"""A larger entrypoint script is not read (it is not checked): a script is kilobytes."""
+
+
+UNPROVIDED: dict[str, str] = {
+    "determined.keras": (
+        "determined.keras (Determined's TFKerasTrial), which assay does not provide; train the "
+        "Keras model in a Core API script (det.core.init()) instead"
+    ),
+    "determined.pytorch.deepspeed": (
+        "determined.pytorch.deepspeed (Determined's DeepSpeedTrial), which assay does not "
+        "provide; run a DeepSpeed script under determined.launch.deepspeed with the Core API "
+        "instead"
+    ),
+}
+"""Parts of Determined's package assay does not run, and what to do instead."""
+
+NEEDS: dict[str, str] = {"determined.pytorch": "torch"}
+"""Modules of assay's ``determined`` package that need a framework in the trial's Python."""
+
+
+@dataclass(frozen=True)
+class ScriptImports:
+    """The entrypoint's script (its path in the context; a Trial class's module) and the
+    frameworks it imports at its top level, in the order it imports them; ``unprovided``:
+    the parts of Determined it imports that assay does not run."""
+
+    script: str
+    frameworks: tuple[str, ...]
+    unprovided: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class OfferedFrameworks:
+    """What one connected agent said of its frameworks (an agent that did not name one, an
+    older one, may have it)."""
+
+    pool: str
+    frameworks: dict[str, bool]
+
+
+def script_imports(
+    entrypoint: str | Sequence[str], context: bytes, members: Sequence[MemberInfo]
+) -> ScriptImports | None:
+    """The frameworks the entrypoint's Python script imports at its top level; None when
+    the entrypoint runs no script this can read (a module, a shell command, a script missing
+    from the context, one that does not parse)."""
+    script = _script(entrypoint)
+    if script is None:
+        return None
+    names = {m.name for m in members}
+    if script not in names:
+        return None  # refused already, or a directory run by its __main__.py
+    # A module or package of the context's own by a framework's name is what it imports.
+    own = {n.split("/", 1)[0].removesuffix(".py") for n in names}
+    data = read_member(context, script, max_bytes=MAX_SCRIPT_BYTES)
+    if data is None:
+        return None
+    try:
+        tree = ast.parse(data, filename=script)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None  # python says what is wrong when the trial runs it
+    found: list[str] = []
+    unprovided: list[str] = []
+    for statement in tree.body:
+        for dotted in _imported(statement):
+            top = dotted.split(".", 1)[0]
+            if top in own:
+                continue
+            refused = _unprovided(dotted)
+            if refused is not None and refused not in unprovided:
+                unprovided.append(refused)
+            needed = _framework(dotted)
+            if needed is not None and needed not in found:
+                found.append(needed)
+    return ScriptImports(script, tuple(found), tuple(unprovided))
+
+
+def _unprovided(dotted: str) -> str | None:
+    for name in UNPROVIDED:
+        if dotted == name or dotted.startswith(f"{name}."):
+            return name
+    return None
+
+
+def _framework(dotted: str) -> str | None:
+    """The framework importing ``dotted`` needs, if any."""
+    top = dotted.split(".", 1)[0]
+    if top in FRAMEWORKS:
+        return top
+    for name, framework in NEEDS.items():
+        if dotted == name or dotted.startswith(f"{name}."):
+            return framework
+    return None
+
+
+def _script(entrypoint: str | Sequence[str]) -> str | None:
+    """The script a ``python SCRIPT`` entrypoint runs, also behind a launcher (``python3 -m
+    determined.launch.torch_distributed [options] python3 train.py``), or the module of a
+    Trial class (``model_def:MyTrial``)."""
+    module = trial_class_module(entrypoint)
+    if module is not None:
+        return module
+    script = entrypoint_script(entrypoint)
+    if script is not None:
+        return script
+    words = _first_command(entrypoint) if isinstance(entrypoint, str) else list(entrypoint)
+    if not words or "-m" not in words:
+        return None
+    after = words[words.index("-m") + 2 :]  # past the launcher's module
+    for i, word in enumerate(after):
+        script = entrypoint_script(after[i:])
+        if script is not None or word == "--":
+            return script
+    return None
+
+
+def _imported(statement: ast.stmt) -> list[str]:
+    """The dotted modules an import statement loads (``from determined import pytorch``
+    loads ``determined.pytorch``; relative imports load the context's own)."""
+    if isinstance(statement, ast.Import):
+        return [alias.name for alias in statement.names]
+    if isinstance(statement, ast.ImportFrom) and statement.level == 0 and statement.module:
+        return [statement.module] + [f"{statement.module}.{a.name}" for a in statement.names]
+    return []
+
+
+def framework_problem(
+    config: ExperimentConfig,
+    settings: MasterConfig,
+    needs: ScriptImports | None,
+    agents: Iterable[OfferedFrameworks],
+) -> None:
+    """Raise :class:`InvalidConfig` (one line) when the script imports a part of Determined
+    assay does not run, or a framework that the connected agents of the experiment's pool all
+    said they cannot import."""
+    if needs is not None and needs.unprovided:
+        message = f"{needs.script} imports {UNPROVIDED[needs.unprovided[0]]}"
+        raise InvalidConfig(
+            f"invalid experiment config: entrypoint: {message}",
+            [ErrorDetail("entrypoint", message)],
+        )
+    if needs is None or not needs.frameworks or trial_image(config) is not None:
+        return
+    pool = config.resources.resource_pool or settings.default_compute_pool
+    pool_config = settings.pool(pool)
+    if pool_config is not None and pool_config.type != "agents":
+        return  # Slurm's nodes and Kubernetes' pods run a Python of their own
+    offered = [a.frameworks for a in agents if a.pool == pool]
+    if not offered:
+        return  # no agent to ask: the ones to come may have it
+    for module in needs.frameworks:
+        if any(said.get(module, True) for said in offered):
+            continue
+        count = len(offered)
+        message = (
+            f"{needs.script} imports {module}, which none of the {count} connected "
+            f"agent{'s' if count > 1 else ''} of resource pool {pool!r} can import; install it "
+            f"where the agents run (`{FRAMEWORKS[module]}`) and restart them, or submit to a "
+            "pool that has it"
+        )
+        raise InvalidConfig(
+            f"invalid experiment config: entrypoint: {message}",
+            [ErrorDetail("entrypoint", message)],
+        )

@@ -1,0 +1,239 @@
+"""What trial processes report: metrics, checkpoints, searcher results, early exits.
+
+Reports are idempotent: a metric report is keyed by (trial, run, group, steps_completed), a
+checkpoint by its uuid, a searcher result by (trial, length); a retried request changes nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from assay import rest
+from assay.db import (
+    Checkpoint,
+    Experiment,
+    Session,
+    Trial,
+    allocations,
+    checkpoints,
+    experiments,
+    metrics,
+    trials,
+)
+from assay.errors import Conflict, Fenced, InvalidRequest, Unauthorized
+from assay.master.experiments._lifecycle import apply_ops, update_progress
+from assay.master.kernel import Caller, Tx, Wake
+from assay.protocol import (
+    VALIDATION,
+    AllocationState,
+    CheckpointReport,
+    ExitedReason,
+    MetricReport,
+    check_checkpoint_uuid,
+)
+
+
+def authenticate(session: Session, token: str | None, trial_id: int | None = None) -> Caller:
+    if not token:
+        raise Unauthorized("this endpoint is for trial processes: send the allocation's token")
+    alloc = allocations.by_token(session, token)
+    if alloc is None:
+        raise Unauthorized("unknown allocation token")
+    if alloc.state == AllocationState.TERMINATED:
+        # A process its agent lost track of must not report into the trial's next run.
+        raise fenced(alloc.id)
+    caller = Caller(alloc.id, alloc.trial_id, alloc.run)
+    check_trial(caller, trial_id)
+    return caller
+
+
+def fenced(allocation_id: str) -> Fenced:
+    return Fenced(
+        f"allocation {allocation_id} has ended (the master gave it up, e.g. when its agent was "
+        "lost, and its trial may run elsewhere now): nothing it reports is taken; this copy "
+        "must stop"
+    )
+
+
+def check_live(session: Session, caller: Caller) -> None:
+    """Refuse a report of an allocation that ended since its token was checked: checked again
+    in the writing transaction, so a copy the master gave up on never writes into the trial
+    (its replacement's run) however its request raced the end."""
+    alloc = allocations.get(session, caller.allocation_id)
+    if alloc is None or alloc.state == AllocationState.TERMINATED:
+        raise fenced(caller.allocation_id)
+
+
+def check_trial(caller: Caller, trial_id: int | None) -> None:
+    """Refuse a token used for another trial than its allocation's (``trial_id`` None: any)."""
+    if trial_id is not None and caller.trial_id != trial_id:
+        raise Unauthorized(f"this token belongs to trial {caller.trial_id}, not trial {trial_id}")
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """What :func:`ingest_metrics` stored: the trial's numbers as stored after it, and for a
+    code-driven searcher the validation reports that carry the searcher metric, with their
+    trial and experiment (None without such reports)."""
+
+    numbers: tuple[int, int, float | None] | None
+    """The trial's experiment, steps completed and best validation (None: nothing reported)."""
+    relevant: list[MetricReport]
+    trial: Trial | None = None
+    experiment: Experiment | None = None
+
+
+def ingest_metrics(
+    session: Session, caller: Caller, reports: list[MetricReport], now: float
+) -> Ingested:
+    """Store reports (ignoring repeats) and keep the trial's steps and best validation up to
+    date."""
+    # Checked again in the writing transaction: the run may have ended since the token was
+    # checked, and its late reports must not mix with the next run's.
+    check_live(session, caller)
+    metrics.insert(session, caller.trial_id, caller.run, reports, now)
+    if not reports:
+        return Ingested(None, [])
+    # Every group counts, training too: a trial that has trained 80,000 batches and not yet
+    # validated or checkpointed has not done 0 steps.
+    steps = max(r.steps_completed for r in reports)
+    validations = [r for r in reports if r.group == VALIDATION]
+    if not validations:
+        return Ingested(trials.record_reported(session, caller.trial_id, steps), [])
+    trial = trials.require(session, caller.trial_id)
+    exp = experiments.require(session, trial.experiment_id)
+    searcher_cfg = exp.config.get("searcher", {})
+    metric = searcher_cfg.get("metric")
+    smaller = searcher_cfg.get("smaller_is_better", True)
+    # NNI ranks a trial by its final result alone (its listings sort by it; a trial without
+    # one is not ranked); its intermediate results still reach the searcher and assessors.
+    finals_only = rest.ConfigSource(exp.source).nni
+    relevant = []
+    best: tuple[float, float] | None = None
+    for r in validations:
+        value = r.metrics.get(metric) if metric else None
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            relevant.append(r)
+            if finals_only and not r.final:
+                continue
+            score = float(value) if smaller else -float(value)
+            if best is None or score < best[1]:
+                best = (float(value), score)
+    numbers = trials.record_reported(session, trial.id, steps, best)
+    return Ingested(numbers, relevant, trial, exp)
+
+
+def feed_code_driven(tx: Tx, ingested: Ingested) -> None:
+    """Code-driven searchers watch validations; the length is the time metric (or the step)."""
+    trial, exp, reports = ingested.trial, ingested.experiment, ingested.relevant
+    if trial is None or exp is None or not reports:
+        return
+    searcher = tx.searchers.searcher(exp)
+    if not searcher.code_driven:
+        return
+    cfg = tx.searchers.config(exp)
+    metric_name = getattr(cfg.searcher, "metric", None)
+    time_metric = getattr(cfg.searcher, "time_metric", None)
+    for r in sorted(reports, key=lambda r: r.steps_completed):
+        value = r.metrics.get(metric_name) if metric_name else None
+        if not isinstance(value, int | float):
+            continue
+        length_raw = r.metrics.get(time_metric) if time_metric else r.steps_completed
+        if not isinstance(length_raw, int | float):
+            continue
+        apply_ops(
+            tx, exp, searcher.validation_completed(trial.request_id, float(value), int(length_raw))
+        )
+
+
+def complete_operation(tx: Tx, caller: Caller, length: int, metric: float) -> None:
+    check_live(tx.session, caller)
+    trial = trials.require(tx.session, caller.trial_id)
+    exp = experiments.require(tx.session, trial.experiment_id)
+    searcher = tx.searchers.searcher(exp)
+    trials.record_reported(tx.session, trial.id, length)
+    apply_ops(tx, exp, searcher.validation_completed(trial.request_id, metric, length))
+    tx.act(Wake(("op", trial.id)))
+
+
+def release_if_idle(tx: Tx, caller: Caller) -> bool:
+    """The trial asked for an operation and none came: let it exit and free its slots. Its exit
+    makes it WAITING, at the stage its searcher holds it (``waiting_at``).
+
+    Returns True if released (no operation appeared in the meantime).
+    """
+    check_live(tx.session, caller)
+    trial = trials.require(tx.session, caller.trial_id)
+    exp = experiments.require(tx.session, trial.experiment_id)
+    searcher = tx.searchers.searcher(exp)
+    if searcher.pending_length(trial.request_id) is not None:
+        return False
+    alloc = allocations.get(tx.session, caller.allocation_id)
+    if alloc is not None and alloc.state != AllocationState.TERMINATED:
+        alloc.released = True
+        trial.waiting_at = searcher.stage_of(trial.request_id)
+    return True
+
+
+def report_checkpoint(tx: Tx, caller: Caller, report: CheckpointReport) -> Checkpoint:
+    # A copy the master gave up on never has its checkpoint referenced, so its files stay an
+    # orphan the trial's replacement never resumes from.
+    check_live(tx.session, caller)
+    uuid = report.uuid
+    steps = report.steps_completed
+    check_checkpoint_uuid(uuid)
+    existing = checkpoints.get(tx.session, uuid)
+    if existing is not None:
+        if existing.trial_id != caller.trial_id:
+            # A retried report is harmless; claiming another trial's checkpoint is not.
+            raise Conflict(
+                f"uuid: checkpoint {uuid} belongs to trial {existing.trial_id}, not to trial "
+                f"{caller.trial_id}; a checkpoint is registered once, by the trial that wrote it"
+            )
+        return existing
+    trial = trials.require(tx.session, caller.trial_id)
+    ckpt = checkpoints.create(
+        tx.session,
+        uuid=uuid,
+        trial_id=trial.id,
+        experiment_id=trial.experiment_id,
+        allocation_id=caller.allocation_id,
+        steps_completed=steps,
+        metadata=report.metadata,
+        resources=report.resources,
+        size=report.size,
+        reported_at=tx.now,
+    )
+    current = (
+        checkpoints.get(tx.session, trial.latest_checkpoint) if trial.latest_checkpoint else None
+    )
+    if current is None or steps >= current.steps_completed or current.trial_id != trial.id:
+        trial.latest_checkpoint = uuid
+    trials.record_reported(tx.session, trial.id, steps)
+    # Batches trained count towards the experiment's progress (for code that reports no
+    # progress of its own); metric reports are stored outside the lock, checkpoints inside.
+    update_progress(tx, experiments.require(tx.session, trial.experiment_id))
+    return ckpt
+
+
+def report_early_exit(tx: Tx, caller: Caller, reason: str) -> None:
+    try:
+        parsed = ExitedReason(reason)
+    except ValueError:
+        valid = ", ".join(r.value for r in ExitedReason)
+        raise InvalidRequest(
+            f"reason: unknown early-exit reason {reason!r}; one of: {valid}"
+        ) from None
+    check_live(tx.session, caller)
+    trial = trials.require(tx.session, caller.trial_id)
+    trial.early_exit = parsed.value
+
+
+def report_progress(tx: Tx, caller: Caller, progress: float) -> None:
+    if not 0.0 <= progress <= 1.0:
+        raise InvalidRequest(f"progress: must be between 0 and 1, got {progress}")
+    check_live(tx.session, caller)
+    trial = trials.require(tx.session, caller.trial_id)
+    trial.progress = progress
+    update_progress(tx, experiments.require(tx.session, trial.experiment_id))

@@ -1,0 +1,154 @@
+"""The master's side of the harness: what trial processes ask for and report, over REST with
+their allocation's token."""
+
+from __future__ import annotations
+
+from assay import rest
+from assay.db import Session, allocations, experiments, trials
+from assay.master.experiments import _harness as harness
+from assay.master.kernel import Caller, Orchestrator, Tx, views
+from assay.protocol import (
+    VALIDATION,
+    AllocationState,
+    CheckpointReport,
+    MetricReport,
+)
+
+IDLE_RELEASE_SECONDS = 5.0
+"""How long a trial that asked for its next operation may hold its slots waiting for one."""
+
+
+class HarnessService:
+    def __init__(self, core: Orchestrator) -> None:
+        self.core = core
+
+    async def caller(self, token: str | None, trial_id: int | None = None) -> Caller:
+        """The allocation whose ``token`` this is (and, given ``trial_id``, that it runs that
+        trial); raises :class:`Unauthorized` otherwise. A token is read from the database once
+        while its allocation lives (``Orchestrator.callers``)."""
+        callers = self.core.callers
+        found = callers.get(token) if token else None
+        if found is None:
+            since = callers.version()
+            found = await self.core.read(lambda s: harness.authenticate(s, token))
+            if token:  # always, once authenticated: an empty token is refused above
+                callers.keep(token, found, since)
+        harness.check_trial(found, trial_id)
+        return found
+
+    async def operation(self, caller: Caller, timeout: float) -> rest.SearcherOperation:
+        """The trial's next length to train to; ``done`` once the searcher needs no more.
+
+        Waits up to ``timeout`` for the searcher; a trial left waiting past
+        ``IDLE_RELEASE_SECONDS`` is released: told it is done for now, so it exits and frees
+        its slots, and it is queued again if the searcher later asks for more (ASHA promotion).
+        """
+        key = ("op", caller.trial_id)
+        deadline = self.core.clock() + min(timeout, IDLE_RELEASE_SECONDS)
+        while True:
+            since = self.core.waiters.version(key)
+            answer = await self._answer(caller)
+            if answer is not None:
+                return answer
+            remaining = deadline - self.core.clock()
+            if remaining <= 0:
+                break
+            await self.core.wait(key, since, remaining)
+        released = await self.core.transact(harness.release_if_idle, caller)
+        if not released:
+            answer = await self._answer(caller)
+            if answer is not None:
+                return answer
+        return rest.SearcherOperation(length=None, done=True, released=True)
+
+    async def _answer(self, caller: Caller) -> rest.SearcherOperation | None:
+        def read(session: Session) -> rest.SearcherOperation | None:
+            # A copy the master gave up on while it waited gets no operation: it stops.
+            harness.check_live(session, caller)
+            done = rest.SearcherOperation(length=None, done=True)
+            trial = trials.get(session, caller.trial_id)
+            exp = experiments.get(session, trial.experiment_id) if trial else None
+            if trial is None or exp is None:
+                return done
+            searcher = self.core.searchers.searcher(exp)
+            pending = searcher.pending_length(trial.request_id)
+            if pending is not None:
+                return rest.SearcherOperation(length=pending, done=False)
+            if searcher.code_driven:
+                # Its code decides how long to train; the searcher gives it no lengths.
+                return done
+            if searcher.is_closed(trial.request_id) or searcher.shutdown is not None:
+                return done
+            return None
+
+        return await self.core.read(read, locked=True)
+
+    async def complete_operation(self, caller: Caller, length: int, metric: float) -> None:
+        await self.core.transact(harness.complete_operation, caller, length, metric)
+
+    async def report_metrics(self, caller: Caller, reports: list[MetricReport]) -> None:
+        """Store a batch of reports (a repeated one is stored once)."""
+        now = self.core.clock()
+
+        def write(session: Session) -> tuple[int, int, float | None]:
+            return harness.ingest_metrics(session, caller, reports, now).numbers or (-1, 0, None)
+
+        def write_and_feed(tx: Tx) -> tuple[int, int, float | None]:
+            ingested = harness.ingest_metrics(tx.session, caller, reports, now)
+            harness.feed_code_driven(tx, ingested)
+            return ingested.numbers or (-1, 0, None)
+
+        if any(r.group == VALIDATION for r in reports):
+            # A validation may decide the search (a code-driven searcher's): stored and fed to
+            # the searcher in one transaction, under the lock.
+            experiment_id, steps, best = await self.core.transact(write_and_feed)
+        else:
+            # Training reports decide nothing: written outside the lock, never waiting behind
+            # a scheduling pass.
+            experiment_id, steps, best = await self.core.record(write)
+        if reports:
+            # Told to live viewers once stored (a repeated report is told again: viewers
+            # know a report by its trial, run, group and step).
+            stored = [views.reported(caller.trial_id, caller.run, r, now) for r in reports]
+            told = rest.TrialMetrics(
+                trial_id=caller.trial_id,
+                experiment_id=experiment_id,
+                metrics=stored,
+                steps_completed=steps,
+                best_validation=best,
+            )
+            self.core.events.publish(rest.EventBatch(metrics=[told]))
+
+    async def report_checkpoint(self, caller: Caller, report: CheckpointReport) -> rest.Checkpoint:
+        """Register a checkpoint (a repeat changes nothing); the checkpoint as stored."""
+
+        def handler(tx: Tx) -> rest.Checkpoint:
+            return views.checkpoint(harness.report_checkpoint(tx, caller, report))
+
+        return await self.core.transact(handler)
+
+    async def report_early_exit(self, caller: Caller, reason: str) -> None:
+        await self.core.transact(harness.report_early_exit, caller, reason)
+
+    async def report_progress(self, caller: Caller, progress: float) -> None:
+        await self.core.transact(harness.report_progress, caller, progress)
+
+    async def preemption(self, allocation_id: str, timeout: float) -> rest.PreemptionSignal:
+        """Whether the allocation should checkpoint and exit, waiting up to ``timeout`` for
+        the answer to become yes."""
+        key = ("preempt", allocation_id)
+
+        def read(session: Session) -> bool:
+            alloc = allocations.get(session, allocation_id)
+            if alloc is None or alloc.state == AllocationState.TERMINATED:
+                # Not "checkpoint and exit": a copy the master gave up on must write nothing
+                # more, not a checkpoint either; it is told it is fenced off, and stops.
+                raise harness.fenced(allocation_id)
+            return alloc.preempt is not None
+
+        since = self.core.waiters.version(key)
+        preempt = await self.core.read(read)
+        if not preempt and timeout > 0:
+            await self.core.wait(key, since, timeout)
+            preempt = await self.core.read(read)
+        return rest.PreemptionSignal(preempt=preempt)

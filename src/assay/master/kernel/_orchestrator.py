@@ -1,0 +1,241 @@
+"""What every part of the master shares: the database, one lock, the searchers, the agent hub
+and the long-polls; and the one way to change anything: a handler run as a transaction.
+
+A handler runs under the lock, in one transaction on a worker thread; the actions it records
+(start a process, wake a long-poll, collect an ended experiment's checkpoints) are performed
+only after the commit, so every state change is durable before it is acted on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any, Generic, Protocol, TypeVar
+
+from assay import rest
+from assay.db import Database, Session
+from assay.db import changes as db_changes
+from assay.errors import MasterUnreachable
+from assay.master.kernel import _views as views
+from assay.master.kernel._agents import AgentHub, AgentView
+from assay.master.kernel._callers import Caller, CallerCache
+from assay.master.kernel._events import EventHub
+from assay.master.kernel._searchers import SearcherCache
+from assay.master.kernel._storage_access import StorageAccess
+from assay.master.kernel._tx import (
+    Action,
+    AllocationEnded,
+    ExperimentEnded,
+    KillAllocation,
+    Reschedule,
+    StartAllocation,
+    Tx,
+    Wake,
+)
+from assay.master.kernel._waiters import Waiters
+from assay.protocol import Kill, TrialEnv
+from assay.protocol import trace_mark as mark
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+R = TypeVar("R")
+"""What a scheduling pass answers (the allocations package's ``PassResult``)."""
+
+
+class Orchestrator:
+    def __init__(
+        self,
+        db: Database,
+        searchers: SearcherCache,
+        storage: StorageAccess,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.db = db
+        self.searchers = searchers
+        self.storage = storage
+        """How far into experiments' checkpoint storage the master may reach."""
+        self.clock = clock
+        self.lock = asyncio.Lock()
+        self.hub = AgentHub()
+        self.waiters = Waiters()
+        self.callers = CallerCache()
+        """The harness's tokens already checked (forgotten when their allocation ends)."""
+        self.events = EventHub()
+        """What live viewers (the web UI) are told: changes as they commit."""
+        self.cluster_id = ""
+        self.started_at = clock()
+        self.wakeup = asyncio.Event()
+        """Set to run a scheduling pass soon."""
+        self.stopping = False
+        self.draining_until = 0.0
+        """Until when nothing new is started: the cluster is being stopped (``assay down``).
+        Held in memory, and only a while after the last ask: a master started again, or one
+        whose stop was abandoned midway, schedules as usual, so nothing is left stuck."""
+        self._work: set[asyncio.Task[Any]] = set()
+        self.after_experiment_ended: list[Callable[[int], Coroutine[Any, Any, Any]]] = []
+        """Run in the background once an experiment's end is committed (its checkpoints'
+        collection, which the artifacts part sets: a room above the kernel, so it hooks in)."""
+        self.scheduler: InlineScheduler[Any] | None = None
+        """Runs the scheduling pass in a transaction that may free slots (the master's loops
+        set it)."""
+
+    async def transact(self, handler: Callable[..., T], *args: Any, schedule: bool = False) -> T:
+        """``handler(tx, *args)`` in one transaction under the lock; its actions after the
+        commit. On a failure nothing is written, and the searchers it touched are reloaded
+        from the last committed snapshot.
+
+        ``schedule``: when the handler asks for a pass (it freed slots, say), the pass runs in
+        the same transaction, so the slots go to the next in line without a second commit or
+        a wait for the scheduling loop. Should the pass fail, the handler's work is committed
+        without it and the loop's next pass tries again."""
+        async with self.lock:
+            now = self.clock()
+            holder: dict[str, Tx] = {}
+            passed: list[Any] = []
+            published: list[rest.EventBatch] = []
+            # A stopping master starts nothing; one draining leaves the queue to the next.
+            scheduler = (
+                self.scheduler if schedule and not (self.draining or self.stopping) else None
+            )
+            agents = self.hub.connected_views() if scheduler is not None else []
+
+            def run(session: Session, scheduler: InlineScheduler[Any] | None) -> T:
+                tx = Tx(session=session, now=now, searchers=self.searchers)
+                holder["tx"] = tx
+                db_changes.track(session)
+                result = handler(tx, *args)
+                if scheduler is not None and Reschedule() in tx.actions:
+                    passed.append(_pass_in(scheduler, tx, agents))
+                published.append(views.changes(session))
+                return result
+
+            try:
+                try:
+                    result = await self.db.run(lambda session: run(session, scheduler))
+                except _PassFailed as failed:
+                    log.error("scheduling pass failed", exc_info=failed.__cause__)
+                    self._forget_touched(holder)
+                    passed.clear()
+                    published.clear()
+                    result = await self.db.run(lambda session: run(session, None))
+            except BaseException:
+                self._forget_touched(holder)
+                raise
+            actions = holder["tx"].actions
+            # Still under the lock: viewers get the batches in the order they were committed.
+            for batch in published:
+                self.events.publish(batch)
+            self._know_started(actions)
+            if scheduler is not None and passed:
+                scheduler.committed(passed[0])
+        await self._perform(actions)
+        return result
+
+    def _know_started(self, actions: list[Action]) -> None:
+        """The tokens of the allocations just started, so that a trial's first report is not
+        held up reading its token back."""
+        for action in actions:
+            if isinstance(action, StartAllocation):
+                message = action.message
+                token = message.env.get(TrialEnv.TOKEN)
+                if token:
+                    caller = Caller(message.allocation_id, message.trial_id, message.run)
+                    self.callers.started(token, caller)
+
+    def _forget_touched(self, holder: dict[str, Tx]) -> None:
+        """A transaction failed: its searchers are reloaded from the last committed snapshot."""
+        tx = holder.pop("tx", None)
+        if tx is not None:
+            for exp_id in tx.touched:
+                self.searchers.drop(exp_id)
+
+    async def read(self, fn: Callable[[Session], T], *, locked: bool = False) -> T:
+        """``fn(session)`` in a transaction of its own; under the lock when it reads the
+        in-memory searchers, which transactions change."""
+        if not locked:
+            return await self.db.run(fn)
+        async with self.lock:
+            return await self.db.run(fn)
+
+    async def record(self, fn: Callable[[Session], T]) -> T:
+        """``fn(session)`` writing in a transaction of its own, outside the lock: for writes
+        that decide nothing (an agent's row, shipped log lines, stored metric reports), so they
+        never wait behind a scheduling pass."""
+        return await self.db.run(fn)
+
+    async def _perform(self, actions: list[Action]) -> None:
+        for action in actions:
+            if isinstance(action, StartAllocation):
+                await self.hub.send(action.agent_id, action.message)
+                mark("master-start-sent", action.message.allocation_id)
+            elif isinstance(action, KillAllocation):
+                await self.hub.send(action.agent_id, Kill(action.allocation_id))
+            elif isinstance(action, Wake):
+                self.waiters.notify(action.key)
+            elif isinstance(action, Reschedule):
+                self.wakeup.set()
+            elif isinstance(action, AllocationEnded):
+                self.callers.forget(action.allocation_id)
+            elif isinstance(action, ExperimentEnded):
+                self.searchers.release(action.experiment_id)
+                for hook in self.after_experiment_ended:
+                    self.background(hook(action.experiment_id))
+                self.waiters.notify(("experiment", action.experiment_id))
+
+    async def wait(self, key: tuple[Any, ...], since: int, timeout: float) -> None:
+        """Wait up to ``timeout`` for ``key`` to move past version ``since``; raises
+        :class:`MasterUnreachable` when the master is shutting down."""
+        await self.waiters.wait(key, since, timeout)
+        if self.waiters.closed:
+            raise MasterUnreachable("the master is shutting down; try again shortly")
+
+    def background(self, work: Coroutine[Any, Any, Any]) -> None:
+        """Run ``work`` on its own; a failure is logged."""
+        task = asyncio.create_task(work)
+        self._work.add(task)
+        task.add_done_callback(self._work.discard)
+        task.add_done_callback(_log_failure)
+
+    @property
+    def draining(self) -> bool:
+        return self.clock() < self.draining_until
+
+    def begin_shutdown(self) -> None:
+        """Answer every long-poll now (with 503, so clients retry against the next master)."""
+        self.stopping = True
+        self.waiters.close()
+        self.events.close()
+
+
+class InlineScheduler(Protocol, Generic[R]):
+    """Runs the scheduling pass inside another transaction (see ``transact(schedule=True)``)."""
+
+    def pass_in(self, tx: Tx, agents: list[AgentView]) -> R:
+        """The pass, in ``tx`` (on the transaction's worker thread)."""
+        ...
+
+    def committed(self, result: R) -> None:
+        """The pass's transaction committed: what it decided holds (on the event loop)."""
+        ...
+
+
+def _pass_in(scheduler: InlineScheduler[R], tx: Tx, agents: list[AgentView]) -> R:
+    mark("master-pass-begins", "-")
+    try:
+        result = scheduler.pass_in(tx, agents)
+    except Exception as exc:
+        raise _PassFailed from exc
+    tx.actions.remove(Reschedule())
+    return result
+
+
+class _PassFailed(Exception):
+    """The scheduling pass run inside a transaction failed (the cause says how)."""
+
+
+def _log_failure(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("background work failed", exc_info=task.exception())

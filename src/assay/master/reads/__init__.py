@@ -1,0 +1,11 @@
+"""What users and the web UI read: experiment, trial and log views, learning curves,
+hyperparameter importance and the master's own log.
+"""
+
+from __future__ import annotations
+
+from assay.master.reads._analysis import Analysis
+from assay.master.reads._master_log import KEEP, MasterLog, effective_config
+from assay.master.reads._reads import LOG_PAGE, Reads, TrialLogs
+
+__all__ = ["KEEP", "LOG_PAGE", "Analysis", "MasterLog", "Reads", "TrialLogs", "effective_config"]

@@ -1,0 +1,440 @@
+"""What the master answers reads with: each read is one transaction and answers with the REST
+resource (:mod:`assay.rest`) the API sends.
+
+The HTTP layer asks these instead of the database, so it needs neither ``assay.db`` nor
+SQLAlchemy. A missing experiment, trial, checkpoint or context raises :class:`NotFound`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass
+
+from pydantic import TypeAdapter
+
+import assay
+from assay import rest
+from assay.config import MasterConfig
+from assay.db import (
+    Experiment,
+    Session,
+    agents,
+    allocations,
+    checkpoints,
+    contexts,
+    experiments,
+    instances,
+    logs,
+    metrics,
+    notes,
+    trials,
+)
+from assay.errors import Forbidden, NotFound
+from assay.master.identity import Actor
+from assay.master.kernel import Caller, Message, Orchestrator, Scope, views
+from assay.master.queue import jobs
+from assay.master.reads._curves import pick, series_of
+from assay.protocol import TrialState
+
+LOG_PAGE = 1000
+"""The most log lines one read returns."""
+
+KEEP_ALIVE_SECONDS = 15.0
+"""How long a follower of a trial's logs waits for a line before it is sent an empty batch."""
+
+assert set(rest.MetricList.model_fields) == {"metrics"}, "metrics_json writes MetricList by hand"
+
+
+@functools.cache
+def _metrics_json() -> TypeAdapter[list[rest.Metric]]:
+    """What turns a part of a trial's reports into JSON (never all of them as models at once).
+    Built at the first read, as the resources' own schemas are: it takes tens of milliseconds,
+    which every process importing the master would pay at start-up."""
+    return TypeAdapter(list[rest.Metric])
+
+
+@dataclass(frozen=True)
+class TrialLogs:
+    """A batch of a followed trial's log lines."""
+
+    entries: list[rest.LogEntry]
+    trial_ended: bool
+    """The trial had ended when the lines were read, and these are its last ones."""
+
+
+class Reads:
+    def __init__(
+        self,
+        core: Orchestrator,
+        settings: MasterConfig,
+        reserved: Callable[[], set[str]] = set,
+    ) -> None:
+        self.core = core
+        self.settings = settings
+        self._reserved = reserved
+        """The jobs the scheduler holds slots for (SCHEDULED in the queue)."""
+
+    def _why_waiting(self) -> Callable[[Session, Experiment], str | None]:
+        """Why an experiment's queued trials wait, read in a session (none queued: None), as
+        the job queue says it; what is not in the database is taken now, outside it."""
+        reserved = set(self._reserved())
+        connected = self.core.hub.connected_views()
+
+        def why(session: Session, exp: Experiment) -> str | None:
+            if not trials.counts(session, [exp.id])[exp.id].get(TrialState.QUEUED):
+                return None
+            return jobs.waiting_of(session, exp.job_id, self.settings, reserved, connected)
+
+        return why
+
+    def info(self) -> rest.MasterInfo:
+        return rest.MasterInfo(
+            version=assay.__version__,
+            cluster_id=self.core.cluster_id,
+            started_at=self.core.started_at,
+            database="sqlite" if self.core.db.is_sqlite else "postgresql",
+            max_grid_points=self.settings.limits.max_grid_points,
+        )
+
+    async def experiment(self, experiment_id: int) -> rest.Experiment:
+        why = self._why_waiting()
+
+        def read(session: Session) -> rest.Experiment:
+            exp = experiments.require(session, experiment_id)
+            shown = views.experiment(session, exp)
+            return shown.model_copy(update={"waiting": why(session, exp)})
+
+        return await self.core.read(read)
+
+    async def experiments(
+        self,
+        *,
+        states: Iterable[str] = (),
+        archived: bool = False,
+        owner: str | None = None,
+        name: str | None = None,
+        label: str | None = None,
+        sort: rest.ExperimentSort = rest.ExperimentSort.ID,
+        order: rest.SortOrder = rest.SortOrder.DESC,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> rest.ExperimentList:
+        """A page of experiments, newest first unless ``sort`` and ``order`` say otherwise;
+        ``states`` filters (all when empty), ``owner``, ``name`` (a substring) and ``label``
+        too when given; archived ones only with ``archived``."""
+        wanted = list(states)
+
+        def read(session: Session) -> rest.ExperimentList:
+            rows, total = experiments.page(
+                session,
+                states=wanted,
+                include_archived=archived,
+                owner=owner,
+                name=name,
+                label=label,
+                sort=sort.value,
+                descending=order == rest.SortOrder.DESC,
+                limit=limit,
+                offset=offset,
+                now=self.core.clock(),
+            )
+            ids = [e.id for e in rows]
+            counts = trials.counts(session, ids)
+            best = trials.best_of_each(session, ids)
+            return rest.ExperimentList(
+                experiments=[
+                    views.experiment_summary(e, counts[e.id], best.get(e.id)) for e in rows
+                ],
+                pagination=rest.Pagination(total=total, limit=limit, offset=offset),
+            )
+
+        return await self.core.read(read)
+
+    async def trials(
+        self,
+        experiment_id: int,
+        *,
+        states: Iterable[str] = (),
+        sort: rest.TrialSort = rest.TrialSort.ID,
+        order: rest.SortOrder = rest.SortOrder.ASC,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> rest.TrialList:
+        """The experiment's trials (of ``states`` when given), by id unless ``sort`` and
+        ``order`` say otherwise; a page of them when ``limit`` is given."""
+        why = self._why_waiting()
+        wanted = list(states)
+
+        def read(session: Session) -> rest.TrialList:
+            exp = experiments.require(session, experiment_id)
+            rows, total = trials.page_of(
+                session,
+                experiment_id,
+                states=wanted,
+                sort=sort.value,
+                descending=order == rest.SortOrder.DESC,
+                limit=limit,
+                offset=offset,
+            )
+            return rest.TrialList(
+                trials=views.trials_of(session, rows, why(session, exp)),
+                pagination=rest.Pagination(
+                    total=total, limit=total if limit is None else limit, offset=offset
+                ),
+            )
+
+        return await self.core.read(read)
+
+    async def notes(
+        self, experiment_id: int, *, after: int = 0, limit: int = 1000
+    ) -> rest.ExperimentNoteList:
+        """The experiment's notes after note ``after``, oldest first."""
+
+        def read(session: Session) -> rest.ExperimentNoteList:
+            experiments.require(session, experiment_id)
+            rows = notes.of_experiment(session, experiment_id, after=after, limit=limit)
+            return rest.ExperimentNoteList(
+                notes=[rest.ExperimentNote(id=n.id, time=n.time, text=n.text) for n in rows]
+            )
+
+        return await self.core.read(read)
+
+    async def trial(self, trial_id: int) -> rest.TrialDetail:
+        why = self._why_waiting()
+
+        def read(session: Session) -> rest.TrialDetail:
+            row = trials.require(session, trial_id)
+            waiting = None
+            if row.state == TrialState.QUEUED:
+                waiting = why(session, experiments.require(session, row.experiment_id))
+            return views.trial_detail(
+                session, row, allocations.of_trial(session, trial_id), waiting
+            )
+
+        return await self.core.read(read)
+
+    async def experiment_checkpoints(self, experiment_id: int) -> rest.CheckpointList:
+        def read(session: Session) -> rest.CheckpointList:
+            experiments.require(session, experiment_id)
+            rows = checkpoints.of(session, experiment_id=experiment_id)
+            return rest.CheckpointList(checkpoints=views.checkpoints_held(session, rows))
+
+        return await self.core.read(read)
+
+    async def trial_checkpoints(self, trial_id: int) -> rest.CheckpointList:
+        def read(session: Session) -> rest.CheckpointList:
+            trials.require(session, trial_id)
+            rows = checkpoints.of(session, trial_id=trial_id)
+            return rest.CheckpointList(checkpoints=views.checkpoints_held(session, rows))
+
+        return await self.core.read(read)
+
+    async def checkpoint(self, uuid: str) -> rest.Checkpoint:
+        def read(session: Session) -> rest.Checkpoint:
+            (shown,) = views.checkpoints_held(session, [checkpoints.require(session, uuid)])
+            return shown
+
+        return await self.core.read(read)
+
+    async def metrics_json(
+        self, trial_id: int, group: str | None = None, *, include_archived: bool = False
+    ) -> bytes:
+        """The trial's reports, a :class:`rest.MetricList` as JSON. A trial can hold millions
+        of reports: they are read and turned into JSON a part at a time, so the master holds
+        the answer's text, never a model per report (about 2.5 KiB each, read all at once)."""
+
+        def read(session: Session) -> bytes:
+            trials.require(session, trial_id)
+            body = bytearray(b'{"metrics":[')
+            parts = metrics.series_in_parts(
+                session, trial_id, group, include_archived=include_archived
+            )
+            for index, rows in enumerate(parts):
+                if index:
+                    body += b","
+                shown = [views.metric(m) for m in rows]
+                body += _metrics_json().dump_json(shown, by_alias=True)[1:-1]
+            body += b"]}"
+            return bytes(body)
+
+        return await self.core.read(read)
+
+    async def curves(
+        self,
+        experiment_id: int,
+        trial_ids: list[int],
+        *,
+        group: str | None = None,
+        metric: str | None = None,
+        max_points: int = 1000,
+    ) -> rest.MetricSeriesList:
+        """One metric of ``trial_ids`` (trials of the experiment) by step, in one read: by
+        default the searcher's metric of the validation group."""
+
+        def read(session: Session) -> rest.MetricSeriesList:
+            exp = experiments.require(session, experiment_id)
+            missing = sorted(set(trial_ids) - trials.ids_in_experiment(session, exp.id, trial_ids))
+            if missing:
+                shown = ", ".join(map(str, missing[:10])) + (", ..." if len(missing) > 10 else "")
+                raise NotFound(f"experiment {experiment_id} has no trial {shown}")
+            default = f"validation/{(exp.config.get('searcher') or {}).get('metric', '')}"
+            reported = metrics.names(session, trial_ids)
+            shown_group, shown_metric = pick(reported, group, metric, default)
+            rows = metrics.curves(session, trial_ids, shown_group)
+            return series_of(rows, reported, trial_ids, shown_group, shown_metric, max_points)
+
+        return await self.core.read(read)
+
+    async def logs(self, trial_id: int, after: int = 0, limit: int = LOG_PAGE) -> rest.LogPage:
+        """Up to ``limit`` of the trial's log lines with an id above ``after``, oldest first."""
+        batch = await self._logs(trial_id, after, limit)
+        return rest.LogPage(logs=batch.entries)
+
+    def event_position(self) -> str:
+        """The id of the last live-change batch published (see :meth:`follow_events`): a read
+        made after taking it, and a stream resumed after it, together miss nothing."""
+        return self.core.events.position
+
+    async def follow_events(
+        self,
+        *,
+        experiment_id: int | None = None,
+        trial_id: int | None = None,
+        queue: bool = False,
+        cluster: bool = False,
+        last_event_id: str | None = None,
+    ) -> AsyncIterator[Message | None]:
+        """Live changes for a viewer (see :class:`Scope`): of every experiment, of one
+        experiment with its trials and metrics, or of one trial; with ``queue`` and
+        ``cluster``, whether those changed too. Raises :class:`NotFound` at once when the
+        experiment or trial does not exist."""
+
+        def read(session: Session) -> Scope:
+            if trial_id is not None:
+                trial = trials.require(session, trial_id)
+                if experiment_id is not None and trial.experiment_id != experiment_id:
+                    raise NotFound(
+                        f"trial {trial_id} is not of experiment {experiment_id} "
+                        f"(it is of experiment {trial.experiment_id})"
+                    )
+                return Scope(trial.experiment_id, trial_id, queue, cluster)
+            if experiment_id is not None:
+                experiments.require(session, experiment_id)
+            return Scope(experiment_id, None, queue, cluster)
+
+        scope = await self.core.read(read)
+        return self.core.events.follow(scope, last_event_id, KEEP_ALIVE_SECONDS)
+
+    async def follow_logs(self, trial_id: int, after: int = 0) -> AsyncIterator[TrialLogs]:
+        """The trial's log lines with an id above ``after`` as they come, in batches.
+
+        Raises :class:`NotFound` at once when the trial does not exist. An empty batch that has
+        not ended says nothing came for ``KEEP_ALIVE_SECONDS``; the batch with ``trial_ended``
+        is the last. The iteration also stops, without that batch, when the master shuts down.
+        """
+        since = self.core.waiters.version(("logs", trial_id))
+        first = await self._logs(trial_id, after, LOG_PAGE)
+        return self._follow(trial_id, after, since, first)
+
+    async def _follow(
+        self, trial_id: int, last: int, since: int, batch: TrialLogs
+    ) -> AsyncIterator[TrialLogs]:
+        key = ("logs", trial_id)
+        waiters = self.core.waiters
+        while True:
+            if batch.entries:
+                last = batch.entries[-1].id
+                # Lines read as the trial ended need not be its last: the next read tells.
+                yield TrialLogs(batch.entries, trial_ended=False)
+            elif batch.trial_ended:
+                yield batch
+                return
+            else:
+                changed = await waiters.wait(key, since, KEEP_ALIVE_SECONDS)
+                if waiters.closed:
+                    return
+                if not changed:
+                    yield batch
+            since = waiters.version(key)
+            batch = await self._logs(trial_id, last, LOG_PAGE)
+
+    async def _logs(self, trial_id: int, after: int, limit: int) -> TrialLogs:
+        def read(session: Session) -> TrialLogs:
+            entries = [views.log_entry(e) for e in logs.after(session, trial_id, after, limit)]
+            trial = trials.require(session, trial_id)
+            return TrialLogs(entries, trial_ended=TrialState(trial.state).terminal)
+
+        return await self.core.read(read)
+
+    async def best_validation(
+        self, reader: Actor | Caller, experiment_id: int
+    ) -> rest.BestValidation:
+        """The best searcher metric any trial of the experiment has reported. A trial's token
+        reads its own experiment's only (:class:`Forbidden` otherwise)."""
+
+        def read(session: Session) -> rest.BestValidation:
+            experiments.require(session, experiment_id)
+            if isinstance(reader, Caller):
+                own = trials.require(session, reader.trial_id).experiment_id
+                if own != experiment_id:
+                    raise Forbidden(
+                        f"trial {reader.trial_id}'s token reads only its own experiment "
+                        f"({own}), not experiment {experiment_id}"
+                    )
+            best = trials.best_of(session, experiment_id)
+            return rest.BestValidation(
+                best_validation=None if best is None else best.best_validation
+            )
+
+        return await self.core.read(read)
+
+    async def agents(self) -> rest.AgentList:
+        hub = self.core.hub
+
+        def read(session: Session) -> rest.AgentList:
+            used = allocations.used_slots(session)
+            return rest.AgentList(
+                agents=[
+                    views.agent(
+                        a,
+                        connected=hub.is_connected(a.id),
+                        used=used.get(a.id, set()),
+                        last_heard=hub.last_heard(a.id),
+                    )
+                    for a in agents.registered(session)
+                ]
+            )
+
+        return await self.core.read(read)
+
+    async def resource_pools(self) -> rest.ResourcePoolList:
+        connected = self.core.hub.connected_views()
+        scaled = [p.pool_name for p in self.settings.resource_pools if p.provider is not None]
+
+        def read(session: Session) -> dict[str, list[rest.Instance]]:
+            return {
+                name: [views.instance(row) for row in instances.of_pool(session, name, None)]
+                for name in scaled
+            }
+
+        by_pool = await self.core.read(read)
+        pools = []
+        for pool in self.settings.resource_pools:
+            members = [a for a in connected if a.pool == pool.pool_name]
+            pools.append(
+                rest.ResourcePool(
+                    name=pool.pool_name,
+                    description=pool.description,
+                    scheduler=pool.scheduler.type,
+                    preemption=pool.scheduler.preemption,
+                    agents=len(members),
+                    slots=sum(len(a.slots) for a in members),
+                    instances=by_pool.get(pool.pool_name, []),
+                )
+            )
+        return rest.ResourcePoolList(resource_pools=pools)
+
+    async def context(self, context_id: int) -> bytes:
+        """The context archive (tar.gz) agents download."""
+        return await self.core.read(lambda s: contexts.require(s, context_id).data)

@@ -1,0 +1,11 @@
+"""Work that is not an experiment: OpenPAI jobs, commands and generic tasks, and
+TensorBoards run as such tasks; their lifecycle and rules.
+"""
+
+from __future__ import annotations
+
+from assay.master.tasks import _lifecycle as lifecycle
+from assay.master.tasks._service import LOG_PAGE, TaskLogs, TaskService
+from assay.master.tasks._tensorboards import TensorBoardService
+
+__all__ = ["LOG_PAGE", "TaskLogs", "TaskService", "TensorBoardService", "lifecycle"]
