@@ -437,6 +437,60 @@ def test_no_module_of_assay_is_in_an_import_cycle() -> None:
     assert cycle is None, f"module import cycle: {' -> '.join(cycle or [])}"
 
 
+def levels(allowed: dict[str, set[str]]) -> list[list[str]]:
+    """``allowed``'s nodes by layer: a node sits one above the highest it may import."""
+    level: dict[str, int] = {}
+
+    def of(node: str) -> int:
+        if node not in level:
+            below = [of(d) for d in allowed.get(node, ()) if d in allowed]
+            level[node] = 1 + max(below, default=-1)
+        return level[node]
+
+    for node in allowed:
+        of(node)
+    return [sorted(n for n in allowed if level[n] == k) for k in range(max(level.values()) + 1)]
+
+
+def layer_diagram() -> str:
+    """The layers as docs/architecture.md shows them, made from ALLOWED and MASTER_ROOMS, so
+    the page cannot drift from what this test enforces."""
+    lines = ["```", "packages, lowest first (each imports only from layers below it):"]
+    for k, names in enumerate(levels(ALLOWED)):
+        lines.append(f"  {k:>2}  {'  '.join(names)}")
+    lines += ["", "the master's rooms, lowest first (each enters only the rooms listed):"]
+    for names in levels(MASTER_ROOMS):
+        for name in names:
+            may = ", ".join(sorted(MASTER_ROOMS[name])) or "-"
+            lines.append(f"  {name:<12} {may}")
+    lines.append("  (master/_master.py, the composition root, enters every room)")
+    lines.append("```")
+    return "\n".join(lines)
+
+
+DOCS = SRC.parents[1] / "docs" / "architecture.md"
+DIAGRAM = (
+    "<!-- layers:start (made by tests/unit/test_architecture.py --write) -->",
+    "<!-- layers:end -->",
+)
+
+
+def _docs_with_diagram(text: str) -> str:
+    start, end = DIAGRAM
+    head, _, rest = text.partition(start)
+    _, _, tail = rest.partition(end)
+    return f"{head}{start}\n{layer_diagram()}\n{end}{tail}"
+
+
+def test_the_layer_diagram_in_the_docs_is_the_one_these_tests_enforce() -> None:
+    text = DOCS.read_text()
+    assert DIAGRAM[0] in text and DIAGRAM[1] in text, f"{DOCS.name} lost its diagram markers"
+    assert text == _docs_with_diagram(text), (
+        "docs/architecture.md shows other layers than ALLOWED/MASTER_ROOMS: run "
+        "`python tests/unit/test_architecture.py --write`"
+    )
+
+
 def test_importing_the_harness_pulls_in_neither_the_server_stack_nor_numpy() -> None:
     code = (
         "import sys, assay, assay.core\n"
@@ -499,3 +553,10 @@ def test_the_protocol_package_needs_only_the_standard_library() -> None:
             if not ok:
                 outside.setdefault(path.name, []).append(imp.module)
     assert not outside, f"assay.protocol must import only the standard library: {outside}"
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--write"]:
+        DOCS.write_text(_docs_with_diagram(DOCS.read_text()))
+    else:
+        print(layer_diagram())
