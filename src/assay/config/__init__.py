@@ -60,6 +60,7 @@ from assay.config._hpgrid import (
     quantized_count,
     value_range,
 )
+from assay.config._jobfile import load_job_file
 from assay.config._jobspec import (
     REGISTRY_AUTH_SECRET,
     ContainerOptions,
@@ -69,7 +70,6 @@ from assay.config._jobspec import (
     Prerequisite,
     TaskRoleSpec,
 )
-from assay.config._legacy import is_trial_class, trial_class_module, trial_command
 from assay.config._length import Length, PositiveLength, Unit
 from assay.config._limits import (
     DEFAULT_MAX_GRID_POINTS,
@@ -91,8 +91,6 @@ from assay.config._master import (
     SlurmPoolConfig,
     load_master_config,
 )
-from assay.config._nni import nni_context, nni_files, nni_format, read_nni_config
-from assay.config._openpai import load_job_file
 from assay.config._resources import DeviceConfig, ResourcesConfig, parse_memory_size
 from assay.config._searcher import (
     EOL_SEARCHERS,
@@ -144,14 +142,16 @@ from assay.config._storage import (
     default_checkpoint_storage,
     resolve_checkpoint_storage,
 )
-from assay.config._task import (
+from assay.config._yaml import config_too_large, decode_config, parse_yaml
+from assay.config.determined._legacy import is_trial_class, trial_class_module, trial_command
+from assay.config.determined._task import (
     CONTAINER_ONLY,
     command_spec,
     entrypoint_command,
     load_task_config,
 )
-from assay.config._templates import job_secret_values, render_commands
-from assay.config._yaml import config_too_large, decode_config, parse_yaml
+from assay.config.nni._experiment import nni_context, nni_files, nni_format, read_nni_config
+from assay.config.openpai._templates import job_secret_values, render_commands
 from assay.errors import ErrorDetail, InvalidConfig
 
 __all__ = [

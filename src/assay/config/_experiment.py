@@ -118,7 +118,7 @@ class ExperimentConfig(ConfigModel):
 
     ``entrypoint`` is a shell command run from the context directory (``python3 train.py``) or a
     list of arguments, or Determined's legacy ``module:TrialClass``, trained by the harness
-    (:mod:`assay.config._legacy`).
+    (:mod:`assay.config.determined._legacy`).
     """
 
     name: Name | None = None

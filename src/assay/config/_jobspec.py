@@ -1,7 +1,7 @@
 """The native spec of a job that is not an experiment: task roles, each with instances that run
 commands. OpenPAI jobs (protocol v2 YAML, v1 JSON), Determined commands and Determined generic
-tasks are all read into it (``assay.config._openpai``, ``assay.config._task``); the master
-schedules and runs nothing else.
+tasks are all read into it (``assay.config._jobfile``, ``assay.config.determined._task``); the
+master schedules and runs nothing else.
 
 Templates (``<% $parameters.x %>``, ``<% $secrets.x %>``, ``<% $data.name %>``...) stay in the
 stored commands as written; :func:`assay.config.render_commands` substitutes them when an

@@ -127,7 +127,7 @@ def load_experiment_config(
     points is refused (with None, only past the absolute limit: a stored experiment still loads
     after the master's limit was lowered). ``stored``: the config of an experiment the master
     already holds, which still loads where a submission rule came later (a Trial-class
-    entrypoint, :mod:`assay.config._legacy`). An OpenPAI job is refused in one line
+    entrypoint, :mod:`assay.config.determined._legacy`). An OpenPAI job is refused in one line
     (:class:`~assay.config._formats.NotAnExperimentConfig`).
     """
     problems: list[ErrorDetail] = []

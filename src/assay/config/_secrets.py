@@ -19,8 +19,8 @@ from typing import Any
 import yaml
 
 from assay.config._jobspec import JobSpec
-from assay.config._templates import job_secret_values
 from assay.config._yaml import parse_yaml
+from assay.config.openpai._templates import job_secret_values
 from assay.errors import InvalidConfig
 
 MASK = "********"

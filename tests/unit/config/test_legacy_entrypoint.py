@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from assay.config import InvalidConfig, MasterConfig, load_experiment_config
-from assay.config._legacy import is_trial_class, trial_command
+from assay.config.determined._legacy import is_trial_class, trial_command
 from assay.context import pack_context
 from assay.master import Submission
 from assay.master.experiments._submit import validate_submission

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from assay.config import InvalidConfig, read_nni_config
-from assay.config._nni_paths import NniPaths
+from assay.config.nni._paths import NniPaths
 from assay.errors import ErrorDetail
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from assay.config import InvalidConfig, read_nni_config
-from assay.config._nni_keys import did_you_mean
+from assay.config.nni._keys import did_you_mean
 
 
 def v2(**extra: Any) -> dict[str, Any]:

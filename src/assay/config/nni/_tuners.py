@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.config._base import show
-from assay.config._nni_keys import norm
-from assay.config._nni_paths import class_arg
+from assay.config.nni._keys import norm
+from assay.config.nni._paths import class_arg
 from assay.errors import ErrorDetail
 
 METRIC = "default"

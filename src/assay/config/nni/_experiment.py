@@ -16,7 +16,8 @@ from assay.config._base import show
 from assay.config._errors import invalid
 from assay.config._limits import MAX_TRIALS
 from assay.config._load import load_experiment_config
-from assay.config._nni_keys import (
+from assay.config._yaml import decode_config, parse_yaml
+from assay.config.nni._keys import (
     ALGORITHM_KEYS,
     OTHER_PLATFORM,
     OTHER_PLATFORMS,
@@ -33,10 +34,9 @@ from assay.config._nni_keys import (
     normalized,
     unknown_keys,
 )
-from assay.config._nni_paths import NniPaths, class_arg, written_key
-from assay.config._nni_space import convert_space
-from assay.config._nni_tuners import builtin_name, map_assessor, map_tuner, smaller_is_better
-from assay.config._yaml import decode_config, parse_yaml
+from assay.config.nni._paths import NniPaths, class_arg, written_key
+from assay.config.nni._space import convert_space
+from assay.config.nni._tuners import builtin_name, map_assessor, map_tuner, smaller_is_better
 from assay.errors import ErrorDetail, InvalidConfig
 
 _WHAT = "NNI config"

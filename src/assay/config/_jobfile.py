@@ -17,10 +17,10 @@ from assay.config._formats import job_format
 from assay.config._jobload import validated
 from assay.config._jobspec import JobSpec, JobSpecKind
 from assay.config._limits import MAX_CONFIG_BYTES
-from assay.config._openpai_v1 import OpenPaiJobV1, build_v1
-from assay.config._openpai_v2 import OpenPaiJobV2, build_v2
-from assay.config._task import load_task_config
 from assay.config._yaml import decode_config, parse_yaml
+from assay.config.determined._task import load_task_config
+from assay.config.openpai._v1 import OpenPaiJobV1, build_v1
+from assay.config.openpai._v2 import OpenPaiJobV2, build_v2
 from assay.errors import ErrorDetail, InvalidConfig
 
 _FORMATS = (

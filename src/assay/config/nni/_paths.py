@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from assay.config._nni_keys import norm
+from assay.config.nni._keys import norm
 from assay.errors import ErrorDetail
 
 _HP_FIELDS = frozenset(

@@ -16,8 +16,8 @@ from pydantic import AfterValidator, ConfigDict, Field
 from assay.config._base import ConfigModel, Loc, Problem, config_error, show
 from assay.config._jobspec import JobSpec, JobSpecKind, Prerequisite, TaskRoleSpec
 from assay.config._limits import DB_INT_MAX, MAX_DESCRIPTION, MAX_NAME, MAX_SLOTS_PER_TRIAL
-from assay.config._openpai_extras import extras_findings, more_successes_than_instances
-from assay.config._templates import ROLE_SCOPED, Scope, template_problems
+from assay.config.openpai._extras import extras_findings, more_successes_than_instances
+from assay.config.openpai._templates import ROLE_SCOPED, Scope, template_problems
 
 ROLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 ROLE_NAME_RULE = (

@@ -18,8 +18,8 @@ from pydantic import AfterValidator, Field
 from assay.config._base import Problem, config_error, show
 from assay.config._jobspec import JobSpec, JobSpecKind, TaskRoleSpec
 from assay.config._limits import DB_INT_MAX, MAX_NAME, MAX_SLOTS_PER_TRIAL
-from assay.config._openpai_extras import extras_findings, more_successes_than_instances
-from assay.config._openpai_v2 import (
+from assay.config.openpai._extras import extras_findings, more_successes_than_instances
+from assay.config.openpai._v2 import (
     MAX_INSTANCES,
     MAX_PORTS,
     PORT_LABEL_RULE,
