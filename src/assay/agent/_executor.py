@@ -12,15 +12,11 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 from assay.agent._runner import AgentEnv, AllocationRunner
-from assay.protocol import AgentMessage, Exited, Hello, LogEntry, Logs, Start, Started
+from assay.protocol import AgentMessage, Exited, Hello, LogEntry, Logs, Report, Start, Started
 from assay.protocol import trace_mark as mark
-
-Report = Callable[[str, AgentMessage | Hello], Awaitable[None]]
-""":data:`assay.rm.Report`, spelled here: the agent is beneath the resource managers."""
 
 LOG_BATCH = 500
 REMOVAL_WAITS_AT_MOST = 10.0

@@ -67,6 +67,7 @@ if TYPE_CHECKING:
         TrialEnv,
         TrialInfo,
     )
+    from assay.protocol._manager import Report, ResourceManager
     from assay.protocol._states import (
         ENDED_TASK_INSTANCE_STATES,
         LIVE_ALLOCATION_STATES,
@@ -122,6 +123,8 @@ _MODULE_OF = {
     "Mount": "_container",
     "RegistryAuth": "_container",
     "FRAMEWORKS": "_frameworks",
+    "Report": "_manager",
+    "ResourceManager": "_manager",
     "importable_frameworks": "_frameworks",
     "FAILURE_PREFIX": "_failure",
     "MAX_FAILURE": "_failure",
@@ -220,6 +223,8 @@ __all__ = [
     "RankLayout",
     "Refusal",
     "RegistryAuth",
+    "Report",
+    "ResourceManager",
     "SearcherInfo",
     "Slot",
     "Start",

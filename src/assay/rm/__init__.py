@@ -9,8 +9,8 @@ the conformance kit every implementation runs.
 from __future__ import annotations
 
 from assay.agent import LocalProcesses
+from assay.protocol import Report, ResourceManager
 from assay.rm._kubernetes import KubernetesManager
-from assay.rm._protocol import Report, ResourceManager
 from assay.rm._slurm import SlurmManager, SlurmPool
 
 __all__ = [

@@ -33,7 +33,7 @@ from typing import Any
 
 from assay.config import KubernetesPoolConfig, ResourcePoolConfig
 from assay.errors import ResourceManagerError
-from assay.protocol import Exited, Hello, Slot, Start, Started
+from assay.protocol import Exited, Hello, Report, Slot, Start, Started
 from assay.rm._k8s_cluster import (
     GangServices,
     error_status,
@@ -62,7 +62,6 @@ from assay.rm._pods import (
     pod_manifest,
     pod_name,
 )
-from assay.rm._protocol import Report
 from assay.rm._step import read_events
 
 log = logging.getLogger(__name__)

@@ -26,8 +26,7 @@ from typing import Any
 from assay.config import SlurmPoolConfig
 from assay.errors import ResourceManagerError
 from assay.files import write_private
-from assay.protocol import AgentMessage, Exited, Hello, LogEntry, Logs, Slot, Start, Started
-from assay.rm._protocol import Report
+from assay.protocol import AgentMessage, Exited, Hello, LogEntry, Logs, Report, Slot, Start, Started
 from assay.rm._slurm_commands import (
     experiment_slurm,
     gpus_in,

@@ -21,8 +21,16 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.protocol import AgentMessage, ClusterInfo, Exited, Hello, Logs, Start, Started
-from assay.rm._protocol import ResourceManager
+from assay.protocol import (
+    AgentMessage,
+    ClusterInfo,
+    Exited,
+    Hello,
+    Logs,
+    ResourceManager,
+    Start,
+    Started,
+)
 
 Opener = Callable[[], Awaitable[ResourceManager]]
 

@@ -1,11 +1,14 @@
-"""The resource-manager seam: what the master needs of whatever runs a pool's allocations."""
+"""The resource-manager seam: what the master needs of whatever runs a pool's allocations.
+
+Defined here, with the messages it speaks, so that the agent (beneath the resource managers)
+and every manager implement the one definition."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
-from assay.protocol import AgentMessage, Hello, Start
+from assay.protocol._agent import AgentMessage, Hello, Start
 
 Report = Callable[[str, "AgentMessage | Hello"], Awaitable[None]]
 """How a manager tells the master what happened: ``report(node_id, message)``."""
