@@ -12,7 +12,7 @@ from fastapi.responses import StreamingResponse
 
 from assay import rest
 from assay.api._deps import STREAM_SIGNED_IN, MasterDep
-from assay.master import LiveMessage
+from assay.master import LiveMessage, LogBatch
 
 router = APIRouter(prefix="/api/v1", tags=["events"], dependencies=STREAM_SIGNED_IN)
 
@@ -152,3 +152,24 @@ def sse_message(kind: str, data: str, event_id: str | None = None) -> str:
     """One server-sent event (``data`` is JSON: one line)."""
     head = f"id: {event_id}\n" if event_id else ""
     return f"{head}event: {kind}\ndata: {data}\n\n"
+
+
+def log_stream(batches: AsyncIterator[LogBatch[Any]]) -> StreamingResponse:
+    """A followed log as server-sent events, for every kind of work: a ``log`` event per line
+    with the line's id (a client resumes with ``Last-Event-ID``), ``end`` after the last line,
+    and a comment as a keep-alive."""
+    return StreamingResponse(
+        _log_events(batches),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+async def _log_events(batches: AsyncIterator[LogBatch[Any]]) -> AsyncIterator[str]:
+    async for batch in batches:
+        for entry in batch.entries:
+            yield sse_message("log", entry.model_dump_json(), str(entry.id))
+        if batch.ended:
+            yield "event: end\ndata: {}\n\n"
+        elif not batch.entries:
+            yield ": keep-alive\n\n"

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, File, Form, Path, Query, UploadFile
@@ -12,10 +11,10 @@ from fastapi.responses import StreamingResponse
 
 from assay import rest
 from assay.api._deps import SIGNED_IN, ActorDep, MasterDep
+from assay.api._events import log_stream
 from assay.api._upload import UploadRoute, read_context, require_multipart
 from assay.config import JobSpec, JobSpecKind, load_job_file, load_task_config
 from assay.master import TASK_LOG_PAGE as LOG_PAGE
-from assay.master import TaskLogs
 
 submit = APIRouter(
     prefix="/api/v1/jobs", tags=["jobs"], dependencies=SIGNED_IN, route_class=UploadRoute
@@ -156,15 +155,4 @@ async def get_task_logs(
     """Its instances' lines, oldest first; ``role`` (and ``index``) pick one role (instance)."""
     if not follow:
         return await master.tasks.logs(task_id, after, limit, role, index)
-    batches = await master.tasks.follow_logs(task_id, after, role, index)
-    return StreamingResponse(_events(batches), media_type="text/event-stream")
-
-
-async def _events(batches: AsyncIterator[TaskLogs]) -> AsyncIterator[str]:
-    async for batch in batches:
-        for entry in batch.entries:
-            yield f"event: log\ndata: {entry.model_dump_json()}\n\n"
-        if batch.ended:
-            yield "event: end\ndata: {}\n\n"
-        elif not batch.entries:
-            yield ": keep-alive\n\n"
+    return log_stream(await master.tasks.follow_logs(task_id, after, role, index))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query
@@ -10,8 +9,8 @@ from fastapi.responses import Response, StreamingResponse
 
 from assay import rest
 from assay.api._deps import SIGNED_IN, STREAM_SIGNED_IN, ActorDep, MasterDep, TrialId
-from assay.api._events import sse_message
-from assay.master import LOG_PAGE, TrialLogs
+from assay.api._events import log_stream
+from assay.master import LOG_PAGE
 
 router = APIRouter(prefix="/api/v1/trials", tags=["trials"], dependencies=SIGNED_IN)
 streams = APIRouter(prefix="/api/v1/trials", tags=["trials"], dependencies=STREAM_SIGNED_IN)
@@ -83,19 +82,4 @@ async def get_logs(
         return await master.reads.logs(trial_id, after, limit)
     if last_event_id is not None and last_event_id.strip().isdigit():
         after = max(after, min(int(last_event_id), rest.INT_MAX))
-    batches = await master.reads.follow_logs(trial_id, after)
-    return StreamingResponse(
-        _events(batches),
-        media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-    )
-
-
-async def _events(batches: AsyncIterator[TrialLogs]) -> AsyncIterator[str]:
-    async for batch in batches:
-        for entry in batch.entries:
-            yield sse_message("log", entry.model_dump_json(), str(entry.id))
-        if batch.trial_ended:
-            yield "event: end\ndata: {}\n\n"
-        elif not batch.entries:
-            yield ": keep-alive\n\n"
+    return log_stream(await master.reads.follow_logs(trial_id, after))

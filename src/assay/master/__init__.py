@@ -13,12 +13,12 @@ from assay.master.allocations import AgentGateway
 from assay.master.artifacts import CheckpointFiles, CheckpointService, ModelRegistry
 from assay.master.experiments import ExperimentCommands, HarnessService, Submission
 from assay.master.identity import Actor, UserService
-from assay.master.kernel import Caller
+from assay.master.kernel import Caller, LogBatch
 from assay.master.kernel import Message as LiveMessage
 from assay.master.reads import KEEP as MASTER_LOG_KEEP
-from assay.master.reads import LOG_PAGE, Reads, TrialLogs, effective_config
+from assay.master.reads import LOG_PAGE, Reads, effective_config
 from assay.master.tasks import LOG_PAGE as TASK_LOG_PAGE
-from assay.master.tasks import TaskLogs, TaskService, TensorBoardService
+from assay.master.tasks import TaskService, TensorBoardService
 from assay.protocol import AllocationState, ExperimentState, PreemptReason, TrialState
 
 __all__ = [
@@ -35,15 +35,14 @@ __all__ = [
     "ExperimentState",
     "HarnessService",
     "LiveMessage",
+    "LogBatch",
     "Master",
     "ModelRegistry",
     "PreemptReason",
     "Reads",
     "Submission",
-    "TaskLogs",
     "TaskService",
     "TensorBoardService",
-    "TrialLogs",
     "TrialState",
     "UserService",
     "effective_config",

@@ -26,6 +26,7 @@ from assay.master.kernel._containers import (
     trial_image,
 )
 from assay.master.kernel._events import Message, Scope
+from assay.master.kernel._logs import KEEP_ALIVE_SECONDS, LogBatch, follow_logs
 from assay.master.kernel._notes import add_note
 from assay.master.kernel._orchestrator import Orchestrator
 from assay.master.kernel._searchers import SearcherCache
@@ -44,6 +45,7 @@ from assay.master.kernel._tx import (
 from assay.master.kernel._views import checkpoint
 
 __all__ = [
+    "KEEP_ALIVE_SECONDS",
     "AgentConnection",
     "AgentHub",
     "AgentView",
@@ -51,6 +53,7 @@ __all__ = [
     "Caller",
     "ExperimentEnded",
     "KillAllocation",
+    "LogBatch",
     "Message",
     "Orchestrator",
     "Reschedule",
@@ -68,6 +71,7 @@ __all__ = [
     "checkpoint",
     "container_problem",
     "endpoint_limit",
+    "follow_logs",
     "job_container",
     "job_in_containers",
     "job_label",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterator, Callable, Iterable
-from dataclasses import dataclass
 
 from pydantic import TypeAdapter
 
@@ -32,7 +31,16 @@ from assay.db import (
 )
 from assay.errors import Forbidden, NotFound
 from assay.master.identity import Actor
-from assay.master.kernel import Caller, Message, Orchestrator, Scope, views
+from assay.master.kernel import (
+    KEEP_ALIVE_SECONDS,
+    Caller,
+    LogBatch,
+    Message,
+    Orchestrator,
+    Scope,
+    follow_logs,
+    views,
+)
 from assay.master.queue import jobs
 from assay.master.reads._curves import pick, series_of
 from assay.protocol import TrialState
@@ -40,7 +48,6 @@ from assay.protocol import TrialState
 LOG_PAGE = 1000
 """The most log lines one read returns."""
 
-KEEP_ALIVE_SECONDS = 15.0
 """How long a follower of a trial's logs waits for a line before it is sent an empty batch."""
 
 assert set(rest.MetricList.model_fields) == {"metrics"}, "metrics_json writes MetricList by hand"
@@ -52,15 +59,6 @@ def _metrics_json() -> TypeAdapter[list[rest.Metric]]:
     Built at the first read, as the resources' own schemas are: it takes tens of milliseconds,
     which every process importing the master would pay at start-up."""
     return TypeAdapter(list[rest.Metric])
-
-
-@dataclass(frozen=True)
-class TrialLogs:
-    """A batch of a followed trial's log lines."""
-
-    entries: list[rest.LogEntry]
-    trial_ended: bool
-    """The trial had ended when the lines were read, and these are its last ones."""
 
 
 class Reads:
@@ -326,44 +324,24 @@ class Reads:
         scope = await self.core.read(read)
         return self.core.events.follow(scope, last_event_id, KEEP_ALIVE_SECONDS)
 
-    async def follow_logs(self, trial_id: int, after: int = 0) -> AsyncIterator[TrialLogs]:
-        """The trial's log lines with an id above ``after`` as they come, in batches.
+    async def follow_logs(
+        self, trial_id: int, after: int = 0
+    ) -> AsyncIterator[LogBatch[rest.LogEntry]]:
+        """The trial's log lines with an id above ``after`` as they come (:func:`follow_logs`;
+        ``ended``: the trial has ended). Raises :class:`NotFound` at once when the trial does
+        not exist."""
+        return await follow_logs(
+            self.core.waiters,
+            ("logs", trial_id),
+            lambda last: self._logs(trial_id, last, LOG_PAGE),
+            after,
+        )
 
-        Raises :class:`NotFound` at once when the trial does not exist. An empty batch that has
-        not ended says nothing came for ``KEEP_ALIVE_SECONDS``; the batch with ``trial_ended``
-        is the last. The iteration also stops, without that batch, when the master shuts down.
-        """
-        since = self.core.waiters.version(("logs", trial_id))
-        first = await self._logs(trial_id, after, LOG_PAGE)
-        return self._follow(trial_id, after, since, first)
-
-    async def _follow(
-        self, trial_id: int, last: int, since: int, batch: TrialLogs
-    ) -> AsyncIterator[TrialLogs]:
-        key = ("logs", trial_id)
-        waiters = self.core.waiters
-        while True:
-            if batch.entries:
-                last = batch.entries[-1].id
-                # Lines read as the trial ended need not be its last: the next read tells.
-                yield TrialLogs(batch.entries, trial_ended=False)
-            elif batch.trial_ended:
-                yield batch
-                return
-            else:
-                changed = await waiters.wait(key, since, KEEP_ALIVE_SECONDS)
-                if waiters.closed:
-                    return
-                if not changed:
-                    yield batch
-            since = waiters.version(key)
-            batch = await self._logs(trial_id, last, LOG_PAGE)
-
-    async def _logs(self, trial_id: int, after: int, limit: int) -> TrialLogs:
-        def read(session: Session) -> TrialLogs:
+    async def _logs(self, trial_id: int, after: int, limit: int) -> LogBatch[rest.LogEntry]:
+        def read(session: Session) -> LogBatch[rest.LogEntry]:
             entries = [views.log_entry(e) for e in logs.after(session, trial_id, after, limit)]
             trial = trials.require(session, trial_id)
-            return TrialLogs(entries, trial_ended=TrialState(trial.state).terminal)
+            return LogBatch(entries, ended=TrialState(trial.state).terminal)
 
         return await self.core.read(read)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from assay import rest
@@ -18,8 +17,10 @@ from assay.errors import ErrorDetail, InvalidConfig, NotFound
 from assay.master.identity import Actor
 from assay.master.kernel import (
     AgentView,
+    LogBatch,
     Orchestrator,
     Tx,
+    follow_logs,
     job_in_containers,
     job_label,
     offered_labels,
@@ -31,13 +32,6 @@ from assay.protocol import TaskInstanceState, TaskState
 from assay.scheduler import DEFAULT_PRIORITY, Agent, Part, never_fits
 
 LOG_PAGE = 5000
-KEEP_ALIVE_SECONDS = 15.0
-
-
-@dataclass(frozen=True)
-class TaskLogs:
-    entries: list[rest.TaskLogEntry]
-    ended: bool
 
 
 class TaskService:
@@ -236,45 +230,21 @@ class TaskService:
 
     async def follow_logs(
         self, task_id: int, after: int = 0, role: str | None = None, index: int | None = None
-    ) -> AsyncIterator[TaskLogs]:
-        """Raises :class:`NotFound` at once; then batches as they come (an empty batch not
-        ended: nothing came for a while), the one with ``ended`` last."""
-        key = ("task-logs", task_id)
-        since = self.core.waiters.version(key)
-        first = await self._logs(task_id, after, LOG_PAGE, role, index)
-        return self._follow(task_id, after, since, first, role, index)
-
-    async def _follow(
-        self,
-        task_id: int,
-        last: int,
-        since: int,
-        batch: TaskLogs,
-        role: str | None,
-        index: int | None,
-    ) -> AsyncIterator[TaskLogs]:
-        key = ("task-logs", task_id)
-        waiters = self.core.waiters
-        while True:
-            if batch.entries:
-                last = batch.entries[-1].id
-                yield TaskLogs(batch.entries, ended=False)
-            elif batch.ended:
-                yield batch
-                return
-            else:
-                changed = await waiters.wait(key, since, KEEP_ALIVE_SECONDS)
-                if waiters.closed:
-                    return
-                if not changed:
-                    yield batch
-            since = waiters.version(key)
-            batch = await self._logs(task_id, last, LOG_PAGE, role, index)
+    ) -> AsyncIterator[LogBatch[rest.TaskLogEntry]]:
+        """Its instances' lines (of ``role``/``index`` when given) as they come
+        (:func:`follow_logs`; ``ended``: the task and every instance have ended). Raises
+        :class:`NotFound` at once."""
+        return await follow_logs(
+            self.core.waiters,
+            ("task-logs", task_id),
+            lambda last: self._logs(task_id, last, LOG_PAGE, role, index),
+            after,
+        )
 
     async def _logs(
         self, task_id: int, after: int, limit: int, role: str | None, index: int | None
-    ) -> TaskLogs:
-        def read(session: Session) -> TaskLogs:
+    ) -> LogBatch[rest.TaskLogEntry]:
+        def read(session: Session) -> LogBatch[rest.TaskLogEntry]:
             task = _require(session, task_id)
             if role is not None:
                 _require_instance(task, role, index)
@@ -282,7 +252,7 @@ class TaskService:
             rows = tasks.logs_after(session, task_id, after, limit, prefix)
             live = any(i.live for i in tasks.instances(session, task_id))
             ended = TaskState(task.state).terminal and not live
-            return TaskLogs([log_entry(r) for r in rows], ended=ended)
+            return LogBatch([log_entry(r) for r in rows], ended=ended)
 
         return await self.core.read(read)
 
