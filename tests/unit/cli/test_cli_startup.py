@@ -76,6 +76,7 @@ def test_help_loads_no_subcommand_rich_pydantic_or_the_rest_models(tmp_path: Pat
         "assay.cli._app",
         "assay.cli._lazy",
         "assay.cli._metavars",
+        "assay.cli._params",
         "assay.cli._state",
     ]
     loaded = {m.split(".")[0] for m in modules}
