@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from tests.processes import command_servers
 
 # The hook that stops the munged a Slurm test started, once the whole run has ended.
 from tests.slurm.plugin import pytest_sessionfinish  # noqa: F401
@@ -24,24 +20,6 @@ def _own_config_dir(
     """Sign-ins stored by tests go to a directory of the test run's own, never the user's."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
     monkeypatch.delenv("ASSAY_USER_TOKEN", raising=False)
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _own_command_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The ``assay`` commands tests run hand themselves to command servers of the test run's
-    own (their sockets in a runtime directory of its own), stopped when the run ends."""
-    run = tmp_path_factory.mktemp("run")
-    run.chmod(0o700)
-    before = os.environ.get("XDG_RUNTIME_DIR")
-    os.environ["XDG_RUNTIME_DIR"] = str(run)
-    yield
-    if before is None:
-        os.environ.pop("XDG_RUNTIME_DIR", None)
-    else:
-        os.environ["XDG_RUNTIME_DIR"] = before
-    for pid in command_servers(run):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
 
 
 PG_ADMIN_URL = os.environ.get(

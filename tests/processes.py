@@ -41,13 +41,3 @@ def children_of(parent: int) -> list[int]:
             if int(fields[1]) == parent and fields[0] != "Z":
                 children.append(pid)
     return children
-
-
-def command_servers(runtime: Path) -> list[int]:
-    """The ``assay`` command servers whose sockets are under ``runtime``, one still starting
-    (no pid in its lock yet) included."""
-    return [
-        pid
-        for pid, argv in argvs()
-        if "assay.cli._server" in " ".join(argv) and any(str(runtime) in a for a in argv)
-    ]

@@ -296,7 +296,6 @@ class Cluster:
             "ASSAY_MASTER": self.url,
             "ASSAY_ADMIN_PASSWORD": self.password,
             "ASSAY_AGENT_TOKEN": self.agent_token,
-            "ASSAY_CLI_SERVER": "off",
             "XDG_CONFIG_HOME": str(self.root / "config"),
             "PYTHONUNBUFFERED": "1",
             **(env or {}),

@@ -246,7 +246,6 @@ def up_down_up(part: Part, table: list[str]) -> None:
     env |= {
         "ASSAY_HOME": str(root / "home"),
         "XDG_CONFIG_HOME": str(root / "config"),
-        "ASSAY_CLI_SERVER": "off",
         "COLUMNS": "160",
     }
     run_dir = root / "home" / "run"

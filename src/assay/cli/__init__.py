@@ -1,14 +1,14 @@
 """The ``assay`` command line. Talks to the master through ``assay.client`` only.
 
-``main`` hands the command to the command server when one answers (``assay.cli._served``), and
-runs it here otherwise (``run_here``): importing this package costs next to nothing.
+Each command runs in the ``assay`` process itself, which imports only what that command needs
+(``assay.cli._app``): importing this package costs next to nothing.
 """
 
 from __future__ import annotations
 
 import sys
 
-TYPE_CHECKING = False  # typing's import is a tenth of what `assay` takes to hand over
+TYPE_CHECKING = False  # typing's import is a few percent of a short command's start
 if TYPE_CHECKING:
     from assay.errors import AssayError
 
@@ -24,10 +24,15 @@ def _report(exc: AssayError) -> None:
         sys.exit(done.exit_code)
 
 
-def run_here() -> None:
-    """Runs the command ``sys.argv`` names in this process."""
+def _print_traceback() -> None:
+    # Imported only when asked for (--debug): traceback loads linecache and tokenize.
     import traceback
 
+    traceback.print_exc()
+
+
+def main() -> None:
+    """The ``assay`` script: runs the command ``sys.argv`` names."""
     if sys.stdout is None or sys.stderr is None:
         # Started with a standard stream closed (`assay e list >&-`): the interpreter gave it
         # no stream at all.
@@ -44,11 +49,11 @@ def run_here() -> None:
         # Click ends a broken pipe (`| head`) quietly itself; what reaches here is output that
         # cannot be written (a full disk) or a file the command could not read or write.
         if state.debug:
-            traceback.print_exc()
+            _print_traceback()
         _report(AssayError(_os_error(exc)))
     except AssayError as exc:
         if state.debug:
-            traceback.print_exc()
+            _print_traceback()
         _report(exc)
     except Exception as exc:
         # Request bodies are checked before they are sent (``request()``), so a pydantic error
@@ -57,7 +62,7 @@ def run_here() -> None:
         if pydantic is None or not isinstance(exc, pydantic.ValidationError):
             raise
         if state.debug:
-            traceback.print_exc()
+            _print_traceback()
         _report(
             AssayError(
                 f"an answer of the master does not fit this client's {exc.title} "
@@ -84,14 +89,4 @@ def _os_error(exc: OSError) -> str:
     return f"{exc.strerror or exc}{where}"
 
 
-def main() -> None:
-    """The ``assay`` script."""
-    from assay.cli._served import run_served
-
-    status = run_served(sys.argv[1:])
-    if status is not None:
-        sys.exit(status)
-    run_here()
-
-
-__all__ = ["main", "run_here"]
+__all__ = ["main"]

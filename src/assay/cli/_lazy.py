@@ -31,6 +31,7 @@ from typer.main import (
 from typer.models import CommandInfo, TyperInfo
 
 from assay.cli._metavars import readable
+from assay.cli._params import read_plainly, read_plainly_param
 
 Command = Any
 """A click command of Typer's (``typer.core.TyperCommand`` or a group): Typer ships its own
@@ -170,13 +171,12 @@ class _Settings:
     suggest_commands: bool
 
     def command(self, info: CommandInfo) -> Command:
-        return readable(
-            get_command_from_info(
-                info,
-                pretty_exceptions_short=self.pretty_exceptions_short,
-                rich_markup_mode=self.rich_markup_mode,
-            )
+        built = get_command_from_info(
+            info,
+            pretty_exceptions_short=self.pretty_exceptions_short,
+            rich_markup_mode=self.rich_markup_mode,
         )
+        return read_plainly(readable(built))
 
 
 def lazy_group(info: TyperInfo, settings: _Settings) -> LazyGroup:
@@ -197,7 +197,8 @@ def lazy_group(info: TyperInfo, settings: _Settings) -> LazyGroup:
         suggest_commands=settings.suggest_commands,
     )
     assert isinstance(group, LazyGroup)
-    readable(group)  # the group's own options (`assay agent --slots N` runs an agent)
+    # The group's own options (`assay agent --slots N` runs an agent).
+    read_plainly(readable(group))
     # A hidden command running a listed one's function is its alias (`ls` of `list`).
     listed = {
         c.callback: c.name or get_command_name(c.callback.__name__)
@@ -269,7 +270,9 @@ def root_command(app: typer.Typer, subcommands: dict[str, Subcommand]) -> LazyGr
             root.commands.add(alias, _subcommand_recipe(alias, entry, settings, hidden=True))
             root.commands.aliases.setdefault(name, []).append(alias)
     if app._add_completion:
-        root.params.extend(get_install_completion_arguments())
+        for param in get_install_completion_arguments():
+            read_plainly_param(param)
+            root.params.append(param)
     return root
 
 

@@ -1,9 +1,7 @@
 """The ``assay`` command starts without the server stack, the searchers or the harness: what a
 command does not use, it does not import.
 
-These run each command in its own process (``ASSAY_CLI_SERVER=off``), as it runs when no command
-server answers and as a server's child runs it; what a served ``assay`` imports is in
-``test_command_server``."""
+Each command runs in a fresh process, as a user's shell starts it."""
 
 from __future__ import annotations
 
@@ -39,7 +37,6 @@ def modules_after(tmp_path: Path, *args: str) -> tuple[set[str], subprocess.Comp
         "ASSAY_HOME": str(tmp_path / "home"),
         "PATH": "/usr/bin:/bin",
         "PYTHONPATH": ":".join(sys.path),
-        "ASSAY_CLI_SERVER": "off",
     }
     done = subprocess.run(
         [sys.executable, "-c", RUN], env=env, capture_output=True, text=True, check=True
@@ -79,7 +76,7 @@ def test_help_loads_no_subcommand_rich_pydantic_or_the_rest_models(tmp_path: Pat
         "assay.cli._app",
         "assay.cli._lazy",
         "assay.cli._metavars",
-        "assay.cli._served",
+        "assay.cli._params",
         "assay.cli._state",
     ]
     loaded = {m.split(".")[0] for m in modules}
