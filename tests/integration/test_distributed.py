@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from assay import rest
-from assay.master.allocations import _gang as gang
+from assay.master.experiments import _gang as gang
 from tests.integration.cluster import CONTEXTS, Cluster, serve
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("rendezvous_ports")]

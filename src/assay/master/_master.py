@@ -36,11 +36,11 @@ from assay.config import MasterConfig
 from assay.db import Database, Session, agents, checkpoints, cluster, sqlite_url
 from assay.master.allocations import AgentGateway, Autoscaler, ClusterDrain, Loops, ManagedPools
 from assay.master.artifacts import CheckpointService, ModelRegistry, gc
-from assay.master.experiments import ExperimentCommands, HarnessService
+from assay.master.experiments import ExperimentCommands, HarnessService, TrialAllocations
 from assay.master.identity import UserService
 from assay.master.kernel import AgentHub, Orchestrator, SearcherCache, StorageAccess
 from assay.master.reads import Analysis, MasterLog, Reads
-from assay.master.tasks import TaskService, TensorBoardService
+from assay.master.tasks import TaskAllocations, TaskService, TensorBoardService
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ class Master:
         )
         core = self.core
         core.after_experiment_ended.append(lambda exp_id: gc.collect(core, core.storage, exp_id))
-        self.agents = AgentGateway(self.core, settings)
+        self.agents = AgentGateway(self.core, settings, [TrialAllocations(), TaskAllocations()])
         self.harness = HarnessService(self.core)
         self.checkpoints = CheckpointService(self.core)
         self.autoscaler = Autoscaler(

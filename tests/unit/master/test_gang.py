@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from assay.db import Allocation, Trial
 from assay.launch import rank_env as process_env
 from assay.master import Master, Submission
-from assay.master.allocations._gang import (
+from assay.master.experiments._gang import (
     RENDEZVOUS_BASE,
     RUN_SHIFTS,
     first_failure,

@@ -11,7 +11,7 @@ import yaml
 from assay.config import MASK
 from assay.db import Database
 from assay.master import Master, Submission
-from assay.master.allocations._secrets import LogMasker
+from assay.master.experiments._secrets import LogMasker
 from assay.protocol import LogEntry
 from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import Recorder, run

@@ -12,27 +12,31 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from assay import rest
 from assay.config import MasterConfig
-from assay.db import Allocation, Session, TaskInstance, agents, allocations, cluster, logs, tasks
+from assay.db import Session, agents, cluster
 from assay.errors import Conflict, InvalidRequest, Unauthorized
 from assay.files import write_private
-from assay.master.allocations import _gang as gang
-from assay.master.allocations._secrets import LogMasker
-from assay.master.experiments import lifecycle as life
-from assay.master.kernel import AgentConnection, Orchestrator, Sender, Tx, Wake
-from assay.master.tasks import lifecycle as task_life
+from assay.master.kernel import (
+    AgentConnection,
+    AllocationKind,
+    Held,
+    Orchestrator,
+    Sender,
+    Tx,
+    Wake,
+    exit_reason,
+    kind_of,
+)
 from assay.protocol import (
     AGENT_TOKEN_FILE,
     AckExit,
     AgentMessage,
-    AllocationState,
     Exited,
     Heartbeat,
     Hello,
@@ -50,10 +54,13 @@ log = logging.getLogger(__name__)
 
 
 class AgentGateway:
-    def __init__(self, core: Orchestrator, settings: MasterConfig) -> None:
+    def __init__(
+        self, core: Orchestrator, settings: MasterConfig, kinds: Sequence[AllocationKind]
+    ) -> None:
         self.core = core
         self.settings = settings
-        self.masker = LogMasker()
+        self.kinds = tuple(kinds)
+        """Every kind of work whose allocations agents run (trials, tasks...)."""
         self.token: str | None = None
         """What agents must present; None (no agent admitted) until :meth:`load_token`."""
 
@@ -171,32 +178,29 @@ class AgentGateway:
             enabled = await self.core.record(record)
             # What this agent should be running, read before it can be given anything new: an
             # allocation started after this point is not in its hello and must not look lost.
-            ours = await self.core.db.run(lambda s: allocations.on_agent(s, agent_id))
-            instances = await self.core.db.run(lambda s: list(tasks.live_on_agent(s, agent_id)))
+            held = await self.core.db.run(lambda s: self._held_by(s, agent_id))
             conn = self.core.hub.register(hello, send, enabled, now)
             # Told once the hub has it: the pages read "connected" from the hub.
             self.core.events.publish(rest.EventBatch(cluster=True))
         # Before anything else, the Welcome included: whatever the master gave up on while the
         # agent was away (frozen, cut off) may have a replacement running elsewhere by now.
-        await self._fence(conn, hello, ours, instances)
+        await self._fence(conn, hello, held)
         await send(Welcome(self.core.cluster_id).to_dict())
-        await self._reconcile(conn, hello, ours, instances)
+        await self._reconcile(conn, hello, held)
         self.core.wakeup.set()
         return conn
 
+    def _held_by(self, session: Session, agent_id: str) -> list[tuple[AllocationKind, Held]]:
+        return [(kind, h) for kind in self.kinds for h in kind.held_by(session, agent_id)]
+
     async def _fence(
-        self,
-        conn: AgentConnection,
-        hello: Hello,
-        ours: Sequence[Allocation],
-        instances: Sequence[TaskInstance],
+        self, conn: AgentConnection, hello: Hello, held: list[tuple[AllocationKind, Held]]
     ) -> None:
         """Kill at once (no grace) each allocation the agent still runs that the master has
         given up on: ended, unknown, or recorded as lost on this agent. Its token was revoked
         when it ended, so it can report nothing; this stops what it would still write."""
         agent_id = conn.view.id
-        live = {a.id for a in ours if agent_id not in (a.exits or {})}
-        live |= {i.allocation_id for i in instances if i.allocation_id}
+        live = {h.allocation_id for _, h in held}
         for alloc_id in sorted(set(hello.running) - live):
             log.warning(
                 "agent %s still runs allocation %s, which the master has given up on; killed",
@@ -206,48 +210,26 @@ class AgentGateway:
             await conn.send(Kill(alloc_id, fenced=True).to_dict())
 
     async def _reconcile(
-        self,
-        conn: AgentConnection,
-        hello: Hello,
-        ours: Sequence[Allocation],
-        instances: Sequence[TaskInstance],
+        self, conn: AgentConnection, hello: Hello, held: list[tuple[AllocationKind, Held]]
     ) -> None:
         """After a (re)connect, agree with the agent on which allocations are still alive."""
         agent_id = conn.view.id
         running = set(hello.running)
         exited = {e.allocation_id: e for e in hello.exited}
-        for inst in instances:
-            alloc_id = inst.allocation_id or ""
-            if alloc_id in exited:
+        for kind, h in held:
+            if h.allocation_id in exited:
                 continue
-            if alloc_id in running:
-                if not inst.started:
-                    await self.core.transact(task_life.instance_started, alloc_id, agent_id)
-                if inst.kill_requested:
-                    await conn.send(Kill(alloc_id).to_dict())
-            else:
-                await self.core.transact(
-                    task_life.instance_exited,
-                    agent_id,
-                    alloc_id,
-                    None,
-                    f"agent {agent_id} no longer runs it after reconnecting",
-                )
-        for alloc in ours:
-            if alloc.id in exited or agent_id in (alloc.exits or {}):
-                continue
-            if alloc.id in running:
-                if alloc.state == AllocationState.ASSIGNED:
+            if h.allocation_id in running:
+                if not h.started:
                     # Its "started" was lost with the old connection.
-                    await self.core.transact(life.allocation_started, alloc.id, agent_id)
-                if life.needs_kill(alloc):
-                    await conn.send(Kill(alloc.id).to_dict())
+                    await self.core.transact(kind.started, h.allocation_id, agent_id)
+                if h.kill_due:
+                    await conn.send(Kill(h.allocation_id).to_dict())
             else:
                 await self.core.transact(
-                    partial(gang.agent_exited, lost=True),
+                    _lost(kind),
                     agent_id,
-                    alloc.id,
-                    None,
+                    h.allocation_id,
                     f"agent {agent_id} no longer runs it after reconnecting",
                 )
         for event in exited.values():
@@ -275,10 +257,7 @@ class AgentGateway:
             msg = raw
         self.core.hub.heard(agent_id, self.core.clock())
         if isinstance(msg, Started):
-            if task_life.task_of_allocation(msg.allocation_id) is not None:
-                await self.core.transact(task_life.instance_started, msg.allocation_id, agent_id)
-            else:
-                await self.core.transact(life.allocation_started, msg.allocation_id, agent_id)
+            await self.core.transact(self._started, msg.allocation_id, agent_id)
         elif isinstance(msg, Exited):
             mark("master-exit-received", msg.allocation_id)
             await self._on_exit(agent_id, msg)
@@ -309,38 +288,28 @@ class AgentGateway:
             except Exception as again:
                 log.warning("allocation %s's last lines are lost: %s", msg.allocation_id, again)
 
+    def _started(self, tx: Tx, allocation_id: str, agent_id: str) -> None:
+        kind = kind_of(self.kinds, tx.session, allocation_id)
+        if kind is not None:
+            kind.started(tx, allocation_id, agent_id)
+
     def _exited(self, tx: Tx, agent_id: str, msg: Exited) -> None:
         """The agent's report of an allocation's exit, its last lines stored first (the pass
         that may follow runs in the same transaction)."""
-        is_task = task_life.task_of_allocation(msg.allocation_id) is not None
-        msg = replace(msg, reason=self._masked_reason(tx.session, msg))
-        if msg.logs:
-            new = (task_life.instance_exit_is_new if is_task else gang.exit_is_new)(
-                tx.session, agent_id, msg.allocation_id
+        kind = kind_of(self.kinds, tx.session, msg.allocation_id)
+        if kind is None:
+            log.warning(
+                "agent %s reported the exit of unknown allocation %s", agent_id, msg.allocation_id
             )
+            return
+        msg = replace(msg, reason=exit_reason(self.kinds, tx.session, msg))
+        if msg.logs:
+            new = kind.exit_is_new(tx.session, agent_id, msg.allocation_id)
             for key in self._store_lines(tx.session, msg.logs, unless_stored=not new):
                 tx.act(Wake(key))
-        if is_task:
-            task_life.instance_exited(tx, agent_id, msg.allocation_id, msg.exit_code, msg.reason)
-            return
-        gang.agent_exited(tx, agent_id, msg.allocation_id, msg.exit_code, msg.reason, lost=msg.lost)
+        kind.exited(tx, agent_id, msg.allocation_id, msg.exit_code, msg.reason, lost=msg.lost)
         # Before the pass that may follow in the same transaction (for the B1 timeline).
         mark("master-exit-recorded", msg.allocation_id)
-
-    def _masked_reason(self, session: Session, msg: Exited) -> str:
-        """The exit's reason with its job's secrets masked: a trial's process may have given
-        it (the harness's failure line), and it becomes the trial's message."""
-        if not msg.reason:
-            return msg.reason
-        task_id = task_life.task_of_allocation(msg.allocation_id)
-        if task_id is not None:
-            said = LogEntry(allocation_id=msg.allocation_id, trial_id=0, line=msg.reason)
-            return self.masker.masked_for_task(session, task_id, [said])[0].line
-        alloc = allocations.get(session, msg.allocation_id)
-        if alloc is None:
-            return msg.reason
-        said = LogEntry(allocation_id=msg.allocation_id, trial_id=alloc.trial_id, line=msg.reason)
-        return self.masker.masked(session, [said])[0].line
 
     async def _ingest_logs(self, entries: list[LogEntry]) -> None:
         if entries:
@@ -349,78 +318,61 @@ class AgentGateway:
 
     def _store_lines(
         self, session: Session, entries: list[LogEntry], *, unless_stored: bool = False
-    ) -> list[tuple[str, int]]:
-        """Store log lines, each job's masked with its secrets; the followers to wake.
+    ) -> list[tuple[Any, ...]]:
+        """Store log lines, each allocation's masked with its job's secrets, by the kind that
+        owns it; the followers to wake.
 
-        ``unless_stored``: the lines of an exit the master had recorded already, skipped for
-        a trial or job whose last stored line is their last (an agent repeats an exit until the
+        ``unless_stored``: the lines of an exit the master had recorded already, skipped where
+        the allocation's last stored line is their last (an agent repeats an exit until the
         master acknowledges it, so its lines may have been stored with it; an exit the master
         recorded otherwise, its agent lost, still gets them)."""
-        by_trial: dict[int, list[LogEntry]] = {}
-        by_task: dict[int, list[LogEntry]] = {}
+        by_allocation: dict[str, list[LogEntry]] = {}
         for entry in entries:
-            task_id = task_life.task_of_allocation(entry.allocation_id)
-            if task_id is None:
-                by_trial.setdefault(entry.trial_id, []).append(entry)
-            else:
-                by_task.setdefault(task_id, []).append(entry)
-        woken: list[tuple[str, int]] = []
-        for trial_id, lines in by_trial.items():
-            masked = self.masker.masked(session, lines)
-            if not (unless_stored and logs.ends_with(session, masked[-1], trial_id=trial_id)):
-                logs.insert(session, masked)
-                woken.append(("logs", trial_id))
-        for task_id, lines in by_task.items():
-            masked = self.masker.masked_for_task(session, task_id, lines)
-            if not (unless_stored and logs.ends_with(session, masked[-1], task_id=task_id)):
-                tasks.insert_logs(session, task_id, masked)
-                woken.append(("task-logs", task_id))
+            by_allocation.setdefault(entry.allocation_id, []).append(entry)
+        woken: list[tuple[Any, ...]] = []
+        for alloc_id, lines in by_allocation.items():
+            kind = kind_of(self.kinds, session, alloc_id)
+            if kind is None:
+                log.warning("%d log lines of unknown allocation %s dropped", len(lines), alloc_id)
+                continue
+            key = kind.store_lines(session, alloc_id, lines, unless_stored=unless_stored)
+            if key is not None and key not in woken:
+                woken.append(key)
         return woken
 
     async def resend_kills(self) -> None:
         """Kills are messages and can be lost (a dropped connection, a master restart): repeat
         them until the allocation has ended."""
         hub = self.core.hub
-        for alloc in await self.core.read(allocations.live):
-            if not life.needs_kill(alloc):
-                continue
-            for agent_id in alloc.slots or {}:
-                if agent_id not in (alloc.exits or {}) and hub.is_connected(agent_id):
-                    await hub.send(agent_id, Kill(alloc.id))
-        for inst, _, _ in await self.core.read(tasks.live_instances):
-            owner, alloc_id = inst.agent_id, inst.allocation_id
-            if inst.kill_requested and owner and alloc_id and hub.is_connected(owner):
-                await hub.send(owner, Kill(alloc_id))
+        for kind in self.kinds:
+            for h in await self.core.read(kind.live):
+                if not h.kill_due:
+                    continue
+                for agent_id in h.agents:
+                    if hub.is_connected(agent_id):
+                        await hub.send(agent_id, Kill(h.allocation_id))
 
     async def reap_lost(self) -> None:
-        """Fail the allocations of agents gone longer than ``agent_lost_after_seconds``."""
+        """End the allocations' parts on agents gone longer than ``agent_lost_after_seconds``."""
         now = self.core.clock()
         limit = self.settings.agent_lost_after_seconds
         hub = self.core.hub
-        for alloc in await self.core.read(allocations.live):
-            for agent_id in alloc.slots or {}:
-                if hub.is_connected(agent_id) or agent_id in (alloc.exits or {}):
-                    continue
-                since = hub.disconnected_since(agent_id) or self.core.started_at
-                if now - since >= limit:
-                    # Through the gang, so the allocation's processes on other agents stop too.
-                    await self.core.transact(
-                        partial(gang.agent_exited, lost=True),
-                        agent_id,
-                        alloc.id,
-                        None,
-                        f"agent {agent_id} was lost",
-                    )
-        for inst, _, _ in await self.core.read(tasks.live_instances):
-            owner = inst.agent_id
-            if not owner or not inst.allocation_id or hub.is_connected(owner):
-                continue
-            since = hub.disconnected_since(owner) or self.core.started_at
-            if now - since >= limit:
-                await self.core.transact(
-                    task_life.instance_exited,
-                    owner,
-                    inst.allocation_id,
-                    None,
-                    f"agent {owner} was lost",
-                )
+        for kind in self.kinds:
+            for h in await self.core.read(kind.live):
+                for agent_id in h.agents:
+                    if hub.is_connected(agent_id):
+                        continue
+                    since = hub.disconnected_since(agent_id) or self.core.started_at
+                    if now - since >= limit:
+                        await self.core.transact(
+                            _lost(kind), agent_id, h.allocation_id, f"agent {agent_id} was lost"
+                        )
+
+
+def _lost(kind: AllocationKind) -> Callable[[Tx, str, str, str], None]:
+    """A handler ending an allocation's part on an agent that lost it."""
+
+    def handler(tx: Tx, agent_id: str, allocation_id: str, reason: str) -> None:
+        kind.exited(tx, agent_id, allocation_id, None, reason, lost=True)
+
+    return handler

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from assay.config import MasterConfig
-from assay.db import Session, tasks, trials
+from assay.db import Session
 from assay.master.allocations._autoscaler import Autoscaler
 from assay.master.allocations._gateway import AgentGateway
 from assay.master.allocations._scheduling import PassResult, schedule_pass
@@ -63,14 +63,14 @@ class Loops:
             return PassResult()
         agents = self.core.hub.connected_views()
         result = await self.core.transact(
-            schedule_pass, agents, self.settings, self.core.cluster_id
+            schedule_pass, agents, self.settings, self.core.cluster_id, self.agents.kinds
         )
         self.committed(result)
         return result
 
     def pass_in(self, tx: Tx, agents: list[AgentView]) -> PassResult:
         """A pass inside another transaction (one that freed slots)."""
-        return schedule_pass(tx, agents, self.settings, self.core.cluster_id)
+        return schedule_pass(tx, agents, self.settings, self.core.cluster_id, self.agents.kinds)
 
     def committed(self, result: PassResult) -> None:
         """A pass's transaction committed: the jobs it left holding reservations."""
@@ -86,7 +86,7 @@ class Loops:
                 woken = False
             wakeup.clear()
             try:
-                if not woken and not await self.core.read(_anything_to_place):
+                if not woken and not await self.core.read(self._anything_to_place):
                     # The once-a-second pass, with nothing queued: a read, not a transaction.
                     self.waiting_jobs = set()
                     continue
@@ -95,6 +95,10 @@ class Loops:
             except Exception:
                 log.exception("scheduling pass failed")
                 await asyncio.sleep(0.5)
+
+    def _anything_to_place(self, session: Session) -> bool:
+        """Whether any kind of work waits for slots (else a pass has nothing to do)."""
+        return any(kind.waiting(session) for kind in self.agents.kinds)
 
     async def _enforce_preemption_timeouts(self) -> None:
         await self.core.transact(life.enforce_preemption_timeouts, self._preemption_timeouts)
@@ -125,8 +129,3 @@ class Loops:
                     await step()
                 except Exception:
                     log.exception("%s failed", what)
-
-
-def _anything_to_place(session: Session) -> bool:
-    """Whether a trial or a job's task waits for slots (else a pass has nothing to do)."""
-    return bool(trials.queued(session) or tasks.waiting(session))

@@ -6,6 +6,7 @@ continuations and deletion, warm starts and time limits.
 from __future__ import annotations
 
 from assay.master.experiments import _lifecycle as lifecycle
+from assay.master.experiments._allocations import TrialAllocations
 from assay.master.experiments._commands import ExperimentCommands
 from assay.master.experiments._harness_service import HarnessService
 from assay.master.experiments._lifecycle import allocation_exited, request_preemption
@@ -18,6 +19,7 @@ __all__ = [
     "ExperimentCommands",
     "HarnessService",
     "Submission",
+    "TrialAllocations",
     "allocation_exited",
     "enforce_time_limits",
     "lifecycle",

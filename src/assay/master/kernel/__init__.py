@@ -26,6 +26,16 @@ from assay.master.kernel._containers import (
     trial_image,
 )
 from assay.master.kernel._events import Message, Scope
+from assay.master.kernel._kinds import (
+    AllocationKind,
+    Held,
+    KindPass,
+    Placement,
+    PoolWork,
+    aux_placement,
+    exit_reason,
+    kind_of,
+)
 from assay.master.kernel._logs import KEEP_ALIVE_SECONDS, LogBatch, follow_logs
 from assay.master.kernel._notes import add_note
 from assay.master.kernel._orchestrator import Orchestrator
@@ -50,12 +60,17 @@ __all__ = [
     "AgentHub",
     "AgentView",
     "AllocationEnded",
+    "AllocationKind",
     "Caller",
     "ExperimentEnded",
+    "Held",
     "KillAllocation",
+    "KindPass",
     "LogBatch",
     "Message",
     "Orchestrator",
+    "Placement",
+    "PoolWork",
     "Reschedule",
     "Scope",
     "SearcherCache",
@@ -68,13 +83,16 @@ __all__ = [
     "account_state_change",
     "active_time",
     "add_note",
+    "aux_placement",
     "checkpoint",
     "container_problem",
     "endpoint_limit",
+    "exit_reason",
     "follow_logs",
     "job_container",
     "job_in_containers",
     "job_label",
+    "kind_of",
     "offered_labels",
     "pod_image_problem",
     "pull_problem",

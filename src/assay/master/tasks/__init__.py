@@ -5,7 +5,8 @@ TensorBoards run as such tasks; their lifecycle and rules.
 from __future__ import annotations
 
 from assay.master.tasks import _lifecycle as lifecycle
+from assay.master.tasks._allocations import TaskAllocations
 from assay.master.tasks._service import LOG_PAGE, TaskService
 from assay.master.tasks._tensorboards import TensorBoardService
 
-__all__ = ["LOG_PAGE", "TaskService", "TensorBoardService", "lifecycle"]
+__all__ = ["LOG_PAGE", "TaskAllocations", "TaskService", "TensorBoardService", "lifecycle"]

@@ -10,7 +10,6 @@ routes what the agent says about it here.
 from __future__ import annotations
 
 import logging
-import re
 import secrets
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -45,14 +44,6 @@ _ENTRYPOINT = [
 ]
 if TYPE_CHECKING:
     from assay.master.identity import Actor
-
-_ALLOCATION_ID = re.compile(r"^task-(\d+)\.")
-
-
-def task_of_allocation(allocation_id: str) -> int | None:
-    """The task id an instance's allocation id names; None for a trial's allocation."""
-    m = _ALLOCATION_ID.match(allocation_id)
-    return int(m.group(1)) if m else None
 
 
 def allocation_prefix(task_id: int, role: str | None = None, index: int | None = None) -> str:

@@ -10,8 +10,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from assay.config import MASK, JobSpec, job_secret_values, secret_pattern, secret_values
-from assay.db import Session, experiments, tasks, trials
+from assay.config import MASK, secret_pattern, secret_values
+from assay.db import Session, experiments, trials
 from assay.protocol import LogEntry
 
 
@@ -34,20 +34,6 @@ class LogMasker:
             line = entry.line if pattern is None else pattern.sub(MASK, entry.line)
             out.append(entry if line == entry.line else dataclasses.replace(entry, line=line))
         return out
-
-    def masked_for_task(
-        self, session: Session, task_id: int, entries: Sequence[LogEntry]
-    ) -> list[LogEntry]:
-        """``entries`` of a job that is not an experiment, with its secrets masked."""
-        task = tasks.get(session, task_id)
-        values: list[str] = []
-        if task is not None:
-            spec = JobSpec.model_validate({**task.spec, "secrets": dict(task.secrets or {})})
-            values = job_secret_values(spec)
-        pattern = secret_pattern(values)
-        if pattern is None:
-            return list(entries)
-        return [dataclasses.replace(e, line=pattern.sub(MASK, e.line)) for e in entries]
 
     def _pattern(self, session: Session, trial_id: int) -> re.Pattern[str] | None:
         with self._lock:

@@ -18,7 +18,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from assay.db import Allocation, Session, allocations
-from assay.master.experiments import allocation_exited
+from assay.master.experiments._lifecycle import allocation_exited
 from assay.master.kernel import KillAllocation, Tx
 from assay.protocol import AllocationState, RankLayout
 
