@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from assay.config import JobSpecKind, load_task_config
-from assay.db import allocations, tasks
+from assay.db import Session, allocations, tasks
 from assay.master import Master, Submission
+from assay.master.tasks import TaskAllocations
 from assay.master.testing import KindCase, check_allocation_kind
 from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import run
@@ -46,3 +48,23 @@ def test_tasks_pass_the_allocation_kit(master: Master) -> None:
     spec = load_task_config("entrypoint: echo hi\n", kind=JobSpecKind.COMMAND)
     case = KindCase("task", lambda m: m.tasks.submit(ADMIN, spec, None), _task_lines)
     check_allocation_kind(master, case)
+
+
+class _Greedy(TaskAllocations):
+    """A broken kind: it claims every allocation, another kind's too."""
+
+    def owns(self, session: Session, allocation_id: str) -> bool:
+        return True
+
+
+def test_the_kit_catches_a_kind_that_claims_another_kinds_allocations(
+    master: Master, context: bytes
+) -> None:
+    master.agents.kinds = (master.agents.kinds[0], _Greedy())
+    case = KindCase(
+        "trial",
+        lambda m: m.experiments.create(ADMIN, Submission(EXPERIMENT, context)),
+        _trial_lines,
+    )
+    with pytest.raises(AssertionError, match=r"owned by \['trial', 'task'\]"):
+        check_allocation_kind(master, case)
