@@ -28,7 +28,7 @@ class KindCase:
     """The stored log lines of the work that allocation ``id`` runs."""
 
 
-class _Agent:
+class AgentStandIn:
     """Stands in for an agent's WebSocket: keeps what the master sends."""
 
     def __init__(self) -> None:
@@ -40,13 +40,16 @@ class _Agent:
     def of(self, kind: str) -> list[dict[str, Any]]:
         return [m for m in self.sent if m["type"] == kind]
 
+    def starts(self) -> list[dict[str, Any]]:
+        return self.of("start")
+
 
 def _run(coro: Any) -> Any:
     return asyncio.run(coro) if asyncio.iscoroutine(coro) else coro
 
 
-def _connect(master: Master, agent_id: str, running: list[str] | None = None) -> _Agent:
-    agent = _Agent()
+def _connect(master: Master, agent_id: str, running: list[str] | None = None) -> AgentStandIn:
+    agent = AgentStandIn()
     hello = {
         "type": "hello",
         "agent_id": agent_id,
@@ -116,4 +119,4 @@ def _held(master: Master, kind: AllocationKind, agent_id: str) -> list[Any]:
     return list(master.db.run_sync(lambda s: kind.held_by(s, agent_id)))
 
 
-__all__ = ["KindCase", "check_allocation_kind"]
+__all__ = ["AgentStandIn", "KindCase", "check_allocation_kind"]

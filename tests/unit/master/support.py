@@ -6,6 +6,8 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from assay.master.testing import AgentStandIn
+
 T = TypeVar("T")
 
 
@@ -13,20 +15,8 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
 
 
-class Recorder:
-    """Stands in for an agent's WebSocket: keeps what the master sends."""
-
-    def __init__(self) -> None:
-        self.sent: list[dict[str, Any]] = []
-
-    async def __call__(self, message: dict[str, Any]) -> None:
-        self.sent.append(message)
-
-    def of(self, kind: str) -> list[dict[str, Any]]:
-        return [m for m in self.sent if m["type"] == kind]
-
-    def starts(self) -> list[dict[str, Any]]:
-        return self.of("start")
+Recorder = AgentStandIn
+"""Stands in for an agent's WebSocket: keeps what the master sends."""
 
 
 class Clock:
