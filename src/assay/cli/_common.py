@@ -188,19 +188,27 @@ def request(model: type[M], **fields: Any) -> M:
         fail("\n".join(problems))
 
 
-def print_json(data: Any) -> None:
-    """``data`` (resources, lists and dicts of them) as indented JSON on stdout."""
+def _jsonable(value: Any) -> Any:
+    """What ``json`` cannot write itself, as JSON's types: a model (pydantic writes it, loaded
+    only for one), a path, a date..."""
     from pydantic_core import to_jsonable_python
 
-    sys.stdout.write(json.dumps(to_jsonable_python(data), indent=2, default=str) + "\n")
+    return to_jsonable_python(value)
+
+
+def print_json(data: Any) -> None:
+    """``data`` (resources, lists and dicts of them) as indented JSON on stdout."""
+    from assay import rest
+
+    sys.stdout.write(json.dumps(rest.to_json(data), indent=2, default=_jsonable) + "\n")
 
 
 def print_json_line(data: Any) -> None:
     """``data`` as one line of JSON, flushed: what a followed ``--json`` prints for each thing
     as it happens (JSON lines, for ``jq`` or a script reading the stream)."""
-    from pydantic_core import to_jsonable_python
+    from assay import rest
 
-    sys.stdout.write(json.dumps(to_jsonable_python(data), default=str) + "\n")
+    sys.stdout.write(json.dumps(rest.to_json(data), default=_jsonable) + "\n")
     sys.stdout.flush()
 
 

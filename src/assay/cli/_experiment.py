@@ -235,7 +235,9 @@ def describe(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
     exp = c.experiment(experiment_id)
     trials = c.trials(experiment_id)
     if as_json:
-        print_json({**exp.model_dump(mode="json"), "trial_list": trials})
+        from assay import rest
+
+        print_json({**rest.to_json(exp), "trial_list": trials})
         return
     searcher = exp.searcher
     console.print(

@@ -33,7 +33,7 @@ def experiment(**fields: Any) -> rest.Experiment:
         "original_config": "",
         **fields,
     }
-    return rest.Experiment.model_validate(raw)
+    return rest.read_answer(rest.Experiment, raw)
 
 
 def trial(state: str) -> rest.Trial:
