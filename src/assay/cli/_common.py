@@ -11,7 +11,7 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 
+from assay.cli._home import assay_home, cluster_file
 from assay.cli._state import PIPE_WIDTH, state
 from assay.errors import AssayError, MasterUnreachable
 from assay.protocol import ExperimentState, TrialState
@@ -52,14 +53,6 @@ def print_log_line(line: str, prefix: str = "") -> None:
 
 JsonOption = Annotated[bool, typer.Option("--json", help="print JSON instead of text")]
 """The ``--json`` option of every command that prints a resource."""
-
-
-def assay_home() -> Path:
-    return Path(os.environ.get("ASSAY_HOME", "~/.assay")).expanduser().resolve()
-
-
-def cluster_file() -> Path:
-    return assay_home() / "run" / "cluster.json"
 
 
 def local_master() -> str:
@@ -399,3 +392,13 @@ def transfer_progress(
             bar.update(task, completed=done, total=total)
 
         yield advance
+
+
+UPLOAD_PROGRESS_FROM = 4 * 2**20
+"""The smallest context whose upload shows a progress bar: smaller ones go up in a blink, where
+a bar would only flicker."""
+
+
+def upload_progress(size: int) -> AbstractContextManager[Callable[[int, int], None] | None]:
+    """A progress bar on stderr for an upload of ``size`` bytes (see ``transfer_progress``)."""
+    return transfer_progress("uploading context", size, minimum=UPLOAD_PROGRESS_FROM)

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from assay import rest
 from assay.cli._common import listing_table
-from assay.cli._experiment import trial_table
+from assay.cli._experiment_views import trial_table
 from assay.cli._state import PIPE_WIDTH
 from assay.cli._tables import MIN_CUT, Need, Rule, fitted, fitting, plan
 from assay.protocol import TrialState
