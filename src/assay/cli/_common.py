@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -25,13 +25,17 @@ from assay.errors import AssayError, MasterUnreachable
 from assay.protocol import ExperimentState, TrialState
 
 if TYPE_CHECKING:
+    from typing import TypeVar
+
     from pydantic import BaseModel
     from rich.table import Table
 
     from assay import rest
     from assay.client import Client
 
-M = TypeVar("M", bound="BaseModel")
+    # Only for the checker: a TypeVar bound by name compiles the name when it is made.
+    M = TypeVar("M", bound="BaseModel")
+
 
 console = Console() if sys.stdout.isatty() else Console(width=PIPE_WIDTH, soft_wrap=True)
 # Errors are one line each when stderr is not a terminal (a log, a pipe): never wrapped at 80.

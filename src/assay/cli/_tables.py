@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rich.measure import Measurement
 from rich.table import Table
@@ -31,8 +30,7 @@ MIN_CUT = 12
 """The fewest characters a shortened column keeps (its header's, when that is longer)."""
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):  # a NamedTuple: see _lazy.Subcommand
     """How a column gives way on a narrow terminal. ``rank`` 0: never left out; a higher rank
     is left out before a lower one. ``cut``: may be shortened, ending in "…"."""
 
@@ -105,8 +103,7 @@ def rule_of(header: str) -> Rule:
     return COLUMN_RULES.get(key, DEFAULT)
 
 
-@dataclass(frozen=True)
-class Need:
+class Need(NamedTuple):
     """What a column needs: its full width (the widest cell or header), the fewest characters
     it can be shortened to (its full width unless it may be cut), and its rule."""
 

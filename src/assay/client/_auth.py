@@ -9,8 +9,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from assay.files import write_private
-
 USER_TOKEN_ENV = "ASSAY_USER_TOKEN"
 """A token for scripts and CI; it takes precedence over a stored sign-in."""
 
@@ -59,6 +57,8 @@ class TokenStore:
             self._write(data)
 
     def _write(self, data: dict[str, dict[str, str]]) -> None:
+        from assay.files import write_private  # tempfile: only a sign-in writes
+
         write_private(self.path, json.dumps(data, indent=2))
 
 

@@ -10,18 +10,21 @@ import os
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from assay import rest
 from assay.client._auth import USER_TOKEN_ENV, token_for
 from assay.client._http import HttpSession, master_url
-from assay.client._upload import FilePart, MultipartBody, Progress, post_multipart
 from assay.errors import InvalidRequest, MasterUnreachable
 
 if TYPE_CHECKING:
-    from assay.client._download import Progress as DownloadProgress
+    from typing import TypeVar
 
-R = TypeVar("R", bound="rest.Request")
+    from assay.client._download import Progress as DownloadProgress
+    from assay.client._upload import Progress
+
+    # Only for the checker: a TypeVar bound by name compiles the name when it is made.
+    R = TypeVar("R", bound="rest.Request")
 
 
 def request_body(model: type[R], **fields: Any) -> R:
@@ -118,6 +121,8 @@ class Client:
         bytes in all) as it goes. ``notes`` are stored as the first lines of the experiment's
         log. ``original_config``: the config as written when ``config_text`` translates it (an
         NNI config), shown as the experiment's config."""
+        from assay.client._upload import FilePart, MultipartBody, post_multipart
+
         fields = [
             ("config", config_text),
             *(("overrides", item) for item in overrides),
@@ -295,6 +300,8 @@ class Client:
         """Submit an OpenPAI job (``kind`` job: the format is read from its keys), a Determined
         command config (``command``) or generic-task config (``generic``), with an optional
         context tar.gz its instances start in."""
+        from assay.client._upload import FilePart, MultipartBody, post_multipart
+
         fields = [("config", config_text), ("kind", kind)]
         fields += [("overrides", item) for item in overrides]
         file = (

@@ -19,12 +19,24 @@ import math
 import types
 from collections.abc import Callable, Mapping
 from enum import Enum
-from typing import Any, Literal, Self, TypeVar, Union, dataclass_transform, get_args, get_origin
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    Self,
+    TypeVar,
+    Union,
+    dataclass_transform,
+    get_args,
+    get_origin,
+)
 from typing import get_type_hints as _type_hints
 
 from assay.errors import AssayError
 
-A = TypeVar("A", bound="Answer")
+if TYPE_CHECKING:
+    # Only for the checker: a TypeVar bound by name compiles the name when it is made.
+    A = TypeVar("A", bound="Answer")
 
 WHY_WAITING = (
     "Why its queued work does not start, in one line (e.g. 'needs 4 slots a trial; the largest "

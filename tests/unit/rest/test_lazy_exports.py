@@ -46,3 +46,18 @@ def test_using_an_answer_read_without_pydantic_imports_no_pydantic() -> None:
     assert done.stdout.strip() == str(
         ["assay.rest._experiments", "assay.rest._lazy", "assay.rest._plain", "assay.rest._sorts"]
     )
+
+
+def test_the_block_read_as_lines_holds_the_names_a_parser_reads_in_it() -> None:
+    import ast
+    from pathlib import Path
+
+    parsed: dict[str, tuple[str, str]] = {}
+    for node in ast.parse(Path(rest.__file__).read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for statement in node.body:
+                assert isinstance(statement, ast.ImportFrom) and statement.module
+                for alias in statement.names:
+                    parsed[alias.asname or alias.name] = (statement.module, alias.name)
+    assert _lazy._exports(rest.__file__) == parsed
+    assert len(parsed) > 100
