@@ -91,6 +91,28 @@ def _guessed_master() -> bool:
     return not (state.master or os.environ.get("ASSAY_MASTER") or cluster_file().exists())
 
 
+@contextmanager
+def loading_while(*loads: Callable[[], object]) -> Iterator[None]:
+    """Run ``loads`` (imports of what shows an answer) in a thread while the block waits for
+    the master: a short command otherwise waits for the answer, then for its own imports. A
+    load that fails is left to the code that needs it, which fails the same way."""
+    import threading
+
+    def load() -> None:
+        for step in loads:
+            try:
+                step()
+            except Exception:
+                return
+
+    thread = threading.Thread(target=load, name="assay-loading", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        thread.join()
+
+
 def client() -> Client:
     from assay.client import Client
 

@@ -19,6 +19,7 @@ from assay.cli._common import (
     fail,
     fmt_metric,
     listing_table,
+    loading_while,
     print_json,
     print_json_line,
     print_log_line,
@@ -166,6 +167,23 @@ def _grid_limit(c: Client) -> int | None:
         return None
 
 
+def _load_answer() -> None:
+    from assay import rest
+
+    rest.ExperimentList  # noqa: B018 - loads its module
+
+
+def _load_table() -> None:
+    import rich._emoji_codes  # noqa: F401 - what rich reads a cell's markup with
+
+    import assay.cli._tables  # noqa: F401
+
+
+_ANSWER = (_load_answer,)
+_LISTING = (_load_answer, _load_table)
+"""What ``list`` loads while the master answers: the answer's shapes, and the table's code."""
+
+
 @app.command("ls", hidden=True)
 @app.command("list")
 def list_(
@@ -178,7 +196,8 @@ def list_(
     """List experiments, newest first (archived ones hidden unless --all)."""
     check_formats(as_json, as_csv)
     c = client()
-    answer = c.list_experiments(archived=all_, limit=limit, user=user)
+    with loading_while(*_LISTING if not as_json else _ANSWER):
+        answer = c.list_experiments(archived=all_, limit=limit, user=user)
     # Nothing of a user who does not exist is a typo, not an empty list.
     if user is not None and not answer.pagination.total and user not in _usernames(c):
         fail(f"no user called {user!r}")

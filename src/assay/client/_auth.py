@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 USER_TOKEN_ENV = "ASSAY_USER_TOKEN"
 """A token for scripts and CI; it takes precedence over a stored sign-in."""
@@ -18,8 +18,7 @@ def config_dir() -> Path:
     return Path(base).expanduser() / "assay"
 
 
-@dataclass(frozen=True)
-class StoredLogin:
+class StoredLogin(NamedTuple):  # not a dataclass: one compiles its methods at every start
     username: str
     token: str
 
