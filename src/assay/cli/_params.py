@@ -3,8 +3,8 @@
 Typer 0.29 reads every value a parameter is given, its default included, through a pydantic
 ``TypeAdapter`` it builds for the parameter the first time (``typer._coercion``): importing
 pydantic and building the adapter took longer than the rest of ``assay e list``. Here each
-parameter of the kinds the commands take (text, whole numbers, numbers, paths, choices, and
-lists of these) reads its values itself, as Typer would; a value it cannot read that way, one
+parameter of the kinds the commands take (text, whole numbers, numbers, paths, choices, flags,
+and lists of these) reads its values itself, as Typer would; a value it cannot read that way, one
 Typer refuses or might read otherwise, goes to Typer's own reading, which then refuses it (or
 reads it) with its own words. So what a command accepts and how it refuses stay Typer's, and a
 command given valid values never loads pydantic.

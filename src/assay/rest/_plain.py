@@ -114,10 +114,6 @@ class Answer:
         return dataclasses.replace(self, **(update or {}))  # type: ignore[type-var]
 
 
-class _Unfit(Exception):
-    """A value that does not fit the type it is read as."""
-
-
 Reader = Callable[[Any, str, list[str]], Any]
 """Reads one JSON value at a path, adding what does not fit to the problems given."""
 
