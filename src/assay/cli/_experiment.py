@@ -174,8 +174,6 @@ def _load_answer() -> None:
 
 
 def _load_table() -> None:
-    import rich._emoji_codes  # noqa: F401 - what rich reads a cell's markup with
-
     import assay.cli._tables  # noqa: F401
 
 

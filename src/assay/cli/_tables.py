@@ -15,6 +15,7 @@ same in every listing, so the rules are written once, here.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -146,9 +147,26 @@ def _widen(needs: Sequence[Need], kept: list[int], room: int, count: int) -> lis
     return widths
 
 
-def _cell_width(console: Console, options: ConsoleOptions, cell: RenderableType) -> int:
+# Rich's pattern of an emoji code in markup (":thumbs_up:", ":smile-emoji:"), as it finds them.
+_EMOJI_CODE = re.compile(r":(\S*?)(?:-(?:emoji|text))?:")
+
+
+def _may_name_emoji(text: str) -> bool:
+    """Whether rich could replace an emoji code in ``text``: no emoji is named by two digits
+    (tested), so a time's ``08:23:33`` holds none, and the table of emoji codes, which rich
+    loads to look any code up, is not loaded for a listing with no other ``:``."""
+    return any(not (len(name) == 2 and name.isdigit()) for name in _EMOJI_CODE.findall(text))
+
+
+def read_cell(cell: RenderableType) -> RenderableType:
+    """A cell as rich reads it when it renders it (markup, emoji codes), read once: a cell
+    that is text is measured and then rendered from this."""
     if isinstance(cell, str):
-        cell = Text.from_markup(cell)
+        return Text.from_markup(cell, emoji=_may_name_emoji(cell))
+    return cell
+
+
+def _cell_width(console: Console, options: ConsoleOptions, cell: RenderableType) -> int:
     if isinstance(cell, Text):
         return max((line.cell_len for line in cell.split("\n")), default=0)
     return Measurement.get(console, options, cell).maximum
@@ -158,7 +176,7 @@ def _header_text(column: Column) -> str:
     header = column.header
     if isinstance(header, Text):
         return header.plain
-    return Text.from_markup(str(header)).plain
+    return Text.from_markup(str(header), emoji=_may_name_emoji(str(header))).plain
 
 
 def _padding(table: Table, index: int, count: int) -> int:
@@ -179,10 +197,11 @@ def fitted(table: Table, console: Console, options: ConsoleOptions) -> tuple[Tab
     if not columns:
         return table, []
     needs = []
-    for column in columns:
+    read = [[read_cell(c) for c in column.cells] for column in columns]
+    for column, cells_read in zip(columns, read, strict=True):
         header = _header_text(column)
         rule = rule_of(header)
-        cells = [_cell_width(console, options, c) for c in column.cells]
+        cells = [_cell_width(console, options, c) for c in cells_read]
         full = max([len(header), *cells, 1])
         least = min(full, max(MIN_CUT, len(header))) if rule.cut else full
         needs.append(Need(full, least, rule))
@@ -198,16 +217,20 @@ def fitted(table: Table, console: Console, options: ConsoleOptions) -> tuple[Tab
     shown: Table = Table.__new__(Table)
     shown.__dict__.update(table.__dict__)
     shown.columns = []
-    for column, need, w in zip(columns, needs, widths, strict=True):
+    for column, cells_read, need, w in zip(columns, read, needs, widths, strict=True):
         if w is None:
             continue
         index = len(shown.columns)
+        # The cells as read above, and the header: rich renders them as they are.
+        kept = dataclasses.replace(
+            column, _cells=cells_read, _index=index, header=read_cell(column.header)
+        )
         if folds:
-            kept = dataclasses.replace(column, no_wrap=False, overflow="fold", _index=index)
+            kept = dataclasses.replace(kept, no_wrap=False, overflow="fold")
         else:
             cut = w < need.full
             kept = dataclasses.replace(
-                column, width=w, no_wrap=True, overflow="ellipsis" if cut else "crop", _index=index
+                kept, width=w, no_wrap=True, overflow="ellipsis" if cut else "crop"
             )
         shown.columns.append(kept)
     left_out = [_header_text(c) for c, w in zip(columns, widths, strict=True) if w is None]
