@@ -368,12 +368,7 @@ def print_table(table: Any, as_csv: bool = False) -> None:
         return
     import csv
 
-    from rich.text import Text
-
-    def plain(cell: Any) -> str:
-        if isinstance(cell, Text):
-            return cell.plain
-        return Text.from_markup(str(cell)).plain
+    from assay.cli._tables import plain
 
     out = csv.writer(sys.stdout, lineterminator="\n")
     columns = list(table.columns)

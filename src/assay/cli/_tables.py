@@ -172,11 +172,15 @@ def _cell_width(console: Console, options: ConsoleOptions, cell: RenderableType)
     return Measurement.get(console, options, cell).maximum
 
 
+def plain(cell: object) -> str:
+    """What a cell (or a header) reads as, its markup taken off: what CSV writes."""
+    if isinstance(cell, Text):
+        return cell.plain
+    return Text.from_markup(str(cell), emoji=_may_name_emoji(str(cell))).plain
+
+
 def _header_text(column: Column) -> str:
-    header = column.header
-    if isinstance(header, Text):
-        return header.plain
-    return Text.from_markup(str(header), emoji=_may_name_emoji(str(header))).plain
+    return plain(column.header)
 
 
 def _padding(table: Table, index: int, count: int) -> int:
