@@ -17,7 +17,8 @@ from urllib.parse import urlsplit
 
 import typer
 
-from assay.cli._common import assay_home, cluster_file, console, err_console, fail
+from assay.cli._common import console, err_console, fail
+from assay.cli._home import assay_home, cluster_file
 from assay.cli._state import state
 from assay.cli._up_guard import check_port_free, home_lock, new_log
 from assay.cli._up_options import (

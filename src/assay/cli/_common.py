@@ -11,26 +11,31 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 
+from assay.cli._home import assay_home, cluster_file
 from assay.cli._state import PIPE_WIDTH, state
 from assay.errors import AssayError, MasterUnreachable
 from assay.protocol import ExperimentState, TrialState
 
 if TYPE_CHECKING:
+    from typing import TypeVar
+
     from pydantic import BaseModel
     from rich.table import Table
 
     from assay import rest
     from assay.client import Client
 
-M = TypeVar("M", bound="BaseModel")
+    # Only for the checker: a TypeVar bound by name compiles the name when it is made.
+    M = TypeVar("M", bound="BaseModel")
+
 
 console = Console() if sys.stdout.isatty() else Console(width=PIPE_WIDTH, soft_wrap=True)
 # Errors are one line each when stderr is not a terminal (a log, a pipe): never wrapped at 80.
@@ -52,14 +57,6 @@ def print_log_line(line: str, prefix: str = "") -> None:
 
 JsonOption = Annotated[bool, typer.Option("--json", help="print JSON instead of text")]
 """The ``--json`` option of every command that prints a resource."""
-
-
-def assay_home() -> Path:
-    return Path(os.environ.get("ASSAY_HOME", "~/.assay")).expanduser().resolve()
-
-
-def cluster_file() -> Path:
-    return assay_home() / "run" / "cluster.json"
 
 
 def local_master() -> str:
@@ -92,6 +89,28 @@ def _guessed_master() -> bool:
     """Whether the master addressed is the bare default: none given (-m, ``$ASSAY_MASTER``)
     and no cluster recorded by ``assay up`` in ``ASSAY_HOME``."""
     return not (state.master or os.environ.get("ASSAY_MASTER") or cluster_file().exists())
+
+
+@contextmanager
+def loading_while(*loads: Callable[[], object]) -> Iterator[None]:
+    """Run ``loads`` (imports of what shows an answer) in a thread while the block waits for
+    the master: a short command otherwise waits for the answer, then for its own imports. A
+    load that fails is left to the code that needs it, which fails the same way."""
+    import threading
+
+    def load() -> None:
+        for step in loads:
+            try:
+                step()
+            except Exception:
+                return
+
+    thread = threading.Thread(target=load, name="assay-loading", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        thread.join()
 
 
 def client() -> Client:
@@ -188,19 +207,27 @@ def request(model: type[M], **fields: Any) -> M:
         fail("\n".join(problems))
 
 
-def print_json(data: Any) -> None:
-    """``data`` (resources, lists and dicts of them) as indented JSON on stdout."""
+def _jsonable(value: Any) -> Any:
+    """What ``json`` cannot write itself, as JSON's types: a model (pydantic writes it, loaded
+    only for one), a path, a date..."""
     from pydantic_core import to_jsonable_python
 
-    sys.stdout.write(json.dumps(to_jsonable_python(data), indent=2, default=str) + "\n")
+    return to_jsonable_python(value)
+
+
+def print_json(data: Any) -> None:
+    """``data`` (resources, lists and dicts of them) as indented JSON on stdout."""
+    from assay import rest
+
+    sys.stdout.write(json.dumps(rest.to_json(data), indent=2, default=_jsonable) + "\n")
 
 
 def print_json_line(data: Any) -> None:
     """``data`` as one line of JSON, flushed: what a followed ``--json`` prints for each thing
     as it happens (JSON lines, for ``jq`` or a script reading the stream)."""
-    from pydantic_core import to_jsonable_python
+    from assay import rest
 
-    sys.stdout.write(json.dumps(to_jsonable_python(data), default=str) + "\n")
+    sys.stdout.write(json.dumps(rest.to_json(data), default=_jsonable) + "\n")
     sys.stdout.flush()
 
 
@@ -341,12 +368,7 @@ def print_table(table: Any, as_csv: bool = False) -> None:
         return
     import csv
 
-    from rich.text import Text
-
-    def plain(cell: Any) -> str:
-        if isinstance(cell, Text):
-            return cell.plain
-        return Text.from_markup(str(cell)).plain
+    from assay.cli._tables import plain
 
     out = csv.writer(sys.stdout, lineterminator="\n")
     columns = list(table.columns)
@@ -391,3 +413,13 @@ def transfer_progress(
             bar.update(task, completed=done, total=total)
 
         yield advance
+
+
+UPLOAD_PROGRESS_FROM = 4 * 2**20
+"""The smallest context whose upload shows a progress bar: smaller ones go up in a blink, where
+a bar would only flicker."""
+
+
+def upload_progress(size: int) -> AbstractContextManager[Callable[[int, int], None] | None]:
+    """A progress bar on stderr for an upload of ``size`` bytes (see ``transfer_progress``)."""
+    return transfer_progress("uploading context", size, minimum=UPLOAD_PROGRESS_FROM)

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence, Set
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from assay.cli._common import (
-    WHOLE,
     CsvOption,
     check_formats,
     client,
@@ -19,10 +17,9 @@ from assay.cli._common import (
     err_console,
     esc,
     fail,
-    fmt_hparams,
     fmt_metric,
-    fmt_report,
     listing_table,
+    loading_while,
     print_json,
     print_json_line,
     print_log_line,
@@ -30,9 +27,14 @@ from assay.cli._common import (
     request,
     shown_progress,
     styled_state,
-    transfer_progress,
+    upload_progress,
     when,
-    whole_cells,
+)
+from assay.cli._experiment_views import (
+    deleted_checkpoints,
+    detail_lines,
+    shown_checkpoint,
+    trial_table,
 )
 from assay.cli._logview import (
     HeadOption,
@@ -42,12 +44,8 @@ from assay.cli._logview import (
     stamp,
     window,
 )
-from assay.cli._trial_state import styled_trial_state
 
 if TYPE_CHECKING:
-    from rich.table import Table
-
-    from assay import rest
     from assay.client import Client
 
 app = typer.Typer(no_args_is_help=True)  # help: assay.cli._app.SUBCOMMANDS
@@ -55,9 +53,6 @@ app = typer.Typer(no_args_is_help=True)  # help: assay.cli._app.SUBCOMMANDS
 JsonFlag = Annotated[bool, typer.Option("--json", help="machine-readable output")]
 ExpId = Annotated[int, typer.Argument(help="experiment id")]
 NewValue = Annotated[str, typer.Argument(help="the new value")]
-
-# Smaller contexts go up in a blink; a bar would only flicker.
-PROGRESS_FROM = 4 * 2**20
 
 
 @app.command()
@@ -172,9 +167,19 @@ def _grid_limit(c: Client) -> int | None:
         return None
 
 
-def upload_progress(size: int) -> AbstractContextManager[Callable[[int, int], None] | None]:
-    """A progress bar on stderr for an upload of ``size`` bytes (see ``transfer_progress``)."""
-    return transfer_progress("uploading context", size, minimum=PROGRESS_FROM)
+def _load_answer() -> None:
+    from assay import rest
+
+    rest.ExperimentList  # noqa: B018 - loads its module
+
+
+def _load_table() -> None:
+    import assay.cli._tables  # noqa: F401
+
+
+_ANSWER = (_load_answer,)
+_LISTING = (_load_answer, _load_table)
+"""What ``list`` loads while the master answers: the answer's shapes, and the table's code."""
 
 
 @app.command("ls", hidden=True)
@@ -189,7 +194,8 @@ def list_(
     """List experiments, newest first (archived ones hidden unless --all)."""
     check_formats(as_json, as_csv)
     c = client()
-    answer = c.list_experiments(archived=all_, limit=limit, user=user)
+    with loading_while(*_LISTING if not as_json else _ANSWER):
+        answer = c.list_experiments(archived=all_, limit=limit, user=user)
     # Nothing of a user who does not exist is a typo, not an empty list.
     if user is not None and not answer.pagination.total and user not in _usernames(c):
         fail(f"no user called {user!r}")
@@ -235,7 +241,9 @@ def describe(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
     exp = c.experiment(experiment_id)
     trials = c.trials(experiment_id)
     if as_json:
-        print_json({**exp.model_dump(mode="json"), "trial_list": trials})
+        from assay import rest
+
+        print_json({**rest.to_json(exp), "trial_list": trials})
         return
     searcher = exp.searcher
     console.print(
@@ -254,79 +262,6 @@ def describe(experiment_id: ExpId, as_json: JsonFlag = False) -> None:
         if checkpoint:
             line += f"  checkpoint {checkpoint}"
         console.print(line, markup=False, highlight=False)
-
-
-def detail_lines(exp: rest.Experiment) -> list[str]:
-    """The lines under ``describe``'s first: its message, and the fields that are set."""
-    lines = [exp.message] if exp.message else []
-    if exp.description:
-        lines.append(f"description: {exp.description}")
-    if exp.labels:
-        lines.append(f"labels: {', '.join(exp.labels)}")
-    if exp.waiting:
-        lines.append(f"waiting: {exp.waiting}")
-    return lines
-
-
-def deleted_checkpoints(c: Client, experiment_id: int) -> set[str]:
-    """The experiment's checkpoints that are deleted (or being deleted): a trial's latest
-    checkpoint among them is shown as such, not as one to use."""
-    from assay.cli._best import GONE
-
-    return {ck.uuid for ck in c.experiment_checkpoints(experiment_id) if ck.state in GONE}
-
-
-def shown_checkpoint(uuid: str | None, deleted: Set[str], *, short: bool = True) -> str:
-    """A trial's latest checkpoint as shown: its uuid (the first 8 characters if ``short``),
-    marked when deleted."""
-    if not uuid:
-        return ""
-    shown = uuid[:8] if short else uuid
-    return f"{shown} (deleted)" if uuid in deleted else shown
-
-
-def trial_table(
-    trials: Sequence[rest.Trial],
-    metric: str | None,
-    deleted: Set[str] = frozenset(),
-    *,
-    nni: bool = False,
-) -> Table:
-    """The trials, one a row; ``deleted``: checkpoints to mark as deleted; ``nni``: states by
-    NNI's names (an NNI experiment's trials). Long cells are whole here, for CSV: a terminal's
-    view shortens them to fit (``whole_cells``)."""
-    table = listing_table(empty="No trials.")
-    for col, justify in (
-        ("Trial", "left"),
-        ("State", "left"),
-        ("Steps", "right"),
-        (f"Best {metric or 'metric'}", "right"),
-        # The latest reports, so a running trial shows where it is before it validates.
-        ("Latest training", "right"),
-        ("Latest validation", "right"),
-        # `restarts` counts the trial's failures (the last one too, which it was not restarted
-        # after): "Restarts 1" on a trial that failed once and never ran again misleads.
-        ("Failures", "right"),
-        # Runs lost with their agent: the cluster's, never counted toward max_restarts.
-        ("Agent losses", "right"),
-        ("Checkpoint", "left"),
-        ("Hyperparameters", "left"),
-    ):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    for t in trials:
-        table.add_row(
-            str(t.id),
-            styled_trial_state(t, nni=nni),
-            str(t.steps_completed),
-            fmt_metric(t.best_validation),
-            fmt_report(t.latest_training, metric, limit=WHOLE),
-            fmt_report(t.latest_validation, metric, limit=WHOLE),
-            str(t.restarts),
-            str(t.infra_restarts),
-            shown_checkpoint(t.latest_checkpoint, deleted),
-            fmt_hparams(t.hparams, limit=WHOLE),
-        )
-    return whole_cells(table)
 
 
 @app.command()

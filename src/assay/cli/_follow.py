@@ -98,7 +98,7 @@ def _follow_live(client: Client, experiment_id: int, rc: Reconnector) -> rest.Ex
     )
     from rich.text import Text
 
-    from assay.cli._experiment import trial_table
+    from assay.cli._experiment_views import trial_table
 
     progress = Progress(
         TextColumn("[bold]experiment {task.fields[exp_id]}[/] {task.fields[state]}"),

@@ -20,6 +20,7 @@ from assay.cli._common import (
     print_json_line,
     print_log_line,
     styled_state,
+    upload_progress,
     when,
     whole_cells,
 )
@@ -179,7 +180,6 @@ def submit(
     as_json: bool = False,
     quiet_notes: bool = False,
 ) -> rest.Task:
-    from assay.cli._experiment import upload_progress
     from assay.context import format_size, pack_context
 
     c = client()

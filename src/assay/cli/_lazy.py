@@ -16,8 +16,7 @@ from __future__ import annotations
 import copy
 import inspect
 from collections.abc import Callable, Iterator, MutableMapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import typer
 from typer.core import TyperGroup
@@ -38,8 +37,11 @@ Command = Any
 click, whose classes are not part of its typed API."""
 
 
-@dataclass(frozen=True)
-class Subcommand:
+# The small records here are NamedTuples: a dataclass compiles its methods when its module loads
+# (half a millisecond each, on every command).
+
+
+class Subcommand(NamedTuple):
     """A command of the root known by name and summary until it runs: ``load`` returns its
     Typer app (a group) or its function (a command), importing its module then. ``summary`` is
     what listings show: a group's help, or the first paragraph of a command's docstring.
@@ -50,8 +52,7 @@ class Subcommand:
     aliases: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class _Recipe:
+class _Recipe(NamedTuple):
     build: Callable[[], Command]
     summary: str
     hidden: bool
@@ -162,8 +163,7 @@ class LazyGroup(TyperGroup):
                 formatter.write_dl(rows)
 
 
-@dataclass(frozen=True)
-class _Settings:
+class _Settings(NamedTuple):
     """What Typer passes down its tree from the root app."""
 
     pretty_exceptions_short: bool

@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from assay.cli._common import (
-    assay_home,
     console,
     err_console,
     fail,
@@ -40,6 +39,7 @@ from assay.cli._common import (
     fmt_metric,
     styled_state,
 )
+from assay.cli._home import assay_home
 from assay.errors import AssayError
 
 ASSAY_PACKAGE = Path(__file__).resolve().parents[1]

@@ -25,6 +25,7 @@ from assay.cli._common import (
     listing_table,
     print_json,
     print_table,
+    upload_progress,
     when,
 )
 
@@ -126,7 +127,6 @@ def create(
 ) -> None:
     """Create an experiment from an NNI config (nnictl create --config)."""
     from assay.cli._config_read import read_experiment_config
-    from assay.cli._experiment import upload_progress
     from assay.config import load_experiment_config
     from assay.context import pack_context
 

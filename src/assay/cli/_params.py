@@ -3,8 +3,8 @@
 Typer 0.29 reads every value a parameter is given, its default included, through a pydantic
 ``TypeAdapter`` it builds for the parameter the first time (``typer._coercion``): importing
 pydantic and building the adapter took longer than the rest of ``assay e list``. Here each
-parameter of the kinds the commands take (text, whole numbers, numbers, paths, choices, and
-lists of these) reads its values itself, as Typer would; a value it cannot read that way, one
+parameter of the kinds the commands take (text, whole numbers, numbers, paths, choices, flags,
+and lists of these) reads its values itself, as Typer would; a value it cannot read that way, one
 Typer refuses or might read otherwise, goes to Typer's own reading, which then refuses it (or
 reads it) with its own words. So what a command accepts and how it refuses stay Typer's, and a
 command given valid values never loads pydantic.
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
@@ -41,12 +40,17 @@ class _NotPlain(Exception):
     """A value for Typer's own reading to decide."""
 
 
-@dataclass(frozen=True)
 class _Plain(RuntimeParam):
-    """One parameter's reading: ``read`` first, Typer's own for what it cannot read."""
+    """One parameter's reading: ``read`` first, Typer's own for what it cannot read. (Not a
+    dataclass of its own, as its base is: one compiles its methods when the module loads.)"""
 
     descriptor: TypeDescriptor
     read: Reader
+
+    def __init__(self, descriptor: TypeDescriptor, read: Reader) -> None:
+        super().__init__(parameter_info=descriptor.parameter_info, annotation=descriptor.annotation)
+        object.__setattr__(self, "descriptor", descriptor)  # frozen, as its base
+        object.__setattr__(self, "read", read)
 
     def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
         try:
@@ -161,7 +165,7 @@ def plain_reading(descriptor: TypeDescriptor) -> RuntimeParam | None:
     read = _reader(annotation, info)
     if read is None:
         return None
-    return _Plain(parameter_info=info, annotation=annotation, descriptor=descriptor, read=read)
+    return _Plain(descriptor, read)
 
 
 def read_plainly_param(param: Any) -> None:

@@ -15,9 +15,9 @@ same in every listing, so the rules are written once, here.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rich.measure import Measurement
 from rich.table import Table
@@ -31,8 +31,7 @@ MIN_CUT = 12
 """The fewest characters a shortened column keeps (its header's, when that is longer)."""
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):  # a NamedTuple: see _lazy.Subcommand
     """How a column gives way on a narrow terminal. ``rank`` 0: never left out; a higher rank
     is left out before a lower one. ``cut``: may be shortened, ending in "…"."""
 
@@ -105,8 +104,7 @@ def rule_of(header: str) -> Rule:
     return COLUMN_RULES.get(key, DEFAULT)
 
 
-@dataclass(frozen=True)
-class Need:
+class Need(NamedTuple):
     """What a column needs: its full width (the widest cell or header), the fewest characters
     it can be shortened to (its full width unless it may be cut), and its rule."""
 
@@ -149,19 +147,40 @@ def _widen(needs: Sequence[Need], kept: list[int], room: int, count: int) -> lis
     return widths
 
 
-def _cell_width(console: Console, options: ConsoleOptions, cell: RenderableType) -> int:
+# Rich's pattern of an emoji code in markup (":thumbs_up:", ":smile-emoji:"), as it finds them.
+_EMOJI_CODE = re.compile(r":(\S*?)(?:-(?:emoji|text))?:")
+
+
+def _may_name_emoji(text: str) -> bool:
+    """Whether rich could replace an emoji code in ``text``: no emoji is named by two digits
+    (tested), so a time's ``08:23:33`` holds none, and the table of emoji codes, which rich
+    loads to look any code up, is not loaded for a listing with no other ``:``."""
+    return any(not (len(name) == 2 and name.isdigit()) for name in _EMOJI_CODE.findall(text))
+
+
+def read_cell(cell: RenderableType) -> RenderableType:
+    """A cell as rich reads it when it renders it (markup, emoji codes), read once: a cell
+    that is text is measured and then rendered from this."""
     if isinstance(cell, str):
-        cell = Text.from_markup(cell)
+        return Text.from_markup(cell, emoji=_may_name_emoji(cell))
+    return cell
+
+
+def _cell_width(console: Console, options: ConsoleOptions, cell: RenderableType) -> int:
     if isinstance(cell, Text):
         return max((line.cell_len for line in cell.split("\n")), default=0)
     return Measurement.get(console, options, cell).maximum
 
 
+def plain(cell: object) -> str:
+    """What a cell (or a header) reads as, its markup taken off: what CSV writes."""
+    if isinstance(cell, Text):
+        return cell.plain
+    return Text.from_markup(str(cell), emoji=_may_name_emoji(str(cell))).plain
+
+
 def _header_text(column: Column) -> str:
-    header = column.header
-    if isinstance(header, Text):
-        return header.plain
-    return Text.from_markup(str(header)).plain
+    return plain(column.header)
 
 
 def _padding(table: Table, index: int, count: int) -> int:
@@ -182,10 +201,11 @@ def fitted(table: Table, console: Console, options: ConsoleOptions) -> tuple[Tab
     if not columns:
         return table, []
     needs = []
-    for column in columns:
+    read = [[read_cell(c) for c in column.cells] for column in columns]
+    for column, cells_read in zip(columns, read, strict=True):
         header = _header_text(column)
         rule = rule_of(header)
-        cells = [_cell_width(console, options, c) for c in column.cells]
+        cells = [_cell_width(console, options, c) for c in cells_read]
         full = max([len(header), *cells, 1])
         least = min(full, max(MIN_CUT, len(header))) if rule.cut else full
         needs.append(Need(full, least, rule))
@@ -201,16 +221,20 @@ def fitted(table: Table, console: Console, options: ConsoleOptions) -> tuple[Tab
     shown: Table = Table.__new__(Table)
     shown.__dict__.update(table.__dict__)
     shown.columns = []
-    for column, need, w in zip(columns, needs, widths, strict=True):
+    for column, cells_read, need, w in zip(columns, read, needs, widths, strict=True):
         if w is None:
             continue
         index = len(shown.columns)
+        # The cells as read above, and the header: rich renders them as they are.
+        kept = dataclasses.replace(
+            column, _cells=cells_read, _index=index, header=read_cell(column.header)
+        )
         if folds:
-            kept = dataclasses.replace(column, no_wrap=False, overflow="fold", _index=index)
+            kept = dataclasses.replace(kept, no_wrap=False, overflow="fold")
         else:
             cut = w < need.full
             kept = dataclasses.replace(
-                column, width=w, no_wrap=True, overflow="ellipsis" if cut else "crop", _index=index
+                kept, width=w, no_wrap=True, overflow="ellipsis" if cut else "crop"
             )
         shown.columns.append(kept)
     left_out = [_header_text(c) for c, w in zip(columns, widths, strict=True) if w is None]

@@ -109,7 +109,7 @@ def describe(
     if trial.waiting:
         console.print(f"  waiting: {esc(trial.waiting)}")
     console.print(f"  hyperparameters: {esc(fmt_hparams(trial.hparams, limit=10_000, exact=True))}")
-    from assay.cli._experiment import shown_checkpoint
+    from assay.cli._experiment_views import shown_checkpoint
 
     latest_uuid = shown_checkpoint(trial.latest_checkpoint, gone, short=False) or "-"
     console.print(f"  latest checkpoint: {latest_uuid}")

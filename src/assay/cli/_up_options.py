@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from assay.cli._common import cluster_file
+from assay.cli._home import cluster_file
 from assay.files import write_private
 
 OPTIONS_FILE = "up-options.json"

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
-
-from assay.files import write_private
+from typing import NamedTuple
 
 USER_TOKEN_ENV = "ASSAY_USER_TOKEN"
 """A token for scripts and CI; it takes precedence over a stored sign-in."""
@@ -20,8 +18,7 @@ def config_dir() -> Path:
     return Path(base).expanduser() / "assay"
 
 
-@dataclass(frozen=True)
-class StoredLogin:
+class StoredLogin(NamedTuple):  # not a dataclass: one compiles its methods at every start
     username: str
     token: str
 
@@ -59,6 +56,8 @@ class TokenStore:
             self._write(data)
 
     def _write(self, data: dict[str, dict[str, str]]) -> None:
+        from assay.files import write_private  # tempfile: only a sign-in writes
+
         write_private(self.path, json.dumps(data, indent=2))
 
 

@@ -1,4 +1,8 @@
-"""A typed client of the master's REST API, used by the CLI and by scripts."""
+"""A typed client of the master's REST API, used by the CLI and by scripts.
+
+Importing it loads neither pydantic nor tarfile: an answer that is a ``rest.Answer`` is read
+without pydantic, and a command that reads only those (``assay e list``) never loads it; the
+models, and the checkpoint download, load when first used."""
 
 from __future__ import annotations
 
@@ -6,24 +10,28 @@ import os
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any
 
 from assay import rest
 from assay.client._auth import USER_TOKEN_ENV, token_for
-from assay.client._download import Progress as DownloadProgress
-from assay.client._download import download_checkpoint, files_path
 from assay.client._http import HttpSession, master_url
-from assay.client._upload import FilePart, MultipartBody, Progress, post_multipart
 from assay.errors import InvalidRequest, MasterUnreachable
 
-R = TypeVar("R", bound=rest.Request)
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    from assay.client._download import Progress as DownloadProgress
+    from assay.client._upload import Progress
+
+    # Only for the checker: a TypeVar bound by name compiles the name when it is made.
+    R = TypeVar("R", bound="rest.Request")
 
 
 def request_body(model: type[R], **fields: Any) -> R:
     """The request ``model`` built from ``fields``; :class:`InvalidRequest` saying what is
     wrong with each field (on one line), rather than pydantic's error, when it cannot be."""
+    from pydantic import ValidationError
+
     try:
         return model(**fields)
     except ValidationError as exc:
@@ -113,6 +121,8 @@ class Client:
         bytes in all) as it goes. ``notes`` are stored as the first lines of the experiment's
         log. ``original_config``: the config as written when ``config_text`` translates it (an
         NNI config), shown as the experiment's config."""
+        from assay.client._upload import FilePart, MultipartBody, post_multipart
+
         fields = [
             ("config", config_text),
             *(("overrides", item) for item in overrides),
@@ -126,7 +136,7 @@ class Client:
         answer = post_multipart(
             self.http, "/api/v1/experiments", body, timeout=300.0, progress=progress
         )
-        return rest.Experiment.model_validate(answer)
+        return rest.read_answer(rest.Experiment, answer)
 
     def list_experiments(
         self,
@@ -153,11 +163,11 @@ class Client:
             "offset": offset,
         }
         answer = self.http.get("/api/v1/experiments", params=params)
-        return rest.ExperimentList.model_validate(answer)
+        return rest.read_answer(rest.ExperimentList, answer)
 
     def experiment(self, experiment_id: int) -> rest.Experiment:
         answer = self.http.get(f"/api/v1/experiments/{experiment_id}")
-        return rest.Experiment.model_validate(answer)
+        return rest.read_answer(rest.Experiment, answer)
 
     def trials(self, experiment_id: int) -> list[rest.Trial]:
         answer = self.http.get(f"/api/v1/experiments/{experiment_id}/trials")
@@ -204,7 +214,7 @@ class Client:
     def transition(self, experiment_id: int, action: str) -> rest.ExperimentSummary:
         """``action``: pause, activate, cancel, kill, archive or unarchive."""
         answer = self.http.post(f"/api/v1/experiments/{experiment_id}/{action}")
-        return rest.ExperimentSummary.model_validate(answer)
+        return rest.read_answer(rest.ExperimentSummary, answer)
 
     def wait(self, experiment_id: int, timeout: float = 30.0) -> rest.ExperimentState:
         """The experiment's state once it has ended, or when ``timeout`` seconds have passed."""
@@ -213,7 +223,7 @@ class Client:
             params={"timeout": timeout},
             timeout=timeout + 30.0,
         )
-        return rest.ExperimentStateAnswer.model_validate(answer).state
+        return rest.read_answer(rest.ExperimentStateAnswer, answer).state
 
     def set_experiment(
         self, experiment_id: int, change: rest.ExperimentResources
@@ -225,7 +235,7 @@ class Client:
             f"/api/v1/experiments/{experiment_id}",
             json_body=change.model_dump(exclude_unset=True),
         )
-        return rest.Experiment.model_validate(answer)
+        return rest.read_answer(rest.Experiment, answer)
 
     def fork_experiment(
         self, experiment_id: int, *, overrides: Sequence[str] = (), activate: bool = True
@@ -233,7 +243,7 @@ class Client:
         """A new experiment with the experiment's config (``overrides`` applied) and context."""
         body = request_body(rest.ExperimentFork, overrides=list(overrides), activate=activate)
         answer = self.http.post(f"/api/v1/experiments/{experiment_id}/fork", body.model_dump())
-        return rest.Experiment.model_validate(answer)
+        return rest.read_answer(rest.Experiment, answer)
 
     def continue_experiment(
         self,
@@ -252,7 +262,7 @@ class Client:
             activate=activate,
         )
         answer = self.http.post(f"/api/v1/experiments/{experiment_id}/continue", body.model_dump())
-        return rest.Experiment.model_validate(answer)
+        return rest.read_answer(rest.Experiment, answer)
 
     def delete_experiment(
         self, experiment_id: int, *, dry_run: bool = False
@@ -265,7 +275,7 @@ class Client:
             params={"dry_run": "true"} if dry_run else None,
             timeout=300.0,
         )
-        return rest.ExperimentDeleted.model_validate(answer)
+        return rest.read_answer(rest.ExperimentDeleted, answer)
 
     def collect_checkpoints(self, experiment_id: int, policy: rest.GcPolicy) -> rest.GcResult:
         """Run a garbage-collection policy on the experiment (or, with ``dry_run``, say what
@@ -290,6 +300,8 @@ class Client:
         """Submit an OpenPAI job (``kind`` job: the format is read from its keys), a Determined
         command config (``command``) or generic-task config (``generic``), with an optional
         context tar.gz its instances start in."""
+        from assay.client._upload import FilePart, MultipartBody, post_multipart
+
         fields = [("config", config_text), ("kind", kind)]
         fields += [("overrides", item) for item in overrides]
         file = (
@@ -399,7 +411,7 @@ class Client:
         answer = self.http.get(
             f"/api/v1/experiments/{experiment_id}/notes", params={"after": after}
         )
-        return rest.ExperimentNoteList.model_validate(answer).notes
+        return rest.read_answer(rest.ExperimentNoteList, answer).notes
 
     def logs(self, trial_id: int, *, after: int = 0, limit: int = 10_000) -> list[rest.LogEntry]:
         answer = self.http.get(
@@ -420,6 +432,8 @@ class Client:
         raise _stream_cut(self.url)
 
     def checkpoint(self, uuid: str) -> rest.Checkpoint:
+        from assay.client._download import files_path
+
         return rest.Checkpoint.model_validate(self.http.get(files_path(uuid)))
 
     def download_checkpoint(
@@ -434,6 +448,8 @@ class Client:
         (created if missing), or only its file or directory ``path``; sizes are checked
         against the checkpoint's listing and nothing is written unless all of it arrived.
         ``progress`` is called with (bytes received, bytes expected)."""
+        from assay.client._download import download_checkpoint
+
         return download_checkpoint(self.http, uuid, dest, path=path, progress=progress)
 
     def delete_checkpoints(

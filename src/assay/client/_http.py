@@ -1,23 +1,30 @@
 """JSON over HTTP to the master, on the standard library.
 
-Trial processes import this at start-up, so it must be cheap to import: ``http.client`` costs
-about a quarter of what a full-featured HTTP client costs, and every trial pays it. Connections
-are kept alive, one per thread.
+Trial processes and every command import this at start-up, so it must be cheap to import: a
+request to an ``http://`` master goes over :mod:`assay.client._wire` (a socket), and only an
+``https://`` master, or a streamed upload or download (:meth:`HttpSession.open_connection`),
+loads ``http.client`` and ``ssl``. Connections are kept alive, one per thread.
 """
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import socket
-import ssl
+import sys
 import threading
 import urllib.parse
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from assay.client._wire import Connection
 from assay.errors import AssayError, MasterUnreachable, Unauthorized, error_from_payload
+
+if TYPE_CHECKING:
+    import http.client
+    import ssl
+
+    from assay.client._wire import Response
 
 DEFAULT_MASTER = "http://127.0.0.1:8080"
 
@@ -30,6 +37,8 @@ def master_url(explicit: str | None = None) -> str:
 def tls_context() -> ssl.SSLContext:
     """What an https master's certificate is checked against: the CA bundle (PEM) that
     ``$ASSAY_CA_CERT`` names, else the system's trust store."""
+    import ssl
+
     cafile = os.environ.get("ASSAY_CA_CERT") or None
     try:
         return ssl.create_default_context(cafile=cafile)
@@ -79,18 +88,25 @@ class HttpSession:
         self._local = threading.local()
 
     def open_connection(self, timeout: float) -> http.client.HTTPConnection:
-        """A new connection of its own to the master (for a streamed upload); the caller
-        closes it."""
+        """A new ``http.client`` connection of its own to the master (for a streamed upload or
+        download); the caller closes it."""
+        import http.client
+
         if self.tls is not None:
             return http.client.HTTPSConnection(
                 self._host, self._port, timeout=timeout, context=self.tls
             )
         return http.client.HTTPConnection(self._host, self._port, timeout=timeout)
 
-    def _connection(self, timeout: float) -> http.client.HTTPConnection:
-        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+    def _connection(self, timeout: float) -> http.client.HTTPConnection | Connection:
+        conn: http.client.HTTPConnection | Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = self.open_connection(timeout)
+            # A plain master's requests need no http.client (see the module).
+            conn = (
+                self.open_connection(timeout)
+                if self._https
+                else Connection(self._host, self._port, timeout)
+            )
             self._local.conn = conn
         conn.timeout = timeout
         if conn.sock is not None:
@@ -133,7 +149,7 @@ class HttpSession:
         body: bytes | None,
         headers: dict[str, str],
         timeout: float,
-    ) -> http.client.HTTPResponse:
+    ) -> http.client.HTTPResponse | Response:
         target = path
         if params:
             query = urllib.parse.urlencode(
@@ -145,20 +161,18 @@ class HttpSession:
             try:
                 conn.request(method, target, body=body, headers=headers)
                 return conn.getresponse()
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
-                # A kept-alive connection the server closed: retry once on a fresh one.
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                # A kept-alive connection the server closed (http.client's RemoteDisconnected
+                # is a ConnectionResetError): retry once on a fresh one.
                 self._drop()
                 if attempt == 2:
                     raise MasterUnreachable(
                         f"master at {self.base_url} closed the connection: {exc}"
                     ) from exc
-            except (
-                ConnectionRefusedError,
-                socket.gaierror,
-                OSError,
-                http.client.HTTPException,
-            ) as exc:
-                # HTTPException: an answer cut off (a master killed while answering).
+            except Exception as exc:
+                # An answer cut off (a master killed while answering), or nothing at the URL.
+                if not transport_error(exc):
+                    raise
                 self._drop()
                 raise MasterUnreachable(
                     f"no master answering at {self.base_url} ({failure_reason(exc)})"
@@ -193,7 +207,9 @@ class HttpSession:
         )
         try:
             data = response.read()
-        except (TimeoutError, OSError, http.client.HTTPException) as exc:
+        except Exception as exc:
+            if not transport_error(exc):
+                raise
             self._drop()
             raise MasterUnreachable(f"master at {self.base_url} stopped answering: {exc}") from exc
         self.raise_for_error(response.status, data, signed=signed)
@@ -236,7 +252,9 @@ class HttpSession:
             while True:
                 try:
                     raw_line = response.readline()
-                except (OSError, http.client.HTTPException) as exc:
+                except Exception as exc:
+                    if not transport_error(exc):
+                        raise
                     raise MasterUnreachable(
                         f"master at {self.base_url} stopped answering: {failure_reason(exc)}"
                     ) from exc
@@ -275,6 +293,16 @@ class HttpSession:
         self._drop()
 
 
+def transport_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is the connection failing: an ``OSError`` (a timeout, a refusal, an
+    answer cut short: :class:`~assay.client._wire.BadAnswer`), or when ``http.client`` carried
+    the request, its ``HTTPException``."""
+    client = sys.modules.get("http.client")
+    return isinstance(exc, OSError) or (
+        client is not None and isinstance(exc, client.HTTPException)
+    )
+
+
 def failure_reason(exc: BaseException) -> str:
     """Why a connection to the master failed, in a few words."""
     if isinstance(exc, ConnectionRefusedError):
@@ -283,7 +311,8 @@ def failure_reason(exc: BaseException) -> str:
         return f"cannot resolve host: {exc.strerror}"
     if isinstance(exc, TimeoutError):
         return "timed out"
-    if isinstance(exc, ssl.SSLCertVerificationError):
+    ssl = sys.modules.get("ssl")  # loaded when the master is https, and only then
+    if ssl is not None and isinstance(exc, ssl.SSLCertVerificationError):
         return (
             f"its TLS certificate is not trusted: {exc.verify_message}; "
             "set ASSAY_CA_CERT to the CA certificate that signed it"

@@ -1,8 +1,10 @@
-"""The REST API's wire shapes: one pydantic model per resource, request and answer.
+"""The REST API's wire shapes: one definition per resource, request and answer.
 
-The master answers with these models (so its OpenAPI names every field) and the client returns
-them. This package imports pydantic and the standard library only, so the client and the
-command line can use it without the server.
+The master answers with these (so its OpenAPI names every field) and the client returns them.
+Most are pydantic models; the answers the command line reads on its common paths are standard
+dataclasses a client reads without pydantic (``_plain``: :class:`Answer`, :func:`read_answer`).
+This package imports pydantic and the standard library only, so the client and the command line
+can use it without the server.
 """
 
 from __future__ import annotations
@@ -44,7 +46,6 @@ if TYPE_CHECKING:
         ErrorBody,
         ErrorDetail,
         ErrorResponse,
-        Pagination,
         Request,
         Resource,
         build_requests_when_made,
@@ -57,23 +58,23 @@ if TYPE_CHECKING:
         TrialChange,
         TrialMetrics,
     )
+    from assay.rest._experiment_requests import (
+        ExperimentContinue,
+        ExperimentFork,
+        ExperimentResources,
+    )
     from assay.rest._experiments import (
         BestTrial,
         ConfigSource,
         Experiment,
-        ExperimentContinue,
         ExperimentDeleted,
-        ExperimentFork,
         ExperimentList,
         ExperimentNote,
         ExperimentNoteList,
-        ExperimentResources,
-        ExperimentSort,
         ExperimentStateAnswer,
         ExperimentSummary,
         ExperimentValidation,
         SearcherSummary,
-        SortOrder,
     )
     from assay.rest._harness import (
         SIZE_MAX,
@@ -118,6 +119,8 @@ if TYPE_CHECKING:
         PaiTaskRoleStatus,
         PaiTaskStatus,
     )
+    from assay.rest._plain import Answer, Pagination, read_answer, to_json
+    from assay.rest._sorts import ExperimentSort, SortOrder, TrialSort
     from assay.rest._tasks import (
         Task,
         TaskInstance,
@@ -150,7 +153,6 @@ if TYPE_CHECKING:
         Trial,
         TrialDetail,
         TrialList,
-        TrialSort,
     )
     from assay.rest._users import (
         MAX_TOKEN_DAYS,
@@ -188,6 +190,7 @@ __all__ = [
     "AgentSlot",
     "Allocation",
     "AllocationState",
+    "Answer",
     "BatchChange",
     "BestTrial",
     "BestValidation",
@@ -319,6 +322,8 @@ __all__ = [
     "UserList",
     "Username",
     "build_requests_when_made",
+    "read_answer",
+    "to_json",
 ]
 
 if not TYPE_CHECKING:

@@ -1,5 +1,5 @@
 """What every resource shares: the model bases, bounded integers, a job's priority and weight,
-paging and the error shape."""
+and the error shape (paging is an answer read without pydantic: ``_plain``)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from assay.rest._plain import WHY_WAITING
+
 INT_MAX = 2**31 - 1
 """The largest integer every supported database keeps in an integer column (PostgreSQL's
 ``integer`` is 32 bits). Ids, offsets and step counts above it are refused with a 400 that names
@@ -33,13 +35,7 @@ DbText = Annotated[str, Field(pattern=NO_NUL)]
 """A string without NUL characters."""
 
 
-Waiting = Annotated[
-    str | None,
-    Field(
-        description="Why its queued work does not start, in one line (e.g. 'needs 4 slots a "
-        "trial; the largest agent in pool 'default' has 2'); null when nothing of it waits."
-    ),
-]
+Waiting = Annotated[str | None, Field(description=WHY_WAITING)]
 """The one field that explains a wait, on a job of the queue, an experiment and a trial."""
 
 
@@ -163,12 +159,6 @@ def build_requests_when_made() -> None:
         # Each class holds its own merged config: a subclass made later copies its base's.
         model.model_config["defer_build"] = False
         pending.extend(model.__subclasses__())
-
-
-class Pagination(Resource):
-    total: int = Field(description="How many match, over all pages.")
-    limit: int
-    offset: int
 
 
 class ErrorDetail(Resource):

@@ -6,7 +6,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from assay.rest._common import NO_NUL, Pagination, Request, Resource
+from assay.rest._common import NO_NUL, Request, Resource
+from assay.rest._plain import Pagination
 from assay.rest._trials import Checkpoint
 
 MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$"

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import Field
 
 from assay.protocol import AllocationState, CheckpointState, ExitedReason, PreemptReason, TrialState
-from assay.rest._common import NO_NUL, DbInt, Pagination, Request, Resource, Waiting
+from assay.rest._common import NO_NUL, DbInt, Request, Resource, Waiting
+from assay.rest._plain import Pagination
 
 
 class Metric(Resource):
@@ -23,19 +23,6 @@ class Metric(Resource):
     )
     time: float
     archived: bool = Field(description="Reported by a run whose steps were later redone.")
-
-
-class TrialSort(StrEnum):
-    """What an experiment's trial list can be sorted by (ties broken by id, the same way)."""
-
-    ID = "id"
-    STATE = "state"
-    STEPS = "steps"
-    """Steps completed."""
-    RESTARTS = "restarts"
-    BEST = "best"
-    """Best validation of the searcher metric, by the experiment's ``smaller_is_better``:
-    ascending is best first. Trials with no validation yet come last either way."""
 
 
 class Trial(Resource):

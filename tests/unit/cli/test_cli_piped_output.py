@@ -10,7 +10,7 @@ LONG = "loss=" + "9" * 300
 PRINTS = f"""
 from rich.table import Table
 from assay.cli._common import console
-from assay.cli._experiment import trial_table
+from assay.cli._experiment_views import trial_table
 from assay.rest import Trial
 console.print({LONG!r}, highlight=False, markup=False)
 table = Table("name", "value")

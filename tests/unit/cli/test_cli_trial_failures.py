@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from assay.cli._experiment import trial_table
+from assay.cli._experiment_views import trial_table
 from assay.rest import Trial
 
 

@@ -33,7 +33,7 @@ def experiment(**fields: Any) -> rest.Experiment:
         "original_config": "",
         **fields,
     }
-    return rest.Experiment.model_validate(raw)
+    return rest.read_answer(rest.Experiment, raw)
 
 
 def trial(state: str) -> rest.Trial:
@@ -71,7 +71,7 @@ def test_piped_follow_shows_no_100_percent_before_the_experiment_ends() -> None:
 
 
 def test_describe_shows_description_and_labels_when_set() -> None:
-    from assay.cli._experiment import detail_lines
+    from assay.cli._experiment_views import detail_lines
 
     assert detail_lines(experiment()) == []
     described = experiment(description="mnist [baseline]", labels=["a", "b"], waiting=NEEDS_4)

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from assay import rest
 from assay.cli._common import listing_table
-from assay.cli._experiment import trial_table
+from assay.cli._experiment_views import trial_table
 from assay.cli._state import PIPE_WIDTH
 from assay.cli._tables import MIN_CUT, Need, Rule, fitted, fitting, plan
 from assay.protocol import TrialState
@@ -172,3 +172,33 @@ def test_a_cut_never_lands_inside_a_number_of_an_unknown_column() -> None:
     lines = render(table, 30)
     numbers = re.findall(r"[0-9.]+", lines[1])
     assert all(n in ("100", "0.123456", "0.987654", "0.234567", "0.876543") for n in numbers)
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "2026-11-29 08:23:33",
+        ":rocket: launch",
+        "[cyan]ACTIVE[/]",
+        "a:b:c",
+        "score :100: and :1234:",
+        ":smile-emoji: :smile-text:",
+        "lr=0.1, layers.n=2",
+        "[bold]x[/] 12:30:45 :thumbs_up:",
+    ],
+)
+def test_a_cell_is_read_once_as_rich_reads_it(cell: str) -> None:
+    from rich.text import Text
+
+    from assay.cli._tables import read_cell
+
+    mine = read_cell(cell)
+    assert isinstance(mine, Text)
+    theirs = Text.from_markup(cell)
+    assert (mine.plain, mine.spans) == (theirs.plain, theirs.spans)
+
+
+def test_no_emoji_is_named_by_two_digits_so_a_time_needs_no_emoji_lookup() -> None:
+    from rich._emoji_codes import EMOJI
+
+    assert not [name for name in EMOJI if len(name) == 2 and name.isdigit()]

@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 
 from assay import rest
-from assay.cli._experiment import trial_table
+from assay.cli._experiment_views import trial_table
 from assay.cli._follow import ProgressLines
 from assay.cli._nni import ranked
 from assay.cli._trial import heading

@@ -23,7 +23,7 @@ def test_trial_logs_of_a_trial_that_never_ran_has_a_note() -> None:
 def test_the_trial_table_marks_a_latest_checkpoint_that_was_deleted() -> None:
     from rich.console import Console
 
-    from assay.cli._experiment import trial_table
+    from assay.cli._experiment_views import trial_table
 
     kept = trial("COMPLETED").model_copy(update={"latest_checkpoint": "08e18012-aaaa"})
     gone = trial("COMPLETED").model_copy(update={"id": 8, "latest_checkpoint": "5c1e0d2f-bbbb"})

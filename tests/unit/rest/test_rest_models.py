@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from assay import rest
-from assay.errors import ErrorDetail, InvalidConfig, error_from_payload
+from assay.errors import AssayError, ErrorDetail, InvalidConfig, error_from_payload
 
 
 def problems(model: type[rest.Request], body: dict[str, Any]) -> list[str]:
@@ -78,10 +78,10 @@ def test_resources_read_answers_of_a_newer_master_and_cannot_be_changed() -> Non
 
 
 def test_states_are_the_enums_and_compare_to_their_names() -> None:
-    answer = rest.ExperimentStateAnswer.model_validate({"id": 1, "state": "COMPLETED"})
+    answer = rest.read_answer(rest.ExperimentStateAnswer, {"id": 1, "state": "COMPLETED"})
     assert answer.state is rest.ExperimentState.COMPLETED
     assert answer.state.terminal
     assert answer.state == "COMPLETED"
     assert problems(rest.JobBatch, {"updates": []}) == ["updates"]
-    with pytest.raises(ValidationError):
-        rest.ExperimentStateAnswer.model_validate({"id": 1, "state": "FINISHED"})
+    with pytest.raises(AssayError, match="does not fit this client's ExperimentStateAnswer"):
+        rest.read_answer(rest.ExperimentStateAnswer, {"id": 1, "state": "FINISHED"})
