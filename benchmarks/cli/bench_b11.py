@@ -13,9 +13,10 @@ run's environment carries a mark of its own; after every command, ``/proc`` is s
 process that carries it).
 
 Where the time of ``assay e list`` goes is measured too: the command run under
-``python -X importtime``, its imports' own time summed by top-level package, the median of a few
-runs; what is not imports is the interpreter's start and the command's run (parsing, the
-request, the table).
+``python -X importtime``, the own time of the modules it imports beyond the floor's summed by
+package, the median of a few runs; what is not imports is the interpreter's start and the
+command's run (its commands built, the request, the table). And by phase: in one process, the
+command's imports made one group after another in the order it makes them, then its run.
 
 Byte code is written and used, as it is for an installed package: the variable that turns it
 off (``PYTHONDONTWRITEBYTECODE``) is dropped from the commands' environment, and every command
@@ -28,6 +29,7 @@ runs once before the timing starts.
 from __future__ import annotations
 
 import argparse
+import ast
 import collections
 import contextlib
 import resource
@@ -143,32 +145,103 @@ def measure(env: dict[str, str], runs: int) -> tuple[Samples, Samples, list[str]
     return wall, cpu, left
 
 
+WHOLE = "the whole command, under `-X importtime`"
+FLOOR_IMPORTS = "imports the floor makes too (typer, rich's package, what they load)"
+THE_REST = "the rest: the interpreter's start and the run (commands, request, table)"
+
+
+def _importtime(argv: list[str], env: dict[str, str]) -> tuple[dict[str, float], float]:
+    """Each module's own import milliseconds in one run of ``argv`` under ``-X importtime``,
+    and the run's wall milliseconds."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", *argv], env=env, capture_output=True, text=True,
+        check=True,
+    )  # fmt: skip
+    wall = (time.perf_counter() - start) * 1000
+    own: dict[str, float] = {}
+    for line in done.stderr.splitlines():
+        if line.startswith("import time:") and "self [us]" not in line:
+            us, _, name = line.split(":", 1)[1].split("|")
+            own[name.strip()] = int(us) / 1000
+    return own, wall
+
+
 def import_groups(env: dict[str, str], runs: int) -> dict[str, float]:
-    """Milliseconds of ``assay e list`` by part, the median of ``runs`` runs: the imports' own
-    time summed by top-level package (``assay.cli``, ``assay.client``... for assay's), and the
-    rest of the command's wall time (the interpreter's start and the run)."""
+    """Milliseconds of ``assay e list`` by part, the median of ``runs`` runs: the modules it
+    imports beyond the floor's, their own time summed by top-level package (``assay.cli``,
+    ``assay.client``... for assay's); the floor's own imports; and the rest of its wall
+    time."""
     script = Path(sys.executable).with_name("assay")
     run = [str(script)] if script.exists() else ["-c", ASSAY]
-    argv = [sys.executable, "-X", "importtime", *run, "e", "list"]
+    floor = set(_importtime(["-c", "import typer, rich"], env)[0])
     samples: dict[str, list[float]] = collections.defaultdict(list)
     for _ in range(runs):
-        start = time.perf_counter()
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
-        wall = (time.perf_counter() - start) * 1000
+        own, wall = _importtime([*run, "e", "list"], env)
         groups: collections.Counter[str] = collections.Counter()
-        for line in done.stderr.splitlines():
-            if not line.startswith("import time:") or "self [us]" in line:
-                continue
-            own, _, name = line.split(":", 1)[1].split("|")
-            parts = name.strip().split(".")
-            group = ".".join(parts[:2]) if parts[0] == "assay" else parts[0]
-            groups[group] += int(own) / 1000
+        for name, ms_ in own.items():
+            parts = name.split(".")
+            if name in floor:
+                groups[FLOOR_IMPORTS] += ms_
+            else:
+                groups[".".join(parts[:2]) if parts[0] == "assay" else parts[0]] += ms_
         for group, value in groups.items():
             samples[group].append(value)
-        samples["(everything but imports)"].append(wall - sum(groups.values()))
-        samples["(the whole command, under -X importtime)"].append(wall)
+        samples[THE_REST].append(wall - sum(groups.values()))
+        samples[WHOLE].append(wall)
     # A package some runs did not import counts 0 in those.
     return {g: statistics.median(v + [0.0] * (runs - len(v))) for g, v in samples.items()}
+
+
+PHASES = """
+import sys, time
+marks = [time.perf_counter()]
+def mark(name):
+    marks.append(time.perf_counter())
+    names.append(name)
+names = []
+import typer, rich; mark("typer and rich's package (the floor's imports)")
+import assay.cli._app; mark("the command tree (cli/_app, _lazy, _params)")
+import rich.console; mark("rich.console")
+import assay.cli._common; mark("cli/_common (json, errors, the state enums)")
+import assay.cli._experiment, assay.cli._checkpoint; mark("the experiment commands' modules")
+import assay.client._client; mark("the client (socket, HTTP, rest's lazy exports)")
+import assay.rest._experiments; mark("the experiment answers")
+import rich.table, assay.cli._tables; mark("rich.table and cli/_tables")
+sys.argv = ["assay", "e", "list"]
+from assay.cli import main
+try:
+    main()
+except SystemExit:
+    pass
+mark("the run: commands built, the request, the table")
+timed = [(n, 1000 * (b - a)) for n, a, b in zip(names, marks, marks[1:])]
+sys.stderr.write("PHASES " + repr(timed))
+"""
+"""``assay e list`` in one process, its imports made ahead in the order it makes them, each
+phase timed."""
+
+
+def phases(env: dict[str, str], runs: int) -> dict[str, float]:
+    """Milliseconds of each phase of :data:`PHASES`, the median of ``runs`` runs."""
+    samples: dict[str, list[float]] = collections.defaultdict(list)
+    for _ in range(runs):
+        done = subprocess.run(
+            [sys.executable, "-c", PHASES], env=env, capture_output=True, text=True, check=True
+        )
+        timed = done.stderr.rsplit("PHASES ", 1)[1]
+        for name, value in ast.literal_eval(timed):
+            samples[name].append(value)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def phases_table(timed: dict[str, float], runs: int) -> str:
+    rows = [
+        f"| phase of `assay e list`, timed in one process (median of {runs}) | ms |",
+        "|---|---|",
+    ]
+    rows += [f"| {name} | {value:.1f} |" for name, value in timed.items()]
+    return "\n".join(rows)
 
 
 def table(wall: Samples, cpu: Samples) -> str:
@@ -190,18 +263,22 @@ def table(wall: Samples, cpu: Samples) -> str:
 
 
 def parts_table(parts: dict[str, float], runs: int) -> str:
-    whole = "(the whole command, under -X importtime)"
     rows = [
         f"| part of `assay e list` (`-X importtime`, median of {runs}) | ms |",
         "|---|---|",
     ]
-    shown = sorted((p for p in parts.items() if p[0] != whole), key=lambda p: -p[1])
-    small = sum(v for _, v in shown if v < 2.0)
-    for name, value in shown:
-        if value >= 2.0:
-            rows.append(f"| `{name}` | {value:.1f} |")
-    rows.append(f"| every other package, under 2 ms each | {small:.1f} |")
-    rows.append(f"| {whole} | {parts[whole]:.1f} |")
+    beyond = sorted(
+        ((k, v) for k, v in parts.items() if k not in (WHOLE, FLOOR_IMPORTS, THE_REST)),
+        key=lambda p: -p[1],
+    )
+    for name, value in beyond:
+        if value >= 1.0:
+            rows.append(f"| beyond the floor: `{name}` | {value:.1f} |")
+    small = sum(v for _, v in beyond if v < 1.0)
+    rows.append(f"| beyond the floor: every other module, under 1 ms a package | {small:.1f} |")
+    rows.append(f"| **beyond the floor, all imports** | **{sum(v for _, v in beyond):.1f}** |")
+    for name in (FLOOR_IMPORTS, THE_REST, WHOLE):
+        rows.append(f"| {name} | {parts.get(name, 0.0):.1f} |")
     return "\n".join(rows)
 
 
@@ -220,9 +297,10 @@ def main() -> int:
         env[MARK] = secrets.token_hex(8)
         wall, cpu, left = measure(env, runs)
         parts = import_groups(env, part_runs)
+        timed = phases(env, part_runs)
         left += [f"after the breakdown: {p}" for p in marked(env[MARK])]
     result = table(wall, cpu)
-    breakdown = parts_table(parts, part_runs)
+    breakdown = parts_table(parts, part_runs) + "\n\n" + phases_table(timed, part_runs)
     print(result)
     print()
     print(breakdown)

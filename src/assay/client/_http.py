@@ -59,6 +59,18 @@ def raise_for_error(status: int, data: bytes) -> None:
         raise error_from_payload(status, payload)
 
 
+def _check_host(host: str) -> None:
+    """Raise the ``UnicodeError`` connecting to ``host`` would raise. A host of ASCII labels
+    of 1 to 63 characters (a trailing dot allowed) is checked here; any other goes through the
+    IDNA codec, which loads ``stringprep`` and ``unicodedata`` (and the socket then takes an
+    ASCII host as bytes, without it: ``client/_wire.py``)."""
+    labels = host.split(".")
+    if len(labels) > 1 and labels[-1] == "":
+        labels.pop()
+    if not (host.isascii() and all(0 < len(label) < 64 for label in labels)):
+        host.encode("idna")
+
+
 class HttpSession:
     """Requests to one master. Raises :class:`MasterUnreachable` when nothing answers at the URL
     and the error the master sent (``NotFound``, ``InvalidConfig``...) for 4xx/5xx answers."""
@@ -72,7 +84,7 @@ class HttpSession:
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise AssayError(f"not a master URL: {base_url!r} (expected http://host:port)")
         try:
-            parsed.hostname.encode("idna")  # what connecting does first, with a traceback
+            _check_host(parsed.hostname)  # what connecting does first, with a traceback
         except UnicodeError:
             raise AssayError(
                 f"not a master URL: {base_url!r} (the host name {parsed.hostname!r} is not "

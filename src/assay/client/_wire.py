@@ -180,7 +180,9 @@ class Connection:
         self._host_header = shown if port == 80 else f"{shown}:{port}"
 
     def connect(self) -> None:
-        self.sock = socket.create_connection((self.host, self.port), self.timeout)
+        # An ASCII host as bytes: given text, the resolver loads the IDNA codec to encode it.
+        host: str | bytes = self.host.encode("ascii") if self.host.isascii() else self.host
+        self.sock = socket.create_connection((host, self.port), self.timeout)  # type: ignore[arg-type]
         # A request goes out in one write; waiting to gather more would only delay it.
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._file = self.sock.makefile("rb")

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 import pytest
 
 from assay.client import HttpSession
-from assay.errors import MasterUnreachable, NotFound
+from assay.errors import AssayError, MasterUnreachable, NotFound
 
 Answer = Callable[[bytes], bytes | None]
 """What the server writes back for a request it read (None: close without answering)."""
@@ -196,3 +196,20 @@ def test_a_request_to_a_plain_master_loads_neither_http_client_nor_ssl() -> None
             [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
         )
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["127.0.0.1", "localhost", "localhost.", "a..b", "a" * 63, "a" * 64, ".a", "::1", "bücher.de"],
+)
+def test_a_host_name_is_refused_exactly_when_the_idna_codec_refuses_it(host: str) -> None:
+    try:
+        host.encode("idna")
+        refused = False
+    except UnicodeError:
+        refused = True
+    if refused:
+        with pytest.raises(AssayError, match="is not valid: an empty label"):
+            HttpSession(f"http://{host}:8080")
+    else:
+        HttpSession(f"http://[{host}]:8080" if ":" in host else f"http://{host}:8080")
