@@ -211,8 +211,13 @@ class TrialPass:
         candidate = self._candidates.get(request_id)
         return None if candidate is None else candidate[1].job_id
 
+    @cached_property
+    def _live_by_id(self) -> dict[str, Allocation]:
+        # A storm preempts thousands of a pool's thousands of allocations in one pass.
+        return {a.id: a for a, _, _ in self._live}
+
     def preempt(self, allocation_id: str) -> bool:
-        victim = next((a for a, _, _ in self._live if a.id == allocation_id), None)
+        victim = self._live_by_id.get(allocation_id)
         if victim is None:
             return False
         request_preemption(self.tx, victim, PreemptReason.SCHEDULER)
