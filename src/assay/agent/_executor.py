@@ -15,7 +15,17 @@ from collections import deque
 from dataclasses import replace
 
 from assay.agent._runner import AgentEnv, AllocationRunner
-from assay.protocol import AgentMessage, Exited, Hello, LogEntry, Logs, Report, Start, Started
+from assay.protocol import (
+    AgentMessage,
+    Exited,
+    Hello,
+    LogEntry,
+    Logs,
+    Report,
+    Start,
+    Started,
+    Welcome,
+)
 from assay.protocol import trace_mark as mark
 
 LOG_BATCH = 500
@@ -106,6 +116,9 @@ class LocalProcesses:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._none_starting.wait(), REMOVAL_WAITS_AT_MOST)
         await asyncio.to_thread(done.remove_files)
+
+    async def welcome(self, node: str, message: Welcome) -> None:
+        """Nothing to tell: this executor's processes are its own."""
 
     async def close(self) -> None:
         """Stop reporting. The processes run on, as children of this agent: an agent that is

@@ -114,7 +114,7 @@ async def agent_socket(ws: WebSocket) -> None:
         await ws.close(code=1002, reason="the first message must be a hello")
         return
     try:
-        conn = await gateway.connected(gateway.check(hello), ws.send_json)
+        conn, unlink = await master.pools.join(gateway.check(hello), ws.send_json)
     except AssayError as exc:
         log.warning("refused an agent: %s", exc.message)
         await ws.send_json(Refusal(exc.message).to_dict())
@@ -136,4 +136,5 @@ async def agent_socket(ws: WebSocket) -> None:
         pass
     finally:
         log.info("agent %s disconnected", agent_id)
+        unlink()
         await gateway.disconnected(conn)

@@ -14,9 +14,10 @@ an :class:`Orchestrator` (database, lock, searchers, agent hub, long-polls):
   delete;
 - ``master.models`` (:class:`ModelRegistry`): the model registry;
 - ``master.harness`` (:class:`HarnessService`): what trial processes ask for and report;
-- ``master.agents`` (:class:`AgentGateway`): the agents' WebSockets;
-- ``master.pools`` (:class:`ManagedPools`): the pools Slurm or Kubernetes runs, whose nodes
-  join through the same gateway;
+- ``master.agents`` (:class:`AgentGateway`): where every node joins and what it reports is
+  taken, whichever pool it is of;
+- ``master.pools`` (:class:`ResourcePools`): every pool behind its resource manager (the
+  agents' sockets, Slurm, Kubernetes), through which the master reaches each node;
 - ``master.loops`` (:class:`Loops`): scheduling passes and periodic chores;
 - ``master.drain`` (:class:`ClusterDrain`): stopping the cluster with every trial checkpointed;
 - ``master.autoscaler`` and checkpoint GC, which see only the narrow interfaces they need.
@@ -34,7 +35,7 @@ from pathlib import Path
 
 from assay.config import MasterConfig
 from assay.db import Database, Session, agents, checkpoints, cluster, sqlite_url
-from assay.master.allocations import AgentGateway, Autoscaler, ClusterDrain, Loops, ManagedPools
+from assay.master.allocations import AgentGateway, Autoscaler, ClusterDrain, Loops, ResourcePools
 from assay.master.artifacts import CheckpointService, ModelRegistry, gc
 from assay.master.experiments import ExperimentCommands, HarnessService, TrialAllocations
 from assay.master.identity import UserService
@@ -92,8 +93,8 @@ class Master:
         self.recent_log = MasterLog()
         """The master's recent log lines (``assay master logs``)."""
         self.drain = ClusterDrain(self.core)
-        self.pools = ManagedPools(settings, self.agents, lambda: self.url, assay_home)
-        """The pools Slurm or Kubernetes run; their nodes join as agents do."""
+        self.pools = ResourcePools(settings, self.agents, lambda: self.url, assay_home)
+        """Every pool's resource manager; an agent's socket joins through :meth:`join`."""
 
     @classmethod
     def open(

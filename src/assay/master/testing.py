@@ -56,7 +56,7 @@ def _connect(master: Master, agent_id: str, running: list[str] | None = None) ->
         "slots": [{"id": "0", "type": "cpu"}],
         "running": running or [],
     }
-    _run(master.agents.connected(hello, agent))
+    _run(master.pools.join(hello, agent))
     return agent
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Protocol, runtime_checkable
 
-from assay.protocol._agent import AgentMessage, Hello, Start
+from assay.protocol._agent import AgentMessage, Hello, Start, Welcome
 
 Report = Callable[[str, "AgentMessage | Hello"], Awaitable[None]]
 """How a manager tells the master what happened: ``report(node_id, message)``."""
@@ -39,12 +39,16 @@ class ResourceManager(Protocol):
        and why. A start that cannot be carried out still ends in an ``Exited`` (code 1 and the
        reason). A second start of the same allocation is ignored.
     3. :meth:`kill` ends an allocation: its processes are sent SIGTERM (the harness
-       checkpoints and exits) and SIGKILL after the grace period; its ``Exited`` follows. A
-       kill that overtakes its start ends that allocation without running it. A kill of an
-       unknown or ended allocation does nothing.
+       checkpoints and exits) and SIGKILL after the grace period; with ``now`` (the master has
+       given the allocation up, and a copy may run elsewhere) SIGKILL at once. Its ``Exited``
+       follows. A kill that overtakes its start ends that allocation without running it. A
+       kill of an unknown or ended allocation does nothing.
     4. :meth:`acknowledge` says the master recorded an allocation's exit: the manager forgets
        it (it is in no later hello) and removes its files.
-    5. :meth:`close` stops reporting and releases the manager's own resources; running
+    5. :meth:`welcome` says the master took a node whose hello it was given, and has
+       reconciled what runs there: an agent at the other end of a socket is told; a manager
+       whose nodes are its own has nothing to do.
+    6. :meth:`close` stops reporting and releases the manager's own resources; running
        allocations keep running, to be found by the next :meth:`open`.
     """
 
@@ -52,8 +56,10 @@ class ResourceManager(Protocol):
 
     async def start(self, node: str, message: Start) -> None: ...
 
-    async def kill(self, node: str, allocation_id: str) -> None: ...
+    async def kill(self, node: str, allocation_id: str, *, now: bool = False) -> None: ...
 
     async def acknowledge(self, node: str, allocation_id: str) -> None: ...
+
+    async def welcome(self, node: str, message: Welcome) -> None: ...
 
     async def close(self) -> None: ...

@@ -33,7 +33,7 @@ from typing import Any
 
 from assay.config import KubernetesPoolConfig, ResourcePoolConfig
 from assay.errors import ResourceManagerError
-from assay.protocol import Exited, Hello, Report, Slot, Start, Started
+from assay.protocol import Exited, Hello, Report, Slot, Start, Started, Welcome
 from assay.rm._k8s_cluster import (
     GangServices,
     error_status,
@@ -103,6 +103,8 @@ class _Allocation:
     """The start still to create; None once created (or for a pod found by open)."""
     started: bool = False
     killing: bool = False
+    kill_grace: float = 0.0
+    """How long its pod is given to stop, once ``killing``: none for a kill with ``now``."""
     exit: Exited | None = None
     event_exit: Exited | None = None
     """The exit the step's ``exited`` event gave (its code is the one reported)."""
@@ -260,14 +262,15 @@ class KubernetesManager:
             return
         alloc.task = self._spawn(self._watch(alloc))
 
-    async def kill(self, node: str, allocation_id: str) -> None:
+    async def kill(self, node: str, allocation_id: str, *, now: bool = False) -> None:
         self._killed.add(allocation_id)
         for alloc in self._members(allocation_id):
             if alloc.exit is not None or alloc.killing:
                 continue
             alloc.killing = True
+            alloc.kill_grace = 0.0 if now else self.config.kill_grace
             if alloc.message is None:  # created: the watcher deletes it otherwise
-                self._spawn(self._delete(alloc, self.config.kill_grace))
+                self._spawn(self._delete(alloc, alloc.kill_grace))
 
     async def acknowledge(self, node: str, allocation_id: str) -> None:
         alloc = self._allocs.pop((allocation_id, node), None)
@@ -280,6 +283,9 @@ class KubernetesManager:
         self._killed.discard(allocation_id)
         if alloc is not None and alloc.gang and self._services is not None:
             await self._services.delete(allocation_id)
+
+    async def welcome(self, node: str, message: Welcome) -> None:
+        """Nothing to tell: a node group is this manager's own, not a process on a socket."""
 
     async def close(self) -> None:
         self._closed = True
@@ -375,7 +381,7 @@ class KubernetesManager:
                     await asyncio.sleep(self.config.poll_interval)
                     continue
                 if alloc.killing and pod.metadata.deletion_timestamp is None:
-                    self._spawn(self._delete(alloc, self.config.kill_grace))
+                    self._spawn(self._delete(alloc, alloc.kill_grace))
                 state = self._container_state(alloc, pod)
                 ended = self._ended(alloc, pod, state)
                 if ended is not None:

@@ -26,7 +26,18 @@ from typing import Any
 from assay.config import SlurmPoolConfig
 from assay.errors import ResourceManagerError
 from assay.files import write_private
-from assay.protocol import AgentMessage, Exited, Hello, LogEntry, Logs, Report, Slot, Start, Started
+from assay.protocol import (
+    AgentMessage,
+    Exited,
+    Hello,
+    LogEntry,
+    Logs,
+    Report,
+    Slot,
+    Start,
+    Started,
+    Welcome,
+)
 from assay.rm._slurm_commands import (
     experiment_slurm,
     gpus_in,
@@ -180,7 +191,7 @@ class SlurmManager:
         job.submitting = True
         self._spawn(self._submit(job))
 
-    async def kill(self, node: str, allocation_id: str) -> None:
+    async def kill(self, node: str, allocation_id: str, *, now: bool = False) -> None:
         job = self.jobs.get(allocation_id)
         if job is None:
             self.killed_early.add(allocation_id)
@@ -191,7 +202,7 @@ class SlurmManager:
         if job.dir.exists():
             await asyncio.to_thread(touch, job.dir / "killed")
         if job.job_id:
-            self._spawn(self._signal(job))
+            self._spawn(self._signal(job, now=now))
 
     async def acknowledge(self, node: str, allocation_id: str) -> None:
         job = self.jobs.get(allocation_id)
@@ -208,6 +219,9 @@ class SlurmManager:
             await asyncio.to_thread(shutil.rmtree, job.dir, True)
         else:
             await asyncio.to_thread(touch, job.dir / f"acknowledged-{member.slurm_node}")
+
+    async def welcome(self, node: str, message: Welcome) -> None:
+        """Nothing to tell: a Slurm node is this manager's own, not a process on a socket."""
 
     async def close(self) -> None:
         self._report = None
@@ -410,13 +424,16 @@ class SlurmManager:
         args += [str(a) for a in experiment.get("sbatch_args") or []]
         return args
 
-    async def _signal(self, job: _Job) -> None:
+    async def _signal(self, job: _Job, *, now: bool = False) -> None:
         """A kill: SIGTERM to the steps (which stop the processes, SIGKILL after the grace)
-        once they run; a job not yet running is cancelled outright."""
+        once they run, or SIGKILL to all of the job at once (``now``); a job not yet running is
+        cancelled outright."""
         loop = asyncio.get_running_loop()
         job.kill_deadline = loop.time() + self.settings.kill_grace + 10.0
         if not job.started:
             argv = ["scancel", job.job_id]
+        elif now:
+            argv = ["scancel", "--full", "--signal=KILL", job.job_id]
         elif job.expected == 1:
             argv = ["scancel", "--batch", "--signal=TERM", job.job_id]
         else:

@@ -207,6 +207,25 @@ async def a_kill_sends_sigterm_so_the_process_can_stop_cleanly(subject: Subject)
         await manager.close()
 
 
+async def a_kill_now_gives_no_grace(subject: Subject) -> None:
+    manager, recorder, node = await _opened(subject)
+    try:
+        message = start(
+            node,
+            "trap 'echo stopping; exit 7' TERM; echo ready; while true; do sleep 0.1; done",
+            subject.env,
+        )
+        await manager.start(node.agent_id, message)
+        await _printed(recorder, message.allocation_id, "ready", subject.timeout)
+        await manager.kill(node.agent_id, message.allocation_id, now=True)
+        exited = await _ended(recorder, message.allocation_id, subject.timeout)
+        assert exited.exit_code != 7, "a kill with now=True let the SIGTERM handler run"
+        assert ("stdout", "stopping") not in recorder.lines(message.allocation_id)
+        await manager.acknowledge(node.agent_id, message.allocation_id)
+    finally:
+        await manager.close()
+
+
 async def a_kill_that_overtakes_its_start_runs_nothing(subject: Subject) -> None:
     manager, recorder, node = await _opened(subject)
     try:
@@ -307,6 +326,7 @@ async def a_reopened_manager_finds_running_and_unacknowledged_work(subject: Subj
 CHECKS: tuple[Callable[[Subject], Coroutine[Any, Any, None]], ...] = (
     an_allocation_runs_reports_its_output_and_exit_code,
     a_kill_sends_sigterm_so_the_process_can_stop_cleanly,
+    a_kill_now_gives_no_grace,
     a_kill_that_overtakes_its_start_runs_nothing,
     a_second_start_and_a_stray_kill_change_nothing,
     allocations_run_side_by_side,

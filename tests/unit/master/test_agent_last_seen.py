@@ -39,7 +39,7 @@ def test_a_heartbeat_moves_last_seen_and_disconnecting_keeps_the_last_time(
     clocked: Master, clock: Clock
 ) -> None:
     hello = {"type": "hello", "agent_id": "a1", "slots": [{"id": "0"}]}
-    conn = run(clocked.agents.connected(hello, Recorder()))
+    conn, _ = run(clocked.pools.join(hello, Recorder()))
     assert _seen(clocked) == 1000.0
 
     clock.now = 1015.0

@@ -63,7 +63,7 @@ def connect(master: Master, agent_id: str, running: list[str] | None = None) -> 
         "running": running or [],
         "session": f"session-of-{agent_id}",
     }
-    run(master.agents.connected(hello, agent))
+    run(master.pools.join(hello, agent))
     return agent
 
 

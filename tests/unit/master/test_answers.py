@@ -48,7 +48,7 @@ def two_trials(master: Master, context: bytes) -> int:
 def connect(master: Master, slots: int = 1) -> Recorder:
     agent = Recorder()
     hello = {"type": "hello", "agent_id": "a1", "slots": [{"id": str(i)} for i in range(slots)]}
-    run(master.agents.connected(hello, agent))
+    run(master.pools.join(hello, agent))
     return agent
 
 

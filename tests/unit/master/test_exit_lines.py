@@ -31,7 +31,7 @@ def test_an_exits_last_lines_are_stored_with_it_once_however_often_it_is_repeate
     run(master.agents.on_message("a1", exit_))
     run(master.agents.disconnected(master.hub.agents["a1"]))
     hello = Hello(agent_id="a1", exited=[exit_])
-    run(master.agents.connected(hello.to_dict(), agent))
+    run(master.pools.join(hello.to_dict(), agent))
     assert stored_lines(master, trial_id) == ["line 0", "line 1", "line 2"]
 
 

@@ -47,7 +47,7 @@ def connect(master: Master, agent_id: str, slots: int, address: str) -> Recorder
         "slots": [{"id": str(i), "type": "cpu"} for i in range(slots)],
         "address": address,
     }
-    run(master.agents.connected(hello, recorder))
+    run(master.pools.join(hello, recorder))
     return recorder
 
 

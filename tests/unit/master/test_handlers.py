@@ -49,7 +49,7 @@ def connect_agent(
         "slots": [{"id": str(i), "type": "cpu"} for i in range(slots)],
         "running": running or [],
     }
-    run(master.agents.connected(hello, recorder))
+    run(master.pools.join(hello, recorder))
     return recorder
 
 

@@ -28,7 +28,7 @@ def started(master: Master, context: bytes) -> tuple[Recorder, dict[str, Any]]:
     run(master.experiments.create(ADMIN, Submission(text, context)))
     agent = Recorder()
     hello = {"type": "hello", "agent_id": "a1", "slots": [{"id": "0"}]}
-    run(master.agents.connected(hello, agent))
+    run(master.pools.join(hello, agent))
     run(master.loops.schedule_once())
     return agent, agent.starts()[0]
 

@@ -44,7 +44,7 @@ def start(master: Master, context: bytes, config_text: str, agent_id: str) -> di
     run(master.experiments.create(ADMIN, Submission(config_text, context)))
     agent = Recorder()
     hello = {"type": "hello", "agent_id": agent_id, "slots": [{"id": "0", "type": "cpu"}]}
-    run(master.agents.connected(hello, agent))
+    run(master.pools.join(hello, agent))
     run(master.loops.schedule_once())
     (message,) = agent.starts()
     return message

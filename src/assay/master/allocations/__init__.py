@@ -9,6 +9,6 @@ from assay.master.allocations._autoscaler import Autoscaler
 from assay.master.allocations._drain import ClusterDrain
 from assay.master.allocations._gateway import AgentGateway
 from assay.master.allocations._loops import Loops
-from assay.master.allocations._pools import ManagedPools
+from assay.master.allocations._pools import ResourcePools
 
-__all__ = ["AgentGateway", "Autoscaler", "ClusterDrain", "Loops", "ManagedPools"]
+__all__ = ["AgentGateway", "Autoscaler", "ClusterDrain", "Loops", "ResourcePools"]

@@ -185,7 +185,7 @@ class AgentGateway:
         # Before anything else, the Welcome included: whatever the master gave up on while the
         # agent was away (frozen, cut off) may have a replacement running elsewhere by now.
         await self._fence(conn, hello, held)
-        await send(Welcome(self.core.cluster_id).to_dict())
+        await send(Welcome(self.core.cluster_id))
         await self._reconcile(conn, hello, held)
         self.core.wakeup.set()
         return conn
@@ -207,7 +207,7 @@ class AgentGateway:
                 agent_id,
                 alloc_id,
             )
-            await conn.send(Kill(alloc_id, fenced=True).to_dict())
+            await conn.send(Kill(alloc_id, fenced=True))
 
     async def _reconcile(
         self, conn: AgentConnection, hello: Hello, held: list[tuple[AllocationKind, Held]]
@@ -224,7 +224,7 @@ class AgentGateway:
                     # Its "started" was lost with the old connection.
                     await self.core.transact(kind.started, h.allocation_id, agent_id)
                 if h.kill_due:
-                    await conn.send(Kill(h.allocation_id).to_dict())
+                    await conn.send(Kill(h.allocation_id))
             else:
                 await self.core.transact(
                     _lost(kind),

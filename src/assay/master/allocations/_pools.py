@@ -1,10 +1,13 @@
-"""The pools a resource manager runs (``type: slurm``, ``type: kubernetes``).
+"""Every resource pool, each behind its resource manager (:mod:`assay.rm`): the agents'
+pools behind :class:`AgentSockets`, Slurm's and Kubernetes' behind theirs.
 
-Each such pool's manager is opened when the master starts. Its nodes join the master as agents
-do, through the same gateway (:class:`AgentGateway`): their hellos are reconciled with what the
-database says runs there, the scheduler places work on them, and what they report is taken as
-an agent's messages. So recovery, gangs, kills and log ingest are one code path for every
-kind of pool; only the executor differs (:mod:`assay.rm`).
+The managers are opened when the master starts. A node joins through the one gateway
+(:class:`AgentGateway`), whichever manager it comes from: an agent when its socket connects
+(:meth:`ResourcePools.join`), a Slurm or Kubernetes node when its manager finds it. Its hello
+is reconciled with what the database says runs there, the scheduler places work on it, what
+it reports is taken as one message stream, and everything the master tells it goes through
+its manager's ``start``, ``kill``, ``acknowledge`` and ``welcome``. So recovery, gangs, kills
+and log ingest are one code path for every kind of pool; only the executor differs.
 """
 
 from __future__ import annotations
@@ -20,15 +23,31 @@ from typing import Any
 from assay.config import MasterConfig, ResourcePoolConfig, SlurmPoolConfig
 from assay.errors import AssayError, one_line
 from assay.master.allocations._gateway import AgentGateway
-from assay.protocol import AckExit, AgentMessage, Hello, Kill, Start, master_message
-from assay.rm import KubernetesManager, ResourceManager, SlurmManager, SlurmPool
+from assay.master.kernel import AgentConnection, Sender
+from assay.protocol import (
+    AckExit,
+    AgentMessage,
+    Hello,
+    Kill,
+    MasterMessage,
+    Start,
+    Welcome,
+)
+from assay.rm import (
+    AgentSockets,
+    KubernetesManager,
+    ResourceManager,
+    SlurmManager,
+    SlurmPool,
+    SocketSend,
+)
 
 log = logging.getLogger(__name__)
 
 RETRY_MAX = 30.0
 
 
-class ManagedPools:
+class ResourcePools:
     def __init__(
         self,
         settings: MasterConfig,
@@ -40,12 +59,16 @@ class ManagedPools:
         self.gateway = gateway
         self.master_url = master_url
         self.home = home
+        self.sockets = AgentSockets()
+        """The manager of every agents' pool: each agent is one socket."""
         self.managers: dict[str, ResourceManager] = {}
         self._opening: set[asyncio.Task[None]] = set()
 
     def build(self, pool: ResourcePoolConfig) -> ResourceManager:
-        """The manager of a pool that is not the agents'."""
+        """The manager of a pool."""
         token = self.gateway.token or ""
+        if pool.type == "agents":
+            return self.sockets
         if pool.type == "slurm":
             settings = pool.slurm or SlurmPoolConfig()
             return SlurmManager(
@@ -61,10 +84,12 @@ class ManagedPools:
         return KubernetesManager.for_pool(pool, self.master_url(), token)
 
     async def open(self) -> None:
-        """Open each managed pool's manager in the background: a batch system that cannot be
-        reached yet is retried (and said so in the log) without holding the master's start."""
+        """Open each pool's manager in the background: a batch system that cannot be reached
+        yet is retried (and said so in the log) without holding the master's start."""
+        await self.sockets.open(partial(self._report, self.sockets))
         for pool in self.settings.resource_pools:
             if pool.type == "agents":
+                self.managers[pool.pool_name] = self.sockets
                 continue
             try:
                 manager = self.build(pool)
@@ -111,20 +136,24 @@ class ManagedPools:
         for hello in nodes:
             await self._attach(manager, hello)
 
+    async def join(
+        self, hello: Hello | dict[str, Any], socket: SocketSend
+    ) -> tuple[AgentConnection, Callable[[], None]]:
+        """An agent connected over its socket: link the socket to the agents' manager, then
+        take the agent through the gateway. Returns its connection and the unlink for when
+        the socket closes. The API checks the hello's token first; one given as a dict (from
+        within the master) is only checked for its pool and id."""
+        node = hello.agent_id if isinstance(hello, Hello) else str(hello.get("agent_id", ""))
+        unlink = self.sockets.link(node, socket)
+        try:
+            conn = await self.gateway.connected(hello, _deliver(self.sockets, node))
+        except BaseException:
+            unlink()
+            raise
+        return conn, unlink
+
     async def _attach(self, manager: ResourceManager, hello: Hello) -> None:
-        node = hello.agent_id
-
-        async def deliver(raw: dict[str, Any]) -> None:
-            message = master_message(raw)
-            if isinstance(message, Start):
-                await manager.start(node, message)
-            elif isinstance(message, Kill):
-                await manager.kill(node, message.allocation_id)
-            elif isinstance(message, AckExit):
-                await manager.acknowledge(node, message.allocation_id)
-            # A welcome or a refusal is for a process at the other end of a socket.
-
-        await self.gateway.connected(hello, deliver)
+        await self.gateway.connected(hello, _deliver(manager, hello.agent_id))
 
     async def _report(
         self, manager: ResourceManager, node: str, message: AgentMessage | Hello
@@ -140,5 +169,22 @@ class ManagedPools:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        for manager in self.managers.values():
+        for manager in {id(m): m for m in self.managers.values()}.values():
             await manager.close()
+
+
+def _deliver(manager: ResourceManager, node: str) -> Sender:
+    """How the master's messages for ``node`` reach it: through its pool's manager."""
+
+    async def deliver(message: MasterMessage) -> None:
+        if isinstance(message, Start):
+            await manager.start(node, message)
+        elif isinstance(message, Kill):
+            await manager.kill(node, message.allocation_id, now=message.fenced)
+        elif isinstance(message, AckExit):
+            await manager.acknowledge(node, message.allocation_id)
+        elif isinstance(message, Welcome):
+            await manager.welcome(node, message)
+        # A refusal is the socket route's own answer, before a node is taken.
+
+    return deliver

@@ -1,4 +1,5 @@
-"""The agent hub: the agents connected over WebSocket, and how to reach them."""
+"""The agent hub: the nodes connected now (agents, and the nodes of Slurm and Kubernetes pools),
+and how to reach each: through its pool's resource manager."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from assay.protocol import Hello, MasterMessage, Slot
 
 log = logging.getLogger(__name__)
 
-Sender = Callable[[dict[str, Any]], Awaitable[None]]
+Sender = Callable[[MasterMessage], Awaitable[None]]
+"""Delivers a message to one node: its pool's manager carries it out (an agent's, over its
+socket)."""
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,7 @@ class AgentHub:
             log.warning("cannot send %s to agent %s: not connected", message.type, agent_id)
             return False
         try:
-            await conn.send(message.to_dict())
+            await conn.send(message)
         except Exception as exc:  # a dying socket; the disconnect handler cleans up
             log.warning("sending %s to agent %s failed: %s", message.type, agent_id, exc)
             return False
