@@ -432,12 +432,14 @@ class SlurmManager:
         job.kill_deadline = loop.time() + self.settings.kill_grace + 10.0
         if not job.started:
             argv = ["scancel", job.job_id]
-        elif now:
-            argv = ["scancel", "--full", "--signal=KILL", job.job_id]
-        elif job.expected == 1:
-            argv = ["scancel", "--batch", "--signal=TERM", job.job_id]
         else:
-            argv = ["scancel", "--signal=TERM", job.job_id]  # srun hands it to each node's step
+            # The step stops its processes: SIGTERM, then SIGKILL after the grace; at once on
+            # its signal for a kill with ``now``.
+            signal = f"--signal={'USR2' if now else 'TERM'}"
+            if job.expected == 1:
+                argv = ["scancel", "--batch", signal, job.job_id]
+            else:
+                argv = ["scancel", signal, job.job_id]  # srun hands it to each node's step
         try:
             await slurm(*argv)
         except ResourceManagerError as exc:

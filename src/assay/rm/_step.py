@@ -7,10 +7,11 @@ writes what happens as JSON lines, one event each, to a file (Slurm: on the file
 master shares) or to stdout (Kubernetes: the pod's log). :func:`read_events` turns them back
 into the agent protocol's messages for the manager to report.
 
-SIGTERM to this program is a kill: the processes get SIGTERM and, after the grace, SIGKILL.
-Its exit event then says ``signalled``: the manager reports the exit as the node's or the
-batch system's (``Exited.lost``), which costs the trial no ``max_restarts``; a kill of the
-master's own is told apart by the master, which asked for it.
+SIGTERM to this program is a kill: the processes get SIGTERM and, after the grace, SIGKILL;
+SIGUSR2 is a kill with no grace (SIGKILL at once). Its exit event then says ``signalled``:
+the manager reports the exit as the node's or the batch system's (``Exited.lost``), which
+costs the trial no ``max_restarts``; a kill of the master's own is told apart by the master,
+which asked for it.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ START_ENV = "ASSAY_START"
 """Where a pod finds its start (JSON), when it is not in a file."""
 
 
+KILL_NOW = signal.SIGUSR2
+"""The signal that asks this step to SIGKILL its processes at once, with no grace (a kill
+with ``now``: the master has given the allocation up)."""
 SIGNAL_SETTLE = 0.5
 """Seconds a step whose processes died of a signal waits to see whether it was signalled too."""
 
@@ -153,9 +157,9 @@ async def run_step(
 
     def stop(sig: int) -> None:
         signalled.append(sig)
-        kills.append(asyncio.create_task(runner.kill()))
+        kills.append(asyncio.create_task(runner.kill(now=sig == KILL_NOW)))
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in (signal.SIGTERM, signal.SIGINT, KILL_NOW):
         loop.add_signal_handler(sig, stop, sig)
     await runner.run()
     if result:
