@@ -141,7 +141,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         _attr("_model", "app"), "The model registry: named models and their versions."
     ),
     "nni": Subcommand(
-        _attr("_nni", "app"),
+        _attr("nni", "app"),
         "NNI's nnictl commands (create, view, stop, resume, trial, experiment).",
     ),
     "cmd": Subcommand(_attr("_cmd", "app"), "Run one-off commands on the cluster."),

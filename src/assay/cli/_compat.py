@@ -2,9 +2,9 @@
 the shipped ``determined`` and ``nni`` packages are (``shims-path``).
 
 ``install-commands`` writes two small wrapper scripts; each runs ``assay compat det ARGS`` (or
-``nnictl``), which translates the words (:mod:`assay.cli._detmap`) and runs the ``assay``
-command they become. Nothing is installed unless asked: a ``det`` on the ``PATH`` that is not
-Determined's would surprise whoever has Determined too.
+``nnictl``), which translates the words (:mod:`assay.cli.determined`, :mod:`assay.cli.nni`)
+and runs the ``assay`` command they become. Nothing is installed unless asked: a ``det`` on
+the ``PATH`` that is not Determined's would surprise whoever has Determined too.
 """
 
 from __future__ import annotations
@@ -138,9 +138,14 @@ _PASS_THROUGH = {
 
 
 def _run(tool: str, args: list[str]) -> None:
-    from assay.cli._detmap import translate
+    if tool == "det":
+        from assay.cli.determined import translate_det
 
-    done = translate(tool, args, os.environ)
+        done = translate_det(args, os.environ)
+    else:
+        from assay.cli.nni import translate_nnictl
+
+        done = translate_nnictl(args)
     for note in done.notes:
         err_console.print(f"[dim]{tool}: {note}[/]", highlight=False)
     if done.argv is None:

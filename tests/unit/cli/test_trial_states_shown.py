@@ -12,9 +12,9 @@ from rich.console import Console
 from assay import rest
 from assay.cli._experiment_views import trial_table
 from assay.cli._follow import ProgressLines
-from assay.cli._nni import ranked
 from assay.cli._trial import heading
 from assay.cli._trial_state import shown_state, state_counts
+from assay.cli.nni import ranked
 from tests.unit.cli.test_follow_lines import experiment
 
 

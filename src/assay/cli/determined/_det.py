@@ -1,69 +1,24 @@
-"""Determined's ``det`` and NNI's ``nnictl`` command lines translated to ``assay``'s.
-
-A pure, table-driven function of the words typed (and the environment, for ``DET_MASTER``):
-one :class:`Rule` per command says which ``assay`` command it becomes, how many positional
-arguments it takes and what becomes of each of its flags. What is not in a table is refused in
-one line naming the closest ``assay`` command, never guessed at.
-"""
+"""Determined's ``det`` command lines as ``assay``'s: the table, and det's own options
+before the command (the master's address, the user)."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
-
-@dataclass(frozen=True)
-class Flag:
-    """What one flag of the other tool becomes."""
-
-    to: str | None
-    """The ``assay`` flag; None drops it (``note`` says why)."""
-    value: bool = False
-    """It takes a value (``--limit 5`` or ``--limit=5``)."""
-    note: str | None = None
-    """Said on stderr when the flag is dropped, or the refusal when ``refuse``."""
-    refuse: bool = False
-
-
-@dataclass(frozen=True)
-class Rule:
-    words: tuple[tuple[str, ...], ...]
-    """The command's words, each with its aliases: ``(("experiment", "e"), ("list",))``."""
-    assay: tuple[str, ...] = ()
-    """The ``assay`` command it becomes."""
-    flags: Mapping[str, Flag] = field(default_factory=dict)
-    positionals: tuple[int, int] = (0, 0)
-    """At least and at most this many positional arguments."""
-    remainder: bool = False
-    """Everything after the first positional is a command line of its own (``det cmd run``)."""
-    refuse: str | None = None
-    """Not mapped: this line says so and what to use instead."""
-
-
-@dataclass(frozen=True)
-class Translation:
-    argv: list[str] | None
-    """The ``assay`` arguments; None when refused."""
-    notes: list[str]
-    """Flags dropped, said on stderr."""
-    error: str | None = None
-
-
-JSON = {"--json": Flag("--json")}
-ALL = {"--all": Flag("--all"), "-a": Flag("--all")}
-FOLLOW = {"--follow": Flag("--follow"), "-f": Flag("--follow")}
-CSV = {"--csv": Flag("--csv")}
-# det's log commands: how much of the log and whether each line carries its time.
-LOG_LINES = {
-    **FOLLOW,
-    "--head": Flag("--head", value=True),
-    "--tail": Flag("--tail", value=True),
-    "--timestamps": Flag("--timestamps"),
-    "-t": Flag("--timestamps"),
-}
-ONE = (1, 1)
-MANY = 10_000
+from assay.cli._words import (
+    ALL,
+    CSV,
+    FOLLOW,
+    JSON,
+    LOG_LINES,
+    MANY,
+    ONE,
+    Flag,
+    Rule,
+    Tool,
+    Translation,
+    translate_words,
+)
 
 _EXP = ("experiment", "e")
 _TRIAL = ("trial", "t")
@@ -327,63 +282,7 @@ DET_RULES: tuple[Rule, ...] = (
     Rule((("user", "u"), ("change-password",)), ("user", "change-password"), positionals=(0, 1)),
 )
 
-
-def _nni(words: tuple[tuple[str, ...], ...], assay: tuple[str, ...], **kw: object) -> Rule:
-    return Rule(words, ("nni", *assay), **kw)  # type: ignore[arg-type]
-
-
-_PORT_DROPPED = Flag(
-    None, value=True, note="--port ignored: assay's master serves every experiment at its URL"
-)
-
-NNICTL_RULES: tuple[Rule, ...] = (
-    _nni(
-        (("create",),),
-        ("create",),
-        flags={
-            "--config": Flag("--config", value=True),
-            "-c": Flag("--config", value=True),
-            "--port": Flag("--port", value=True),
-            "-p": Flag("--port", value=True),
-            "--debug": Flag(None, note="--debug ignored: the master's log has it"),
-            "-d": Flag(None, note="-d ignored: the master's log has it"),
-            "--foreground": Flag(None, note="--foreground ignored: the master runs it"),
-            "-f": Flag(None, note="-f ignored: the master runs it"),
-        },
-    ),
-    *(
-        _nni(((verb,),), (verb,), positionals=ONE, flags={"--port": _PORT_DROPPED})
-        for verb in ("stop", "resume", "view")
-    ),
-    _nni(
-        (("trial",), ("ls", "list")),
-        ("trial", "ls"),
-        positionals=ONE,
-        flags={"--head": Flag("--head", value=True), "--tail": Flag("--tail", value=True)},
-    ),
-    Rule(
-        (("trial",), ("kill",)),
-        refuse="`nnictl trial kill` is `assay trial kill TRIAL_ID` (assay's trial ids are numbers)",
-    ),
-    _nni((("experiment",), ("list", "ls")), ("experiment", "list"), flags={"--all": Flag("--all")}),
-    _nni(
-        (("experiment",), ("export",)),
-        ("experiment", "export"),
-        positionals=ONE,
-        flags={
-            "--type": Flag("--type", value=True),
-            "-t": Flag("--type", value=True),
-            "--filename": Flag("--filename", value=True),
-            "-f": Flag("--filename", value=True),
-            "--intermediate": Flag(None, note="--intermediate ignored"),
-            "-i": Flag(None, note="-i ignored"),
-        },
-    ),
-    _nni((("experiment",), ("show", "status")), ("view",), positionals=ONE),
-)
-
-# Where a refused command's closest assay command comes from: the other tool's noun -> assay's.
-_DET_NOUNS = {
+DET_NOUNS = {
     "experiment": "experiment", "e": "experiment", "trial": "trial", "t": "trial",
     "command": "cmd", "cmd": "cmd", "task": "task", "job": "job", "j": "job",
     "user": "user", "u": "user", "checkpoint": "checkpoint", "model": "model", "m": "model",
@@ -391,46 +290,8 @@ _DET_NOUNS = {
     "slot": "slot", "s": "slot", "resource-pool": "resource-pool", "rp": "resource-pool",
     "notebook": "cmd run", "shell": "cmd run", "tensorboard": "tensorboard",
 }  # fmt: skip
-_NNI_NOUNS = {
-    "experiment": "nni experiment",
-    "trial": "nni trial",
-    "log": "trial logs",
-    "top": "experiment list",
-    "webui": "nni view",
-    "update": "experiment set",
-    "tensorboard": "tensorboard",
-}
 
-
-def _closest(tool: str, words: Sequence[str], rules: Sequence[Rule]) -> str:
-    nouns = _DET_NOUNS if tool == "det" else _NNI_NOUNS
-    typed = " ".join(words[:2])
-    same_noun = [r for r in rules if r.assay and words[0] in r.words[0] and len(r.words) > 1]
-    verbs = {alias: r for r in same_noun for alias in r.words[1]}
-    near = difflib.get_close_matches(words[1], list(verbs), n=1) if len(words) > 1 else []
-    if near:
-        target = " ".join(verbs[near[0]].assay)
-    elif words[0] in nouns:
-        target = nouns[words[0]]
-    else:
-        firsts = {alias: r for r in rules if r.assay for alias in r.words[0]}
-        near = difflib.get_close_matches(words[0], list(firsts), n=1)
-        target = " ".join(firsts[near[0]].assay) if near else "--help"
-    return f"`{tool} {typed}` has no assay equivalent; the closest: `assay {target}`"
-
-
-def _match(words: Sequence[str], rules: Sequence[Rule]) -> tuple[Rule, int] | None:
-    """The rule whose words start ``words`` (the longest such), and how many words it took."""
-    best: tuple[Rule, int] | None = None
-    for rule in rules:
-        n = len(rule.words)
-        typed = words[:n]
-        fits = len(typed) == n and all(
-            w in aliases for w, aliases in zip(typed, rule.words, strict=True)
-        )
-        if fits and (best is None or n > best[1]):
-            best = (rule, n)
-    return best
+DET = Tool("det", DET_RULES, DET_NOUNS)
 
 
 def _address(master: str) -> str:
@@ -438,15 +299,14 @@ def _address(master: str) -> str:
     return master if "://" in master else f"http://{master}"
 
 
-def translate(tool: str, args: Sequence[str], env: Mapping[str, str] | None = None) -> Translation:
-    """``args`` typed after ``det`` (``tool="det"``) or ``nnictl``, as ``assay`` arguments."""
+def translate_det(args: Sequence[str], env: Mapping[str, str] | None = None) -> Translation:
+    """``args`` typed after ``det``, as ``assay`` arguments (``DET_MASTER`` from ``env``)."""
     env = env or {}
-    rules = DET_RULES if tool == "det" else NNICTL_RULES
     front: list[str] = []
     notes: list[str] = []
     rest = list(args)
     # det's options before the command: the master's address, the user.
-    while tool == "det" and rest and rest[0].startswith("-"):
+    while rest and rest[0].startswith("-"):
         opt, _, inline = rest.pop(0).partition("=")
         if opt in ("-m", "--master"):
             if not inline and not rest:
@@ -460,69 +320,8 @@ def translate(tool: str, args: Sequence[str], env: Mapping[str, str] | None = No
             return Translation(["--help"], notes)
         else:
             return Translation(None, [], f"det option {opt} is not mapped; see `assay --help`")
-    if tool == "det" and not front and env.get("DET_MASTER"):
+    if not front and env.get("DET_MASTER"):
         front = ["-m", _address(env["DET_MASTER"])]
     if not rest or rest[0] in ("-h", "--help"):
-        return Translation(
-            [*front, "nni", "--help"] if tool == "nnictl" else [*front, "--help"], notes
-        )
-    matched = _match(rest, rules)
-    if matched is None:
-        return Translation(None, notes, _closest(tool, rest, rules))
-    rule, taken = matched
-    if rule.refuse is not None:
-        return Translation(None, notes, rule.refuse)
-    out_flags: list[str] = []
-    positionals: list[str] = []
-    tail = rest[taken:]
-    i = 0
-    while i < len(tail):
-        word = tail[i]
-        i += 1
-        if rule.remainder and positionals:
-            positionals.append(word)
-            continue
-        if word == "--":
-            positionals += tail[i:]
-            break
-        if word in ("-h", "--help"):
-            return Translation([*front, *rule.assay, "--help"], notes)
-        if not word.startswith("-") or word == "-":
-            positionals.append(word)
-            continue
-        name, eq, inline = word.partition("=")
-        flag = rule.flags.get(name)
-        command = f"{tool} {' '.join(rest[:taken])}"
-        if flag is None:
-            known = ", ".join(sorted(rule.flags)) or "none"
-            return Translation(
-                None, notes, f"{command}: {name} is not mapped (mapped flags: {known})"
-            )
-        value: str | None = None
-        if flag.value:
-            if eq:
-                value = inline
-            elif i < len(tail):
-                value = tail[i]
-                i += 1
-            else:
-                return Translation(None, notes, f"{command}: {name} needs a value")
-        if flag.refuse:
-            return Translation(None, notes, f"{command}: {name} is not supported: {flag.note}")
-        if flag.to is None:
-            notes.append(flag.note or f"{name} ignored")
-            continue
-        out_flags.append(flag.to)
-        if value is not None:
-            out_flags.append(value)
-    least, most = rule.positionals
-    count = 1 if rule.remainder and positionals else len(positionals)
-    if count < least or (count > most and not rule.remainder):
-        command = f"{tool} {' '.join(rest[:taken])}"
-        wanted = str(least) if least == most else f"{least} to {most}"
-        return Translation(
-            None, notes, f"{command} takes {wanted} argument(s), got {len(positionals)}"
-        )
-    if rule.remainder and positionals:
-        positionals = ["--", *positionals]
-    return Translation([*front, *rule.assay, *out_flags, *positionals], notes)
+        return Translation([*front, "--help"], notes)
+    return translate_words(DET, rest, front, notes)

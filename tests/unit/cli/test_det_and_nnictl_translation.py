@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import pytest
 
-from assay.cli._detmap import DET_RULES, NNICTL_RULES, translate
+from assay.cli._words import Translation
+from assay.cli.determined import DET_RULES, translate_det
+from assay.cli.nni import NNICTL_RULES, translate_nnictl
+
+
+def translate(tool: str, args: Sequence[str], env: Mapping[str, str]) -> Translation:
+    return translate_det(args, env) if tool == "det" else translate_nnictl(args)
+
 
 DET_CASES = [
     ("model create mnist --description best", "model create --description best mnist"),
