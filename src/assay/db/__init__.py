@@ -1,12 +1,13 @@
-"""The database: SQLAlchemy models, Alembic migrations, and the only code that writes SQL.
+"""The database: SQLAlchemy models, Alembic migrations, and the only code that writes rows.
 
 Everything else reaches the tables through the per-noun repository modules (``experiments``,
-``trials``, ``allocations``, ``checkpoints``, ``jobs``, ``agents``, ``logs``, ``metrics``,
-``instances``, ``notes``, ``tasks``, ``contexts``, ``cluster``, ``users``, ``tokens``,
-``searcher_events``, ``registry`` for the model registry, and ``changes`` for what a
-transaction changed): functions that take a :class:`Session` and read rows, create them, or run
-a bulk statement. Callers change a row they were given by setting its attributes; the session
-writes it when the transaction commits.
+``trials``, ``allocations``, ``owners`` for which kind of work owns each allocation,
+``checkpoints``, ``jobs``, ``agents``, ``logs``, ``metrics``, ``instances``, ``notes``,
+``tasks``, ``contexts``, ``cluster``, ``users``, ``tokens``, ``searcher_events``, ``registry``
+for the model registry, and ``changes`` for what a transaction changed): functions that take a
+:class:`Session` and read rows, create them, change them or run a bulk statement, each named by
+the change it makes. Code outside this package never sets a row's attribute nor builds a row:
+with ``ASSAY_GUARD_WRITERS=1`` (the test suite sets it) such a write fails (``_writers.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from assay.db import (
     logs,
     metrics,
     notes,
+    owners,
     registry,
     searcher_events,
     tasks,
@@ -37,6 +39,7 @@ from assay.db._database import Database, sqlite_url
 from assay.db._models import (
     AgentRecord,
     Allocation,
+    AllocationOwner,
     Base,
     Checkpoint,
     ClusterRecord,
@@ -62,6 +65,7 @@ from assay.db._models import (
 __all__ = [
     "AgentRecord",
     "Allocation",
+    "AllocationOwner",
     "Base",
     "Checkpoint",
     "ClusterRecord",
@@ -96,6 +100,7 @@ __all__ = [
     "logs",
     "metrics",
     "notes",
+    "owners",
     "registry",
     "searcher_events",
     "sqlite_url",

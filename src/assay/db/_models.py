@@ -262,6 +262,18 @@ class Allocation(Base):
     )
 
 
+class AllocationOwner(Base):
+    """Every allocation of every kind of work, and the kind that owns it (``trial``,
+    ``task``...): how the master tells which kind an agent's report is for. The kind's own
+    rows (``allocations`` for a trial's, ``task_instances`` for a task's) hold the rest."""
+
+    __tablename__ = "allocation_owners"
+
+    id: Mapped[str] = mapped_column(String(128), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    created_at: Mapped[float] = mapped_column(Float)
+
+
 class Metric(Base):
     """One report of one metric group at one step. The unique key makes retries harmless."""
 

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 
-from assay.db import Allocation, Checkpoint, Database, Experiment, Trial, searcher_events
+from assay.db import Allocation, Checkpoint, Database, Experiment, Trial, owners, searcher_events
 from assay.errors import InvalidConfig
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "src" / "assay" / "db" / "migrations"
@@ -51,7 +51,7 @@ def insert(url: str, rows: dict[str, dict[str, object]]) -> None:
     engine = sa.create_engine(url)
     with engine.begin() as conn:
         for table, values in rows.items():
-            columns = ", ".join(values)
+            columns = ", ".join(f'"{name}"' for name in values)  # "index" is a keyword
             params = ", ".join(f":{name}" for name in values)
             conn.execute(sa.text(f"INSERT INTO {table} ({columns}) VALUES ({params})"), values)
     engine.dispose()
@@ -138,3 +138,23 @@ def test_an_sqlite_too_old_for_returning_is_refused_with_what_to_do(
     with pytest.raises(InvalidConfig, match=refused):
         Database(f"sqlite:///{tmp_path / 'old.db'}")
     assert not (tmp_path / "old.db").exists(), "nothing made"
+
+
+def test_upgrade_records_the_owner_of_every_allocation_from_before(db_url: str) -> None:
+    command.upgrade(alembic_config(db_url), "0018")
+    task = dict(
+        id=1, job_id="j", kind="job", name="n", owner="u", state="RUNNING", spec="{}",
+        secrets="{}", attempt=1, retrying=False, stop_requested=False, message="", created_at=0,
+    )  # fmt: skip
+    instance = dict(
+        id=1, task_id=1, role="main", index=0, state="RUNNING", retries=0, runs=1, live=True,
+        started=True, kill_requested=False, host="", slots="[]", ports="{}", cpu=0,
+        memory_mb=0, message="", allocation_id="task-1.main.0.1", started_at=3.0,
+    )  # fmt: skip
+    insert(db_url, {**FIRST_SCHEMA_ROWS, "tasks": task, "task_instances": instance})
+    db = Database(db_url)
+    with db.session() as session:
+        assert owners.kind_of(session, "1.1") == "trial"
+        assert owners.kind_of(session, "task-1.main.0.1") == "task"
+        assert owners.kind_of(session, "nobody's") is None
+    db.dispose()

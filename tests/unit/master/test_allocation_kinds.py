@@ -9,6 +9,7 @@ import yaml
 from assay.config import JobSpecKind, load_task_config
 from assay.db import Session, allocations, tasks
 from assay.master import Master, Submission
+from assay.master.kernel import AllocationKind, Held
 from assay.master.tasks import TaskAllocations
 from assay.master.testing import KindCase, check_allocation_kind
 from tests.unit.master.conftest import ADMIN
@@ -51,20 +52,23 @@ def test_tasks_pass_the_allocation_kit(master: Master) -> None:
 
 
 class _Greedy(TaskAllocations):
-    """A broken kind: it claims every allocation, another kind's too."""
+    """A broken kind: it says it holds every allocation on an agent, another kind's too."""
 
-    def owns(self, session: Session, allocation_id: str) -> bool:
-        return True
+    def held_by(self, session: Session, agent_id: str) -> list[Held]:
+        return [*super().held_by(session, agent_id), *self._others.held_by(session, agent_id)]
+
+    def __init__(self, others: AllocationKind) -> None:
+        self._others = others
 
 
 def test_the_kit_catches_a_kind_that_claims_another_kinds_allocations(
     master: Master, context: bytes
 ) -> None:
-    master.agents.kinds = (master.agents.kinds[0], _Greedy())
+    master.agents.kinds = (master.agents.kinds[0], _Greedy(master.agents.kinds[0]))
     case = KindCase(
         "trial",
         lambda m: m.experiments.create(ADMIN, Submission(EXPERIMENT, context)),
         _trial_lines,
     )
-    with pytest.raises(AssertionError, match=r"owned by \['trial', 'task'\]"):
+    with pytest.raises(AssertionError, match=r"held by \['trial', 'task'\]"):
         check_allocation_kind(master, case)

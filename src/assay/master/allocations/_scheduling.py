@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from assay.config import MasterConfig, ResourcePoolConfig
+from assay.db import owners
 from assay.master.kernel import AgentView, AllocationKind, KindPass, PoolWork, Tx, offered_labels
 from assay.scheduler import Agent, Decision, Fitting, PolicyKind, PoolSnapshot, schedule
 
@@ -29,6 +30,7 @@ def schedule_pass(
 ) -> PassResult:
     result = PassResult()
     passes = [kind.begin_pass(tx, cluster_id, agents) for kind in kinds]
+    names = {id(share): kind.name for share, kind in zip(passes, kinds, strict=True)}
     if not any(p.waiting for p in passes):
         # Nothing to place, so nothing to make room for: what runs is left as it is (the
         # usual pass, once a second, while trials run).
@@ -48,9 +50,12 @@ def schedule_pass(
         decision: Decision = schedule(_snapshot(pool, pool_agents, used, works), tx.now)
         for request_id, assigned in decision.assign.items():
             parts = decision.parts.get(request_id, ())
-            result.started += asked[request_id].start(
-                request_id, assigned, parts, pool_agents, used
-            )
+            share = asked[request_id]
+            started = share.start(request_id, assigned, parts, pool_agents, used)
+            for alloc_id in started:
+                # Its kind, written with it: an agent's report names only the allocation.
+                owners.record(tx.session, alloc_id, kind=names[id(share)], at=tx.now)
+            result.started += started
         for request_id in decision.reserve:
             job_id = asked[request_id].reservation(request_id) if request_id in asked else None
             if job_id is not None:

@@ -71,9 +71,6 @@ class TrialAllocations:
     def begin_pass(self, tx: Tx, cluster_id: str, agents: Sequence[AgentView]) -> TrialPass:
         return TrialPass(tx, cluster_id)
 
-    def owns(self, session: Session, allocation_id: str) -> bool:
-        return allocations.get(session, allocation_id) is not None
-
     def held_by(self, session: Session, agent_id: str) -> list[Held]:
         return [
             _held(a)

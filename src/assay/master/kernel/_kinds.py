@@ -4,7 +4,7 @@ Experiments' trials, tasks (OpenPAI jobs, commands, generic tasks, TensorBoards)
 runs next are each an :class:`AllocationKind`: the scheduling pass, the agents' gateway and the
 master's loops speak only to this protocol, so a new kind is one implementation in its own room,
 with nothing in the scheduler, the gateway or the loops to edit. Which kind an allocation is of
-is read from the rows that hold it (:meth:`AllocationKind.owns`), never from its id.
+is read from ``allocation_owners``, written when it started, never from its id.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from assay.db import Session
+from assay.db import Session, owners
 from assay.master.kernel._agents import AgentView
 from assay.master.kernel._tx import Tx
 from assay.protocol import Exited, LogEntry
@@ -97,10 +97,6 @@ class AllocationKind(Protocol):
         """Its share of a scheduling pass (what waits read at once, what runs when needed)."""
         ...
 
-    def owns(self, session: Session, allocation_id: str) -> bool:
-        """Whether ``allocation_id`` is one of its allocations (read from its rows)."""
-        ...
-
     def held_by(self, session: Session, agent_id: str) -> list[Held]:
         """Its live allocations with a part on ``agent_id`` that has not ended."""
         ...
@@ -147,8 +143,10 @@ class AllocationKind(Protocol):
 def kind_of(
     kinds: Sequence[AllocationKind], session: Session, allocation_id: str
 ) -> AllocationKind | None:
-    """The kind whose rows hold ``allocation_id``; None for an allocation of none."""
-    return next((k for k in kinds if k.owns(session, allocation_id)), None)
+    """The kind that owns ``allocation_id`` (``allocation_owners``, written when it started);
+    None for an allocation of none."""
+    name = owners.kind_of(session, allocation_id)
+    return next((k for k in kinds if k.name == name), None) if name is not None else None
 
 
 def exit_reason(kinds: Sequence[AllocationKind], session: Session, msg: Exited) -> str:

@@ -32,9 +32,6 @@ class TaskAllocations:
     def begin_pass(self, tx: Tx, cluster_id: str, agents: Sequence[AgentView]) -> TaskPass:
         return TaskPass(tx, cluster_id, agents)
 
-    def owns(self, session: Session, allocation_id: str) -> bool:
-        return tasks.instance_by_allocation(session, allocation_id) is not None
-
     def held_by(self, session: Session, agent_id: str) -> list[Held]:
         return [_held(i) for i in tasks.live_on_agent(session, agent_id) if i.allocation_id]
 

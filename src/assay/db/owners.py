@@ -1,0 +1,18 @@
+"""Which kind of work owns each allocation (``allocation_owners``)."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from assay.db._models import AllocationOwner
+
+
+def record(session: Session, allocation_id: str, *, kind: str, at: float) -> None:
+    """``allocation_id`` was just started by ``kind``."""
+    session.add(AllocationOwner(id=allocation_id, kind=kind, created_at=at))
+
+
+def kind_of(session: Session, allocation_id: str) -> str | None:
+    """The name of the kind that owns ``allocation_id``; None for an allocation of none."""
+    row = session.get(AllocationOwner, allocation_id)
+    return row.kind if row is not None else None
