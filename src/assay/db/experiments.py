@@ -174,6 +174,7 @@ def delete(session: Session, experiment_id: int) -> None:
 
     from assay.db._models import (
         Allocation,
+        AllocationOwner,
         Checkpoint,
         Context,
         ExperimentNote,
@@ -194,6 +195,8 @@ def delete(session: Session, experiment_id: int) -> None:
         Trial,
         session.scalar(select(func.max(Trial.id)).where(Trial.experiment_id == experiment_id)),
     )
+    allocation_ids = select(Allocation.id).where(Allocation.trial_id.in_(trial_ids))
+    session.execute(sql_delete(AllocationOwner).where(AllocationOwner.id.in_(allocation_ids)))
     for model, column in (
         (Metric, Metric.trial_id),
         (TaskLog, TaskLog.trial_id),
