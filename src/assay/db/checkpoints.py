@@ -95,3 +95,21 @@ def experiments_deleting(session: Session) -> list[int]:
         .distinct()
     ).all()
     return [int(r[0]) for r in rows]
+
+
+def mark_deleting(session: Session, ckpts: Iterable[Checkpoint]) -> None:
+    """Mark the checkpoints DELETING: their files are about to be deleted, and from now no one
+    downloads them or registers them as a model version."""
+    for ckpt in ckpts:
+        ckpt.state = CheckpointState.DELETING
+
+
+def mark_deleted(session: Session, ckpt: Checkpoint) -> None:
+    """The checkpoint's files are gone."""
+    ckpt.state = CheckpointState.DELETED
+
+
+def put_back(session: Session, ckpt: Checkpoint, *, state: str) -> None:
+    """Deleting the checkpoint's files failed and left them all there: it goes back to
+    ``state``, the one it had before it was marked DELETING."""
+    ckpt.state = state
