@@ -148,8 +148,7 @@ def mark_started(session: Session, alloc: Allocation, *, at: float) -> None:
 def end(
     session: Session, alloc: Allocation, *, exit_code: int | None, reason: str, at: float
 ) -> None:
-    """The allocation ended at ``at``, with ``exit_code`` (None: its processes were lost) for
-    ``reason``; its slots are free."""
+    """The allocation ended at ``at`` with ``exit_code`` (None: lost) for ``reason``."""
     alloc.state = AllocationState.TERMINATED
     alloc.exit_code = exit_code
     alloc.exit_reason = reason
@@ -159,8 +158,7 @@ def end(
 def request_preemption(
     session: Session, alloc: Allocation, *, reason: PreemptReason, at: float
 ) -> None:
-    """Ask the allocation to checkpoint and exit for ``reason``; its preemption timeout counts
-    from the first time it was asked."""
+    """Ask the allocation to checkpoint and exit for ``reason``; its timeout runs from the first."""
     if not alloc.preempt:
         alloc.preempt_at = at
     alloc.preempt = reason
@@ -177,27 +175,25 @@ def mark_overdue(session: Session, alloc: Allocation) -> None:
 
 
 def mark_timed_out(session: Session, alloc: Allocation) -> None:
-    """The allocation's trial ran longer than its ``max_trial_duration``; it is killed."""
+    """The allocation's trial ran longer than ``max_trial_duration``; it is killed."""
     alloc.timed_out = True
 
 
 def mark_lost(session: Session, alloc: Allocation) -> None:
-    """The allocation's processes were lost with an agent before any failed on its own: the
-    cluster's loss, not its trial's."""
+    """The allocation's processes were lost with an agent before any failed: the cluster's loss."""
     alloc.lost = True
 
 
 def mark_released(session: Session, alloc: Allocation) -> None:
-    """The trial asked for an operation and none was left: it exits to free its slots."""
+    """The trial asked for an operation and none was left: the allocation exits, freeing slots."""
     alloc.released = True
 
 
 def record_agent_exit(
     session: Session, alloc: Allocation, *, agent_id: str, exit_code: int | None
 ) -> None:
-    """The processes of a multi-agent allocation on ``agent_id`` ended with ``exit_code``
-    (None: lost); the exits keep the order they were reported in."""
-    # A new dict, so the JSON column sees the change.
+    """The allocation's processes on ``agent_id`` ended with ``exit_code`` (None: lost)."""
+    # A new dict, so the JSON column sees the change; its keys keep the order of reports.
     alloc.exits = {**(alloc.exits or {}), agent_id: exit_code}
 
 

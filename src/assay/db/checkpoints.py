@@ -98,8 +98,7 @@ def experiments_deleting(session: Session) -> list[int]:
 
 
 def mark_deleting(session: Session, ckpts: Iterable[Checkpoint]) -> None:
-    """Mark the checkpoints DELETING: their files are about to be deleted, and from now no one
-    downloads them or registers them as a model version."""
+    """Mark them DELETING: their files go next; none is downloaded or registered from now."""
     for ckpt in ckpts:
         ckpt.state = CheckpointState.DELETING
 
@@ -110,6 +109,5 @@ def mark_deleted(session: Session, ckpt: Checkpoint) -> None:
 
 
 def put_back(session: Session, ckpt: Checkpoint, *, state: str) -> None:
-    """Deleting the checkpoint's files failed and left them all there: it goes back to
-    ``state``, the one it had before it was marked DELETING."""
+    """Its files could not be deleted and are all there: it goes back to ``state``, as it was."""
     ckpt.state = state

@@ -227,8 +227,7 @@ def update(
     config: dict[str, Any] | None = None,
     message: str | None = None,
 ) -> None:
-    """Change what is given of the experiment's name, description, stored config and message
-    (None keeps one)."""
+    """Change what is given of the experiment's name, description, config and message."""
     if name is not None:
         exp.name = name
     if description is not None:
@@ -240,12 +239,12 @@ def update(
 
 
 def set_state(session: Session, exp: Experiment, *, state: ExperimentState) -> None:
-    """The experiment moves to ``state``, not an end (:func:`end` ends it)."""
+    """The experiment moves to ``state`` without ending (:func:`end` ends it)."""
     exp.state = state
 
 
 def end(session: Session, exp: Experiment, *, state: ExperimentState, at: float) -> None:
-    """The experiment ended in ``state`` at ``at``; a completed one has made all its progress."""
+    """The experiment ended in ``state`` at ``at``; completed, it made all its progress."""
     exp.state = state
     exp.ended_at = at
     if state == ExperimentState.COMPLETED:
@@ -258,7 +257,7 @@ def set_progress(session: Session, exp: Experiment, progress: float) -> None:
 
 
 def set_archived(session: Session, exp: Experiment, *, archived: bool) -> None:
-    """Hide the experiment from the lists that leave archived ones out, or show it again."""
+    """Hide the experiment from lists that leave archived ones out, or show it again."""
     exp.archived = archived
 
 
@@ -268,12 +267,11 @@ def mark_started(session: Session, exp: Experiment, *, at: float) -> None:
 
 
 def start_clock(session: Session, exp: Experiment, *, at: float) -> None:
-    """The experiment became ACTIVE at ``at``: its active time counts from then."""
+    """The experiment became ACTIVE at ``at``: its ``max_duration`` clock runs from then."""
     exp.active_since = at
 
 
 def stop_clock(session: Session, exp: Experiment, *, active_seconds: float) -> None:
-    """The experiment stopped being ACTIVE, having been so ``active_seconds`` in all: its
-    active time stands there until it is ACTIVE again."""
+    """The experiment is no longer ACTIVE: its clock stops at ``active_seconds`` in all."""
     exp.active_seconds = active_seconds
     exp.active_since = None

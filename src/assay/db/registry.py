@@ -172,8 +172,7 @@ def change(
     labels: list[str] | None = None,
     at: float,
 ) -> None:
-    """Change what is given of the model's description and labels (None keeps one); a change
-    is dated ``at``."""
+    """Change what is given of the model's description and labels, dated ``at``."""
     if description is not None:
         model.description = description
     if labels is not None:

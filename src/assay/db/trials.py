@@ -351,8 +351,7 @@ def record_reported(
 def set_state(
     session: Session, trial: Trial, *, state: TrialState, message: str | None = None
 ) -> None:
-    """The trial moves to ``state``, not an end (:func:`end` ends it); its message becomes
-    ``message`` when given."""
+    """The trial moves to ``state`` without ending; ``message``, when given, is its message."""
     trial.state = state
     if message is not None:
         trial.message = message
@@ -367,9 +366,7 @@ def end(
     early_stopped: bool = False,
     message: str = "",
 ) -> None:
-    """The trial ended in ``state`` at ``at``: stopped early if it ever was or ``early_stopped``
-    says so, with all its progress made if it completed, and ``message`` (unless empty) as its
-    message."""
+    """The trial ended in ``state`` at ``at``; completed, it made all its progress."""
     trial.state = state
     trial.ended_at = at
     trial.early_stopped = trial.early_stopped or early_stopped
@@ -390,15 +387,14 @@ def mark_started(session: Session, trial: Trial, *, at: float) -> None:
 
 
 def begin_run(session: Session, trial: Trial, *, message: str | None = None) -> None:
-    """Count a new run of the trial, its message becoming ``message`` when given."""
+    """A new run of the trial is counted; ``message``, when given, is its message."""
     trial.runs += 1
     if message is not None:
         trial.message = message
 
 
 def mark_running(session: Session, trial: Trial, *, steps_completed: int) -> None:
-    """The trial's new run was placed and starts from ``steps_completed``: what an earlier run
-    trained past that is done again, and the trial counts from there."""
+    """Its new run was placed: the trial runs, from ``steps_completed`` again."""
     trial.steps_completed = steps_completed
     trial.state = TrialState.RUNNING
 
@@ -412,9 +408,7 @@ def record_exit(
     lost_in_row: int,
     resume_from: str | None,
 ) -> None:
-    """What a run's end leaves the trial: its restart counts (its own failures, its agent
-    losses, and those losses since a run last saved a checkpoint) and the checkpoint a next
-    run resumes from."""
+    """What a run's end leaves the trial: its restart counts and the checkpoint to resume."""
     trial.restarts = restarts
     trial.infra_restarts = infra_restarts
     trial.lost_in_row = lost_in_row
@@ -422,7 +416,7 @@ def record_exit(
 
 
 def set_latest_checkpoint(session: Session, trial: Trial, *, uuid: str) -> None:
-    """The checkpoint ``uuid`` is the one the trial's next run resumes from."""
+    """Checkpoint ``uuid`` is the one the trial's next run resumes from."""
     trial.latest_checkpoint = uuid
 
 
@@ -432,6 +426,5 @@ def set_early_exit(session: Session, trial: Trial, *, reason: str) -> None:
 
 
 def set_waiting_at(session: Session, trial: Trial, *, stage: str | None) -> None:
-    """Where the trial's searcher released it to wait (``rung 2 of 4``; None: the search has
-    no stages)."""
+    """Where its searcher released the trial to wait (``rung 2 of 4``; None: no stages)."""
     trial.waiting_at = stage
