@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+# Every row write outside assay.db fails, here and in every master the tests start (they
+# inherit the environment): the suite is the check of the one-writer rule.
+os.environ["ASSAY_GUARD_WRITERS"] = "1"
+
 # The hook that stops the munged a Slurm test started, once the whole run has ended.
 from tests.slurm.plugin import pytest_sessionfinish  # noqa: F401
 

@@ -28,6 +28,8 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
+from assay.db._writers import guard_wanted, guard_writers
+
 
 def finite_json(value: Any) -> Any:
     """``value`` with every NaN and infinity, at any depth, replaced by the string Python writes
@@ -530,3 +532,7 @@ class Token(Base):
     revoked_at: Mapped[float | None] = mapped_column(Float, nullable=True)
 
     __table_args__ = (Index("ix_tokens_user", "user_id"),)
+
+
+if guard_wanted():
+    guard_writers(Base)

@@ -8,7 +8,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from assay.db._models import Allocation, Experiment, Job, Trial
-from assay.protocol import LIVE_ALLOCATION_STATES, AllocationState
+from assay.protocol import LIVE_ALLOCATION_STATES, AllocationState, PreemptReason
 
 
 def get(session: Session, allocation_id: str) -> Allocation | None:
@@ -137,3 +137,66 @@ def live_of_experiments(
         )
     ).all()
     return [(a, t) for a, t in rows]
+
+
+def mark_started(session: Session, alloc: Allocation, *, at: float) -> None:
+    """The allocation's processes started running at ``at``."""
+    alloc.state = AllocationState.RUNNING
+    alloc.started_at = at
+
+
+def end(
+    session: Session, alloc: Allocation, *, exit_code: int | None, reason: str, at: float
+) -> None:
+    """The allocation ended at ``at`` with ``exit_code`` (None: lost) for ``reason``."""
+    alloc.state = AllocationState.TERMINATED
+    alloc.exit_code = exit_code
+    alloc.exit_reason = reason
+    alloc.ended_at = at
+
+
+def request_preemption(
+    session: Session, alloc: Allocation, *, reason: PreemptReason, at: float
+) -> None:
+    """Ask the allocation to checkpoint and exit for ``reason``; its timeout runs from the first."""
+    if not alloc.preempt:
+        alloc.preempt_at = at
+    alloc.preempt = reason
+
+
+def request_kill(session: Session, alloc: Allocation) -> None:
+    """A user asked for the allocation's processes to be killed (its trial ends CANCELED)."""
+    alloc.kill_requested = True
+
+
+def mark_overdue(session: Session, alloc: Allocation) -> None:
+    """The allocation outlived its preemption timeout and is killed."""
+    alloc.overdue = True
+
+
+def mark_timed_out(session: Session, alloc: Allocation) -> None:
+    """The allocation's trial ran longer than ``max_trial_duration``; it is killed."""
+    alloc.timed_out = True
+
+
+def mark_lost(session: Session, alloc: Allocation) -> None:
+    """The allocation's processes were lost with an agent before any failed: the cluster's loss."""
+    alloc.lost = True
+
+
+def mark_released(session: Session, alloc: Allocation) -> None:
+    """The trial asked for an operation and none was left: the allocation exits, freeing slots."""
+    alloc.released = True
+
+
+def record_agent_exit(
+    session: Session, alloc: Allocation, *, agent_id: str, exit_code: int | None
+) -> None:
+    """The allocation's processes on ``agent_id`` ended with ``exit_code`` (None: lost)."""
+    # A new dict, so the JSON column sees the change; its keys keep the order of reports.
+    alloc.exits = {**(alloc.exits or {}), agent_id: exit_code}
+
+
+def set_rendezvous_port(session: Session, alloc: Allocation, *, port: int) -> None:
+    """Reserve ``port`` (and the next) on the rank-0 agent for the ranks to meet at."""
+    alloc.rendezvous_port = port

@@ -95,3 +95,19 @@ def experiments_deleting(session: Session) -> list[int]:
         .distinct()
     ).all()
     return [int(r[0]) for r in rows]
+
+
+def mark_deleting(session: Session, ckpts: Iterable[Checkpoint]) -> None:
+    """Mark them DELETING: their files go next; none is downloaded or registered from now."""
+    for ckpt in ckpts:
+        ckpt.state = CheckpointState.DELETING
+
+
+def mark_deleted(session: Session, ckpt: Checkpoint) -> None:
+    """The checkpoint's files are gone."""
+    ckpt.state = CheckpointState.DELETED
+
+
+def put_back(session: Session, ckpt: Checkpoint, *, state: str) -> None:
+    """Its files could not be deleted and are all there: it goes back to ``state``, as it was."""
+    ckpt.state = state

@@ -219,3 +219,62 @@ def delete(session: Session, experiment_id: int) -> None:
     ) or session.scalar(select(func.count()).select_from(Task).where(Task.context_id == context_id))
     if not used:
         session.execute(sql_delete(Context).where(Context.id == context_id))
+
+
+def update(
+    session: Session,
+    exp: Experiment,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    config: dict[str, Any] | None = None,
+    message: str | None = None,
+) -> None:
+    """Change what is given of the experiment's name, description, config and message."""
+    if name is not None:
+        exp.name = name
+    if description is not None:
+        exp.description = description
+    if config is not None:
+        exp.config = config
+    if message is not None:
+        exp.message = message
+
+
+def set_state(session: Session, exp: Experiment, *, state: ExperimentState) -> None:
+    """The experiment moves to ``state`` without ending (:func:`end` ends it)."""
+    exp.state = state
+
+
+def end(session: Session, exp: Experiment, *, state: ExperimentState, at: float) -> None:
+    """The experiment ended in ``state`` at ``at``; completed, it made all its progress."""
+    exp.state = state
+    exp.ended_at = at
+    if state == ExperimentState.COMPLETED:
+        exp.progress = 1.0
+
+
+def set_progress(session: Session, exp: Experiment, progress: float) -> None:
+    """The share of its search the experiment has done, from 0 to 1."""
+    exp.progress = progress
+
+
+def set_archived(session: Session, exp: Experiment, *, archived: bool) -> None:
+    """Hide the experiment from lists that leave archived ones out, or show it again."""
+    exp.archived = archived
+
+
+def mark_started(session: Session, exp: Experiment, *, at: float) -> None:
+    """The first of the experiment's trials started running at ``at``."""
+    exp.started_at = at
+
+
+def start_clock(session: Session, exp: Experiment, *, at: float) -> None:
+    """The experiment became ACTIVE at ``at``: its ``max_duration`` clock runs from then."""
+    exp.active_since = at
+
+
+def stop_clock(session: Session, exp: Experiment, *, active_seconds: float) -> None:
+    """The experiment is no longer ACTIVE: its clock stops at ``active_seconds`` in all."""
+    exp.active_seconds = active_seconds
+    exp.active_since = None

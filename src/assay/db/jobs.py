@@ -124,3 +124,16 @@ def task_slot_usage(session: Session, tasks: Sequence[Task]) -> dict[str, tuple[
             roles = {r["name"]: r for r in (task.spec or {}).get("roles", [])}
             usage[task.job_id][1] += int(roles.get(inst.role, {}).get("slots", 0))
     return {job_id: (a, b) for job_id, (a, b) in usage.items()}
+
+
+# Written for the experiments' side.
+
+
+def set_name(session: Session, job: Job, *, name: str) -> None:
+    """The name the job queue shows for the job."""
+    job.name = name
+
+
+def mark_done(session: Session, job: Job) -> None:
+    """The job's experiment ended: the queue no longer orders it."""
+    job.done = True

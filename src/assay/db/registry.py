@@ -162,3 +162,25 @@ def holding(session: Session, uuids: Iterable[str]) -> dict[str, list[tuple[str,
         for uuid, model, number in rows:
             out.setdefault(str(uuid), []).append((str(model), int(number)))
     return out
+
+
+def change(
+    session: Session,
+    model: Model,
+    *,
+    description: str | None = None,
+    labels: list[str] | None = None,
+    at: float,
+) -> None:
+    """Change what is given of the model's description and labels, dated ``at``."""
+    if description is not None:
+        model.description = description
+    if labels is not None:
+        model.labels = labels
+    if description is not None or labels is not None:
+        model.updated_at = at
+
+
+def mark_changed(session: Session, model: Model, *, at: float) -> None:
+    """The model changed at ``at`` (one of its versions went)."""
+    model.updated_at = at

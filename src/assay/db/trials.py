@@ -346,3 +346,85 @@ def record_reported(
         set_committed_value(held, "best_validation", best_validation)
         set_committed_value(held, "best_score", best_score)
     return int(experiment_id), int(steps_completed), best_validation
+
+
+def set_state(
+    session: Session, trial: Trial, *, state: TrialState, message: str | None = None
+) -> None:
+    """The trial moves to ``state`` without ending; ``message``, when given, is its message."""
+    trial.state = state
+    if message is not None:
+        trial.message = message
+
+
+def end(
+    session: Session,
+    trial: Trial,
+    *,
+    state: TrialState,
+    at: float,
+    early_stopped: bool = False,
+    message: str = "",
+) -> None:
+    """The trial ended in ``state`` at ``at``; completed, it made all its progress."""
+    trial.state = state
+    trial.ended_at = at
+    trial.early_stopped = trial.early_stopped or early_stopped
+    if state == TrialState.COMPLETED:
+        trial.progress = 1.0
+    if message:
+        trial.message = message
+
+
+def set_progress(session: Session, trial: Trial, progress: float) -> None:
+    """The share of its current operation the trial has done, from 0 to 1."""
+    trial.progress = progress
+
+
+def mark_started(session: Session, trial: Trial, *, at: float) -> None:
+    """The trial's first run started running at ``at``."""
+    trial.started_at = at
+
+
+def begin_run(session: Session, trial: Trial, *, message: str | None = None) -> None:
+    """A new run of the trial is counted; ``message``, when given, is its message."""
+    trial.runs += 1
+    if message is not None:
+        trial.message = message
+
+
+def mark_running(session: Session, trial: Trial, *, steps_completed: int) -> None:
+    """Its new run was placed: the trial runs, from ``steps_completed`` again."""
+    trial.steps_completed = steps_completed
+    trial.state = TrialState.RUNNING
+
+
+def record_exit(
+    session: Session,
+    trial: Trial,
+    *,
+    restarts: int,
+    infra_restarts: int,
+    lost_in_row: int,
+    resume_from: str | None,
+) -> None:
+    """What a run's end leaves the trial: its restart counts and the checkpoint to resume."""
+    trial.restarts = restarts
+    trial.infra_restarts = infra_restarts
+    trial.lost_in_row = lost_in_row
+    trial.latest_checkpoint = resume_from
+
+
+def set_latest_checkpoint(session: Session, trial: Trial, *, uuid: str) -> None:
+    """Checkpoint ``uuid`` is the one the trial's next run resumes from."""
+    trial.latest_checkpoint = uuid
+
+
+def set_early_exit(session: Session, trial: Trial, *, reason: str) -> None:
+    """The trial's code said it exits early, for ``reason`` (an ``ExitedReason``)."""
+    trial.early_exit = reason
+
+
+def set_waiting_at(session: Session, trial: Trial, *, stage: str | None) -> None:
+    """Where its searcher released the trial to wait (``rung 2 of 4``; None: no stages)."""
+    trial.waiting_at = stage

@@ -203,7 +203,5 @@ def _plan(tx: Tx, actor: Actor, uuids: list[str], dry_run: bool) -> list[_Group]
             groups.append(_Group(storage, {c.uuid: c.state for c in live}))
     # Marked only once every checkpoint passed: a refusal changes nothing.
     for group in [] if dry_run else groups:
-        for row in rows:
-            if row.uuid in group.before:
-                row.state = CheckpointState.DELETING
+        checkpoints.mark_deleting(tx.session, [r for r in rows if r.uuid in group.before])
     return groups

@@ -91,9 +91,9 @@ def mark_for_collection(tx: Tx, exp: Experiment) -> None:
             uuid,
             ", ".join(f"{name} v{n}" for name, n in pairs),
         )
-    for c in rows:
-        if c.uuid in doomed and c.uuid not in held:
-            c.state = CheckpointState.DELETING
+    checkpoints.mark_deleting(
+        tx.session, [c for c in rows if c.uuid in doomed and c.uuid not in held]
+    )
 
 
 def pending_deletions(tx: Tx, experiment_id: int) -> tuple[list[str], dict[str, Any]]:
@@ -121,7 +121,7 @@ def mark_deleted(tx: Tx, uuids: list[str]) -> None:
     for uuid in uuids:
         ckpt = checkpoints.get(tx.session, uuid)
         if ckpt is not None:
-            ckpt.state = CheckpointState.DELETED
+            checkpoints.mark_deleted(tx.session, ckpt)
 
 
 @dataclass
@@ -184,7 +184,7 @@ def settle_removal(tx: Tx, removal: Removal, before: Mapping[str, str]) -> None:
     for uuid, state in before.items():
         row = checkpoints.get(tx.session, uuid)
         if uuid not in settled and row is not None and row.state == CheckpointState.DELETING:
-            row.state = state
+            checkpoints.put_back(tx.session, row, state=state)
 
 
 async def collect(master: Transactor, access: StorageAccess, experiment_id: int) -> int:

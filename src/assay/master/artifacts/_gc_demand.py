@@ -86,9 +86,10 @@ def _plan(tx: Tx, actor: Actor, experiment_id: int, body: rest.GcPolicy) -> _Pla
     before = {c.uuid: c.state for c in chosen}
     if not body.dry_run:
         # The policy is the experiment's from now on: the collection at its end uses it.
-        exp.config = {**exp.config, "checkpoint_storage": {**storage, **policy}}
-        for c in chosen:
-            c.state = CheckpointState.DELETING
+        experiments.update(
+            tx.session, exp, config={**exp.config, "checkpoint_storage": {**storage, **policy}}
+        )
+        checkpoints.mark_deleting(tx.session, chosen)
     registered = {
         uuid: [rest.ModelVersionRef(model=name, version=n) for name, n in pairs]
         for uuid, pairs in held.items()

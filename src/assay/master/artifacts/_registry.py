@@ -9,7 +9,7 @@ garbage collection's marking cannot interleave with (the orchestrator's lock).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from assay import rest
 from assay.db import Model, Session, checkpoints, registry
@@ -77,13 +77,8 @@ class ModelRegistry:
         def handler(tx: Tx) -> rest.Model:
             row = registry.require(tx.session, name)
             actor.require_owner(row.owner, f"model {name!r}")
-            changes: Mapping[str, object] = body.model_dump(exclude_none=True)
-            if "description" in changes:
-                row.description = str(changes["description"])
-            if body.labels is not None:
-                row.labels = list(dict.fromkeys(body.labels))
-            if changes:
-                row.updated_at = tx.now
+            labels = None if body.labels is None else list(dict.fromkeys(body.labels))
+            registry.change(tx.session, row, description=body.description, labels=labels, at=tx.now)
             return _model(tx.session, row)
 
         return await self.core.transact(handler)
@@ -165,7 +160,7 @@ class ModelRegistry:
                 )
             (shown,) = views.model_versions(tx.session, model, [row])
             registry.delete_version(tx.session, row)
-            model.updated_at = tx.now
+            registry.mark_changed(tx.session, model, at=tx.now)
             # The answer shows the checkpoint as it now is: held by one version fewer.
             return shown.model_copy(
                 update={

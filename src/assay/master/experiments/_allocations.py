@@ -52,7 +52,6 @@ from assay.protocol import (
     Start,
     TrialEnv,
     TrialInfo,
-    TrialState,
 )
 from assay.scheduler import Request, Running
 
@@ -231,9 +230,8 @@ def start_trial(
     cluster_id: str,
 ) -> Allocation:
     """Reserve slots for a new run of ``trial`` and tell its agents to start it."""
-    trial.runs += 1
-    if trial.message == CLUSTER_STOPPED:
-        trial.message = ""  # it said when it would resume: now
+    # A message saying when it would resume (the cluster was stopped) is over: it resumes now.
+    trials.begin_run(tx.session, trial, message="" if trial.message == CLUSTER_STOPPED else None)
     checkpoint = (
         checkpoints.get(tx.session, trial.latest_checkpoint) if trial.latest_checkpoint else None
     )
@@ -242,9 +240,6 @@ def start_trial(
         steps = 0
     if trial.runs > 1:  # a first run has no earlier reports to set aside
         metrics.archive_after(tx.session, trial.id, steps, before_run=trial.runs)
-    # The new run starts from there: steps trained past it by an earlier run are redone, and
-    # the trial's views count from where it stands now, as its (unarchived) metrics do.
-    trial.steps_completed = steps
     alloc = allocations.create(
         tx.session,
         allocation_id=f"{trial.id}.{trial.runs}",
@@ -256,7 +251,9 @@ def start_trial(
         token=secrets.token_urlsafe(24),
         created_at=tx.now,
     )
-    trial.state = TrialState.RUNNING
+    # The new run starts from there: steps trained past it by an earlier run are redone, and
+    # the trial's views count from where it stands now, as its (unarchived) metrics do.
+    trials.mark_running(tx.session, trial, steps_completed=steps)
     context = ContextRef(exp.context_id, tx.searchers.context_sha256(tx.session, exp))
     cfg = tx.searchers.config(exp)
     searcher = tx.searchers.searcher(exp)

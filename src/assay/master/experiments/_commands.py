@@ -87,11 +87,16 @@ def _set_metadata(tx: Tx, exp: Experiment, changes: Mapping[str, Any]) -> Experi
             continue
         if field == "labels":
             value = list(dict.fromkeys(value))  # a label given twice is one label
-        else:
-            setattr(exp, field, value)
         config[field] = value
-    if config != exp.config:
-        exp.config = config
+    changed = config != exp.config
+    experiments.update(
+        tx.session,
+        exp,
+        name=changes.get("name"),
+        description=changes.get("description"),
+        config=config if changed else None,
+    )
+    if changed:
         tx.searchers.drop(exp.id)
     return exp
 

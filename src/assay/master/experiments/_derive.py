@@ -195,9 +195,10 @@ def deletion_plan(tx: Tx, actor: Actor, experiment_id: int, dry_run: bool) -> De
     before = {c.uuid: c.state for c in rows if c.state != CheckpointState.DELETED}
     # Marked before their files go: none can be registered as a model version meanwhile, and
     # a master stopped in between finishes deleting them when it comes back.
-    for c in [] if dry_run else rows:
-        if c.state == CheckpointState.ACTIVE:
-            c.state = CheckpointState.DELETING
+    if not dry_run:
+        checkpoints.mark_deleting(
+            tx.session, [c for c in rows if c.state == CheckpointState.ACTIVE]
+        )
     return DeletionPlan(
         exp.name,
         len(trials.of_experiment(tx.session, experiment_id)),

@@ -116,7 +116,7 @@ def plan(
     master_addr = LOOPBACK if len(placement) == 1 else (address or host)
     neighbours = {host} | {a.id for a in agents.values() if address and a.address == address}
     port = pick_port(_ports_taken(tx, neighbours, alloc.id), run_base(alloc.run))
-    alloc.rendezvous_port = port
+    allocations.set_rendezvous_port(tx.session, alloc, port=port)
     return rank_layouts(placement, master_addr, port)
 
 
@@ -185,7 +185,8 @@ def agent_exited(
         )
         return
     if len(agents) == 1:
-        alloc.lost = alloc.lost or lost
+        if lost:
+            allocations.mark_lost(tx.session, alloc)
         allocation_exited(tx, allocation_id, exit_code, reason)
         return
     exits: dict[str, int | None] = dict(alloc.exits or {})
@@ -193,10 +194,9 @@ def agent_exited(
         return  # a report repeated after a reconnect
     already_failed = first_failure(exits) is not None
     if lost and not already_failed:
-        alloc.lost = True
-    # A new dict, so the JSON column sees the change; its key order is the order of reports.
+        allocations.mark_lost(tx.session, alloc)
+    allocations.record_agent_exit(tx.session, alloc, agent_id=agent_id, exit_code=exit_code)
     exits[agent_id] = exit_code
-    alloc.exits = exits
     failed = exit_code is None or exit_code != 0
     waiting = [a for a in agents if a not in exits]
     if failed and not already_failed:

@@ -171,8 +171,8 @@ def release_if_idle(tx: Tx, caller: Caller) -> bool:
         return False
     alloc = allocations.get(tx.session, caller.allocation_id)
     if alloc is not None and alloc.state != AllocationState.TERMINATED:
-        alloc.released = True
-        trial.waiting_at = searcher.stage_of(trial.request_id)
+        allocations.mark_released(tx.session, alloc)
+        trials.set_waiting_at(tx.session, trial, stage=searcher.stage_of(trial.request_id))
     return True
 
 
@@ -209,7 +209,7 @@ def report_checkpoint(tx: Tx, caller: Caller, report: CheckpointReport) -> Check
         checkpoints.get(tx.session, trial.latest_checkpoint) if trial.latest_checkpoint else None
     )
     if current is None or steps >= current.steps_completed or current.trial_id != trial.id:
-        trial.latest_checkpoint = uuid
+        trials.set_latest_checkpoint(tx.session, trial, uuid=uuid)
     trials.record_reported(tx.session, trial.id, steps)
     # Batches trained count towards the experiment's progress (for code that reports no
     # progress of its own); metric reports are stored outside the lock, checkpoints inside.
@@ -227,7 +227,7 @@ def report_early_exit(tx: Tx, caller: Caller, reason: str) -> None:
         ) from None
     check_live(tx.session, caller)
     trial = trials.require(tx.session, caller.trial_id)
-    trial.early_exit = parsed.value
+    trials.set_early_exit(tx.session, trial, reason=parsed.value)
 
 
 def report_progress(tx: Tx, caller: Caller, progress: float) -> None:
@@ -235,5 +235,5 @@ def report_progress(tx: Tx, caller: Caller, progress: float) -> None:
         raise InvalidRequest(f"progress: must be between 0 and 1, got {progress}")
     check_live(tx.session, caller)
     trial = trials.require(tx.session, caller.trial_id)
-    trial.progress = progress
+    trials.set_progress(tx.session, trial, progress)
     update_progress(tx, experiments.require(tx.session, trial.experiment_id))

@@ -106,7 +106,9 @@ def update_progress(tx: Tx, exp: Experiment) -> None:
 
 def _store_progress(tx: Tx, exp: Experiment, searcher: Searcher) -> None:
     unit = tx.searchers.config(exp).searcher.plan().unit
-    exp.progress = searcher.progress(training_shares(tx, exp, searcher, unit))
+    experiments.set_progress(
+        tx.session, exp, searcher.progress(training_shares(tx, exp, searcher, unit))
+    )
 
 
 def training_shares(tx: Tx, exp: Experiment, searcher: Searcher, unit: str) -> dict[str, float]:
@@ -154,7 +156,7 @@ def _validate_after(tx: Tx, exp: Experiment, searcher: Searcher, op: ValidateAft
     # The trial's reported progress is a fraction of its operation: of this new one it has done
     # what it validated at so far (a share of the last one would count work not done).
     done = searcher.trials[op.request_id].completed_length
-    trial.progress = min(done / max(op.length, 1), 1.0)
+    trials.set_progress(tx.session, trial, min(done / max(op.length, 1), 1.0))
     tx.act(Wake(("op", trial.id)))
     if (
         trial.state == TrialState.WAITING
@@ -162,7 +164,7 @@ def _validate_after(tx: Tx, exp: Experiment, searcher: Searcher, op: ValidateAft
         and allocations.live_of_trial(tx.session, trial.id) is None
     ):
         # A trial waiting between rungs was promoted: it resumes from its checkpoint.
-        trial.state = TrialState.QUEUED
+        trials.set_state(tx.session, trial, state=TrialState.QUEUED)
         tx.act(Reschedule())
 
 
@@ -189,7 +191,7 @@ def _shutdown(tx: Tx, exp: Experiment, op: Shutdown) -> None:
     if not move_experiment(tx, exp, event):
         return
     if op.failure:
-        exp.message = failure_message(tx.session, exp.id, op.message)
+        experiments.update(tx.session, exp, message=failure_message(tx.session, exp.id, op.message))
     move_trials(tx, exp, event)
 
 
@@ -203,13 +205,10 @@ def maybe_finish_experiment(tx: Tx, exp: Experiment) -> None:
     final = experiment_finished(state, live_trials=bool(trials.live_of(tx.session, exp.id)))
     if final is None:
         return
-    exp.state = final
-    exp.ended_at = tx.now
-    if final == ExperimentState.COMPLETED:
-        exp.progress = 1.0
+    experiments.end(tx.session, exp, state=final, at=tx.now)
     job = jobs.get(tx.session, exp.job_id)
     if job is not None:
-        job.done = True
+        jobs.mark_done(tx.session, job)
     mark_for_collection(tx, exp)
     tx.act(ExperimentEnded(exp.id))
     tx.act(Reschedule())
@@ -220,8 +219,8 @@ def move_experiment(tx: Tx, exp: Experiment, event: ExperimentEvent) -> bool:
     new = experiment_transition(exp.id, ExperimentState(exp.state), event)
     if new is None:
         return False
-    account_state_change(exp, new, tx.now)
-    exp.state = new
+    account_state_change(tx.session, exp, new, tx.now)
+    experiments.set_state(tx.session, exp, state=new)
     return True
 
 
@@ -260,7 +259,7 @@ def _carry_out(tx: Tx, trial: Trial, alloc: Allocation | None, order: TrialOrder
     if order.state is not None and order.ended:
         _finish_trial(tx, trial, order.state)
     elif order.state is not None:
-        trial.state = order.state
+        trials.set_state(tx.session, trial, state=order.state)
 
 
 def pause_experiment(tx: Tx, experiment_id: int) -> Experiment:
@@ -301,7 +300,7 @@ def kill_experiment(tx: Tx, experiment_id: int) -> Experiment:
 def set_archived(tx: Tx, experiment_id: int, archived: bool) -> Experiment:
     exp = experiments.require(tx.session, experiment_id)
     check_archivable(exp.id, ExperimentState(exp.state), archived)
-    exp.archived = archived
+    experiments.set_archived(tx.session, exp, archived=archived)
     return exp
 
 
@@ -329,9 +328,7 @@ def request_preemption(tx: Tx, alloc: Allocation, reason: PreemptReason) -> None
     current = PreemptReason(alloc.preempt) if alloc.preempt else None
     if not stronger_preemption(current, reason):
         return
-    if current is None:
-        alloc.preempt_at = tx.now
-    alloc.preempt = reason
+    allocations.request_preemption(tx.session, alloc, reason=reason, at=tx.now)
     tx.act(Wake(("preempt", alloc.id)))
     tx.act(Wake(("op", alloc.trial_id)))
 
@@ -344,7 +341,7 @@ def enforce_preemption_timeouts(tx: Tx, timeouts: dict[str, float]) -> list[str]
         own = exp.config.get("preemption_timeout")
         limit = float(own) if own is not None else timeouts.get(alloc.pool, 3600.0)
         if alloc.preempt_at is not None and tx.now - alloc.preempt_at >= limit:
-            alloc.overdue = True
+            allocations.mark_overdue(tx.session, alloc)
             for agent_id in alloc.slots or {}:
                 tx.act(KillAllocation(agent_id, alloc.id))
             killed.append(alloc.id)
@@ -361,7 +358,7 @@ def needs_kill(alloc: Allocation) -> bool:
 
 
 def kill_allocation(tx: Tx, alloc: Allocation) -> None:
-    alloc.kill_requested = True
+    allocations.request_kill(tx.session, alloc)
     for agent_id in alloc.slots or {}:
         tx.act(KillAllocation(agent_id, alloc.id))
 
@@ -373,14 +370,13 @@ def allocation_started(tx: Tx, allocation_id: str, agent_id: str) -> None:
         and alloc.state == AllocationState.ASSIGNED
         and agent_id in (alloc.slots or {})
     ):
-        alloc.state = AllocationState.RUNNING
-        alloc.started_at = tx.now
+        allocations.mark_started(tx.session, alloc, at=tx.now)
         trial = trials.require(tx.session, alloc.trial_id)
         if trial.started_at is None:
-            trial.started_at = tx.now
+            trials.mark_started(tx.session, trial, at=tx.now)
             exp = experiments.require(tx.session, trial.experiment_id)
             if exp.started_at is None:
-                exp.started_at = tx.now
+                experiments.mark_started(tx.session, exp, at=tx.now)
 
 
 def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason: str) -> None:
@@ -419,10 +415,13 @@ def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason:
         lost_in_row=trial.lost_in_row,
         checkpointed=checkpoints.saved_by(tx.session, trial.id, alloc.id),
     )
-    alloc.state = AllocationState.TERMINATED
-    alloc.exit_code = exit_code
-    alloc.exit_reason = OVERDUE if alloc.overdue else TIMED_OUT if alloc.timed_out else reason
-    alloc.ended_at = tx.now
+    allocations.end(
+        tx.session,
+        alloc,
+        exit_code=exit_code,
+        reason=OVERDUE if alloc.overdue else TIMED_OUT if alloc.timed_out else reason,
+        at=tx.now,
+    )
     tx.act(AllocationEnded(alloc.id))
     tx.act(Reschedule())
     tx.act(Wake(("op", alloc.trial_id)))
@@ -432,10 +431,14 @@ def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason:
     tx.act(Wake(("logs", alloc.trial_id)))
 
     decision = decide_exit(facts)
-    trial.restarts = decision.restarts
-    trial.infra_restarts = decision.infra_restarts
-    trial.lost_in_row = decision.lost_in_row
-    trial.latest_checkpoint = decision.resume_from
+    trials.record_exit(
+        tx.session,
+        trial,
+        restarts=decision.restarts,
+        infra_restarts=decision.infra_restarts,
+        lost_in_row=decision.lost_in_row,
+        resume_from=decision.resume_from,
+    )
     if decision.ended:
         _finish_trial(
             tx,
@@ -445,9 +448,7 @@ def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason:
             message=decision.message or "",
         )
     else:
-        trial.state = decision.state
-        if decision.message is not None:
-            trial.message = decision.message
+        trials.set_state(tx.session, trial, state=decision.state, message=decision.message)
     ops: list[Operation] = []
     if isinstance(decision.searcher, ClosedEvent):
         ops = searcher.trial_closed(rid)
@@ -474,12 +475,8 @@ def _finish_trial(
     early_stopped: bool = False,
     message: str = "",
 ) -> None:
-    trial.state = state
-    trial.ended_at = tx.now
-    trial.early_stopped = trial.early_stopped or early_stopped
-    if state == TrialState.COMPLETED:
-        trial.progress = 1.0
-    if message:
-        trial.message = message
+    trials.end(
+        tx.session, trial, state=state, at=tx.now, early_stopped=early_stopped, message=message
+    )
     tx.act(Wake(("op", trial.id)))
     tx.act(Wake(("logs", trial.id)))

@@ -349,13 +349,15 @@ def create_experiment(tx: Tx, sub: ValidSubmission, settings: MasterConfig) -> E
         source=sub.source.value,
     )
     if sub.activate:
-        account_state_change(exp, ExperimentState.ACTIVE, tx.now)
+        account_state_change(tx.session, exp, ExperimentState.ACTIVE, tx.now)
     for text in sub.notes:
         add_note(tx, exp.id, text)
     # The job queue shows the name as it is stored: with no secret value in it (a mask may be
     # longer than what it hides; the column keeps MAX_NAME characters).
     name = masked_by_config(exp.name, exp.config)
-    job.name = (f"{name} ({exp.id})" if cfg.name is None else name)[:MAX_NAME]
+    jobs.set_name(
+        tx.session, job, name=(f"{name} ({exp.id})" if cfg.name is None else name)[:MAX_NAME]
+    )
     searcher = tx.searchers.build(exp, cfg, sub.context_data)
     tx.touched.add(exp.id)
     ops = searcher.initial_operations() if sub.activate else []

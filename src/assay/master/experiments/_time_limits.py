@@ -42,7 +42,7 @@ def enforce_time_limits(tx: Tx) -> None:
             continue
         if exp.active_since is None:
             # Active since before the master kept the clock: start counting now.
-            exp.active_since = tx.now
+            experiments.start_clock(tx.session, exp, at=tx.now)
         elif active_time(exp, tx.now) >= limit:
             _stop_out_of_time(tx, exp, limit)
     if not limited:
@@ -66,7 +66,7 @@ def _stop_out_of_time(tx: Tx, exp: Experiment, limit: float) -> None:
     if not move_experiment(tx, exp, ExperimentEvent.SEARCHER_DONE):
         return
     text = f"max_duration ({format_duration(limit)}) reached: stopping the experiment"
-    exp.message = text
+    experiments.update(tx.session, exp, message=text)
     add_note(tx, exp.id, text)
     move_trials(tx, exp, ExperimentEvent.SEARCHER_DONE)
     maybe_finish_experiment(tx, exp)
@@ -74,6 +74,6 @@ def _stop_out_of_time(tx: Tx, exp: Experiment, limit: float) -> None:
 
 
 def _end_timed_out(tx: Tx, exp: Experiment, trial: Trial, alloc: Allocation, limit: float) -> None:
-    alloc.timed_out = True
+    allocations.mark_timed_out(tx.session, alloc)
     add_note(tx, exp.id, f"trial {trial.id} {TIMED_OUT} ({format_duration(limit)}): ending it")
     kill_allocation(tx, alloc)

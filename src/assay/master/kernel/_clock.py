@@ -4,7 +4,7 @@ experiment is ACTIVE and stops while it is paused or stopping. Kept on the exper
 
 from __future__ import annotations
 
-from assay.db import Experiment
+from assay.db import Experiment, Session, experiments
 from assay.protocol import ExperimentState
 
 
@@ -14,13 +14,14 @@ def active_time(exp: Experiment, now: float) -> float:
     return (exp.active_seconds or 0.0) + max(0.0, running)
 
 
-def account_state_change(exp: Experiment, new_state: ExperimentState, now: float) -> None:
+def account_state_change(
+    session: Session, exp: Experiment, new_state: ExperimentState, now: float
+) -> None:
     """Start or stop the clock as the experiment moves to ``new_state`` (call it before the
     state is written, with the row still holding the old one)."""
     if new_state == ExperimentState.ACTIVE:
         if exp.active_since is None:
-            exp.active_since = now
+            experiments.start_clock(session, exp, at=now)
         return
     if exp.active_since is not None:
-        exp.active_seconds = active_time(exp, now)
-        exp.active_since = None
+        experiments.stop_clock(session, exp, active_seconds=active_time(exp, now))
