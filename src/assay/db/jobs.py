@@ -56,6 +56,11 @@ def _max_queue_position(session: Session) -> float:
     return float(session.scalar(select(func.max(Job.queue_position))) or 0.0)
 
 
+def mark_done(session: Session, job: Job) -> None:
+    """Nothing of the job runs or waits any more: the queue leaves it out from now on."""
+    job.done = True
+
+
 def active(
     session: Session, pool: str | None, states: Sequence[str]
 ) -> list[tuple[Job, Experiment]]:
