@@ -216,3 +216,16 @@ def delete(session: Session, experiment_id: int) -> None:
     ) or session.scalar(select(func.count()).select_from(Task).where(Task.context_id == context_id))
     if not used:
         session.execute(sql_delete(Context).where(Context.id == context_id))
+
+
+# Written for the tasks' side.
+
+
+def merge_resources(
+    session: Session, exp: Experiment, *, resources: dict[str, int | float | str | None]
+) -> None:
+    """The experiment's config says these ``resources`` (its job's priority, weight, slot limit
+    or pool changed), so what it shows and what its typed config reads agree with its job."""
+    config = dict(exp.config)
+    config["resources"] = {**config.get("resources", {}), **resources}
+    exp.config = config

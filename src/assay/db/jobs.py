@@ -56,6 +56,44 @@ def _max_queue_position(session: Session) -> float:
     return float(session.scalar(select(func.max(Job.queue_position))) or 0.0)
 
 
+def update(
+    session: Session,
+    job: Job,
+    *,
+    priority: int | None = None,
+    weight: float | None = None,
+    pool: str | None = None,
+) -> None:
+    """The job's priority, fair-share weight and resource pool, each one given."""
+    if priority is not None:
+        job.priority = priority
+    if weight is not None:
+        job.weight = weight
+    if pool is not None:
+        job.pool = pool
+
+
+def set_max_slots(session: Session, job: Job, *, max_slots: int | None) -> None:
+    """The most slots the job may hold at once (None: no limit)."""
+    job.max_slots = max_slots
+
+
+def move(
+    session: Session,
+    job: Job,
+    *,
+    queue_position: float,
+    priority: int,
+    renumbered: Sequence[tuple[Job, float]] = (),
+) -> None:
+    """The job takes ``queue_position`` at ``priority`` (beside the job it was moved ahead of
+    or behind); each job of ``renumbered`` takes its new position to make room."""
+    job.queue_position = queue_position
+    job.priority = priority
+    for other, position in renumbered:
+        other.queue_position = position
+
+
 def mark_done(session: Session, job: Job) -> None:
     """Nothing of the job runs or waits any more: the queue leaves it out from now on."""
     job.done = True

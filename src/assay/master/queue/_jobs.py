@@ -214,22 +214,22 @@ def update_jobs(tx: Tx, updates: list[JobUpdate], settings: MasterConfig) -> lis
     validate_batch(updates, views, pools, pools=list(pools))
     for update in updates:
         job = by_id[update.job_id]
-        if update.priority is not None:
-            job.priority = update.priority
-        if update.weight is not None:
-            job.weight = update.weight
-        if update.resource_pool is not None and update.resource_pool != job.pool:
-            job.pool = update.resource_pool
-            _set_config(tx, job, "resource_pool", update.resource_pool)
+        pool = update.resource_pool if update.resource_pool != job.pool else None
+        jobs.update(tx.session, job, priority=update.priority, weight=update.weight, pool=pool)
+        if pool is not None:
+            _set_config(tx, job, "resource_pool", pool)
         anchor = update.ahead_of or update.behind_of
         if anchor is not None:
             current = [job_view(j) for j in by_id.values() if j.pool == job.pool]
             mover = move_ahead_of if update.ahead_of else move_behind_of
             move = mover(current, job.id, anchor)
-            job.queue_position = move.queue_position
-            job.priority = move.priority
-            for other_id, position in move.renumbered.items():
-                by_id[other_id].queue_position = position
+            jobs.move(
+                tx.session,
+                job,
+                queue_position=move.queue_position,
+                priority=move.priority,
+                renumbered=[(by_id[i], position) for i, position in move.renumbered.items()],
+            )
         views[job.id] = job_view(job)
     tx.act(Reschedule())
     return [u.job_id for u in updates]
@@ -282,7 +282,7 @@ def update_experiment_resources(
         if field not in changes:
             continue
         if field == "max_slots":
-            job.max_slots = changes[field]
+            jobs.set_max_slots(tx.session, job, max_slots=changes[field])
             tx.act(Reschedule())
         _set_config(tx, job, field, changes[field])
     return exp
@@ -312,9 +312,8 @@ def _set_config(tx: Tx, job: Job, key: str, value: Any) -> None:
     """Keep the experiment's (or task's) shown config in step with its job."""
     task = db_tasks.by_job(tx.session, job.id)
     if task is not None and key == "resource_pool":
-        task.spec = {**task.spec, "pool": value}
+        db_tasks.set_spec_pool(tx.session, task, pool=value)
     for exp in experiments.of_job(tx.session, job.id):
-        config = dict(exp.config)
-        config["resources"] = {**config.get("resources", {}), key: value}
-        exp.config = config
+        experiments.merge_resources(tx.session, exp, resources={key: value})
+        # The cached typed config was parsed from the config as it was before.
         tx.searchers.drop(exp.id)
