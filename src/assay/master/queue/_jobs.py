@@ -6,11 +6,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from assay import rest
-from assay.config import MasterConfig
+from assay.config import MasterConfig, load_experiment_config
 from assay.db import Experiment, Job, Session, Task, experiments, jobs, trials
 from assay.db import tasks as db_tasks
 from assay.errors import Conflict, ErrorDetail, InvalidRequest, NotFound
-from assay.master.kernel import Reschedule, Tx
+from assay.master.kernel import Reschedule, Tx, trial_image
 from assay.master.queue import _room as room
 from assay.protocol import ExperimentState, JobState, TaskInstanceState, TrialState
 from assay.scheduler import Job as JobView
@@ -67,21 +67,16 @@ def pool_agents(connected: Iterable[AgentView], pool: str) -> list[room.AgentRoo
 
 
 def _trial_shape(exp: Experiment) -> room.TrialShape:
-    resources = exp.config.get("resources") or {}
+    """What each trial asks for, read from the experiment's typed config as the scheduling pass
+    reads it when it asks for their slots."""
+    cfg = load_experiment_config(exp.config, stored=True)
+    resources = cfg.resources
     return room.TrialShape(
-        slots=int(resources.get("slots_per_trial", 1)),
-        label=resources.get("agent_label") or None,
-        single_node=bool(resources.get("is_single_node")),
-        image=_named_image(exp.config.get("environment") or {}),
+        slots=resources.slots_per_trial,
+        label=resources.agent_label or None,
+        single_node=bool(resources.is_single_node),
+        image=trial_image(cfg),
     )
-
-
-def _named_image(environment: dict[str, Any]) -> str | None:
-    """The image the stored config names for any device type (it is kept as a per-device map)."""
-    image = environment.get("image")
-    if isinstance(image, dict):
-        return next((str(v) for v in image.values() if v), None)
-    return str(image) if image else None
 
 
 def list_jobs(
