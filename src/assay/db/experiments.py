@@ -278,3 +278,13 @@ def stop_clock(session: Session, exp: Experiment, *, active_seconds: float) -> N
     """The experiment is no longer ACTIVE: its clock stops at ``active_seconds`` in all."""
     exp.active_seconds = active_seconds
     exp.active_since = None
+
+
+def merge_resources(
+    session: Session, exp: Experiment, *, resources: dict[str, int | float | str | None]
+) -> None:
+    """The experiment's config says these ``resources`` (its job's priority, weight, slot limit
+    or pool changed), so what it shows and what its typed config reads agree with its job."""
+    config = dict(exp.config)
+    config["resources"] = {**config.get("resources", {}), **resources}
+    exp.config = config

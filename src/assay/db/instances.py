@@ -30,6 +30,32 @@ def launching(session: Session, instance_id: str, pool: str, now: float) -> Inst
     return row
 
 
+def seen_connected(session: Session, row: Instance, *, busy: bool, at: float) -> None:
+    """The instance's agent is connected: it runs, and it is idle from ``at`` unless ``busy``
+    (one idle before keeps the time it became idle)."""
+    row.state = InstanceState.RUNNING
+    if busy:
+        row.idle_since = None
+    elif row.idle_since is None:
+        row.idle_since = at
+
+
+def mark_terminating(session: Session, row: Instance) -> None:
+    """The instance's terminate command is about to run (a new master runs it again)."""
+    row.state = InstanceState.TERMINATING
+
+
+def command_failed(session: Session, row: Instance, *, message: str) -> None:
+    """A provider command for the instance failed; ``message`` says how."""
+    row.message = message
+
+
+def mark_terminated(session: Session, row: Instance, *, at: float) -> None:
+    """The instance's terminate command ran: its machine is gone."""
+    row.state = InstanceState.TERMINATED
+    row.ended_at = at
+
+
 def of_pool(
     session: Session, pool: str | None, states: Sequence[InstanceState] | None
 ) -> Sequence[Instance]:

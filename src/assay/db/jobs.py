@@ -56,6 +56,49 @@ def _max_queue_position(session: Session) -> float:
     return float(session.scalar(select(func.max(Job.queue_position))) or 0.0)
 
 
+def update(
+    session: Session,
+    job: Job,
+    *,
+    priority: int | None = None,
+    weight: float | None = None,
+    pool: str | None = None,
+) -> None:
+    """The job's priority, fair-share weight and resource pool, each one given."""
+    if priority is not None:
+        job.priority = priority
+    if weight is not None:
+        job.weight = weight
+    if pool is not None:
+        job.pool = pool
+
+
+def set_max_slots(session: Session, job: Job, *, max_slots: int | None) -> None:
+    """The most slots the job may hold at once (None: no limit)."""
+    job.max_slots = max_slots
+
+
+def move(
+    session: Session,
+    job: Job,
+    *,
+    queue_position: float,
+    priority: int,
+    renumbered: Sequence[tuple[Job, float]] = (),
+) -> None:
+    """The job takes ``queue_position`` at ``priority`` (beside the job it was moved ahead of
+    or behind); each job of ``renumbered`` takes its new position to make room."""
+    job.queue_position = queue_position
+    job.priority = priority
+    for other, position in renumbered:
+        other.queue_position = position
+
+
+def mark_done(session: Session, job: Job) -> None:
+    """Nothing of the job runs or waits any more: the queue leaves it out from now on."""
+    job.done = True
+
+
 def active(
     session: Session, pool: str | None, states: Sequence[str]
 ) -> list[tuple[Job, Experiment]]:
@@ -126,14 +169,6 @@ def task_slot_usage(session: Session, tasks: Sequence[Task]) -> dict[str, tuple[
     return {job_id: (a, b) for job_id, (a, b) in usage.items()}
 
 
-# Written for the experiments' side.
-
-
 def set_name(session: Session, job: Job, *, name: str) -> None:
     """The name the job queue shows for the job."""
     job.name = name
-
-
-def mark_done(session: Session, job: Job) -> None:
-    """The job's experiment ended: the queue no longer orders it."""
-    job.done = True

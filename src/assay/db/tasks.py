@@ -86,6 +86,153 @@ def create(
     return task
 
 
+def mark_running(session: Session, task: Task, *, at: float) -> None:
+    """An instance of the waiting task was placed: it runs, started ``at`` unless it had
+    started before (an attempt after a job retry keeps its first start)."""
+    task.state = TaskState.RUNNING
+    task.started_at = task.started_at or at
+
+
+def request_stop(session: Session, task: Task, *, message: str) -> None:
+    """Its user asked the task to stop: it is STOPPING until its live instances are gone."""
+    task.stop_requested = True
+    task.state = TaskState.STOPPING
+    task.message = message
+
+
+def begin_retry(session: Session, task: Task, *, message: str) -> None:
+    """The attempt failed with a job retry left: the job starts again once no instance of it
+    is live (:func:`start_attempt`)."""
+    task.retrying = True
+    task.message = message
+
+
+def start_attempt(session: Session, task: Task, insts: Sequence[TaskInstance]) -> None:
+    """The job's next attempt: the task and every one of its instances ``insts`` wait to be
+    placed again, the instances with their retries and last outcome cleared."""
+    task.retrying = False
+    task.attempt += 1
+    task.state = TaskState.WAITING
+    for inst in insts:
+        inst.state = TaskInstanceState.WAITING
+        inst.retries = 0
+        inst.exit_code = None
+        inst.message = ""
+
+
+def end(
+    session: Session,
+    task: Task,
+    *,
+    state: TaskState,
+    at: float,
+    message: str,
+    exit_code: int | None = None,
+) -> None:
+    """The task reached its outcome ``state`` (its ``exit_code`` when given); a task that
+    ended before keeps its first end time."""
+    if exit_code is not None:
+        task.exit_code = exit_code
+    task.state = state
+    task.ended_at = task.ended_at or at
+    task.message = message
+
+
+def set_spec_pool(session: Session, task: Task, *, pool: str) -> None:
+    """The task's spec, as it is shown, names ``pool``: its job moved there."""
+    task.spec = {**task.spec, "pool": pool}
+
+
+# -- its instances --------------------------------------------------------------------------------
+
+
+def start_run(
+    session: Session,
+    inst: TaskInstance,
+    *,
+    run: int,
+    allocation_id: str,
+    agent_id: str,
+    host: str,
+    slots: Sequence[str],
+    ports: dict[str, list[int]],
+    cpu: float,
+    memory_mb: int,
+    at: float,
+) -> None:
+    """The instance's run ``run`` (its allocation ``allocation_id``) starts on ``agent_id``,
+    holding ``slots``, ``ports`` on ``host``, ``cpu`` cores and ``memory_mb``; what its last
+    run left (exit code, end, message, a kill asked for) is cleared."""
+    inst.runs = run
+    inst.allocation_id = allocation_id
+    inst.state = TaskInstanceState.RUNNING
+    inst.live = True
+    inst.started = False
+    inst.kill_requested = False
+    inst.agent_id = agent_id
+    inst.host = host
+    inst.slots = list(slots)
+    inst.ports = ports
+    inst.cpu = cpu
+    inst.memory_mb = memory_mb
+    inst.exit_code = None
+    inst.started_at = at
+    inst.ended_at = None
+    inst.message = ""
+
+
+def mark_started(session: Session, inst: TaskInstance) -> None:
+    """The agent said the instance's current run started its process."""
+    inst.started = True
+
+
+def end_run(
+    session: Session,
+    inst: TaskInstance,
+    *,
+    exit_code: int | None,
+    state: TaskInstanceState,
+    message: str,
+    at: float,
+) -> None:
+    """The instance's run ended ``at`` with ``exit_code`` (None: lost with its agent), leaving
+    it ``state``; a kill asked for is done with."""
+    _run_over(inst, exit_code, at)
+    inst.state = state
+    inst.message = message
+    inst.kill_requested = False
+
+
+def requeue(
+    session: Session, inst: TaskInstance, *, exit_code: int | None, message: str, at: float
+) -> None:
+    """The instance's run failed ``at`` with ``exit_code`` (None: lost with its agent) and
+    it waits to run again, one more of its retries spent."""
+    _run_over(inst, exit_code, at)
+    inst.retries += 1
+    inst.state = TaskInstanceState.WAITING
+    inst.message = message
+    inst.kill_requested = False
+
+
+def _run_over(inst: TaskInstance, exit_code: int | None, at: float) -> None:
+    inst.live = False
+    inst.exit_code = exit_code
+    inst.ended_at = at
+
+
+def stop_waiting(session: Session, insts: Sequence[TaskInstance]) -> None:
+    """Those of ``insts`` still waiting to be placed never will be: STOPPED."""
+    for inst in insts:
+        if inst.state == TaskInstanceState.WAITING:
+            inst.state = TaskInstanceState.STOPPED
+
+
+def request_kill(session: Session, inst: TaskInstance) -> None:
+    """The live instance's process is to be killed (its exit ends the run)."""
+    inst.kill_requested = True
+
+
 def get(session: Session, task_id: int) -> Task | None:
     return session.get(Task, task_id)
 

@@ -72,6 +72,19 @@ def listed(
     return [(t, name) for t, name in session.execute(query.order_by(Token.id.desc())).all()]
 
 
+def revoke(session: Session, token: Token, *, at: float) -> None:
+    """The token stops signing anyone in from ``at`` (one revoked before keeps its time)."""
+    if token.revoked_at is None:
+        token.revoked_at = at
+
+
+def revoke_others(session: Session, *, user_id: int, kind: str, keep: int, at: float) -> None:
+    """Every live token of ``kind`` of the user ends ``at``, but ``keep`` (the caller's own)."""
+    for token, _name in listed(session, user_id=user_id, kind=kind):
+        if token.revoked_at is None and token.id != keep:
+            token.revoked_at = at
+
+
 def revoke_all(session: Session, user_id: int, now: float) -> None:
     """Every live token of the user ends now (a deactivated user or a changed password)."""
     session.execute(

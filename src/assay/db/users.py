@@ -43,5 +43,20 @@ def create(session: Session, *, username: str, password_hash: str, admin: bool, 
     return user
 
 
+def update(
+    session: Session, user: User, *, admin: bool | None = None, active: bool | None = None
+) -> None:
+    """Whether the user administers the cluster, and whether they may sign in (each given)."""
+    if admin is not None:
+        user.admin = admin
+    if active is not None:
+        user.active = active
+
+
+def set_password(session: Session, user: User, *, password_hash: str) -> None:
+    """The user signs in with a new password (its hash, never the password itself)."""
+    user.password_hash = password_hash
+
+
 def everyone(session: Session) -> Sequence[User]:
     return session.scalars(select(User).order_by(User.id)).all()

@@ -116,6 +116,34 @@ def test_resources_change_together_in_one_transaction(master: Master, context: b
     assert (job.priority, job.max_slots) == (10, 1)
 
 
+@pytest.mark.parametrize(
+    ("resources", "why"),
+    [
+        (
+            {"slots_per_trial": 2},
+            "needs 2 slots a trial; the largest agent in pool 'default' has 1",
+        ),
+        (
+            {"agent_label": "gpu"},
+            "its trials need an agent with label 'gpu'; no connected agent of pool 'default' "
+            "has it",
+        ),
+    ],
+    ids=["slots", "label"],
+)
+def test_the_queue_says_why_trials_wait_from_what_the_experiment_asks_for(
+    master: Master, context: bytes, resources: dict[str, Any], why: str
+) -> None:
+    text = yaml.safe_dump(
+        {**yaml.safe_load(config(name="random", max_trials=2)), "resources": resources}
+    )
+    run(master.experiments.create(ADMIN, Submission(text, context)))
+    connect(master, slots=1)
+    run(master.loops.schedule_once())
+    (job,) = run(master.experiments.queue(None)).jobs
+    assert job.waiting == why
+
+
 def test_a_refused_resource_leaves_the_others_unchanged(master: Master, context: bytes) -> None:
     exp_id = two_trials(master, context)
     before = run(master.reads.experiment(exp_id))

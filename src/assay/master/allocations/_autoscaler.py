@@ -75,11 +75,7 @@ class Autoscaler:
             views = []
             for row in instances.of_pool(tx.session, pool.pool_name, LIVE_INSTANCE_STATES):
                 if row.id in connected:
-                    row.state = InstanceState.RUNNING
-                    if row.id in busy:
-                        row.idle_since = None
-                    elif row.idle_since is None:
-                        row.idle_since = tx.now
+                    instances.seen_connected(tx.session, row, busy=row.id in busy, at=tx.now)
                 views.append(
                     InstanceView(
                         id=row.id,
@@ -97,7 +93,7 @@ class Autoscaler:
             for instance_id in decision.terminate:
                 ending = instances.get(tx.session, instance_id)
                 if ending is not None:
-                    ending.state = InstanceState.TERMINATING
+                    instances.mark_terminating(tx.session, ending)
                 # Nothing new may start on a machine about to go away.
                 agents.disable(tx.session, instance_id)
             return launched, list(decision.terminate)
@@ -158,10 +154,11 @@ class Autoscaler:
             if row is None:
                 return
             if code != 0:
-                row.message = f"{what} command exited {code}: {text}"
+                instances.command_failed(
+                    tx.session, row, message=f"{what} command exited {code}: {text}"
+                )
             if ending:
-                row.state = InstanceState.TERMINATED
-                row.ended_at = tx.now
+                instances.mark_terminated(tx.session, row, at=tx.now)
 
         await self.master.transact(record)
 

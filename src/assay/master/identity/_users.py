@@ -183,7 +183,7 @@ class UserService:
                     "run `assay up` again for a new one, or sign in with a password"
                 )
             row, user = found
-            row.revoked_at = tx.now
+            tokens.revoke(tx.session, row, at=tx.now)
             expires = tx.now + SESSION_DAYS * _DAY
             tokens.create(
                 tx.session,
@@ -201,8 +201,8 @@ class UserService:
     async def logout(self, actor: Actor) -> None:
         def handler(tx: Tx) -> None:
             row = tokens.get(tx.session, actor.token_id)
-            if row is not None and row.revoked_at is None:
-                row.revoked_at = tx.now
+            if row is not None:
+                tokens.revoke(tx.session, row, at=tx.now)
 
         await self.core.transact(handler)
 
@@ -250,22 +250,21 @@ class UserService:
                 raise Conflict(
                     f"{username} is the only active admin; make another user an admin first"
                 )
-            if body.admin is not None:
-                user.admin = body.admin
-            if body.active is not None:
-                user.active = body.active
+            users.update(tx.session, user, admin=body.admin, active=body.active)
             if body.active is False:
                 # Every sign-in and access token ends here: activating the user again gives
                 # back none of them (they sign in again and make new tokens).
                 tokens.revoke_all(tx.session, user.id, tx.now)
             if hashed is not None:
-                user.password_hash = hashed
+                users.set_password(tx.session, user, password_hash=hashed)
                 # Whoever knew the old password is signed out; the caller's own session stays.
-                for row, _name in tokens.listed(
-                    tx.session, user_id=user.id, kind=TokenKind.SESSION
-                ):
-                    if row.revoked_at is None and row.id != actor.token_id:
-                        row.revoked_at = tx.now
+                tokens.revoke_others(
+                    tx.session,
+                    user_id=user.id,
+                    kind=TokenKind.SESSION,
+                    keep=actor.token_id,
+                    at=tx.now,
+                )
             return views.user(user)
 
         return await self.core.transact(handler)
@@ -306,8 +305,7 @@ class UserService:
             owner = users.get(tx.session, row.user_id)
             name = owner.username if owner is not None else "?"
             actor.require_owner(name, f"token {token_id}")
-            if row.revoked_at is None:
-                row.revoked_at = tx.now
+            tokens.revoke(tx.session, row, at=tx.now)
             return views.access_token(row, name)
 
         return await self.core.transact(handler)

@@ -6,11 +6,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from assay import rest
-from assay.config import MasterConfig
+from assay.config import MasterConfig, load_experiment_config
 from assay.db import Experiment, Job, Session, Task, experiments, jobs, trials
 from assay.db import tasks as db_tasks
 from assay.errors import Conflict, ErrorDetail, InvalidRequest, NotFound
-from assay.master.kernel import Reschedule, Tx
+from assay.master.kernel import Reschedule, Tx, trial_image
 from assay.master.queue import _room as room
 from assay.protocol import ExperimentState, JobState, TaskInstanceState, TrialState
 from assay.scheduler import Job as JobView
@@ -67,21 +67,16 @@ def pool_agents(connected: Iterable[AgentView], pool: str) -> list[room.AgentRoo
 
 
 def _trial_shape(exp: Experiment) -> room.TrialShape:
-    resources = exp.config.get("resources") or {}
+    """What each trial asks for, read from the experiment's typed config as the scheduling pass
+    reads it when it asks for their slots."""
+    cfg = load_experiment_config(exp.config, stored=True)
+    resources = cfg.resources
     return room.TrialShape(
-        slots=int(resources.get("slots_per_trial", 1)),
-        label=resources.get("agent_label") or None,
-        single_node=bool(resources.get("is_single_node")),
-        image=_named_image(exp.config.get("environment") or {}),
+        slots=resources.slots_per_trial,
+        label=resources.agent_label or None,
+        single_node=bool(resources.is_single_node),
+        image=trial_image(cfg),
     )
-
-
-def _named_image(environment: dict[str, Any]) -> str | None:
-    """The image the stored config names for any device type (it is kept as a per-device map)."""
-    image = environment.get("image")
-    if isinstance(image, dict):
-        return next((str(v) for v in image.values() if v), None)
-    return str(image) if image else None
 
 
 def list_jobs(
@@ -214,22 +209,22 @@ def update_jobs(tx: Tx, updates: list[JobUpdate], settings: MasterConfig) -> lis
     validate_batch(updates, views, pools, pools=list(pools))
     for update in updates:
         job = by_id[update.job_id]
-        if update.priority is not None:
-            job.priority = update.priority
-        if update.weight is not None:
-            job.weight = update.weight
-        if update.resource_pool is not None and update.resource_pool != job.pool:
-            job.pool = update.resource_pool
-            _set_config(tx, job, "resource_pool", update.resource_pool)
+        pool = update.resource_pool if update.resource_pool != job.pool else None
+        jobs.update(tx.session, job, priority=update.priority, weight=update.weight, pool=pool)
+        if pool is not None:
+            _set_config(tx, job, "resource_pool", pool)
         anchor = update.ahead_of or update.behind_of
         if anchor is not None:
             current = [job_view(j) for j in by_id.values() if j.pool == job.pool]
             mover = move_ahead_of if update.ahead_of else move_behind_of
             move = mover(current, job.id, anchor)
-            job.queue_position = move.queue_position
-            job.priority = move.priority
-            for other_id, position in move.renumbered.items():
-                by_id[other_id].queue_position = position
+            jobs.move(
+                tx.session,
+                job,
+                queue_position=move.queue_position,
+                priority=move.priority,
+                renumbered=[(by_id[i], position) for i, position in move.renumbered.items()],
+            )
         views[job.id] = job_view(job)
     tx.act(Reschedule())
     return [u.job_id for u in updates]
@@ -282,7 +277,7 @@ def update_experiment_resources(
         if field not in changes:
             continue
         if field == "max_slots":
-            job.max_slots = changes[field]
+            jobs.set_max_slots(tx.session, job, max_slots=changes[field])
             tx.act(Reschedule())
         _set_config(tx, job, field, changes[field])
     return exp
@@ -312,9 +307,8 @@ def _set_config(tx: Tx, job: Job, key: str, value: Any) -> None:
     """Keep the experiment's (or task's) shown config in step with its job."""
     task = db_tasks.by_job(tx.session, job.id)
     if task is not None and key == "resource_pool":
-        task.spec = {**task.spec, "pool": value}
+        db_tasks.set_spec_pool(tx.session, task, pool=value)
     for exp in experiments.of_job(tx.session, job.id):
-        config = dict(exp.config)
-        config["resources"] = {**config.get("resources", {}), key: value}
-        exp.config = config
+        experiments.merge_resources(tx.session, exp, resources={key: value})
+        # The cached typed config was parsed from the config as it was before.
         tx.searchers.drop(exp.id)

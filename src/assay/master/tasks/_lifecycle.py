@@ -141,26 +141,23 @@ def start_instances(
         used = taken.setdefault(host, set())
         ports = rules.pick_ports(used, rules.instance_ports(role.ports))
         used.update(p for group in ports.values() for p in group)
-        inst.runs += 1
-        inst.allocation_id = f"{ALLOCATION_PREFIX}{task.id}.{inst.role}.{inst.index}.{inst.runs}"
-        inst.state = TaskInstanceState.RUNNING
-        inst.live = True
-        inst.started = False
-        inst.kill_requested = False
-        inst.agent_id = where.agent_id
-        inst.host = host
-        inst.slots = list(where.slot_ids)
-        inst.ports = ports
-        inst.cpu = role.cpu
-        inst.memory_mb = role.memory_mb
-        inst.exit_code = None
-        inst.started_at = tx.now
-        inst.ended_at = None
-        inst.message = ""
+        run = inst.runs + 1
+        tasks.start_run(
+            tx.session,
+            inst,
+            run=run,
+            allocation_id=f"{ALLOCATION_PREFIX}{task.id}.{inst.role}.{inst.index}.{run}",
+            agent_id=where.agent_id,
+            host=host,
+            slots=where.slot_ids,
+            ports=ports,
+            cpu=role.cpu,
+            memory_mb=role.memory_mb,
+            at=tx.now,
+        )
     first_start = task.started_at is None
     if task.state == TaskState.WAITING:
-        task.state = TaskState.RUNNING
-        task.started_at = task.started_at or tx.now
+        tasks.mark_running(tx.session, task, at=tx.now)
     placed = {
         (i.role, i.index): rules.Placed(i.host, {k: list(v) for k, v in (i.ports or {}).items()})
         for i in everyone
@@ -240,7 +237,7 @@ def instance_started(tx: Tx, allocation_id: str, agent_id: str) -> None:
     inst = tasks.instance_by_allocation(tx.session, allocation_id)
     if inst is None or not inst.live or inst.agent_id != agent_id:
         return
-    inst.started = True
+    tasks.mark_started(tx.session, inst)
     tx.act(Wake(("task", inst.task_id)))
 
 
@@ -260,9 +257,6 @@ def instance_exited(
     task = tasks.get(tx.session, inst.task_id)
     if task is None:
         return
-    inst.live = False
-    inst.exit_code = exit_code
-    inst.ended_at = tx.now
     spec = stored_spec(task)
     role = spec.role(inst.role)
     lost = exit_code is None
@@ -273,18 +267,30 @@ def instance_exited(
         or TaskState(task.state).terminal
     ):
         ended = TaskInstanceState.SUCCEEDED if exit_code == 0 else TaskInstanceState.STOPPED
-        inst.state = ended
-        inst.message = reason or ("stopped" if ended == TaskInstanceState.STOPPED else "")
+        message = reason or ("stopped" if ended == TaskInstanceState.STOPPED else "")
+        tasks.end_run(
+            tx.session, inst, exit_code=exit_code, state=ended, message=message, at=tx.now
+        )
     elif exit_code == 0:
-        inst.state = TaskInstanceState.SUCCEEDED
-        inst.message = reason
+        tasks.end_run(
+            tx.session,
+            inst,
+            exit_code=exit_code,
+            state=TaskInstanceState.SUCCEEDED,
+            message=reason,
+            at=tx.now,
+        )
     elif inst.retries < role.task_retry_count:
-        inst.retries += 1
-        inst.state = TaskInstanceState.WAITING
         what = "was lost" if lost else f"failed with exit code {exit_code}"
-        inst.message = (
-            f"run {inst.runs} {what}{f' ({reason})' if reason else ''}; "
-            f"retry {inst.retries} of {role.task_retry_count}"
+        tasks.requeue(
+            tx.session,
+            inst,
+            exit_code=exit_code,
+            message=(
+                f"run {inst.runs} {what}{f' ({reason})' if reason else ''}; "
+                f"retry {inst.retries + 1} of {role.task_retry_count}"
+            ),
+            at=tx.now,
         )
         after = "it was lost with its agent" if lost else f"exit code {exit_code}"
         _say(
@@ -296,10 +302,15 @@ def instance_exited(
         )
         tx.act(Reschedule())
     else:
-        inst.state = TaskInstanceState.FAILED
         what = "lost with its agent" if lost else f"exit code {exit_code}"
-        inst.message = f"{what}{f' ({reason})' if reason else ''}"
-    inst.kill_requested = False
+        tasks.end_run(
+            tx.session,
+            inst,
+            exit_code=exit_code,
+            state=TaskInstanceState.FAILED,
+            message=f"{what}{f' ({reason})' if reason else ''}",
+            at=tx.now,
+        )
     settle(tx, task)
     tx.act(Reschedule())
     tx.act(Wake(("task", task.id)))
@@ -313,12 +324,10 @@ def settle(tx: Tx, task: Task) -> None:
     live = [i for i in insts if i.live]
     job = jobs.get(tx.session, task.job_id)
     if task.stop_requested:
-        for inst in insts:
-            if inst.state == TaskInstanceState.WAITING:
-                inst.state = TaskInstanceState.STOPPED
+        tasks.stop_waiting(tx.session, insts)
         _kill(tx, live)
         if not live:
-            _end(task, job, TaskState.STOPPED, tx.now, task.message or "stopped by its user")
+            _end(tx, task, job, TaskState.STOPPED, task.message or "stopped by its user")
         return
     spec = stored_spec(task)
     if not task.retrying and not TaskState(task.state).terminal:
@@ -332,29 +341,29 @@ def settle(tx: Tx, task: Task) -> None:
         outcome = rules.decide(roles, states)
         if outcome is not None:
             if outcome.state == TaskState.FAILED and task.attempt < spec.job_retry_count:
-                task.retrying = True
-                task.message = (
-                    f"attempt {task.attempt + 1} failed: {outcome.reason}; retrying the job "
-                    f"({task.attempt + 1} of {spec.job_retry_count} retries)"
+                tasks.begin_retry(
+                    tx.session,
+                    task,
+                    message=(
+                        f"attempt {task.attempt + 1} failed: {outcome.reason}; retrying the job "
+                        f"({task.attempt + 1} of {spec.job_retry_count} retries)"
+                    ),
                 )
             else:
                 failed = [i for i in insts if i.state == TaskInstanceState.FAILED]
                 code = 0
                 if outcome.state == TaskState.FAILED:
                     code = next((i.exit_code for i in failed if i.exit_code), 1)
-                task.exit_code = code
-                _end(task, job, outcome.state, tx.now, outcome.reason, done=not live)
-            for inst in insts:
-                if inst.state == TaskInstanceState.WAITING:
-                    inst.state = TaskInstanceState.STOPPED
+                _end(tx, task, job, outcome.state, outcome.reason, exit_code=code, done=not live)
+            tasks.stop_waiting(tx.session, insts)
             _kill(tx, live)
     if task.retrying and not live:
-        task.retrying = False
-        task.attempt += 1
+        # Read before the new attempt clears the instances' outcomes.
         failed_code = next(
             (i.exit_code for i in insts if i.state == TaskInstanceState.FAILED and i.exit_code),
             None,
         )
+        tasks.start_attempt(tx.session, task, insts)
         after = (
             f"exit code {failed_code}"
             if failed_code is not None
@@ -368,15 +377,9 @@ def settle(tx: Tx, task: Task) -> None:
                 f"assay: job attempt {task.attempt + 1} of {spec.job_retry_count + 1} starting "
                 f"after {after}",
             )
-        task.state = TaskState.WAITING
-        for inst in insts:
-            inst.state = TaskInstanceState.WAITING
-            inst.retries = 0
-            inst.exit_code = None
-            inst.message = ""
         tx.act(Reschedule())
     if TaskState(task.state).terminal and not live and job is not None:
-        job.done = True
+        jobs.mark_done(tx.session, job)
 
 
 def _say(tx: Tx, task: Task, allocation_id: str | None, line: str) -> None:
@@ -391,18 +394,23 @@ def _say(tx: Tx, task: Task, allocation_id: str | None, line: str) -> None:
 
 
 def _end(
-    task: Task, job: Job | None, state: TaskState, now: float, message: str, *, done: bool = True
+    tx: Tx,
+    task: Task,
+    job: Job | None,
+    state: TaskState,
+    message: str,
+    *,
+    exit_code: int | None = None,
+    done: bool = True,
 ) -> None:
-    task.state = state
-    task.ended_at = task.ended_at or now
-    task.message = message
+    tasks.end(tx.session, task, state=state, at=tx.now, message=message, exit_code=exit_code)
     if job is not None and done:
-        job.done = True
+        jobs.mark_done(tx.session, job)
 
 
 def _kill(tx: Tx, live: Sequence[TaskInstance]) -> None:
     for inst in live:
-        inst.kill_requested = True
+        tasks.request_kill(tx.session, inst)
         if inst.agent_id and inst.allocation_id:
             tx.act(KillAllocation(inst.agent_id, inst.allocation_id))
 
@@ -421,9 +429,7 @@ def stop_task(tx: Tx, task_id: int, actor: Actor) -> Task:
         )
     if task.stop_requested:
         return task
-    task.stop_requested = True
-    task.state = TaskState.STOPPING
-    task.message = f"stopped by {actor.username}"
+    tasks.request_stop(tx.session, task, message=f"stopped by {actor.username}")
     settle(tx, task)
     tx.act(Wake(("task", task.id)))
     tx.act(Wake(("task-logs", task.id)))
