@@ -44,11 +44,6 @@ def finite_json(value: Any) -> Any:
     return value
 
 
-def slots_per_trial(config: dict[str, Any]) -> int:
-    """``resources.slots_per_trial`` of a stored experiment config (1 when absent)."""
-    return int((config.get("resources") or {}).get("slots_per_trial", 1))
-
-
 class Json(TypeDecorator[Any]):
     """A JSON column that stores :func:`finite_json` of what it is given."""
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from assay.db._models import Allocation, Experiment, Job, Task, TaskInstance, Trial, slots_per_trial
+from assay.db._models import Allocation, Experiment, Job, Task, TaskInstance, Trial
 from assay.protocol import (
     LIVE_ALLOCATION_STATES,
     TERMINAL_TASK_STATES,
@@ -114,7 +114,8 @@ def active(
 
 
 def slot_usage(session: Session, job_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
-    """Per job: slots its live allocations hold, and slots its queued trials ask for."""
+    """Per experiment's job: slots its live allocations hold, and how many of its trials are
+    queued (the slots each asks for are its typed config's to say)."""
     usage: dict[str, list[int]] = {job_id: [0, 0] for job_id in job_ids}
     if not job_ids:
         return {}
@@ -127,14 +128,13 @@ def slot_usage(session: Session, job_ids: Sequence[str]) -> dict[str, tuple[int,
     for job_id, slots in held:
         usage[job_id][0] += sum(len(s) for s in (slots or {}).values())
     queued = session.execute(
-        select(Experiment.job_id, Experiment.config, func.count())
+        select(Experiment.job_id, func.count())
         .join(Trial, Trial.experiment_id == Experiment.id)
         .where(Experiment.job_id.in_(job_ids), Trial.state == TrialState.QUEUED)
-        .group_by(Experiment.job_id, Experiment.id)
+        .group_by(Experiment.job_id)
     ).all()
-    for job_id, config, n in queued:
-        per_trial = slots_per_trial(config)
-        usage[job_id][1] += per_trial * int(n)
+    for job_id, n in queued:
+        usage[job_id][1] += int(n)
     return {job_id: (a, b) for job_id, (a, b) in usage.items()}
 
 

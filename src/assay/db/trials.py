@@ -11,7 +11,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
 
 from assay.db._ids import next_id
-from assay.db._models import Experiment, Job, Trial, slots_per_trial
+from assay.db._models import Experiment, Job, Trial
 from assay.errors import NotFound
 from assay.protocol import TERMINAL_TRIAL_STATES, ExperimentState, TrialState
 
@@ -227,10 +227,10 @@ def queued(session: Session) -> list[tuple[Trial, Experiment, Job]]:
     return [(t, e, j) for t, e, j in rows]
 
 
-def queued_slot_demand(session: Session, pool: str) -> int:
-    """Slots the queued trials of ``pool``'s active experiments ask for."""
+def queued_by_experiment(session: Session, pool: str) -> list[tuple[Experiment, int]]:
+    """``pool``'s active experiments with queued trials, and how many each has queued."""
     rows = session.execute(
-        select(Experiment.config, func.count())
+        select(Experiment, func.count())
         .join(Trial, Trial.experiment_id == Experiment.id)
         .join(Job, Experiment.job_id == Job.id)
         .where(
@@ -240,7 +240,7 @@ def queued_slot_demand(session: Session, pool: str) -> int:
         )
         .group_by(Experiment.id)
     ).all()
-    return sum(slots_per_trial(c) * int(n) for c, n in rows)
+    return [(exp, int(n)) for exp, n in rows]
 
 
 def counts(session: Session, experiment_ids: Sequence[int]) -> dict[int, dict[str, int]]:

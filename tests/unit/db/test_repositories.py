@@ -106,14 +106,17 @@ def test_require_names_what_is_missing(db: Database) -> None:
         db.run_sync(lambda s: trials.require(s, 9))
 
 
-def test_queued_trials_come_with_their_experiment_and_job_and_count_their_slots(
+def test_queued_trials_come_with_their_experiment_and_job_and_are_counted_per_experiment(
     db: Database,
 ) -> None:
     exp_id = db.run_sync(experiment)
     db.run_sync(lambda s: [trial(s, exp_id, r) for r in ("r1", "r2")])
     queued = db.run_sync(trials.queued)
     assert [(t.request_id, e.id) for t, e, _ in queued] == [("r1", exp_id), ("r2", exp_id)]
-    assert db.run_sync(lambda s: trials.queued_slot_demand(s, "default")) == 4
+    assert db.run_sync(
+        lambda s: [(e.id, n) for e, n in trials.queued_by_experiment(s, "default")]
+    ) == [(exp_id, 2)]
+    assert db.run_sync(lambda s: trials.queued_by_experiment(s, "other")) == []
     assert db.run_sync(lambda s: trials.counts(s, [exp_id])) == {exp_id: {"QUEUED": 2}}
 
 

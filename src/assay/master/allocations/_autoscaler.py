@@ -64,7 +64,10 @@ class Autoscaler:
         connected = {a.id: a for a in self.agents.connected_views() if a.pool == pool.pool_name}
 
         def plan(tx: Tx) -> tuple[list[str], list[str]]:
-            demand = trials.queued_slot_demand(tx.session, pool.pool_name)
+            demand = sum(
+                tx.searchers.config(exp).resources.slots_per_trial * n
+                for exp, n in trials.queued_by_experiment(tx.session, pool.pool_name)
+            )
             used = allocations.used_slots(tx.session)
             busy = set(used)
             free = sum(

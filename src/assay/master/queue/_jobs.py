@@ -101,7 +101,15 @@ def list_jobs(
         raise NotFound(f"resource pool {pool!r} does not exist; this cluster has: {names}")
     rows = jobs.active(session, pool, _ACTIVE)
     task_rows = jobs.active_tasks(session, pool)
-    usage = jobs.slot_usage(session, [job.id for job, _ in rows])
+    counted = jobs.slot_usage(session, [job.id for job, _ in rows])
+    # The typed config is read only for experiments with trials queued: a queue of thousands
+    # of running experiments costs no validation.
+    shapes = {exp.id: _trial_shape(exp) for job, exp in rows if counted.get(job.id, (0, 0))[1]}
+    exp_of = {job.id: exp.id for job, exp in rows}
+    usage = {
+        job_id: (held, shapes[exp_of[job_id]].slots * n if n else 0)
+        for job_id, (held, n) in counted.items()
+    }
     usage.update(jobs.task_slot_usage(session, [t for _, t in task_rows]))
     by_id: dict[str, tuple[Job, Experiment | None, Task | None]] = {
         job.id: (job, exp, None) for job, exp in rows
@@ -143,7 +151,7 @@ def list_jobs(
             status = JobState.SCHEDULED if job.id in waiting else JobState.QUEUED
         waits = status != JobState.RUNNING if task is not None else queued > 0
         if waits:
-            shape = _trial_shape(exp) if exp is not None else None
+            shape = shapes[exp.id] if exp is not None else None
             need = room.Amounts(slots=shape.slots) if shape else needs.get(job.id, room.Amounts())
             why = room.why_waiting(
                 room.Queued(
