@@ -260,7 +260,7 @@ def start_trial(
     layouts = gang.plan(tx, alloc, placement, agents)
     # Every node's address, as Determined gives it, a single node's too.
     addrs = gang.container_addrs(placement, agents)
-    nni_env = trial_env(tx.session, exp, trial)
+    nni_env = trial_env(tx.session, exp, cfg, trial)
     for rank, (agent_id, slot_ids) in enumerate(sorted(placement.items())):
         agent = agents.get(agent_id)
         slot_views = [s for s in agent.slots if s.id in slot_ids] if agent else []

@@ -338,7 +338,7 @@ def enforce_preemption_timeouts(tx: Tx, timeouts: dict[str, float]) -> list[str]
     experiment's, else their pool's, from ``timeouts``). Returns the ones killed."""
     killed = []
     for alloc, _trial, exp in allocations.preempting(tx.session):
-        own = exp.config.get("preemption_timeout")
+        own = tx.searchers.config(exp).preemption_timeout
         limit = float(own) if own is not None else timeouts.get(alloc.pool, 3600.0)
         if alloc.preempt_at is not None and tx.now - alloc.preempt_at >= limit:
             allocations.mark_overdue(tx.session, alloc)

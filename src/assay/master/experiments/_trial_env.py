@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from assay.config import ExperimentConfig
 from assay.db import Experiment, Session, Trial, trials
 from assay.protocol import AdaptDLEnv, NniEnv
 from assay.storage import SharedFSStorage, storage_from_config
@@ -28,9 +29,11 @@ def adaptdl_root(config: dict[str, Any], experiment_id: int) -> Path:
     return storage.base / "adaptdl" / f"experiment-{experiment_id}"
 
 
-def trial_env(session: Session, exp: Experiment, trial: Trial) -> dict[str, str]:
+def trial_env(
+    session: Session, exp: Experiment, cfg: ExperimentConfig, trial: Trial
+) -> dict[str, str]:
     """NNI's ids (and AdaptDL's directories, for an experiment with an ``adaptdl`` section)."""
-    adaptdl = exp.config.get("adaptdl") is not None
+    adaptdl = cfg.adaptdl is not None
     env = {
         NniEnv.PLATFORM: NniEnv.ADAPTDL_PLATFORM if adaptdl else NniEnv.LOCAL_PLATFORM,
         NniEnv.EXPERIMENT_ID: str(exp.id),
