@@ -188,16 +188,24 @@ async def an_allocation_runs_reports_its_output_and_exit_code(subject: Subject) 
         await manager.close()
 
 
+async def _trapping_sigterm(
+    manager: ResourceManager, recorder: Recorder, node: Hello, subject: Subject
+) -> Start:
+    """A running allocation that says ``stopping`` and exits 7 on SIGTERM."""
+    message = start(
+        node,
+        "trap 'echo stopping; exit 7' TERM; echo ready; while true; do sleep 0.1; done",
+        subject.env,
+    )
+    await manager.start(node.agent_id, message)
+    await _printed(recorder, message.allocation_id, "ready", subject.timeout)
+    return message
+
+
 async def a_kill_sends_sigterm_so_the_process_can_stop_cleanly(subject: Subject) -> None:
     manager, recorder, node = await _opened(subject)
     try:
-        message = start(
-            node,
-            "trap 'echo stopping; exit 7' TERM; echo ready; while true; do sleep 0.1; done",
-            subject.env,
-        )
-        await manager.start(node.agent_id, message)
-        await _printed(recorder, message.allocation_id, "ready", subject.timeout)
+        message = await _trapping_sigterm(manager, recorder, node, subject)
         await manager.kill(node.agent_id, message.allocation_id)
         exited = await _ended(recorder, message.allocation_id, subject.timeout)
         assert exited.exit_code == 7, f"exit code {exited.exit_code} after SIGTERM, expected 7"
@@ -210,13 +218,7 @@ async def a_kill_sends_sigterm_so_the_process_can_stop_cleanly(subject: Subject)
 async def a_kill_now_gives_no_grace(subject: Subject) -> None:
     manager, recorder, node = await _opened(subject)
     try:
-        message = start(
-            node,
-            "trap 'echo stopping; exit 7' TERM; echo ready; while true; do sleep 0.1; done",
-            subject.env,
-        )
-        await manager.start(node.agent_id, message)
-        await _printed(recorder, message.allocation_id, "ready", subject.timeout)
+        message = await _trapping_sigterm(manager, recorder, node, subject)
         await manager.kill(node.agent_id, message.allocation_id, now=True)
         exited = await _ended(recorder, message.allocation_id, subject.timeout)
         assert exited.exit_code != 7, "a kill with now=True let the SIGTERM handler run"

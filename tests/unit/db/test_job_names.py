@@ -4,21 +4,12 @@ A database an earlier version left with several jobs of one name migrates with e
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from alembic import command
 
 from assay.db import Database, Session, jobs, tasks
 from assay.errors import Conflict
 from tests.unit.db.test_migrations import alembic_config, insert
-
-
-@pytest.fixture
-def db(db_url: str) -> Iterator[Database]:
-    database = Database(db_url)
-    yield database
-    database.dispose()
 
 
 def _submit(session: Session, name: str, *, owner: str = "alice", kind: str = "job") -> int:

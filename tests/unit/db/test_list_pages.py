@@ -3,19 +3,8 @@ server, on SQLite and PostgreSQL; and what a transaction tells live viewers it c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 from assay.db import Database, Session, changes, contexts, experiments, jobs, metrics, trials
 from assay.protocol import TRAINING, VALIDATION, ExperimentState, MetricReport, TrialState
-
-
-@pytest.fixture
-def db(db_url: str) -> Iterator[Database]:
-    database = Database(db_url)
-    yield database
-    database.dispose()
 
 
 def add_experiment(

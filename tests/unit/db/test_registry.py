@@ -3,8 +3,6 @@ reused, the versions holding each checkpoint, and a model's deletion keeping its
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
@@ -13,13 +11,6 @@ from alembic.migration import MigrationContext
 from assay.db import Base, Database, Session, checkpoints, registry
 from assay.errors import Conflict, NotFound
 from tests.unit.db.test_repositories import experiment, trial
-
-
-@pytest.fixture
-def db(db_url: str) -> Iterator[Database]:
-    database = Database(db_url)
-    yield database
-    database.dispose()
 
 
 def _checkpoints(session: Session, *uuids: str) -> None:

@@ -34,13 +34,6 @@ from assay.protocol import (
 )
 
 
-@pytest.fixture
-def db(db_url: str) -> Iterator[Database]:
-    database = Database(db_url)
-    yield database
-    database.dispose()
-
-
 def experiment(session: Session, name: str = "e") -> int:
     ctx = contexts.stored(session, sha256="ab" * 32, size=3, files=1, data=b"tar", now=1.0)
     job = jobs.create(

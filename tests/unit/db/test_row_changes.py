@@ -4,10 +4,6 @@ with."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 from assay.db import (
     Database,
     Session,
@@ -27,13 +23,6 @@ from assay.protocol import (
     TrialState,
 )
 from tests.unit.db.test_repositories import experiment, trial
-
-
-@pytest.fixture
-def db(db_url: str) -> Iterator[Database]:
-    database = Database(db_url)
-    yield database
-    database.dispose()
 
 
 def _allocation(session: Session, trial_id: int, slots: dict[str, list[str]]) -> str:

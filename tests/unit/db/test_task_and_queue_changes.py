@@ -3,10 +3,6 @@ PostgreSQL: each function of a ``db`` module leaves the row as its name says."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
 from assay.db import (
     Database,
     Session,
@@ -19,13 +15,6 @@ from assay.db import (
     users,
 )
 from assay.protocol import ExperimentState, InstanceState, TaskInstanceState, TaskState
-
-
-@pytest.fixture
-def db(db_url: str) -> Iterator[Database]:
-    database = Database(db_url)
-    yield database
-    database.dispose()
 
 
 def job(session: Session, job_id: str, *, pool: str = "default") -> str:
