@@ -44,8 +44,8 @@ def test_an_entrypoint_importing_a_framework_no_agent_has_is_refused_at_submissi
     assert result.stderr == (
         "error: invalid experiment config: entrypoint: train.py imports tensorflow, which none "
         "of the 1 connected agent of resource pool 'default' can import; install it where the "
-        "agents run (`pip install tensorflow`) and restart them, or submit to a pool that has "
-        "it\n"
+        "agents run (`pip install tensorflow`) and restart them (a cluster of `assay up`: "
+        "`assay down`, then `assay up`), or submit to a pool that has it\n"
     )
     assert cluster.client.list_experiments().experiments == []
 

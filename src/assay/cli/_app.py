@@ -14,6 +14,8 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
+from typer._click import echo
+from typer._click.exceptions import UsageError
 
 from assay.cli._lazy import LazyGroup, Subcommand, root_command
 from assay.cli._state import PIPE_WIDTH, state
@@ -168,4 +170,12 @@ SUBCOMMANDS: dict[str, Subcommand] = {
 
 def command() -> LazyGroup:
     """The ``assay`` command, ready to run: ``command().main(args, prog_name="assay")``."""
+    UsageError.show = _one_line  # type: ignore[method-assign]
     return root_command(app, SUBCOMMANDS)
+
+
+def _one_line(self: UsageError, file: Any = None) -> None:
+    """A command line that cannot be read is said in one line, as every other error is, with
+    where its usage is shown (click's own puts the usage and a hint on lines before it)."""
+    where = f"; `{self.ctx.command_path} -h` shows its usage" if self.ctx is not None else ""
+    echo(f"error: {self.format_message().rstrip('.')}{where}", file=file or sys.stderr, err=True)

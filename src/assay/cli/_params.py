@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
+from typer._click.exceptions import BadParameter
 from typer._coercion import RuntimeParam, TypeDescriptor, build_runtime_param
 from typer._param_types import (
     choice_coercion_annotation,
@@ -57,7 +58,15 @@ class _Plain(RuntimeParam):
             return self.read(value, param, ctx)
         except Exception:  # every doubt goes to Typer, which decides
             typers = build_runtime_param(self.descriptor)
-            return typers._coerce_value(value, param=param, ctx=ctx)
+            try:
+                return typers._coerce_value(value, param=param, ctx=ctx)
+            except BadParameter as refused:
+                # pydantic's words ("Input should be a valid integer") name no value.
+                if isinstance(value, str) and repr(value) not in refused.message:
+                    raise BadParameter(
+                        f"{refused.message} (got {value!r})", refused.ctx, refused.param
+                    ) from refused
+                raise
 
 
 def _text(value: Any, param: Any, ctx: Any) -> Any:

@@ -125,6 +125,17 @@ def test_a_mistyped_command_is_suggested_from_the_unbuilt_names() -> None:
     assert "No such command 'experiement'. Did you mean 'experiment'?" in done.output
 
 
+def test_a_command_line_that_cannot_be_read_is_refused_in_one_line_with_the_value_given() -> None:
+    done = CliRunner().invoke(command(), ["e", "describe", "abc"], prog_name="assay")
+    assert done.exit_code == 2
+    assert done.output == (
+        "error: Invalid value for 'EXPERIMENT_ID': Input should be a valid integer, unable to "
+        "parse string as an integer (got 'abc'); `assay e describe -h` shows its usage\n"
+    )
+    done = CliRunner().invoke(command(), ["frobnicate"], prog_name="assay")
+    assert done.output == "error: No such command 'frobnicate'; `assay -h` shows its usage\n"
+
+
 def test_no_help_shows_a_markup_escape() -> None:
     """Help is plain text: ``\\[word]`` (rich's escape) would be shown with its backslash."""
     shown = []

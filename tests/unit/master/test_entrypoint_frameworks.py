@@ -50,7 +50,8 @@ def test_the_pytorch_example_is_refused_where_no_agent_has_torch_saying_how_to_i
     assert message == (
         "invalid experiment config: entrypoint: train.py imports torch, which none of the 2 "
         "connected agents of resource pool 'default' can import; install it where the agents "
-        "run (`pip install torch==2.13.0`) and restart them, or submit to a pool that has it"
+        "run (`pip install torch==2.13.0`) and restart them (a cluster of `assay up`: "
+        "`assay down`, then `assay up`), or submit to a pool that has it"
     )
     assert [d.path for d in caught.value.details] == ["entrypoint"]
 

@@ -181,8 +181,8 @@ def framework_problem(
         message = (
             f"{needs.script} imports {module}, which none of the {count} connected "
             f"agent{'s' if count > 1 else ''} of resource pool {pool!r} can import; install it "
-            f"where the agents run (`{FRAMEWORKS[module]}`) and restart them, or submit to a "
-            "pool that has it"
+            f"where the agents run (`{FRAMEWORKS[module]}`) and restart them (a cluster of "
+            "`assay up`: `assay down`, then `assay up`), or submit to a pool that has it"
         )
         raise InvalidConfig(
             f"invalid experiment config: entrypoint: {message}",
