@@ -7,9 +7,11 @@ checkpoint by its uuid, a searcher result by (trial, length); a retried request 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from assay import rest
+from assay.config import ExperimentConfig
 from assay.db import (
     Checkpoint,
     Experiment,
@@ -85,10 +87,15 @@ class Ingested:
 
 
 def ingest_metrics(
-    session: Session, caller: Caller, reports: list[MetricReport], now: float
+    session: Session,
+    caller: Caller,
+    reports: list[MetricReport],
+    now: float,
+    config_of: Callable[[Experiment], ExperimentConfig] | None = None,
 ) -> Ingested:
     """Store reports (ignoring repeats) and keep the trial's steps and best validation up to
-    date."""
+    date (ranked by the searcher's metric as ``config_of`` gives the experiment's typed
+    config: validations are ingested under the lock, where the searchers' cache is read)."""
     # Checked again in the writing transaction: the run may have ended since the token was
     # checked, and its late reports must not mix with the next run's.
     check_live(session, caller)
@@ -101,11 +108,13 @@ def ingest_metrics(
     validations = [r for r in reports if r.group == VALIDATION]
     if not validations:
         return Ingested(trials.record_reported(session, caller.trial_id, steps), [])
+    if config_of is None:
+        raise AssertionError("validations are ingested with the experiment's typed config")
     trial = trials.require(session, caller.trial_id)
     exp = experiments.require(session, trial.experiment_id)
-    searcher_cfg = exp.config.get("searcher", {})
-    metric = searcher_cfg.get("metric")
-    smaller = searcher_cfg.get("smaller_is_better", True)
+    searcher_cfg = config_of(exp).searcher
+    metric = searcher_cfg.metric
+    smaller = searcher_cfg.smaller_is_better
     # NNI ranks a trial by its final result alone (its listings sort by it; a trial without
     # one is not ranked); its intermediate results still reach the searcher and assessors.
     finals_only = rest.ConfigSource(exp.source).nni

@@ -94,7 +94,7 @@ class HarnessService:
             return harness.ingest_metrics(session, caller, reports, now).numbers or (-1, 0, None)
 
         def write_and_feed(tx: Tx) -> tuple[int, int, float | None]:
-            ingested = harness.ingest_metrics(tx.session, caller, reports, now)
+            ingested = harness.ingest_metrics(tx.session, caller, reports, now, tx.searchers.config)
             harness.feed_code_driven(tx, ingested)
             return ingested.numbers or (-1, 0, None)
 

@@ -24,20 +24,23 @@ from assay.master.kernel import Reschedule, Tx, active_time, add_note
 from assay.protocol import ExperimentState
 
 
-def limit_of(exp: Experiment, key: str) -> float | None:
-    """``max_duration`` or ``max_trial_duration`` of a stored config, in seconds."""
-    value = exp.config.get(key)
-    return float(value) if isinstance(value, int | float) and value > 0 else None
+def _positive(value: float | None) -> float | None:
+    return float(value) if value is not None and value > 0 else None
 
 
 def enforce_time_limits(tx: Tx) -> None:
-    """Stop experiments out of time and end trials that ran too long."""
+    """Stop experiments out of time and end trials that ran too long. A paused experiment is
+    left alone: its clock is stopped, and what of it still runs is being stopped already (within
+    its preemption timeout); its typed config is not loaded for a check that has nothing to do."""
     limited: dict[int, tuple[Experiment, float]] = {}
     for exp in experiments.live(tx.session):
-        trial_limit = limit_of(exp, "max_trial_duration")
+        if exp.state == ExperimentState.PAUSED:
+            continue
+        cfg = tx.searchers.config(exp)
+        trial_limit = _positive(cfg.max_trial_duration)
         if trial_limit is not None:
             limited[exp.id] = (exp, trial_limit)
-        limit = limit_of(exp, "max_duration")
+        limit = _positive(cfg.max_duration)
         if limit is None or exp.state != ExperimentState.ACTIVE:
             continue
         if exp.active_since is None:
