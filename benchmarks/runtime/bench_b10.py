@@ -227,7 +227,7 @@ def search_child(n_trials: int, concurrent: int, model: bool, samples: int) -> N
         "slots": [{"id": str(i), "type": "cpu"} for i in range(concurrent)],
         "running": [],
     }
-    run(master.agents.connected(hello, agent))
+    run(master.pools.join(hello, agent))
     done = 0
     step = max(1, n_trials // samples)
     next_sample = step

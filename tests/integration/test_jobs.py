@@ -130,6 +130,7 @@ def test_two_roles_find_each_other_through_pai_variables(cluster: Cluster) -> No
 
 
 def _sleeper_job(name: str, pid_dir: Path, **role: object) -> str:
+    pid = "<% $parameters.dir %>/$PAI_TASK_INDEX"
     spec = {
         "protocolVersion": 2,
         "name": name,
@@ -143,7 +144,8 @@ def _sleeper_job(name: str, pid_dir: Path, **role: object) -> str:
                 "resourcePerInstance": {"cpu": 0, "memoryMB": 16, "gpu": 0},
                 "commands": [
                     "if [ $PAI_TASK_INDEX = 0 ]; then echo quick; exit 0; fi",
-                    "sleep 300 & echo $! > <% $parameters.dir %>/$PAI_TASK_INDEX.pid; wait",
+                    # Written whole or not at all: a stopped instance leaves no empty file.
+                    f"sleep 300 & echo $! > {pid}.tmp && mv {pid}.tmp {pid}.pid; wait",
                 ],
                 **role,
             }
