@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay import rest
+from assay.config import load_experiment_config
 from assay.db import Checkpoint, Session, checkpoints, experiments, trials
 from assay.errors import AssayError, Conflict, Forbidden, InvalidRequest, NotFound
 from assay.master.artifacts import _checkpoint_files as files
@@ -67,10 +68,10 @@ def require_readable(session: Session, reader: Reader, row: Checkpoint) -> None:
     if row.experiment_id == trial.experiment_id or row.uuid == trial.source_checkpoint:
         return
     exp = experiments.require(session, trial.experiment_id)
-    searcher = exp.config.get("searcher") or {}
-    if row.uuid == searcher.get("source_checkpoint_uuid"):
+    searcher = load_experiment_config(exp.config, stored=True).searcher
+    if row.uuid == searcher.source_checkpoint_uuid:
         return
-    if row.trial_id is not None and row.trial_id == searcher.get("source_trial_id"):
+    if row.trial_id is not None and row.trial_id == searcher.source_trial_id:
         return
     raise Forbidden(
         f"checkpoint {row.uuid} belongs to experiment {row.experiment_id}; trial "

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.config import load_experiment_config
 from assay.db import Experiment, checkpoints, experiments, metrics, registry
 from assay.errors import AssayError, PartlyDeleted, one_line
 from assay.master.kernel import StorageAccess, Transactor, Tx
@@ -64,10 +65,12 @@ def mark_for_collection(tx: Tx, exp: Experiment) -> None:
     """Mark the checkpoints an ended experiment does not keep as DELETING, in the transaction
     that ends it, so a master killed right after still deletes them when it comes back."""
     storage = dict(exp.config.get("checkpoint_storage") or {})
-    searcher = exp.config.get("searcher") or {}
-    metric = searcher.get("metric")
-    sign = 1.0 if searcher.get("smaller_is_better", True) else -1.0
-    scores = validation_scores(metrics.validation_values(tx.session, exp.id, metric), sign)
+    # The typed config, read once here: the experiment has ended, and its searcher (which the
+    # searchers' cache would build to give it) is not to be started again for this.
+    searcher = load_experiment_config(exp.config, stored=True).searcher
+    sign = 1.0 if searcher.smaller_is_better else -1.0
+    values = metrics.validation_values(tx.session, exp.id, searcher.metric)
+    scores = validation_scores(values, sign)
     rows = list(checkpoints.of(tx.session, experiment_id=exp.id))
     facts = [
         CheckpointFacts(

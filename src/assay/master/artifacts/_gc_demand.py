@@ -16,6 +16,7 @@ import asyncio
 from dataclasses import dataclass
 
 from assay import rest
+from assay.config import load_experiment_config
 from assay.db import checkpoints, experiments, metrics, registry, trials
 from assay.master.artifacts._gc import (
     CheckpointFacts,
@@ -55,9 +56,9 @@ def _plan(tx: Tx, actor: Actor, experiment_id: int, body: rest.GcPolicy) -> _Pla
         )
         for name in _FIELDS
     }
-    searcher = exp.config.get("searcher") or {}
-    sign = 1.0 if searcher.get("smaller_is_better", True) else -1.0
-    values = metrics.validation_values(tx.session, exp.id, searcher.get("metric"))
+    searcher = load_experiment_config(exp.config, stored=True).searcher
+    sign = 1.0 if searcher.smaller_is_better else -1.0
+    values = metrics.validation_values(tx.session, exp.id, searcher.metric)
     scores = validation_scores(values, sign)
     rows = [
         c
