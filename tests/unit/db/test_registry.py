@@ -10,25 +10,7 @@ from alembic.migration import MigrationContext
 
 from assay.db import Base, Database, Session, checkpoints, registry
 from assay.errors import Conflict, NotFound
-from tests.unit.db.test_repositories import experiment, trial
-
-
-def _checkpoints(session: Session, *uuids: str) -> None:
-    exp_id = experiment(session)
-    trial_id = trial(session, exp_id)
-    for steps, uuid in enumerate(uuids, start=1):
-        checkpoints.create(
-            session,
-            uuid=uuid,
-            trial_id=trial_id,
-            experiment_id=exp_id,
-            allocation_id="a",
-            steps_completed=steps,
-            metadata={},
-            resources={},
-            size=0,
-            reported_at=1.0,
-        )
+from tests.unit.db.test_repositories import checkpointed
 
 
 def _register(session: Session, model: str, uuid: str) -> int:
@@ -82,7 +64,7 @@ def test_version_numbers_are_never_reused_and_deleting_a_model_keeps_its_checkpo
     db: Database,
 ) -> None:
     def make(session: Session) -> list[int]:
-        _checkpoints(session, "c1", "c2", "c3")
+        checkpointed(session, "c1", "c2", "c3")
         for name in ("m", "other"):
             registry.create(session, name=name, description="", labels=[], owner="a", now=1.0)
         _register(session, "other", "c1")

@@ -78,6 +78,26 @@ def trial(session: Session, exp_id: int, request: str = "r1") -> int:
     return row.id
 
 
+def checkpointed(session: Session, *uuids: str) -> int:
+    """A new trial of a new experiment with one checkpoint per uuid (steps 1, 2...); its id."""
+    exp_id = experiment(session)
+    trial_id = trial(session, exp_id)
+    for steps, uuid in enumerate(uuids, start=1):
+        checkpoints.create(
+            session,
+            uuid=uuid,
+            trial_id=trial_id,
+            experiment_id=exp_id,
+            allocation_id="a",
+            steps_completed=steps,
+            metadata={},
+            resources={},
+            size=0,
+            reported_at=1.0,
+        )
+    return trial_id
+
+
 def test_a_context_is_stored_once_per_content_and_jobs_queue_in_order(db: Database) -> None:
     first, second = db.run_sync(lambda s: (experiment(s, "a"), experiment(s, "b")))
 

@@ -22,7 +22,7 @@ from assay.protocol import (
     PreemptReason,
     TrialState,
 )
-from tests.unit.db.test_repositories import experiment, trial
+from tests.unit.db.test_repositories import checkpointed, experiment, trial
 
 
 def _allocation(session: Session, trial_id: int, slots: dict[str, list[str]]) -> str:
@@ -229,25 +229,7 @@ def test_an_allocations_start_flags_exits_and_end_are_stored(db: Database) -> No
 
 
 def test_checkpoints_are_marked_for_deletion_deleted_and_put_back(db: Database) -> None:
-    exp_id = db.run_sync(experiment)
-    trial_id = db.run_sync(lambda s: trial(s, exp_id))
-
-    def create(session: Session) -> None:
-        for n, uuid in enumerate(("c1", "c2", "c3")):
-            checkpoints.create(
-                session,
-                uuid=uuid,
-                trial_id=trial_id,
-                experiment_id=exp_id,
-                allocation_id="a",
-                steps_completed=n,
-                metadata={},
-                resources={},
-                size=0,
-                reported_at=1.0,
-            )
-
-    db.run_sync(create)
+    trial_id = db.run_sync(lambda s: checkpointed(s, "c1", "c2", "c3"))
     db.run_sync(
         lambda s: checkpoints.mark_deleting(s, checkpoints.by_uuid(s, ["c1", "c2"]).values())
     )
