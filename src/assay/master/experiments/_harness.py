@@ -91,11 +91,11 @@ def ingest_metrics(
     caller: Caller,
     reports: list[MetricReport],
     now: float,
-    config_of: Callable[[Experiment], ExperimentConfig] | None = None,
+    config_of: Callable[[Experiment], ExperimentConfig],
 ) -> Ingested:
     """Store reports (ignoring repeats) and keep the trial's steps and best validation up to
-    date (ranked by the searcher's metric as ``config_of`` gives the experiment's typed
-    config: validations are ingested under the lock, where the searchers' cache is read)."""
+    date (ranked by the searcher's metric of the experiment's typed config, as ``config_of``
+    reads it)."""
     # Checked again in the writing transaction: the run may have ended since the token was
     # checked, and its late reports must not mix with the next run's.
     check_live(session, caller)
@@ -108,8 +108,6 @@ def ingest_metrics(
     validations = [r for r in reports if r.group == VALIDATION]
     if not validations:
         return Ingested(trials.record_reported(session, caller.trial_id, steps), [])
-    if config_of is None:
-        raise AssertionError("validations are ingested with the experiment's typed config")
     trial = trials.require(session, caller.trial_id)
     exp = experiments.require(session, trial.experiment_id)
     searcher_cfg = config_of(exp).searcher

@@ -4,7 +4,8 @@ their allocation's token."""
 from __future__ import annotations
 
 from assay import rest
-from assay.db import Session, allocations, experiments, trials
+from assay.config import ExperimentConfig, load_experiment_config
+from assay.db import Experiment, Session, allocations, experiments, trials
 from assay.master.experiments import _harness as harness
 from assay.master.kernel import Caller, Orchestrator, Tx, views
 from assay.protocol import (
@@ -91,7 +92,9 @@ class HarnessService:
         now = self.core.clock()
 
         def write(session: Session) -> tuple[int, int, float | None]:
-            return harness.ingest_metrics(session, caller, reports, now).numbers or (-1, 0, None)
+            # Training reports only: no validation to rank, so the config is never read.
+            ingested = harness.ingest_metrics(session, caller, reports, now, _stored_config)
+            return ingested.numbers or (-1, 0, None)
 
         def write_and_feed(tx: Tx) -> tuple[int, int, float | None]:
             ingested = harness.ingest_metrics(tx.session, caller, reports, now, tx.searchers.config)
@@ -152,3 +155,7 @@ class HarnessService:
             await self.core.wait(key, since, timeout)
             preempt = await self.core.read(read)
         return rest.PreemptionSignal(preempt=preempt)
+
+
+def _stored_config(exp: Experiment) -> ExperimentConfig:
+    return load_experiment_config(exp.config, stored=True)
