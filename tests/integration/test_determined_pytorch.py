@@ -306,7 +306,6 @@ def test_asha_with_a_time_metric_stops_pytorch_trials_that_fall_behind(cluster: 
 @pytest.mark.parametrize(
     ("module", "source", "named"),
     [
-        ("model_def.py", "from determined.keras import TFKerasTrial\n", "determined.keras"),
         (
             "model_def.py",
             "from determined.pytorch import deepspeed\n",

@@ -47,7 +47,6 @@ def test_determined_pytorch_without_torch_says_so_in_one_line() -> None:
 @pytest.mark.parametrize(
     ("module", "says"),
     [
-        ("determined.keras", "determined.keras (TFKerasTrial) is not provided by assay"),
         (
             "determined.pytorch.deepspeed",
             "determined.pytorch.deepspeed (DeepSpeedTrial) is not provided by assay",

@@ -155,6 +155,30 @@ def test_determined_pytorch_needs_torch_where_no_agent_has_it(tmp_path: Path, so
     assert "train.py imports torch" in caught.value.message
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from determined.keras import TFKerasTrial\n",
+        "import determined.keras\n",
+        "from determined import keras\n",
+    ],
+)
+def test_determined_keras_needs_tensorflow_where_no_agent_has_it(
+    tmp_path: Path, source: str
+) -> None:
+    needs = imports_of(tmp_path, "model_def:MyTrial", **{"model_def.py": source})
+    assert needs == ScriptImports("model_def.py", ("tensorflow",))
+    entry = config(entrypoint="model_def:MyTrial")
+    with pytest.raises(InvalidConfig) as caught:
+        framework_problem(entry, MasterConfig(), needs, [NO_TORCH])
+    message = caught.value.message
+    assert "model_def.py imports tensorflow, which none of the 1 connected agent" in message
+    assert "pip install tensorflow" in message and "\n" not in message
+    framework_problem(
+        entry, MasterConfig(), needs, [OfferedFrameworks("default", {"tensorflow": True})]
+    )
+
+
 def test_a_trial_class_module_is_read_for_its_imports(tmp_path: Path) -> None:
     needs = imports_of(
         tmp_path,
@@ -172,12 +196,6 @@ def test_a_trial_class_module_is_read_for_its_imports(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("source", "named"),
     [
-        (
-            "from determined.keras import TFKerasTrial\n",
-            "determined.keras (Determined's TFKerasTrial)",
-        ),
-        ("import determined.keras\n", "determined.keras (Determined's TFKerasTrial)"),
-        ("from determined import keras\n", "determined.keras (Determined's TFKerasTrial)"),
         (
             "from determined.pytorch import deepspeed as det_ds\n",
             "determined.pytorch.deepspeed (Determined's DeepSpeedTrial)",

@@ -28,10 +28,6 @@ MAX_SCRIPT_BYTES = 4 * 1024 * 1024
 
 
 UNPROVIDED: dict[str, str] = {
-    "determined.keras": (
-        "determined.keras (Determined's TFKerasTrial), which assay does not provide; train the "
-        "Keras model in a Core API script (det.core.init()) instead"
-    ),
     "determined.pytorch.deepspeed": (
         "determined.pytorch.deepspeed (Determined's DeepSpeedTrial), which assay does not "
         "provide; run a DeepSpeed script under determined.launch.deepspeed with the Core API "
@@ -40,7 +36,7 @@ UNPROVIDED: dict[str, str] = {
 }
 """Parts of Determined's package assay does not run, and what to do instead."""
 
-NEEDS: dict[str, str] = {"determined.pytorch": "torch"}
+NEEDS: dict[str, str] = {"determined.pytorch": "torch", "determined.keras": "tensorflow"}
 """Modules of assay's ``determined`` package that need a framework in the trial's Python."""
 
 

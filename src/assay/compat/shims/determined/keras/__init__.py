@@ -1,18 +1,26 @@
-"""``determined.keras``: Determined's TFKerasTrial, which assay does not provide. Importing it
-ends the trial with one line saying so (the master refuses such code at submission)."""
+"""``determined.keras``: Determined's Keras APIs on assay's harness.
+
+- ``DeterminedCallback`` and ``TensorBoard``: Keras callbacks that connect a plain
+  ``model.fit()`` (inside ``det.core.init()``) to the cluster, Determined 0.38's way.
+- ``TFKerasTrial``: the older Trial API, trained by a legacy ``entrypoint: module:MyTrial``.
+
+It needs TensorFlow in the trial's environment; a trial without it is told so in one line.
+"""
 
 from __future__ import annotations
 
-import sys
+import sys as _sys
 
-from assay.protocol import failure_line
+try:
+    import tensorflow  # noqa: F401 - imported first to find whether it is there
+except ImportError:
+    from assay.protocol import failure_line as _failure_line
 
-print(
-    failure_line(
-        "determined.keras (TFKerasTrial) is not provided by assay: train the Keras model in a "
-        "Core API script (det.core.init()) instead"
-    ),
-    file=sys.stderr,
-    flush=True,
-)
-raise SystemExit(1)
+    _message = (
+        "determined.keras needs TensorFlow, which this trial's Python does not have: install it "
+        "where the agents run (pip install tensorflow) or in the context's startup-hook.sh"
+    )
+    print(_failure_line(_message), file=_sys.stderr, flush=True)
+    raise SystemExit(1) from None
+
+__all__: list[str] = []
