@@ -9,6 +9,11 @@ validation and checkpoint are left out: a plain loop has neither), with a traini
 100 batches. It runs outside a cluster (``det.get_cluster_info()`` is None), so reports go to
 the log; on a cluster a report is a queued record sent by a background thread (B4).
 
+A shared machine's noise moves single turns by tens of percent, far more than the Trainer
+costs, so the Trainer's own cost is also measured apart: the same two loops with a tiny model,
+whose step is a fraction of a millisecond, the fastest turn of each compared (noise only adds
+time). That cost, in microseconds per step, is what the Trainer adds to any step.
+
     .venv/bin/python benchmarks/runtime/bench_b12.py            # writes RESULTS.md
     .venv/bin/python benchmarks/runtime/bench_b12.py --quick    # 1 turn of 40 steps; writes nothing
 """
@@ -16,6 +21,8 @@ the log; on a cluster a report is a queued record sent by a background thread (B
 from __future__ import annotations
 
 import argparse
+import itertools
+import json
 import logging
 import os
 import statistics
@@ -31,6 +38,9 @@ sys.path.insert(0, str(ROOT))
 from benchmarks._common import stamp, write_section  # noqa: E402
 
 STEP_TARGET_MS = 10.0
+TINY_HIDDEN = 16
+"""The tiny model's hidden size: a step of a fraction of a millisecond."""
+TINY_STEPS = 1000
 BATCH = 32
 FEATURES = 64
 
@@ -55,8 +65,15 @@ def _dataset(steps: int):  # type: ignore[no-untyped-def]
     return torch.utils.data.TensorDataset(x, y)
 
 
-def _plain(hidden: int, steps: int) -> float:
-    """Seconds for ``steps`` steps of the model in a plain loop (loss read each step)."""
+def _cycle(starts: list[float]) -> float:
+    """The median time from one step's start to the next's: a step with everything around it
+    (data, bookkeeping), where a moment the machine took elsewhere moves a few steps only."""
+    return statistics.median(b - a for a, b in itertools.pairwise(starts))
+
+
+def _plain(hidden: int, steps: int) -> tuple[float, float]:
+    """Seconds for ``steps`` steps of the model in a plain loop (loss read each step), and
+    the median seconds of a step."""
     import torch
     from torch import nn
 
@@ -65,18 +82,21 @@ def _plain(hidden: int, steps: int) -> float:
     loader = torch.utils.data.DataLoader(_dataset(steps), batch_size=BATCH)
     loss_fn = nn.CrossEntropyLoss()
     batches = iter(loader)  # made before the clock starts, as the Trainer's is
+    starts: list[float] = []
     start = time.perf_counter()
     for x, y in batches:
+        starts.append(time.perf_counter())
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
         opt.zero_grad()
         loss.item()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _cycle(starts)
 
 
-def _trainer(hidden: int, steps: int, workdir: Path) -> float:
-    """Seconds of the Trainer's training loop for the same steps."""
+def _trainer(hidden: int, steps: int, workdir: Path) -> tuple[float, float]:
+    """Seconds of the Trainer's training loop for the same steps, and the median seconds of a
+    step (from one ``train_batch`` call to the next)."""
     import torch
     from determined import pytorch
     from torch import nn
@@ -99,6 +119,7 @@ def _trainer(hidden: int, steps: int, workdir: Path) -> float:
             self.opt = context.wrap_optimizer(torch.optim.SGD(self.model.parameters(), lr=0.01))
             self.loss_fn = nn.CrossEntropyLoss()
             self.clock = Clock()
+            self.starts: list[float] = []
 
         def build_callbacks(self) -> dict[str, pytorch.PyTorchCallback]:
             return {"clock": self.clock}
@@ -110,6 +131,7 @@ def _trainer(hidden: int, steps: int, workdir: Path) -> float:
             return pytorch.DataLoader(_dataset(1), batch_size=BATCH)
 
         def train_batch(self, batch, epoch_idx, batch_idx):  # type: ignore[no-untyped-def]
+            self.starts.append(time.perf_counter())
             x, y = batch
             loss = self.loss_fn(self.model(x), y)
             self.context.backward(loss)
@@ -126,18 +148,44 @@ def _trainer(hidden: int, steps: int, workdir: Path) -> float:
         pytorch.Trainer(trial, context).fit(
             max_length=pytorch.Batch(steps), reporting_period=pytorch.Batch(100)
         )
-    return trial.clock.end - trial.clock.start
+    return trial.clock.end - trial.clock.start, _cycle(trial.starts)
 
 
 def _calibrate() -> int:
     """A hidden size whose plain step takes about ``STEP_TARGET_MS``."""
     hidden = 256
     for _ in range(8):
-        per_step = _plain(hidden, 30) / 30 * 1000
+        per_step = _plain(hidden, 30)[0] / 30 * 1000
         if abs(per_step - STEP_TARGET_MS) < 1.0:
             break
         hidden = max(16, int(hidden * (STEP_TARGET_MS / per_step) ** 0.5))
     return hidden
+
+
+Turn = tuple[float, float]
+"""One loop's turn: its seconds in all, and the median seconds of its steps."""
+
+
+def _turns(hidden: int, steps: int, turns: int, workdir: Path) -> tuple[list[Turn], list[Turn]]:
+    """Each loop's turns, the two taking turns (which goes first alternates, so neither always
+    follows the other); one turn of each first to warm up, not counted."""
+    _plain(hidden, steps)
+    _trainer(hidden, steps, workdir)
+    plain: list[Turn] = []
+    trainer: list[Turn] = []
+    for turn in range(turns):
+        if turn % 2:
+            trainer.append(_trainer(hidden, steps, workdir))
+            plain.append(_plain(hidden, steps))
+        else:
+            plain.append(_plain(hidden, steps))
+            trainer.append(_trainer(hidden, steps, workdir))
+        print(
+            f"hidden {hidden} turn {turn + 1}: median step plain {plain[-1][1] * 1000:.3f} ms, "
+            f"trainer {trainer[-1][1] * 1000:.3f} ms",
+            flush=True,
+        )
+    return plain, trainer
 
 
 def child(turns: int, steps: int) -> None:
@@ -146,25 +194,14 @@ def child(turns: int, steps: int) -> None:
     torch.set_num_threads(1)
     logging.basicConfig(level=logging.WARNING)
     hidden = _calibrate()
-    plain, trainer = [], []
     with tempfile.TemporaryDirectory(prefix="b12-") as tmp:
-        # One turn of each first, not counted: imports, allocator and caches warm up.
-        _plain(hidden, steps)
-        _trainer(hidden, steps, Path(tmp))
-        for turn in range(turns):
-            # Which goes first alternates, so neither always follows the other.
-            if turn % 2:
-                trainer.append(_trainer(hidden, steps, Path(tmp)))
-                plain.append(_plain(hidden, steps))
-            else:
-                plain.append(_plain(hidden, steps))
-                trainer.append(_trainer(hidden, steps, Path(tmp)))
-            print(
-                f"turn {turn + 1}: plain {plain[-1] / steps * 1000:.2f} ms/step, "
-                f"trainer {trainer[-1] / steps * 1000:.2f} ms/step",
-                flush=True,
-            )
-    print(f"RESULT {hidden} {' '.join(map(str, plain))} | {' '.join(map(str, trainer))}")
+        plain, trainer = _turns(hidden, steps, turns, Path(tmp))
+        # The same with a tiny model: the Trainer's own cost per step is then most of a step,
+        # so its absolute size (microseconds) shows apart from the model's.
+        tiny_plain, tiny_trainer = _turns(TINY_HIDDEN, TINY_STEPS, turns, Path(tmp))
+    found = {"hidden": hidden, "plain": plain, "trainer": trainer}
+    found |= {"tiny_plain": tiny_plain, "tiny_trainer": tiny_trainer}
+    print("RESULT " + json.dumps(found))
 
 
 def main() -> int:
@@ -190,13 +227,23 @@ def main() -> int:
         sys.stderr.write(done.stderr[-4000:])
         return done.returncode
     line = next(ln for ln in done.stdout.splitlines() if ln.startswith("RESULT "))
-    head, tail = line.removeprefix("RESULT ").split(" | ")
-    hidden, *plain_s = head.split()
-    plain = [float(v) / steps * 1000 for v in plain_s]
-    trainer = [float(v) / steps * 1000 for v in tail.split()]
+    found = json.loads(line.removeprefix("RESULT "))
+    # Milliseconds per step: the median step of each turn, and each turn's whole time per step.
+    plain = [cycle * 1000 for _, cycle in found["plain"]]
+    trainer = [cycle * 1000 for _, cycle in found["trainer"]]
+    plain_whole = [total / steps * 1000 for total, _ in found["plain"]]
+    trainer_whole = [total / steps * 1000 for total, _ in found["trainer"]]
     overheads = [(t - p) / p * 100 for p, t in zip(plain, trainer, strict=True)]
-    overall = (statistics.median(trainer) - statistics.median(plain)) / statistics.median(plain)
-    print(f"B12 overhead: median of turns {statistics.median(overheads):.2f} %")
+    whole = [(t - p) / p * 100 for p, t in zip(plain_whole, trainer_whole, strict=True)]
+    tiny_plain = min(total for total, _ in found["tiny_plain"]) / TINY_STEPS * 1000
+    tiny_trainer = min(total for total, _ in found["tiny_trainer"]) / TINY_STEPS * 1000
+    # Noise only ever adds time, so each loop's fastest turn is its least disturbed one.
+    own_us = (tiny_trainer - tiny_plain) * 1000
+    own_share = own_us / 1000 / statistics.median(plain) * 100
+    print(
+        f"B12 overhead: median step {statistics.median(overheads):.2f} %, whole turns "
+        f"{statistics.median(whole):.2f} %, the Trainer's own {own_us:.1f} us/step"
+    )
     if args.quick:
         return 0
     command = "python benchmarks/runtime/bench_b12.py"
@@ -209,17 +256,29 @@ def main() -> int:
     body = (
         "## B12: PyTorchTrial under the Trainer vs a plain PyTorch loop\n\n"
         + stamp(command)
-        + f"- model: MLP {FEATURES}-{hidden}-{hidden}-10 (hidden size calibrated so a plain step "
-        f"takes about {STEP_TARGET_MS:.0f} ms), batch {BATCH}, SGD, one torch thread; "
-        f"{turns} turns of {steps} steps each, the two loops taking turns in one process "
-        "(which goes first alternates; one turn of each first to warm up, not counted); "
-        "the Trainer outside a cluster, a training report every 100 batches\n"
+        + f"- model: MLP {FEATURES}-{found['hidden']}-{found['hidden']}-10 (hidden size "
+        f"calibrated so a plain step takes about {STEP_TARGET_MS:.0f} ms), batch {BATCH}, SGD, "
+        f"one torch thread; {turns} turns of {steps} steps each, the two loops taking turns in "
+        "one process (which goes first alternates; one turn of each first to warm up, not "
+        "counted); the Trainer outside a cluster, a training report every 100 batches\n"
+        "- a step: from one step's start to the next's (data, the step, and all the loop does "
+        "around it); each turn's median step, so that a moment the machine spends elsewhere "
+        "moves a few steps, not the turn; a turn's overhead is its Trainer step over its plain "
+        "one\n"
+        f"- the Trainer's own cost: the same loops with a tiny model (hidden {TINY_HIDDEN}, "
+        f"{TINY_STEPS} steps a turn, reports included), the fastest Trainer turn's whole time "
+        "less the fastest plain one's (noise only adds time)\n"
         "- target: the Trainer at most 2 % slower per step\n\n"
         "| figure | median over turns (min-max) |\n|---|---|\n"
         f"| plain loop, ms per step | {row(plain)} |\n"
         f"| Trainer, ms per step | {row(trainer)} |\n"
-        f"| Trainer overhead per turn, % | {row(overheads)} |\n"
-        f"| overhead of the medians, % | {overall * 100:.2f} |\n"
+        f"| **Trainer overhead per step, %** | {row(overheads)} |\n"
+        f"| whole turns: plain / Trainer, ms per step | {row(plain_whole)} / "
+        f"{row(trainer_whole)} |\n"
+        f"| whole turns: Trainer overhead, % | {row(whole)} |\n\n"
+        f"The Trainer's own cost: {own_us:.1f} us per step ({tiny_plain:.4f} ms a plain tiny "
+        f"step, {tiny_trainer:.4f} ms under the Trainer), {own_share:.2f} % of a plain step of "
+        "the model above.\n"
     )
     write_section("B12", body)
     print("wrote the B12 section of benchmarks/RESULTS.md")
