@@ -6,7 +6,6 @@ DDP ranks, from a checkpoint Determined wrote, and under ASHA with a time metric
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import shutil
 import signal
@@ -301,37 +300,6 @@ def test_asha_with_a_time_metric_stops_pytorch_trials_that_fall_behind(cluster: 
     assert stopped, "ASHA stopped nobody"
     assert all(t.steps_completed < 32 for t in stopped)
     assert any(t.steps_completed == 32 for t in trials), "the best went the whole way"
-
-
-@pytest.mark.parametrize(
-    ("module", "source", "named"),
-    [
-        (
-            "model_def.py",
-            "from determined.pytorch import deepspeed\n",
-            "determined.pytorch.deepspeed",
-        ),
-    ],
-)
-def test_trial_apis_assay_does_not_run_are_refused_at_submission(
-    cluster: Cluster, tmp_path: Path, module: str, source: str, named: str
-) -> None:
-    (tmp_path / module).write_text(source)
-    done = cluster.cli(
-        "experiment", "create", _write(tmp_path, config(entrypoint="model_def:MyTrial")),
-        str(tmp_path),
-    )  # fmt: skip
-    assert done.returncode != 0
-    assert f"model_def.py imports {named}" in done.stderr
-    assert "Traceback" not in done.stderr
-    listed = json.loads(cluster.cli("experiment", "list", "--json", check=True).stdout)
-    assert listed["experiments"] == [], "nothing was created"
-
-
-def _write(where: Path, submitted: dict[str, Any]) -> str:
-    path = where.parent / f"{where.name}.yaml"
-    path.write_text(yaml.safe_dump(submitted))
-    return str(path)
 
 
 MNIST_SHAPE = CONTEXTS / "mnist_shape"

@@ -193,23 +193,17 @@ def test_a_trial_class_module_is_read_for_its_imports(tmp_path: Path) -> None:
     framework_problem(entry, MasterConfig(), needs, [WITH_TORCH])
 
 
-@pytest.mark.parametrize(
-    ("source", "named"),
-    [
-        (
-            "from determined.pytorch import deepspeed as det_ds\n",
-            "determined.pytorch.deepspeed (Determined's DeepSpeedTrial)",
-        ),
-    ],
-)
-def test_trial_apis_assay_does_not_run_are_refused_even_with_no_agent_connected(
-    tmp_path: Path, source: str, named: str
-) -> None:
+def test_determined_deepspeed_needs_deepspeed_where_no_agent_has_it(tmp_path: Path) -> None:
+    source = "from determined.pytorch import deepspeed as det_ds\n"
     needs = imports_of(tmp_path, "model_def:MyTrial", **{"model_def.py": source})
-    assert needs is not None
+    assert needs == ScriptImports("model_def.py", ("torch", "deepspeed"))
+    entry = config(entrypoint="model_def:MyTrial")
+    without = OfferedFrameworks("default", {"torch": True, "deepspeed": False})
     with pytest.raises(InvalidConfig) as caught:
-        framework_problem(config(entrypoint="model_def:MyTrial"), MasterConfig(), needs, [])
+        framework_problem(entry, MasterConfig(), needs, [without])
     message = caught.value.message
-    assert "\n" not in message
-    assert f"entrypoint: model_def.py imports {named}, which assay does not provide" in message
+    assert "model_def.py imports deepspeed, which none of the 1 connected agent" in message
+    assert "pip install deepspeed" in message and "\n" not in message
     assert [d.path for d in caught.value.details] == ["entrypoint"]
+    with_it = OfferedFrameworks("default", {"torch": True, "deepspeed": True})
+    framework_problem(entry, MasterConfig(), needs, [with_it])

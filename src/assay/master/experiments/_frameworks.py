@@ -27,28 +27,21 @@ MAX_SCRIPT_BYTES = 4 * 1024 * 1024
 """A larger entrypoint script is not read (it is not checked): a script is kilobytes."""
 
 
-UNPROVIDED: dict[str, str] = {
-    "determined.pytorch.deepspeed": (
-        "determined.pytorch.deepspeed (Determined's DeepSpeedTrial), which assay does not "
-        "provide; run a DeepSpeed script under determined.launch.deepspeed with the Core API "
-        "instead"
-    ),
+NEEDS: dict[str, str] = {
+    "determined.pytorch.deepspeed": "deepspeed",
+    "determined.pytorch": "torch",
+    "determined.keras": "tensorflow",
 }
-"""Parts of Determined's package assay does not run, and what to do instead."""
-
-NEEDS: dict[str, str] = {"determined.pytorch": "torch", "determined.keras": "tensorflow"}
 """Modules of assay's ``determined`` package that need a framework in the trial's Python."""
 
 
 @dataclass(frozen=True)
 class ScriptImports:
     """The entrypoint's script (its path in the context; a Trial class's module) and the
-    frameworks it imports at its top level, in the order it imports them; ``unprovided``:
-    the parts of Determined it imports that assay does not run."""
+    frameworks it imports at its top level, in the order it imports them."""
 
     script: str
     frameworks: tuple[str, ...]
-    unprovided: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -82,26 +75,15 @@ def script_imports(
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None  # python says what is wrong when the trial runs it
     found: list[str] = []
-    unprovided: list[str] = []
     for statement in tree.body:
         for dotted in _imported(statement):
             top = dotted.split(".", 1)[0]
             if top in own:
                 continue
-            refused = _unprovided(dotted)
-            if refused is not None and refused not in unprovided:
-                unprovided.append(refused)
             needed = _framework(dotted)
             if needed is not None and needed not in found:
                 found.append(needed)
-    return ScriptImports(script, tuple(found), tuple(unprovided))
-
-
-def _unprovided(dotted: str) -> str | None:
-    for name in UNPROVIDED:
-        if dotted == name or dotted.startswith(f"{name}."):
-            return name
-    return None
+    return ScriptImports(script, tuple(found))
 
 
 def _framework(dotted: str) -> str | None:
@@ -152,15 +134,8 @@ def framework_problem(
     needs: ScriptImports | None,
     agents: Iterable[OfferedFrameworks],
 ) -> None:
-    """Raise :class:`InvalidConfig` (one line) when the script imports a part of Determined
-    assay does not run, or a framework that the connected agents of the experiment's pool all
-    said they cannot import."""
-    if needs is not None and needs.unprovided:
-        message = f"{needs.script} imports {UNPROVIDED[needs.unprovided[0]]}"
-        raise InvalidConfig(
-            f"invalid experiment config: entrypoint: {message}",
-            [ErrorDetail("entrypoint", message)],
-        )
+    """Raise :class:`InvalidConfig` (one line) when the script imports a framework that the
+    connected agents of the experiment's pool all said they cannot import."""
     if needs is None or not needs.frameworks or trial_image(config) is not None:
         return
     pool = config.resources.resource_pool or settings.default_compute_pool
