@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -345,3 +346,32 @@ def test_the_same_script_trains_locally_when_there_is_no_cluster(tmp_path: Path)
     assert "validation metrics at step 10" in done.stderr
     saved = list((work / "checkpoints").iterdir())
     assert saved and all((c / "state_dict.pth").exists() for c in saved)
+
+
+def test_test_mode_trains_a_legacy_trial_class_for_one_scheduling_unit(tmp_path: Path) -> None:
+    submitted = config(
+        entrypoint="onevar:OneVarTrial",
+        searcher={"max_length": {"batches": 400}},
+        min_validation_period={"batches": 100},
+        scheduling_unit=5,
+    )
+    path = tmp_path / "legacy.yaml"
+    path.write_text(yaml.safe_dump(submitted))
+    env = {**os.environ, "ASSAY_HOME": str(tmp_path / "home"), "COLUMNS": "160"}
+    env.pop("ASSAY_MASTER", None)
+    cli = [sys.executable, "-c", "from assay.cli import main; main()"]
+    done = subprocess.run(
+        [*cli, "e", "create", "--local", "--test-mode", str(path), str(CONTEXT)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "test mode passed" in done.stdout
+    # One scheduling unit of training, then a validation and a checkpoint, as Determined's
+    # test mode does; not the searcher's 400 batches.
+    assert re.search(r"training +step +5 +loss=", done.stdout), done.stdout
+    assert re.search(r"validation +step +5 +val_loss=", done.stdout), done.stdout
+    assert re.search(r"checkpoint \S+ at step 5", done.stdout), done.stdout
