@@ -27,7 +27,6 @@ from torch.utils import data
 
 import assay.core
 from assay.core import DistributedContext
-from assay.storage import FileStore
 
 from .._data import DataLoader, to_device
 from .._reducer import ReducerContext
@@ -78,7 +77,8 @@ class TorchBatchProcessorContext(ReducerContext):
         under ``<output uuid>/rank_<N>/`` (the same uuid across restarts of the trial; a file
         stored again under the same name is replaced)."""
         storage = self._core_context.checkpoint.storage
-        if not isinstance(storage, FileStore):
+        put_file = getattr(storage, "put_file", None)  # a storage that keeps keyed files
+        if put_file is None:
             raise RuntimeError(
                 f"upload_path(): {type(storage).__name__} checkpoint storage keeps no loose "
                 "files; use shared_fs, s3, gcs or azure storage"
@@ -89,7 +89,7 @@ class TorchBatchProcessorContext(ReducerContext):
             for path in sorted(Path(tmp).rglob("*")):
                 if path.is_file():
                     key = f"{self._storage_path}/{path.relative_to(tmp).as_posix()}"
-                    storage.put_file(path, key)
+                    put_file(path, key)
 
     def report_metrics(self, group: str, steps_completed: int, metrics: dict[str, Any]) -> None:
         """Report ``metrics`` of ``group`` ("training", "validation" or one's own) at
