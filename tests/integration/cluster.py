@@ -32,6 +32,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def rendezvous_port_base() -> int:
+    """This test process's masters' ``rendezvous_port_base``: 100 ports apart per pytest-xdist
+    worker (``gw0``, ``gw1``...), from 29500."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    return 29500 + 100 * (int(worker) if worker.isdigit() else 0)
+
+
 def listens_on(pid: int, port: int) -> bool:
     """Whether process ``pid`` holds a listening TCP socket on ``port`` (from Linux's /proc).
 
@@ -164,13 +171,15 @@ class Cluster:
                 store.put(self.url, StoredLogin("admin", session.token))
 
     def _master_config(self) -> Path | None:
-        if not self.allowed_storage:
-            return self.master_config
         given = yaml.safe_load(self.master_config.read_text()) if self.master_config else None
         settings = dict(given or {})
-        settings["allowed_checkpoint_storage"] = {
-            "host_paths": [str(p) for p in self.allowed_storage]
-        }
+        if self.allowed_storage:
+            settings["allowed_checkpoint_storage"] = {
+                "host_paths": [str(p) for p in self.allowed_storage]
+            }
+        # `make test` runs two test files at once: each process's masters give their gangs
+        # rendezvous ports of their own, so two gangs never meet at the same ports.
+        settings.setdefault("rendezvous_port_base", rendezvous_port_base())
         path = self.home.parent / f"{self.home.name}-master.yaml"
         path.write_text(yaml.safe_dump(settings))
         return path

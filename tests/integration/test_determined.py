@@ -16,7 +16,7 @@ import yaml
 from assay import rest
 from tests.integration.cluster import CONTEXTS, Cluster, serve, wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("rendezvous_ports")]
+pytestmark = pytest.mark.integration
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "determined"
 ANNOUNCE = "assay: 'import determined' uses assay's Determined-compatible Core API"

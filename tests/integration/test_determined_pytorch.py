@@ -22,7 +22,7 @@ import yaml
 from assay import rest
 from tests.integration.cluster import CONTEXTS, Cluster, wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("rendezvous_ports")]
+pytestmark = pytest.mark.integration
 
 if importlib.util.find_spec("torch") is None:
     pytest.skip("torch is not installed (pip install torch==2.13.0)", allow_module_level=True)

@@ -18,7 +18,7 @@ from assay import rest
 from assay.master.experiments import _gang as gang
 from tests.integration.cluster import CONTEXTS, Cluster, serve
 
-pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("rendezvous_ports")]
+pytestmark = pytest.mark.integration
 
 LENGTH = 12
 

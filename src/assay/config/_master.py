@@ -311,6 +311,12 @@ class MasterConfig(ConfigModel):
     default_aux_pool: str = "default"
     agent_heartbeat_seconds: Annotated[float, Field(gt=0)] = 5.0
     agent_lost_after_seconds: Annotated[float, Field(gt=0)] = 30.0
+    rendezvous_port_base: Annotated[int, Field(ge=29500, le=32700)] = 29500
+    """The lowest port a distributed trial's ranks meet at, on the node of its rank 0 (29500,
+    torch.distributed's default); each live gang takes the next free pair. Two masters whose
+    agents share machines need bases apart (by 100 or more), or their gangs may meet at the
+    same ports. It stays above job instances' ports (20000-29499) and below Linux's ephemeral
+    ports (32768 up)."""
     agent_token: str | None = None
     """A secret agents must present to join (``assay agent --token`` or ``ASSAY_AGENT_TOKEN``).
     Without one (nor ``ASSAY_AGENT_TOKEN`` for the master), the master makes one on the

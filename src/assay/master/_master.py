@@ -70,7 +70,8 @@ class Master:
         )
         core = self.core
         core.after_experiment_ended.append(lambda exp_id: gc.collect(core, core.storage, exp_id))
-        self.agents = AgentGateway(self.core, settings, [TrialAllocations(), TaskAllocations()])
+        trials = TrialAllocations(settings.rendezvous_port_base)
+        self.agents = AgentGateway(self.core, settings, [trials, TaskAllocations()])
         self.harness = HarnessService(self.core)
         self.checkpoints = CheckpointService(self.core)
         self.autoscaler = Autoscaler(

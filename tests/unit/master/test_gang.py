@@ -3,10 +3,13 @@ port, and one allocation's exit gathered from all its agents."""
 
 from __future__ import annotations
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
+from assay.config import MasterConfig
 from assay.db import Allocation, Trial
 from assay.launch import rank_env as process_env
 from assay.master import Master, Submission
@@ -240,3 +243,18 @@ def test_each_runs_base_stays_in_a_bounded_window_of_pairs(run_number: int) -> N
     assert RENDEZVOUS_BASE <= base < RENDEZVOUS_BASE + 2 * RUN_SHIFTS
     assert (base - RENDEZVOUS_BASE) % 2 == 0
     assert run_base(run_number + 1) != base
+
+
+@given(run_number=st.integers(1, 1000), base=st.integers(29500, 32700))
+def test_runs_start_their_search_at_the_masters_rendezvous_port_base(
+    run_number: int, base: int
+) -> None:
+    assert base <= run_base(run_number, base) < base + 2 * RUN_SHIFTS
+    assert run_base(1, base) == base
+
+
+def test_a_rendezvous_port_base_among_job_or_ephemeral_ports_is_refused() -> None:
+    assert MasterConfig(rendezvous_port_base=29600).rendezvous_port_base == 29600
+    for wrong in (29499, 32701):
+        with pytest.raises(ValidationError, match="rendezvous_port_base"):
+            MasterConfig(rendezvous_port_base=wrong)

@@ -61,14 +61,16 @@ class TrialAllocations:
 
     name = "trial"
 
-    def __init__(self) -> None:
+    def __init__(self, rendezvous_base: int) -> None:
         self.masker = LogMasker()
+        self.rendezvous_base = rendezvous_base
+        """Where gangs' rendezvous ports start (the master's ``rendezvous_port_base``)."""
 
     def waiting(self, session: Session) -> bool:
         return bool(trials.queued(session))
 
     def begin_pass(self, tx: Tx, cluster_id: str, agents: Sequence[AgentView]) -> TrialPass:
-        return TrialPass(tx, cluster_id)
+        return TrialPass(tx, cluster_id, self.rendezvous_base)
 
     def held_by(self, session: Session, agent_id: str) -> list[Held]:
         return [
@@ -134,9 +136,10 @@ class TrialPass:
     """Trials' share of one scheduling pass: the queued trials, read at once, and the live
     allocations, read when a pool has something to place."""
 
-    def __init__(self, tx: Tx, cluster_id: str) -> None:
+    def __init__(self, tx: Tx, cluster_id: str, rendezvous_base: int) -> None:
         self.tx = tx
         self.cluster_id = cluster_id
+        self.rendezvous_base = rendezvous_base
         self.waiting = trials.queued(tx.session)
         self._candidates = {str(t.id): (t, e, j) for t, e, j in self.waiting}
 
@@ -200,7 +203,9 @@ class TrialPass:
         for agent_id, slot_ids in placement.items():
             used.setdefault(agent_id, set()).update(slot_ids)
         views = {a.id: a for a in pool_agents}
-        alloc = start_trial(self.tx, trial, exp, placement, job.pool, views, self.cluster_id)
+        alloc = start_trial(
+            self.tx, trial, exp, placement, job.pool, views, self.cluster_id, self.rendezvous_base
+        )
         return [alloc.id]
 
     def reservation(self, request_id: str) -> str | None:
@@ -228,6 +233,7 @@ def start_trial(
     pool: str,
     agents: dict[str, AgentView],
     cluster_id: str,
+    rendezvous_base: int,
 ) -> Allocation:
     """Reserve slots for a new run of ``trial`` and tell its agents to start it."""
     # A message saying when it would resume (the cluster was stopped) is over: it resumes now.
@@ -257,7 +263,7 @@ def start_trial(
     context = ContextRef(exp.context_id, tx.searchers.context_sha256(tx.session, exp))
     cfg = tx.searchers.config(exp)
     searcher = tx.searchers.searcher(exp)
-    layouts = gang.plan(tx, alloc, placement, agents)
+    layouts = gang.plan(tx, alloc, placement, agents, rendezvous_base)
     # Every node's address, as Determined gives it, a single node's too.
     addrs = gang.container_addrs(placement, agents)
     nni_env = trial_env(tx.session, exp, cfg, trial)

@@ -77,10 +77,11 @@ def pick_port(taken: Collection[int], base: int = RENDEZVOUS_BASE) -> int:
     return port
 
 
-def run_base(run: int) -> int:
-    """Where the search for a run's port pair starts: each run of a trial a pair further on, so
-    a run that failed on a port some other program holds is not run again on the same one."""
-    return RENDEZVOUS_BASE + 2 * ((max(run, 1) - 1) % RUN_SHIFTS)
+def run_base(run: int, base: int = RENDEZVOUS_BASE) -> int:
+    """Where the search for a run's port pair starts: each run of a trial a pair further on from
+    ``base``, so a run that failed on a port some other program holds is not run again on the
+    same one."""
+    return base + 2 * ((max(run, 1) - 1) % RUN_SHIFTS)
 
 
 def first_failure(exits: Mapping[str, int | None]) -> tuple[str, int | None] | None:
@@ -99,13 +100,14 @@ def plan(
     alloc: Allocation,
     placement: Mapping[str, Sequence[str]],
     agents: Mapping[str, Addressed],
+    base: int = RENDEZVOUS_BASE,
 ) -> dict[str, RankLayout]:
     """The rank layout of each agent of a new allocation; empty when it has a single slot.
 
     Reserves the rendezvous port on the rank-0 agent (``alloc.rendezvous_port``), avoiding the
     ports of live allocations whose rank 0 is on the same agent or on another agent at the
-    same address (several agents may share a machine). Each run of the trial starts its
-    search further on (:func:`run_base`).
+    same address (several agents may share a machine). The search starts at ``base`` (the
+    master's ``rendezvous_port_base``), each run of the trial further on (:func:`run_base`).
     """
     if world_size(placement) <= 1:
         return {}
@@ -115,7 +117,8 @@ def plan(
     # them, whatever the agent's address.
     master_addr = LOOPBACK if len(placement) == 1 else (address or host)
     neighbours = {host} | {a.id for a in agents.values() if address and a.address == address}
-    port = pick_port(_ports_taken(tx, neighbours, alloc.id), run_base(alloc.run))
+    start = run_base(alloc.run, base)
+    port = pick_port(_ports_taken(tx, neighbours, alloc.id), start)
     allocations.set_rendezvous_port(tx.session, alloc, port=port)
     return rank_layouts(placement, master_addr, port)
 
