@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from typing import Any
 
@@ -44,6 +45,37 @@ class DistributedContext(_AssayDistributedContext):
         return cls._from_env(chief_ip)
 
     @classmethod
+    def from_tf_config(cls) -> tuple[DistributedContext, Any]:
+        """A context and a ``tf.distribute.Strategy`` for the ``TF_CONFIG`` variable (which
+        ``determined.launch.tensorflow`` sets): with several workers, one rank per worker and a
+        ``MultiWorkerMirroredStrategy``; with one worker or none, rank 0 of 1 and a
+        ``MirroredStrategy`` where there are several GPUs, the default strategy otherwise.
+        Only ``worker`` tasks are supported, as in Determined."""
+        import tensorflow as tf  # type: ignore[import-untyped]
+
+        raw = os.environ.get("TF_CONFIG")
+        if raw:
+            workers, index = _tf_config_workers(raw)
+            if len(workers) > 1:
+                # One process per node: each worker is its node's only rank.
+                dist = cls(
+                    rank=index,
+                    size=len(workers),
+                    local_rank=0,
+                    local_size=1,
+                    cross_rank=index,
+                    cross_size=len(workers),
+                    chief_ip=_host_of(workers[0]),
+                )
+                return dist, tf.distribute.MultiWorkerMirroredStrategy()
+        dist = cls(rank=0, size=1, local_rank=0, local_size=1, cross_rank=0, cross_size=1)
+        several_gpus = len(tf.config.list_physical_devices("GPU")) > 1
+        strategy = (
+            tf.distribute.MirroredStrategy() if several_gpus else tf.distribute.get_strategy()
+        )
+        return dist, strategy
+
+    @classmethod
     def _from_env(cls, chief_ip: str | None) -> DistributedContext:
         env = os.environ
         size = int(env.get("WORLD_SIZE", "1"))
@@ -57,6 +89,36 @@ class DistributedContext(_AssayDistributedContext):
             cross_size=max(1, size // max(1, local_size)),
             chief_ip=chief_ip or env.get("MASTER_ADDR"),
         )
+
+
+def _tf_config_workers(raw: str) -> tuple[list[str], int]:
+    """The workers' addresses and this process's index among them, from ``TF_CONFIG``."""
+    shape = "JSON naming task.type, task.index and cluster.worker (a list of host:port)"
+    try:
+        config = json.loads(raw)
+        task_type = config["task"]["type"]
+    except (ValueError, TypeError, KeyError):
+        raise ValueError(f"TF_CONFIG must be {shape}, got {raw!r}") from None
+    if task_type != "worker":
+        raise RuntimeError(
+            f"DistributedContext.from_tf_config() only supports the default strategy, "
+            f"MirroredStrategy or MultiWorkerMirroredStrategy, but TF_CONFIG has task type "
+            f"{task_type!r} where it should be 'worker' ({raw})"
+        )
+    try:
+        index = int(config["task"].get("index", 0))
+        workers = [str(w) for w in config["cluster"]["worker"]]
+    except (ValueError, TypeError, KeyError, AttributeError):
+        raise ValueError(f"TF_CONFIG must be {shape}, got {raw!r}") from None
+    if not 0 <= index < max(1, len(workers)):
+        raise ValueError(f"TF_CONFIG's task.index {index} is not among its {len(workers)} workers")
+    return workers, index
+
+
+def _host_of(address: str) -> str:
+    """``host`` of ``host:port`` (``[v6]:port`` too)."""
+    host = address.rsplit(":", 1)[0] if ":" in address else address
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
 
 
 class DummyDistributedContext(DistributedContext):

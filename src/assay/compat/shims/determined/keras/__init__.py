@@ -23,4 +23,32 @@ except ImportError:
     print(_failure_line(_message), file=_sys.stderr, flush=True)
     raise SystemExit(1) from None
 
-__all__: list[str] = []
+from . import callbacks
+from ._callback import DeterminedCallback
+from ._context import TFKerasExperimentalContext, TFKerasTrainConfig, TFKerasTrialContext
+from ._controller import TFKerasTrialController
+from ._data import ArrayLike, InputData, SequenceAdapter
+from ._load import load_model_from_checkpoint_path
+from ._rng import get_rng_state, set_rng_state
+from ._tensorboard import TensorBoard
+from ._trial import TFKerasTrial
+from ._trial_errors import InvalidDataTypeException, InvalidExperimentException
+
+__all__: list[str] = [
+    "ArrayLike",
+    "DeterminedCallback",
+    "InputData",
+    "InvalidDataTypeException",
+    "InvalidExperimentException",
+    "SequenceAdapter",
+    "TFKerasExperimentalContext",
+    "TFKerasTrainConfig",
+    "TFKerasTrial",
+    "TFKerasTrialContext",
+    "TFKerasTrialController",
+    "TensorBoard",
+    "callbacks",
+    "get_rng_state",
+    "load_model_from_checkpoint_path",
+    "set_rng_state",
+]
