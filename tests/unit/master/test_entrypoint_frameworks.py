@@ -149,7 +149,7 @@ def test_an_entrypoint_without_a_readable_script_is_not_checked(
 )
 def test_determined_pytorch_needs_torch_where_no_agent_has_it(tmp_path: Path, source: str) -> None:
     needs = imports_of(tmp_path, "python3 train.py", **{"train.py": source})
-    assert needs == ScriptImports("train.py", ("torch",))
+    assert needs == ScriptImports("train.py", ("torch",), ("determined.pytorch",))
     with pytest.raises(InvalidConfig) as caught:
         framework_problem(config(), MasterConfig(), needs, [NO_TORCH])
     assert "train.py imports torch" in caught.value.message
@@ -167,7 +167,7 @@ def test_determined_keras_needs_tensorflow_where_no_agent_has_it(
     tmp_path: Path, source: str
 ) -> None:
     needs = imports_of(tmp_path, "model_def:MyTrial", **{"model_def.py": source})
-    assert needs == ScriptImports("model_def.py", ("tensorflow",))
+    assert needs == ScriptImports("model_def.py", ("tensorflow",), ("determined.keras",))
     entry = config(entrypoint="model_def:MyTrial")
     with pytest.raises(InvalidConfig) as caught:
         framework_problem(entry, MasterConfig(), needs, [NO_TORCH])
@@ -185,7 +185,7 @@ def test_a_trial_class_module_is_read_for_its_imports(tmp_path: Path) -> None:
         "model_def:MyTrial",
         **{"model_def.py": "import torch\nfrom determined import pytorch\n"},
     )
-    assert needs == ScriptImports("model_def.py", ("torch",))
+    assert needs == ScriptImports("model_def.py", ("torch",), ("determined.pytorch",))
     entry = config(entrypoint="model_def:MyTrial")
     with pytest.raises(InvalidConfig) as caught:
         framework_problem(entry, MasterConfig(), needs, [NO_TORCH])
@@ -196,7 +196,8 @@ def test_a_trial_class_module_is_read_for_its_imports(tmp_path: Path) -> None:
 def test_determined_deepspeed_needs_deepspeed_where_no_agent_has_it(tmp_path: Path) -> None:
     source = "from determined.pytorch import deepspeed as det_ds\n"
     needs = imports_of(tmp_path, "model_def:MyTrial", **{"model_def.py": source})
-    assert needs == ScriptImports("model_def.py", ("torch", "deepspeed"))
+    apis = ("determined.pytorch", "determined.pytorch.deepspeed")
+    assert needs == ScriptImports("model_def.py", ("torch", "deepspeed"), apis)
     entry = config(entrypoint="model_def:MyTrial")
     without = OfferedFrameworks("default", {"torch": True, "deepspeed": False})
     with pytest.raises(InvalidConfig) as caught:
@@ -207,3 +208,21 @@ def test_determined_deepspeed_needs_deepspeed_where_no_agent_has_it(tmp_path: Pa
     assert [d.path for d in caught.value.details] == ["entrypoint"]
     with_it = OfferedFrameworks("default", {"torch": True, "deepspeed": True})
     framework_problem(entry, MasterConfig(), needs, [with_it])
+
+
+def test_a_tfkerastrial_class_on_several_slots_is_refused_naming_the_setting(
+    tmp_path: Path,
+) -> None:
+    source = "from determined import keras\n"
+    needs = imports_of(tmp_path, "model_def:MyTrial", **{"model_def.py": source})
+    two = config(entrypoint="model_def:MyTrial", resources={"slots_per_trial": 2})
+    with pytest.raises(InvalidConfig) as caught:
+        framework_problem(two, MasterConfig(), needs, [])
+    message = caught.value.message
+    assert message.startswith("invalid experiment config: resources.slots_per_trial: ")
+    assert "assay trains a TFKerasTrial on one slot" in message and "not 2" in message
+    assert [d.path for d in caught.value.details] == ["resources.slots_per_trial"]
+    framework_problem(config(entrypoint="model_def:MyTrial"), MasterConfig(), needs, [])
+    # A script with DeterminedCallback runs once per node, on any number of slots.
+    script = imports_of(tmp_path, "python3 train.py", **{"train.py": source})
+    framework_problem(config(resources={"slots_per_trial": 2}), MasterConfig(), script, [])

@@ -16,7 +16,7 @@ import ast
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from assay.config import ExperimentConfig, MasterConfig, trial_class_module
+from assay.config import ExperimentConfig, MasterConfig, is_trial_class, trial_class_module
 from assay.context import MemberInfo, read_member
 from assay.errors import ErrorDetail, InvalidConfig
 from assay.master.experiments._entrypoint_files import _first_command, entrypoint_script
@@ -38,10 +38,12 @@ NEEDS: dict[str, str] = {
 @dataclass(frozen=True)
 class ScriptImports:
     """The entrypoint's script (its path in the context; a Trial class's module) and the
-    frameworks it imports at its top level, in the order it imports them."""
+    frameworks it imports at its top level, in the order it imports them; ``apis``: the parts
+    of assay's ``determined`` package of :data:`NEEDS` among them."""
 
     script: str
     frameworks: tuple[str, ...]
+    apis: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,7 @@ def script_imports(
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None  # python says what is wrong when the trial runs it
     found: list[str] = []
+    apis: list[str] = []
     for statement in tree.body:
         for dotted in _imported(statement):
             top = dotted.split(".", 1)[0]
@@ -83,7 +86,15 @@ def script_imports(
             needed = _framework(dotted)
             if needed is not None and needed not in found:
                 found.append(needed)
-    return ScriptImports(script, tuple(found))
+            api = _api(dotted)
+            if api is not None and api not in apis:
+                apis.append(api)
+    return ScriptImports(script, tuple(found), tuple(apis))
+
+
+def _api(dotted: str) -> str | None:
+    """The part of :data:`NEEDS` importing ``dotted`` loads, if any."""
+    return next((n for n in NEEDS if dotted == n or dotted.startswith(f"{n}.")), None)
 
 
 def _framework(dotted: str) -> str | None:
@@ -135,7 +146,21 @@ def framework_problem(
     agents: Iterable[OfferedFrameworks],
 ) -> None:
     """Raise :class:`InvalidConfig` (one line) when the script imports a framework that the
-    connected agents of the experiment's pool all said they cannot import."""
+    connected agents of the experiment's pool all said they cannot import, or when a
+    TFKerasTrial class is given several slots."""
+    slots = config.resources.slots_per_trial
+    keras_trial = needs is not None and "determined.keras" in needs.apis
+    if keras_trial and is_trial_class(config.entrypoint) and slots > 1:
+        assert needs is not None
+        message = (
+            f"{needs.script} imports determined.keras, and assay trains a TFKerasTrial on one "
+            f"slot (Determined trained several with Horovod), not {slots}; set "
+            "resources.slots_per_trial: 1"
+        )
+        raise InvalidConfig(
+            f"invalid experiment config: resources.slots_per_trial: {message}",
+            [ErrorDetail("resources.slots_per_trial", message)],
+        )
     if needs is None or not needs.frameworks or trial_image(config) is not None:
         return
     pool = config.resources.resource_pool or settings.default_compute_pool
