@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,16 +17,6 @@ def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Cluster]
     c.start_master()
     c.start_agent("agent-1", slots=2)
     yield from serve(c, request)
-
-
-@pytest.fixture(scope="module")
-def rendezvous_ports() -> Iterator[None]:
-    """The master's rendezvous ports (29500 up) to this module's gangs alone while it runs:
-    ``make test`` runs two test files at once, and two gangs meeting at the same ports on one
-    host would meet each other's ranks."""
-    with open(Path(tempfile.gettempdir()) / "assay-test-rendezvous.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
 
 
 @pytest.hookimpl(hookwrapper=True)

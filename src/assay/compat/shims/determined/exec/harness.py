@@ -5,8 +5,9 @@ training metrics are reported), ``checkpoint_policy`` and ``perform_initial_vali
 with ``hyperparameters.global_batch_size`` split over the slots.
 
 The class is loaded first and picks the loop: a ``det.pytorch.PyTorchTrial`` is trained by
-the PyTorch Trainer, a ``det.keras.TFKerasTrial`` by the Keras controller (on one slot), so a
-Keras trial never imports torch, nor a PyTorch one TensorFlow.
+the PyTorch Trainer, a ``det.pytorch.deepspeed.DeepSpeedTrial`` by DeepSpeed's, a
+``det.keras.TFKerasTrial`` by the Keras controller (on one slot), so a Keras trial never
+imports torch, nor a PyTorch one TensorFlow.
 
 The master starts it for such an entrypoint (behind ``determined.launch.torch_distributed``
 when the trial has several slots)."""

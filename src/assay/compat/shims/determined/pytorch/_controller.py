@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import asdict
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -45,6 +45,10 @@ class TrialController:
     """Runs one trial's training to ``max_length``, or to each length its searcher asks for
     (``max_length`` None on a cluster)."""
 
+    trial_base: ClassVar[type] = PyTorchTrial
+    """The Trial API this loop trains (a subclass's loop trains another's), by its name."""
+    trial_api: ClassVar[str] = "det.pytorch.PyTorchTrial"
+
     def __init__(
         self,
         trial: PyTorchTrial,
@@ -65,8 +69,8 @@ class TrialController:
         step_zero_validation: bool,
         global_batch_size: int | None,
     ) -> None:
-        if not isinstance(trial, PyTorchTrial):
-            raise TypeError(f"the Trainer needs a det.pytorch.PyTorchTrial, got {type(trial)}")
+        if not isinstance(trial, self.trial_base):
+            raise TypeError(f"the Trainer needs a {self.trial_api}, got {type(trial)}")
         self.trial = trial
         self.context = context
         self.core = context._core
@@ -89,17 +93,9 @@ class TrialController:
         self.state = TrialState(trial_id=self.trial_id)
         self.last_metrics: dict[str, Any] | None = None
         self.callbacks: dict[str, PyTorchCallback] = dict(trial.build_callbacks())
-        if not context.models:
-            raise InvalidExperimentException(
-                "the trial wrapped no model: call context.wrap_model(model) in its __init__"
-            )
-        if not context.optimizers:
-            raise InvalidExperimentException(
-                "the trial wrapped no optimizer: call context.wrap_optimizer(optimizer) in its "
-                "__init__"
-            )
-        by_batch = _overrides(trial, "evaluate_batch", PyTorchTrial)
-        full = _overrides(trial, "evaluate_full_dataset", PyTorchTrial)
+        self._check_wrapped()
+        by_batch = _overrides(trial, "evaluate_batch", self.trial_base)
+        full = _overrides(trial, "evaluate_full_dataset", self.trial_base)
         if by_batch == full:
             raise InvalidExperimentException(
                 f"{type(trial).__name__} must define exactly one of evaluate_batch() and "
@@ -108,6 +104,18 @@ class TrialController:
         self.by_batch = by_batch
 
     # -- setting up ---------------------------------------------------------------------------
+
+    def _check_wrapped(self) -> None:
+        """Refuse a trial that wrapped less than the loop needs."""
+        if not self.context.models:
+            raise InvalidExperimentException(
+                "the trial wrapped no model: call context.wrap_model(model) in its __init__"
+            )
+        if not self.context.optimizers:
+            raise InvalidExperimentException(
+                "the trial wrapped no optimizer: call context.wrap_optimizer(optimizer) in its "
+                "__init__"
+            )
 
     def _loader(self, built: Any, method: str, *, training: bool, shard: bool) -> Any:
         dist = self.context.distributed
@@ -154,6 +162,10 @@ class TrialController:
                 if isinstance(loaded, dict):
                     _checkpoint.apply_checkpoint(loaded, self.context, self.callbacks)
             saved = _checkpoint.read_trial_state(path)
+        self._resume_state(saved)
+
+    def _resume_state(self, saved: dict[str, Any] | None) -> None:
+        """The loop's place in training from a checkpoint's ``trial_state.pkl``."""
         if saved is None or saved.get("trial_id") != self.trial_id:
             # Another trial's checkpoint (a warm start, or Determined's): its weights, not its
             # place in training.
@@ -178,14 +190,17 @@ class TrialController:
             self._set_data_loaders()
             # Made before a checkpoint's RNG state is restored: building the iterator must
             # not draw from the generators the checkpoint puts back.
-            iterator = iter(self.training_loader)
-            self.batches = enumerate(_until_exhausted(iterator), start=self.start_from_batch)
+            self.batches = enumerate(self._training_batches(), start=self.start_from_batch)
             stack.callback(self._drop_iterator)
             if self.latest_checkpoint is not None:
                 self._restore()
             for callback in self.callbacks.values():
                 callback.on_training_start()
             self._run()
+
+    def _training_batches(self) -> Iterator[Any]:
+        """What each training batch is handed: here the loader's batches."""
+        return _until_exhausted(iter(self.training_loader))
 
     def _drop_iterator(self) -> None:
         # Ends the loader's worker processes (their shutdown happens when it is collected).
@@ -442,22 +457,11 @@ class TrialController:
         return metrics
 
     def _validate_by_batch(self) -> dict[str, Any]:
-        assert self.validation_loader is not None
         for callback in self.callbacks.values():
             callback.on_validation_epoch_start()
         batch_metrics: list[dict[str, Any]] = []
         keys: list[str] | None = None
-        takes_idx = "batch_idx" in inspect.signature(self.trial.evaluate_batch).parameters
-        for idx, loaded in enumerate(self.validation_loader):
-            batch = (
-                self.context.to_device(loaded)
-                if self.context.experimental._auto_to_device
-                else loaded
-            )
-            if takes_idx:
-                out = self.trial.evaluate_batch(batch=batch, batch_idx=idx)
-            else:
-                out = self.trial.evaluate_batch(batch=batch)  # type: ignore[call-arg]
+        for out in self._validation_outputs():
             if not isinstance(out, dict):
                 raise TypeError(f"evaluate_batch() must return a dict, not {type(out).__name__}")
             if keys is None:
@@ -500,6 +504,21 @@ class TrialController:
             for name in names
         }
 
+    def _validation_outputs(self) -> Iterator[Any]:
+        """``evaluate_batch``'s result for each validation batch this rank reports."""
+        assert self.validation_loader is not None
+        takes_idx = "batch_idx" in inspect.signature(self.trial.evaluate_batch).parameters
+        for idx, loaded in enumerate(self.validation_loader):
+            batch = (
+                self.context.to_device(loaded)
+                if self.context.experimental._auto_to_device
+                else loaded
+            )
+            if takes_idx:
+                yield self.trial.evaluate_batch(batch=batch, batch_idx=idx)
+            else:
+                yield self.trial.evaluate_batch(batch=batch)  # type: ignore[call-arg]
+
     def _searcher_value(self, metrics: dict[str, Any] | None) -> float:
         name = self.searcher_metric
         if not metrics or name not in metrics:
@@ -520,25 +539,13 @@ class TrialController:
             self.core.train.set_status("checkpointing")
         self.state.last_ckpt = self.state.batches_trained
         try:
-            uuid = ""
-            if self.chief:
-                metadata = {
-                    "determined_version": __version__,
-                    "steps_completed": self.state.batches_trained,
-                    "framework": f"torch-{torch.__version__}",
-                    "format": "pickle",
-                }
-                with self.core.checkpoint.store_path(metadata) as (path, storage_id):
-                    _checkpoint.save_checkpoint(
-                        path,
-                        self.context,
-                        self.callbacks,
-                        asdict(self.state),
-                        self.trial,
-                        on_cluster=not self.local_training,
-                    )
-                    uuid = storage_id
-            uuid = self.context.distributed.broadcast(uuid)
+            metadata = {
+                "determined_version": __version__,
+                "steps_completed": self.state.batches_trained,
+                "framework": f"torch-{torch.__version__}",
+                "format": "pickle",
+            }
+            uuid = self._store_checkpoint(metadata)
             for callback in self.callbacks.values():
                 callback.on_checkpoint_upload_end(uuid=uuid)
         except InvalidHP:
@@ -546,6 +553,23 @@ class TrialController:
                 self.core.train.report_early_exit(EarlyExitReason.INVALID_HP)
                 raise ShouldExit(skip_exit_checkpoint=True) from None
             raise
+
+    def _store_checkpoint(self, metadata: dict[str, Any]) -> str:
+        """Write and store a checkpoint (the chief alone, here); its uuid, on every rank."""
+        uuid = ""
+        if self.chief:
+            with self.core.checkpoint.store_path(metadata) as (path, storage_id):
+                _checkpoint.save_checkpoint(
+                    path,
+                    self.context,
+                    self.callbacks,
+                    asdict(self.state),
+                    self.trial,
+                    on_cluster=not self.local_training,
+                )
+                uuid = storage_id
+        result: str = self.context.distributed.broadcast(uuid)
+        return result
 
 
 def _until_exhausted(iterator: Iterator[Any]) -> Iterator[Any]:

@@ -2,41 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-import json
 import pathlib
-import sys
-from collections.abc import Iterator
 from typing import Any
 
-import assay.core
-
+from ..exec._load_trial import checkpoint_trial, importable_from, load_trial_class, offline_core
 from . import _checkpoint
 from ._context import PyTorchTrialContext
 from ._trial import PyTorchTrial
-
-
-def _offline_core() -> assay.core.Context:
-    # A context that reports nothing anywhere: loading a trial trains nothing.
-    from assay.core import (
-        CheckpointContext,
-        DistributedContext,
-        PreemptContext,
-        SearcherContext,
-        TrainContext,
-    )
-
-    dist = DistributedContext()
-    return assay.core.Context(
-        info=None,
-        train=TrainContext(None, None, None, dist),
-        checkpoint=CheckpointContext(None, None, {"type": "shared_fs", "host_path": "."}),
-        preempt=PreemptContext(None, "", dist),
-        searcher=SearcherContext(None, None, 1, dist),
-        distributed=dist,
-        session=None,
-    )
 
 
 class CheckpointLoadContext(PyTorchTrialContext):
@@ -46,7 +18,7 @@ class CheckpointLoadContext(PyTorchTrialContext):
         self, hparams: dict[str, Any] | None = None, exp_conf: dict[str, Any] | None = None
     ) -> None:
         super().__init__(
-            core_context=_offline_core(),
+            core_context=offline_core(),
             trial_seed=0,
             hparams=hparams,
             slots_per_trial=1,
@@ -57,29 +29,6 @@ class CheckpointLoadContext(PyTorchTrialContext):
             managed_training=False,
             debug_enabled=False,
         )
-
-
-@contextlib.contextmanager
-def _importable_from(path: pathlib.Path) -> Iterator[None]:
-    sys.path.insert(0, str(path))
-    try:
-        yield
-    finally:
-        with contextlib.suppress(ValueError):
-            sys.path.remove(str(path))
-
-
-def trial_class_from_spec(spec: str) -> type[PyTorchTrial]:
-    """The class ``module.path:Class`` names."""
-    module_name, _, qualname = spec.partition(":")
-    if not module_name or not qualname:
-        raise ValueError(f"a trial class is named as module:Class, got {spec!r}")
-    obj: Any = importlib.import_module(module_name)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    if not (isinstance(obj, type) and issubclass(obj, PyTorchTrial)):
-        raise TypeError(f"{spec} is not a det.pytorch.PyTorchTrial subclass")
-    return obj
 
 
 def load_trial_from_checkpoint_path(
@@ -93,31 +42,13 @@ def load_trial_from_checkpoint_path(
     ``load_data.json`` (Determined 0.17.7 onwards) or the ``metadata.json`` a download wrote."""
     ckpt = pathlib.Path(path)
     load_kwargs = dict(torch_load_kwargs or kwargs)
-    load_data = ckpt / "load_data.json"
-    metadata = ckpt / "metadata.json"
-    if load_data.exists():
-        data = json.loads(load_data.read_text())
-        config, hparams, spec = (
-            data.get("experiment_config"),
-            data.get("hparams"),
-            data["trial_cls_spec"],
-        )
-    elif metadata.exists():
-        data = json.loads(metadata.read_text())
-        config, hparams = data.get("experiment_config"), data.get("hparams")
-        if not config:
-            raise ValueError(
-                f"{metadata} does not say which trial wrote the checkpoint (no experiment_config)"
-            )
-        spec = config["entrypoint"]
-    else:
-        raise ValueError(
-            f"{ckpt} has neither load_data.json nor metadata.json, so the trial class is "
-            "unknown: pass trial_class="
-        )
+    config, hparams, spec, _ = checkpoint_trial(ckpt)
     if trial_class is None:
-        with _importable_from(ckpt / "code"):
-            trial_class = trial_class_from_spec(spec)
+        with importable_from(ckpt / "code"):
+            found_class, _ = load_trial_class(spec)
+        if not issubclass(found_class, PyTorchTrial):
+            raise TypeError(f"{spec} is not a det.pytorch.PyTorchTrial subclass")
+        trial_class = found_class
     context = CheckpointLoadContext(hparams, config)
     trial = trial_class(context, **(trial_kwargs or {}))  # type: ignore[call-arg]
     found = _checkpoint.find_state_dict(ckpt)

@@ -51,6 +51,9 @@ def _period(config: dict[str, Any], key: str, global_batch_size: int | None) -> 
 class Trainer:
     """Trains ``trial`` (made with the context :func:`init` yielded) with :meth:`fit`."""
 
+    _controller: type[TrialController] = TrialController
+    """The loop :meth:`fit` runs (DeepSpeed's Trainer runs its own)."""
+
     def __init__(self, trial: PyTorchTrial, context: PyTorchTrialContext) -> None:
         self._trial = trial
         self._context = context
@@ -128,7 +131,7 @@ class Trainer:
             else:
                 _check_length(max_length)
                 _warn_mismatch(searcher, max_length)
-        TrialController(
+        self._controller(
             self._trial,
             self._context,
             max_length=max_length,
