@@ -51,12 +51,11 @@ import keras  # type: ignore[import-untyped]
 import assay.core
 from assay.core import Context, DistributedContext
 
+from .._code import CODE_DIR, copy_code
 from ._callback_state import (
-    CODE_DIR,
     MODEL_STEM,
     TF_FORMAT_INDEX,
     WEIGHTS_SUFFIX,
-    copy_code,
     read_state,
     write_state,
 )

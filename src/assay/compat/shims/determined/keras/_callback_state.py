@@ -5,9 +5,7 @@ plain files, so reading it needs no TensorFlow."""
 from __future__ import annotations
 
 import io
-import os
 import pickle
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +24,6 @@ STATE_FILE = "callback_state"
 """The callback's state (a pickled dict of plain values, Determined's file name and keys)."""
 
 STATE_KEYS = ("epoch", "steps_completed", "continue_id", "training_length", "validation_length")
-
-CODE_DIR = "code"
-CODE_FILE_LIMIT = 1024 * 1024
-"""A file of the trial's directory larger than this is not copied to ``code/``: data, not code."""
-CODE_SUFFIXES = (".py", ".yaml", ".yml", ".json", ".sh", ".txt", ".cfg", ".toml")
 
 
 class _PlainUnpickler(pickle.Unpickler):
@@ -67,22 +60,3 @@ def read_state(path: Path) -> dict[str, Any] | None:
             f"with the keys {', '.join(STATE_KEYS)}"
         )
     return state
-
-
-def copy_code(source: Path, dest: Path) -> None:
-    """The trial's code files (its directory is the experiment's context), so that a checkpoint
-    says what trained it; data and hidden directories are left out."""
-    for root, dirs, files in os.walk(source):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
-        for name in files:
-            if not name.endswith(CODE_SUFFIXES):
-                continue
-            file = Path(root, name)
-            try:
-                if file.stat().st_size > CODE_FILE_LIMIT:
-                    continue
-            except OSError:
-                continue
-            target = dest / file.relative_to(source)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(file, target)

@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import pickle
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import h5py  # type: ignore[import-untyped]
 import numpy as np
 
+from .._code import copy_code
 from . import _rng
 from ._trial_errors import InvalidExperimentException
 
@@ -37,9 +36,6 @@ WEIGHTS = "determined-keras-model-weights.weights.h5"
 OPTIMIZERS = "determined-keras-optimizer-weights.h5"
 LEGACY_H5 = "determined-keras-model.h5"
 TF_FORMAT = "determined-keras-model-weights"
-
-CODE_FILE_LIMIT = 1024 * 1024
-"""A file of the trial's directory larger than this is not copied to ``code/``: data, not code."""
 
 
 def weights_file(path: Path) -> Path:
@@ -125,22 +121,3 @@ def save_checkpoint(
         "trial_cls_spec": f"{cls.__module__}:{cls.__qualname__}",
     }
     (path / "load_data.json").write_text(json.dumps(load_data, default=str))
-
-
-def copy_code(source: Path, dest: Path) -> None:
-    """The trial's Python files (its directory is the experiment's context), so that
-    ``load_model_from_checkpoint_path`` can import the trial class again; data is left out."""
-    for root, dirs, files in os.walk(source):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
-        for name in files:
-            if not name.endswith((".py", ".yaml", ".yml", ".json")):
-                continue
-            file = Path(root, name)
-            try:
-                if file.stat().st_size > CODE_FILE_LIMIT:
-                    continue
-            except OSError:
-                continue
-            target = dest / file.relative_to(source)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(file, target)

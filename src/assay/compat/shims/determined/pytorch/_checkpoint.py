@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import pathlib
 import pickle
 import random
-import shutil
 from typing import TYPE_CHECKING, Any
 
 import torch
+
+from .._code import copy_code
 
 if TYPE_CHECKING:
     from ._callback import PyTorchCallback
@@ -28,9 +28,6 @@ STATE_FILES = (
     ("checkpoint.pt",),
 )
 """Where ``state_dict.pth`` has been kept, newest layout first."""
-
-CODE_FILE_LIMIT = 1024 * 1024
-"""A file of the trial's directory larger than this is not copied to ``code/``: data, not code."""
 
 
 def _numpy() -> Any:
@@ -219,22 +216,3 @@ def save_checkpoint(
     for callback in callbacks.values():
         callback.on_checkpoint_end(str(path))
         callback.on_checkpoint_write_end(str(path))
-
-
-def copy_code(source: pathlib.Path, dest: pathlib.Path) -> None:
-    """The trial's Python files (its directory is the experiment's context), so that
-    ``load_trial_from_checkpoint_path`` can import the trial class again; data is left out."""
-    for root, dirs, files in os.walk(source):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
-        for name in files:
-            if not name.endswith((".py", ".yaml", ".yml", ".json")):
-                continue
-            file = pathlib.Path(root, name)
-            try:
-                if file.stat().st_size > CODE_FILE_LIMIT:
-                    continue
-            except OSError:
-                continue
-            target = dest / file.relative_to(source)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(file, target)

@@ -22,6 +22,7 @@ from typing import Any, cast
 
 import torch
 
+from ..._code import copy_code
 from .. import _checkpoint
 from .._context import InvalidExperimentException
 from .._controller import TrialController
@@ -206,7 +207,7 @@ class DeepSpeedTrialController(TrialController):
         dist = self.context.distributed
         if self.chief:
             if not self.local_training:
-                _checkpoint.copy_code(pathlib.Path.cwd(), path / "code")
+                copy_code(pathlib.Path.cwd(), path / "code")
             with (path / "trial_state.pkl").open("wb") as f:
                 pickle.dump(asdict(self.state), f)
         state: dict[str, Any] = {
