@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from assay import rest
 from tests.integration.cluster import CONTEXTS, Cluster, wait_for
+from tests.integration.trial_runs import final_weights, hooks, merged, run_trial
 
 pytestmark = pytest.mark.integration
 
@@ -76,39 +76,7 @@ def config(micro: int = 4, steps: int = 2, **overrides: Any) -> dict[str, Any]:
         "searcher": {"name": "single", "metric": "val_loss", "smaller_is_better": True},
         "max_restarts": 0,
     }
-    for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            base[key] = {**base[key], **value}
-        else:
-            base[key] = value
-    return base
-
-
-def run(cluster: Cluster, submitted: dict[str, Any], timeout: float = 240) -> rest.Trial:
-    exp_id = cluster.submit(yaml.safe_dump(submitted), CONTEXT)
-    exp = cluster.wait_state(exp_id, "COMPLETED", "ERROR", "CANCELED", timeout=timeout)
-    (trial,) = cluster.client.trials(exp_id)
-    assert exp.state == "COMPLETED", "\n".join(cluster.trial_logs(int(trial.id))[-60:])
-    return trial
-
-
-def final_weights(cluster: Cluster, trial_id: int) -> dict[int, float]:
-    found: dict[int, float] = {}
-    for line in cluster.trial_logs(trial_id):
-        text = line.split("] ", 1)[1] if line.startswith("[rank=") else line
-        if text.startswith("rank ") and " final weight " in text:
-            rank, value = text.split(" final weight ")
-            found[int(rank.split()[1])] = float(value)
-    return found
-
-
-def hooks(cluster: Cluster, trial_id: int) -> list[list[str]]:
-    found = []
-    for line in cluster.trial_logs(trial_id):
-        text = line.split("] ", 1)[1] if line.startswith("[rank=") else line
-        if text.startswith("hooks "):
-            found.append(text.split()[1:])
-    return found
+    return merged(base, overrides)
 
 
 def check_training(
@@ -133,7 +101,7 @@ def check_training(
 def test_the_trainer_trains_to_the_closed_form_weight_with_deepspeed_checkpoints(
     cluster: Cluster,
 ) -> None:
-    trial = run(cluster, config())
+    trial = run_trial(cluster, config(), CONTEXT)
     tid = int(trial.id)
     expected = weights(24)
     assert final_weights(cluster, tid)[0] == pytest.approx(expected[24], abs=1e-6)
@@ -226,7 +194,7 @@ def test_two_deepspeed_ranks_train_as_one_rank_at_the_same_global_batch(
 ) -> None:
     # Two ranks of one micro batch of 4 each: the global batch of 8 the one-rank runs train.
     submitted = config(micro=4, steps=1, resources={"slots_per_trial": 2}, **launch)
-    trial = run(cluster, submitted)
+    trial = run_trial(cluster, submitted, CONTEXT)
     tid = int(trial.id)
     expected = weights(16)
     finals = final_weights(cluster, tid)

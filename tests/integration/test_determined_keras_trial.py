@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from assay import rest
 from tests.integration.cluster import CONTEXTS, Cluster, wait_for
+from tests.integration.trial_runs import merged, run_trial
 
 pytestmark = pytest.mark.integration
 
@@ -62,20 +62,7 @@ def config(**overrides: Any) -> dict[str, Any]:
         },
         "max_restarts": 0,
     }
-    for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            base[key] = {**base[key], **value}
-        else:
-            base[key] = value
-    return base
-
-
-def run(cluster: Cluster, submitted: dict[str, Any], timeout: float = 180) -> rest.Trial:
-    exp_id = cluster.submit(yaml.safe_dump(submitted), CONTEXT)
-    exp = cluster.wait_state(exp_id, "COMPLETED", "ERROR", "CANCELED", timeout=timeout)
-    (trial,) = cluster.client.trials(exp_id)
-    assert exp.state == "COMPLETED", "\n".join(cluster.trial_logs(int(trial.id))[-60:])
-    return trial
+    return merged(base, overrides)
 
 
 def runs(cluster: Cluster, trial_id: int) -> list[tuple[float, list[str]]]:
@@ -105,7 +92,7 @@ def test_a_keras_trial_trains_with_the_configs_periods_hooks_and_loads_back(
         checkpoint_policy="none",
         checkpoint_storage={"type": "shared_fs", "host_path": str(storage)},
     )
-    trial = run(cluster, submitted)
+    trial = run_trial(cluster, submitted, CONTEXT)
     tid = int(trial.id)
     ws = weights(12, 0.05)
     assert trial.steps_completed == 12

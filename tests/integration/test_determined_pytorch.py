@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from assay import rest
 from tests.integration.cluster import CONTEXTS, Cluster, wait_for
+from tests.integration.trial_runs import final_weights, hooks, merged, run_trial
 
 pytestmark = pytest.mark.integration
 
@@ -73,40 +73,13 @@ def config(**overrides: Any) -> dict[str, Any]:
         "searcher": {"name": "single", "metric": "val_loss", "smaller_is_better": True},
         "max_restarts": 0,
     }
-    for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            base[key] = {**base[key], **value}
-        else:
-            base[key] = value
-    return base
-
-
-def run(cluster: Cluster, submitted: dict[str, Any], timeout: float = 240) -> rest.Trial:
-    exp_id = cluster.submit(yaml.safe_dump(submitted), CONTEXT)
-    exp = cluster.wait_state(exp_id, "COMPLETED", "ERROR", "CANCELED", timeout=timeout)
-    (trial,) = cluster.client.trials(exp_id)
-    assert exp.state == "COMPLETED", "\n".join(cluster.trial_logs(int(trial.id))[-60:])
-    return trial
-
-
-def final_weights(cluster: Cluster, trial_id: int) -> dict[int, float]:
-    found: dict[int, float] = {}
-    for line in cluster.trial_logs(trial_id):
-        text = line.split("] ", 1)[1] if line.startswith("[rank=") else line
-        if text.startswith("rank ") and " final weight " in text:
-            rank, value = text.split(" final weight ")
-            found[int(rank.split()[1])] = float(value)
-    return found
-
-
-def hooks(cluster: Cluster, trial_id: int) -> list[list[str]]:
-    return [line.split()[1:] for line in cluster.trial_logs(trial_id) if line.startswith("hooks ")]
+    return merged(base, overrides)
 
 
 def test_the_trainer_trains_to_the_closed_form_weight_with_exact_metrics_and_hooks(
     cluster: Cluster,
 ) -> None:
-    trial = run(cluster, config())
+    trial = run_trial(cluster, config(), CONTEXT)
     tid = int(trial.id)
     expected = weights(24)
     assert final_weights(cluster, tid)[0] == pytest.approx(expected[24], abs=1e-6)
@@ -204,7 +177,7 @@ def test_two_ddp_ranks_train_as_one_rank_at_the_same_global_batch(cluster: Clust
         entrypoint="python3 -m determined.launch.torch_distributed python3 train.py",
         resources={"slots_per_trial": 2},
     )
-    trial = run(cluster, submitted)
+    trial = run_trial(cluster, submitted, CONTEXT)
     tid = int(trial.id)
     expected = weights(24)
     finals = final_weights(cluster, tid)
@@ -232,7 +205,7 @@ def test_a_legacy_trial_class_entrypoint_runs_with_the_configs_periods(cluster: 
         scheduling_unit=4,
         perform_initial_validation=True,
     )
-    trial = run(cluster, submitted)
+    trial = run_trial(cluster, submitted, CONTEXT)
     tid = int(trial.id)
     expected = weights(16)
     validation = cluster.client.metrics(tid, "validation")
@@ -262,7 +235,7 @@ def test_a_checkpoint_determined_wrote_is_loaded_and_training_continues(
         hyperparameters={"max_batches": 5, "start_from": start_from, "lr": 0.001, "momentum": 0.0},
         checkpoint_storage={"type": "shared_fs", "host_path": str(storage)},
     )
-    trial = run(cluster, submitted)
+    trial = run_trial(cluster, submitted, CONTEXT)
     tid = int(trial.id)
     # Its optimizer's state came too (SGD at lr 0.001, no momentum, as Determined trained it).
     expected = weights(5, lr=0.001, momentum=0.0, w0=w0)
