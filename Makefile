@@ -10,7 +10,7 @@ PORT ?=
 export ASSAY_HOME
 
 .PHONY: install install-dev system-deps run test lint typecheck unit integration bench bench-peers \
-	down clean webui webui-types webui-check test-tools
+	down clean webui webui-types webui-check test-tools det-client
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -81,8 +81,20 @@ tests/tools/node_modules/.installed: tests/tools/package-lock.json
 	cd tests/tools && npm ci --no-audit --no-fund
 	touch $@
 
+# Determined's own client (the `det` CLI and SDK), in a virtual environment of its own: it pins
+# requests and others that would change assay's. tests/integration/test_det_cli.py drives it.
+DET_VENV := .venv-det
+DET_VERSION := 0.38.1
+
+det-client: $(DET_VENV)/.installed-$(DET_VERSION)
+
+$(DET_VENV)/.installed-$(DET_VERSION):
+	$(PYTHON) -m venv $(DET_VENV)
+	$(DET_VENV)/bin/python -m pip install -q 'determined==$(DET_VERSION)'
+	touch $@
+
 ## make test: install what the suite needs, then lint, type-check and run every test.
-test: install-dev system-deps webui webui-check test-tools
+test: install-dev system-deps webui webui-check test-tools det-client
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/mypy
@@ -118,6 +130,6 @@ bench-peers: install-dev
 
 # Also the image the container tests keep for the next run (README: what make test leaves).
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(DET_VENV) .pytest_cache .mypy_cache .ruff_cache
 	@if command -v podman >/dev/null 2>&1; then \
 	  podman rmi --ignore localhost/assay-test-python:1 >/dev/null; fi

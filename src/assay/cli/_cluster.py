@@ -341,6 +341,8 @@ def _up(home: Path, given: UpOptions, defaults: bool) -> None:
         )
     if client is not None:
         _print_ui_link(client, url)
+    # Determined's own `det` and SDK reach the same master under /det (docs/det-cli.md).
+    console.print(f"Determined's det: export DET_MASTER={url}/det", highlight=False, markup=False)
     if refusal is not None:
         err_console.print(f"[bold yellow]warning:[/] {refusal}", highlight=False, soft_wrap=True)
 

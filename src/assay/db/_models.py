@@ -506,6 +506,10 @@ class User(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     username: Mapped[str] = mapped_column(String(64), unique=True)
     password_hash: Mapped[str] = mapped_column(String(256))
+    det_password_hash: Mapped[str | None] = mapped_column(String(256), nullable=True)
+    """An argon2 hash of what Determined's clients send for the password (its salted SHA-512),
+    so ``det user login`` signs in without the master ever keeping anything weaker; None for
+    a user whose password was last set before the column (until they next sign in)."""
     admin: Mapped[bool] = mapped_column(Boolean, default=False)
     active: Mapped[bool] = mapped_column(Boolean, default=True)
     created_at: Mapped[float] = mapped_column(Float)

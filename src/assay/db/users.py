@@ -31,12 +31,26 @@ def require(session: Session, username: str) -> User:
     return user
 
 
-def create(session: Session, *, username: str, password_hash: str, admin: bool, now: float) -> User:
-    """A new active user; :class:`Conflict` when the name is taken."""
+def create(
+    session: Session,
+    *,
+    username: str,
+    password_hash: str,
+    admin: bool,
+    now: float,
+    det_password_hash: str | None = None,
+) -> User:
+    """A new active user; :class:`Conflict` when the name is taken. ``det_password_hash``:
+    the hash Determined's clients sign in against (see :func:`set_det_password`)."""
     if named(session, username) is not None:
         raise Conflict(f"a user called {username!r} already exists")
     user = User(
-        username=username, password_hash=password_hash, admin=admin, active=True, created_at=now
+        username=username,
+        password_hash=password_hash,
+        det_password_hash=det_password_hash,
+        admin=admin,
+        active=True,
+        created_at=now,
     )
     session.add(user)
     session.flush()
@@ -53,9 +67,20 @@ def update(
         user.active = active
 
 
-def set_password(session: Session, user: User, *, password_hash: str) -> None:
-    """The user signs in with a new password (its hash, never the password itself)."""
+def set_password(
+    session: Session, user: User, *, password_hash: str, det_password_hash: str | None = None
+) -> None:
+    """The user signs in with a new password (its hashes, never the password itself): assay's
+    and the one Determined's clients sign in against (None: none yet; the old one, of the old
+    password, goes either way)."""
     user.password_hash = password_hash
+    user.det_password_hash = det_password_hash
+
+
+def set_det_password(session: Session, user: User, *, det_password_hash: str) -> None:
+    """The hash Determined's clients sign in against, for a user whose password predates it
+    (an argon2 hash of their salted SHA-512, never anything weaker)."""
+    user.det_password_hash = det_password_hash
 
 
 def everyone(session: Session) -> Sequence[User]:

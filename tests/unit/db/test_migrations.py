@@ -9,7 +9,16 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 
-from assay.db import Allocation, Checkpoint, Database, Experiment, Trial, owners, searcher_events
+from assay.db import (
+    Allocation,
+    Checkpoint,
+    Database,
+    Experiment,
+    Trial,
+    owners,
+    searcher_events,
+    users,
+)
 from assay.errors import InvalidConfig
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "src" / "assay" / "db" / "migrations"
@@ -158,3 +167,25 @@ def test_upgrade_records_the_owner_of_every_allocation_from_before(db_url: str) 
         assert owners.kind_of(session, "task-1.main.0.1") == "task"
         assert owners.kind_of(session, "nobody's") is None
     db.dispose()
+
+
+def test_upgrade_leaves_users_without_a_hash_for_determined_until_they_sign_in(
+    db_url: str,
+) -> None:
+    command.upgrade(alembic_config(db_url), "0019")
+    user = dict(id=1, username="alice", password_hash="$argon2id$x", admin=False, active=True,
+                created_at=0)  # fmt: skip
+    insert(db_url, {"users": user})
+    db = Database(db_url)
+    with db.session() as session:
+        alice = users.named(session, "alice")
+        assert alice is not None and alice.password_hash == "$argon2id$x"
+        assert alice.det_password_hash is None
+    db.dispose()
+    command.downgrade(alembic_config(db_url), "0019")
+    engine = sa.create_engine(db_url)
+    try:
+        columns = {c["name"] for c in sa.inspect(engine).get_columns("users")}
+    finally:
+        engine.dispose()
+    assert "det_password_hash" not in columns and "password_hash" in columns

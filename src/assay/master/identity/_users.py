@@ -14,9 +14,16 @@ from dataclasses import dataclass
 
 from assay import rest
 from assay.db import Session, User, tokens, users
-from assay.errors import Conflict, Forbidden, Unauthorized
-from assay.master.identity._passwords import decoy_hash, hash_password, verify_password
+from assay.errors import Conflict, Forbidden, NotFound, Unauthorized
+from assay.master.identity._determined import not_yet_for_determined, user_list, user_view
+from assay.master.identity._passwords import (
+    decoy_hash,
+    hash_both,
+    hash_for_determined,
+    verify_password,
+)
 from assay.master.kernel import Orchestrator, Tx, views
+from assay.rest import determined as det
 
 log = logging.getLogger(__name__)
 
@@ -79,13 +86,22 @@ class UserService:
     async def ensure_admin(self, password: str | None) -> str | None:
         """Make the ``admin`` user when there are no users yet, with ``password`` or a random
         one; the random one is returned (to be shown once), None otherwise."""
+        if await self.core.read(users.count):
+            return None  # hashing costs a start time; the handler checks again under the lock
         chosen = password or secrets.token_urlsafe(12)
-        hashed = await asyncio.to_thread(hash_password, chosen)
+        hashed, det_hashed = await asyncio.to_thread(hash_both, chosen)
 
         def handler(tx: Tx) -> bool:
             if users.count(tx.session):
                 return False
-            users.create(tx.session, username=ADMIN, password_hash=hashed, admin=True, now=tx.now)
+            users.create(
+                tx.session,
+                username=ADMIN,
+                password_hash=hashed,
+                det_password_hash=det_hashed,
+                admin=True,
+                now=tx.now,
+            )
             return True
 
         made = await self.core.transact(handler)
@@ -119,32 +135,58 @@ class UserService:
         """A new session for the user, or :class:`Unauthorized` naming neither which part
         was wrong nor whether the user exists."""
 
-        def read(session: Session) -> tuple[int, str] | None:
-            user = users.named(session, username)
-            return (user.id, user.password_hash) if user is not None and user.active else None
-
-        found = await self.core.read(read)
-        stored = found[1] if found is not None else decoy_hash()
+        found = await self.core.read(lambda s: _signing_in(s, username))
+        stored = found.password_hash if found is not None else decoy_hash()
         good = await asyncio.to_thread(verify_password, stored, password)
         if found is None or not good:
             raise Unauthorized("wrong user name or password, or the user is deactivated")
+        # A user whose password predates Determined's sign-in gets its hash now, from the
+        # password just proven: the only moment the master holds it.
+        det_hashed = None
+        if found.det_password_hash is None:
+            det_hashed = await asyncio.to_thread(hash_for_determined, password)
         token = _new_token()
 
         def handler(tx: Tx) -> rest.Session:
-            user = users.get(tx.session, found[0])
-            if user is None or not user.active:
-                raise Unauthorized("wrong user name or password, or the user is deactivated")
-            expires = tx.now + SESSION_DAYS * _DAY
-            tokens.create(
-                tx.session,
-                user_id=user.id,
-                digest=digest(token),
-                kind=TokenKind.SESSION,
-                description="signed in",
-                now=tx.now,
-                expires_at=expires,
-            )
+            user = _still_active(tx, found.id)
+            if det_hashed is not None and user.det_password_hash is None:
+                users.set_det_password(tx.session, user, det_password_hash=det_hashed)
+            expires = _start_session(tx, user, token, "signed in")
             return rest.Session(token=token, user=views.user(user), expires_at=expires)
+
+        return await self.core.transact(handler)
+
+    async def login_determined(self, body: det.Login) -> det.LoginResponse:
+        """A new session for a Determined client (``det user login``): ``body.password`` is
+        the client's salted SHA-512 of the password when ``is_hashed`` (checked against the
+        argon2 hash kept of it), else the password itself (checked as :meth:`login` checks
+        it). :class:`Unauthorized` names neither which part was wrong nor whether the user
+        exists; a user whose password predates the hash Determined's clients need is told to
+        sign in once with assay (:class:`Conflict`)."""
+        found = await self.core.read(lambda s: _signing_in(s, body.username))
+        det_hashed = None
+        if body.is_hashed:
+            if found is not None and found.det_password_hash is None:
+                raise Conflict(not_yet_for_determined(body.username))
+            stored = found.det_password_hash if found is not None else None
+            good = await asyncio.to_thread(verify_password, stored or decoy_hash(), body.password)
+        else:
+            stored = found.password_hash if found is not None else None
+            good = await asyncio.to_thread(verify_password, stored or decoy_hash(), body.password)
+            if good and found is not None and found.det_password_hash is None:
+                det_hashed = await asyncio.to_thread(hash_for_determined, body.password)
+        if found is None or not good:
+            raise Unauthorized(
+                "invalid credentials: wrong user name or password, or the user is deactivated"
+            )
+        token = _new_token()
+
+        def handler(tx: Tx) -> det.LoginResponse:
+            user = _still_active(tx, found.id)
+            if det_hashed is not None and user.det_password_hash is None:
+                users.set_det_password(tx.session, user, det_password_hash=det_hashed)
+            _start_session(tx, user, token, "signed in with Determined's client")
+            return det.LoginResponse(token=token, user=user_view(user))
 
         return await self.core.transact(handler)
 
@@ -214,16 +256,63 @@ class UserService:
             lambda s: rest.UserList(users=[views.user(u) for u in users.everyone(s)])
         )
 
+    async def determined_me(self, actor: Actor) -> det.UserResponse:
+        """The signed-in user, as Determined's ``GET /api/v1/me`` answers."""
+        return await self.core.read(
+            lambda s: det.UserResponse(user=user_view(users.require(s, actor.username)))
+        )
+
+    async def determined_user(self, user_id: int) -> det.UserResponse:
+        """One user by id, as Determined's ``GET /api/v1/users/{userId}`` answers."""
+
+        def read(session: Session) -> det.UserResponse:
+            user = users.get(session, user_id)
+            if user is None:
+                raise NotFound(f"user {user_id} not found (see `det user list`)")
+            return det.UserResponse(user=user_view(user))
+
+        return await self.core.read(read)
+
+    async def determined_user_named(self, username: str) -> det.UserResponse:
+        """One user by name, as Determined's ``GET /api/v1/users/{username}/by-username``
+        answers."""
+        return await self.core.read(
+            lambda s: det.UserResponse(user=user_view(users.require(s, username)))
+        )
+
+    async def determined_users(
+        self,
+        *,
+        active: bool | None = None,
+        admin: bool | None = None,
+        name: str | None = None,
+        offset: int = 0,
+        limit: int = 0,
+    ) -> det.UserList:
+        """Users as Determined's ``GET /api/v1/users`` lists them: those matching every filter
+        given, by id, the page from ``offset`` of ``limit`` (0: all)."""
+        return await self.core.read(
+            lambda s: user_list(
+                users.everyone(s),
+                active=active,
+                admin=admin,
+                name=name,
+                offset=offset,
+                limit=limit,
+            )
+        )
+
     async def create(self, actor: Actor, body: rest.UserCreate) -> rest.User:
         if not actor.admin:
             raise Forbidden("only an admin may create users")
-        hashed = await asyncio.to_thread(hash_password, body.password)
+        hashed, det_hashed = await asyncio.to_thread(hash_both, body.password)
 
         def handler(tx: Tx) -> rest.User:
             made = users.create(
                 tx.session,
                 username=body.username,
                 password_hash=hashed,
+                det_password_hash=det_hashed,
                 admin=body.admin,
                 now=tx.now,
             )
@@ -241,7 +330,7 @@ class UserService:
             )
         hashed = None
         if body.password is not None:
-            hashed = await asyncio.to_thread(hash_password, body.password)
+            hashed = await asyncio.to_thread(hash_both, body.password)
 
         def handler(tx: Tx) -> rest.User:
             user = users.require(tx.session, username)
@@ -256,7 +345,9 @@ class UserService:
                 # back none of them (they sign in again and make new tokens).
                 tokens.revoke_all(tx.session, user.id, tx.now)
             if hashed is not None:
-                users.set_password(tx.session, user, password_hash=hashed)
+                users.set_password(
+                    tx.session, user, password_hash=hashed[0], det_password_hash=hashed[1]
+                )
                 # Whoever knew the old password is signed out; the caller's own session stays.
                 tokens.revoke_others(
                     tx.session,
@@ -309,6 +400,46 @@ class UserService:
             return views.access_token(row, name)
 
         return await self.core.transact(handler)
+
+
+@dataclass(frozen=True)
+class _SigningIn:
+    """What a sign-in checks of an active user, read before hashing (off the lock)."""
+
+    id: int
+    password_hash: str
+    det_password_hash: str | None
+
+
+def _signing_in(session: Session, username: str) -> _SigningIn | None:
+    """The active user called ``username`` as a sign-in checks them; None when there is none."""
+    user = users.named(session, username)
+    if user is None or not user.active:
+        return None
+    return _SigningIn(user.id, user.password_hash, user.det_password_hash)
+
+
+def _still_active(tx: Tx, user_id: int) -> User:
+    """The user a sign-in checked, unless they were deactivated (or deleted) meanwhile."""
+    user = users.get(tx.session, user_id)
+    if user is None or not user.active:
+        raise Unauthorized("wrong user name or password, or the user is deactivated")
+    return user
+
+
+def _start_session(tx: Tx, user: User, token: str, description: str) -> float:
+    """Record ``token`` as a new session of ``user``; when it expires."""
+    expires = tx.now + SESSION_DAYS * _DAY
+    tokens.create(
+        tx.session,
+        user_id=user.id,
+        digest=digest(token),
+        kind=TokenKind.SESSION,
+        description=description,
+        now=tx.now,
+        expires_at=expires,
+    )
+    return expires
 
 
 def _admin(user: User) -> str:

@@ -1,0 +1,149 @@
+"""Determined's REST API under ``/det``, for the real ``det`` CLI and Determined's Python SDK
+with ``DET_MASTER=http://HOST:PORT/det``: its clients form every URL as the master's address
+plus the path, so Determined's paths live under the prefix and never meet assay's own.
+
+Served here: the master's info, signing in and out (Determined's client-side password hash
+included), and users. Every other path under ``/det``, whatever the method, is 404 in
+Determined's error shape naming the endpoint (``_unserved``). Tokens are assay's: a session
+from ``POST /det/api/v1/auth/login`` or an access token (``assay token create``), sent as
+``Authorization: Bearer <token>``.
+
+These routes are left out of assay's OpenAPI document: it describes assay's own API (and the
+web UI's types are made from it); Determined's is described by Determined's own.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request, Response
+from fastapi.routing import APIRoute
+from starlette.routing import Match
+
+from assay import rest
+from assay.api._deps import SIGNED_IN, ActorDep, MasterDep
+from assay.api._users import LoginLimits
+from assay.api.determined._errors import DeterminedRoute, det_response
+from assay.api.determined._unserved import unserved
+from assay.rest import determined as det
+
+PREFIX = "/det"
+
+router = APIRouter(prefix=PREFIX, route_class=DeterminedRoute, include_in_schema=False)
+signed_in = APIRouter(
+    prefix=PREFIX, route_class=DeterminedRoute, include_in_schema=False, dependencies=SIGNED_IN
+)
+unknown = APIRouter(prefix=PREFIX, route_class=DeterminedRoute, include_in_schema=False)
+"""The catch-all: included after every other route of the app's under ``/det``."""
+
+UserId = Annotated[int, Path(ge=0, le=rest.INT_MAX, description="A user's id.")]
+Username = Annotated[str, Path(max_length=64, pattern=rest.USERNAME_PATTERN)]
+
+
+@router.get("/info")
+async def info(master: MasterDep) -> det.MasterInfo:
+    """What every ``det`` command reads first: the Determined version this master speaks."""
+    return master_info(master.reads.info())
+
+
+@router.get("/api/v1/master")
+async def get_master(master: MasterDep) -> det.GetMasterResponse:
+    """``det master info``."""
+    return get_master_response(master.reads.info())
+
+
+@router.post("/api/v1/auth/login")
+async def login(body: det.Login, master: MasterDep, request: Request) -> det.LoginResponse:
+    """A session token for the user (``det user login``; ``DET_USER`` and ``DET_PASS``)."""
+    limits: LoginLimits = request.app.state.login_limits
+    limits.check(request.client.host if request.client else "", body.username)
+    return await master.users.login_determined(body)
+
+
+@signed_in.post("/api/v1/auth/logout")
+async def logout(master: MasterDep, actor: ActorDep) -> det.LogoutResponse:
+    """End the session (or revoke the access token) the request is signed in with."""
+    await master.users.logout(actor)
+    return det.LogoutResponse()
+
+
+@signed_in.get("/api/v1/me")
+async def me(master: MasterDep, actor: ActorDep) -> det.UserResponse:
+    return await master.users.determined_me(actor)
+
+
+@signed_in.get("/api/v1/users")
+async def users(
+    master: MasterDep,
+    active: bool | None = None,
+    admin: bool | None = None,
+    name: Annotated[str | None, Query(max_length=64, pattern=rest.NO_NUL)] = None,
+    offset: Annotated[int, Query(ge=-rest.INT_MAX, le=rest.INT_MAX)] = 0,
+    limit: Annotated[int, Query(ge=0, le=rest.INT_MAX)] = 0,
+) -> det.UserList:
+    """``det user list``: users matching every filter given, by id, paged from ``offset``."""
+    return await master.users.determined_users(
+        active=active, admin=admin, name=name, offset=offset, limit=limit
+    )
+
+
+@signed_in.get("/api/v1/users/{user_id}")
+async def user(user_id: UserId, master: MasterDep) -> det.UserResponse:
+    return await master.users.determined_user(user_id)
+
+
+@signed_in.get("/api/v1/users/{username}/by-username")
+async def user_named(username: Username, master: MasterDep) -> det.UserResponse:
+    return await master.users.determined_user_named(username)
+
+
+_EVERY_METHOD = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"]
+
+
+@unknown.api_route("", methods=_EVERY_METHOD)
+@unknown.api_route("/{path:path}", methods=_EVERY_METHOD)
+async def not_served(request: Request) -> Response:
+    """Any other request under ``/det``: a method a served path does not take is 405 naming
+    those it takes; anything else is 404 naming the endpoint."""
+    path = request.url.path.removeprefix(PREFIX) or "/"
+    takes = sorted(
+        method
+        for route in (*router.routes, *signed_in.routes)
+        if isinstance(route, APIRoute) and route.matches(request.scope)[0] is Match.PARTIAL
+        for method in route.methods or ()
+    )
+    if takes:
+        allowed = ", ".join(takes)
+        message = f"{request.method} is not a method of {path}; it takes {allowed}"
+        return det_response(405, message, headers={"Allow": allowed})
+    return det_response(404, unserved(request.method, path))
+
+
+def master_info(info: rest.MasterInfo) -> det.MasterInfo:
+    """The master as ``GET /info`` names it to Determined's clients."""
+    return det.MasterInfo(
+        version=det.DETERMINED_VERSION,
+        master_id=_master_id(info),
+        cluster_id=info.cluster_id,
+        cluster_name=CLUSTER_NAME,
+    )
+
+
+def get_master_response(info: rest.MasterInfo) -> det.GetMasterResponse:
+    """The master as ``GET /api/v1/master`` describes it to Determined's clients: no RBAC,
+    no single sign-on, users managed here."""
+    return det.GetMasterResponse(
+        version=det.DETERMINED_VERSION,
+        master_id=_master_id(info),
+        cluster_id=info.cluster_id,
+        cluster_name=CLUSTER_NAME,
+    )
+
+
+CLUSTER_NAME = "assay"
+"""What Determined's clients show as the cluster's name."""
+
+
+def _master_id(info: rest.MasterInfo) -> str:
+    # Determined's master id changes with each start of the master; the cluster id does not.
+    return f"{info.cluster_id}-{int(info.started_at)}"
