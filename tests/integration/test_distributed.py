@@ -15,8 +15,7 @@ import pytest
 import yaml
 
 from assay import rest
-from assay.master.experiments import _gang as gang
-from tests.integration.cluster import CONTEXTS, Cluster, serve
+from tests.integration.cluster import CONTEXTS, Cluster, rendezvous_port_base, serve
 
 pytestmark = pytest.mark.integration
 
@@ -137,7 +136,7 @@ def test_a_dying_rank_ends_the_gang_and_the_trial_resumes_from_its_checkpoint(
 @pytest.fixture
 def busy_rendezvous_port() -> Iterator[int]:
     """The master's first rendezvous port, held by some other program on the agent's host."""
-    port = gang.RENDEZVOUS_BASE
+    port = rendezvous_port_base()
     with socket.socket() as held:
         held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:

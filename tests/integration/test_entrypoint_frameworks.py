@@ -32,19 +32,19 @@ def context(tmp_path: Path, module: str) -> Path:
 
 
 @pytest.mark.skipif(
-    importlib.util.find_spec("tensorflow") is not None, reason="tensorflow is installed here"
+    importlib.util.find_spec("horovod") is not None, reason="horovod is installed here"
 )
 def test_an_entrypoint_importing_a_framework_no_agent_has_is_refused_at_submission(
     cluster: Cluster, tmp_path: Path
 ) -> None:
-    root = context(tmp_path, "tensorflow")
+    root = context(tmp_path, "horovod")
     result = cluster.cli("e", "create", str(root / "config.yaml"), str(root))
     assert result.returncode == 1, result.stdout + result.stderr
     assert result.stderr.count("\n") == 1, result.stderr  # one line
     assert result.stderr == (
-        "error: invalid experiment config: entrypoint: train.py imports tensorflow, which none "
+        "error: invalid experiment config: entrypoint: train.py imports horovod, which none "
         "of the 1 connected agent of resource pool 'default' can import; install it where the "
-        "agents run (`pip install tensorflow`) and restart them (a cluster of `assay up`: "
+        "agents run (`pip install horovod`) and restart them (a cluster of `assay up`: "
         "`assay down`, then `assay up`), or submit to a pool that has it\n"
     )
     assert cluster.client.list_experiments().experiments == []
@@ -57,7 +57,7 @@ def test_an_entrypoint_importing_a_framework_no_agent_has_is_refused_at_submissi
     )
     assert answer.status_code == 400, answer.text
     (detail,) = answer.json()["error"]["details"]
-    assert detail["path"] == "entrypoint" and "imports tensorflow" in detail["message"]
+    assert detail["path"] == "entrypoint" and "imports horovod" in detail["message"]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
