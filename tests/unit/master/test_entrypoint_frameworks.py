@@ -226,3 +226,40 @@ def test_a_tfkerastrial_class_on_several_slots_is_refused_naming_the_setting(
     # A script with DeterminedCallback runs once per node, on any number of slots.
     script = imports_of(tmp_path, "python3 train.py", **{"train.py": source})
     framework_problem(config(resources={"slots_per_trial": 2}), MasterConfig(), script, [])
+
+
+@pytest.mark.parametrize(
+    ("source", "module"),
+    [
+        ("from determined.transformers import DetCallback\n", "determined.transformers"),
+        ("from determined import transformers\n", "determined.transformers"),
+        ("from determined.experimental import core_v2\n", "determined.experimental"),
+        ("import determined.common.api\n", "determined.common.api"),
+    ],
+)
+def test_a_part_of_determined_assay_does_not_have_is_refused_at_submission(
+    tmp_path: Path, source: str, module: str
+) -> None:
+    needs = imports_of(tmp_path, "python3 train.py", **{"train.py": source})
+    assert needs is not None and needs.unprovided == (module,)
+    with pytest.raises(InvalidConfig) as caught:
+        framework_problem(config(), MasterConfig(), needs, [])
+    message = caught.value.message
+    assert f"entrypoint: train.py imports {module}, which assay's determined package" in message
+    assert "determined.core, .pytorch" in message and "\n" not in message
+    assert [d.path for d in caught.value.details] == ["entrypoint"]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import determined as det\nfrom determined import LOG_FORMAT, InvalidHP, core\n",
+        "from determined.pytorch import DataLoader, PyTorchTrial, deepspeed, samplers\n",
+        "from determined.pytorch.experimental import torch_batch_process\n",
+        "from determined.keras import DeterminedCallback, callbacks\n",
+        "import determined.launch.torch_distributed\nfrom determined.core import PreemptMode\n",
+    ],
+)
+def test_what_assays_determined_package_has_is_not_refused(tmp_path: Path, source: str) -> None:
+    needs = imports_of(tmp_path, "python3 train.py", **{"train.py": source})
+    assert needs is not None and needs.unprovided == ()

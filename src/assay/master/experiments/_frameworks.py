@@ -13,9 +13,12 @@ a Slurm or Kubernetes pool, runs another interpreter, which the agents know noth
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from assay.compat import SHIMS_DIR
 from assay.config import ExperimentConfig, MasterConfig, is_trial_class, trial_class_module
 from assay.context import MemberInfo, read_member
 from assay.errors import ErrorDetail, InvalidConfig
@@ -26,6 +29,12 @@ from assay.protocol import FRAMEWORKS
 MAX_SCRIPT_BYTES = 4 * 1024 * 1024
 """A larger entrypoint script is not read (it is not checked): a script is kilobytes."""
 
+
+PROVIDED = (
+    "determined.core, .pytorch, .pytorch.deepspeed, .pytorch.experimental, .keras, .launch and "
+    ".exec"
+)
+"""What assay's ``determined`` package has, as a refusal names it."""
 
 NEEDS: dict[str, str] = {
     "determined.pytorch.deepspeed": "deepspeed",
@@ -44,6 +53,8 @@ class ScriptImports:
     script: str
     frameworks: tuple[str, ...]
     apis: tuple[str, ...] = ()
+    unprovided: tuple[str, ...] = ()
+    """Modules of Determined's package it imports that assay's ``determined`` does not have."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +89,7 @@ def script_imports(
         return None  # python says what is wrong when the trial runs it
     found: list[str] = []
     apis: list[str] = []
+    unprovided: list[str] = []
     for statement in tree.body:
         for dotted in _imported(statement):
             top = dotted.split(".", 1)[0]
@@ -89,7 +101,59 @@ def script_imports(
             api = _api(dotted)
             if api is not None and api not in apis:
                 apis.append(api)
-    return ScriptImports(script, tuple(found), tuple(apis))
+        for module in _determined_modules(statement):
+            if not _provided(module) and module not in unprovided:
+                unprovided.append(module)
+    return ScriptImports(script, tuple(found), tuple(apis), tuple(unprovided))
+
+
+def _determined_modules(statement: ast.stmt) -> list[str]:
+    """The modules of ``determined`` a statement imports by name: ``import determined.x``,
+    ``from determined.x import y`` (``determined.x``, and ``determined.x.y`` where ``y`` is
+    not a name ``determined.x`` exports)."""
+    if isinstance(statement, ast.Import):
+        names = [alias.name for alias in statement.names]
+    elif isinstance(statement, ast.ImportFrom) and statement.level == 0 and statement.module:
+        names = [statement.module]
+        exported = _exported(statement.module)
+        if exported is not None:
+            names += [f"{statement.module}.{a.name}" for a in statement.names if a.name != "*"]
+            names = [n for n in names if n.rsplit(".", 1)[-1] not in exported]
+    else:
+        return []
+    return [n for n in names if n.split(".", 1)[0] == "determined" and n != "determined"]
+
+
+def _shim(module: str) -> Path | None:
+    """Where assay's package has ``module`` (a dotted name): its file or package directory."""
+    path = SHIMS_DIR.joinpath(*module.split("."))
+    if (path / "__init__.py").is_file():
+        return path / "__init__.py"
+    if path.with_suffix(".py").is_file():
+        return path.with_suffix(".py")
+    return None
+
+
+def _provided(module: str) -> bool:
+    return _shim(module) is not None
+
+
+@functools.cache
+def _exported(module: str) -> frozenset[str] | None:
+    """The names bound at the top of assay's package ``module`` (read, never imported), its
+    submodules left out; None when it is not a package of assay's."""
+    init = _shim(module)
+    if init is None or init.name != "__init__.py":
+        return None
+    names: set[str] = set()
+    for statement in ast.walk(ast.parse(init.read_text())):
+        if isinstance(statement, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".", 1)[0] for a in statement.names)
+        elif isinstance(statement, ast.FunctionDef | ast.ClassDef):
+            names.add(statement.name)
+        elif isinstance(statement, ast.Name) and isinstance(statement.ctx, ast.Store):
+            names.add(statement.id)
+    return frozenset(n for n in names if not _provided(f"{module}.{n}"))
 
 
 def _api(dotted: str) -> str | None:
@@ -148,6 +212,16 @@ def framework_problem(
     """Raise :class:`InvalidConfig` (one line) when the script imports a framework that the
     connected agents of the experiment's pool all said they cannot import, or when a
     TFKerasTrial class is given several slots."""
+    if needs is not None and needs.unprovided:
+        module = needs.unprovided[0]
+        message = (
+            f"{needs.script} imports {module}, which assay's determined package does not have "
+            f"(it has {PROVIDED}); see docs/determined.md"
+        )
+        raise InvalidConfig(
+            f"invalid experiment config: entrypoint: {message}",
+            [ErrorDetail("entrypoint", message)],
+        )
     slots = config.resources.slots_per_trial
     keras_trial = needs is not None and "determined.keras" in needs.apis
     if keras_trial and is_trial_class(config.entrypoint) and slots > 1:
