@@ -23,7 +23,7 @@ from ._callback import PyTorchCallback
 from ._context import InvalidExperimentException, PyTorchTrialContext
 from ._data import DataLoader, repro_problem
 from ._lr_scheduler import LRScheduler
-from ._reducer import Reducer, mean_or_none, plain, reduce_values
+from ._reducer import Reducer, average_across_ranks, mean_or_none, plain, reduce_values
 from ._trial import PyTorchTrial
 from ._units import Batch, Epoch, ShouldExit, TrainUnit, TrialState
 
@@ -368,7 +368,7 @@ class TrialController:
         if dist.size > 1:
             gathered = dist.gather(batch_metrics)
             if gathered is not None:
-                batch_metrics = _average_across_ranks(gathered)
+                batch_metrics = average_across_ranks(gathered)
         names = list(dict.fromkeys(k for m in batch_metrics for k in m))
         avg = {name: mean_or_none([m.get(name) for m in batch_metrics]) for name in names}
         avg.update(self.context.reduce_metrics(for_training=True))
@@ -574,18 +574,6 @@ class TrialController:
 
 def _until_exhausted(iterator: Iterator[Any]) -> Iterator[Any]:
     yield from iterator
-
-
-def _average_across_ranks(gathered: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Per batch, each metric's mean over the ranks that reported it."""
-    ranks = [batches for batches in gathered if batches]
-    out: list[dict[str, Any]] = []
-    for i in range(len(ranks[0]) if ranks else 0):
-        names = list(dict.fromkeys(k for batches in ranks for k in batches[i]))
-        out.append(
-            {name: mean_or_none([batches[i].get(name) for batches in ranks]) for name in names}
-        )
-    return out
 
 
 def _reducers(reducer: Reducer | dict[str, Reducer], keys: list[str]) -> dict[str, Reducer]:

@@ -179,3 +179,15 @@ class ReducerContext:
                     )
                 metrics[wrapped.name] = plain(reduced)
         return metrics
+
+
+def average_across_ranks(gathered: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Per batch, each metric's mean over the ranks that reported it."""
+    ranks = [batches for batches in gathered if batches]
+    out: list[dict[str, Any]] = []
+    for i in range(len(ranks[0]) if ranks else 0):
+        names = list(dict.fromkeys(k for batches in ranks for k in batches[i]))
+        out.append(
+            {name: mean_or_none([batches[i].get(name) for batches in ranks]) for name in names}
+        )
+    return out
