@@ -180,3 +180,13 @@ def test_a_user_from_before_is_told_to_sign_in_once_with_assay(
     cluster.sign_in("bob", "Bob-pass-123")  # assay's own sign-in keeps the hash
     again = det(cluster, tmp_path, "user", "login", "bob", stdin="Bob-pass-123\n")
     assert again.returncode == 0, again
+
+
+@pytest.mark.parametrize("command", [("version",), ("user", "whoami"), ("e", "list")])
+def test_det_master_without_det_says_what_to_set_in_one_line(
+    cluster: Cluster, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    done = det(cluster, tmp_path, *command, DET_MASTER=cluster.url)
+    said = one_line(done) if done.returncode else done.stdout + done.stderr
+    assert f"export DET_MASTER={cluster.url}/det" in said, done
+    assert "Traceback" not in done.stderr

@@ -39,6 +39,7 @@ from assay.api._limits import DEFAULT_BODY_LIMIT, BodyLimit
 from assay.api._methods import MethodCheck
 from assay.api._upload import UPLOAD_ROUTE_LIMIT
 from assay.api._webui import install_webui
+from assay.api.determined import misdirected as det_misdirected
 from assay.api.determined import router as det_router
 from assay.api.determined import signed_in as det_signed_in
 from assay.api.determined import unknown as det_unknown
@@ -112,7 +113,7 @@ def create_app(master: Master) -> FastAPI:
     ):
         app.include_router(router, responses=_ERRORS)
     # Determined's API for its own clients, under /det; its catch-all after its routes.
-    for router in (det_router, det_signed_in, det_unknown):
+    for router in (det_router, det_signed_in, det_unknown, det_misdirected):
         app.include_router(router)
     app.include_router(_proxy.router)
     install_docs(app)

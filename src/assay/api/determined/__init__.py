@@ -3,6 +3,6 @@ Determined's Python SDK call, answered in Determined's shapes (:mod:`assay.rest.
 
 from __future__ import annotations
 
-from assay.api.determined._routes import PREFIX, router, signed_in, unknown
+from assay.api.determined._routes import PREFIX, misdirected, router, signed_in, unknown
 
-__all__ = ["PREFIX", "router", "signed_in", "unknown"]
+__all__ = ["PREFIX", "misdirected", "router", "signed_in", "unknown"]

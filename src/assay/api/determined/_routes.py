@@ -35,9 +35,24 @@ signed_in = APIRouter(
 )
 unknown = APIRouter(prefix=PREFIX, route_class=DeterminedRoute, include_in_schema=False)
 """The catch-all: included after every other route of the app's under ``/det``."""
+misdirected = APIRouter(route_class=DeterminedRoute, include_in_schema=False)
+"""What Determined's clients read first when ``DET_MASTER`` lacks ``/det``."""
 
 UserId = Annotated[int, Path(ge=0, le=rest.INT_MAX, description="A user's id.")]
 Username = Annotated[str, Path(max_length=64, pattern=rest.USERNAME_PATTERN)]
+
+
+@misdirected.get("/info")
+async def misdirected_info(request: Request) -> Response:
+    """``det`` asks for ``/info`` before every command: where ``DET_MASTER`` names the master
+    without ``/det``, each command then says in one line what to set, instead of failing on
+    the web UI's page."""
+    base = str(request.base_url).rstrip("/")
+    return det_response(
+        404,
+        f"this is an assay master, which serves Determined's API under {PREFIX}: "
+        f"export DET_MASTER={base}{PREFIX}",
+    )
 
 
 @router.get("/info")

@@ -135,8 +135,9 @@ def container_problem(
         "environment.image",
         f"names {image!r}, and no agent of resource pool {pool!r} runs containers, so no trial "
         "could start; start the pool's agents with `assay agent --container-runtime "
-        "podman` (or docker), or leave environment.image out to run the trials with the "
-        "agents' own Python",
+        "podman` (or docker; a cluster of `assay up`: `assay down`, then "
+        "`ASSAY_CONTAINER_RUNTIME=podman assay up`), or leave environment.image out to run "
+        "the trials with the agents' own Python",
     )
 
 
