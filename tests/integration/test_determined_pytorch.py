@@ -264,6 +264,10 @@ def test_asha_with_a_time_metric_stops_pytorch_trials_that_fall_behind(cluster: 
             "mode": "aggressive",
             "max_concurrent_trials": 2,
         },
+        # This seed draws the trials' learning rates from best to worst (0.043, 0.028,
+        # 0.0041, 0.0017): whichever of the first two reaches a rung second, a worse trial
+        # comes after a better one, so ASHA stops someone however the trials' timing falls.
+        reproducibility={"experiment_seed": 9},
     )
     exp_id = cluster.submit(yaml.safe_dump(submitted), CONTEXT)
     exp = cluster.wait_state(exp_id, "COMPLETED", "ERROR", timeout=400)
