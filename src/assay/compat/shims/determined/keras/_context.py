@@ -97,9 +97,6 @@ class TFKerasTrialContext:
         # configure_fit()'s settings; the defaults are those of keras.Model.fit().
         self._fit_verbose = True
         self._fit_class_weight: Any = None
-        self._fit_workers = 1
-        self._fit_use_multiprocessing = False
-        self._fit_max_queue_size = 10
         self._fit_shuffle = True
         self._fit_validation_steps: int | None = None
 
@@ -175,12 +172,19 @@ class TFKerasTrialContext:
             self._fit_verbose = bool(verbose)
         if not isinstance(class_weight, _ArgNotProvided):
             self._fit_class_weight = class_weight
-        if workers is not None:
-            self._fit_workers = int(workers)
-        if use_multiprocessing is not None:
-            self._fit_use_multiprocessing = bool(use_multiprocessing)
-        if max_queue_size is not None:
-            self._fit_max_queue_size = int(max_queue_size)
+        pool = {
+            "workers": workers,
+            "use_multiprocessing": use_multiprocessing,
+            "max_queue_size": max_queue_size,
+        }
+        given = [name for name, value in pool.items() if value is not None]
+        if given:
+            # Keras 3's fit() has no worker pool to size; say so rather than pass in silence.
+            log.warning(
+                "configure_fit(%s): no effect here, as batches are read by tf.data's "
+                "prefetching (Keras 3 has no worker pool)",
+                ", ".join(given),
+            )
         if shuffle is not None:
             self._fit_shuffle = bool(shuffle)
         if not isinstance(validation_steps, _ArgNotProvided):

@@ -4,11 +4,12 @@ cluster (lengths, validation, checkpoints and stops as the experiment says) or l
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import random
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -198,6 +199,41 @@ def _distributed() -> DistributedContext | None:
     return DistributedContext.from_torch_distributed()
 
 
+@dataclasses.dataclass(frozen=True)
+class TrialStart:
+    """What a Trial API's ``init()`` trains with: on a cluster, the trial's; locally, what was
+    passed."""
+
+    hparams: dict[str, Any] | None
+    exp_conf: dict[str, Any] | None
+    distributed: DistributedContext | None
+    trial_seed: int | None = None
+    steps: int = 0
+
+
+def trial_start(
+    hparams: dict[str, Any] | None,
+    exp_conf: dict[str, Any] | None,
+    distributed: DistributedContext | None,
+    ranks: Callable[[], DistributedContext | None] | None = None,
+) -> tuple[assay.core.ClusterInfo | None, TrialStart]:
+    """The cluster info, and what ``init()`` trains with: on a cluster the trial's config,
+    hyperparameters (unless given), seed, steps done and ranks (``ranks()``: by default the
+    launcher's processes, with ``torch.distributed`` set up among them); locally, what was
+    passed."""
+    info = assay.core.get_cluster_info()
+    if info is None or info.trial is None:
+        return info, TrialStart(hparams, exp_conf, distributed)
+    trial = info.trial
+    return info, TrialStart(
+        hparams=trial.hparams if hparams is None else hparams,
+        exp_conf=trial.config,
+        distributed=(ranks or _distributed)(),
+        trial_seed=trial.trial_seed,
+        steps=trial.steps_completed,
+    )
+
+
 def _seed(seed: int) -> None:
     random.seed(seed)
     torch.random.manual_seed(seed)
@@ -218,19 +254,12 @@ def init(
 ) -> Iterator[PyTorchTrialContext]:
     """The context a ``PyTorchTrial`` is made with; train inside this ``with`` block. On a
     cluster the hyperparameters, config and seed are the trial's; locally, what is passed."""
-    info = assay.core.get_cluster_info()
-    on_cluster = info is not None and info.trial is not None
-    trial_seed: int | None = None
-    steps = 0
-    if on_cluster:
-        assert info is not None and info.trial is not None
-        distributed = _distributed()
-        trial_seed = info.trial.trial_seed
-        exp_conf = info.trial.config
-        hparams = info.trial.hparams if hparams is None else hparams
-        steps = info.trial.steps_completed
+    info, given = trial_start(hparams, exp_conf, distributed)
+    hparams, exp_conf, distributed = given.hparams, given.exp_conf, given.distributed
+    trial_seed, steps = given.trial_seed, given.steps
+    if trial_seed is not None:
         _seed(trial_seed)
-        optimizations = exp_conf.get("optimizations") or {}
+        optimizations = (exp_conf or {}).get("optimizations") or {}
         aggregation_frequency = int(
             optimizations.get("aggregation_frequency", aggregation_frequency) or 1
         )

@@ -16,7 +16,7 @@ import assay.core
 from assay.core import DistributedContext
 
 from .._trainer import Trainer as PyTorchTrainer
-from .._trainer import _seed
+from .._trainer import _seed, trial_start
 from ._context import DeepSpeedTrialContext
 from ._controller import DeepSpeedTrialController
 from ._trial import DeepSpeedTrial
@@ -86,17 +86,9 @@ def init(
     """The context a ``DeepSpeedTrial`` is made with; train inside this ``with`` block. On a
     cluster the hyperparameters, config and seed are the trial's; locally, what is passed.
     ``torch.distributed`` is set up here (unless ``DET_MANUAL_INIT_DISTRIBUTED`` is set)."""
-    info = assay.core.get_cluster_info()
-    on_cluster = info is not None and info.trial is not None
-    trial_seed: int | None = None
-    steps = 0
-    if on_cluster:
-        assert info is not None and info.trial is not None
-        distributed = _distributed()
-        trial_seed = info.trial.trial_seed
-        exp_conf = info.trial.config
-        hparams = info.trial.hparams if hparams is None else hparams
-        steps = info.trial.steps_completed
+    info, given = trial_start(hparams, exp_conf, distributed, ranks=_distributed)
+    hparams, exp_conf, distributed = given.hparams, given.exp_conf, given.distributed
+    trial_seed, steps = given.trial_seed, given.steps
     _init_torch_distributed()
     if distributed is None and int(os.environ.get("WORLD_SIZE", "1")) > 1:
         # Run locally by a launcher: its ranks are the trial's.
