@@ -69,6 +69,8 @@ def test_up_signs_in_as_admin_and_keeps_the_password_private(tmp_path: Path) -> 
         assert "?token=" not in up.stdout
         link = re.search(rf"http://127\.0\.0\.1:{port}/#token=(\S+)", up.stdout)
         assert link is not None, up.stdout
+        # Determined's own det reaches the same master under /det: the line to copy, whole.
+        assert f"Determined's det: export DET_MASTER=http://127.0.0.1:{port}/det\n" in up.stdout
         exchanges = [
             httpx.post(
                 f"http://127.0.0.1:{port}/api/v1/auth/one-time",

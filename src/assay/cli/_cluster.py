@@ -342,7 +342,12 @@ def _up(home: Path, given: UpOptions, defaults: bool) -> None:
     if client is not None:
         _print_ui_link(client, url)
     # Determined's own `det` and SDK reach the same master under /det (docs/det-cli.md).
-    console.print(f"Determined's det: export DET_MASTER={url}/det", highlight=False, markup=False)
+    console.print(
+        f"Determined's det: export DET_MASTER={url}/det",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,  # copied and piped whole, however long the master's address
+    )
     if refusal is not None:
         err_console.print(f"[bold yellow]warning:[/] {refusal}", highlight=False, soft_wrap=True)
 
