@@ -4,7 +4,9 @@ The floor is ``python -c "import typer, rich"`` (the two libraries every command
 the same run, interleaved with the commands so that load on the machine hits all of them alike.
 Measured, each as a fresh process, as a user's shell starts it (the installed ``assay``
 script): ``assay --help`` and ``assay e list`` (against a master holding a few paused
-experiments); and, for scale, a two-command Typer app: its ``--help`` (Typer's rich help
+experiments); Determined's own ``det e list`` (determined 0.38.1, ``make det-client``) against
+the same master under ``/det``, signed in once beforehand as its users are; and, for scale, a
+two-command Typer app: its ``--help`` (Typer's rich help
 formatting) and one of its commands with an option (Typer checks such an option's value with
 pydantic): what Typer costs on its own, before any assay code. Wall time is what a user waits;
 CPU time (user + system) moves less with the machine's load. Target: each assay command within
@@ -69,6 +71,8 @@ app()
 
 FLOOR = 'python -c "import typer, rich" (floor)'
 ASSAY_COMMANDS = ("assay --help", "assay e list")
+DET = Path(__file__).resolve().parents[2] / ".venv-det" / "bin" / "det"
+DET_LIST = "det e list (Determined 0.38.1's own CLI)"
 
 CONFIG = """
 name: b11
@@ -91,6 +95,7 @@ def commands() -> dict[str, list[str]]:
         FLOOR: [python, "-c", "import typer, rich"],
         "assay --help": [*assay, "--help"],
         "assay e list": [*assay, "e", "list"],
+        **({DET_LIST: [str(DET), "e", "list"]} if DET.exists() else {}),
         "Typer app --help": [python, "-c", TYPER_APP, "--help"],
         "Typer app one --limit 5": [python, "-c", TYPER_APP, "one", "--limit", "5"],
     }
@@ -295,6 +300,14 @@ def main() -> int:
         env["COLUMNS"] = "120"
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env[MARK] = secrets.token_hex(8)
+        det_home = tempfile.mkdtemp(prefix="b11-det-")
+        env.update(HOME=det_home, DET_MASTER=f"{cluster.url}/det")
+        if DET.exists():  # signed in once, as a user is: det keeps the token in its store
+            password = cluster.env["ASSAY_ADMIN_PASSWORD"]
+            subprocess.run(
+                [str(DET), "user", "login", "admin"], input=f"{password}\n", env=env,
+                capture_output=True, text=True, check=True,
+            )  # fmt: skip
         wall, cpu, left = measure(env, runs)
         parts = import_groups(env, part_runs)
         timed = phases(env, part_runs)
@@ -325,7 +338,9 @@ def main() -> int:
         "each command a fresh process of the installed `assay` script, the commands taking "
         "turns; byte code written beforehand, as an install writes it\n"
         + f"- target: each assay command within {TARGET}x the floor's median, and no process "
-        "left behind by any command (searched for in `/proc` after each one)\n\n"
+        "left behind by any command (searched for in `/proc` after each one); `det e list` "
+        "(Determined's own CLI against the same master's `/det`, signed in once beforehand) "
+        "is measured beside them, not held to the target\n\n"
         + result
         + "\n\n"
         + "\n".join(verdicts)

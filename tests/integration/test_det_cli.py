@@ -6,112 +6,17 @@ PostgreSQL; one master per database for the whole file."""
 
 from __future__ import annotations
 
-import os
-import secrets
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import sqlalchemy
 
-from tests.integration.cluster import ROOT, Cluster
+from tests.integration.cluster import Cluster
+from tests.integration.det_client import det, det_cluster, one_line
 
 pytestmark = pytest.mark.integration
 
-DET = ROOT / ".venv-det" / "bin" / "det"
-
-
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def cluster(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Cluster]:
-    if not DET.exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"Determined's det must be installed under CI: `make det-client` ({DET})")
-        pytest.skip("no .venv-det: `make det-client` installs Determined's det")
-    with _Database(request) as db:
-        c = Cluster(tmp_path_factory.mktemp("det") / "home", db=db)
-        try:
-            c.start_master()
-            c.add_user("alice", "Alice-pass-1")
-            yield c
-        finally:
-            c.stop()
-            print("--- master log ---\n" + c.log("master"))
-
-
-class _Database:
-    """The master's database: SQLite in its home (None), or a fresh PostgreSQL database."""
-
-    def __init__(self, request: pytest.FixtureRequest) -> None:
-        self.request = request
-        self.name = f"assay_det_{secrets.token_hex(6)}"
-        self.admin: str | None = None
-
-    def __enter__(self) -> str | None:
-        if self.request.param == "sqlite":
-            return None
-        import psycopg
-
-        self.admin = str(self.request.getfixturevalue("pg_server"))
-        with psycopg.connect(_libpq(self.admin), autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{self.name}"')
-        return f"{self.admin.rsplit('/', 1)[0]}/{self.name}"
-
-    def __exit__(self, *exc: object) -> None:
-        if self.admin is None:
-            return
-        import psycopg
-
-        with psycopg.connect(_libpq(self.admin), autocommit=True) as conn:
-            conn.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
-                (self.name,),
-            )
-            conn.execute(f'DROP DATABASE IF EXISTS "{self.name}"')
-
-
-def _libpq(url: str) -> str:
-    return url.replace("postgresql+psycopg://", "postgresql://")
-
-
-def det(
-    cluster: Cluster, home: Path, *args: str, stdin: str = "", **env: str
-) -> subprocess.CompletedProcess[str]:
-    """The real ``det``, as a user runs it with only ``DET_MASTER`` set; ``home`` keeps its
-    sign-ins (Determined's token store) between calls."""
-    environ = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / "config"),
-        "DET_MASTER": f"{cluster.url}/det",
-        **env,
-    }
-    return subprocess.run(
-        [str(DET), *args],
-        input=stdin,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-
-
-def one_line(result: subprocess.CompletedProcess[str]) -> str:
-    """The one line a refused command printed (det's getpass notes aside), no traceback."""
-    lines = [
-        line
-        for line in result.stderr.splitlines()
-        if line.strip()
-        and not line.startswith(("Warning: Password input", "Password for user"))
-        and "GetPassWarning" not in line
-        and "fallback_getpass" not in line
-    ]
-    assert result.returncode != 0, result
-    assert "Traceback" not in result.stderr and len(lines) == 1, result.stderr
-    return lines[0]
+cluster = det_cluster
 
 
 def test_det_signs_in_reads_who_it_is_and_the_users_and_signs_out(
@@ -156,10 +61,10 @@ def test_a_wrong_password_and_an_unserved_command_each_print_one_line(
 ) -> None:
     wrong = det(cluster, tmp_path, "user", "login", "alice", stdin="wrong\n")
     assert "Invalid username/password combination" in one_line(wrong)
-    listed = det(cluster, tmp_path, "e", "list", DET_USER="alice", DET_PASS="Alice-pass-1")
+    listed = det(cluster, tmp_path, "cmd", "list", DET_USER="alice", DET_PASS="Alice-pass-1")
     said = one_line(listed)
-    assert "GET /api/v1/experiments" in said and "does not serve yet" in said
-    assert "`assay experiment list`" in said
+    assert "GET /api/v1/commands" in said and "does not serve yet" in said
+    assert "`assay cmd run`" in said
 
 
 def test_a_user_from_before_is_told_to_sign_in_once_with_assay(

@@ -39,10 +39,9 @@ from assay.api._limits import DEFAULT_BODY_LIMIT, BodyLimit
 from assay.api._methods import MethodCheck
 from assay.api._upload import UPLOAD_ROUTE_LIMIT
 from assay.api._webui import install_webui
-from assay.api.determined import misdirected as det_misdirected
-from assay.api.determined import router as det_router
-from assay.api.determined import signed_in as det_signed_in
-from assay.api.determined import unknown as det_unknown
+from assay.api.determined import CREATE_LIMIT as DET_CREATE_LIMIT
+from assay.api.determined import PREFIX as DET_PREFIX
+from assay.api.determined import ROUTERS as DET_ROUTERS
 from assay.errors import (
     AssayError,
     Conflict,
@@ -113,7 +112,7 @@ def create_app(master: Master) -> FastAPI:
     ):
         app.include_router(router, responses=_ERRORS)
     # Determined's API for its own clients, under /det; its catch-all after its routes.
-    for router in (det_router, det_signed_in, det_unknown, det_misdirected):
+    for router in DET_ROUTERS:
         app.include_router(router)
     app.include_router(_proxy.router)
     install_docs(app)
@@ -129,6 +128,7 @@ def create_app(master: Master) -> FastAPI:
             ("POST", "/api/v1/jobs"): UPLOAD_ROUTE_LIMIT,
             ("POST", "/api/v1/experiments/validate"): UPLOAD_ROUTE_LIMIT,
             ("POST", "/api/v1/jobs/validate"): UPLOAD_ROUTE_LIMIT,
+            ("POST", f"{DET_PREFIX}/api/v1/experiments"): DET_CREATE_LIMIT,
         },
     )
     # Added next to last, so it runs before the rest: a forged request is refused before its

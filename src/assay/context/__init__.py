@@ -10,6 +10,7 @@ limit are refused before anything is written.
 from __future__ import annotations
 
 from assay.context._archive import ContextInfo, extract_archive, inspect_archive
+from assay.context._files import ContextEntry, archive_entries
 from assay.context._ignore import IGNORE_FILES, IgnoreRules
 from assay.context._members import MemberChecker, MemberInfo, MemberKind
 from assay.context._pack import PackedContext, pack_context
@@ -38,12 +39,14 @@ __all__ = [
     "MAX_PATH_BYTES",
     "NAME_MAX",
     "PATH_MAX",
+    "ContextEntry",
     "ContextInfo",
     "IgnoreRules",
     "MemberChecker",
     "MemberInfo",
     "MemberKind",
     "PackedContext",
+    "archive_entries",
     "archive_limit",
     "archive_too_large_message",
     "extract_archive",

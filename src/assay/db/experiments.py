@@ -82,10 +82,16 @@ def page(
     limit: int = 100,
     offset: int = 0,
     now: float = 0.0,
+    owners: Sequence[str] = (),
+    labels: Sequence[str] = (),
+    only_archived: bool = False,
+    description: str | None = None,
 ) -> tuple[Sequence[Experiment], int]:
     """A page of experiments sorted by ``sort`` (one of :data:`SORTS`; ties by id the same
     way), filtered by state (any of ``states``; all when empty), ``owner``, a case-insensitive
-    substring of the ``name`` and a ``label`` when given; and the total that match.
+    substring of the ``name`` and a ``label`` when given; and the total that match. Determined's
+    list filters too: any of ``owners``, every one of ``labels``, a substring of the
+    ``description``, and archived ones alone (``only_archived``).
 
     ``best`` sorts by each experiment's best trial's normalised score (ascending: best first);
     ``duration`` by the time from its first trial's start to its end, or to ``now`` while it
@@ -93,15 +99,21 @@ def page(
     conditions: list[ColumnElement[bool] | TextClause] = []
     if owner is not None:
         conditions.append(Experiment.owner == owner)
+    if owners:
+        conditions.append(Experiment.owner.in_(list(owners)))
     states = list(states)
     if states:
         conditions.append(Experiment.state.in_(states))
-    if not include_archived:
+    if only_archived:
+        conditions.append(Experiment.archived.is_(True))
+    elif not include_archived:
         conditions.append(Experiment.archived.is_(False))
     if name:
         conditions.append(Experiment.name.icontains(name, autoescape=True))
-    if label is not None:
-        conditions.append(_has_label(session, label))
+    if description:
+        conditions.append(Experiment.description.icontains(description, autoescape=True))
+    for wanted in (*([] if label is None else [label]), *labels):
+        conditions.append(_has_label(session, wanted))
     where = and_(*conditions) if conditions else and_(True)
     total = session.scalar(select(func.count()).select_from(Experiment).where(where)) or 0
     query = select(Experiment.id).where(where)

@@ -16,6 +16,10 @@ def named(session: Session, name: str) -> Model | None:
     return session.scalars(select(Model).where(Model.name == name)).first()
 
 
+def by_id(session: Session, model_id: int) -> Model | None:
+    return session.get(Model, model_id)
+
+
 def require(session: Session, name: str) -> Model:
     """The model called ``name``, or :class:`NotFound`."""
     model = named(session, name)

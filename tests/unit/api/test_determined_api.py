@@ -151,8 +151,8 @@ def test_every_other_request_is_404_naming_it_and_assays_own_command(
     said = refusal(call(master, method, "/det/api/v1/nothing/here"), 404)
     assert said.startswith(f"{method} /api/v1/nothing/here is part of Determined's API")
     assert "does not serve yet" in said
-    experiments = refusal(call(master, "GET", "/det/api/v1/experiments"), 404)
-    assert "`assay experiment list`" in experiments
+    tensorboards = refusal(call(master, "GET", "/det/api/v1/tensorboards"), 404)
+    assert "`assay tensorboard`" in tensorboards
     assert refusal(call(master, method, "/det"), 404).startswith(f"{method} / ")
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
+from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -54,6 +55,15 @@ def invalid(exc: RequestValidationError) -> str:
     return "the request is not valid: " + "; ".join(problems)
 
 
+def refused(exc: ValidationError) -> str:
+    """What one of assay's request shapes refused in a value a Determined client sent."""
+    problems = [
+        f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" if err["loc"] else err["msg"]
+        for err in exc.errors()
+    ]
+    return "the request is not valid: " + "; ".join(problems)
+
+
 _JSON_KINDS = {list: "an array", dict: "an object", str: "a string", bool: "a boolean"}
 
 
@@ -84,6 +94,10 @@ class DeterminedRoute(APIRoute):
                 return det_response(exc.status, said(exc))
             except RequestValidationError as exc:
                 return det_response(400, invalid(exc))
+            except ValidationError as exc:
+                # What a route made of the request for assay's master (one of assay's own
+                # request shapes) refused: the client sent a value assay does not take.
+                return det_response(400, refused(exc))
             except HTTPException as exc:
                 return det_response(exc.status_code, str(exc.detail), exc.headers)
             except Exception as exc:  # answered as Determined's clients read it, and logged

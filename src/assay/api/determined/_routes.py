@@ -1,40 +1,23 @@
-"""Determined's REST API under ``/det``, for the real ``det`` CLI and Determined's Python SDK
-with ``DET_MASTER=http://HOST:PORT/det``: its clients form every URL as the master's address
-plus the path, so Determined's paths live under the prefix and never meet assay's own.
-
-Served here: the master's info, signing in and out (Determined's client-side password hash
-included), and users. Every other path under ``/det``, whatever the method, is 404 in
-Determined's error shape naming the endpoint (``_unserved``). Tokens are assay's: a session
-from ``POST /det/api/v1/auth/login`` or an access token (``assay token create``), sent as
-``Authorization: Bearer <token>``.
-
-These routes are left out of assay's OpenAPI document: it describes assay's own API (and the
-web UI's types are made from it); Determined's is described by Determined's own.
-"""
+"""Determined's master info, signing in and out (Determined's client-side password hash
+included), and users, for the real ``det`` CLI and Determined's Python SDK. Tokens are assay's:
+a session from ``POST /det/api/v1/auth/login`` or an access token (``assay token create``),
+sent as ``Authorization: Bearer <token>``."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request, Response
-from fastapi.routing import APIRoute
-from starlette.routing import Match
 
 from assay import rest
-from assay.api._deps import SIGNED_IN, ActorDep, MasterDep
+from assay.api._deps import ActorDep, MasterDep
 from assay.api._users import LoginLimits
+from assay.api.determined._base import PREFIX, open_router, signed_router
 from assay.api.determined._errors import DeterminedRoute, det_response
-from assay.api.determined._unserved import unserved
 from assay.rest import determined as det
 
-PREFIX = "/det"
-
-router = APIRouter(prefix=PREFIX, route_class=DeterminedRoute, include_in_schema=False)
-signed_in = APIRouter(
-    prefix=PREFIX, route_class=DeterminedRoute, include_in_schema=False, dependencies=SIGNED_IN
-)
-unknown = APIRouter(prefix=PREFIX, route_class=DeterminedRoute, include_in_schema=False)
-"""The catch-all: included after every other route of the app's under ``/det``."""
+router = open_router()
+signed_in = signed_router()
 misdirected = APIRouter(route_class=DeterminedRoute, include_in_schema=False)
 """What Determined's clients read first when ``DET_MASTER`` lacks ``/det``."""
 
@@ -110,28 +93,6 @@ async def user(user_id: UserId, master: MasterDep) -> det.UserResponse:
 @signed_in.get("/api/v1/users/{username}/by-username")
 async def user_named(username: Username, master: MasterDep) -> det.UserResponse:
     return await master.users.determined_user_named(username)
-
-
-_EVERY_METHOD = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"]
-
-
-@unknown.api_route("", methods=_EVERY_METHOD)
-@unknown.api_route("/{path:path}", methods=_EVERY_METHOD)
-async def not_served(request: Request) -> Response:
-    """Any other request under ``/det``: a method a served path does not take is 405 naming
-    those it takes; anything else is 404 naming the endpoint."""
-    path = request.url.path.removeprefix(PREFIX) or "/"
-    takes = sorted(
-        method
-        for route in (*router.routes, *signed_in.routes)
-        if isinstance(route, APIRoute) and route.matches(request.scope)[0] is Match.PARTIAL
-        for method in route.methods or ()
-    )
-    if takes:
-        allowed = ", ".join(takes)
-        message = f"{request.method} is not a method of {path}; it takes {allowed}"
-        return det_response(405, message, headers={"Allow": allowed})
-    return det_response(404, unserved(request.method, path))
 
 
 def master_info(info: rest.MasterInfo) -> det.MasterInfo:

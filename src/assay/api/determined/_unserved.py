@@ -25,28 +25,7 @@ def _eq(method: str | None, path: str, command: str) -> Equivalent:
 
 
 EQUIVALENTS: tuple[Equivalent, ...] = (
-    _eq("GET", r"/api/v1/experiments", "assay experiment list"),
-    _eq("POST", r"/api/v1/experiments", "assay experiment create CONFIG CONTEXT"),
-    _eq("GET", r"/api/v1/experiments/{id}", "assay experiment describe ID"),
-    _eq("DELETE", r"/api/v1/experiments/{id}", "assay experiment delete ID"),
-    _eq("GET", r"/api/v1/experiments/{id}/trials", "assay experiment list-trials ID"),
-    _eq("GET", r"/api/v1/experiments/{id}/checkpoints", "assay experiment list-checkpoints ID"),
-    *(
-        _eq("POST", rf"/api/v1/experiments/{{id}}/{verb}", f"assay experiment {verb} ID")
-        for verb in ("activate", "pause", "cancel", "kill", "archive", "unarchive")
-    ),
-    _eq("PATCH", r"/api/v1/experiments/{id}", "assay experiment set"),
-    _eq("POST", r"/api/v1/experiments/{id}/continue", "assay experiment continue ID"),
-    _eq("GET", r"/api/v1/trials/{id}", "assay trial describe ID"),
-    _eq("GET", r"/api/v1/trials/{id}/logs", "assay trial logs ID"),
-    _eq("POST", r"/api/v1/trials/{id}/kill", "assay trial kill ID"),
-    _eq("GET", r"/api/v1/checkpoints/{id}", "assay checkpoint describe UUID"),
-    _eq("GET", r"/checkpoints/{id}", "assay checkpoint download UUID"),
     _eq(None, r"/api/v1/checkpoints(/rm|/{id})?", "assay checkpoint delete UUID"),
-    _eq("GET", r"/api/v1/job-queues(-v2)?", "assay job list"),
-    _eq("POST", r"/api/v1/job-queues", "assay job update"),
-    _eq("GET", r"/api/v1/agents(/{id})?", "assay agent list"),
-    _eq("GET", r"/api/v1/resource-pools", "assay resource-pool list"),
     _eq(None, r"/api/v1/models(/.*)?", "assay model"),
     _eq("GET", r"/api/v1/master/config", "assay master config"),
     _eq("GET", r"/api/v1/master/logs", "assay master logs"),
@@ -63,7 +42,8 @@ def unserved(method: str, path: str) -> str:
     """What a ``method`` request for ``path`` (under ``/det``) that no route serves is told."""
     message = (
         f"{method} {path} is part of Determined's API that assay does not serve yet "
-        "(served under /det: the master's info, signing in and out, users)"
+        "(served under /det: the master's info, signing in, users, experiments, trials, "
+        "their logs and metrics, checkpoints, models, the job queue, agents and slots)"
     )
     for eq in EQUIVALENTS:
         if eq.method in (None, method) and eq.path.fullmatch(path):

@@ -9,12 +9,15 @@ from assay.master.artifacts import _gc_demand as gc_demand
 from assay.master.artifacts._checkpoints import CheckpointFiles, CheckpointService
 from assay.master.artifacts._gc import Removal, mark_for_collection, remove_files, settle_removal
 from assay.master.artifacts._registry import ModelRegistry, refuse_registered
+from assay.master.artifacts._trained import CheckpointContext, TrainedCheckpoint
 
 __all__ = [
+    "CheckpointContext",
     "CheckpointFiles",
     "CheckpointService",
     "ModelRegistry",
     "Removal",
+    "TrainedCheckpoint",
     "gc",
     "gc_demand",
     "mark_for_collection",

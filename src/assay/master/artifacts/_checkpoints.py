@@ -27,6 +27,7 @@ from assay.errors import AssayError, Conflict, Forbidden, InvalidRequest, NotFou
 from assay.master.artifacts import _checkpoint_files as files
 from assay.master.artifacts import _gc_demand as gc_demand
 from assay.master.artifacts._registry import refuse_registered
+from assay.master.artifacts._trained import CheckpointContext, TrainedCheckpoint, trained, user_ids
 from assay.master.identity import Actor
 from assay.master.kernel import Caller, Orchestrator, Tx, views
 from assay.protocol import CheckpointState
@@ -102,6 +103,45 @@ class CheckpointService:
             require_readable(session, reader, row)
             (shown,) = views.checkpoints_held(session, [row])
             return shown
+
+        return await self.core.read(read)
+
+    async def trained(self, reader: Reader, uuid: str) -> TrainedCheckpoint:
+        """A checkpoint with its training (:mod:`~assay.master.artifacts._trained`), for a
+        reader who may read it."""
+
+        def read(session: Session) -> TrainedCheckpoint:
+            row = checkpoints.require(session, uuid)
+            require_readable(session, reader, row)
+            (shown,) = trained(session, [row])
+            return shown
+
+        return await self.core.read(read)
+
+    async def trained_of(
+        self, *, experiment_id: int | None = None, trial_id: int | None = None
+    ) -> list[TrainedCheckpoint]:
+        """The checkpoints of an experiment or of a trial (which must exist), by trial and
+        step, each with its training."""
+
+        def read(session: Session) -> list[TrainedCheckpoint]:
+            if experiment_id is not None:
+                experiments.require(session, experiment_id)
+            if trial_id is not None:
+                trials.require(session, trial_id)
+            rows = checkpoints.of(session, experiment_id=experiment_id, trial_id=trial_id)
+            return trained(session, rows)
+
+        return await self.core.read(read)
+
+    async def context(self, uuids: list[str], usernames: list[str]) -> CheckpointContext:
+        """The checkpoints of ``uuids`` that exist, trained, and the ids of ``usernames``:
+        what a model registry's answer shows beside the registry's own."""
+
+        def read(session: Session) -> CheckpointContext:
+            rows = list(checkpoints.by_uuid(session, uuids).values())
+            found = {t.checkpoint.uuid: t for t in trained(session, rows)}
+            return CheckpointContext(found, user_ids(session, usernames))
 
         return await self.core.read(read)
 

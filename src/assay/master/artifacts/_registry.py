@@ -73,6 +73,20 @@ class ModelRegistry:
     async def get(self, name: str) -> rest.Model:
         return await self.core.read(lambda s: _model(s, registry.require(s, name)))
 
+    async def resolve(self, identifier: str) -> str:
+        """The name of the model called ``identifier`` or, failing that, of the one whose id
+        it is (Determined's clients name a model either way); :class:`NotFound` for neither."""
+
+        def read(session: Session) -> str:
+            as_id = int(identifier) if identifier.isascii() and identifier.isdigit() else 0
+            if registry.named(session, identifier) is None and 0 < as_id <= rest.INT_MAX:
+                by_id = registry.by_id(session, as_id)
+                if by_id is not None:
+                    return by_id.name
+            return registry.require(session, identifier).name
+
+        return await self.core.read(read)
+
     async def change(self, actor: Actor, name: str, body: rest.ModelChange) -> rest.Model:
         def handler(tx: Tx) -> rest.Model:
             row = registry.require(tx.session, name)

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 from assay.db import User
 from assay.rest import determined as det
@@ -18,7 +17,7 @@ def user_view(user: User) -> det.User:
         username=user.username,
         admin=user.admin,
         active=user.active,
-        modified_at=_rfc3339(user.created_at),
+        modified_at=det.timestamp(user.created_at),
     )
 
 
@@ -53,7 +52,3 @@ def not_yet_for_determined(username: str) -> str:
         f"was set before this master spoke to them; sign in once with `assay user login "
         f"{username}` (or have an admin set the password), then `det user login` works"
     )
-
-
-def _rfc3339(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")

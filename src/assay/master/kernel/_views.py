@@ -158,10 +158,18 @@ def experiment_summary(
 
 def experiment(session: Session, exp: Experiment) -> rest.Experiment:
     """One experiment in full, with its trial counts and best trial read in ``session``."""
+    return experiment_in_full(
+        exp, trials.counts(session, [exp.id])[exp.id], trials.best_of(session, exp.id)
+    )
+
+
+def experiment_in_full(
+    exp: Experiment, counts: dict[str, int], best: Trial | None
+) -> rest.Experiment:
+    """An experiment with its config, as one experiment's page (and Determined's lists)
+    show it."""
     return rest.Experiment(
-        **_experiment_fields(
-            exp, trials.counts(session, [exp.id])[exp.id], trials.best_of(session, exp.id)
-        ),
+        **_experiment_fields(exp, counts, best),
         # Secret environment variables: the stored config keeps their values for the trials;
         # no API answer shows them.
         config=masked_config(exp.config),

@@ -5,7 +5,16 @@ hyperparameter importance and the master's own log.
 from __future__ import annotations
 
 from assay.master.reads._analysis import Analysis
+from assay.master.reads._live import LiveAllocation
 from assay.master.reads._master_log import KEEP, MasterLog, effective_config
 from assay.master.reads._reads import LOG_PAGE, Reads
 
-__all__ = ["KEEP", "LOG_PAGE", "Analysis", "MasterLog", "Reads", "effective_config"]
+__all__ = [
+    "KEEP",
+    "LOG_PAGE",
+    "Analysis",
+    "LiveAllocation",
+    "MasterLog",
+    "Reads",
+    "effective_config",
+]

@@ -8,7 +8,7 @@ SQLAlchemy. A missing experiment, trial, checkpoint or context raises :class:`No
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 
 from pydantic import TypeAdapter
 
@@ -43,6 +43,7 @@ from assay.master.kernel import (
 )
 from assay.master.queue import jobs
 from assay.master.reads._curves import pick, series_of
+from assay.master.reads._live import LiveAllocation, live_allocations
 from assay.protocol import TrialState
 
 LOG_PAGE = 1000
@@ -117,10 +118,18 @@ class Reads:
         order: rest.SortOrder = rest.SortOrder.DESC,
         limit: int = 100,
         offset: int = 0,
+        owners: Sequence[str] = (),
+        labels: Sequence[str] = (),
+        only_archived: bool = False,
+        description: str | None = None,
+        full: bool = False,
     ) -> rest.ExperimentList:
         """A page of experiments, newest first unless ``sort`` and ``order`` say otherwise;
         ``states`` filters (all when empty), ``owner``, ``name`` (a substring) and ``label``
-        too when given; archived ones only with ``archived``."""
+        too when given; archived ones only with ``archived``. Determined's list filters too
+        (``owners``, ``labels``, ``only_archived``, ``description``: see
+        :func:`assay.db.experiments.page`), and it shows each experiment in ``full``, config
+        included."""
         wanted = list(states)
 
         def read(session: Session) -> rest.ExperimentList:
@@ -136,14 +145,17 @@ class Reads:
                 limit=limit,
                 offset=offset,
                 now=self.core.clock(),
+                owners=owners,
+                labels=labels,
+                only_archived=only_archived,
+                description=description,
             )
             ids = [e.id for e in rows]
             counts = trials.counts(session, ids)
             best = trials.best_of_each(session, ids)
+            show = views.experiment_in_full if full else views.experiment_summary
             return rest.ExperimentList(
-                experiments=[
-                    views.experiment_summary(e, counts[e.id], best.get(e.id)) for e in rows
-                ],
+                experiments=[show(e, counts[e.id], best.get(e.id)) for e in rows],
                 pagination=rest.Pagination(total=total, limit=limit, offset=offset),
             )
 
@@ -367,6 +379,10 @@ class Reads:
 
         return await self.core.read(read)
 
+    async def live_allocations(self) -> list[LiveAllocation]:
+        """Every allocation starting or running, with the slots it holds on each agent."""
+        return await self.core.read(live_allocations)
+
     async def agents(self) -> rest.AgentList:
         hub = self.core.hub
 
@@ -416,3 +432,12 @@ class Reads:
     async def context(self, context_id: int) -> bytes:
         """The context archive (tar.gz) agents download."""
         return await self.core.read(lambda s: contexts.require(s, context_id).data)
+
+    async def experiment_context(self, experiment_id: int) -> bytes:
+        """The context archive (tar.gz) the experiment's trials run in."""
+
+        def read(session: Session) -> bytes:
+            exp = experiments.require(session, experiment_id)
+            return contexts.require(session, exp.context_id).data
+
+        return await self.core.read(read)

@@ -4,6 +4,7 @@ Python), the error body its master answers with, and the password hash its clien
 from __future__ import annotations
 
 import hashlib
+from datetime import UTC, datetime
 from enum import IntEnum
 
 from pydantic import ConfigDict, Field
@@ -27,6 +28,11 @@ def client_hash(password: str) -> str:
     if not password:
         return ""
     return hashlib.sha512((PASSWORD_SALT + password).encode()).hexdigest()
+
+
+def timestamp(seconds: float) -> str:
+    """A time as Determined's wire writes one (protobuf's Timestamp in JSON: RFC 3339, UTC)."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
 
 
 class DetResource(Resource):

@@ -1,0 +1,192 @@
+"""Determined's own ``det experiment`` commands and its Python SDK (determined 0.38.1 from
+PyPI) creating and driving experiments on a real master and agent, with only ``DET_MASTER``
+and a sign-in set: create with a context (its ``.detignore`` kept), list, wait, describe's
+reads, set, label, archive, pause and activate, kill, gc-policy (seed 001), continue, delete;
+and an SDK script's everyday flow. On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import tarfile
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.integration.cluster import CONTEXTS, Cluster, wait_for
+from tests.integration.det_client import ALICE, DET_PYTHON, det, det_cluster, one_line
+
+pytestmark = pytest.mark.integration
+
+__all__ = ["det_cluster"]
+
+
+def _config(name: str, batches: int, step_seconds: float = 0.01, **extra: object) -> str:
+    return yaml.safe_dump(
+        {
+            "name": name,
+            "entrypoint": "python3 train.py",
+            "hyperparameters": {"checkpoint_every": 10, "step_seconds": step_seconds},
+            "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": batches}},
+            **extra,
+        }
+    )
+
+
+def _context(tmp: Path) -> Path:
+    """The Determined-style trial, with a file its ``.detignore`` leaves out."""
+    ctx = tmp / "ctx"
+    ctx.mkdir()
+    shutil.copy(CONTEXTS / "determined" / "train.py", ctx / "train.py")
+    (ctx / ".detignore").write_text("data/\n")
+    (ctx / "data").mkdir()
+    (ctx / "data" / "big.bin").write_bytes(b"\0" * 1024)
+    return ctx
+
+
+def _created(result: subprocess.CompletedProcess[str]) -> int:
+    assert result.returncode == 0, result
+    found = re.search(r"Created experiment (\d+)", result.stdout)
+    assert found, result.stdout
+    return int(found.group(1))
+
+
+def _state(cluster: Cluster, exp_id: int) -> str:
+    return str(cluster.client.experiment(exp_id).state)
+
+
+def test_det_creates_waits_lists_sets_and_deletes_an_experiment(
+    det_cluster: Cluster, tmp_path: Path
+) -> None:
+    c = det_cluster
+    (tmp_path / "exp.yaml").write_text(_config("from-det", 30))
+    ctx = _context(tmp_path)
+    exp_id = _created(
+        det(c, tmp_path, "e", "create", str(tmp_path / "exp.yaml"), str(ctx), **ALICE)
+    )
+    waited = det(c, tmp_path, "e", "wait", str(exp_id), "--polling-interval", "1", **ALICE)
+    assert waited.returncode == 0, (waited, c.log("master")[-3000:])
+    exp = c.client.experiment(exp_id)
+    assert exp.state == "COMPLETED" and exp.owner == "alice"
+    model_def = det(
+        c, tmp_path, "e", "download-model-def", str(exp_id), "--output-dir", str(tmp_path), **ALICE
+    )
+    assert model_def.returncode == 0, model_def
+    with tarfile.open(tmp_path / f"experiment_{exp_id}_model_def.tgz") as tar:
+        names = sorted(m.name.removeprefix("./") for m in tar.getmembers() if m.isfile())
+    assert names == ["train.py"], names
+
+    listed = det(c, tmp_path, "e", "list", **ALICE)
+    rows = [[cell.strip() for cell in line.split("|")] for line in listed.stdout.splitlines()[2:]]
+    assert [r[:5] for r in rows] == [[str(exp_id), "alice", "from-det", "", "COMPLETED"]], listed
+    assert rows[0][5] == "100.0%"
+
+    for args, said in [
+        (("set", "description", str(exp_id), "first run"), "Set description"),
+        (("set", "name", str(exp_id), "renamed"), "Set name"),
+        (("label", "add", str(exp_id), "baseline"), "Added label"),
+        (("archive", str(exp_id)), "Archived experiment"),
+    ]:
+        done = det(c, tmp_path, "e", *args, **ALICE)
+        assert done.returncode == 0 and said in done.stdout, done
+    exp = c.client.experiment(exp_id)
+    assert (exp.name, exp.description, exp.labels, exp.archived) == (
+        "renamed",
+        "first run",
+        ["baseline"],
+        True,
+    )
+    hidden = det(c, tmp_path, "e", "list", **ALICE)
+    assert str(exp_id) not in hidden.stdout.split("\n", 2)[-1], hidden
+    everyone = det(c, tmp_path, "e", "list", "--all", "--csv", **ALICE)
+    assert f"{exp_id},alice,renamed" in everyone.stdout and ",True" in everyone.stdout
+    assert det(c, tmp_path, "e", "unarchive", str(exp_id), **ALICE).returncode == 0
+
+    # Seed 001: delete every checkpoint of an experiment that is done with them.
+    gc = det(
+        c, tmp_path, "e", "set", "gc-policy", "--save-experiment-best", "0",
+        "--save-trial-best", "0", "--save-trial-latest", "0", str(exp_id), "--yes", **ALICE,
+    )  # fmt: skip
+    assert gc.returncode == 0 and "Set GC policy" in gc.stdout, gc
+    left = c.client.experiment_checkpoints(exp_id)
+    assert [ck.state for ck in left] == ["DELETED"] * 3, left
+
+    deleted = det(c, tmp_path, "e", "delete", str(exp_id), "--yes", **ALICE)
+    assert deleted.returncode == 0, deleted
+    gone = det(c, tmp_path, "e", "describe", str(exp_id), **ALICE)
+    assert f"experiment {exp_id}" in one_line(gone)
+
+
+def test_det_pauses_activates_kills_and_another_user_is_refused(
+    det_cluster: Cluster, tmp_path: Path
+) -> None:
+    c = det_cluster
+    (tmp_path / "slow.yaml").write_text(_config("slow", 100_000, step_seconds=0.05))
+    exp_id = _created(
+        det(
+            c,
+            tmp_path,
+            "e",
+            "create",
+            str(tmp_path / "slow.yaml"),
+            str(_context(tmp_path)),
+            "--paused",
+            **ALICE,
+        )
+    )
+    assert _state(c, exp_id) == "PAUSED"
+    assert det(c, tmp_path, "e", "activate", str(exp_id), **ALICE).returncode == 0
+    wait_for("a trial to run", lambda: any(t.state == "RUNNING" for t in c.client.trials(exp_id)))
+    assert det(c, tmp_path, "e", "pause", str(exp_id), **ALICE).returncode == 0
+    assert _state(c, exp_id) == "PAUSED"
+    # Not alice's experiment: the admin may, another user may not.
+    c.add_user("mallory", "Mallory-pass-1")
+    refused = det(
+        c, tmp_path / "m", "e", "kill", str(exp_id), DET_USER="mallory", DET_PASS="Mallory-pass-1"
+    )
+    assert "alice" in one_line(refused) or "owner" in one_line(refused)
+    assert det(c, tmp_path, "e", "kill", str(exp_id), **ALICE).returncode == 0
+    c.wait_state(exp_id, "CANCELED", timeout=60)
+
+
+def test_an_sdk_script_creates_waits_downloads_its_best_checkpoint_and_lists(
+    det_cluster: Cluster, tmp_path: Path
+) -> None:
+    c = det_cluster
+    ctx = _context(tmp_path)
+    script = tmp_path / "flow.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import json, pathlib
+            from determined.experimental import client
+
+            client.login(master={c.url + "/det"!r}, user="alice", password="Alice-pass-1")
+            config = json.loads({json.dumps(yaml.safe_load(_config("sdk", 20)))!r})
+            exp = client.create_experiment(config=config, model_dir={str(ctx)!r})
+            state = exp.wait(interval=0.5)
+            best = exp.top_checkpoint()
+            path = best.download({str(tmp_path / "best")!r})
+            steps = json.loads((pathlib.Path(path) / "state.json").read_text())["steps"]
+            names = [e.name for e in client.list_experiments()]
+            print(json.dumps({{"id": exp.id, "state": state.value, "steps": steps,
+                               "names": names}}))
+            """
+        )
+    )
+    done = subprocess.run(
+        [str(DET_PYTHON), str(script)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config")},
+        check=False,
+    )
+    assert done.returncode == 0, (done.stderr[-3000:], c.log("master")[-3000:])
+    said = yaml.safe_load(done.stdout.strip().splitlines()[-1])
+    assert said["state"] == "STATE_COMPLETED" or said["state"] == "COMPLETED", said
+    assert said["steps"] == 20 and "sdk" in said["names"]
