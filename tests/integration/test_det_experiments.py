@@ -14,6 +14,7 @@ import tarfile
 import textwrap
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
@@ -190,3 +191,71 @@ def test_an_sdk_script_creates_waits_downloads_its_best_checkpoint_and_lists(
     said = yaml.safe_load(done.stdout.strip().splitlines()[-1])
     assert said["state"] == "STATE_COMPLETED" or said["state"] == "COMPLETED", said
     assert said["steps"] == 20 and "sdk" in said["names"]
+
+
+IN_TRIAL = """
+import json, os, sys, urllib.error, urllib.request
+
+# As in a trial's Python that has Determined's own package installed: after assay's on the path.
+sys.path.append(os.environ["REAL_DETERMINED"])
+import determined as det
+
+
+def main():
+    # Imported here, not at the top: the submission check would look for Determined's own
+    # package on the agents, and this test's agents run assay's Python without it.
+    from determined.experimental import client
+
+    exp = client.get_experiment(int(os.environ["ASSAY_EXPERIMENT_ID"]))
+    me = client.whoami()
+    print("sdk in trial: " + json.dumps({"name": exp.name, "user": me.username,
+          "trials": [t.id for t in exp.list_trials()]}), flush=True)
+    token = os.environ["DET_USER_TOKEN"]
+    own = urllib.request.Request(os.environ["ASSAY_MASTER"] + "/api/v1/experiments",
+                                 headers={"Authorization": "Bearer " + token})
+    try:
+        status = urllib.request.urlopen(own).status
+    except urllib.error.HTTPError as exc:
+        status = exc.code
+    print("own api:", status, flush=True)
+    print("token: " + token, flush=True)
+    with det.core.init() as core:
+        for op in core.searcher.operations():
+            core.train.report_validation_metrics(op.length, {"loss": 0.5})
+            op.report_completed(0.5)
+
+
+main()
+"""
+
+
+def test_determineds_own_client_inside_a_trial_acts_as_the_owner(
+    det_cluster: Cluster, tmp_path: Path
+) -> None:
+    c = det_cluster
+    (tmp_path / "ctx").mkdir()
+    (tmp_path / "ctx" / "train.py").write_text(IN_TRIAL)
+    site = next((DET_PYTHON.parents[1] / "lib").glob("python3*/site-packages"))
+    config = yaml.safe_load(_config("in-trial", 1))
+    config["environment"] = {"environment_variables": [f"REAL_DETERMINED={site}"]}
+    (tmp_path / "exp.yaml").write_text(yaml.safe_dump(config))
+    exp_id = _created(
+        det(c, tmp_path, "e", "create", str(tmp_path / "exp.yaml"), str(tmp_path / "ctx"), **ALICE)
+    )
+    exp = c.wait_state(exp_id, "COMPLETED", "ERROR", timeout=120)
+    (trial,) = c.client.trials(exp_id)
+    logs = c.trial_logs(int(trial.id))
+    assert exp.state == "COMPLETED", logs[-30:]
+    said = next(line for line in logs if line.startswith("sdk in trial: "))
+    seen = json.loads(said.removeprefix("sdk in trial: "))
+    assert seen == {"name": "in-trial", "user": "alice", "trials": [int(trial.id)]}
+    # The allocation's token acts as alice under /det only while it lives, never on assay's own
+    # API (the trial tried it: 403).
+    assert seen_own_api(logs) == 403
+    token = next(line for line in logs if line.startswith("token: ")).removeprefix("token: ")
+    after = httpx.get(f"{c.url}/det/api/v1/me", headers={"Authorization": f"Bearer {token}"})
+    assert after.status_code == 401, after.text
+
+
+def seen_own_api(logs: list[str]) -> int:
+    return int(next(line for line in logs if line.startswith("own api: ")).split()[-1])

@@ -49,6 +49,7 @@ from assay.context import extract_archive
 from assay.protocol import (
     AGENT_TOKEN_ENV,
     AdaptDLEnv,
+    DetEnv,
     LogEntry,
     Mount,
     NniEnv,
@@ -412,6 +413,7 @@ class AllocationRunner:
         # shims even when the experiment sets a PYTHONPATH of its own.
         env["PYTHONPATH"] = trial_pythonpath(self.message.env.get("PYTHONPATH", env_path))
         env[TrialEnv.MASTER] = self.env.master_url
+        env.setdefault(DetEnv.MASTER, self.env.master_url + DetEnv.PREFIX)
         env[TrialEnv.CLUSTER_INFO] = str(self.dir / "cluster_info.json")
         env[TrialEnv.AGENT_ID] = self.env.agent_id
         env[NniEnv.SYS_DIR] = str(self.dir)

@@ -7,6 +7,7 @@ its pool has, instead of letting every trial fail on ``ModuleNotFoundError``.
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 
 FRAMEWORKS: dict[str, str] = {
@@ -18,9 +19,12 @@ FRAMEWORKS: dict[str, str] = {
     "jax": "pip install jax",
     "lightning": "pip install lightning",
     "pytorch_lightning": "pip install pytorch-lightning",
+    "determined": "pip install determined==0.38.1",
 }
 """Each framework's top-level module, and the command that installs it where trials run
-(torch at the version the examples are tested with)."""
+(torch at the version the examples are tested with); ``determined`` is Determined's own package,
+whose parts assay's ``determined`` lacks (``determined.experimental.client``) a trial then finds
+there."""
 
 
 def importable_frameworks() -> dict[str, bool]:
@@ -29,8 +33,21 @@ def importable_frameworks() -> dict[str, bool]:
     alone takes seconds."""
     found = {}
     for module in FRAMEWORKS:
+        if module == "determined":
+            # Installed as a distribution: a directory named determined (assay's own, on a
+            # trial's path) is not it.
+            found[module] = _distribution("determined")
+            continue
         try:
             found[module] = importlib.util.find_spec(module) is not None
         except (ImportError, ValueError):
             found[module] = False  # a broken install (a module without a spec) is not one
     return found
+
+
+def _distribution(name: str) -> bool:
+    try:
+        importlib.metadata.distribution(name)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True

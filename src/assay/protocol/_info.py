@@ -40,6 +40,21 @@ class TrialEnv:
     launchers (``assay.launch``) start the node's ranks from."""
 
 
+class DetEnv:
+    """Determined's own variables, which a trial gets so that Determined's clients in it
+    (``from determined.experimental import client``, the ``det`` command) reach the master
+    as the experiment's owner, as they do in a Determined task."""
+
+    PREFIX = "/det"
+    """Where the master serves Determined's API: ``DET_MASTER`` is its address plus this."""
+    MASTER = "DET_MASTER"
+    USER = "DET_USER"
+    """The experiment's owner."""
+    USER_TOKEN = "DET_USER_TOKEN"
+    """The allocation's token, which Determined's API under :data:`PREFIX` takes as the
+    owner's while the allocation lives (assay's own API never does)."""
+
+
 class NniEnv:
     """NNI's trial environment variables, set for every trial (NNI's trial code reads them)."""
 

@@ -242,12 +242,17 @@ def test_a_part_of_determined_assay_does_not_have_is_refused_at_submission(
 ) -> None:
     needs = imports_of(tmp_path, "python3 train.py", **{"train.py": source})
     assert needs is not None and needs.unprovided == (module,)
+    without = OfferedFrameworks("default", {"determined": False})
     with pytest.raises(InvalidConfig) as caught:
-        framework_problem(config(), MasterConfig(), needs, [])
+        framework_problem(config(), MasterConfig(), needs, [without])
     message = caught.value.message
     assert f"entrypoint: train.py imports {module}, which assay's determined package" in message
     assert "determined.core, .pytorch" in message and "\n" not in message
+    assert "pip install determined==0.38.1" in message
     assert [d.path for d in caught.value.details] == ["entrypoint"]
+    # Where an agent of the pool has Determined's own package, the trial finds it there.
+    with_it = OfferedFrameworks("default", {"determined": True})
+    framework_problem(config(), MasterConfig(), needs, [without, with_it])
 
 
 @pytest.mark.parametrize(

@@ -4,14 +4,36 @@ the web UI's types are made from it; Determined's is described by Determined's o
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
 
-from assay.api._deps import SIGNED_IN
+from fastapi import APIRouter, Depends
+
+from assay.api._deps import MasterDep, TokenDep
 from assay.api.determined._errors import DeterminedRoute
+from assay.errors import AssayError, Unauthorized
+from assay.master.identity import Actor
+from assay.protocol import DetEnv
 
-PREFIX = "/det"
+PREFIX = DetEnv.PREFIX
 """Where Determined's paths live on the master: its clients form every URL as ``DET_MASTER``
 plus the path, so with ``DET_MASTER=http://HOST:PORT/det`` they never meet assay's own."""
+
+
+async def det_user(master: MasterDep, token: TokenDep) -> Actor:
+    """Who a request to Determined's API comes from: a user, by one of their tokens; or a live
+    trial's allocation, by its token (``DET_USER_TOKEN`` in the trial), as its experiment's
+    owner, as a Determined task's clients act as its owner. assay's own API never takes an
+    allocation's token as a user's."""
+    try:
+        return await master.users.authenticate(token)
+    except Unauthorized as refused:
+        try:
+            return await master.harness.owner(token)
+        except AssayError:  # no live allocation's either: the user's refusal stands
+            raise refused from None
+
+
+ActorDep = Annotated[Actor, Depends(det_user)]
 
 
 def open_router() -> APIRouter:
@@ -20,7 +42,11 @@ def open_router() -> APIRouter:
 
 
 def signed_router() -> APIRouter:
-    """Routes for a signed-in user: an assay session or access token as ``Bearer``."""
+    """Routes for a signed-in user: an assay session or access token as ``Bearer``, or a live
+    trial's allocation token (:func:`det_user`)."""
     return APIRouter(
-        prefix=PREFIX, route_class=DeterminedRoute, include_in_schema=False, dependencies=SIGNED_IN
+        prefix=PREFIX,
+        route_class=DeterminedRoute,
+        include_in_schema=False,
+        dependencies=[Depends(det_user)],
     )

@@ -25,8 +25,8 @@ from fastapi import Depends, Header, Path, Query
 from fastapi.responses import StreamingResponse
 
 from assay import rest
-from assay.api._deps import ActorDep, MasterDep
-from assay.api.determined._base import signed_router
+from assay.api._deps import MasterDep
+from assay.api.determined._base import ActorDep, signed_router
 from assay.errors import Conflict, InvalidRequest
 from assay.master.artifacts import TrainedCheckpoint
 from assay.rest import determined as det

@@ -11,9 +11,9 @@ from typing import Annotated, Any
 from fastapi import Query
 
 from assay import rest
-from assay.api._deps import ActorDep, ExperimentId, MasterDep
+from assay.api._deps import ExperimentId, MasterDep
 from assay.api._limits import RouteLimit
-from assay.api.determined._base import signed_router
+from assay.api.determined._base import ActorDep, signed_router
 from assay.config import MAX_CONFIG_BYTES
 from assay.context import (
     DEFAULT_CONTEXT_LIMIT,

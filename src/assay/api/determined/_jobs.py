@@ -10,8 +10,8 @@ from typing import Annotated
 from fastapi import Query
 
 from assay import rest
-from assay.api._deps import ActorDep, MasterDep
-from assay.api.determined._base import signed_router
+from assay.api._deps import MasterDep
+from assay.api.determined._base import ActorDep, signed_router
 from assay.rest import determined as det
 from assay.scheduler import JobUpdate
 

@@ -15,8 +15,8 @@ from typing import Annotated, Any
 from fastapi import Path, Query
 
 from assay import rest
-from assay.api._deps import ActorDep, MasterDep
-from assay.api.determined._base import signed_router
+from assay.api._deps import MasterDep
+from assay.api.determined._base import ActorDep, signed_router
 from assay.api.determined._checkpoints import checkpoint_view
 from assay.errors import InvalidRequest, NotFound
 from assay.master import Master

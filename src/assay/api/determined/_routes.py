@@ -10,9 +10,9 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request, Response
 
 from assay import rest
-from assay.api._deps import ActorDep, MasterDep
+from assay.api._deps import MasterDep
 from assay.api._users import LoginLimits
-from assay.api.determined._base import PREFIX, open_router, signed_router
+from assay.api.determined._base import PREFIX, ActorDep, open_router, signed_router
 from assay.api.determined._errors import DeterminedRoute, det_response
 from assay.rest import determined as det
 

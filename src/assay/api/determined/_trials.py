@@ -18,8 +18,8 @@ from fastapi import Path, Query
 from fastapi.responses import StreamingResponse
 
 from assay import rest
-from assay.api._deps import ActorDep, MasterDep
-from assay.api.determined._base import signed_router
+from assay.api._deps import MasterDep
+from assay.api.determined._base import ActorDep, signed_router
 from assay.errors import InvalidRequest
 from assay.master import LOG_PAGE, Master
 from assay.rest import determined as det

@@ -46,6 +46,7 @@ from assay.protocol import (
     AllocationState,
     ClusterInfo,
     ContextRef,
+    DetEnv,
     LogEntry,
     PreemptReason,
     SearcherInfo,
@@ -314,6 +315,9 @@ def start_trial(
                 TrialEnv.TRIAL_SEED: str(trial.seed),
             }
         )
+        # Determined's clients in the trial act as the owner (the experiment's own values win).
+        env.setdefault(DetEnv.USER, exp.owner)
+        env.setdefault(DetEnv.USER_TOKEN, alloc.token)
         message = Start(
             allocation_id=alloc.id,
             trial_id=trial.id,

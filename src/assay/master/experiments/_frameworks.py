@@ -164,7 +164,9 @@ def _api(dotted: str) -> str | None:
 def _framework(dotted: str) -> str | None:
     """The framework importing ``dotted`` needs, if any."""
     top = dotted.split(".", 1)[0]
-    if top in FRAMEWORKS:
+    # `determined` is assay's own on every trial's path; only a part of Determined's package
+    # assay's lacks needs Determined's own (ScriptImports.unprovided).
+    if top in FRAMEWORKS and top != "determined":
         return top
     for name, framework in NEEDS.items():
         if dotted == name or dotted.startswith(f"{name}."):
@@ -203,6 +205,22 @@ def _imported(statement: ast.stmt) -> list[str]:
     return []
 
 
+def _upstream_offered(
+    config: ExperimentConfig, settings: MasterConfig, agents: Iterable[OfferedFrameworks]
+) -> bool:
+    """Whether the experiment's trials may find Determined's own package: an agent of its pool
+    has it, or none can say (an image, a pool of another kind, no agent connected yet, an
+    agent from before agents said)."""
+    if trial_image(config) is not None:
+        return True
+    pool = config.resources.resource_pool or settings.default_compute_pool
+    pool_config = settings.pool(pool)
+    if pool_config is not None and pool_config.type != "agents":
+        return True
+    offered = [a.frameworks for a in agents if a.pool == pool]
+    return not offered or any(said.get("determined", True) for said in offered)
+
+
 def framework_problem(
     config: ExperimentConfig,
     settings: MasterConfig,
@@ -212,11 +230,14 @@ def framework_problem(
     """Raise :class:`InvalidConfig` (one line) when the script imports a framework that the
     connected agents of the experiment's pool all said they cannot import, or when a
     TFKerasTrial class is given several slots."""
-    if needs is not None and needs.unprovided:
+    if needs is not None and needs.unprovided and not _upstream_offered(config, settings, agents):
         module = needs.unprovided[0]
+        pool = config.resources.resource_pool or settings.default_compute_pool
         message = (
             f"{needs.script} imports {module}, which assay's determined package does not have "
-            f"(it has {PROVIDED}); see docs/determined.md"
+            f"(it has {PROVIDED}), and no connected agent of resource pool {pool!r} has "
+            f"Determined's own package to find it in: install it where the agents run "
+            f"(`{FRAMEWORKS['determined']}`) and restart them; see docs/determined.md"
         )
         raise InvalidConfig(
             f"invalid experiment config: entrypoint: {message}",

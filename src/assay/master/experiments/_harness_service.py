@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from assay import rest
 from assay.config import ExperimentConfig, load_experiment_config
-from assay.db import Experiment, Session, allocations, experiments, trials
+from assay.db import Experiment, Session, allocations, experiments, trials, users
+from assay.errors import Unauthorized
 from assay.master.experiments import _harness as harness
+from assay.master.identity import Actor
 from assay.master.kernel import Caller, Orchestrator, Tx, views
 from assay.protocol import (
     VALIDATION,
@@ -36,6 +38,26 @@ class HarnessService:
                 callers.keep(token, found, since)
         harness.check_trial(found, trial_id)
         return found
+
+    async def owner(self, token: str | None) -> Actor:
+        """The user a live allocation's ``token`` acts as where Determined's API is served:
+        its experiment's owner, as a Determined task's token is its owner's (assay's own API
+        never takes it as a user's). :class:`Unauthorized` for any other token, an ended
+        allocation's, or an owner no longer active."""
+        caller = await self.caller(token)
+
+        def read(session: Session) -> Actor:
+            trial = trials.require(session, caller.trial_id)
+            exp = experiments.require(session, trial.experiment_id)
+            user = users.named(session, exp.owner)
+            if user is None or not user.active:
+                raise Unauthorized(
+                    f"the owner of trial {caller.trial_id}, {exp.owner}, is not active"
+                )
+            # No token row of its own: signing out with it ends nothing.
+            return Actor(user_id=user.id, username=user.username, admin=user.admin, token_id=0)
+
+        return await self.core.read(read)
 
     async def operation(self, caller: Caller, timeout: float) -> rest.SearcherOperation:
         """The trial's next length to train to; ``done`` once the searcher needs no more.
