@@ -107,12 +107,31 @@ def test_det_creates_waits_lists_sets_and_deletes_an_experiment(
     assert f"{exp_id},alice,renamed" in everyone.stdout and ",True" in everyone.stdout
     assert det(c, tmp_path, "e", "unarchive", str(exp_id), **ALICE).returncode == 0
 
-    # Seed 001: delete every checkpoint of an experiment that is done with them.
+    logs = det(c, tmp_path, "e", "logs", str(exp_id), **ALICE)
+    assert "done at step 30" in logs.stdout, logs
+
+    # Trained further from its latest checkpoint, in a new experiment (assay's continue).
+    more = det(
+        c, tmp_path, "e", "continue", str(exp_id), "--config", "searcher.max_length.batches=40",
+        **ALICE,
+    )  # fmt: skip
+    assert more.returncode == 0 and f"Continued experiment {exp_id}" in more.stdout, more
+    newest = max(e.id for e in c.client.list_experiments(limit=100).experiments)
+    assert newest != exp_id and c.wait_state(newest, "COMPLETED", "ERROR").state == "COMPLETED"
+    (continued,) = c.client.trials(newest)
+    resumed = c.trial_logs(int(continued.id))
+    assert "started at step 30 run 1" in resumed and "done at step 40" in resumed, resumed
+
+    # Seed 001: delete every checkpoint of an experiment that is done with them, the
+    # checkpoints it would delete shown first.
     gc = det(
         c, tmp_path, "e", "set", "gc-policy", "--save-experiment-best", "0",
-        "--save-trial-best", "0", "--save-trial-latest", "0", str(exp_id), "--yes", **ALICE,
+        "--save-trial-best", "0", "--save-trial-latest", "0", str(exp_id), stdin="y\n",
+        **ALICE,
     )  # fmt: skip
     assert gc.returncode == 0 and "Set GC policy" in gc.stdout, gc
+    shown = "will delete 1 checkpoints with validations and 0 checkpoints without validations"
+    assert shown in gc.stdout and " COMPLETED " in gc.stdout, gc.stdout
     left = c.client.experiment_checkpoints(exp_id)
     assert [ck.state for ck in left] == ["DELETED"] * 3, left
 

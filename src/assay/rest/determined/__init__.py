@@ -21,6 +21,7 @@ from assay.rest.determined._checkpoints import (
     GetCheckpointResponse,
     Metrics,
     OrderBy,
+    checkpoint_state,
 )
 from assay.rest.determined._cluster import (
     Agent,
@@ -156,7 +157,6 @@ from assay.rest.determined._trials import (
     TrialSortBy,
     WorkloadContainer,
     WorkloadFilter,
-    checkpoint_state,
     det_trial,
     summary_metrics,
     workloads,

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from assay.protocol import CheckpointState as AssayCheckpointState
 from assay.rest.determined._common import DetRequest, DetResource, Pagination
 
 
@@ -110,3 +111,11 @@ class DeleteCheckpoints(DetRequest):
 class DeleteCheckpointsResponse(DetResource):
     """``DELETE /api/v1/checkpoints`` answers an empty object once the checkpoints are
     deleted (Determined's master answers before; assay's deletes first, then answers)."""
+
+
+def checkpoint_state(state: AssayCheckpointState) -> CheckpointState:
+    """assay's checkpoint state as Determined's: a stored and kept one is COMPLETED; one being
+    deleted or deleted is DELETED (its files are gone or going)."""
+    if state == AssayCheckpointState.ACTIVE:
+        return CheckpointState.COMPLETED
+    return CheckpointState.DELETED

@@ -16,6 +16,7 @@ from assay.context import MAX_MEMBERS
 from assay.errors import InvalidRequest
 from assay.protocol import ExperimentState
 from assay.rest._common import Resource
+from assay.rest.determined._checkpoints import checkpoint_state
 from assay.rest.determined._common import DetRequest, DetResource, Pagination, timestamp
 
 DEFAULT_PROJECT_ID = 1
@@ -311,7 +312,7 @@ def gc_preview(found: rest.GcResult, metric: str) -> GcPreview:
             GcCandidate(
                 trial_id=c.trial_id,
                 steps_completed=c.steps_completed,
-                state=c.state.value,
+                state=checkpoint_state(c.state).value.removeprefix("STATE_"),
                 validation_metrics=values,
                 uuid=c.uuid,
                 resources=c.resources,

@@ -20,7 +20,7 @@ from pydantic import Field
 from assay import rest
 from assay.protocol import CheckpointState, TrialState
 from assay.rest.determined._checkpoints import CheckpointState as DetCheckpointState
-from assay.rest.determined._checkpoints import Metrics
+from assay.rest.determined._checkpoints import Metrics, checkpoint_state
 from assay.rest.determined._common import DetResource, Pagination, timestamp
 
 
@@ -62,14 +62,6 @@ _ACTIVE = (
     DetTrialState.STARTING,
     DetTrialState.RUNNING,
 )
-
-
-def checkpoint_state(state: CheckpointState) -> DetCheckpointState:
-    """assay's checkpoint state as Determined's: a stored and kept one is COMPLETED; one being
-    deleted or deleted is DELETED (its files are gone or going)."""
-    if state == CheckpointState.ACTIVE:
-        return DetCheckpointState.COMPLETED
-    return DetCheckpointState.DELETED
 
 
 class MetricsWorkload(DetResource):
