@@ -84,7 +84,7 @@ def test_det_creates_waits_lists_sets_and_deletes_an_experiment(
     listed = det(c, tmp_path, "e", "list", **ALICE)
     rows = [[cell.strip() for cell in line.split("|")] for line in listed.stdout.splitlines()[2:]]
     assert [r[:5] for r in rows] == [[str(exp_id), "alice", "from-det", "", "COMPLETED"]], listed
-    assert rows[0][5] == "100.0%"
+    assert rows[0][5] == "100.0%" and rows[0][8] == "default"  # the pool it ran in
 
     for args, said in [
         (("set", "description", str(exp_id), "first run"), "Set description"),

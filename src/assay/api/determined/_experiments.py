@@ -23,7 +23,7 @@ from assay.context import (
     format_limit,
 )
 from assay.errors import InvalidRequest, NotFound
-from assay.master import Submission
+from assay.master import Master, Submission
 from assay.rest import determined as det
 
 router = signed_router()
@@ -104,7 +104,8 @@ async def list_experiments(
     )
     page = det.paginate(found.pagination.total, offset, limit)
     return det.GetExperimentsResponse(
-        experiments=[det.det_experiment(_full(e)) for e in found.experiments], pagination=page
+        experiments=[det.det_experiment(_full(e), _pool(master)) for e in found.experiments],
+        pagination=page,
     )
 
 
@@ -127,6 +128,11 @@ def _filters(
     }
 
 
+def _pool(master: Master) -> str:
+    """The pool an experiment that names none runs in, as Determined's clients show it."""
+    return master.settings.default_compute_pool
+
+
 def _full(exp: rest.ExperimentSummary) -> rest.Experiment:
     assert isinstance(exp, rest.Experiment)  # read with full=True
     return exp
@@ -137,7 +143,9 @@ async def get_experiment(
     experiment_id: ExperimentId, master: MasterDep
 ) -> det.GetExperimentResponse:
     exp = await master.reads.experiment(experiment_id)
-    return det.GetExperimentResponse(experiment=det.det_experiment(exp), config=exp.config)
+    return det.GetExperimentResponse(
+        experiment=det.det_experiment(exp, _pool(master)), config=exp.config
+    )
 
 
 @router.get("/api/v1/experiments/{experiment_id}/model_def")
@@ -176,7 +184,9 @@ async def create_experiment(
         checked = await master.experiments.validate(actor, sub)
         return det.CreateExperimentResponse(experiment=det.validated(checked), config={})
     exp = await master.experiments.create(actor, sub)
-    return det.CreateExperimentResponse(experiment=det.det_experiment(exp), config=exp.config)
+    return det.CreateExperimentResponse(
+        experiment=det.det_experiment(exp, _pool(master)), config=exp.config
+    )
 
 
 def _entries(files: list[det.File]) -> list[ContextEntry]:
@@ -273,7 +283,7 @@ async def patch(
             ),
         )
     exp = await master.reads.experiment(experiment_id)
-    return det.PatchExperimentResponse(experiment=det.det_experiment(exp))
+    return det.PatchExperimentResponse(experiment=det.det_experiment(exp, _pool(master)))
 
 
 @router.get("/experiments/{experiment_id}/preview_gc")
@@ -312,4 +322,4 @@ async def continue_experiment(
     exp = await master.experiments.continue_trial(
         actor, body.id, rest.ExperimentContinue(overrides=overrides)
     )
-    return det.ContinueExperimentResponse(experiment=det.det_experiment(exp))
+    return det.ContinueExperimentResponse(experiment=det.det_experiment(exp, _pool(master)))

@@ -231,8 +231,9 @@ class Empty(DetResource):
     """What Determined answers a state change with: an empty object."""
 
 
-def det_experiment(exp: rest.Experiment) -> Experiment:
-    """assay's experiment as Determined's clients read one."""
+def det_experiment(exp: rest.Experiment, default_pool: str) -> Experiment:
+    """assay's experiment as Determined's clients read one; one that names no pool shows
+    ``default_pool``, where it runs."""
     searcher = exp.config.get("searcher") or {}
     best = exp.best_trial
     ran = None
@@ -249,7 +250,7 @@ def det_experiment(exp: rest.Experiment) -> Experiment:
         archived=exp.archived,
         num_trials=sum(exp.trials.values()),
         username=exp.owner,
-        resource_pool=exp.resource_pool,
+        resource_pool=exp.resource_pool or default_pool,
         searcher_type=str(searcher.get("name") or exp.searcher.name or ""),
         searcher_metric=exp.searcher.metric,
         best_trial_id=None if best is None else best.id,
