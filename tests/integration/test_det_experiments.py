@@ -64,7 +64,11 @@ def test_det_creates_waits_lists_sets_and_deletes_an_experiment(
     det_cluster: Cluster, tmp_path: Path
 ) -> None:
     c = det_cluster
-    (tmp_path / "exp.yaml").write_text(_config("from-det", 30))
+    # Every checkpoint kept to the end (10, 20 without a validation; 30 with one), for the
+    # gc-policy preview below.
+    (tmp_path / "exp.yaml").write_text(
+        _config("from-det", 30, checkpoint_storage={"save_trial_latest": 3})
+    )
     ctx = _context(tmp_path)
     exp_id = _created(
         det(c, tmp_path, "e", "create", str(tmp_path / "exp.yaml"), str(ctx), **ALICE)
@@ -130,7 +134,7 @@ def test_det_creates_waits_lists_sets_and_deletes_an_experiment(
         **ALICE,
     )  # fmt: skip
     assert gc.returncode == 0 and "Set GC policy" in gc.stdout, gc
-    shown = "will delete 1 checkpoints with validations and 0 checkpoints without validations"
+    shown = "will delete 1 checkpoints with validations and 2 checkpoints without validations"
     assert shown in gc.stdout and " COMPLETED " in gc.stdout, gc.stdout
     left = c.client.experiment_checkpoints(exp_id)
     assert [ck.state for ck in left] == ["DELETED"] * 3, left
@@ -163,6 +167,9 @@ def test_det_pauses_activates_kills_and_another_user_is_refused(
     wait_for("a trial to run", lambda: any(t.state == "RUNNING" for t in c.client.trials(exp_id)))
     assert det(c, tmp_path, "e", "pause", str(exp_id), **ALICE).returncode == 0
     assert _state(c, exp_id) == "PAUSED"
+    for setting, value in (("max-slots", "1"), ("priority", "10")):
+        changed = det(c, tmp_path, "e", "set", setting, str(exp_id), value, **ALICE)
+        assert changed.returncode == 0, changed
     # Not alice's experiment: the admin may, another user may not.
     c.add_user("mallory", "Mallory-pass-1")
     refused = det(

@@ -162,6 +162,11 @@ def test_a_method_a_served_path_does_not_take_is_405_naming_those_it_takes(
     answer = call(master, "DELETE", "/det/api/v1/auth/login")
     assert refusal(answer, 405) == "DELETE is not a method of /api/v1/auth/login; it takes POST"
     assert answer.headers["allow"] == "POST"
+    # `det user create`: assay's own command for it, too.
+    create = call(master, "POST", "/det/api/v1/users", **bearer(signed_in(master)))
+    said = refusal(create, 405)
+    assert said.startswith("POST is not a method of /api/v1/users; it takes GET")
+    assert said.endswith("assay's own command for it: `assay user create USERNAME`")
 
 
 def test_bad_bodies_and_parameters_are_400_saying_what_was_wrong(master: Master) -> None:

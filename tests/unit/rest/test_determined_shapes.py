@@ -95,3 +95,21 @@ def test_a_list_is_paged_as_determineds_master_pages_it(
 def test_an_offset_outside_the_list_is_refused_saying_which_would_do(offset: int) -> None:
     with pytest.raises(InvalidRequest, match="give one from -5 to 5"):
         det.paginate(5, offset, 0)
+
+
+@pytest.mark.parametrize(
+    ("text", "overrides"),
+    [
+        ("", []),
+        ("{}\n", []),  # what det continue sends without --config
+        ("searcher:\n  max_length:\n    batches: 40\n", ["searcher.max_length.batches=40"]),
+        ("name: more\nlabels: [a, b]\n", ['name="more"', 'labels=["a", "b"]']),
+    ],
+)
+def test_a_partial_config_becomes_one_override_per_leaf(text: str, overrides: list[str]) -> None:
+    assert det.config_overrides(text) == overrides
+
+
+def test_a_partial_config_that_is_not_a_map_is_refused() -> None:
+    with pytest.raises(InvalidRequest, match="overrideConfig must be a map"):
+        det.config_overrides("- 1\n- 2\n")

@@ -264,11 +264,13 @@ async def patch(
         raise InvalidRequest("notes: assay keeps no notes on an experiment; use its description")
     changes: dict[str, Any] = {
         k: v
-        for k, v in body.model_dump(include={"name", "description", "labels"}).items()
+        for k, v in body.model_dump(
+            include={"name", "description", "labels"}, by_alias=False
+        ).items()
         if v is not None
     }
     if body.resources is not None:
-        changes.update(body.resources.model_dump(exclude_unset=True))
+        changes.update(body.resources.model_dump(exclude_unset=True, by_alias=False))
     if changes:
         await master.experiments.set_resources(actor, experiment_id, changes)
     if body.checkpoint_storage is not None:
@@ -286,7 +288,9 @@ async def patch(
     return det.PatchExperimentResponse(experiment=det.det_experiment(exp, _pool(master)))
 
 
-@router.get("/experiments/{experiment_id}/preview_gc")
+# A checkpoint without a validation has no ``step`` key at all: det tests for the key, then
+# reads the validation from it.
+@router.get("/experiments/{experiment_id}/preview_gc", response_model_exclude_none=True)
 async def preview_gc(
     experiment_id: ExperimentId,
     master: MasterDep,

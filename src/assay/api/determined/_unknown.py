@@ -11,7 +11,7 @@ from starlette.routing import Match
 
 from assay.api.determined._base import PREFIX, open_router
 from assay.api.determined._errors import det_response
-from assay.api.determined._unserved import unserved
+from assay.api.determined._unserved import equivalent, unserved
 
 _EVERY_METHOD = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"]
 
@@ -34,6 +34,9 @@ def catch_all(served: Sequence[APIRouter]) -> APIRouter:
         if takes:
             allowed = ", ".join(takes)
             message = f"{request.method} is not a method of {path}; it takes {allowed}"
+            # A request Determined's clients make that assay serves otherwise (`det user
+            # create`): its command too.
+            message += equivalent(request.method, path)
             return det_response(405, message, headers={"Allow": allowed})
         return det_response(404, unserved(request.method, path))
 

@@ -45,7 +45,12 @@ def unserved(method: str, path: str) -> str:
         "(served under /det: the master's info, signing in, users, experiments, trials, "
         "their logs and metrics, checkpoints, models, the job queue, agents and slots)"
     )
+    return message + equivalent(method, path)
+
+
+def equivalent(method: str, path: str) -> str:
+    """``; assay's own command for it: ...`` where assay has one for the request, else ``""``."""
     for eq in EQUIVALENTS:
         if eq.method in (None, method) and eq.path.fullmatch(path):
-            return f"{message}; assay's own command for it: `{eq.command}`"
-    return message
+            return f"; assay's own command for it: `{eq.command}`"
+    return ""

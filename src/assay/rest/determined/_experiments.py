@@ -334,6 +334,8 @@ def config_overrides(text: str) -> list[str]:
         partial = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise InvalidRequest(f"overrideConfig is not YAML: {exc}".splitlines()[0]) from None
+    if partial is None or partial == {}:
+        return []  # det sends "{}" when no --config is given
     if not isinstance(partial, dict):
         raise InvalidRequest("overrideConfig must be a map of config keys to values")
     out: list[str] = []
