@@ -125,6 +125,7 @@ from assay.config._searcher import (
 )
 from assay.config._secrets import (
     MASK,
+    STORAGE_SECRET_KEYS,
     mask_text,
     masked_by_config,
     masked_config,
@@ -171,6 +172,7 @@ __all__ = [
     "SAMPLER_NAMES",
     "SEARCHER_CONFIGS",
     "SEARCHER_NAMES",
+    "STORAGE_SECRET_KEYS",
     "AdaptDLCheckpoint",
     "AdaptDLConfig",
     "AdaptDLNfs",

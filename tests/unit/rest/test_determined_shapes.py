@@ -113,3 +113,9 @@ def test_a_partial_config_becomes_one_override_per_leaf(text: str, overrides: li
 def test_a_partial_config_that_is_not_a_map_is_refused() -> None:
     with pytest.raises(InvalidRequest, match="overrideConfig must be a map"):
         det.config_overrides("- 1\n- 2\n")
+
+
+def test_a_context_sent_as_files_may_list_as_many_as_any_context_holds() -> None:
+    from assay.context import MAX_MEMBERS
+
+    assert det.MAX_CONTEXT_FILES == MAX_MEMBERS

@@ -23,7 +23,6 @@ from assay.api.determined._base import ActorDep, signed_router
 from assay.errors import InvalidRequest
 from assay.master import LOG_PAGE, Master
 from assay.rest import determined as det
-from assay.rest.determined._experiments import DetExperimentState, Empty
 
 router = signed_router()
 
@@ -91,7 +90,7 @@ async def get_experiment_trials(
     limit: Limit = 0,
     sort_by: Annotated[det.TrialSortBy, Query(alias="sortBy")] = det.TrialSortBy.UNSPECIFIED,
     order_by: Annotated[det.OrderBy, Query(alias="orderBy")] = det.OrderBy.UNSPECIFIED,
-    states: Annotated[list[DetExperimentState] | None, Query(max_length=32)] = None,
+    states: Annotated[list[det.DetExperimentState] | None, Query(max_length=32)] = None,
 ) -> det.GetExperimentTrialsResponse:
     """``det experiment list-trials``, ``det experiment describe`` and the SDK's
     ``Experiment.list_trials``: a page of the experiment's trials in any of ``states``,
@@ -121,10 +120,10 @@ async def get_experiment_trials(
 
 
 @router.post("/api/v1/trials/{trial_id}/kill")
-async def kill_trial(trial_id: TrialId, master: MasterDep, actor: ActorDep) -> Empty:
+async def kill_trial(trial_id: TrialId, master: MasterDep, actor: ActorDep) -> det.Empty:
     """``det trial kill`` and the SDK's ``Trial.kill``."""
     await master.experiments.kill_trial(actor, trial_id)
-    return Empty()
+    return det.Empty()
 
 
 @router.get("/api/v1/trials/{trial_id}/logs", response_model=det.TrialLog)
@@ -345,14 +344,14 @@ def _by_metric(
     return sorted(workloads, key=key)
 
 
-def _in_states(trial: rest.Trial, states: Sequence[DetExperimentState]) -> bool:
+def _in_states(trial: rest.Trial, states: Sequence[det.DetExperimentState]) -> bool:
     """Whether the trial is in one of ``states`` (all when none): Determined filters trials by
     its experiments' states, ACTIVE covering queued, pulling, starting and running."""
     if not states:
         return True
     shown = det.DetTrialState.of(trial.state)
     wanted = {s.value for s in states}
-    return shown.value in wanted or (shown.active and DetExperimentState.ACTIVE in states)
+    return shown.value in wanted or (shown.active and det.DetExperimentState.ACTIVE in states)
 
 
 def _trial_key(

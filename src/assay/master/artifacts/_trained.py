@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assay import rest
-from assay.config import masked_config
-from assay.config._secrets import STORAGE_SECRET_KEYS
+from assay.config import STORAGE_SECRET_KEYS, masked_config
 from assay.db import Checkpoint, Session, experiments, metrics, trials, users
 from assay.master.kernel import views
 from assay.protocol import VALIDATION

@@ -69,6 +69,7 @@ from assay.rest.determined._common import (
 from assay.rest.determined._experiments import (
     DEFAULT_PROJECT,
     DEFAULT_PROJECT_ID,
+    MAX_CONTEXT_FILES,
     CheckpointStoragePatch,
     ContinueExperiment,
     ContinueExperimentResponse,
@@ -176,6 +177,7 @@ __all__ = [
     "DEFAULT_PROJECT_ID",
     "DETERMINED_VERSION",
     "GRPC_CODE_OF_STATUS",
+    "MAX_CONTEXT_FILES",
     "METRICS_BATCH",
     "PASSWORD_SALT",
     "Agent",

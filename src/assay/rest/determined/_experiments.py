@@ -12,12 +12,15 @@ import yaml
 from pydantic import ConfigDict, Field
 
 from assay import rest
-from assay.context import MAX_MEMBERS
 from assay.errors import InvalidRequest
 from assay.protocol import ExperimentState
 from assay.rest._common import Resource
 from assay.rest.determined._checkpoints import checkpoint_state
 from assay.rest.determined._common import DetRequest, DetResource, Pagination, timestamp
+
+MAX_CONTEXT_FILES = 100_000
+"""The most files and directories a context sent as files may list: the most any context may
+hold (``assay.context.MAX_MEMBERS``, which a unit test holds this to)."""
 
 DEFAULT_PROJECT_ID = 1
 """The one project (and workspace) every experiment is in: assay has neither, and Determined's
@@ -153,7 +156,7 @@ class CreateExperiment(DetRequest):
     the config as YAML text and the context as files."""
 
     config: Annotated[str, Field(max_length=2**20)] | None = None
-    model_definition: Annotated[list[File], Field(max_length=MAX_MEMBERS)] | None = None
+    model_definition: Annotated[list[File], Field(max_length=MAX_CONTEXT_FILES)] | None = None
     activate: bool | None = None
     validate_only: bool | None = None
     parent_id: int | None = None
