@@ -40,7 +40,7 @@ def _spec() -> dict[str, Any]:
 schema = schemathesis.openapi.from_dict(_spec())
 
 FUZZ = settings(
-    max_examples=15, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    max_examples=8, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
 )
 
 

@@ -19,7 +19,13 @@ import yaml
 from tests.integration.cluster import CONTEXTS, Cluster, wait_for
 from tests.integration.det_client import DET, DET_PYTHON, det, det_cluster, one_line
 
-pytestmark = pytest.mark.integration
+# On SQLite only: these routes add no SQL of their own (they read through the master's trial,
+# log and metric reads, which assay's own tests run on PostgreSQL too), and the suite's time
+# is better spent where a route brings new reads (experiments, checkpoints, the job queue).
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.parametrize("det_cluster", ["sqlite"], indirect=True),
+]
 
 __all__ = ["det_cluster"]
 
