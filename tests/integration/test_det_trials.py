@@ -13,6 +13,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
@@ -94,6 +95,12 @@ def test_det_describes_lists_and_reads_the_logs_of_a_finished_trial(
     last_validation = next(w["validation"] for w in described["workloads"] if w.get("validation"))
     assert last_validation["totalBatches"] == STEPS
     assert last_validation["metrics"]["avgMetrics"]["loss"] == pytest.approx(1 / STEPS)
+
+    # A group (or Determined's older metricType) keeps only that group's reports.
+    auth = {"Authorization": f"Bearer {c.client.http.token}"}
+    for query in ("group=validation", "metricType=METRIC_TYPE_VALIDATION"):
+        page = httpx.get(f"{c.url}/det/api/v1/trials/{tid}/workloads?{query}", headers=auth)
+        assert [bool(w.get("validation")) for w in page.json()["workloads"]] == [True], page.text
 
     table = _ok(det(c, tmp_path, "trial", "describe", tid, "--metrics", **admin))
     assert "COMPLETED" in table and "Workloads:" in table and "Workload Metrics" in table, table

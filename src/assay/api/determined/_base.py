@@ -6,17 +6,27 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Query
 
+from assay import rest
 from assay.api._deps import MasterDep, TokenDep
 from assay.api.determined._errors import DeterminedRoute
 from assay.errors import AssayError, Unauthorized
 from assay.master.identity import Actor
 from assay.protocol import DetEnv
+from assay.rest import determined as det
 
 PREFIX = DetEnv.PREFIX
 """Where Determined's paths live on the master: its clients form every URL as ``DET_MASTER``
 plus the path, so with ``DET_MASTER=http://HOST:PORT/det`` they never meet assay's own."""
+
+
+Offset = Annotated[
+    int, Query(ge=-rest.INT_MAX, le=rest.INT_MAX, description="From the end when negative.")
+]
+"""Where a page of a Determined list starts (``det.paginate``)."""
+Limit = Annotated[int, Query(ge=0, le=rest.INT_MAX, description="0: all the rest.")]
+Order = Annotated[det.OrderBy, Query(alias="orderBy")]
 
 
 async def det_user(master: MasterDep, token: TokenDep) -> Actor:

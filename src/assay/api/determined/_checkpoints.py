@@ -26,7 +26,7 @@ from fastapi.responses import StreamingResponse
 
 from assay import rest
 from assay.api._deps import MasterDep
-from assay.api.determined._base import ActorDep, signed_router
+from assay.api.determined._base import ActorDep, Limit, Offset, Order, signed_router
 from assay.errors import Conflict, InvalidRequest
 from assay.master.artifacts import TrainedCheckpoint
 from assay.rest import determined as det
@@ -52,10 +52,10 @@ def _listing(
         det.CheckpointSortBy.UNSPECIFIED
     ),
     sort_by_metric: Annotated[str | None, Query(alias="sortByMetric", max_length=256)] = None,
-    order_by: Annotated[det.OrderBy, Query(alias="orderBy")] = det.OrderBy.UNSPECIFIED,
+    order_by: Order = det.OrderBy.UNSPECIFIED,
     states: Annotated[list[det.CheckpointState], Query(max_length=10)] = [],  # noqa: B006
-    offset: Annotated[int, Query(ge=-rest.INT_MAX, le=rest.INT_MAX)] = 0,
-    limit: Annotated[int, Query(ge=0, le=rest.INT_MAX)] = 0,
+    offset: Offset = 0,
+    limit: Limit = 0,
 ) -> Listing:
     """How a list of checkpoints is asked for: its order, the states it holds, its page."""
     return Listing(sort_by_attr, sort_by_metric, order_by, states, offset, limit)

@@ -16,7 +16,7 @@ from fastapi import Path, Query
 
 from assay import rest
 from assay.api._deps import MasterDep
-from assay.api.determined._base import signed_router
+from assay.api.determined._base import Limit, Offset, signed_router
 from assay.api.determined._routes import CLUSTER_NAME
 from assay.config import MasterConfig, ResourcePoolConfig
 from assay.errors import InvalidRequest, NotFound
@@ -28,8 +28,6 @@ router = signed_router()
 
 AgentId = Annotated[str, Path(max_length=128, pattern=rest.NO_NUL)]
 SlotId = Annotated[str, Path(max_length=128, pattern=rest.NO_NUL)]
-Offset = Annotated[int, Query(ge=-rest.INT_MAX, le=rest.INT_MAX)]
-Limit = Annotated[int, Query(ge=0, le=rest.INT_MAX)]
 
 
 class AgentSort(StrEnum):

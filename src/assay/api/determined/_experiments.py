@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import Query
@@ -13,7 +14,7 @@ from fastapi import Query
 from assay import rest
 from assay.api._deps import ExperimentId, MasterDep
 from assay.api._limits import RouteLimit
-from assay.api.determined._base import ActorDep, signed_router
+from assay.api.determined._base import ActorDep, Limit, Offset, Order, signed_router
 from assay.config import MAX_CONFIG_BYTES
 from assay.context import (
     DEFAULT_CONTEXT_LIMIT,
@@ -24,6 +25,7 @@ from assay.context import (
 )
 from assay.errors import InvalidRequest, NotFound
 from assay.master import Master, Submission
+from assay.master.identity import Actor
 from assay.rest import determined as det
 
 router = signed_router()
@@ -69,9 +71,9 @@ async def list_experiments(
     name: Text = None,
     description: Text = None,
     sort_by: Annotated[det.ExperimentSortBy, Query(alias="sortBy")] = det.ExperimentSortBy.ID,
-    order_by: Annotated[det.OrderBy, Query(alias="orderBy")] = det.OrderBy.ASC,
-    offset: Annotated[int, Query(ge=-rest.INT_MAX, le=rest.INT_MAX)] = 0,
-    limit: Annotated[int, Query(ge=0, le=rest.INT_MAX)] = 0,
+    order_by: Order = det.OrderBy.ASC,
+    offset: Offset = 0,
+    limit: Limit = 0,
     project_id: Annotated[int | None, Query(alias="projectId")] = None,
     show_trial_data: Annotated[bool, Query(alias="showTrialData")] = False,
 ) -> det.GetExperimentsResponse:
@@ -209,40 +211,30 @@ def _entries(files: list[det.File]) -> list[ContextEntry]:
     return entries
 
 
-@router.post("/api/v1/experiments/{experiment_id}/activate")
-async def activate(experiment_id: ExperimentId, master: MasterDep, actor: ActorDep) -> det.Empty:
-    await master.experiments.activate(actor, experiment_id)
-    return det.Empty()
+_STATE_CHANGES: dict[str, Callable[[Master, Actor, int], Awaitable[object]]] = {
+    "activate": lambda m, a, i: m.experiments.activate(a, i),
+    "pause": lambda m, a, i: m.experiments.pause(a, i),
+    "cancel": lambda m, a, i: m.experiments.cancel(a, i),
+    "kill": lambda m, a, i: m.experiments.kill(a, i),
+    "archive": lambda m, a, i: m.experiments.set_archived(a, i, True),
+    "unarchive": lambda m, a, i: m.experiments.set_archived(a, i, False),
+}
+"""``det experiment activate|pause|cancel|kill|archive|unarchive``: each one of assay's own
+state changes, answered with Determined's empty object."""
 
 
-@router.post("/api/v1/experiments/{experiment_id}/pause")
-async def pause(experiment_id: ExperimentId, master: MasterDep, actor: ActorDep) -> det.Empty:
-    await master.experiments.pause(actor, experiment_id)
-    return det.Empty()
+def _state_route(
+    change: Callable[[Master, Actor, int], Awaitable[object]],
+) -> Callable[[int, Master, Actor], Awaitable[det.Empty]]:
+    async def route(experiment_id: ExperimentId, master: MasterDep, actor: ActorDep) -> det.Empty:
+        await change(master, actor, experiment_id)
+        return det.Empty()
+
+    return route
 
 
-@router.post("/api/v1/experiments/{experiment_id}/cancel")
-async def cancel(experiment_id: ExperimentId, master: MasterDep, actor: ActorDep) -> det.Empty:
-    await master.experiments.cancel(actor, experiment_id)
-    return det.Empty()
-
-
-@router.post("/api/v1/experiments/{experiment_id}/kill")
-async def kill(experiment_id: ExperimentId, master: MasterDep, actor: ActorDep) -> det.Empty:
-    await master.experiments.kill(actor, experiment_id)
-    return det.Empty()
-
-
-@router.post("/api/v1/experiments/{experiment_id}/archive")
-async def archive(experiment_id: ExperimentId, master: MasterDep, actor: ActorDep) -> det.Empty:
-    await master.experiments.set_archived(actor, experiment_id, True)
-    return det.Empty()
-
-
-@router.post("/api/v1/experiments/{experiment_id}/unarchive")
-async def unarchive(experiment_id: ExperimentId, master: MasterDep, actor: ActorDep) -> det.Empty:
-    await master.experiments.set_archived(actor, experiment_id, False)
-    return det.Empty()
+for _verb, _change in _STATE_CHANGES.items():
+    router.post(f"/api/v1/experiments/{{experiment_id}}/{_verb}", name=_verb)(_state_route(_change))
 
 
 @router.delete("/api/v1/experiments/{experiment_id}")

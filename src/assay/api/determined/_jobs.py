@@ -7,51 +7,47 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Query
+from fastapi import Depends, Query
 
 from assay import rest
 from assay.api._deps import MasterDep
-from assay.api.determined._base import ActorDep, signed_router
+from assay.api.determined._base import ActorDep, Limit, Offset, Order, signed_router
 from assay.rest import determined as det
 from assay.scheduler import JobUpdate
 
 router = signed_router()
 
 Pool = Annotated[str | None, Query(alias="resourcePool", max_length=128, pattern=rest.NO_NUL)]
-Offset = Annotated[int, Query(ge=-rest.INT_MAX, le=rest.INT_MAX)]
-Limit = Annotated[int, Query(ge=0, le=rest.INT_MAX)]
-Order = Annotated[det.OrderBy, Query(alias="orderBy")]
 States = Annotated[list[det.JobState], Query()]
 
 
-@router.get("/api/v1/job-queues-v2")
-async def list_jobs(
+async def _queue_page(
     master: MasterDep,
     resource_pool: Pool = None,
     offset: Offset = 0,
     limit: Limit = 0,
     order_by: Order = det.OrderBy.ASC,
     states: States = [],  # noqa: B006
-) -> det.GetJobsV2Response:
-    """``det job list``: the active jobs of a pool (the default compute pool unless named) in
-    scheduling order (``ORDER_BY_DESC``: last first), paged."""
-    queue = await master.experiments.queue(resource_pool)
-    jobs, page = job_page(queue, offset, limit, order_by, states)
+) -> tuple[list[det.Job], det.Pagination]:
+    """The active jobs of a pool (the default compute pool unless named) in scheduling order
+    (``ORDER_BY_DESC``: last first), in ``states`` when given, paged."""
+    return job_page(await master.experiments.queue(resource_pool), offset, limit, order_by, states)
+
+
+QueuePage = Annotated[tuple[list[det.Job], det.Pagination], Depends(_queue_page)]
+
+
+@router.get("/api/v1/job-queues-v2")
+async def list_jobs(listed: QueuePage) -> det.GetJobsV2Response:
+    """``det job list``."""
+    jobs, page = listed
     return det.GetJobsV2Response(jobs=[det.RbacJob(full=j) for j in jobs], pagination=page)
 
 
 @router.get("/api/v1/job-queues")
-async def list_jobs_v1(
-    master: MasterDep,
-    resource_pool: Pool = None,
-    offset: Offset = 0,
-    limit: Limit = 0,
-    order_by: Order = det.OrderBy.ASC,
-    states: States = [],  # noqa: B006
-) -> det.GetJobsResponse:
+async def list_jobs_v1(listed: QueuePage) -> det.GetJobsResponse:
     """The same list as ``job-queues-v2``, each job unwrapped (Determined's older request)."""
-    queue = await master.experiments.queue(resource_pool)
-    jobs, page = job_page(queue, offset, limit, order_by, states)
+    jobs, page = listed
     return det.GetJobsResponse(jobs=jobs, pagination=page)
 
 

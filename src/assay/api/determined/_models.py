@@ -16,7 +16,7 @@ from fastapi import Path, Query
 
 from assay import rest
 from assay.api._deps import MasterDep
-from assay.api.determined._base import ActorDep, signed_router
+from assay.api.determined._base import ActorDep, Limit, Offset, Order, signed_router
 from assay.api.determined._checkpoints import checkpoint_view
 from assay.errors import InvalidRequest, NotFound
 from assay.master import Master
@@ -62,9 +62,9 @@ async def list_models(
     workspace_names: Annotated[list[str], Query(alias="workspaceNames", max_length=100)] = [],  # noqa: B006
     workspace_ids: Annotated[list[int], Query(alias="workspaceIds", max_length=100)] = [],  # noqa: B006
     sort_by: Annotated[det.ModelSortBy, Query(alias="sortBy")] = det.ModelSortBy.UNSPECIFIED,
-    order_by: Annotated[det.OrderBy, Query(alias="orderBy")] = det.OrderBy.UNSPECIFIED,
-    offset: Annotated[int, Query(ge=-rest.INT_MAX, le=rest.INT_MAX)] = 0,
-    limit: Annotated[int, Query(ge=0, le=rest.INT_MAX)] = 0,
+    order_by: Order = det.OrderBy.UNSPECIFIED,
+    offset: Offset = 0,
+    limit: Limit = 0,
 ) -> det.ModelList:
     """The models matching every filter given, sorted and paged as Determined's master
     does (names and descriptions match in part, in any case)."""
@@ -154,9 +154,9 @@ async def list_versions(
     sort_by: Annotated[det.ModelVersionSortBy, Query(alias="sortBy")] = (
         det.ModelVersionSortBy.UNSPECIFIED
     ),
-    order_by: Annotated[det.OrderBy, Query(alias="orderBy")] = det.OrderBy.UNSPECIFIED,
-    offset: Annotated[int, Query(ge=-rest.INT_MAX, le=rest.INT_MAX)] = 0,
-    limit: Annotated[int, Query(ge=0, le=rest.INT_MAX)] = 0,
+    order_by: Order = det.OrderBy.UNSPECIFIED,
+    offset: Offset = 0,
+    limit: Limit = 0,
 ) -> det.ModelVersionList:
     """The model and its versions, by number (or registration time), paged."""
     listed = await master.models.versions(await _name(master, model_name))

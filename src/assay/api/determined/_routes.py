@@ -12,7 +12,7 @@ from fastapi import APIRouter, Path, Query, Request, Response
 from assay import rest
 from assay.api._deps import MasterDep
 from assay.api._users import LoginLimits
-from assay.api.determined._base import PREFIX, ActorDep, open_router, signed_router
+from assay.api.determined._base import PREFIX, ActorDep, Limit, Offset, open_router, signed_router
 from assay.api.determined._errors import DeterminedRoute, det_response
 from assay.rest import determined as det
 
@@ -76,8 +76,8 @@ async def users(
     active: bool | None = None,
     admin: bool | None = None,
     name: Annotated[str | None, Query(max_length=64, pattern=rest.NO_NUL)] = None,
-    offset: Annotated[int, Query(ge=-rest.INT_MAX, le=rest.INT_MAX)] = 0,
-    limit: Annotated[int, Query(ge=0, le=rest.INT_MAX)] = 0,
+    offset: Offset = 0,
+    limit: Limit = 0,
 ) -> det.UserList:
     """``det user list``: users matching every filter given, by id, paged from ``offset``."""
     return await master.users.determined_users(

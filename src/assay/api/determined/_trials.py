@@ -14,23 +14,43 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from enum import StrEnum
 from typing import Annotated, Any
 
-from fastapi import Path, Query
+from fastapi import Query
 from fastapi.responses import StreamingResponse
 
 from assay import rest
-from assay.api._deps import MasterDep
-from assay.api.determined._base import ActorDep, signed_router
+from assay.api._deps import ExperimentId, MasterDep, TrialId
+from assay.api.determined._base import ActorDep, Limit, Offset, signed_router
 from assay.errors import InvalidRequest
 from assay.master import LOG_PAGE, Master
 from assay.rest import determined as det
 
 router = signed_router()
 
-TrialId = Annotated[int, Path(ge=0, le=rest.INT_MAX, description="A trial's id.")]
-ExperimentId = Annotated[int, Path(ge=0, le=rest.INT_MAX, description="An experiment's id.")]
-Offset = Annotated[int, Query(ge=-rest.INT_MAX, le=rest.INT_MAX)]
-Limit = Annotated[int, Query(ge=0, le=rest.INT_MAX, description="0: all.")]
+
+class _Group(StrEnum):
+    """The groups of reports assay keeps."""
+
+    TRAINING = "training"
+    VALIDATION = "validation"
+
+
+class _MetricTypeName(StrEnum):
+    """``v1MetricType``: a group by Determined's older name (assay keeps no profiling)."""
+
+    UNSPECIFIED = "METRIC_TYPE_UNSPECIFIED"
+    TRAINING = "METRIC_TYPE_TRAINING"
+    VALIDATION = "METRIC_TYPE_VALIDATION"
+
+
+_METRIC_TYPES: dict[_MetricTypeName | None, _Group] = {
+    _MetricTypeName.TRAINING: _Group.TRAINING,
+    _MetricTypeName.VALIDATION: _Group.VALIDATION,
+}
+
 Texts = Annotated[list[Annotated[str, Query(max_length=256)]] | None, Query(max_length=1000)]
+
+TrialIds = Annotated[list[Annotated[int, Query(ge=0, le=rest.INT_MAX)]], Query(alias="trialIds")]
+"""The trials a metrics stream reads (``trialIds=1&trialIds=2``)."""
 
 _STREAM = "application/json"
 """What grpc-gateway names a stream of messages, one JSON object a line."""
@@ -59,8 +79,8 @@ async def get_trial_workloads(
     sort_key: Annotated[str, Query(alias="sortKey", max_length=256)] = "",
     remove_deleted: Annotated[bool, Query(alias="removeDeletedCheckpoints")] = False,
     include_batch_metrics: Annotated[bool, Query(alias="includeBatchMetrics")] = False,
-    metric_type: Annotated[str | None, Query(alias="metricType", max_length=64)] = None,
-    group: Annotated[str | None, Query(max_length=64)] = None,
+    metric_type: Annotated[_MetricTypeName | None, Query(alias="metricType")] = None,
+    group: Annotated[_Group | None, Query()] = None,
 ) -> det.GetTrialWorkloadsResponse:
     """A page of the trial's workloads (``det trial describe``, ``det experiment describe``):
     its training and validation reports and its checkpoints, by step unless ``sortKey`` names
@@ -71,7 +91,8 @@ async def get_trial_workloads(
     if remove_deleted:
         deleted = det.CheckpointState.DELETED
         checkpoints = [c for c in checkpoints if det.checkpoint_state(c.state) != deleted]
-    shown = [w for w in det.workloads(reports, checkpoints) if _kept(w, filter)]
+    only = group or _METRIC_TYPES.get(metric_type)
+    shown = [w for w in det.workloads(reports, checkpoints) if _kept(w, filter, only)]
     if sort_key and sort_key != "batches":
         shown = _by_metric(shown, sort_key)
     if order_by == det.OrderBy.DESC:
@@ -234,18 +255,11 @@ class _TrialLogs:
                 return
 
 
-class _Group(StrEnum):
-    TRAINING = "training"
-    VALIDATION = "validation"
-
-
 @router.get("/api/v1/trials/metrics/trial_metrics", response_model=det.GetMetricsResponse)
 async def trial_metrics(
     master: MasterDep,
     group: Annotated[str, Query(min_length=1, max_length=64, pattern=rest.NO_NUL)],
-    trial_ids: Annotated[
-        list[Annotated[int, Query(ge=0, le=rest.INT_MAX)]], Query(alias="trialIds")
-    ] = [],  # noqa: B006 (FastAPI copies a default)
+    trial_ids: TrialIds = [],  # noqa: B006 (FastAPI copies a default)
 ) -> StreamingResponse:
     """The SDK's ``Trial.iter_metrics(group)``: the trials' reports of ``group`` (archived
     ones left out), trial by trial in id order, by step; all reported so far, then the end."""
@@ -255,9 +269,7 @@ async def trial_metrics(
 @router.get("/api/v1/trials/metrics/training_metrics", response_model=det.GetMetricsResponse)
 async def training_metrics(
     master: MasterDep,
-    trial_ids: Annotated[
-        list[Annotated[int, Query(ge=0, le=rest.INT_MAX)]], Query(alias="trialIds")
-    ] = [],  # noqa: B006
+    trial_ids: TrialIds = [],  # noqa: B006
 ) -> StreamingResponse:
     """The SDK's ``Trial.stream_training_metrics``."""
     return await _metrics_stream(master, trial_ids, _Group.TRAINING)
@@ -266,9 +278,7 @@ async def training_metrics(
 @router.get("/api/v1/trials/metrics/validation_metrics", response_model=det.GetMetricsResponse)
 async def validation_metrics(
     master: MasterDep,
-    trial_ids: Annotated[
-        list[Annotated[int, Query(ge=0, le=rest.INT_MAX)]], Query(alias="trialIds")
-    ] = [],  # noqa: B006
+    trial_ids: TrialIds = [],  # noqa: B006
 ) -> StreamingResponse:
     """The SDK's ``Trial.stream_validation_metrics``."""
     return await _metrics_stream(master, trial_ids, _Group.VALIDATION)
@@ -317,7 +327,13 @@ def _time(value: str | None, name: str) -> float | None:
     return None if value is None else det.parse_time(value, name)
 
 
-def _kept(workload: det.WorkloadContainer, option: det.WorkloadFilter) -> bool:
+def _kept(
+    workload: det.WorkloadContainer, option: det.WorkloadFilter, group: _Group | None
+) -> bool:
+    if group == _Group.TRAINING and workload.training is None:
+        return False
+    if group == _Group.VALIDATION and workload.validation is None:
+        return False
     match option:
         case det.WorkloadFilter.CHECKPOINT:
             return workload.checkpoint is not None
