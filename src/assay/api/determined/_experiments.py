@@ -78,7 +78,8 @@ async def list_experiments(
     show_trial_data: Annotated[bool, Query(alias="showTrialData")] = False,
 ) -> det.GetExperimentsResponse:
     """``det experiment list`` (the signed-in user's, unarchived, unless ``--all``): matching
-    every filter given, ordered by ``sortBy`` (id by default, oldest first), paged."""
+    every filter given, ordered by ``sortBy`` (id by default, oldest first), paged. Each
+    experiment always carries its best trial, so ``showTrialData`` asks for nothing more."""
     if user_ids:
         raise InvalidRequest("userIds: filter by user name (users=NAME) instead of by id")
     sort = _SORTS.get(sort_by)

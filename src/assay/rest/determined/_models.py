@@ -112,19 +112,6 @@ _Label = Annotated[str, Field(max_length=256)]
 _Labels = Annotated[list[_Label], Field(max_length=100)]
 
 
-class PostModel(DetRequest):
-    """``POST /api/v1/models`` (``v1PostModelRequest``): the SDK sends every field, unset
-    ones as null."""
-
-    name: Annotated[str, Field(min_length=1, max_length=128)]
-    description: _Text | None = None
-    labels: _Labels | None = None
-    metadata: dict[str, Any] | None = None
-    notes: _Text | None = None
-    workspace_name: Annotated[str, Field(max_length=256)] | None = None
-    workspace_id: int | None = None
-
-
 class PatchModel(DetRequest):
     """``PATCH /api/v1/models/{modelName}`` (``v1PatchModel``): the fields to change."""
 
@@ -135,6 +122,13 @@ class PatchModel(DetRequest):
     notes: _Text | None = None
     workspace_name: Annotated[str, Field(max_length=256)] | None = None
     workspace_id: int | None = None
+
+
+class PostModel(PatchModel):
+    """``POST /api/v1/models`` (``v1PostModelRequest``): a model's fields, its name required;
+    the SDK sends every field, unset ones as null."""
+
+    name: Annotated[str, Field(min_length=1, max_length=128)]
 
 
 class PostModelVersion(DetRequest):
