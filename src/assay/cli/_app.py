@@ -154,6 +154,10 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "tensorboard": Subcommand(
         _attr("_tensorboard", "app"), "TensorBoards over trials' event files."
     ),
+    "notebook": Subcommand(
+        _attr("_notebook", "app"),
+        "JupyterLab on the cluster, served through the master to you only.",
+    ),
     "trial": Subcommand(
         _trial_app, "Inspect trials, follow their logs, kill them.", aliases=("t",)
     ),

@@ -318,6 +318,42 @@ class Client:
         )
         return rest.Task.model_validate(answer)
 
+    def start_notebook(
+        self,
+        config_text: str = "",
+        *,
+        context: bytes | Path | None = None,
+        overrides: Sequence[str] = (),
+        progress: Progress | None = None,
+    ) -> rest.Notebook:
+        """Start JupyterLab from a Determined notebook config (empty: every default), in an
+        optional context tar.gz."""
+        from assay.client._upload import FilePart, MultipartBody, post_multipart
+
+        fields = [("config", config_text)] + [("overrides", item) for item in overrides]
+        file = (
+            None
+            if context is None
+            else FilePart("context", "context.tar.gz", "application/gzip", context)
+        )
+        body = MultipartBody(fields, file)
+        answer = post_multipart(
+            self.http, "/api/v1/notebooks", body, timeout=300.0, progress=progress
+        )
+        return rest.Notebook.model_validate(answer)
+
+    def notebooks(self, *, all_: bool = False) -> list[rest.Notebook]:
+        params = {"all": "true" if all_ else None}
+        answer = self.http.get("/api/v1/notebooks", params=params)
+        return rest.NotebookList.model_validate(answer).notebooks
+
+    def notebook(self, notebook_id: int) -> rest.Notebook:
+        return rest.Notebook.model_validate(self.http.get(f"/api/v1/notebooks/{notebook_id}"))
+
+    def kill_notebook(self, notebook_id: int) -> rest.Notebook:
+        answer = self.http.post(f"/api/v1/notebooks/{notebook_id}/kill")
+        return rest.Notebook.model_validate(answer)
+
     def tasks(self, *, user: str | None = None, active: bool = False) -> list[rest.TaskSummary]:
         params = {"user": user, "active": "true" if active else None}
         return rest.TaskList.model_validate(self.http.get("/api/v1/tasks", params=params)).tasks

@@ -62,6 +62,7 @@ from assay.config._hpgrid import (
 )
 from assay.config._jobfile import load_job_file
 from assay.config._jobspec import (
+    PROXY_PREFIX,
     REGISTRY_AUTH_SECRET,
     ContainerOptions,
     JobSpec,
@@ -145,6 +146,14 @@ from assay.config._storage import (
 )
 from assay.config._yaml import config_too_large, decode_config, parse_yaml
 from assay.config.determined._legacy import is_trial_class, trial_class_module, trial_command
+from assay.config.determined._notebook import (
+    NOTEBOOK_LAUNCHER,
+    NOTEBOOK_PORT,
+    NOTEBOOK_ROLE,
+    NOTEBOOK_TOKEN_ENV,
+    IdleType,
+    load_notebook_config,
+)
 from assay.config.determined._task import (
     CONTAINER_ONLY,
     command_spec,
@@ -167,7 +176,12 @@ __all__ = [
     "MAX_NAME",
     "MAX_SLOTS_PER_TRIAL",
     "MAX_TRIALS",
+    "NOTEBOOK_LAUNCHER",
+    "NOTEBOOK_PORT",
+    "NOTEBOOK_ROLE",
+    "NOTEBOOK_TOKEN_ENV",
     "OPTUNA_SEARCHERS",
+    "PROXY_PREFIX",
     "REGISTRY_AUTH_SECRET",
     "SAMPLER_NAMES",
     "SEARCHER_CONFIGS",
@@ -212,6 +226,7 @@ __all__ = [
     "HyperbandConfig",
     "Hyperparameter",
     "Hyperparameters",
+    "IdleType",
     "ImagePullSecret",
     "IntHP",
     "InvalidConfig",
@@ -275,6 +290,7 @@ __all__ = [
     "load_experiment_config",
     "load_job_file",
     "load_master_config",
+    "load_notebook_config",
     "load_task_config",
     "mask_text",
     "masked_by_config",

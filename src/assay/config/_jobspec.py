@@ -15,6 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+PROXY_PREFIX = "/proxy"
+"""Where the master serves what a task serves: ``/proxy/<task id>/`` (TensorBoards, notebooks)."""
+
 
 class JobSpecKind(StrEnum):
     """What a job was submitted as (its ``type`` in the queue)."""
@@ -27,6 +30,8 @@ class JobSpecKind(StrEnum):
     """A Determined generic task (``assay task create``)."""
     TENSORBOARD = "tensorboard"
     """TensorBoard over trials' event files (``assay tensorboard start``)."""
+    NOTEBOOK = "notebook"
+    """JupyterLab on a slot or none, reached through the master (``assay notebook start``)."""
 
 
 class _Spec(BaseModel):

@@ -18,7 +18,7 @@ from assay.master.kernel import Message as LiveMessage
 from assay.master.reads import KEEP as MASTER_LOG_KEEP
 from assay.master.reads import LOG_PAGE, Reads, effective_config
 from assay.master.tasks import LOG_PAGE as TASK_LOG_PAGE
-from assay.master.tasks import TaskService, TensorBoardService
+from assay.master.tasks import NotebookService, ProxyTarget, TaskService, TensorBoardService
 from assay.protocol import AllocationState, ExperimentState, PreemptReason, TrialState
 
 __all__ = [
@@ -38,7 +38,9 @@ __all__ = [
     "LogBatch",
     "Master",
     "ModelRegistry",
+    "NotebookService",
     "PreemptReason",
+    "ProxyTarget",
     "Reads",
     "Submission",
     "TaskService",

@@ -8,7 +8,8 @@ an :class:`Orchestrator` (database, lock, searchers, agent hub, long-polls):
 - ``master.reads`` (:class:`Reads`): what users and the web UI read, as plain views;
 - ``master.tasks`` (:class:`TaskService`): jobs that are not experiments (OpenPAI jobs,
   commands, generic tasks); ``master.tensorboards`` (:class:`TensorBoardService`): TensorBoards
-  over trials' event files, run as such tasks and served through the API's proxy;
+  over trials' event files, and ``master.notebooks`` (:class:`NotebookService`): JupyterLab
+  for its owner, both run as such tasks and served through the API's proxy;
 - ``master.users`` (:class:`UserService`): users, signing in, tokens, and who may change what;
 - ``master.checkpoints`` (:class:`CheckpointService`): checkpoints by uuid: describe, files,
   delete;
@@ -41,7 +42,12 @@ from assay.master.experiments import ExperimentCommands, HarnessService, TrialAl
 from assay.master.identity import UserService
 from assay.master.kernel import AgentHub, Orchestrator, SearcherCache, StorageAccess
 from assay.master.reads import Analysis, MasterLog, Reads
-from assay.master.tasks import TaskAllocations, TaskService, TensorBoardService
+from assay.master.tasks import (
+    NotebookService,
+    TaskAllocations,
+    TaskService,
+    TensorBoardService,
+)
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +97,7 @@ class Master:
         self.models = ModelRegistry(self.core)
         self.tasks = TaskService(self.core, settings, self.core.hub.connected_views)
         self.tensorboards = TensorBoardService(self.core, self.tasks)
+        self.notebooks = NotebookService(self.core, self.tasks)
         self.recent_log = MasterLog()
         """The master's recent log lines (``assay master logs``)."""
         self.drain = ClusterDrain(self.core)

@@ -101,6 +101,7 @@ if TYPE_CHECKING:
         ModelVersionCreate,
         ModelVersionList,
     )
+    from assay.rest._notebooks import Notebook, NotebookList
     from assay.rest._openpai import (
         PaiError,
         PaiErrorCode,
@@ -264,6 +265,8 @@ __all__ = [
     "ModelVersionList",
     "ModelVersionRef",
     "NewAccessToken",
+    "Notebook",
+    "NotebookList",
     "OneTimeSignIn",
     "OneTimeToken",
     "Pagination",

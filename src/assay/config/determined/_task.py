@@ -175,10 +175,25 @@ def command_spec(
 
 
 def _spec(cfg: TaskConfig, kind: JobSpecKind) -> JobSpec:
+    command = entrypoint_command(cfg.entrypoint)
+    return task_spec(cfg, kind, [command], name=cfg.description or command)
+
+
+def task_spec(
+    cfg: TaskConfig,
+    kind: JobSpecKind,
+    commands: list[str],
+    *,
+    name: str,
+    role_name: str | None = None,
+    ports: dict[str, int] | None = None,
+    source_format: str | None = None,
+) -> JobSpec:
+    """The spec of one instance running ``commands`` (one shell) as ``cfg`` says: its slots,
+    pool, priority, environment and mounts (what commands, tasks and notebooks share)."""
     resources = cfg.resources
     device = "cuda" if resources.slots > 0 else "cpu"
-    command = entrypoint_command(cfg.entrypoint)
-    commands = [command]
+    commands = list(commands)
     if cfg.work_dir is not None:
         # Determined starts the command in work_dir; one shell runs the commands in order.
         commands.insert(0, f"cd {shlex.quote(cfg.work_dir)}")
@@ -189,16 +204,20 @@ def _spec(cfg: TaskConfig, kind: JobSpecKind) -> JobSpec:
         {e.name for e in entries if isinstance(e, EnvironmentVariable) and e.secret} & set(env)
     )
     role = TaskRoleSpec(
-        name=_ROLE_NAMES[kind], instances=1, commands=commands, slots=resources.slots, image=image
+        name=role_name or _ROLE_NAMES[kind],
+        instances=1,
+        commands=commands,
+        slots=resources.slots,
+        image=image,
+        ports=ports or {},
     )
-    name = cfg.description or command
     if len(name) > _SHOWN_NAME:
         name = name[: _SHOWN_NAME - 3] + "..."
     auth = cfg.environment.registry_auth
     return JobSpec(
         kind=kind,
         name=name,
-        source_format=_FORMATS[kind],
+        source_format=source_format or _FORMATS[kind],
         roles=[role],
         image=image,
         env=env,
@@ -215,16 +234,18 @@ def _spec(cfg: TaskConfig, kind: JobSpecKind) -> JobSpec:
         agent_label=resources.agent_label,
         description=cfg.description or "",
         context_required=True,
-        notes=_notes(cfg, image),
+        notes=_notes(cfg, image, kind),
     )
 
+
+_NOT_FOR_COMMANDS = ("tensorboard_args", "idle_timeout", "notebook_idle_type")
 
 CONTAINER_ONLY = "applied only in a container (an agent of the pool with a container runtime)"
 """Ends the note of a setting that applies to a command in a container; the master drops
 these notes when the command does run in one."""
 
 
-def _notes(cfg: TaskConfig, image: str | None) -> list[str]:
+def _notes(cfg: TaskConfig, image: str | None, kind: JobSpecKind) -> list[str]:
     notes: list[str] = []
     if image is not None:
         notes.append(
@@ -262,9 +283,14 @@ def _notes(cfg: TaskConfig, image: str | None) -> list[str]:
         )
     if cfg.debug:
         notes.append("debug: no extra logging is produced for commands")
-    for key in ("tensorboard_args", "idle_timeout", "notebook_idle_type"):
+    notebook = kind == JobSpecKind.NOTEBOOK
+    ignored = ("tensorboard_args",) if notebook else _NOT_FOR_COMMANDS
+    for key in ignored:
         if getattr(cfg, key):
-            notes.append(f"{key}: applies to notebooks and TensorBoards; a command ignores it")
+            what = (
+                "TensorBoards; a notebook" if notebook else "notebooks and TensorBoards; a command"
+            )
+            notes.append(f"{key}: applies to {what} ignores it")
     for key in ("pbs", "slurm"):
         section = getattr(cfg, key)
         if section is not None and section.model_dump():

@@ -41,8 +41,9 @@ def job_view(job: Job) -> JobView:
         queue_position=job.queue_position,
         submitted=job.submitted_at,
         max_slots=job.max_slots,
-        # Only experiments checkpoint: other jobs' processes would lose their work.
-        preemptible=kind is JobKind.EXPERIMENT,
+        # Experiments checkpoint, and a notebook is stopped (Determined's scheduler preempts
+        # it too); other jobs' processes would lose their work.
+        preemptible=kind in (JobKind.EXPERIMENT, JobKind.NOTEBOOK),
         kind=kind,
         pool=job.pool,
     )

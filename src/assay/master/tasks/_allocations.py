@@ -207,4 +207,9 @@ class TaskPass:
         return None
 
     def preempt(self, allocation_id: str) -> bool:
+        """Only notebooks are preemptible tasks (the queue's rule): one is stopped, killed
+        after its grace; it keeps nothing to resume from."""
+        for inst, task, _job in self._live:
+            if inst.allocation_id == allocation_id:
+                return life.preempt_task(self.tx, task)
         return False

@@ -436,6 +436,29 @@ def stop_task(tx: Tx, task_id: int, actor: Actor) -> Task:
     return task
 
 
+PREEMPTIBLE_KINDS = frozenset({JobSpecKind.NOTEBOOK.value})
+"""Tasks the scheduler may stop for a job of higher priority: nothing of theirs would resume."""
+
+
+def preempt_task(tx: Tx, task: Task) -> bool:
+    """Stop ``task`` for a job of higher priority that needs its slots (its instances get
+    their kill grace); False for a kind that is never preempted."""
+    if task.kind not in PREEMPTIBLE_KINDS or task.stop_requested:
+        return task.stop_requested
+    tasks.request_stop(
+        tx.session,
+        task,
+        message=(
+            f"preempted: a job of higher priority needed its slots; a {task.kind} keeps no "
+            f"state to resume from (`assay {task.kind} start` starts another)"
+        ),
+    )
+    settle(tx, task)
+    tx.act(Wake(("task", task.id)))
+    tx.act(Wake(("task-logs", task.id)))
+    return True
+
+
 def waiting_instances(session: Any, task_id: int) -> list[TaskInstance]:
     """The task's instances waiting to be placed, in the order of its roles and indices."""
     return [i for i in tasks.instances(session, task_id) if i.state == TaskInstanceState.WAITING]

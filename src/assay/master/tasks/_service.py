@@ -28,6 +28,7 @@ from assay.master.kernel import (
 )
 from assay.master.queue import room
 from assay.master.tasks import _lifecycle as life
+from assay.master.tasks._proxied import ProxyTarget, proxy_target
 from assay.protocol import TaskInstanceState, TaskState
 from assay.scheduler import DEFAULT_PRIORITY, Agent, Part, never_fits
 
@@ -66,6 +67,11 @@ class TaskService:
             return task_view(tx.session, task)
 
         return await self.core.transact(handler)
+
+    async def proxy_target(self, actor: Actor, task_id: int) -> ProxyTarget:
+        """Where the master's proxy reaches task ``task_id`` for ``actor``
+        (:func:`~assay.master.tasks._proxied.proxy_target`)."""
+        return await self.core.read(lambda session: proxy_target(session, actor, task_id))
 
     async def placed(self, spec: JobSpec) -> JobSpec:
         """``spec`` in its pool (the default one for its slots when it names none), in

@@ -19,14 +19,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay import rest
-from assay.config import JobSpec, JobSpecKind, TaskRoleSpec
+from assay.config import PROXY_PREFIX, JobSpec, JobSpecKind, TaskRoleSpec
 from assay.db import Session, Task, experiments, tasks, trials
 from assay.errors import Conflict, InvalidRequest, NotFound
 from assay.master.identity import Actor
 from assay.master.kernel import Orchestrator, StorageAccess, Tx
 from assay.master.tasks import _lifecycle as life
+from assay.master.tasks._proxied import PORT_LABEL, proxy_path
 from assay.master.tasks._service import TaskService
-from assay.protocol import TaskInstanceState, TaskState
+from assay.protocol import TaskState
 from assay.storage import (
     TENSORBOARD_STORAGE_ENV,
     FileStore,
@@ -34,17 +35,8 @@ from assay.storage import (
     tensorboard_key,
 )
 
-PROXY_PREFIX = "/proxy"
-PORT_LABEL = "http"
-"""The label of the port a proxied task listens on."""
 ROLE = "tensorboard"
 SOURCE_FORMAT = "assay-tensorboard"
-PROXIED_KINDS = frozenset({JobSpecKind.TENSORBOARD.value})
-"""Kinds of task the proxy serves: only what assay itself starts to be served."""
-
-
-def proxy_path(task_id: int) -> str:
-    return f"{PROXY_PREFIX}/{task_id}/"
 
 
 MIRROR_DIR = "tensorboard-files"
@@ -167,31 +159,6 @@ class TensorBoardService:
             return view(tx.session, task)
 
         return await self.core.transact(handler)
-
-    async def target(self, task_id: int) -> tuple[str, int]:
-        """Where the proxy reaches task ``task_id``: its instance's host and reserved port.
-        :class:`NotFound` for a task the proxy does not serve, :class:`Conflict` for one that
-        does not run now."""
-
-        def read(session: Session) -> tuple[str, int]:
-            task = tasks.get(session, task_id)
-            if task is None or task.kind not in PROXIED_KINDS:
-                raise NotFound(
-                    f"nothing is served at {proxy_path(task_id)}: no TensorBoard {task_id} "
-                    "(`assay tensorboard list` shows them)"
-                )
-            for inst in tasks.instances(session, task_id):
-                ports = (inst.ports or {}).get(PORT_LABEL) or []
-                if inst.live and inst.state == TaskInstanceState.RUNNING and inst.host and ports:
-                    return inst.host, int(ports[0])
-            if TaskState(task.state).terminal:
-                raise Conflict(f"TensorBoard {task_id} has ended ({task.state}): {task.message}")
-            raise Conflict(
-                f"TensorBoard {task_id} is {task.state}, not running yet; try again shortly "
-                "(`assay tensorboard list` shows its state)"
-            )
-
-        return await self.core.read(read)
 
 
 def _require(session: Session, task_id: int) -> Task:

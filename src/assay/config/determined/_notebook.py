@@ -1,0 +1,126 @@
+"""Determined's notebook configs (``det notebook start --config-file``) read into a
+:class:`JobSpec`: one instance that runs JupyterLab through assay's launcher
+(``python -m assay.notebooks``) on a port its agent reserves, under the master's proxy path,
+ending itself once it has been idle for ``idle_timeout`` (as ``notebook_idle_type`` counts
+idleness).
+
+A notebook config is a command config without an entrypoint: the same ``resources``,
+``environment``, ``bind_mounts`` and ``work_dir``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import Any, Literal
+
+from assay.config._base import Problem
+from assay.config._durations import Duration
+from assay.config._errors import invalid
+from assay.config._experiment import Entrypoint
+from assay.config._jobload import validated
+from assay.config._jobspec import PROXY_PREFIX, JobSpec, JobSpecKind
+from assay.config._load import overrides_applied
+from assay.config._yaml import parse_yaml
+from assay.config.determined._task import TaskConfig, task_spec
+from assay.errors import ErrorDetail
+
+NOTEBOOK_ROLE = "notebook"
+NOTEBOOK_PORT = "http"
+"""The label of the port JupyterLab listens on (its agent reserves it)."""
+NOTEBOOK_TOKEN_ENV = "ASSAY_NOTEBOOK_TOKEN"
+"""JupyterLab's own token: made by the master for each notebook, sent by its proxy only."""
+NOTEBOOK_LAUNCHER = "assay.notebooks"
+_FORMAT = "determined-notebook"
+_WHAT = "notebook config"
+
+
+class IdleType(StrEnum):
+    """What counts as use of a notebook (Determined's ``notebook_idle_type``)."""
+
+    KERNELS_OR_TERMINALS = "kernels_or_terminals"
+    """Idle while no kernel and no terminal is running."""
+    KERNEL_CONNECTIONS = "kernel_connections"
+    """Idle while no kernel has a client connected and no terminal is running."""
+    ACTIVITY = "activity"
+    """Idle while nothing happens: no request, no kernel or terminal activity."""
+
+
+IdleTypeName = Literal["kernels_or_terminals", "kernel_connections", "activity"]
+
+
+class NotebookConfig(TaskConfig):
+    """A Determined notebook config: a command config that runs JupyterLab."""
+
+    entrypoint: Entrypoint | None = None  # type: ignore[assignment]
+    idle_timeout: Duration | None = None  # type: ignore[assignment]
+    notebook_idle_type: IdleTypeName = IdleType.KERNELS_OR_TERMINALS.value  # type: ignore[assignment]
+
+    @classmethod
+    def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:
+        problems = super()._cross_checks(data)
+        if "entrypoint" in data:
+            problems.append(
+                (
+                    ("entrypoint",),
+                    "a notebook runs JupyterLab, not an entrypoint; remove it (a command "
+                    "runs one: `assay cmd run`)",
+                )
+            )
+        return problems
+
+
+def notebook_script(idle_timeout: float | None, idle_type: IdleType) -> list[str]:
+    """The instance's commands: a check that its Python has JupyterLab, then the launcher on the
+    reserved port, under the proxy's path of its task."""
+    python = (
+        'command -v python >/dev/null 2>&1 || { echo "assay: no python on the PATH of agent '
+        '$ASSAY_AGENT_ID (or in its image); a notebook needs Python with jupyterlab" >&2; '
+        "exit 1; }"
+    )
+    jupyter = (
+        "python -c 'import jupyterlab' 2>/dev/null || { echo \"assay: jupyterlab is not "
+        "installed in the Python of agent $ASSAY_AGENT_ID (or in its image); install it there "
+        "(pip install 'assay[notebook]')\" >&2; exit 1; }"
+    )
+    run = (
+        f'exec python -m {NOTEBOOK_LAUNCHER} --host "$PAI_CONTAINER_HOST_IP" '
+        f'--port "$PAI_CONTAINER_HOST_{NOTEBOOK_PORT}_PORT_LIST" '
+        f'--base-url "{PROXY_PREFIX}/$ASSAY_TASK_ID/" --idle-type {idle_type.value}'
+    )
+    if idle_timeout is not None:
+        run += f" --idle-timeout {idle_timeout:g}"
+    return [python, jupyter, run]
+
+
+def load_notebook_config(
+    raw_or_text: Any, *, filename: str = "", overrides: Sequence[str] = ()
+) -> JobSpec:
+    """The spec of a notebook config, given as parsed data or YAML text (``None``: every
+    default), with ``key.path=value`` overrides applied.
+
+    Raises :class:`~assay.errors.InvalidConfig` listing every problem.
+    """
+    raw = raw_or_text
+    if isinstance(raw, str | bytes):
+        raw = parse_yaml(raw, filename or f"<{_WHAT}>") if raw.strip() else {}
+    if raw is None:
+        raw = {}
+    found: list[ErrorDetail] = []
+    if overrides:
+        if not isinstance(raw, dict):
+            raise invalid(_WHAT, [ErrorDetail("", f"must be a map, got {type(raw).__name__}")])
+        raw, found = overrides_applied(raw, overrides)
+    cfg = validated(NotebookConfig, raw, _WHAT, found)
+    idle = IdleType(cfg.notebook_idle_type)
+    spec = task_spec(
+        cfg,
+        JobSpecKind.NOTEBOOK,
+        notebook_script(cfg.idle_timeout, idle),
+        name=cfg.description or "JupyterLab",
+        role_name=NOTEBOOK_ROLE,
+        ports={NOTEBOOK_PORT: 1},
+        source_format=_FORMAT,
+    )
+    parameters = {"idle_type": idle.value, "idle_timeout": cfg.idle_timeout}
+    return spec.model_copy(update={"parameters": parameters})
