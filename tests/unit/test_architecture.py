@@ -59,6 +59,8 @@ ALLOWED: dict[str, set[str]] = {
     "compat": {"core", "protocol", "client", "launch"},
     # Launchers run inside trials: the standard library and the wire shapes only.
     "launch": {"protocol"},
+    # A notebook's launcher runs inside its task: its settings' names and nothing of the server.
+    "notebooks": {"config"},
     "client": {"rest", "files"},
     # searcher only inside `preview-search`: tests/unit/cli checks what the CLI loads at start.
     # compat only for `assay compat shims-path` (where the shims are; nothing of them runs).

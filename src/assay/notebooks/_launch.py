@@ -23,8 +23,7 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import Any
 
-from assay.config import NOTEBOOK_TOKEN_ENV, IdleType
-from assay.config._durations import format_duration
+from assay.config import NOTEBOOK_TOKEN_ENV, IdleType, format_duration
 from assay.notebooks._idle import IdleClock, Usage, parse_time
 
 _LOOK_TIMEOUT = 5.0
