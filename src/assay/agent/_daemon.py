@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import getpass
 import json
 import logging
 import secrets
@@ -107,6 +108,7 @@ class Agent:
                 memory_mb=memory_mb,
                 container_runtime=containers.command if containers else "",
                 frameworks=importable_frameworks(),
+                user=getpass.getuser(),
             ),
         )
         """What the master's messages act on; this class carries them. Its hello holds what

@@ -22,9 +22,9 @@ from assay.api import (
     _events,
     _experiments,
     _harness,
+    _interactive,
     _jobs,
     _models,
-    _notebooks,
     _openpai,
     _proxy,
     _tasks,
@@ -106,7 +106,8 @@ def create_app(master: Master) -> FastAPI:
         _tasks.submit,
         _tasks.router,
         _tensorboards.router,
-        _notebooks.router,
+        _interactive.router,
+        _interactive.shells,
         _openpai.router,
         _cluster.router,
         _users.router,
@@ -117,6 +118,7 @@ def create_app(master: Master) -> FastAPI:
     for router in DET_ROUTERS:
         app.include_router(router)
     app.include_router(_proxy.router)
+    app.include_router(_interactive.tunnel)
     install_docs(app)
     install_webui(app)
     # Innermost: a method a path does not take is 405 with all it takes, not the UI's 404.

@@ -21,8 +21,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import urllib.parse
-from collections.abc import AsyncIterator, Iterable
-from typing import Annotated
+from collections.abc import AsyncIterator, Coroutine, Iterable
+from typing import Annotated, Any
 
 import httpx
 import websockets
@@ -122,7 +122,7 @@ async def proxy(task_id: TaskId, path: str, request: Request, master: MasterDep)
     try:
         target = await master.tasks.proxy_target(actor, task_id)
     except Conflict as exc:
-        return _unavailable(str(exc))
+        return unavailable(str(exc))
     upstream = httpx.URL(
         scheme="http",
         host=target.host,
@@ -146,7 +146,7 @@ async def proxy(task_id: TaskId, path: str, request: Request, master: MasterDep)
     try:
         answer = await client.send(sent, stream=True)
     except httpx.ConnectError:
-        return _unavailable(_not_listening(target, task_id))
+        return unavailable(_not_listening(target, task_id))
     except httpx.TimeoutException:
         return JSONResponse(
             {"error": {"type": "Timeout", "message": f"task {task_id} did not answer in time"}},
@@ -189,7 +189,7 @@ async def proxy_socket(ws: WebSocket, task_id: TaskId, path: str) -> None:
         target = await master.tasks.proxy_target(actor, task_id)
     except AssayError as exc:
         # Before accepting: the handshake is answered with the error's status and shape.
-        await _deny(ws, JSONResponse(exc.to_json(), status_code=exc.status))
+        await deny(ws, JSONResponse(exc.to_json(), status_code=exc.status))
         return
     url = f"ws://{target.host}:{target.port}/proxy/{task_id}/{path}"
     if ws.url.query:
@@ -215,14 +215,14 @@ async def proxy_socket(ws: WebSocket, task_id: TaskId, path: str) -> None:
             open_timeout=_TIMEOUT.connect,
         )
     except (OSError, websockets.InvalidHandshake, TimeoutError) as exc:
-        await _deny(ws, _unavailable(f"{_not_listening(target, task_id)}: {exc}"))
+        await deny(ws, unavailable(f"{_not_listening(target, task_id)}: {exc}"))
         return
     async with upstream:
         await ws.accept(subprotocol=upstream.subprotocol)
         await _pump(ws, upstream)
 
 
-async def _deny(ws: WebSocket, answer: Response) -> None:
+async def deny(ws: WebSocket, answer: Response) -> None:
     """Refuse the handshake with ``answer`` (its status and error shape) where the server can
     send one, else with a close saying the same."""
     if "websocket.http.response" in ws.scope.get("extensions", {}):
@@ -249,14 +249,22 @@ async def _pump(ws: WebSocket, upstream: websockets.ClientConnection) -> None:
             elif message.get("text") is not None:
                 await upstream.send(message["text"])
 
-    tasks = [asyncio.create_task(down()), asyncio.create_task(up())]
     try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        await both_ways(ws, down(), up())
     finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
         await upstream.close()
+
+
+async def both_ways(ws: WebSocket, *directions: Coroutine[Any, Any, None]) -> None:
+    """Run each direction of a relay until one ends (a side closed), then end the others and
+    close the client's socket."""
+    running = [asyncio.create_task(d) for d in directions]
+    try:
+        await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
         with contextlib.suppress(RuntimeError):  # the client has gone already
             await ws.close()
 
@@ -274,7 +282,7 @@ async def _body(request: Request) -> AsyncIterator[bytes]:
         yield chunk
 
 
-def _unavailable(message: str) -> JSONResponse:
+def unavailable(message: str) -> JSONResponse:
     return JSONResponse(
         {"error": {"type": "Unavailable", "message": message, "details": []}},
         status_code=503,

@@ -158,6 +158,10 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         _attr("_notebook", "app"),
         "JupyterLab on the cluster, served through the master to you only.",
     ),
+    "shell": Subcommand(
+        _attr("_shell", "app"),
+        "SSH sessions on the cluster, through the master, for you only.",
+    ),
     "trial": Subcommand(
         _trial_app, "Inspect trials, follow their logs, kill them.", aliases=("t",)
     ),

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from assay.client._auth import USER_TOKEN_ENV, StoredLogin, TokenStore, token_for
+from assay.client._auth import USER_TOKEN_ENV, StoredLogin, TokenStore, config_dir, token_for
 from assay.client._http import DEFAULT_MASTER, HttpSession, master_url
 
 if TYPE_CHECKING:
     from assay.client._client import Client
     from assay.client._download import download_checkpoint, extract_tar
+    from assay.client._tunnel import relay
 
 __all__ = [
     "DEFAULT_MASTER",
@@ -23,9 +24,11 @@ __all__ = [
     "HttpSession",
     "StoredLogin",
     "TokenStore",
+    "config_dir",
     "download_checkpoint",
     "extract_tar",
     "master_url",
+    "relay",
     "token_for",
 ]
 
@@ -40,4 +43,8 @@ def __getattr__(name: str) -> Any:
         from assay.client import _download
 
         return getattr(_download, name)
+    if name == "relay":
+        from assay.client import _tunnel
+
+        return _tunnel.relay
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -328,6 +328,30 @@ class Client:
     ) -> rest.Notebook:
         """Start JupyterLab from a Determined notebook config (empty: every default), in an
         optional context tar.gz."""
+        answer = self._start("/api/v1/notebooks", config_text, context, overrides, progress)
+        return rest.Notebook.model_validate(answer)
+
+    def start_shell(
+        self,
+        config_text: str = "",
+        *,
+        context: bytes | Path | None = None,
+        overrides: Sequence[str] = (),
+        progress: Progress | None = None,
+    ) -> rest.Shell:
+        """Start sshd from a Determined shell config (empty: every default), in an optional
+        context tar.gz."""
+        answer = self._start("/api/v1/shells", config_text, context, overrides, progress)
+        return rest.Shell.model_validate(answer)
+
+    def _start(
+        self,
+        path: str,
+        config_text: str,
+        context: bytes | Path | None,
+        overrides: Sequence[str],
+        progress: Progress | None,
+    ) -> Any:
         from assay.client._upload import FilePart, MultipartBody, post_multipart
 
         fields = [("config", config_text)] + [("overrides", item) for item in overrides]
@@ -337,10 +361,26 @@ class Client:
             else FilePart("context", "context.tar.gz", "application/gzip", context)
         )
         body = MultipartBody(fields, file)
-        answer = post_multipart(
-            self.http, "/api/v1/notebooks", body, timeout=300.0, progress=progress
-        )
-        return rest.Notebook.model_validate(answer)
+        return post_multipart(self.http, path, body, timeout=300.0, progress=progress)
+
+    def shells(self, *, all_: bool = False) -> list[rest.Shell]:
+        answer = self.http.get("/api/v1/shells", params={"all": "true" if all_ else None})
+        return rest.ShellList.model_validate(answer).shells
+
+    def shell(self, shell_id: int) -> rest.Shell:
+        return rest.Shell.model_validate(self.http.get(f"/api/v1/shells/{shell_id}"))
+
+    def kill_shell(self, shell_id: int) -> rest.Shell:
+        return rest.Shell.model_validate(self.http.post(f"/api/v1/shells/{shell_id}/kill"))
+
+    def shell_key(self, shell_id: int) -> rest.ShellKey:
+        return rest.ShellKey.model_validate(self.http.get(f"/api/v1/shells/{shell_id}/key"))
+
+    def tunnel(self, shell_id: int) -> Any:
+        """A WebSocket to shell ``shell_id``'s sshd (``websockets``' sync connection)."""
+        from assay.client._tunnel import open_tunnel
+
+        return open_tunnel(self.url, self.http.token, f"/api/v1/shells/{shell_id}/tunnel")
 
     def notebooks(self, *, all_: bool = False) -> list[rest.Notebook]:
         params = {"all": "true" if all_ else None}

@@ -154,6 +154,14 @@ from assay.config.determined._notebook import (
     IdleType,
     load_notebook_config,
 )
+from assay.config.determined._shell import (
+    SHELL_AUTHORIZED_KEY_ENV,
+    SHELL_HOST_KEY_ENV,
+    SHELL_LAUNCHER,
+    SHELL_PORT,
+    SHELL_ROLE,
+    load_shell_config,
+)
 from assay.config.determined._task import (
     CONTAINER_ONLY,
     command_spec,
@@ -186,6 +194,11 @@ __all__ = [
     "SAMPLER_NAMES",
     "SEARCHER_CONFIGS",
     "SEARCHER_NAMES",
+    "SHELL_AUTHORIZED_KEY_ENV",
+    "SHELL_HOST_KEY_ENV",
+    "SHELL_LAUNCHER",
+    "SHELL_PORT",
+    "SHELL_ROLE",
     "STORAGE_SECRET_KEYS",
     "AdaptDLCheckpoint",
     "AdaptDLConfig",
@@ -291,6 +304,7 @@ __all__ = [
     "load_job_file",
     "load_master_config",
     "load_notebook_config",
+    "load_shell_config",
     "load_task_config",
     "mask_text",
     "masked_by_config",

@@ -32,6 +32,8 @@ class JobSpecKind(StrEnum):
     """TensorBoard over trials' event files (``assay tensorboard start``)."""
     NOTEBOOK = "notebook"
     """JupyterLab on a slot or none, reached through the master (``assay notebook start``)."""
+    SHELL = "shell"
+    """sshd on a slot or none, reached by SSH through the master (``assay shell start``)."""
 
 
 class _Spec(BaseModel):

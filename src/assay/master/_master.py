@@ -9,7 +9,8 @@ an :class:`Orchestrator` (database, lock, searchers, agent hub, long-polls):
 - ``master.tasks`` (:class:`TaskService`): jobs that are not experiments (OpenPAI jobs,
   commands, generic tasks); ``master.tensorboards`` (:class:`TensorBoardService`): TensorBoards
   over trials' event files, and ``master.notebooks`` (:class:`NotebookService`): JupyterLab
-  for its owner, both run as such tasks and served through the API's proxy;
+  for its owner, and ``master.shells`` (:class:`ShellService`): sshd reached through the API's
+  tunnel, all run as such tasks and served through the API's proxy;
 - ``master.users`` (:class:`UserService`): users, signing in, tokens, and who may change what;
 - ``master.checkpoints`` (:class:`CheckpointService`): checkpoints by uuid: describe, files,
   delete;
@@ -44,6 +45,7 @@ from assay.master.kernel import AgentHub, Orchestrator, SearcherCache, StorageAc
 from assay.master.reads import Analysis, MasterLog, Reads
 from assay.master.tasks import (
     NotebookService,
+    ShellService,
     TaskAllocations,
     TaskService,
     TensorBoardService,
@@ -98,6 +100,7 @@ class Master:
         self.tasks = TaskService(self.core, settings, self.core.hub.connected_views)
         self.tensorboards = TensorBoardService(self.core, self.tasks)
         self.notebooks = NotebookService(self.core, self.tasks)
+        self.shells = ShellService(self.core, self.tasks)
         self.recent_log = MasterLog()
         """The master's recent log lines (``assay master logs``)."""
         self.drain = ClusterDrain(self.core)

@@ -242,6 +242,8 @@ class Hello:
     container_runtime: str = ""
     """The runtime it runs containers with (``podman`` or ``docker``); empty: none, so it is
     never given an allocation that names an image."""
+    user: str = ""
+    """The account its processes run as on their host (a shell's SSH login); empty: unknown."""
     frameworks: dict[str, bool] = field(default_factory=dict)
     """Whether its trials' Python can import each framework of
     :data:`~assay.protocol.FRAMEWORKS`; one it does not name is unknown (an older agent)."""
@@ -263,6 +265,7 @@ class Hello:
             "token": self.token,
             "session": self.session,
             "frameworks": dict(self.frameworks),
+            "user": self.user,
         }
 
     @classmethod
@@ -291,6 +294,7 @@ class Hello:
             memory_mb=max(0, f.integer("memory_mb", 0)),
             container_runtime=f.text("container_runtime", ""),
             frameworks=_flags(f.mapping("frameworks", {}), f.path("frameworks")),
+            user=f.text("user", ""),
         )
 
 

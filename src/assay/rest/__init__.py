@@ -88,6 +88,7 @@ if TYPE_CHECKING:
         ProgressReport,
         SearcherOperation,
     )
+    from assay.rest._interactive import Notebook, NotebookList, Shell, ShellKey, ShellList
     from assay.rest._jobs import BatchChange, Job, JobBatch, JobChange, JobQueue, JobsUpdated
     from assay.rest._models import (
         MODEL_NAME_PATTERN,
@@ -101,7 +102,6 @@ if TYPE_CHECKING:
         ModelVersionCreate,
         ModelVersionList,
     )
-    from assay.rest._notebooks import Notebook, NotebookList
     from assay.rest._openpai import (
         PaiError,
         PaiErrorCode,
@@ -298,6 +298,9 @@ __all__ = [
     "SearcherProgress",
     "SearcherSummary",
     "Session",
+    "Shell",
+    "ShellKey",
+    "ShellList",
     "SortOrder",
     "Task",
     "TaskInstance",

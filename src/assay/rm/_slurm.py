@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import getpass
 import json
 import logging
 import os
@@ -253,6 +254,8 @@ class SlurmManager:
                 address=address or name,
                 session=f"slurm:{self.pool.work_dir}",
                 cpu=float(cpus) if cpus.isdigit() else 0.0,
+                # Its jobs run as the account that submits them: the master's.
+                user=getpass.getuser(),
             )
         if not seen:
             if self.settings.partition:

@@ -16,14 +16,10 @@ from typing import Any, Literal
 
 from assay.config._base import Problem
 from assay.config._durations import Duration
-from assay.config._errors import invalid
 from assay.config._experiment import Entrypoint
 from assay.config._jobload import validated
 from assay.config._jobspec import PROXY_PREFIX, JobSpec, JobSpecKind
-from assay.config._load import overrides_applied
-from assay.config._yaml import parse_yaml
-from assay.config.determined._task import TaskConfig, task_spec
-from assay.errors import ErrorDetail
+from assay.config.determined._task import TaskConfig, read_config, task_spec
 
 NOTEBOOK_ROLE = "notebook"
 NOTEBOOK_PORT = "http"
@@ -101,16 +97,7 @@ def load_notebook_config(
 
     Raises :class:`~assay.errors.InvalidConfig` listing every problem.
     """
-    raw = raw_or_text
-    if isinstance(raw, str | bytes):
-        raw = parse_yaml(raw, filename or f"<{_WHAT}>") if raw.strip() else {}
-    if raw is None:
-        raw = {}
-    found: list[ErrorDetail] = []
-    if overrides:
-        if not isinstance(raw, dict):
-            raise invalid(_WHAT, [ErrorDetail("", f"must be a map, got {type(raw).__name__}")])
-        raw, found = overrides_applied(raw, overrides)
+    raw, found = read_config(raw_or_text, _WHAT, filename=filename, overrides=overrides, empty={})
     cfg = validated(NotebookConfig, raw, _WHAT, found)
     idle = IdleType(cfg.notebook_idle_type)
     spec = task_spec(

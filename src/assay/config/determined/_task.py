@@ -143,17 +143,31 @@ def load_task_config(
     """
     if kind not in _ROLE_NAMES:
         raise ValueError(f"a task config makes a command or a generic task, not a {kind.value}")
+    raw, found = read_config(raw_or_text, _WHAT[kind], filename=filename, overrides=overrides)
+    cfg = validated(TaskConfig, raw, _WHAT[kind], found + list(problems))
+    return _spec(cfg, kind)
+
+
+def read_config(
+    raw_or_text: Any,
+    what: str,
+    *,
+    filename: str = "",
+    overrides: Sequence[str] = (),
+    empty: Any = None,
+) -> tuple[Any, list[ErrorDetail]]:
+    """A task config as data (YAML text parsed; ``empty`` for blank text) with ``key.path=value``
+    overrides applied, and the overrides' problems."""
     raw = raw_or_text
     if isinstance(raw, str | bytes):
-        raw = parse_yaml(raw, filename or f"<{_WHAT[kind]}>")
-    found = list(problems)
-    if overrides:
-        if not isinstance(raw, dict):
-            raise invalid(_WHAT[kind], [ErrorDetail("", f"must be a map, got {show(raw)}")])
-        raw, bad = overrides_applied(raw, overrides)
-        found = bad + found
-    cfg = validated(TaskConfig, raw, _WHAT[kind], found)
-    return _spec(cfg, kind)
+        raw = parse_yaml(raw, filename or f"<{what}>") if raw.strip() or empty is None else empty
+    if raw is None and empty is not None:
+        raw = empty
+    if not overrides:
+        return raw, []
+    if not isinstance(raw, dict):
+        raise invalid(what, [ErrorDetail("", f"must be a map, got {show(raw)}")])
+    return overrides_applied(raw, overrides)
 
 
 def command_spec(

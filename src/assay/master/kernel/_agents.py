@@ -30,6 +30,8 @@ class AgentView:
     cpu: float = 0.0
     memory_mb: int = 0
     container_runtime: str = ""
+    user: str = ""
+    """The account its processes run as (:attr:`Hello.user`)."""
 
 
 @dataclass
@@ -72,6 +74,7 @@ class AgentHub:
             cpu=hello.cpu,
             memory_mb=hello.memory_mb,
             container_runtime=hello.container_runtime,
+            user=hello.user,
         )
         self._generation += 1
         conn = AgentConnection(

@@ -28,7 +28,7 @@ from assay.master.kernel import (
 )
 from assay.master.queue import room
 from assay.master.tasks import _lifecycle as life
-from assay.master.tasks._proxied import ProxyTarget, proxy_target
+from assay.master.tasks._proxied import HTTP_KINDS, TUNNEL_KINDS, ProxyTarget, proxy_target
 from assay.protocol import TaskInstanceState, TaskState
 from assay.scheduler import DEFAULT_PRIORITY, Agent, Part, never_fits
 
@@ -68,10 +68,17 @@ class TaskService:
 
         return await self.core.transact(handler)
 
-    async def proxy_target(self, actor: Actor, task_id: int) -> ProxyTarget:
-        """Where the master's proxy reaches task ``task_id`` for ``actor``
-        (:func:`~assay.master.tasks._proxied.proxy_target`)."""
-        return await self.core.read(lambda session: proxy_target(session, actor, task_id))
+    def agents(self) -> list[AgentView]:
+        """The connected agents, as the scheduler sees them."""
+        return self._agents()
+
+    async def proxy_target(
+        self, actor: Actor, task_id: int, *, tunnel: bool = False
+    ) -> ProxyTarget:
+        """Where the master's proxy (or with ``tunnel``, a shell's tunnel) reaches task
+        ``task_id`` for ``actor`` (:func:`~assay.master.tasks._proxied.proxy_target`)."""
+        kinds = TUNNEL_KINDS if tunnel else HTTP_KINDS
+        return await self.core.read(lambda s: proxy_target(s, actor, task_id, kinds))
 
     async def placed(self, spec: JobSpec) -> JobSpec:
         """``spec`` in its pool (the default one for its slots when it names none), in

@@ -1,0 +1,91 @@
+"""Determined's shell configs (``det shell start --config-file``) read into a :class:`JobSpec`:
+one instance that runs OpenSSH's ``sshd`` through assay's launcher (``python -m assay.shells``)
+on a port its agent reserves, reached only through the master's tunnel.
+
+A shell config is a command config without an entrypoint: the same ``resources``,
+``environment``, ``bind_mounts`` and ``work_dir``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from assay.config._base import Problem
+from assay.config._experiment import Entrypoint
+from assay.config._jobload import validated
+from assay.config._jobspec import JobSpec, JobSpecKind
+from assay.config.determined._task import TaskConfig, read_config, task_spec
+
+SHELL_ROLE = "shell"
+SHELL_PORT = "ssh"
+"""The label of the port sshd listens on (its agent reserves it)."""
+SHELL_HOST_KEY_ENV = "ASSAY_SHELL_HOST_KEY"
+"""The shell's sshd host key (private, OpenSSH format), made by the master for each shell."""
+SHELL_AUTHORIZED_KEY_ENV = "ASSAY_SHELL_AUTHORIZED_KEY"
+"""The public key of the shell's owner: the only key its sshd lets in."""
+SHELL_LAUNCHER = "assay.shells"
+_FORMAT = "determined-shell"
+_WHAT = "shell config"
+
+
+class ShellConfig(TaskConfig):
+    """A Determined shell config: a command config that runs sshd."""
+
+    entrypoint: Entrypoint | None = None  # type: ignore[assignment]
+
+    @classmethod
+    def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:
+        problems = super()._cross_checks(data)
+        if "entrypoint" in data:
+            problems.append(
+                (
+                    ("entrypoint",),
+                    "a shell runs sshd, not an entrypoint; remove it (`assay shell open ID -- "
+                    "COMMAND` runs a command in it, `assay cmd run` runs one on its own)",
+                )
+            )
+        for key in ("idle_timeout", "notebook_idle_type"):
+            if key in data:
+                problems.append(((key,), "applies to notebooks; a shell lasts until it is killed"))
+        return problems
+
+
+def shell_script() -> list[str]:
+    """The instance's commands: a check that sshd and Python are there, then the launcher on
+    the reserved port."""
+    sshd = (
+        '{ command -v sshd || [ -x /usr/sbin/sshd ]; } >/dev/null 2>&1 || { echo "assay: '
+        "OpenSSH's sshd is not installed on agent $ASSAY_AGENT_ID (or in its image); install it "
+        'there (apt-get install openssh-server)" >&2; exit 1; }'
+    )
+    python = (
+        'command -v python >/dev/null 2>&1 || { echo "assay: no python on the PATH of agent '
+        '$ASSAY_AGENT_ID (or in its image); a shell needs Python with assay" >&2; exit 1; }'
+    )
+    run = (
+        f'exec python -m {SHELL_LAUNCHER} --host "$PAI_CONTAINER_HOST_IP" '
+        f'--port "$PAI_CONTAINER_HOST_{SHELL_PORT}_PORT_LIST"'
+    )
+    return [sshd, python, run]
+
+
+def load_shell_config(
+    raw_or_text: Any, *, filename: str = "", overrides: Sequence[str] = ()
+) -> JobSpec:
+    """The spec of a shell config, given as parsed data or YAML text (empty: every default),
+    with ``key.path=value`` overrides applied.
+
+    Raises :class:`~assay.errors.InvalidConfig` listing every problem.
+    """
+    raw, found = read_config(raw_or_text, _WHAT, filename=filename, overrides=overrides, empty={})
+    cfg = validated(ShellConfig, raw, _WHAT, found)
+    return task_spec(
+        cfg,
+        JobSpecKind.SHELL,
+        shell_script(),
+        name=cfg.description or "shell",
+        role_name=SHELL_ROLE,
+        ports={SHELL_PORT: 1},
+        source_format=_FORMAT,
+    )
