@@ -64,15 +64,16 @@ down:
 # tmux and chromium for the CLI's and the web UI's tests; podman (with runc and catatonit, its
 # --init) and debootstrap, which builds the image the container tests run, for those; Slurm
 # (slurm-wlm, with munge for its authentication) for the Slurm pool's tests, which start a
-# one-node cluster of their own.
+# one-node cluster of their own; OpenSSH (client and server) for the shells' tests.
 system-deps:
 	@{ command -v tmux && command -v chromium && command -v podman && command -v runc \
 	   && command -v debootstrap && [ -x /usr/libexec/podman/catatonit ] \
-	   && command -v slurmctld && command -v slurmd && command -v munged; } >/dev/null 2>&1 || { \
+	   && command -v slurmctld && command -v slurmd && command -v munged \
+	   && command -v ssh && command -v ssh-keygen && [ -x /usr/sbin/sshd ]; } >/dev/null 2>&1 || { \
 	  sudo=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
 	  $$sudo apt-get update -q && \
 	  $$sudo apt-get install -y -q tmux chromium podman runc catatonit debootstrap \
-	    slurm-wlm munge; }
+	    slurm-wlm munge openssh-client openssh-server; }
 
 # Servers the tests start on loopback that come from npm (Azurite, for Azure Blob Storage).
 test-tools: tests/tools/node_modules/.installed

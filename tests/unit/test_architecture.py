@@ -61,6 +61,8 @@ ALLOWED: dict[str, set[str]] = {
     "launch": {"protocol"},
     # A notebook's launcher runs inside its task: its settings' names and nothing of the server.
     "notebooks": {"config"},
+    # So does a shell's.
+    "shells": {"config"},
     "client": {"rest", "files"},
     # searcher only inside `preview-search`: tests/unit/cli checks what the CLI loads at start.
     # compat only for `assay compat shims-path` (where the shims are; nothing of them runs).

@@ -60,6 +60,9 @@ def start(
         bool,
         typer.Option("--detach", "-d", help="print its id and URL at once; open nothing"),
     ] = False,
+    no_browser: Annotated[
+        bool, typer.Option("--no-browser", help="wait for it, print its URL, open nothing")
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Start JupyterLab on a slot (`--config resources.slots=0` for none), wait for it, and
@@ -92,7 +95,7 @@ def start(
         print_json(_shown(c, book))
         return
     typer.echo(_url(c, book))
-    if detach:
+    if detach or no_browser:
         err_console.print(
             f"`assay notebook open {book.id}` opens it once it runs; "
             f"`assay notebook kill {book.id}` stops it",

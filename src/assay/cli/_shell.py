@@ -208,7 +208,7 @@ def _key_files(c: Client, key: rest.ShellKey) -> tuple[Path, Path]:
 def _ssh_argv(c: Client, shell_id: int, extra: list[str]) -> list[str]:
     key = c.shell_key(shell_id)
     private, known = _key_files(c, key)
-    tunnel = shlex.join([sys.executable, "-m", "assay", "--master", c.url])
+    tunnel = shlex.join([sys.executable, "-m", "assay.cli", "--master", c.url])
     return [
         "ssh",
         "-o", f"ProxyCommand={tunnel} shell tunnel {shell_id}",

@@ -41,6 +41,17 @@ RANKED_BY_SEARCHER = {
 }
 
 
+_STARTS = {
+    "--config": Flag("--config", value=True),
+    "--config-file": Flag("--config-file", value=True),
+    "--context": Flag("--context", value=True),
+    "-c": Flag("--context", value=True),
+    "--detach": Flag("--detach"),
+    "-d": Flag("--detach"),
+}
+"""What ``det notebook start`` and ``det shell start`` take."""
+
+
 def _exp(verb: tuple[str, ...], assay_verb: str, **kw: object) -> Rule:
     return Rule((_EXP, verb), ("experiment", assay_verb), **kw)  # type: ignore[arg-type]
 
@@ -240,6 +251,40 @@ DET_RULES: tuple[Rule, ...] = (
         },
     ),
     Rule((("command", "cmd"), ("list", "ls")), ("task", "list"), flags={**ALL, **JSON}),
+    Rule(
+        (("notebook",), ("start",)),
+        ("notebook", "start"),
+        flags={
+            **_STARTS,
+            "--no-browser": Flag("--no-browser"),
+        },
+    ),
+    Rule(
+        (("shell",), ("start",)),
+        ("shell", "start"),
+        positionals=(0, MANY),
+        remainder=True,
+        flags=dict(_STARTS),
+    ),
+    Rule((("shell",), ("open",)), ("shell", "open"), positionals=(1, MANY), remainder=True),
+    Rule(
+        (("shell",), ("show_ssh_command", "show-ssh-command")),
+        ("shell", "show-ssh-command"),
+        positionals=ONE,
+    ),
+    Rule((("notebook",), ("open",)), ("notebook", "open"), positionals=ONE),
+    *(
+        Rule(((noun,), ("list", "ls")), (noun, "list"), flags={**ALL, **JSON})
+        for noun in ("notebook", "shell")
+    ),
+    *(
+        Rule(((noun,), ("logs",)), (noun, "logs"), positionals=ONE, flags=dict(FOLLOW))
+        for noun in ("notebook", "shell")
+    ),
+    *(
+        Rule(((noun,), ("kill",)), (noun, "kill"), positionals=ONE)
+        for noun in ("notebook", "shell")
+    ),
     Rule((("task",), ("list", "ls")), ("task", "list"), flags={**ALL, **JSON}),
     Rule((("task",), ("logs",)), ("task", "logs"), positionals=ONE, flags=dict(LOG_LINES)),
     Rule(
@@ -288,7 +333,7 @@ DET_NOUNS = {
     "user": "user", "u": "user", "checkpoint": "checkpoint", "model": "model", "m": "model",
     "c": "checkpoint", "agent": "agent", "a": "agent", "master": "master",
     "slot": "slot", "s": "slot", "resource-pool": "resource-pool", "rp": "resource-pool",
-    "notebook": "cmd run", "shell": "cmd run", "tensorboard": "tensorboard",
+    "notebook": "notebook", "shell": "shell", "tensorboard": "tensorboard",
 }  # fmt: skip
 
 DET = Tool("det", DET_RULES, DET_NOUNS)
