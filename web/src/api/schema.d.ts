@@ -981,6 +981,68 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/notebooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Notebooks
+         * @description Notebooks, newest first; those not ended unless ``all``.
+         */
+        get: operations["list_notebooks_api_v1_notebooks_get"];
+        put?: never;
+        /**
+         * Start Notebook
+         * @description Start JupyterLab (one slot unless `resources.slots` says otherwise); it queues like any
+         *     job, and ends by itself after `idle_timeout` of idleness.
+         */
+        post: operations["start_notebook_api_v1_notebooks_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/notebooks/{notebook_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Notebook */
+        get: operations["get_notebook_api_v1_notebooks__notebook_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/notebooks/{notebook_id}/kill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Kill Notebook
+         * @description Stop it (its owner or an admin); one that has ended already is answered as it is.
+         */
+        post: operations["kill_notebook_api_v1_notebooks__notebook_id__kill_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/resource-pools": {
         parameters: {
             query?: never;
@@ -992,6 +1054,88 @@ export interface paths {
         get: operations["list_pools_api_v1_resource_pools_get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/shells": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List Shells
+         * @description Shells, newest first; those not ended unless ``all``.
+         */
+        get: operations["list_shells_api_v1_shells_get"];
+        put?: never;
+        /**
+         * Start Shell
+         * @description Start sshd (one slot unless `resources.slots` says otherwise) for an SSH session through
+         *     the master; it queues like any job and lasts until it is killed.
+         */
+        post: operations["start_shell_api_v1_shells_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/shells/{shell_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get Shell */
+        get: operations["get_shell_api_v1_shells__shell_id__get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/shells/{shell_id}/key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Shell Key
+         * @description The private key its sshd lets in and sshd's host key (its owner and admins only).
+         */
+        get: operations["shell_key_api_v1_shells__shell_id__key_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/shells/{shell_id}/kill": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Kill Shell
+         * @description Stop it (its owner or an admin): sshd and every session end.
+         */
+        post: operations["kill_shell_api_v1_shells__shell_id__kill_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1686,6 +1830,46 @@ export interface components {
             /**
              * Overrides
              * @description `key.path=value`, one per field.
+             */
+            overrides?: string[];
+        };
+        /** Body_start_notebook_api_v1_notebooks_post */
+        Body_start_notebook_api_v1_notebooks_post: {
+            /**
+             * Config
+             * @description A Determined notebook config (YAML); empty: every default.
+             * @default
+             */
+            config: string;
+            /**
+             * Context
+             * Format: binary
+             * @description Optional: a directory as tar.gz, the working directory.
+             */
+            context?: string | null;
+            /**
+             * Overrides
+             * @description `key.path=value`.
+             */
+            overrides?: string[];
+        };
+        /** Body_start_shell_api_v1_shells_post */
+        Body_start_shell_api_v1_shells_post: {
+            /**
+             * Config
+             * @description A Determined shell config (YAML); empty: every default.
+             * @default
+             */
+            config: string;
+            /**
+             * Context
+             * Format: binary
+             * @description Optional: a directory as tar.gz, the working directory.
+             */
+            context?: string | null;
+            /**
+             * Overrides
+             * @description `key.path=value`.
              */
             overrides?: string[];
         };
@@ -3026,6 +3210,59 @@ export interface components {
             /** Token */
             token: string;
         };
+        /** Notebook */
+        Notebook: {
+            /** Created At */
+            created_at: number;
+            /** Ended At */
+            ended_at: number | null;
+            /**
+             * Id
+             * @description Its task id (`assay notebook logs ID` shows its output).
+             */
+            id: number;
+            /**
+             * Idle Timeout
+             * @description Seconds of idleness after which it ends and frees its slot; null: never.
+             */
+            idle_timeout: number | null;
+            /**
+             * Idle Type
+             * @description What counts as use (Determined's notebook_idle_type).
+             */
+            idle_type: string;
+            /** Message */
+            message: string;
+            /** Name */
+            name: string;
+            /**
+             * Notes
+             * @description What its config set that is not applied here.
+             */
+            notes?: string[];
+            /**
+             * Ready
+             * @description JupyterLab's process has started on its agent.
+             */
+            ready: boolean;
+            /** Resource Pool */
+            resource_pool: string;
+            /** Slots */
+            slots: number;
+            state: components["schemas"]["TaskState"];
+            /**
+             * Url
+             * @description Where the master serves it: a path under the master's address, for its owner and admins. A browser signs in once by adding `?token=<access token>`, which sets a cookie for this path.
+             */
+            url: string;
+            /** User */
+            user: string;
+        };
+        /** NotebookList */
+        NotebookList: {
+            /** Notebooks */
+            notebooks: components["schemas"]["Notebook"][];
+        };
         /**
          * OneTimeSignIn
          * @description Exchange a one-time sign-in token for a session (the token is spent either way once it
@@ -3601,6 +3838,74 @@ export interface components {
             /** Token */
             token: string;
             user: components["schemas"]["User"];
+        };
+        /** Shell */
+        Shell: {
+            /** Created At */
+            created_at: number;
+            /** Ended At */
+            ended_at: number | null;
+            /**
+             * Id
+             * @description Its task id (`assay shell logs ID` shows sshd's output).
+             */
+            id: number;
+            /** Message */
+            message: string;
+            /** Name */
+            name: string;
+            /**
+             * Notes
+             * @description What its config set that is not applied here.
+             */
+            notes?: string[];
+            /**
+             * Ready
+             * @description sshd has started on its agent.
+             */
+            ready: boolean;
+            /** Resource Pool */
+            resource_pool: string;
+            /** Slots */
+            slots: number;
+            /**
+             * Ssh User
+             * @description The account sessions run as on the agent (the agent's own); empty until it runs.
+             */
+            ssh_user: string;
+            state: components["schemas"]["TaskState"];
+            /** User */
+            user: string;
+        };
+        /**
+         * ShellKey
+         * @description What its owner's ``ssh`` needs: the key sshd lets in, and sshd's own key to check.
+         */
+        ShellKey: {
+            /**
+             * Host Alias
+             * @description The name ssh knows the host by (HostKeyAlias).
+             */
+            host_alias: string;
+            /**
+             * Host Public Key
+             * @description The shell's sshd host key (known_hosts entry).
+             */
+            host_public_key: string;
+            /**
+             * Private Key
+             * @description OpenSSH private key, made for this shell only.
+             */
+            private_key: string;
+            /** Shell Id */
+            shell_id: number;
+            /** Ssh User */
+            ssh_user: string;
+        };
+        /** ShellList */
+        ShellList: {
+            /** Shells */
+            shells: components["schemas"]["Shell"][];
         };
         /**
          * SortOrder
@@ -8679,6 +8984,313 @@ export interface operations {
             };
         };
     };
+    list_notebooks_api_v1_notebooks_get: {
+        parameters: {
+            query?: {
+                /** @description Ended ones too. */
+                all?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotebookList"];
+                };
+            };
+            /** @description The request is not valid: `details` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No token, or one that is not valid: sign in first. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Signed in, but only the owner or an admin may do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such experiment, trial, checkpoint, job, pool or model. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not possible in the object's current state. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The upload is over its size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    start_notebook_api_v1_notebooks_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "multipart/form-data": components["schemas"]["Body_start_notebook_api_v1_notebooks_post"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Notebook"];
+                };
+            };
+            /** @description The request is not valid: `details` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No token, or one that is not valid: sign in first. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Signed in, but only the owner or an admin may do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such experiment, trial, checkpoint, job, pool or model. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not possible in the object's current state. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The body or the context archive is over its limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    get_notebook_api_v1_notebooks__notebook_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A notebook's (task's) id. */
+                notebook_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Notebook"];
+                };
+            };
+            /** @description The request is not valid: `details` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No token, or one that is not valid: sign in first. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Signed in, but only the owner or an admin may do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such experiment, trial, checkpoint, job, pool or model. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not possible in the object's current state. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The upload is over its size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    kill_notebook_api_v1_notebooks__notebook_id__kill_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A notebook's (task's) id. */
+                notebook_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Notebook"];
+                };
+            };
+            /** @description The request is not valid: `details` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No token, or one that is not valid: sign in first. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Signed in, but only the owner or an admin may do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such experiment, trial, checkpoint, job, pool or model. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not possible in the object's current state. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The upload is over its size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
     list_pools_api_v1_resource_pools_get: {
         parameters: {
             query?: never;
@@ -8695,6 +9307,390 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ResourcePoolList"];
+                };
+            };
+            /** @description The request is not valid: `details` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No token, or one that is not valid: sign in first. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Signed in, but only the owner or an admin may do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such experiment, trial, checkpoint, job, pool or model. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not possible in the object's current state. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The upload is over its size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    list_shells_api_v1_shells_get: {
+        parameters: {
+            query?: {
+                /** @description Ended ones too. */
+                all?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShellList"];
+                };
+            };
+            /** @description The request is not valid: `details` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No token, or one that is not valid: sign in first. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Signed in, but only the owner or an admin may do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such experiment, trial, checkpoint, job, pool or model. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not possible in the object's current state. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The upload is over its size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    start_shell_api_v1_shells_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "multipart/form-data": components["schemas"]["Body_start_shell_api_v1_shells_post"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Shell"];
+                };
+            };
+            /** @description The request is not valid: `details` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No token, or one that is not valid: sign in first. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Signed in, but only the owner or an admin may do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such experiment, trial, checkpoint, job, pool or model. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not possible in the object's current state. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The body or the context archive is over its limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    get_shell_api_v1_shells__shell_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A shell's (task's) id. */
+                shell_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Shell"];
+                };
+            };
+            /** @description The request is not valid: `details` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No token, or one that is not valid: sign in first. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Signed in, but only the owner or an admin may do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such experiment, trial, checkpoint, job, pool or model. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not possible in the object's current state. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The upload is over its size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    shell_key_api_v1_shells__shell_id__key_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A shell's (task's) id. */
+                shell_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShellKey"];
+                };
+            };
+            /** @description The request is not valid: `details` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No token, or one that is not valid: sign in first. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Signed in, but only the owner or an admin may do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such experiment, trial, checkpoint, job, pool or model. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not possible in the object's current state. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The upload is over its size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    kill_shell_api_v1_shells__shell_id__kill_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A shell's (task's) id. */
+                shell_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Shell"];
                 };
             };
             /** @description The request is not valid: `details` names each bad field. */

@@ -31,6 +31,8 @@ EQUIVALENTS: tuple[Equivalent, ...] = (
     _eq("GET", r"/api/v1/master/logs", "assay master logs"),
     _eq(None, r"/api/v1/commands(/.*)?", "assay cmd run"),
     _eq(None, r"/api/v1/tensorboards(/.*)?", "assay tensorboard"),
+    _eq(None, r"/api/v1/notebooks(/.*)?", "assay notebook"),
+    _eq(None, r"/api/v1/shells(/.*)?", "assay shell"),
     _eq("POST", r"/api/v1/users", "assay user create USERNAME"),
     _eq(None, r"/api/v1/users/{id}/password", "assay user change-password USERNAME"),
     _eq("PATCH", r"/api/v1/users/{id}", "assay user activate|deactivate USERNAME"),
