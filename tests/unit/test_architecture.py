@@ -60,9 +60,9 @@ ALLOWED: dict[str, set[str]] = {
     # Launchers run inside trials: the standard library and the wire shapes only.
     "launch": {"protocol"},
     # A notebook's launcher runs inside its task: its settings' names and nothing of the server.
-    "notebooks": {"config"},
+    "notebooks": {"protocol"},
     # So does a shell's.
-    "shells": {"config"},
+    "shells": {"protocol"},
     "client": {"rest", "files"},
     # searcher only inside `preview-search`: tests/unit/cli checks what the CLI loads at start.
     # compat only for `assay compat shims-path` (where the shims are; nothing of them runs).

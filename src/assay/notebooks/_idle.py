@@ -8,7 +8,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.config import IdleType
+from assay.protocol import IdleType
 
 
 @dataclass(frozen=True)

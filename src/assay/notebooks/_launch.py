@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import Any
 
-from assay.config import NOTEBOOK_TOKEN_ENV, IdleType, format_duration
 from assay.notebooks._idle import IdleClock, Usage, parse_time
+from assay.protocol import NOTEBOOK_TOKEN_ENV, IdleType
 
 _LOOK_TIMEOUT = 5.0
 _STOP_GRACE = 20.0
@@ -133,9 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         idle = clock.look(usage, time.time())
         if idle >= timeout:
             print(
-                f"assay: the notebook has been idle ({_IDLE_WORDS[kind]}) for "
-                f"{format_duration(round(idle))}, its idle_timeout of "
-                f"{format_duration(timeout)}; JupyterLab ends and its slot is free",
+                f"assay: the notebook has been idle ({_IDLE_WORDS[kind]}) for {idle:.0f} s, "
+                f"its idle_timeout of {timeout:g} s; JupyterLab ends and its slot is free",
                 file=sys.stderr,
                 flush=True,
             )

@@ -68,6 +68,12 @@ if TYPE_CHECKING:
         TrialEnv,
         TrialInfo,
     )
+    from assay.protocol._interactive import (
+        NOTEBOOK_TOKEN_ENV,
+        SHELL_AUTHORIZED_KEY_ENV,
+        SHELL_HOST_KEY_ENV,
+        IdleType,
+    )
     from assay.protocol._manager import Report, ResourceManager
     from assay.protocol._states import (
         ENDED_TASK_INSTANCE_STATES,
@@ -95,6 +101,10 @@ if TYPE_CHECKING:
 # Each name's module, imported on first use: a trial process needs the harness's shapes, not
 # the agent's messages, and every trial pays at start-up for what it imports.
 _MODULE_OF = {
+    "NOTEBOOK_TOKEN_ENV": "_interactive",
+    "SHELL_AUTHORIZED_KEY_ENV": "_interactive",
+    "SHELL_HOST_KEY_ENV": "_interactive",
+    "IdleType": "_interactive",
     "TRACE_ENV": "_trace",
     "enable_trace_from_env": "_trace",
     "trace_mark": "_trace",
@@ -183,6 +193,9 @@ __all__ = [
     "LIVE_ALLOCATION_STATES",
     "LIVE_INSTANCE_STATES",
     "MAX_FAILURE",
+    "NOTEBOOK_TOKEN_ENV",
+    "SHELL_AUTHORIZED_KEY_ENV",
+    "SHELL_HOST_KEY_ENV",
     "STATE_ENUMS",
     "TASK_TYPE_TRIAL",
     "TERMINAL_EXPERIMENT_STATES",
@@ -208,6 +221,7 @@ __all__ = [
     "ExperimentState",
     "Heartbeat",
     "Hello",
+    "IdleType",
     "InstanceState",
     "JobState",
     "Kill",

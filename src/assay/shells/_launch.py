@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 
-from assay.config import SHELL_AUTHORIZED_KEY_ENV, SHELL_HOST_KEY_ENV
+from assay.protocol import SHELL_AUTHORIZED_KEY_ENV, SHELL_HOST_KEY_ENV
 
 _SFTP_SERVERS = (
     "/usr/lib/openssh/sftp-server",

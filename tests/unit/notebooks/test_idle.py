@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from assay.config import IdleType
 from assay.notebooks import IdleClock, Usage, is_idle
+from assay.protocol import IdleType
 
 KERNEL = {"id": "k", "connections": 1, "execution_state": "idle"}
 UNCONNECTED = {**KERNEL, "connections": 0}
 TERMINAL = {"name": "1"}
+
+
+def test_the_configs_idle_types_are_the_launchers() -> None:
+    from typing import get_args
+
+    from assay.config.determined._notebook import IdleTypeName
+
+    assert set(get_args(IdleTypeName)) == {t.value for t in IdleType}
 
 
 def test_kernels_or_terminals_is_idle_only_with_neither_running() -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from assay.config import SHELL_AUTHORIZED_KEY_ENV, SHELL_HOST_KEY_ENV, load_shell_config
+from assay.config import load_shell_config
+from assay.protocol import SHELL_AUTHORIZED_KEY_ENV, SHELL_HOST_KEY_ENV
 from assay.shells import sshd_config
 from assay.shells._launch import environment_file, session_script
 

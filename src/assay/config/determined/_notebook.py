@@ -11,7 +11,6 @@ A notebook config is a command config without an entrypoint: the same ``resource
 from __future__ import annotations
 
 from collections.abc import Sequence
-from enum import StrEnum
 from typing import Any, Literal
 
 from assay.config._base import Problem
@@ -24,25 +23,13 @@ from assay.config.determined._task import TaskConfig, read_config, task_spec
 NOTEBOOK_ROLE = "notebook"
 NOTEBOOK_PORT = "http"
 """The label of the port JupyterLab listens on (its agent reserves it)."""
-NOTEBOOK_TOKEN_ENV = "ASSAY_NOTEBOOK_TOKEN"
-"""JupyterLab's own token: made by the master for each notebook, sent by its proxy only."""
 NOTEBOOK_LAUNCHER = "assay.notebooks"
 _FORMAT = "determined-notebook"
 _WHAT = "notebook config"
 
 
-class IdleType(StrEnum):
-    """What counts as use of a notebook (Determined's ``notebook_idle_type``)."""
-
-    KERNELS_OR_TERMINALS = "kernels_or_terminals"
-    """Idle while no kernel and no terminal is running."""
-    KERNEL_CONNECTIONS = "kernel_connections"
-    """Idle while no kernel has a client connected and no terminal is running."""
-    ACTIVITY = "activity"
-    """Idle while nothing happens: no request, no kernel or terminal activity."""
-
-
 IdleTypeName = Literal["kernels_or_terminals", "kernel_connections", "activity"]
+"""Determined's ``notebook_idle_type`` (what each means: :class:`assay.protocol.IdleType`)."""
 
 
 class NotebookConfig(TaskConfig):
@@ -50,7 +37,7 @@ class NotebookConfig(TaskConfig):
 
     entrypoint: Entrypoint | None = None  # type: ignore[assignment]
     idle_timeout: Duration | None = None  # type: ignore[assignment]
-    notebook_idle_type: IdleTypeName = IdleType.KERNELS_OR_TERMINALS.value  # type: ignore[assignment]
+    notebook_idle_type: IdleTypeName = "kernels_or_terminals"  # type: ignore[assignment]
 
     @classmethod
     def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:
@@ -66,7 +53,7 @@ class NotebookConfig(TaskConfig):
         return problems
 
 
-def notebook_script(idle_timeout: float | None, idle_type: IdleType) -> list[str]:
+def notebook_script(idle_timeout: float | None, idle_type: str) -> list[str]:
     """The instance's commands: a check that its Python has JupyterLab, then the launcher on the
     reserved port, under the proxy's path of its task."""
     python = (
@@ -74,15 +61,17 @@ def notebook_script(idle_timeout: float | None, idle_type: IdleType) -> list[str
         '$ASSAY_AGENT_ID (or in its image); a notebook needs Python with jupyterlab" >&2; '
         "exit 1; }"
     )
+    # Found, not imported: importing JupyterLab costs a second of the notebook's start.
     jupyter = (
-        "python -c 'import jupyterlab' 2>/dev/null || { echo \"assay: jupyterlab is not "
+        "python -c 'import importlib.util as u, sys; sys.exit(not u.find_spec(\"jupyterlab\"))' "
+        '2>/dev/null || { echo "assay: jupyterlab is not '
         "installed in the Python of agent $ASSAY_AGENT_ID (or in its image); install it there "
         "(pip install 'assay[notebook]')\" >&2; exit 1; }"
     )
     run = (
         f'exec python -m {NOTEBOOK_LAUNCHER} --host "$PAI_CONTAINER_HOST_IP" '
         f'--port "$PAI_CONTAINER_HOST_{NOTEBOOK_PORT}_PORT_LIST" '
-        f'--base-url "{PROXY_PREFIX}/$ASSAY_TASK_ID/" --idle-type {idle_type.value}'
+        f'--base-url "{PROXY_PREFIX}/$ASSAY_TASK_ID/" --idle-type {idle_type}'
     )
     if idle_timeout is not None:
         run += f" --idle-timeout {idle_timeout:g}"
@@ -99,7 +88,7 @@ def load_notebook_config(
     """
     raw, found = read_config(raw_or_text, _WHAT, filename=filename, overrides=overrides, empty={})
     cfg = validated(NotebookConfig, raw, _WHAT, found)
-    idle = IdleType(cfg.notebook_idle_type)
+    idle = cfg.notebook_idle_type
     spec = task_spec(
         cfg,
         JobSpecKind.NOTEBOOK,
@@ -109,5 +98,5 @@ def load_notebook_config(
         ports={NOTEBOOK_PORT: 1},
         source_format=_FORMAT,
     )
-    parameters = {"idle_type": idle.value, "idle_timeout": cfg.idle_timeout}
+    parameters = {"idle_type": idle, "idle_timeout": cfg.idle_timeout}
     return spec.model_copy(update={"parameters": parameters})

@@ -14,13 +14,13 @@ from __future__ import annotations
 import secrets
 
 from assay import rest
-from assay.config import NOTEBOOK_TOKEN_ENV, JobSpec, JobSpecKind
+from assay.config import JobSpec, JobSpecKind
 from assay.db import Session, Task
 from assay.errors import InvalidRequest
 from assay.master.identity import Actor
 from assay.master.tasks._proxied import proxy_path
 from assay.master.tasks._served import ServedTasks, first_role_slots, ready
-from assay.protocol import TaskState
+from assay.protocol import NOTEBOOK_TOKEN_ENV, TaskState
 
 
 class NotebookService(ServedTasks[rest.Notebook]):

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from assay.config import NOTEBOOK_PORT, NOTEBOOK_TOKEN_ENV, PROXY_PREFIX, SHELL_PORT, JobSpecKind
+from assay.config import NOTEBOOK_PORT, PROXY_PREFIX, SHELL_PORT, JobSpecKind
 from assay.db import Session, tasks
 from assay.errors import Conflict, Forbidden, NotFound
 from assay.master.identity import Actor
-from assay.protocol import TaskInstanceState, TaskState
+from assay.protocol import NOTEBOOK_TOKEN_ENV, TaskInstanceState, TaskState
 
 PORT_LABEL = "http"
 """The label of the port a TensorBoard listens on (a notebook's is the same)."""

@@ -17,13 +17,13 @@ import tempfile
 from pathlib import Path
 
 from assay import rest
-from assay.config import SHELL_AUTHORIZED_KEY_ENV, SHELL_HOST_KEY_ENV, JobSpec, JobSpecKind
+from assay.config import JobSpec, JobSpecKind
 from assay.db import Session, Task, tasks
 from assay.errors import Conflict, InvalidRequest
 from assay.master.identity import Actor
 from assay.master.kernel import AgentView
 from assay.master.tasks._served import ServedTasks, first_role_slots, ready
-from assay.protocol import TaskState
+from assay.protocol import SHELL_AUTHORIZED_KEY_ENV, SHELL_HOST_KEY_ENV, TaskState
 
 PRIVATE_KEY_SECRET = "ssh_private_key"
 """The task's secret holding the owner's private key."""
