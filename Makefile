@@ -113,6 +113,7 @@ bench: install-dev
 	$(BIN)/pip install -q -e '.[dev,examples,bench]'
 	$(BIN)/python benchmarks/runtime/bench_b2_b4.py
 	$(BIN)/python benchmarks/runtime/bench_b8.py
+	$(BIN)/python benchmarks/interactive/bench_b14_notebook.py
 	$(BIN)/python benchmarks/scheduler/bench_b6.py
 	$(BIN)/python benchmarks/searchers/b5_suggest_cost.py
 	$(BIN)/python benchmarks/searchers/b9_search_quality.py

@@ -24,6 +24,7 @@ QUICK = [
     "benchmarks/peers/bench_peers.py --b1-only",
     "benchmarks/peers/bench_peers.py --b3-only",
     "benchmarks/runtime/bench_b8.py",
+    "benchmarks/interactive/bench_b14_notebook.py",
     "benchmarks/api/bench_b7.py",
     "benchmarks/runtime/bench_b10.py",
     "benchmarks/runtime/bench_b12.py",
