@@ -32,11 +32,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _worker() -> int:
+    """This pytest-xdist worker's number (``gw0``, ``gw1``...; 0 without xdist)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    return int(worker) if worker.isdigit() else 0
+
+
 def rendezvous_port_base() -> int:
     """This test process's masters' ``rendezvous_port_base``: 100 ports apart per pytest-xdist
-    worker (``gw0``, ``gw1``...), from 29500."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
-    return 29500 + 100 * (int(worker) if worker.isdigit() else 0)
+    worker, from 29500."""
+    return 29500 + 100 * _worker()
+
+
+def task_port_base() -> int:
+    """This test process's masters' ``task_port_base``: 1000 ports apart per pytest-xdist
+    worker, from 20000 (two workers' tasks never listen on the same port)."""
+    return 20000 + 1000 * min(_worker(), 9)
 
 
 def listens_on(pid: int, port: int) -> bool:
@@ -180,6 +191,7 @@ class Cluster:
         # `make test` runs two test files at once: each process's masters give their gangs
         # rendezvous ports of their own, so two gangs never meet at the same ports.
         settings.setdefault("rendezvous_port_base", rendezvous_port_base())
+        settings.setdefault("task_port_base", task_port_base())
         path = self.home.parent / f"{self.home.name}-master.yaml"
         path.write_text(yaml.safe_dump(settings))
         return path

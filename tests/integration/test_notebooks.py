@@ -17,7 +17,7 @@ from websockets.sync.client import connect
 from assay import rest
 from assay.client import Client
 from assay.errors import AssayError
-from tests.integration.cluster import Cluster, serve, wait_for
+from tests.integration.cluster import Cluster, serve, task_port_base, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -109,6 +109,9 @@ def test_a_notebook_answers_its_owner_and_admins_through_the_proxy_and_refuses_o
     assert refused.status_code == 403
     assert "belongs to alice" in refused.json()["error"]["message"]
     assert httpx.get(url).status_code == 401
+    # JupyterLab listens on the port its agent reserved, from the master's task_port_base.
+    (instance,) = cluster.client.task(book.id).instances
+    assert instance.ports["http"][0] >= task_port_base()
     # The context directory is JupyterLab's working directory.
     contents = httpx.get(
         f"{cluster.url}{book.url}api/contents/hello.txt",
@@ -181,6 +184,12 @@ def test_the_cli_lists_and_kills_a_notebook(
     (row,) = [b for b in json.loads(listed.stdout) if b["id"] == zero_slot_notebook.id]
     assert row["url"] == f"{cluster.url}/proxy/{zero_slot_notebook.id}/"
     assert row["user"] == "alice"
+    # It is a job like any other: in the queue and among the tasks.
+    queue = json.loads(cluster.cli("job", "list", "--json", check=True).stdout)
+    (job,) = [j for j in queue["jobs"] if j["task_id"] == zero_slot_notebook.id]
+    assert (job["type"], job["user"], job["status"]) == ("NOTEBOOK", "alice", "RUNNING")
+    tasks = json.loads(cluster.cli("task", "list", "--json", check=True).stdout)
+    assert zero_slot_notebook.id in [t["id"] for t in tasks]
     killed = cluster.cli("notebook", "kill", str(zero_slot_notebook.id), check=True)
     assert "STOPP" in killed.stdout
     book = _ended(cluster.client, zero_slot_notebook.id)

@@ -317,6 +317,10 @@ class MasterConfig(ConfigModel):
     agents share machines need bases apart (by 100 or more), or their gangs may meet at the
     same ports. It stays above job instances' ports (20000-29499) and below Linux's ephemeral
     ports (32768 up)."""
+    task_port_base: Annotated[int, Field(ge=20000, le=29000)] = 20000
+    """The lowest port a task's instance is given (TensorBoards, notebooks, shells, OpenPAI
+    jobs' ports), up to 29499. Two masters whose agents share machines need bases apart by as
+    many ports as their tasks hold at once, or their tasks may be given the same ports."""
     agent_token: str | None = None
     """A secret agents must present to join (``assay agent --token`` or ``ASSAY_AGENT_TOKEN``).
     Without one (nor ``ASSAY_AGENT_TOKEN`` for the master), the master makes one on the

@@ -79,7 +79,9 @@ class Master:
         core = self.core
         core.after_experiment_ended.append(lambda exp_id: gc.collect(core, core.storage, exp_id))
         trials = TrialAllocations(settings.rendezvous_port_base)
-        self.agents = AgentGateway(self.core, settings, [trials, TaskAllocations()])
+        self.agents = AgentGateway(
+            self.core, settings, [trials, TaskAllocations(settings.task_port_base)]
+        )
         self.harness = HarnessService(self.core)
         self.checkpoints = CheckpointService(self.core)
         self.autoscaler = Autoscaler(

@@ -12,7 +12,9 @@ from assay.rest._common import Priority, Request, Resource, Waiting, Weight, lef
 class Job(Resource):
     position: int = Field(description="Place in the pool's scheduling order, from 0.")
     id: str
-    type: str = Field(description="EXPERIMENT, JOB (OpenPAI), COMMAND or GENERIC.")
+    type: str = Field(
+        description="EXPERIMENT, JOB (OpenPAI), COMMAND, GENERIC, TENSORBOARD, NOTEBOOK or SHELL."
+    )
     name: str
     experiment_id: int | None = Field(description="The experiment it runs, if it is one.")
     task_id: int | None = Field(

@@ -174,3 +174,12 @@ def test_missing_file_and_bad_yaml_are_invalid_config(tmp_path: Path) -> None:
 def test_master_overrides(tmp_path: Path) -> None:
     cfg = load_master_config(_write(tmp_path, "port: 8080\n"), overrides=["port=9090"])
     assert cfg.port == 9090
+
+
+def test_task_port_base_stays_within_the_task_port_range() -> None:
+    from pydantic import ValidationError
+
+    assert MasterConfig(task_port_base=21000).task_port_base == 21000
+    for wrong in (19999, 29001, 32768):
+        with pytest.raises(ValidationError, match="task_port_base"):
+            MasterConfig(task_port_base=wrong)

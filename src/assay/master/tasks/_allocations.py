@@ -14,6 +14,7 @@ from assay.db import Job, Session, Task, TaskInstance, logs, tasks
 from assay.master.kernel import AgentView, Held, Placement, PoolWork, Tx, request_label
 from assay.master.queue import job_view
 from assay.master.tasks import _lifecycle as life
+from assay.master.tasks._rules import PORT_BASE
 from assay.protocol import LogEntry
 from assay.scheduler import Part, Request, Running
 
@@ -26,11 +27,15 @@ class TaskAllocations:
 
     name = "task"
 
+    def __init__(self, port_base: int = PORT_BASE) -> None:
+        self.port_base = port_base
+        """The lowest port an instance is given (the master's ``task_port_base``)."""
+
     def waiting(self, session: Session) -> bool:
         return bool(tasks.waiting(session))
 
     def begin_pass(self, tx: Tx, cluster_id: str, agents: Sequence[AgentView]) -> TaskPass:
-        return TaskPass(tx, cluster_id, agents)
+        return TaskPass(tx, cluster_id, agents, self.port_base)
 
     def held_by(self, session: Session, agent_id: str) -> list[Held]:
         return [_held(i) for i in tasks.live_on_agent(session, agent_id) if i.allocation_id]
@@ -99,9 +104,12 @@ class TaskPass:
     """Tasks' share of one scheduling pass: the waiting tasks, read at once, and the live
     instances (with the ports they hold), read when a pool has something to place."""
 
-    def __init__(self, tx: Tx, cluster_id: str, agents: Sequence[AgentView]) -> None:
+    def __init__(
+        self, tx: Tx, cluster_id: str, agents: Sequence[AgentView], port_base: int
+    ) -> None:
         self.tx = tx
         self.cluster_id = cluster_id
+        self.port_base = port_base
         self.views = {a.id: a for a in agents}
         self.waiting = tasks.waiting(tx.session)
         self._waiting_by_request = {f"{TASK_REQUEST}{t.id}": t for t, _ in self.waiting}
@@ -197,7 +205,9 @@ class TaskPass:
             for agent_id, slot_ids in parts
         ]
         taken = self._ports_taken
-        started = life.start_instances(self.tx, task, waiting, placements, self.cluster_id, taken)
+        started = life.start_instances(
+            self.tx, task, waiting, placements, self.cluster_id, taken, self.port_base
+        )
         for inst in waiting:
             for ports in (inst.ports or {}).values():
                 taken.setdefault(inst.host, set()).update(int(p) for p in ports)

@@ -129,9 +129,11 @@ def start_instances(
     placements: Sequence[Placement],
     cluster_id: str,
     ports_taken: Mapping[str, set[int]],
+    port_base: int = rules.PORT_BASE,
 ) -> list[str]:
     """Start the waiting instances where they were placed (all of them: a gang); their
-    allocation ids. ``ports_taken`` (by host address) is updated with the ports given out."""
+    allocation ids. ``ports_taken`` (by host address) is updated with the ports given out, the
+    lowest free at or above ``port_base``."""
     spec = stored_spec(task)
     everyone = tasks.instances(tx.session, task.id)
     taken: dict[str, set[int]] = {h: set(p) for h, p in ports_taken.items()}
@@ -139,7 +141,7 @@ def start_instances(
         role = spec.role(inst.role)
         host = where.address or where.agent_id
         used = taken.setdefault(host, set())
-        ports = rules.pick_ports(used, rules.instance_ports(role.ports))
+        ports = rules.pick_ports(used, rules.instance_ports(role.ports), port_base)
         used.update(p for group in ports.values() for p in group)
         run = inst.runs + 1
         tasks.start_run(
