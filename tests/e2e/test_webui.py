@@ -197,6 +197,8 @@ KEYBOARD_PAGES = [
     "/jobs",
     "/cluster",
     "/submit",
+    "/notebooks",
+    "/shells",
 ]
 
 

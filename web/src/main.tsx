@@ -7,6 +7,8 @@ import { ClusterPage } from "./pages/Cluster";
 import { ExperimentPage } from "./pages/Experiment";
 import { ExperimentsPage } from "./pages/Experiments";
 import { JobQueuePage } from "./pages/JobQueue";
+import { NotebooksPage } from "./pages/Notebooks";
+import { ShellsPage } from "./pages/Shells";
 import { SignInPage } from "./pages/SignIn";
 import { SubmitPage } from "./pages/Submit";
 import { TaskPage } from "./pages/Task";
@@ -43,6 +45,8 @@ function Layout() {
           <NavLink to="/experiments">Experiments</NavLink>
           <NavLink to="/jobs">Job queue</NavLink>
           <NavLink to="/tasks">Jobs</NavLink>
+          <NavLink to="/notebooks">Notebooks</NavLink>
+          <NavLink to="/shells">Shells</NavLink>
           <NavLink to="/cluster">Cluster</NavLink>
           <NavLink to="/submit">Submit</NavLink>
         </nav>
@@ -75,6 +79,8 @@ function Layout() {
           <Route path="/submit" element={<SubmitPage />} />
           <Route path="/tasks" element={<TasksPage />} />
           <Route path="/tasks/:id" element={<TaskPage />} />
+          <Route path="/notebooks" element={<NotebooksPage />} />
+          <Route path="/shells" element={<ShellsPage />} />
           <Route path="/sign-in" element={<SignInPage />} />
           <Route path="*" element={<p>No such page.</p>} />
         </Routes>

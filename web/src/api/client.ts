@@ -24,6 +24,8 @@ export type Task = Schemas["Task"];
 export type TaskValidation = Schemas["TaskValidation"];
 export type TaskLogEntry = Schemas["TaskLogEntry"];
 export type TaskLogPage = Schemas["TaskLogPage"];
+export type Notebook = Schemas["Notebook"];
+export type Shell = Schemas["Shell"];
 
 /**
  * The browser's session is the master's `assay_session` cookie: HttpOnly (no script, this
@@ -118,7 +120,9 @@ type FormRoute =
   | "/api/v1/experiments"
   | "/api/v1/experiments/validate"
   | "/api/v1/jobs"
-  | "/api/v1/jobs/validate";
+  | "/api/v1/jobs/validate"
+  | "/api/v1/notebooks"
+  | "/api/v1/shells";
 type FormAnswer<P extends FormRoute> = paths[P]["post"]["responses"] extends infer R
   ? R extends { 200: { content: { "application/json": infer T } } }
     ? T

@@ -2778,7 +2778,7 @@ export interface components {
             task_id?: number | null;
             /**
              * Type
-             * @description EXPERIMENT, JOB (OpenPAI), COMMAND or GENERIC.
+             * @description EXPERIMENT, JOB (OpenPAI), COMMAND, GENERIC, TENSORBOARD, NOTEBOOK or SHELL.
              */
             type: string;
             /** User */
