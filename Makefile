@@ -130,8 +130,8 @@ bench-peers: install-dev
 	$(BIN)/python benchmarks/peers/bench_peers.py
 	$(BIN)/python benchmarks/searchers/b9_peers.py
 
-# Also the image the container tests keep for the next run (README: what make test leaves).
+# Also the images the container tests keep for the next run (README: what make test leaves).
 clean:
 	rm -rf $(VENV) $(DET_VENV) .pytest_cache .mypy_cache .ruff_cache
 	@if command -v podman >/dev/null 2>&1; then \
-	  podman rmi --ignore localhost/assay-test-python:1 >/dev/null; fi
+	  podman rmi --ignore localhost/assay-test-sshd:1 localhost/assay-test-python:1 >/dev/null; fi

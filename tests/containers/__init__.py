@@ -2,18 +2,21 @@
 
 No container registry is reachable, so the image is a minimal Debian root filesystem with
 ``python3`` made by ``debootstrap`` and imported into podman's own storage, where it stays for
-the next run on the same machine (building it again takes minutes and deb.debian.org): the one
-thing a test run keeps, named in the README, which ``make clean`` removes. It holds
+the next run on the same machine (building it again takes minutes and deb.debian.org): with the
+image made from it for shells (``python`` and OpenSSH's server added), the things a test run
+keeps, named in the README, which ``make clean`` removes. It holds
 ``/etc/assay-test-image``, which no host has: a process that reads it runs in the container.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -46,15 +49,54 @@ def _unavailable(why: str) -> None:
     pytest.skip(why)
 
 
+@contextlib.contextmanager
+def _one_build() -> Iterator[None]:
+    """One image build at a time, whichever test process asks first."""
+    with open(Path(tempfile.gettempdir()) / "assay-test-image.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+SSHD_IMAGE = "localhost/assay-test-sshd:1"
+"""The test image with OpenSSH's server and ``python`` (Debian's ``python-is-python3``), for
+shells in containers; made from the test image once per machine and kept, as it is."""
+_SSHD_IMAGE_FILE = """FROM {base}
+RUN apt-get update -q \\
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \\
+      openssh-server python-is-python3 \\
+ && rm -rf /var/lib/apt/lists/* /etc/ssh/ssh_host_*
+"""
+
+
+def ensure_sshd_image() -> str:
+    """:data:`SSHD_IMAGE`, built from the test image first if podman lacks it (apt-get from
+    Debian's mirror, as the test image's debootstrap does: some seconds, once)."""
+    base = ensure_test_image()
+    with _one_build():
+        if podman("image", "exists", SSHD_IMAGE).returncode == 0:
+            return SSHD_IMAGE
+        build = Path(tempfile.mkdtemp(prefix="assay-test-sshd-"))
+        try:
+            (build / "Containerfile").write_text(_SSHD_IMAGE_FILE.format(base=base))
+            built = podman(
+                "build", "--network", "host", "--tag", SSHD_IMAGE, str(build), timeout=600
+            )
+        finally:
+            shutil.rmtree(build, ignore_errors=True)
+        if built.returncode != 0:
+            _unavailable(
+                f"could not add OpenSSH's server to the test image: {built.stderr[-2000:]}"
+            )
+    return SSHD_IMAGE
+
+
 def ensure_test_image() -> str:
     """The test image's name, built first if this machine's podman does not have it. Skips
     (fails under ``CI=true``) when podman or debootstrap is missing or cannot run."""
     for command in ("podman", "debootstrap"):
         if shutil.which(command) is None:
             _unavailable(f"no {command} command (make test installs it with apt)")
-    # One build at a time, whichever test process asks first.
-    with open(Path(tempfile.gettempdir()) / "assay-test-image.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _one_build():
         if podman("image", "exists", IMAGE).returncode == 0:
             return IMAGE
         root = Path(tempfile.mkdtemp(prefix="assay-test-image-"))

@@ -205,6 +205,7 @@ def test_an_idle_notebook_ends_by_itself_and_frees_its_slot(
     book = alice.start_notebook("idle_timeout: 3s\nnotebook_idle_type: kernels_or_terminals\n")
     assert (book.slots, book.idle_timeout, book.idle_type) == (1, 3.0, "kernels_or_terminals")
     _running(alice, book.id)
+    assert [s.allocated for a in cluster.client.agents() for s in a.slots] == [True]
     ended = _ended(alice, book.id, timeout=90)
     assert ended.state == "SUCCEEDED"
     lines = [e.line for e in alice.task_logs(book.id)]

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import getpass
 import importlib.util
-import json
 import shutil
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -51,6 +51,32 @@ def alice(cluster: Cluster) -> Client:
     return cluster.add_user("alice")
 
 
+@dataclass(frozen=True)
+class Started:
+    """What the module starts at once, so that JupyterLab and sshd start side by side: alice's
+    notebook on a slot and the admin's shell on none (each None where this machine cannot run
+    it). A Slurm job has a CPU even for no slot: the node's 2 CPUs hold both."""
+
+    notebook: int | None
+    shell: int | None
+
+
+@pytest.fixture(scope="module")
+def started(cluster: Cluster, alice: Client, tmp_path_factory: pytest.TempPathFactory) -> Started:
+    from assay.context import pack_context
+
+    notebook = None
+    if importlib.util.find_spec("jupyterlab") is not None:
+        notebook = alice.start_notebook("description: lab on slurm\n").id
+    shell = None
+    if shutil.which("ssh") and (shutil.which("sshd") or Path("/usr/sbin/sshd").exists()):
+        code = tmp_path_factory.mktemp("shell-context")
+        (code / "data.txt").write_text("from the context\n")
+        context = pack_context(code).data
+        shell = cluster.client.start_shell(context=context, overrides=["resources.slots=0"]).id
+    return Started(notebook, shell)
+
+
 def _answering(client: Client, notebook_id: int) -> rest.Notebook:
     def answers() -> rest.Notebook | None:
         book = client.notebook(notebook_id)
@@ -68,14 +94,29 @@ def _answering(client: Client, notebook_id: int) -> rest.Notebook:
     return wait_for(f"notebook {notebook_id} to answer", answers, timeout=START)
 
 
+def _running_shell(client: Client, shell_id: int) -> rest.Shell:
+    def runs() -> rest.Shell | None:
+        shell = client.shell(shell_id)
+        if shell.state.terminal:
+            lines = [e.line for e in client.task_logs(shell_id)]
+            raise AssertionError(f"shell {shell_id} ended: {shell.message}; {lines}")
+        return shell if shell.ready and shell.ssh_user else None
+
+    return wait_for(f"shell {shell_id} to run", runs, timeout=START)
+
+
+def _held(cluster: Cluster) -> int:
+    """Slots the pool's jobs hold now (the agents' listing marks only trials' slots)."""
+    return sum(job.slots_acquired for job in cluster.client.jobs().jobs)
+
+
 def test_a_notebook_on_slurm_answers_its_owner_through_the_proxy_and_refuses_others(
-    cluster: Cluster, slurm: SlurmCluster, alice: Client
+    cluster: Cluster, slurm: SlurmCluster, alice: Client, started: Started
 ) -> None:
-    if importlib.util.find_spec("jupyterlab") is None:
+    if started.notebook is None:
         pytest.skip(_NO_JUPYTERLAB)
-    book = _answering(alice, alice.start_notebook("description: lab on slurm\n").id)
+    book = _answering(alice, started.notebook)
     assert (book.slots, book.user, book.resource_pool) == (1, "alice", "default")
-    assert [j for j in queued_jobs(slurm) if j.startswith("assay-")], "it runs as a Slurm job"
     url = f"{cluster.url}{book.url}api/status"
     answer = httpx.get(url, headers={"Authorization": f"Bearer {alice.http.token}"})
     assert answer.status_code == 200, answer.text
@@ -84,7 +125,9 @@ def test_a_notebook_on_slurm_answers_its_owner_through_the_proxy_and_refuses_oth
     refused = httpx.get(url, headers={"Authorization": f"Bearer {bob.http.token}"})
     assert refused.status_code == 403
     assert "belongs to alice" in refused.json()["error"]["message"]
-    # Killed, its Slurm job ends and its slot is free.
+    # Killed, its Slurm job ends and its slot is free (the shell's job, if any, runs on).
+    others = 0 if started.shell is None else 1
+    assert (len(queued_jobs(slurm)), _held(cluster)) == (1 + others, 1)
     alice.kill_notebook(book.id)
     ended = wait_for(
         "the notebook to end",
@@ -92,34 +135,23 @@ def test_a_notebook_on_slurm_answers_its_owner_through_the_proxy_and_refuses_oth
         timeout=60,
     )
     assert ended.state == "STOPPED", ended.message
-    wait_for("Slurm's queue to empty", lambda: not queued_jobs(slurm), timeout=30)
-    wait_for(
-        "the slot to be free",
-        lambda: not any(s.allocated for a in cluster.client.agents() for s in a.slots),
-    )
+    wait_for("its Slurm job to end", lambda: len(queued_jobs(slurm)) == others, timeout=30)
+    wait_for("its slot to be free", lambda: _held(cluster) == 0)
 
 
 def test_a_shell_on_slurm_runs_a_command_through_assay_shell_open(
-    cluster: Cluster, slurm: SlurmCluster, tmp_path: Path
+    cluster: Cluster, slurm: SlurmCluster, started: Started
 ) -> None:
-    if not (shutil.which("ssh") and (shutil.which("sshd") or Path("/usr/sbin/sshd").exists())):
+    if started.shell is None:
         pytest.skip(_NO_OPENSSH)
-    (tmp_path / "data.txt").write_text("from the context\n")
-    started = cluster.cli("shell", "start", "-d", "--json", "-c", str(tmp_path), check=True)
-    shell_id = int(json.loads(started.stdout)["id"])
-    shell = wait_for(
-        f"shell {shell_id} to run",
-        lambda: (s := cluster.client.shell(shell_id)).ready and s.ssh_user and s,
-        timeout=START,
-    )
+    shell_id = started.shell
+    shell = _running_shell(cluster.client, shell_id)
     # Slurm runs the job as the account that submitted it: the master's.
-    assert shell.ssh_user == getpass.getuser()
+    assert (shell.ssh_user, shell.slots) == (getpass.getuser(), 0)
     ran = cluster.cli("shell", "open", str(shell_id), "--", "echo hi")
     assert (ran.returncode, ran.stdout) == (0, "hi\n"), ran.stderr
     ran = cluster.cli("shell", "open", str(shell_id), "--", "cat data.txt; echo $ASSAY_TASK_ID")
     assert ran.stdout == f"from the context\n{shell_id}\n", ran.stderr
     cluster.cli("shell", "kill", str(shell_id), check=True)
-    wait_for(
-        "the shell to end", lambda: cluster.client.shell(shell_id).state.terminal, timeout=60
-    )
+    wait_for("the shell to end", lambda: cluster.client.shell(shell_id).state.terminal, timeout=60)
     wait_for("Slurm's queue to empty", lambda: not queued_jobs(slurm), timeout=30)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from assay.db._models import Allocation, Experiment, Job, Trial
+from assay.db._models import Allocation, Experiment, Job, TaskInstance, Trial
 from assay.protocol import LIVE_ALLOCATION_STATES, AllocationState, PreemptReason
 
 
@@ -114,12 +114,17 @@ def live_with_jobs(session: Session) -> list[tuple[Allocation, Trial, Job]]:
 
 
 def used_slots(session: Session) -> dict[str, set[str]]:
-    """Slot ids held by live allocations, per agent; every agent running one is a key, even
-    for zero-slot work."""
+    """Slot ids held by live allocations, per agent: trials' and tasks' instances' (a
+    notebook's, a job's); every agent running one is a key, even for zero-slot work."""
     used: dict[str, set[str]] = {}
     for alloc in live(session):
         for agent_id, slots in (alloc.slots or {}).items():
             used.setdefault(agent_id, set()).update(str(s) for s in slots)
+    held = select(TaskInstance.agent_id, TaskInstance.slots).where(
+        TaskInstance.live.is_(True), TaskInstance.agent_id.is_not(None)
+    )
+    for agent_id, slots in session.execute(held):
+        used.setdefault(agent_id, set()).update(str(s) for s in slots or ())
     return used
 
 

@@ -58,6 +58,7 @@ class _Greedy(TaskAllocations):
         return [*super().held_by(session, agent_id), *self._others.held_by(session, agent_id)]
 
     def __init__(self, others: AllocationKind) -> None:
+        super().__init__()
         self._others = others
 
 

@@ -18,7 +18,13 @@ from assay.config._durations import Duration
 from assay.config._experiment import Entrypoint
 from assay.config._jobload import validated
 from assay.config._jobspec import PROXY_PREFIX, JobSpec, JobSpecKind
-from assay.config.determined._task import TaskConfig, read_config, task_spec
+from assay.config.determined._task import (
+    PYTHON_VAR,
+    TaskConfig,
+    find_python,
+    read_config,
+    task_spec,
+)
 
 NOTEBOOK_ROLE = "notebook"
 NOTEBOOK_PORT = "http"
@@ -56,20 +62,17 @@ class NotebookConfig(TaskConfig):
 def notebook_script(idle_timeout: float | None, idle_type: str) -> list[str]:
     """The instance's commands: a check that its Python has JupyterLab, then the launcher on the
     reserved port, under the proxy's path of its task."""
-    python = (
-        'command -v python >/dev/null 2>&1 || { echo "assay: no python on the PATH of agent '
-        '$ASSAY_AGENT_ID (or in its image); a notebook needs Python with jupyterlab" >&2; '
-        "exit 1; }"
-    )
+    python = find_python("a notebook needs Python with jupyterlab")
     # Found, not imported: importing JupyterLab costs a second of the notebook's start.
     jupyter = (
-        "python -c 'import importlib.util as u, sys; sys.exit(not u.find_spec(\"jupyterlab\"))' "
+        f'"${PYTHON_VAR}" -c \'import importlib.util as u, sys; '
+        'sys.exit(not u.find_spec("jupyterlab"))\' '
         '2>/dev/null || { echo "assay: jupyterlab is not '
         "installed in the Python of agent $ASSAY_AGENT_ID (or in its image); install it there "
         "(pip install 'assay[notebook]')\" >&2; exit 1; }"
     )
     run = (
-        f'exec python -m {NOTEBOOK_LAUNCHER} --host "$PAI_CONTAINER_HOST_IP" '
+        f'exec "${PYTHON_VAR}" -m {NOTEBOOK_LAUNCHER} --host "$PAI_CONTAINER_HOST_IP" '
         f'--port "$PAI_CONTAINER_HOST_{NOTEBOOK_PORT}_PORT_LIST" '
         f'--base-url "{PROXY_PREFIX}/$ASSAY_TASK_ID/" --idle-type {idle_type}'
     )

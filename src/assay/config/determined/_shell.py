@@ -15,7 +15,13 @@ from assay.config._base import Problem
 from assay.config._experiment import Entrypoint
 from assay.config._jobload import validated
 from assay.config._jobspec import JobSpec, JobSpecKind
-from assay.config.determined._task import TaskConfig, read_config, task_spec
+from assay.config.determined._task import (
+    PYTHON_VAR,
+    TaskConfig,
+    find_python,
+    read_config,
+    task_spec,
+)
 
 SHELL_ROLE = "shell"
 SHELL_PORT = "ssh"
@@ -55,12 +61,9 @@ def shell_script() -> list[str]:
         "OpenSSH's sshd is not installed on agent $ASSAY_AGENT_ID (or in its image); install it "
         'there (apt-get install openssh-server)" >&2; exit 1; }'
     )
-    python = (
-        'command -v python >/dev/null 2>&1 || { echo "assay: no python on the PATH of agent '
-        '$ASSAY_AGENT_ID (or in its image); a shell needs Python with assay" >&2; exit 1; }'
-    )
+    python = find_python("a shell needs Python with assay")
     run = (
-        f'exec python -m {SHELL_LAUNCHER} --host "$PAI_CONTAINER_HOST_IP" '
+        f'exec "${PYTHON_VAR}" -m {SHELL_LAUNCHER} --host "$PAI_CONTAINER_HOST_IP" '
         f'--port "$PAI_CONTAINER_HOST_{SHELL_PORT}_PORT_LIST"'
     )
     return [sshd, python, run]

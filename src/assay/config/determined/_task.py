@@ -117,6 +117,18 @@ class TaskConfig(ConfigModel):
         return problems
 
 
+PYTHON_VAR = "ASSAY_PYTHON"
+
+
+def find_python(needs: str) -> str:
+    """A shell line setting ``$ASSAY_PYTHON`` to the instance's ``python`` (else ``python3``), or
+    ending it with one line naming what is missing and what it ``needs``."""
+    return (
+        f'{PYTHON_VAR}=$(command -v python || command -v python3) || {{ echo "assay: no python '
+        f'on the PATH of agent $ASSAY_AGENT_ID (or in its image); {needs}" >&2; exit 1; }}'
+    )
+
+
 def entrypoint_command(entrypoint: str | Sequence[str]) -> str:
     """The shell command line of an entrypoint: a string as is; one item as a command line (as
     Determined runs it with ``sh -c``); several items quoted as the program and its arguments."""

@@ -66,6 +66,8 @@ class ShellService(ServedTasks[rest.Shell]):
         ``actor``'s, starting in ``context`` (a tar.gz) or an empty directory."""
         if spec.kind != JobSpecKind.SHELL:
             raise InvalidRequest(f"not a shell's spec: a {spec.kind.value}")
+        # Refused where it could never run before any key is made for it.
+        spec = await self.task_service.placed(spec)
         host_private, host_public = await asyncio.to_thread(key_pair, "assay shell host key")
         user_private, user_public = await asyncio.to_thread(key_pair, f"{actor.username} shell")
         secret_env = {SHELL_HOST_KEY_ENV, SHELL_AUTHORIZED_KEY_ENV}
