@@ -73,6 +73,9 @@ NOT_APPLICABLE = [
     ),
     NotApplicable("POST", r"^/api/v2/jobs$", positive_data_acceptance, FREE_TEXT_CONFIG),
     NotApplicable(
+        "POST", r"^/api/v1/(notebooks|shells)$", positive_data_acceptance, FREE_TEXT_CONFIG
+    ),
+    NotApplicable(
         "POST",
         r"^/api/v1/experiments/\{[^}]+\}/(fork|continue)$",
         positive_data_acceptance,
