@@ -328,9 +328,15 @@ LIVE_STREAM = "/api/v1/events$"
 answers, events included, are tested in test_live_events)."""
 
 
+STARTS_INTERACTIVE = "/api/v1/(notebooks|shells)$"
+"""Starting a notebook or shell: signed in, a valid example would start JupyterLab or sshd on the
+agent and hold the slot the tests after it need; fuzzed without signing in only (their configs'
+checks are tested in test_notebooks, test_shells and the config's unit tests)."""
+
+
 @(
     schema.exclude(tag="harness")
-    .exclude(path_regex=f"{SIGNS_OUT}|{STOPS_THE_CLUSTER}|{LIVE_STREAM}")
+    .exclude(path_regex=f"{SIGNS_OUT}|{STOPS_THE_CLUSTER}|{LIVE_STREAM}|{STARTS_INTERACTIVE}")
     .parametrize()
 )
 @FUZZ

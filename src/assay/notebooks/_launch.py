@@ -117,7 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGINT, stop)
     timeout: float | None = args.idle_timeout
     kind = IdleType(args.idle_type)
-    clock = IdleClock(kind, last_used=time.time())
+    # Idleness counts from when JupyterLab first answers: its start is not idle time.
+    clock: IdleClock | None = None
     interval = 5.0 if timeout is None else min(30.0, max(1.0, timeout / 10))
     base = f"http://{args.host}:{args.port}{args.base_url}"
     while True:
@@ -130,6 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         usage = look(base, token)
         if usage is None:
             continue
+        if clock is None:
+            clock = IdleClock(kind, last_used=time.time())
         idle = clock.look(usage, time.time())
         if idle >= timeout:
             print(
