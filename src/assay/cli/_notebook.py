@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
 app = typer.Typer(no_args_is_help=True)  # help: assay.cli._app.SUBCOMMANDS
 
-_POLL_SECONDS = 0.3
 NotebookId = Annotated[int, typer.Argument(help="its id (`assay notebook list`)", metavar="ID")]
 
 
@@ -67,21 +66,10 @@ def start(
 ) -> None:
     """Start JupyterLab on a slot (`--config resources.slots=0` for none), wait for it, and
     open it in a browser; only you and admins can reach it."""
-    from assay.cli._common import read_config_file, upload_progress
+    from assay.cli._served import start_from
 
-    text = read_config_file(config_file) if config_file is not None else ""
     c = client()
-    overrides = tuple(config or ())
-    if context_dir is not None:
-        from assay.context import pack_context
-
-        packed = pack_context(context_dir)
-        with upload_progress(len(packed.data)) as progress:
-            book = c.start_notebook(
-                text, context=packed.data, overrides=overrides, progress=progress
-            )
-    else:
-        book = c.start_notebook(text, overrides=overrides)
+    book = start_from(c.start_notebook, config_file, config, context_dir)
     if not as_json:
         console.print(
             f"notebook {book.id} ({esc(book.name)}): {styled_state(book.state.value)}",
@@ -108,23 +96,9 @@ def start(
 
 def _wait_ready(c: Client, book: rest.Notebook) -> rest.Notebook:
     """``book`` once JupyterLab answers through the proxy (or its end, said in one line)."""
-    from assay.protocol import TaskState
+    from assay.cli._served import wait_serving
 
-    said = False
-    while True:
-        if book.state.terminal:
-            fail(
-                f"notebook {book.id} ended before it started ({book.state.value}): "
-                f"{_last_error(c, book.id) or book.message}; `assay notebook logs {book.id}` "
-                "shows its output"
-            )
-        if book.ready and _answers(c, book):
-            return book
-        if not said and book.state == TaskState.WAITING:
-            err_console.print(f"notebook {book.id} is queued; waiting for it to start...")
-            said = True
-        time.sleep(_POLL_SECONDS)
-        book = c.notebook(book.id)
+    return wait_serving(c, book, f"notebook {book.id}", c.notebook, lambda b: _answers(c, b))
 
 
 def _answers(c: Client, book: rest.Notebook) -> bool:
@@ -136,12 +110,6 @@ def _answers(c: Client, book: rest.Notebook) -> bool:
     except AssayError:  # 503 until JupyterLab listens
         return False
     return True
-
-
-def _last_error(c: Client, task_id: int) -> str:
-    """The last line the notebook's process wrote to stderr (where it says why it ended)."""
-    lines = [e for e in c.task_logs(task_id) if e.stream == "stderr" and e.line.strip()]
-    return lines[-1].line.strip() if lines else ""
 
 
 def _open(c: Client, book: rest.Notebook) -> None:

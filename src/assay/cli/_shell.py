@@ -13,7 +13,6 @@ import os
 import shlex
 import shutil
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -41,7 +40,6 @@ if TYPE_CHECKING:
 
 app = typer.Typer(no_args_is_help=True)  # help: assay.cli._app.SUBCOMMANDS
 
-_POLL_SECONDS = 0.3
 ShellId = Annotated[int, typer.Argument(help="its id (`assay shell list`)", metavar="ID")]
 _PASS_ON = {"allow_interspersed_args": False, "ignore_unknown_options": True}
 
@@ -70,19 +68,10 @@ def start(
 ) -> None:
     """Start a shell on a slot (`--config resources.slots=0` for none) and open an SSH session
     in it; only you and admins can reach it."""
-    from assay.cli._common import read_config_file, upload_progress
+    from assay.cli._served import start_from
 
-    text = read_config_file(config_file) if config_file is not None else ""
     c = client()
-    overrides = tuple(config or ())
-    if context_dir is not None:
-        from assay.context import pack_context
-
-        packed = pack_context(context_dir)
-        with upload_progress(len(packed.data)) as progress:
-            shell = c.start_shell(text, context=packed.data, overrides=overrides, progress=progress)
-    else:
-        shell = c.start_shell(text, overrides=overrides)
+    shell = start_from(c.start_shell, config_file, config, context_dir)
     if as_json and detach:
         print_json(shell)
         return
@@ -150,24 +139,13 @@ def _after_dashes(args: list[str] | None) -> list[str]:
 
 
 def _wait_ready(c: Client, shell: rest.Shell) -> rest.Shell:
-    """``shell`` once its sshd answers through the tunnel (or its end, said in one line)."""
-    from assay.protocol import TaskState
+    """``shell`` once its sshd greets through the tunnel (or its end, said in one line)."""
+    from assay.cli._served import wait_serving
 
-    said = False
-    while True:
-        if shell.state.terminal:
-            fail(
-                f"shell {shell.id} has ended ({shell.state.value}): "
-                f"{_last_error(c, shell.id) or shell.message}; `assay shell logs {shell.id}` "
-                "shows its output"
-            )
-        if shell.ready and shell.ssh_user and _answers(c, shell.id):
-            return shell
-        if not said and shell.state == TaskState.WAITING:
-            err_console.print(f"shell {shell.id} is queued; waiting for it to start...")
-            said = True
-        time.sleep(_POLL_SECONDS)
-        shell = c.shell(shell.id)
+    def serves(s: rest.Shell) -> bool:
+        return bool(s.ssh_user) and _answers(c, s.id)
+
+    return wait_serving(c, shell, f"shell {shell.id}", c.shell, serves)
 
 
 def _answers(c: Client, shell_id: int) -> bool:
@@ -184,11 +162,6 @@ def _answers(c: Client, shell_id: int) -> bool:
         except Exception:  # closed or silent: not ready
             return False
     return isinstance(greeting, bytes) and greeting.startswith(b"SSH-")
-
-
-def _last_error(c: Client, task_id: int) -> str:
-    lines = [e for e in c.task_logs(task_id) if e.stream == "stderr" and e.line.strip()]
-    return lines[-1].line.strip() if lines else ""
 
 
 def _key_files(c: Client, key: rest.ShellKey) -> tuple[Path, Path]:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -16,7 +15,6 @@ from assay.cli._common import (
     console,
     err_console,
     esc,
-    fail,
     listing_table,
     print_json,
     print_table,
@@ -26,11 +24,8 @@ from assay.cli._common import (
 
 if TYPE_CHECKING:
     from assay import rest
-    from assay.client import Client
 
 app = typer.Typer(no_args_is_help=True)  # help: assay.cli._app.SUBCOMMANDS
-
-_POLL_SECONDS = 0.5
 
 
 def _url(master: str, board: rest.TensorBoard) -> str:
@@ -84,30 +79,11 @@ def start(
         err_console.print(f"note: {esc(board.note)}", highlight=False)
 
 
-def _last_error(c: Client, task_id: int) -> str:
-    """The last line the TensorBoard's process wrote to stderr (where it says why it ended)."""
-    lines = [e for e in c.task_logs(task_id) if e.stream == "stderr" and e.line.strip()]
-    return lines[-1].line.strip() if lines else ""
-
-
 def _wait_ready(board: rest.TensorBoard) -> rest.TensorBoard:
-    from assay.protocol import TaskState
+    from assay.cli._served import wait_serving
 
     c = client()
-    said = False
-    while not board.ready:
-        if board.state.terminal:
-            fail(
-                f"TensorBoard {board.id} ended before it started ({board.state.value}): "
-                f"{_last_error(c, board.id) or board.message}; `assay task logs {board.id}` "
-                "shows its output"
-            )
-        if not said and board.state == TaskState.WAITING:
-            err_console.print(f"TensorBoard {board.id} is queued; waiting for it to start...")
-            said = True
-        time.sleep(_POLL_SECONDS)
-        board = c.tensorboard(board.id)
-    return board
+    return wait_serving(c, board, f"TensorBoard {board.id}", c.tensorboard)
 
 
 @app.command("list")

@@ -88,7 +88,14 @@ if TYPE_CHECKING:
         ProgressReport,
         SearcherOperation,
     )
-    from assay.rest._interactive import Notebook, NotebookList, Shell, ShellKey, ShellList
+    from assay.rest._interactive import (
+        Notebook,
+        NotebookList,
+        ServedTask,
+        Shell,
+        ShellKey,
+        ShellList,
+    )
     from assay.rest._jobs import BatchChange, Job, JobBatch, JobChange, JobQueue, JobsUpdated
     from assay.rest._models import (
         MODEL_NAME_PATTERN,
@@ -297,6 +304,7 @@ __all__ = [
     "SearcherOperation",
     "SearcherProgress",
     "SearcherSummary",
+    "ServedTask",
     "Session",
     "Shell",
     "ShellKey",

@@ -10,53 +10,45 @@ from assay.protocol import TaskState
 from assay.rest._common import Resource
 
 
-class Notebook(Resource):
-    id: int = Field(description="Its task id (`assay notebook logs ID` shows its output).")
+class ServedTask(Resource):
+    """What a notebook and a shell are answered with alike."""
+
+    id: int = Field(description="Its task id (`assay task logs ID` shows its process's output).")
     name: str
     state: TaskState
     user: str
-    url: str = Field(
-        description="Where the master serves it: a path under the master's address, for its "
-        "owner and admins. A browser signs in once by adding `?token=<access token>`, which sets "
-        "a cookie for this path."
-    )
-    ready: bool = Field(description="JupyterLab's process has started on its agent.")
+    ready: bool = Field(description="Its process has started on its agent.")
     slots: int
     resource_pool: str
-    idle_timeout: float | None = Field(
-        description="Seconds of idleness after which it ends and frees its slot; null: never."
-    )
-    idle_type: str = Field(description="What counts as use (Determined's notebook_idle_type).")
     message: str
     notes: list[str] = Field(
         default_factory=list, description="What its config set that is not applied here."
     )
     created_at: float
     ended_at: float | None
+
+
+class Notebook(ServedTask):
+    url: str = Field(
+        description="Where the master serves it: a path under the master's address, for its "
+        "owner and admins. A browser signs in once by adding `?token=<access token>`, which sets "
+        "a cookie for this path."
+    )
+    idle_timeout: float | None = Field(
+        description="Seconds of idleness after which it ends and frees its slot; null: never."
+    )
+    idle_type: str = Field(description="What counts as use (Determined's notebook_idle_type).")
 
 
 class NotebookList(Resource):
     notebooks: list[Notebook]
 
 
-class Shell(Resource):
-    id: int = Field(description="Its task id (`assay shell logs ID` shows sshd's output).")
-    name: str
-    state: TaskState
-    user: str
-    ready: bool = Field(description="sshd has started on its agent.")
-    slots: int
-    resource_pool: str
+class Shell(ServedTask):
     ssh_user: str = Field(
         description="The account sessions run as on the agent (the agent's own); empty until "
         "it runs."
     )
-    message: str
-    notes: list[str] = Field(
-        default_factory=list, description="What its config set that is not applied here."
-    )
-    created_at: float
-    ended_at: float | None
 
 
 class ShellList(Resource):

@@ -74,3 +74,9 @@ def test_jupyterlab_listens_on_the_reserved_port_only_under_the_proxy_path() -> 
     assert "--ServerApp.ip=10.0.0.5" in argv
     # Its token comes in its environment, never on the command line.
     assert not any("token" in a.lower() for a in argv)
+
+
+def test_an_idle_type_without_an_idle_timeout_is_said_to_do_nothing() -> None:
+    (note,) = load_notebook_config("notebook_idle_type: activity\n").notes
+    assert note.startswith("notebook_idle_type: counts only with idle_timeout")
+    assert load_notebook_config("notebook_idle_type: activity\nidle_timeout: 5m\n").notes == []

@@ -3218,7 +3218,7 @@ export interface components {
             ended_at: number | null;
             /**
              * Id
-             * @description Its task id (`assay notebook logs ID` shows its output).
+             * @description Its task id (`assay task logs ID` shows its process's output).
              */
             id: number;
             /**
@@ -3242,7 +3242,7 @@ export interface components {
             notes?: string[];
             /**
              * Ready
-             * @description JupyterLab's process has started on its agent.
+             * @description Its process has started on its agent.
              */
             ready: boolean;
             /** Resource Pool */
@@ -3847,7 +3847,7 @@ export interface components {
             ended_at: number | null;
             /**
              * Id
-             * @description Its task id (`assay shell logs ID` shows sshd's output).
+             * @description Its task id (`assay task logs ID` shows its process's output).
              */
             id: number;
             /** Message */
@@ -3861,7 +3861,7 @@ export interface components {
             notes?: string[];
             /**
              * Ready
-             * @description sshd has started on its agent.
+             * @description Its process has started on its agent.
              */
             ready: boolean;
             /** Resource Pool */

@@ -13,14 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from assay.config._base import Problem
 from assay.config._durations import Duration
-from assay.config._experiment import Entrypoint
 from assay.config._jobload import validated
 from assay.config._jobspec import PROXY_PREFIX, JobSpec, JobSpecKind
 from assay.config.determined._task import (
     PYTHON_VAR,
-    TaskConfig,
+    ServedConfig,
     find_python,
     read_config,
     task_spec,
@@ -38,25 +36,12 @@ IdleTypeName = Literal["kernels_or_terminals", "kernel_connections", "activity"]
 """Determined's ``notebook_idle_type`` (what each means: :class:`assay.protocol.IdleType`)."""
 
 
-class NotebookConfig(TaskConfig):
+class NotebookConfig(ServedConfig):
     """A Determined notebook config: a command config that runs JupyterLab."""
 
-    entrypoint: Entrypoint | None = None  # type: ignore[assignment]
+    runs = "a notebook runs JupyterLab, not an entrypoint (a command runs one: `assay cmd run`)"
     idle_timeout: Duration | None = None  # type: ignore[assignment]
     notebook_idle_type: IdleTypeName = "kernels_or_terminals"  # type: ignore[assignment]
-
-    @classmethod
-    def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:
-        problems = super()._cross_checks(data)
-        if "entrypoint" in data:
-            problems.append(
-                (
-                    ("entrypoint",),
-                    "a notebook runs JupyterLab, not an entrypoint; remove it (a command "
-                    "runs one: `assay cmd run`)",
-                )
-            )
-        return problems
 
 
 def notebook_script(idle_timeout: float | None, idle_type: str) -> list[str]:
@@ -101,5 +86,15 @@ def load_notebook_config(
         ports={NOTEBOOK_PORT: 1},
         source_format=_FORMAT,
     )
+    if isinstance(raw, dict) and "notebook_idle_type" in raw and cfg.idle_timeout is None:
+        spec = spec.model_copy(
+            update={
+                "notes": [
+                    *spec.notes,
+                    "notebook_idle_type: counts only with idle_timeout, which is not set: the "
+                    "notebook runs until it is killed",
+                ]
+            }
+        )
     parameters = {"idle_type": idle, "idle_timeout": cfg.idle_timeout}
     return spec.model_copy(update={"parameters": parameters})

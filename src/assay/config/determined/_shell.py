@@ -12,12 +12,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from assay.config._base import Problem
-from assay.config._experiment import Entrypoint
 from assay.config._jobload import validated
 from assay.config._jobspec import JobSpec, JobSpecKind
 from assay.config.determined._task import (
     PYTHON_VAR,
-    TaskConfig,
+    ServedConfig,
     find_python,
     read_config,
     task_spec,
@@ -31,22 +30,17 @@ _FORMAT = "determined-shell"
 _WHAT = "shell config"
 
 
-class ShellConfig(TaskConfig):
+class ShellConfig(ServedConfig):
     """A Determined shell config: a command config that runs sshd."""
 
-    entrypoint: Entrypoint | None = None  # type: ignore[assignment]
+    runs = (
+        "a shell runs sshd, not an entrypoint (`assay shell open ID -- COMMAND` runs a command "
+        "in it, `assay cmd run` one on its own)"
+    )
 
     @classmethod
     def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:
         problems = super()._cross_checks(data)
-        if "entrypoint" in data:
-            problems.append(
-                (
-                    ("entrypoint",),
-                    "a shell runs sshd, not an entrypoint; remove it (`assay shell open ID -- "
-                    "COMMAND` runs a command in it, `assay cmd run` runs one on its own)",
-                )
-            )
         for key in ("idle_timeout", "notebook_idle_type"):
             if key in data:
                 problems.append(((key,), "applies to notebooks; a shell lasts until it is killed"))

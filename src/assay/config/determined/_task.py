@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import Field
 
@@ -127,6 +127,22 @@ def find_python(needs: str) -> str:
         f'{PYTHON_VAR}=$(command -v python || command -v python3) || {{ echo "assay: no python '
         f'on the PATH of agent $ASSAY_AGENT_ID (or in its image); {needs}" >&2; exit 1; }}'
     )
+
+
+class ServedConfig(TaskConfig):
+    """A config of a task assay starts a server for (a notebook, a shell): a command config
+    whose entrypoint assay writes, so one given is refused saying what runs instead."""
+
+    entrypoint: Entrypoint | None = None  # type: ignore[assignment]
+    runs: ClassVar[str] = ""
+    """What the task runs instead of an entrypoint, as the refusal of one says it."""
+
+    @classmethod
+    def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:
+        problems = super()._cross_checks(data)
+        if "entrypoint" in data:
+            problems.append((("entrypoint",), f"{cls.runs}; remove it"))
+        return problems
 
 
 def entrypoint_command(entrypoint: str | Sequence[str]) -> str:

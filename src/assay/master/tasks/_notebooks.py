@@ -19,8 +19,8 @@ from assay.db import Session, Task
 from assay.errors import InvalidRequest
 from assay.master.identity import Actor
 from assay.master.tasks._proxied import proxy_path
-from assay.master.tasks._served import ServedTasks, first_role_slots, ready
-from assay.protocol import NOTEBOOK_TOKEN_ENV, TaskState
+from assay.master.tasks._served import ServedTasks, common_fields
+from assay.protocol import NOTEBOOK_TOKEN_ENV
 
 
 class NotebookService(ServedTasks[rest.Notebook]):
@@ -46,22 +46,11 @@ class NotebookService(ServedTasks[rest.Notebook]):
         return rest.NotebookList(notebooks=await self.views(active_only=active_only))
 
     def view(self, session: Session, task: Task) -> rest.Notebook:
-        spec = task.spec or {}
-        params = spec.get("parameters") or {}
+        params = (task.spec or {}).get("parameters") or {}
         timeout = params.get("idle_timeout")
         return rest.Notebook(
-            id=task.id,
-            name=task.name,
-            state=TaskState(task.state),
-            user=task.owner,
+            **common_fields(session, task),
             url=proxy_path(task.id),
-            ready=ready(session, task),
-            slots=first_role_slots(task),
-            resource_pool=str(spec.get("pool") or ""),
             idle_timeout=None if timeout is None else float(timeout),
             idle_type=str(params.get("idle_type", "")),
-            message=task.message,
-            notes=list(spec.get("notes") or []),
-            created_at=task.created_at,
-            ended_at=task.ended_at,
         )

@@ -3,7 +3,7 @@ master: reading one (by its kind, or :class:`NotFound`), listing them, killing o
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from assay.config import JobSpecKind
 from assay.db import Session, Task, tasks
@@ -60,12 +60,21 @@ class ServedTasks(Generic[View]):
         return await self.core.transact(handler)
 
 
-def ready(session: Session, task: Task) -> bool:
-    """Whether the task's process has started and it has not ended."""
+def common_fields(session: Session, task: Task) -> dict[str, Any]:
+    """The fields of :class:`rest.ServedTask` of ``task``."""
+    spec = task.spec or {}
+    roles = spec.get("roles") or [{}]
     insts = tasks.instances(session, task.id)
-    return any(i.live and i.started for i in insts) and not TaskState(task.state).terminal
-
-
-def first_role_slots(task: Task) -> int:
-    roles = (task.spec or {}).get("roles") or [{}]
-    return int(roles[0].get("slots", 0))
+    return {
+        "id": task.id,
+        "name": task.name,
+        "state": TaskState(task.state),
+        "user": task.owner,
+        "ready": any(i.live and i.started for i in insts) and not TaskState(task.state).terminal,
+        "slots": int(roles[0].get("slots", 0)),
+        "resource_pool": str(spec.get("pool") or ""),
+        "message": task.message,
+        "notes": list(spec.get("notes") or []),
+        "created_at": task.created_at,
+        "ended_at": task.ended_at,
+    }

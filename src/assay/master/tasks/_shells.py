@@ -22,7 +22,7 @@ from assay.db import Session, Task, tasks
 from assay.errors import Conflict, InvalidRequest
 from assay.master.identity import Actor
 from assay.master.kernel import AgentView
-from assay.master.tasks._served import ServedTasks, first_role_slots, ready
+from assay.master.tasks._served import ServedTasks, common_fields
 from assay.protocol import SHELL_AUTHORIZED_KEY_ENV, SHELL_HOST_KEY_ENV, TaskState
 
 PRIVATE_KEY_SECRET = "ssh_private_key"
@@ -43,12 +43,19 @@ def key_pair(comment: str) -> tuple[str, str]:
         )
     with tempfile.TemporaryDirectory(prefix="assay-keys-") as directory:
         path = Path(directory) / "key"
-        subprocess.run(
+        made = subprocess.run(
             [keygen, "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
-            check=True,
+            check=False,
             capture_output=True,
+            text=True,
             timeout=30,
         )
+        if made.returncode != 0:
+            said = (made.stderr or made.stdout).strip().splitlines()
+            raise Conflict(
+                f"the master could not make SSH keys: ssh-keygen exited {made.returncode}"
+                + (f" ({said[-1]})" if said else "")
+            )
         return path.read_text(), (path.parent / "key.pub").read_text().strip()
 
 
@@ -118,18 +125,4 @@ class ShellService(ServedTasks[rest.Shell]):
         return agent.user if agent is not None else ""
 
     def view(self, session: Session, task: Task) -> rest.Shell:
-        spec = task.spec or {}
-        return rest.Shell(
-            id=task.id,
-            name=task.name,
-            state=TaskState(task.state),
-            user=task.owner,
-            ready=ready(session, task),
-            slots=first_role_slots(task),
-            resource_pool=str(spec.get("pool") or ""),
-            ssh_user=self._ssh_user(session, task),
-            message=task.message,
-            notes=list(spec.get("notes") or []),
-            created_at=task.created_at,
-            ended_at=task.ended_at,
-        )
+        return rest.Shell(**common_fields(session, task), ssh_user=self._ssh_user(session, task))
