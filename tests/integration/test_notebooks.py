@@ -18,14 +18,13 @@ from assay import rest
 from assay.client import Client
 from assay.errors import AssayError
 from tests.integration.cluster import Cluster, serve, task_port_base, wait_for
+from tests.integration.interactive import notebook_answering
 
 pytestmark = pytest.mark.integration
 
 pytest.importorskip(
     "jupyterlab", reason="notebooks need jupyterlab (pip install 'assay[notebook]')"
 )
-
-NOTEBOOK_START = 120.0
 
 
 @pytest.fixture(scope="module")
@@ -48,25 +47,6 @@ def bob(cluster: Cluster) -> Client:
     return cluster.add_user("bob")
 
 
-def _running(client: Client, notebook_id: int) -> rest.Notebook:
-    """The notebook once JupyterLab answers through the proxy."""
-
-    def answers() -> rest.Notebook | None:
-        book = client.notebook(notebook_id)
-        if book.state.terminal:
-            lines = [e.line for e in client.task_logs(notebook_id)]
-            raise AssertionError(f"notebook {notebook_id} ended: {book.message}; {lines}")
-        if not book.ready:
-            return None
-        try:
-            client.http.get(f"{book.url}api/status")
-        except AssayError:
-            return None
-        return book
-
-    return wait_for(f"notebook {notebook_id} to answer", answers, timeout=NOTEBOOK_START)
-
-
 def _ended(client: Client, notebook_id: int, timeout: float = 60) -> rest.Notebook:
     return wait_for(
         f"notebook {notebook_id} to end",
@@ -87,7 +67,7 @@ def zero_slot_notebook(alice: Client, tmp_path_factory: pytest.TempPathFactory) 
         context=pack_context(code).data,
         overrides=["resources.slots=0"],
     )
-    return _running(alice, book.id)
+    return notebook_answering(alice, book.id)
 
 
 def test_a_notebook_answers_its_owner_and_admins_through_the_proxy_and_refuses_others(
@@ -204,7 +184,7 @@ def test_an_idle_notebook_ends_by_itself_and_frees_its_slot(
 ) -> None:
     book = alice.start_notebook("idle_timeout: 3s\nnotebook_idle_type: kernels_or_terminals\n")
     assert (book.slots, book.idle_timeout, book.idle_type) == (1, 3.0, "kernels_or_terminals")
-    _running(alice, book.id)
+    notebook_answering(alice, book.id)
     assert [s.allocated for a in cluster.client.agents() for s in a.slots] == [True]
     ended = _ended(alice, book.id, timeout=90)
     assert ended.state == "SUCCEEDED"
@@ -220,7 +200,7 @@ def test_a_higher_priority_experiment_preempts_a_notebook(
     cluster: Cluster, alice: Client, tmp_path: Path
 ) -> None:
     book = alice.start_notebook("resources:\n  priority: 60\n")
-    _running(alice, book.id)
+    notebook_answering(alice, book.id)
     config = {
         "name": "urgent",
         "entrypoint": "python3 train.py",

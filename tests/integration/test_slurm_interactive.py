@@ -14,10 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from assay import rest
 from assay.client import Client
-from assay.errors import AssayError
 from tests.integration.cluster import Cluster, serve, wait_for
+from tests.integration.interactive import notebook_answering, shell_running
 from tests.integration.test_slurm import queued_jobs, slurm_master
 from tests.slurm import SlurmCluster, slurm_cluster
 
@@ -28,8 +27,6 @@ _NO_OPENSSH = (
 )
 
 pytestmark = pytest.mark.integration
-
-START = 120.0
 
 
 @pytest.fixture(scope="module")
@@ -77,34 +74,6 @@ def started(cluster: Cluster, alice: Client, tmp_path_factory: pytest.TempPathFa
     return Started(notebook, shell)
 
 
-def _answering(client: Client, notebook_id: int) -> rest.Notebook:
-    def answers() -> rest.Notebook | None:
-        book = client.notebook(notebook_id)
-        if book.state.terminal:
-            lines = [e.line for e in client.task_logs(notebook_id)]
-            raise AssertionError(f"notebook {notebook_id} ended: {book.message}; {lines}")
-        if not book.ready:
-            return None
-        try:
-            client.http.get(f"{book.url}api/status")
-        except AssayError:
-            return None
-        return book
-
-    return wait_for(f"notebook {notebook_id} to answer", answers, timeout=START)
-
-
-def _running_shell(client: Client, shell_id: int) -> rest.Shell:
-    def runs() -> rest.Shell | None:
-        shell = client.shell(shell_id)
-        if shell.state.terminal:
-            lines = [e.line for e in client.task_logs(shell_id)]
-            raise AssertionError(f"shell {shell_id} ended: {shell.message}; {lines}")
-        return shell if shell.ready and shell.ssh_user else None
-
-    return wait_for(f"shell {shell_id} to run", runs, timeout=START)
-
-
 def _held(cluster: Cluster) -> int:
     """Slots the pool's jobs hold now (the agents' listing marks only trials' slots)."""
     return sum(job.slots_acquired for job in cluster.client.jobs().jobs)
@@ -115,7 +84,7 @@ def test_a_notebook_on_slurm_answers_its_owner_through_the_proxy_and_refuses_oth
 ) -> None:
     if started.notebook is None:
         pytest.skip(_NO_JUPYTERLAB)
-    book = _answering(alice, started.notebook)
+    book = notebook_answering(alice, started.notebook)
     assert (book.slots, book.user, book.resource_pool) == (1, "alice", "default")
     url = f"{cluster.url}{book.url}api/status"
     answer = httpx.get(url, headers={"Authorization": f"Bearer {alice.http.token}"})
@@ -145,7 +114,7 @@ def test_a_shell_on_slurm_runs_a_command_through_assay_shell_open(
     if started.shell is None:
         pytest.skip(_NO_OPENSSH)
     shell_id = started.shell
-    shell = _running_shell(cluster.client, shell_id)
+    shell = shell_running(cluster.client, shell_id)
     # Slurm runs the job as the account that submitted it: the master's.
     assert (shell.ssh_user, shell.slots) == (getpass.getuser(), 0)
     ran = cluster.cli("shell", "open", str(shell_id), "--", "echo hi")
