@@ -122,7 +122,7 @@ def create_app(master: Master) -> FastAPI:
     install_docs(app)
     install_webui(app)
     # Innermost: a method a path does not take is 405 with all it takes, not the UI's 404.
-    app.add_middleware(MethodCheck, document=lambda: _document(app))
+    app.add_middleware(MethodCheck, routes=lambda: app.routes)
     app.add_middleware(EventPosition, position=master.reads.event_position)
     app.add_middleware(
         BodyLimit,
@@ -199,12 +199,6 @@ _BY_STATUS: dict[int, type[AssayError]] = {
     413: TooLarge,
     429: TooManyRequests,
 }
-
-
-def _document(app: FastAPI) -> dict[str, Any]:
-    # Looked up when called: create_app replaces app.openapi after adding the middleware, and
-    # FastAPI's own would cache a document without this module's changes.
-    return app.openapi()
 
 
 _PATTERNS = {

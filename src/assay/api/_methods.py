@@ -4,20 +4,22 @@ Starlette answers a method no route of a path takes from the first route of that
 (``Allow: GET`` for a path whose DELETE is another route), and not at all when a catch-all
 takes every method: the web UI's catch-all and OpenPAI's unknown job routes answered
 ``PUT /api/v1/experiments`` with 404. What each path takes is what the API's own OpenAPI
-document declares, so this middleware reads it from there: a request whose path is one of the
-document's, with a method it does not declare, is answered 405 with an ``Allow`` header naming
-every method the document gives that path. Anything else (a path the document does not have,
-such as the web UI's pages or the docs) goes on to the routes.
+document declares: the routes it is made from, read here directly (building the document's
+schemas takes seconds, and every master's first request waited for it). A request whose path is
+one of the document's, with a method it does not declare, is answered 405 with an ``Allow``
+header naming every method the document gives that path. Anything else (a path the document
+does not have, such as the web UI's pages or the docs) goes on to the routes.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
+from fastapi.routing import APIRoute, iter_route_contexts
 from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from assay.errors import MethodNotAllowed
@@ -29,13 +31,13 @@ _PARAMETER = re.compile(r"\{[^}/]+\}")
 class MethodCheck:
     """ASGI middleware answering 405 to a method the OpenAPI document does not give a path.
 
-    ``document`` returns the app's OpenAPI document; it is read at the first request (every
-    route is in it by then).
+    ``routes`` returns the app's routes; they are read at the first request (every route is
+    added by then).
     """
 
-    def __init__(self, app: ASGIApp, *, document: Callable[[], dict[str, Any]]) -> None:
+    def __init__(self, app: ASGIApp, *, routes: Callable[[], Iterable[BaseRoute]]) -> None:
         self.app = app
-        self.document = document
+        self.routes = routes
         self._paths: dict[int, list[_Path]] | None = None
         """The document's paths by their number of segments: every request is looked up, so
         it is matched only against the paths that can be its own."""
@@ -62,7 +64,7 @@ class MethodCheck:
         """
         if self._paths is None:
             by_segments: dict[int, list[_Path]] = {}
-            for known in paths_of(self.document()):
+            for known in documented_paths(self.routes()):
                 by_segments.setdefault(known.segments, []).append(known)
             self._paths = by_segments
         candidates = self._paths.get(path.count("/"), [])
@@ -82,12 +84,25 @@ class _Path:
     segments: int
 
 
-def paths_of(document: dict[str, Any]) -> list[_Path]:
-    """Each path of an OpenAPI document as a pattern matching its URLs (a parameter is one
-    segment), with the methods declared for it."""
+def document_methods(routes: Iterable[BaseRoute]) -> dict[str, frozenset[str]]:
+    """The methods of each path of the OpenAPI document made from ``routes``: the routes it
+    includes (FastAPI's, not hidden from the schema), merged by path."""
+    methods: dict[str, frozenset[str]] = {}
+    # As FastAPI's get_openapi walks them: included routers' routes with their prefixes.
+    for route in iter_route_contexts(list(routes)):
+        if isinstance(route.original_route, APIRoute) and route.include_in_schema:
+            path, taken = route.path_format, route.methods or set()
+            if path is not None:
+                found = frozenset(m.upper() for m in taken if m.lower() in _METHODS)
+                methods[path] = methods.get(path, frozenset()) | found
+    return methods
+
+
+def documented_paths(routes: Iterable[BaseRoute]) -> list[_Path]:
+    """Each path of the OpenAPI document made from ``routes`` as a pattern matching its URLs (a
+    parameter is one segment), with the methods declared for it."""
     out: list[_Path] = []
-    for template, operations in document.get("paths", {}).items():
-        methods = frozenset(m.upper() for m in operations if m in _METHODS)
+    for template, methods in document_methods(routes).items():
         pieces = _PARAMETER.split(template)
         pattern = re.compile("[^/]+".join(re.escape(piece) for piece in pieces))
         out.append(_Path(pattern, methods, len(pieces) - 1, template.count("/")))

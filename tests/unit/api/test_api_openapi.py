@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 from fastapi import FastAPI
 
 from assay.api import create_app
+from assay.api._methods import document_methods
 from assay.config import MasterConfig
 from assay.db import Database, sqlite_url
 from assay.master import Master
@@ -69,13 +71,30 @@ def untyped_answers(spec: dict[str, Any]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def spec(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FastAPI]:
     home: Path = tmp_path_factory.mktemp("home")
     db = Database(sqlite_url(home / "assay.db"))
     try:
-        return create_app(Master(MasterConfig(), db, home)).openapi()
+        yield create_app(Master(MasterConfig(), db, home))
     finally:
         db.dispose()
+
+
+@pytest.fixture(scope="module")
+def spec(app: FastAPI) -> dict[str, Any]:
+    return app.openapi()
+
+
+def test_the_method_check_reads_the_documents_paths_and_methods_from_the_routes(
+    app: FastAPI, spec: dict[str, Any]
+) -> None:
+    # The 405 check reads the routes, not the document (which takes seconds to build): both
+    # must give each path the same methods.
+    documented = {
+        path: frozenset(m.upper() for m in operations if m in METHODS | {"head", "options"})
+        for path, operations in spec["paths"].items()
+    }
+    assert document_methods(app.routes) == documented
 
 
 def test_every_api_answer_names_its_fields(spec: dict[str, Any]) -> None:
