@@ -283,7 +283,7 @@ def database_loss(part: Part, *, trials: int, step_seconds: float, every: float)
 def run(part: Part, *, quick: bool, postgres: str | None) -> None:
     """Master restarts on SQLite and PostgreSQL, then database loss on PostgreSQL.
     ``postgres``: why PostgreSQL cannot be used, or None."""
-    trials, kills, step = (6, 1, 0.3) if quick else (16, 3, 1.0)
+    trials, kills, step = (6, 1, 0.1) if quick else (16, 3, 1.0)
     part.add(
         f"An asynchronous successive halving search of {trials} trials (3 rungs: 3, 9 and 27 "
         "steps; `max_restarts: 2`; one training report a step, a validation at each rung, a "

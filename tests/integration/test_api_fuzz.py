@@ -28,7 +28,7 @@ from schemathesis.checks import CHECKS, CheckFunction, load_all_checks
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from assay import rest
-from assay.client import HttpSession
+from assay.client import Client, HttpSession
 from assay.errors import AssayError, Forbidden, InvalidRequest, NotFound, Unauthorized
 from tests.integration.cluster import Cluster, wait_for
 
@@ -308,7 +308,29 @@ def test_what_may_end_the_running_trial(case: Case, target: Target) -> None:
 
 SIGNS_OUT = "auth/logout|users/|tokens/"
 """Routes that may end the caller's own sign-in (signing out, revoking a token, deactivating
-or demoting a user): fuzzed last, each example by a new user of its own."""
+or demoting a user): fuzzed last, each example with a new token of its own."""
+
+
+class Signer:
+    """A live token for each example that may end its own sign-in: a new access token of a
+    user of the tests' own, and a new user once an example has ended the sign-in it was made
+    from (a password change, a revoked session). A new user per example hashed a password
+    twice for each, most of these tests' time."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.user: Client | None = None
+
+    def token(self) -> str:
+        if self.user is not None:
+            with contextlib.suppress(AssayError):
+                return self.user.create_token(rest.TokenCreate(description="fuzz")).token
+        self.user = self.cluster.add_user(f"fuzz-{secrets.token_hex(4)}")
+        return self.user.create_token(rest.TokenCreate(description="fuzz")).token
+
+
+SIGNERS: dict[str, Signer] = {}
+"""By master URL."""
 
 
 @schema.parametrize()
@@ -347,8 +369,8 @@ def test_every_other_route_signed_in(case: Case, target: Target) -> None:
 @schema.include(path_regex=SIGNS_OUT).parametrize()
 @FUZZ
 def test_signing_out_and_changing_users(case: Case, target: Target) -> None:
-    name = f"fuzz-{secrets.token_hex(4)}"
-    call(case, target, token=target.cluster.add_user(name).http.token)
+    signer = SIGNERS.setdefault(target.cluster.url, Signer(target.cluster))
+    call(case, target, token=signer.token())
 
 
 def test_the_fuzzing_reached_past_validation(target: Target) -> None:

@@ -100,9 +100,12 @@ def test_down_and_up_twice_mid_experiment_resumes_every_trial_from_its_checkpoin
         # failure; it resumes from its last periodic checkpoint.
         assert assay("down", "--grace", "0").returncode == 0
         assert assay("up", "--port", port).returncode == 0
+        # One sign-in: a new one each poll met the master's sign-in rate limit, and the wait
+        # went on for its minute.
+        client = _client(tmp_path, port)
         wait_for(
             "the experiment to complete",
-            lambda: _client(tmp_path, port).experiment(1).state == "COMPLETED",
+            lambda: client.experiment(1).state == "COMPLETED",
             timeout=90,
         )
         for trial_id in (1, 2):
