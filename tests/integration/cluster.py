@@ -188,7 +188,7 @@ class Cluster:
             settings["allowed_checkpoint_storage"] = {
                 "host_paths": [str(p) for p in self.allowed_storage]
             }
-        # `make test` runs two test files at once: each process's masters give their gangs
+        # `make test` runs several test files at once: each process's masters give their gangs
         # rendezvous ports of their own, so two gangs never meet at the same ports.
         settings.setdefault("rendezvous_port_base", rendezvous_port_base())
         settings.setdefault("task_port_base", task_port_base())
