@@ -103,6 +103,11 @@ def test_a_shell_in_a_container_runs_a_command_through_assay_shell_open(
     # The session runs in the image: its Debian's python, not the agent's.
     ran = cluster.cli("shell", "open", str(shell.id), "--", "command -v python; exit 3")
     assert (ran.returncode, ran.stdout) == (3, "/usr/bin/python\n"), ran.stderr
+    # The master's checkpoint storage is there at its own path, as in a trial's container.
+    storage = cluster.home / "checkpoints"
+    (storage / "from-the-host").write_text("seen\n")
+    ran = cluster.cli("shell", "open", str(shell.id), "--", f"cat {storage}/from-the-host")
+    assert (ran.returncode, ran.stdout) == (0, "seen\n"), ran.stderr
     cluster.cli("shell", "kill", str(shell.id), check=True)
     assert _ended(cluster.client, shell.id, timeout=60).state == "STOPPED"
     _all_free(cluster)

@@ -153,6 +153,12 @@ class JobSpec(_Spec):
         description="Its instances run in containers of their images, on the agents that run "
         "containers; set by the master at submission when its pool has such agents.",
     )
+    checkpoint_storage: dict[str, Any] | None = Field(
+        default=None,
+        description="The checkpoint storage its instances see, as trials see theirs (a "
+        "shared_fs one mounted at its path in a container): the master's own, set by the "
+        "master at submission for commands, generic tasks, notebooks and shells.",
+    )
 
     def image_of(self, role: TaskRoleSpec) -> str | None:
         """The image the role's instances run in: the role's own, else the job's."""

@@ -201,6 +201,7 @@ def start_instances(
             latest_checkpoint=None,
             container_addrs=addrs,
             container_rank=order[(inst.role, inst.index)],
+            checkpoint_storage=spec.checkpoint_storage,
         )
         message = Start(
             allocation_id=inst.allocation_id,

@@ -9,7 +9,13 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from assay import rest
-from assay.config import REGISTRY_AUTH_SECRET, JobSpec, JobSpecKind, MasterConfig
+from assay.config import (
+    REGISTRY_AUTH_SECRET,
+    JobSpec,
+    JobSpecKind,
+    MasterConfig,
+    resolve_checkpoint_storage,
+)
 from assay.context import inspect_archive
 from assay.db import Session, Task, TaskInstance, TaskLog, contexts, jobs, tasks
 from assay.db import agents as db_agents
@@ -31,8 +37,14 @@ from assay.master.tasks import _lifecycle as life
 from assay.master.tasks._proxied import HTTP_KINDS, TUNNEL_KINDS, ProxyTarget, proxy_target
 from assay.protocol import TaskInstanceState, TaskState
 from assay.scheduler import DEFAULT_PRIORITY, Agent, Part, never_fits
+from assay.storage import LOCAL_STORAGE_TYPES
 
 LOG_PAGE = 5000
+SEES_STORAGE = frozenset(
+    {JobSpecKind.COMMAND, JobSpecKind.GENERIC, JobSpecKind.NOTEBOOK, JobSpecKind.SHELL}
+)
+"""The kinds whose instances see the master's checkpoint storage as trials see theirs
+(Determined's commands, notebooks and shells do); an OpenPAI job names its own storage."""
 
 
 class TaskService:
@@ -47,6 +59,13 @@ class TaskService:
         """Create the job, owned by ``actor``, in the queue of its pool; ``context`` is a
         tar.gz its instances start in (else an empty directory)."""
         spec = await self.placed(spec)
+        own = resolve_checkpoint_storage(
+            None, self.settings.checkpoint_storage, self.core.storage.home
+        ).model_dump(mode="json")
+        # A file-system storage only: it is what a container needs mounted, and an object
+        # store's settings may hold the master's credentials, which a job's spec must not.
+        if spec.kind in SEES_STORAGE and own.get("type") in LOCAL_STORAGE_TYPES:
+            spec = spec.model_copy(update={"checkpoint_storage": own})
         pool = next(p for p in self.settings.resource_pools if p.pool_name == spec.pool)
         priority = spec.priority if spec.priority is not None else pool.scheduler.default_priority
         info = None if context is None else await asyncio.to_thread(inspect_archive, context)
