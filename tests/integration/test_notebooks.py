@@ -157,6 +157,60 @@ def test_a_kernel_runs_code_through_the_proxy_over_its_websocket(
         connect(socket_url, additional_headers={"Authorization": f"Bearer {bob.http.token}"})
 
 
+def _browser(tmp_path: Path) -> tuple[str, Path]:
+    """A ``BROWSER`` command (Python's webbrowser runs it) that writes the URL it is given to
+    the file returned."""
+    seen = tmp_path / "opened"
+    script = tmp_path / "browser"
+    script.write_text(f"#!/bin/sh\nprintf '%s' \"$1\" > {seen}\n")
+    script.chmod(0o755)
+    return f"{script} %s", seen
+
+
+def test_notebook_open_gives_the_browser_a_one_time_link_into_jupyterlab(
+    cluster: Cluster, zero_slot_notebook: rest.Notebook, tmp_path: Path
+) -> None:
+    book = zero_slot_notebook
+    cluster.env["BROWSER"], seen = _browser(tmp_path)
+    try:
+        opened = cluster.cli("notebook", "open", str(book.id), check=True)
+    finally:
+        del cluster.env["BROWSER"]
+    assert opened.stdout == f"{cluster.url}{book.url}\n"
+    assert f"opened notebook {book.id} in a browser" in opened.stderr
+    link = seen.read_text()
+    assert link.startswith(f"{cluster.url}{book.url}?token=")
+    # The link signs the browser in (the admin's, who ran the command) and lands in JupyterLab.
+    with httpx.Client(follow_redirects=True) as browser:
+        page = browser.get(link)
+        assert page.status_code == 200
+        assert "JupyterLab" in page.text
+    # Spent: a second use is refused.
+    assert httpx.get(link).status_code == 401
+
+
+def test_notebook_start_no_browser_prints_the_url_and_opens_nothing(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    cluster.env["BROWSER"], seen = _browser(tmp_path)
+    try:
+        started = cluster.cli(
+            "notebook", "start", "--no-browser", "--config", "resources.slots=0", check=True
+        )
+    finally:
+        del cluster.env["BROWSER"]
+    # What it started, then its URL, the last line (for a script to take).
+    url = started.stdout.strip().splitlines()[-1]
+    assert url.startswith(f"{cluster.url}/proxy/") and url.endswith("/"), started.stdout
+    assert not seen.exists()
+    # It waited until JupyterLab answered through the proxy.
+    status = httpx.get(f"{url}api/status", headers=cluster.auth_headers())
+    assert status.status_code == 200, status.text
+    book_id = url.rstrip("/").rsplit("/", 1)[1]
+    cluster.cli("notebook", "kill", book_id, check=True)
+    assert _ended(cluster.client, int(book_id)).state == "STOPPED"
+
+
 def test_the_cli_lists_and_kills_a_notebook(
     cluster: Cluster, zero_slot_notebook: rest.Notebook
 ) -> None:
