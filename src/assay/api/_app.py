@@ -24,6 +24,7 @@ from assay.api import (
     _harness,
     _interactive,
     _jobs,
+    _metrics,
     _models,
     _openpai,
     _proxy,
@@ -37,7 +38,8 @@ from assay.api._event_position import EventPosition
 from assay.api._guard import Guard, allowed_hosts
 from assay.api._headers import SecurityHeaders
 from assay.api._limits import DEFAULT_BODY_LIMIT, BodyLimit
-from assay.api._methods import MethodCheck
+from assay.api._methods import DocumentedPaths, MethodCheck
+from assay.api._metrics import RequestTiming
 from assay.api._upload import UPLOAD_ROUTE_LIMIT
 from assay.api._webui import install_webui
 from assay.api.determined import CREATE_LIMIT as DET_CREATE_LIMIT
@@ -112,6 +114,7 @@ def create_app(master: Master) -> FastAPI:
         _cluster.router,
         _users.router,
         _users.signed_in,
+        _metrics.router,
     ):
         app.include_router(router, responses=_ERRORS)
     # Determined's API for its own clients, under /det; its catch-all after its routes.
@@ -122,7 +125,8 @@ def create_app(master: Master) -> FastAPI:
     install_docs(app)
     install_webui(app)
     # Innermost: a method a path does not take is 405 with all it takes, not the UI's 404.
-    app.add_middleware(MethodCheck, routes=lambda: app.routes)
+    paths = DocumentedPaths(lambda: app.routes)
+    app.add_middleware(MethodCheck, paths=paths)
     app.add_middleware(EventPosition, position=master.reads.event_position)
     app.add_middleware(
         BodyLimit,
@@ -142,6 +146,8 @@ def create_app(master: Master) -> FastAPI:
     app.add_middleware(Guard, hosts=hosts, origins=settings.allowed_origins)
     # Outermost, so the Guard's refusals carry the headers too.
     app.add_middleware(SecurityHeaders)
+    # Around everything, so every answer is timed, the refusals too.
+    app.add_middleware(RequestTiming, measures=master.core.measures, paths=paths)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -28,19 +28,46 @@ _METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch"
 _PARAMETER = re.compile(r"\{[^}/]+\}")
 
 
-class MethodCheck:
-    """ASGI middleware answering 405 to a method the OpenAPI document does not give a path.
+class DocumentedPaths:
+    """The OpenAPI document's paths, matched against request paths. ``routes`` returns the
+    app's routes; they are read at the first match (every route is added by then)."""
 
-    ``routes`` returns the app's routes; they are read at the first request (every route is
-    added by then).
-    """
-
-    def __init__(self, app: ASGIApp, *, routes: Callable[[], Iterable[BaseRoute]]) -> None:
-        self.app = app
+    def __init__(self, routes: Callable[[], Iterable[BaseRoute]]) -> None:
         self.routes = routes
         self._paths: dict[int, list[_Path]] | None = None
         """The document's paths by their number of segments: every request is looked up, so
         it is matched only against the paths that can be its own."""
+
+    def of(self, path: str) -> list[_Path]:
+        """The document's paths of the URL path ``path`` (none: not one of the document's).
+
+        A URL may match several paths (``/experiments/validate`` and ``/experiments/{id}``):
+        as OpenAPI matches a concrete path before a templated one, those with the fewest
+        parameters are its paths."""
+        if self._paths is None:
+            by_segments: dict[int, list[_Path]] = {}
+            for known in documented_paths(self.routes()):
+                by_segments.setdefault(known.segments, []).append(known)
+            self._paths = by_segments
+        candidates = self._paths.get(path.count("/"), [])
+        matched = [p for p in candidates if p.pattern.fullmatch(path)]
+        if not matched:
+            return []
+        fewest = min(p.parameters for p in matched)
+        return [p for p in matched if p.parameters == fewest]
+
+    def template(self, path: str) -> str | None:
+        """The document's path (``/api/v1/experiments/{experiment_id}``) of ``path``."""
+        found = self.of(path)
+        return found[0].template if found else None
+
+
+class MethodCheck:
+    """ASGI middleware answering 405 to a method the OpenAPI document does not give a path."""
+
+    def __init__(self, app: ASGIApp, *, paths: DocumentedPaths) -> None:
+        self.app = app
+        self.paths = paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -56,28 +83,17 @@ class MethodCheck:
 
     def refusal(self, method: str, path: str) -> str | None:
         """``Allow``'s value when the document's path for ``path`` does not declare
-        ``method``; None when it does, or when ``path`` is none of the document's paths.
-
-        A URL may match several paths (``/experiments/validate`` and ``/experiments/{id}``):
-        as OpenAPI matches a concrete path before a templated one, the one with the fewest
-        parameters is its path.
-        """
-        if self._paths is None:
-            by_segments: dict[int, list[_Path]] = {}
-            for known in documented_paths(self.routes()):
-                by_segments.setdefault(known.segments, []).append(known)
-            self._paths = by_segments
-        candidates = self._paths.get(path.count("/"), [])
-        matched = [p for p in candidates if p.pattern.fullmatch(path)]
+        ``method``; None when it does, or when ``path`` is none of the document's paths."""
+        matched = self.paths.of(path)
         if not matched:
             return None
-        fewest = min(p.parameters for p in matched)
-        allowed = {m for p in matched if p.parameters == fewest for m in p.methods}
+        allowed = {m for p in matched for m in p.methods}
         return None if method in allowed else ", ".join(sorted(allowed))
 
 
 @dataclass(frozen=True)
 class _Path:
+    template: str
     pattern: re.Pattern[str]
     methods: frozenset[str]
     parameters: int
@@ -105,5 +121,5 @@ def documented_paths(routes: Iterable[BaseRoute]) -> list[_Path]:
     for template, methods in document_methods(routes).items():
         pieces = _PARAMETER.split(template)
         pattern = re.compile("[^/]+".join(re.escape(piece) for piece in pieces))
-        out.append(_Path(pattern, methods, len(pieces) - 1, template.count("/")))
+        out.append(_Path(template, pattern, methods, len(pieces) - 1, template.count("/")))
     return out

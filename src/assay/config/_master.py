@@ -262,6 +262,17 @@ Origin = Annotated[str, AfterValidator(_origin)]
 StorageEndpoint = Annotated[str, AfterValidator(_endpoint)]
 
 
+class ObservabilityConfig(ConfigModel):
+    """The master's Prometheus metrics (``GET /metrics``), under Determined's key."""
+
+    enable_prometheus: bool = True
+    """Serve ``/metrics`` (to admins, and to whoever presents ``scrape_token``); false: 404."""
+    scrape_token: Annotated[str, Field(min_length=16, max_length=256)] | None = None
+    """A secret Prometheus presents as ``Authorization: Bearer <token>`` (its scrape config's
+    ``authorization.credentials``) to read ``/metrics`` without signing in; none: only signed-in
+    admins read it."""
+
+
 class LimitsConfig(ConfigModel):
     """What one experiment may ask of this master, past the limits every config keeps."""
 
@@ -345,6 +356,7 @@ class MasterConfig(ConfigModel):
     ``*.blob.core.windows.net`` need no entry; an experiment naming any other endpoint is checked
     by its trials, and the master does not contact it."""
     limits: LimitsConfig = LimitsConfig()
+    observability: ObservabilityConfig = ObservabilityConfig()
     allowed_checkpoint_storage: AllowedStorageConfig = AllowedStorageConfig()
     """Which checkpoint storage experiments may name (see :class:`AllowedStorageConfig`)."""
 

@@ -15,6 +15,7 @@ from alembic.config import Config
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.pool import QueuePool
 
 from assay.errors import InvalidConfig
 
@@ -96,6 +97,14 @@ class Database:
     async def run(self, fn: Callable[[Session], T]) -> T:
         """Run ``fn`` in one transaction on a worker thread, keeping the event loop free."""
         return await anyio.to_thread.run_sync(self.run_sync, fn)
+
+    def connections(self) -> dict[str, int]:
+        """The connection pool's connections by state (``checked_out``, ``idle``); empty for a
+        pool that keeps no count (NullPool, SQLite's in-memory one)."""
+        pool = self.engine.pool
+        if isinstance(pool, QueuePool):
+            return {"checked_out": pool.checkedout(), "idle": pool.checkedin()}
+        return {}
 
     def dispose(self) -> None:
         self.engine.dispose()

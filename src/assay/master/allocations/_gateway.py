@@ -315,6 +315,9 @@ class AgentGateway:
         if entries:
             for key in await self.core.record(lambda s: self._store_lines(s, entries)):
                 self.core.waiters.notify(key)
+            times = [e.time for e in entries if e.time]
+            oldest = min(times, default=None)
+            self.core.measures.count_ingested("logs", len(entries), oldest, self.core.clock())
 
     def _store_lines(
         self, session: Session, entries: list[LogEntry], *, unless_stored: bool = False

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -62,9 +63,11 @@ class Loops:
             # The trials the stop sent back to the queue wait for the next master.
             return PassResult()
         agents = self.core.hub.connected_views()
+        began = time.perf_counter()
         result = await self.core.transact(
             schedule_pass, agents, self.settings, self.core.cluster_id, self.agents.kinds
         )
+        self.core.measures.scheduling_pass.observe(time.perf_counter() - began)
         self.committed(result)
         return result
 

@@ -37,6 +37,7 @@ from assay.master.kernel._kinds import (
     kind_of,
 )
 from assay.master.kernel._logs import KEEP_ALIVE_SECONDS, LogBatch, follow_logs
+from assay.master.kernel._measures import TEXT_FORMAT, ClusterState, Measures, zeros
 from assay.master.kernel._notes import add_note
 from assay.master.kernel._orchestrator import Orchestrator
 from assay.master.kernel._searchers import SearcherCache
@@ -56,17 +57,20 @@ from assay.master.kernel._views import checkpoint
 
 __all__ = [
     "KEEP_ALIVE_SECONDS",
+    "TEXT_FORMAT",
     "AgentConnection",
     "AgentHub",
     "AgentView",
     "AllocationEnded",
     "AllocationKind",
     "Caller",
+    "ClusterState",
     "ExperimentEnded",
     "Held",
     "KillAllocation",
     "KindPass",
     "LogBatch",
+    "Measures",
     "Message",
     "Orchestrator",
     "Placement",
@@ -102,4 +106,5 @@ __all__ = [
     "trial_container",
     "trial_image",
     "views",
+    "zeros",
 ]

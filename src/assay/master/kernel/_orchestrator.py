@@ -22,6 +22,7 @@ from assay.master.kernel import _views as views
 from assay.master.kernel._agents import AgentHub, AgentView
 from assay.master.kernel._callers import Caller, CallerCache
 from assay.master.kernel._events import EventHub
+from assay.master.kernel._measures import Measures
 from assay.master.kernel._searchers import SearcherCache
 from assay.master.kernel._storage_access import StorageAccess
 from assay.master.kernel._tx import (
@@ -65,6 +66,8 @@ class Orchestrator:
         """The harness's tokens already checked (forgotten when their allocation ends)."""
         self.events = EventHub()
         """What live viewers (the web UI) are told: changes as they commit."""
+        self.measures = Measures()
+        """This master's Prometheus metrics, which its parts count and time into."""
         self.cluster_id = ""
         self.started_at = clock()
         self.wakeup = asyncio.Event()

@@ -44,6 +44,7 @@ from assay.master.kernel import (
 from assay.master.queue import jobs
 from assay.master.reads._curves import pick, series_of
 from assay.master.reads._live import LiveAllocation, live_allocations
+from assay.master.reads._state import cluster_state
 from assay.protocol import TrialState
 
 LOG_PAGE = 1000
@@ -401,6 +402,24 @@ class Reads:
             )
 
         return await self.core.read(read)
+
+    async def metrics(self) -> bytes:
+        """Every Prometheus metric of this master, in the text format (``GET /metrics``)."""
+        listing = await self.agents()
+        names = [p.pool_name for p in self.settings.resource_pools]
+        waiting = set(self._reserved())
+        connected = self.core.hub.connected_views()
+
+        def read(session: Session) -> list[rest.JobQueue]:
+            return [
+                jobs.list_jobs(session, n, self.settings, waiting, jobs.pool_agents(connected, n))
+                for n in names
+            ]
+
+        queues = await self.core.read(read)
+        connections = self.core.db.connections()
+        state = cluster_state(names, listing, queues, connections, self.core.clock())
+        return self.core.measures.exposition(state)
 
     async def resource_pools(self) -> rest.ResourcePoolList:
         connected = self.core.hub.connected_views()
