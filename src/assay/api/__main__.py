@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from pathlib import Path
 
+from assay.api._logformat import LOG_FORMATS, configure_logging
 from assay.api._server import run_master
 from assay.config import MasterConfig, load_master_config, validate_as
 from assay.errors import AssayError, InvalidConfig
@@ -32,10 +32,14 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME",
         help="a Host name requests may use besides the loopback ones (repeatable; * for any)",
     )
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="text",
+        help="the log's lines: text (default) or json (one object a line)",
     )
+    args = parser.parse_args(argv)
+    configure_logging(args.log_format)
     enable_trace_from_env()
     try:
         settings = _with_flags(load_master_config(args.config), args)

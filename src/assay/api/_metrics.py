@@ -9,6 +9,7 @@ UI's pages, the proxy, the docs) is ``other``.
 from __future__ import annotations
 
 import hmac
+import logging
 import time
 from typing import Any
 
@@ -20,7 +21,14 @@ from assay.api._methods import DocumentedPaths
 from assay.errors import Forbidden, NotFound
 from assay.master.kernel import TEXT_FORMAT, Measures
 
+log = logging.getLogger(__name__)
 router = APIRouter(tags=["cluster"])
+
+SLOW_REQUEST_SECONDS = 1.0
+"""A request answered later than this is logged with its figures."""
+LONG_POLLS = ("/wait", "/searcher/operation", "/signals/preemption")
+"""Routes (by how their path ends) that answer when something happens or their timeout ends:
+slow by design, never logged as slow."""
 
 _ANSWERS: dict[int | str, dict[str, Any]] = {
     200: {
@@ -70,10 +78,26 @@ class RequestTiming:
 
         async def timed(message: Message) -> None:
             if message["type"] == "http.response.start":
+                took = time.perf_counter() - began
                 route = self.paths.template(scope["path"]) or "other"
+                method, status = scope["method"], message["status"]
                 self.measures.requests.labels(
-                    method=scope["method"], route=route, status=str(message["status"])
-                ).observe(time.perf_counter() - began)
+                    method=method, route=route, status=str(status)
+                ).observe(took)
+                if took > SLOW_REQUEST_SECONDS and not route.endswith(LONG_POLLS):
+                    log.warning(
+                        "slow request: %s %s answered %d after %.2f s",
+                        method,
+                        route,
+                        status,
+                        took,
+                        extra={
+                            "method": method,
+                            "route": route,
+                            "status": status,
+                            "seconds": round(took, 4),
+                        },
+                    )
             await send(message)
 
         await self.app(scope, receive, timed)

@@ -55,6 +55,8 @@ def run_master(settings: MasterConfig, assay_home: Path) -> None:
         host=settings.host,
         port=settings.port,
         log_level="warning",
+        # uvicorn's own lines go to the master's handler, in its format (JSON lines too).
+        log_config=None,
         ws_ping_interval=5.0,
         ws_ping_timeout=20.0,
         timeout_graceful_shutdown=5,

@@ -72,10 +72,20 @@ def master(
     tls_cert: TlsCert = None,
     tls_key: TlsKey = None,
     allowed_host: AllowedHost = None,
+    log_format: Annotated[
+        str | None, typer.Option(help="the log's lines: text (default) or json, one object a line")
+    ] = None,
 ) -> None:
     """Run the master in the foreground."""
     args = [sys.executable, "-m", "assay.api"]
-    for flag, value in (("--config", config), ("--host", host), ("--port", port), ("--db", db)):
+    options = (
+        ("--config", config),
+        ("--host", host),
+        ("--port", port),
+        ("--db", db),
+        ("--log-format", log_format),
+    )
+    for flag, value in options:
         if value is not None:
             args += [flag, str(value)]
     args += _guard_args(tls_cert, tls_key, allowed_host)

@@ -23,6 +23,9 @@ from assay.protocol import trace_mark as mark
 
 log = logging.getLogger(__name__)
 
+SLOW_PASS_SECONDS = 0.5
+"""A scheduling pass longer than this is logged with its figures (the queue waits meanwhile)."""
+
 
 class Loops:
     def __init__(
@@ -67,7 +70,22 @@ class Loops:
         result = await self.core.transact(
             schedule_pass, agents, self.settings, self.core.cluster_id, self.agents.kinds
         )
-        self.core.measures.scheduling_pass.observe(time.perf_counter() - began)
+        took = time.perf_counter() - began
+        self.core.measures.scheduling_pass.observe(took)
+        if took > SLOW_PASS_SECONDS:
+            log.warning(
+                "a scheduling pass took %.2f s (%d agents; %d allocations started, %d preempted)",
+                took,
+                len(agents),
+                len(result.started),
+                len(result.preempted),
+                extra={
+                    "seconds": round(took, 4),
+                    "agents": len(agents),
+                    "started": len(result.started),
+                    "preempted": len(result.preempted),
+                },
+            )
         self.committed(result)
         return result
 
