@@ -32,3 +32,12 @@ def test_configured_checkpoint_storage_is_shown_as_configured(tmp_path: Path) ->
     )
     shown = effective_config(settings, "sqlite://", tmp_path)
     assert shown["checkpoint_storage"]["host_path"] == "/mnt/ckpts"
+
+
+def test_the_metrics_scrape_token_stays_masked(tmp_path: Path) -> None:
+    settings = MasterConfig.model_validate(
+        {"observability": {"scrape_token": "a-scrape-token-nobody-sees"}}
+    )
+    shown = effective_config(settings, "sqlite://", tmp_path)
+    assert shown["observability"] == {"enable_prometheus": True, "scrape_token": MASK}
+    assert "nobody-sees" not in str(shown)
