@@ -122,7 +122,9 @@ def test_asha_with_a_time_metric_stops_determined_scripts_that_fall_behind(
     submitted["searcher"] = searcher
     submitted["hyperparameters"] = {
         "checkpoint_every": 5,
-        "step_seconds": 0.05,
+        # Slow enough that the stop ASHA decides reaches a trial before it has trained all 40
+        # batches, on a machine busy with other tests too (at 0.05 s none was stopped in time).
+        "step_seconds": 0.1,
         "max_batches": 40,
         "x": {"type": "double", "minval": 0.5, "maxval": 5.0},
     }
