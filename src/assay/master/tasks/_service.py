@@ -59,13 +59,14 @@ class TaskService:
         """Create the job, owned by ``actor``, in the queue of its pool; ``context`` is a
         tar.gz its instances start in (else an empty directory)."""
         spec = await self.placed(spec)
-        own = resolve_checkpoint_storage(
-            None, self.settings.checkpoint_storage, self.core.storage.home
-        ).model_dump(mode="json")
-        # A file-system storage only: it is what a container needs mounted, and an object
-        # store's settings may hold the master's credentials, which a job's spec must not.
-        if spec.kind in SEES_STORAGE and own.get("type") in LOCAL_STORAGE_TYPES:
-            spec = spec.model_copy(update={"checkpoint_storage": own})
+        if spec.kind in SEES_STORAGE:
+            own = resolve_checkpoint_storage(
+                None, self.settings.checkpoint_storage, self.core.storage.home
+            ).model_dump(mode="json")
+            # A file-system storage only: it is what a container needs mounted, and an object
+            # store's settings may hold the master's credentials, which a job's spec must not.
+            if own.get("type") in LOCAL_STORAGE_TYPES:
+                spec = spec.model_copy(update={"checkpoint_storage": own})
         pool = next(p for p in self.settings.resource_pools if p.pool_name == spec.pool)
         priority = spec.priority if spec.priority is not None else pool.scheduler.default_priority
         info = None if context is None else await asyncio.to_thread(inspect_archive, context)
