@@ -132,7 +132,9 @@ class HarnessService:
             # a scheduling pass.
             experiment_id, steps, best = await self.core.record(write)
         times = [r.time for r in reports if r.time]
-        self.core.measures.count_ingested("metrics", len(reports), min(times, default=None), now)
+        self.core.measures.count_ingested(
+            "metrics", len(reports), min(times, default=None), self.core.clock()
+        )
         if reports:
             # Told to live viewers once stored (a repeated report is told again: viewers
             # know a report by its trial, run, group and step).
