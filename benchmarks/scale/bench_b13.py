@@ -33,6 +33,7 @@ import io
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -278,7 +279,7 @@ async def measure_steady(
     profiler = None
     if profile is not None:
         profiler = TRACKER.popen(
-            ["py-spy", "record", "--pid", str(pid), "--duration", str(int(window)),
+            [shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(pid), "--duration", str(int(window)),
              "--format", "raw", "--output", str(profile), "--nonblocking"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip

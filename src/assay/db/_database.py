@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -97,6 +97,29 @@ class Database:
     async def run(self, fn: Callable[[Session], T]) -> T:
         """Run ``fn`` in one transaction on a worker thread, keeping the event loop free."""
         return await anyio.to_thread.run_sync(self.run_sync, fn)
+
+    def run_together_sync(self, fns: Sequence[Callable[[Session], Any]]) -> list[tuple[bool, Any]]:
+        """Each ``fn(session)``'s ``(True, result)`` or ``(False, exception)``: all in one
+        transaction; when one raises, that one alone is refused and the others run again, each
+        in a transaction of its own (so each must be a function of the session and its own
+        inputs, safe to run twice)."""
+        try:
+            with self.session() as session:
+                return [(True, fn(session)) for fn in fns]
+        except Exception as exc:
+            if len(fns) == 1:
+                return [(False, exc)]
+        outcomes: list[tuple[bool, Any]] = []
+        for fn in fns:
+            try:
+                outcomes.append((True, self.run_sync(fn)))
+            except Exception as exc:
+                outcomes.append((False, exc))
+        return outcomes
+
+    async def run_together(self, fns: Sequence[Callable[[Session], Any]]) -> list[tuple[bool, Any]]:
+        """:meth:`run_together_sync` on a worker thread."""
+        return await anyio.to_thread.run_sync(self.run_together_sync, fns)
 
     def connections(self) -> dict[str, int]:
         """The connection pool's connections by state (``checked_out``, ``idle``); empty for a

@@ -22,6 +22,7 @@ from assay.master.kernel import _views as views
 from assay.master.kernel._agents import AgentHub, AgentView
 from assay.master.kernel._callers import Caller, CallerCache
 from assay.master.kernel._events import EventHub
+from assay.master.kernel._group_commit import GroupCommit
 from assay.master.kernel._measures import Measures
 from assay.master.kernel._searchers import SearcherCache
 from assay.master.kernel._storage_access import StorageAccess
@@ -55,6 +56,7 @@ class Orchestrator:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.db = db
+        self.group_commit = GroupCommit(db)
         self.searchers = searchers
         self.storage = storage
         """How far into experiments' checkpoint storage the master may reach."""
@@ -164,10 +166,11 @@ class Orchestrator:
             return await self.db.run(fn)
 
     async def record(self, fn: Callable[[Session], T]) -> T:
-        """``fn(session)`` writing in a transaction of its own, outside the lock: for writes
-        that decide nothing (an agent's row, shipped log lines, stored metric reports), so they
-        never wait behind a scheduling pass."""
-        return await self.db.run(fn)
+        """``fn(session)`` writing outside the lock: for writes that decide nothing (an
+        agent's row, shipped log lines, stored metric reports), so they never wait behind a
+        scheduling pass. Committed together with the other such writes asked for meanwhile
+        (``_group_commit``); answered after the commit."""
+        return await self.group_commit.run(fn)
 
     async def _perform(self, actions: list[Action]) -> None:
         for action in actions:
