@@ -89,6 +89,8 @@ class Ledger:
     report_latency: list[tuple[float, float]] = field(default_factory=list)
     """(when, seconds) of each metric report's round trip."""
     errors: list[str] = field(default_factory=list)
+    disconnects: Counter[str] = field(default_factory=Counter)
+    """Why agents' connections ended (or failed to open), counted."""
     log_lines: int = 0
     requests: int = 0
 
@@ -308,8 +310,12 @@ class SimAgent:
                         await self.on_message(json.loads(text))
                         if self.refused:
                             return
-            except (OSError, ConnectionClosed, InvalidStatus, TimeoutError):
-                pass
+                    self.fleet.ledger.disconnects[f"closed {ws.close_code} {ws.close_reason}"] += 1
+            except ConnectionClosed as exc:
+                code = exc.rcvd.code if exc.rcvd else exc.sent.code if exc.sent else None
+                self.fleet.ledger.disconnects[f"{type(exc).__name__} {code}"] += 1
+            except (OSError, InvalidStatus, TimeoutError) as exc:
+                self.fleet.ledger.disconnects[type(exc).__name__] += 1
             finally:
                 self.ws = None
             if self.stopped:

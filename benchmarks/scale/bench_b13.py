@@ -17,9 +17,9 @@ each trial played through the harness's REST API with its allocation's token). F
 - **burst**: experiments of one short trial each submitted at once: submission latency, and the
   seconds until all run and until all have ended.
 
-    python -m benchmarks.scale.bench_b13                      # growth: 100, 250, 500, 1000
-    python -m benchmarks.scale.bench_b13 --agents 1000 --db postgres
-    python -m benchmarks.scale.bench_b13 --quick              # correctness only (CI)
+    python benchmarks/scale/bench_b13.py                      # growth: 100, 250, 500, 1000
+    python benchmarks/scale/bench_b13.py --agents 1000 --db postgres
+    python benchmarks/scale/bench_b13.py --quick              # correctness only (CI)
 
 Every run's figures are kept in ``b13_runs.json`` beside this script (one entry per database and
 N, the latest run's), and ``--write`` renders all of them into RESULTS.md with the growth plot.
@@ -44,6 +44,8 @@ from typing import Any
 
 import httpx
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from benchmarks._common import command_of, percentile, stamp, write_section
 from benchmarks.reliability._cluster import (
@@ -278,8 +280,9 @@ async def measure_steady(
     before = await scrape(http)
     profiler = None
     if profile is not None:
+        spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
         profiler = TRACKER.popen(
-            [shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy"), "record", "--pid", str(pid), "--duration", str(int(window)),
+            [spy, "record", "--pid", str(pid), "--duration", str(int(window)),
              "--format", "raw", "--output", str(profile), "--nonblocking"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
@@ -383,7 +386,9 @@ async def burst(
     }, ids
 
 
-async def scenario(cluster: Cluster, db_url: str, agents: int, args: argparse.Namespace) -> dict[str, Any]:
+async def scenario(
+    cluster: Cluster, db_url: str, agents: int, args: argparse.Namespace
+) -> dict[str, Any]:
     trials = agents * SLOTS_PER_AGENT
     per_exp = min(TRIALS_PER_EXPERIMENT, trials)
     steps = round(args.trial_seconds / args.step_seconds)
@@ -409,6 +414,7 @@ async def scenario(cluster: Cluster, db_url: str, agents: int, args: argparse.Na
         result["steady"] = await measure_steady(
             cluster, fleet, http, ids[0], args.window, args.profile
         )
+        result["disconnects_before_storm"] = dict(fleet.ledger.disconnects)
         if args.storm:
             result["storm"] = await storm(cluster, fleet, agents)
         await ended(http, ids, args.trial_seconds * 3 + 600)
@@ -421,6 +427,7 @@ async def scenario(cluster: Cluster, db_url: str, agents: int, args: argparse.Na
                 fleet, http, count, max(1, round(args.burst_seconds / args.step_seconds))
             )
         result["simulator_requests"] = fleet.ledger.requests
+        result["disconnects"] = dict(fleet.ledger.disconnects)
     finally:
         await http.aclose()
         await fleet.close()
@@ -576,7 +583,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="also write this run's results here as JSON")
     args = parser.parse_args()
     command = command_of(
-        "python -m benchmarks.scale.bench_b13", parser, args, internal={"out", "write", "profile"}
+        "python benchmarks/scale/bench_b13.py", parser, args, internal={"out", "write", "profile"}
     )
     if args.quick:
         args.agents, args.window, args.trial_seconds = "50", 10.0, 45.0

@@ -8,6 +8,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, WebSocket, WebSocketDisconnect
 from fastapi.responses import Response
+from starlette.websockets import WebSocketDisconnected
 
 from assay import rest
 from assay.api._deps import SIGNED_IN, ActorDep, ContextId, Credentials, MasterDep
@@ -132,7 +133,9 @@ async def agent_socket(ws: WebSocket) -> None:
                 continue
             if isinstance(msg, dict):
                 await gateway.on_message(agent_id, msg)
-    except WebSocketDisconnect:
+    except (WebSocketDisconnect, WebSocketDisconnected):
+        # The second: a send to the agent (an acknowledgement) found it gone, and the next
+        # receive is refused on a socket already marked closed. Both are a disconnect.
         pass
     finally:
         log.info("agent %s disconnected", agent_id)

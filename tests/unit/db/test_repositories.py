@@ -279,6 +279,35 @@ def test_live_allocations_are_found_by_agent_and_hold_their_slots(db: Database) 
     assert found is not None and found.state == AllocationState.ASSIGNED
 
 
+def test_an_agents_live_allocations_are_found_whatever_characters_its_id_holds(
+    db: Database,
+) -> None:
+    """The database narrows by the id's text in the slots' JSON: an id that is a prefix of
+    another's, or holds LIKE's wildcards, quotes or non-ASCII letters, finds its own only."""
+    ids = ["n1", "n10", "a%b", "a_b", 'q"uote', "back\\slash", "zoë"]
+    trial_id = db.run_sync(lambda s: trial(s, experiment(s)))
+
+    def start(session: Session) -> None:
+        for i, agent_id in enumerate(ids):
+            allocations.create(
+                session,
+                allocation_id=f"{trial_id}.{i}",
+                trial_id=trial_id,
+                run=i + 1,
+                pool="default",
+                slots={agent_id: ["0"]},
+                state=AllocationState.RUNNING,
+                token=f"tok{i}",
+                created_at=3.0,
+            )
+
+    db.run_sync(start)
+    for i, agent_id in enumerate(ids):
+        found = db.run_sync(lambda s, a=agent_id: [x.id for x in allocations.on_agent(s, a)])
+        assert found == [f"{trial_id}.{i}"], agent_id
+    assert db.run_sync(lambda s: allocations.on_agent(s, "a")) == []
+
+
 def test_a_starting_master_sees_every_agent_disconnected_and_keeps_its_identity(
     db: Database,
 ) -> None:

@@ -103,7 +103,7 @@ class TrialAllocations:
         gang.agent_exited(tx, agent_id, allocation_id, exit_code, reason, lost=lost)
 
     def masked(self, session: Session, allocation_id: str, lines: list[LogEntry]) -> list[LogEntry]:
-        alloc = allocations.get(session, allocation_id)
+        alloc = allocations.brief(session, allocation_id)
         if alloc is None:
             return lines
         own = [

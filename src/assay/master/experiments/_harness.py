@@ -62,7 +62,7 @@ def check_live(session: Session, caller: Caller) -> None:
     """Refuse a report of an allocation that ended since its token was checked: checked again
     in the writing transaction, so a copy the master gave up on never writes into the trial
     (its replacement's run) however its request raced the end."""
-    alloc = allocations.get(session, caller.allocation_id)
+    alloc = allocations.brief(session, caller.allocation_id)
     if alloc is None or alloc.state == AllocationState.TERMINATED:
         raise fenced(caller.allocation_id)
 

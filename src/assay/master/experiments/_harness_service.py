@@ -168,7 +168,7 @@ class HarnessService:
         key = ("preempt", allocation_id)
 
         def read(session: Session) -> bool:
-            alloc = allocations.get(session, allocation_id)
+            alloc = allocations.brief(session, allocation_id)
             if alloc is None or alloc.state == AllocationState.TERMINATED:
                 # Not "checkpoint and exit": a copy the master gave up on must write nothing
                 # more, not a checkpoint either; it is told it is fenced off, and stops.

@@ -18,9 +18,11 @@ from assay.protocol import LogEntry
 class LogMasker:
     """Masks log lines by trial. Each trial's pattern (one compiled regex of its experiment's
     secrets, shared by the experiment's trials) is read from the database once and kept, for
-    the ``size`` trials seen last: an experiment's environment never changes."""
+    the ``size`` trials seen last: an experiment's environment never changes. The size is
+    well above the trials a large cluster runs at once (8,000 on 1,000 agents of 8 slots), so
+    a running trial's lines never read its experiment again."""
 
-    def __init__(self, size: int = 4096) -> None:
+    def __init__(self, size: int = 65536) -> None:
         self._size = size
         self._patterns: OrderedDict[int, re.Pattern[str] | None] = OrderedDict()
         # Log batches are stored on worker threads, several at a time.
