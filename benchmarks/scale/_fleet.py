@@ -28,7 +28,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
@@ -49,6 +48,7 @@ from assay.protocol import (
     Welcome,
     master_message,
 )
+from benchmarks.scale._http import Pool
 
 log = logging.getLogger("b13")
 
@@ -111,7 +111,7 @@ class SimTrial:
         self.trial_id = start.trial_id
         info = start.cluster_info.trial
         self.steps = info.steps_completed if info is not None else 0
-        self.headers = {"Authorization": f"Bearer {start.env.get(TrialEnv.TOKEN, '')}"}
+        self.token = start.env.get(TrialEnv.TOKEN, "")
         self.preempted = asyncio.Event()
         self.pending: set[asyncio.Task[None]] = set()
         self.lines: list[LogEntry] = []
@@ -128,21 +128,22 @@ class SimTrial:
         while True:
             ledger.requests += 1
             try:
-                answer = await self.agent.http.request(
-                    method, path, json=body, params=params, headers=self.headers, timeout=timeout
+                status, content = await self.agent.http.request(
+                    method, path, token=self.token, body=body, params=params, timeout=timeout
                 )
-            except httpx.TransportError as exc:
-                problem = f"{type(exc).__name__}"
+            except (OSError, asyncio.IncompleteReadError, TimeoutError) as exc:
+                problem = type(exc).__name__
             else:
-                if answer.status_code < 300:
+                if status < 300:
                     ledger.last_ok[self.alloc] = time.monotonic()
-                    return answer.json() if answer.content else None
-                if answer.status_code == 409 and "Fenced" in answer.text:
+                    return json.loads(content) if content else None
+                if status == 409 and b"Fenced" in content:
                     raise Fenced(self.alloc)
-                if answer.status_code < 500 and answer.status_code not in (401, 429):
-                    raise RuntimeError(f"{method} {path}: {answer.status_code} {answer.text[:300]}")
+                if status < 500 and status not in (401, 429):
+                    text = content[:300].decode(errors="replace")
+                    raise RuntimeError(f"{method} {path}: {status} {text}")
                 # 401: a restarted master that has not read the allocation's token back yet.
-                problem = f"{answer.status_code}"
+                problem = str(status)
             if time.monotonic() > deadline:
                 raise RuntimeError(
                     f"{method} {path}: no answer within {RETRY_DEADLINE}s ({problem})"
@@ -266,9 +267,7 @@ class SimAgent:
         self.fleet = fleet
         self.id = agent_id
         self.session = secrets.token_hex(8)
-        self.http = httpx.AsyncClient(
-            base_url=fleet.url, limits=httpx.Limits(max_connections=None), timeout=30
-        )
+        self.http = Pool(fleet.url)
         self.ws: ClientConnection | None = None
         self.running: dict[str, asyncio.Task[None]] = {}
         self.unacked: dict[str, Exited] = {}
@@ -434,4 +433,4 @@ class Fleet:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
         for agent in self.agents:
-            await agent.http.aclose()
+            agent.http.close()

@@ -47,7 +47,14 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from benchmarks._common import command_of, percentile, stamp, write_section
+from benchmarks._common import (
+    CODE_AT_START,
+    LOAD_AT_START,
+    command_of,
+    machine,
+    percentile,
+    write_section,
+)
 from benchmarks.reliability._cluster import (
     TRACKER,
     Cluster,
@@ -476,7 +483,7 @@ def summary_line(r: dict[str, Any]) -> str:
 def render(runs: list[dict[str, Any]], command: str) -> str:
     rows = sorted(runs, key=lambda r: (r["db"], r["agents"]))
     out = ["## B13: one master, many machines (simulated agents, real protocol)", ""]
-    out.append(stamp(command).rstrip())
+    out.append(f"- machine: {machine()}")
     out.append(
         "- each agent offers 8 slots; each trial reports a training metric every 10 s, a "
         "validation and a checkpoint every 60 s, a log line a second, and long-polls its "
@@ -487,9 +494,12 @@ def render(runs: list[dict[str, Any]], command: str) -> str:
         "- targets at 1,000 agents: master < 1 core and < 2 GB RSS, API p99 < 500 ms, no ingest "
         "backlog; storm settled < 60 s with nothing lost"
     )
-    out.append("- runs, each the latest for its database and N:")
+    out.append("- runs, the latest for each database and N (date, code, 1-min load at start):")
     for r in rows:
-        out.append(f"  - {r.get('date', '?')}: `{r.get('command', command)}`")
+        out.append(
+            f"  - {r['db']} {r['agents']}: {r.get('date', '?')}, {r.get('code', '?')}, "
+            f"{r.get('load', '?')}: `{r.get('command', command)}`"
+        )
     out += [
         "",
         "| db | agents | trials | ramp s | master cores | master RSS MB | API p50 / p99 ms | "
@@ -578,16 +588,27 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="50 agents, short: checks only")
     parser.add_argument("--write", action="store_true", help="render RESULTS.md and the plot")
     parser.add_argument(
+        "--render", action="store_true", help="only render the kept runs (implies --write)"
+    )
+    parser.add_argument(
         "--profile", type=Path, help="py-spy's raw stacks of the master over the window"
     )
     parser.add_argument("--out", type=Path, help="also write this run's results here as JSON")
     args = parser.parse_args()
     command = command_of(
-        "python benchmarks/scale/bench_b13.py", parser, args, internal={"out", "write", "profile"}
+        "python benchmarks/scale/bench_b13.py",
+        parser,
+        args,
+        internal={"out", "write", "profile", "render"},
     )
     if args.quick:
         args.agents, args.window, args.trial_seconds = "50", 10.0, 45.0
         args.burst, args.burst_seconds, args.settle = min(args.burst, 100), 5.0, 2.0
+    if args.render:
+        kept = json.loads(RUNS.read_text())
+        plot(kept)
+        write_section("B13", render(kept, kept[-1]["command"]))
+        return 0
     dbs = ["sqlite", "postgres"] if args.db == "both" else [args.db]
     if "postgres" in dbs and (problem := postgres_problem()):
         print(f"PostgreSQL is not reachable: {problem}", file=sys.stderr)
@@ -599,6 +620,8 @@ def main() -> int:
             result = run_one(db, agents, args)
             result["command"] = command
             result["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+            result["code"] = CODE_AT_START
+            result["load"] = round(LOAD_AT_START, 2)
             results.append(result)
             print(summary_line(result), flush=True)
             checked = result["steady_check"]

@@ -60,6 +60,10 @@ def run_master(settings: MasterConfig, assay_home: Path) -> None:
         ws_ping_interval=5.0,
         ws_ping_timeout=20.0,
         timeout_graceful_shutdown=5,
+        # Trials report every few seconds to a minute on a connection they keep: uvicorn's
+        # default (5 s) closed it between reports, so each report paid a new TCP connection
+        # on both sides (benchmark B13).
+        timeout_keep_alive=75,
         ssl_certfile=tls.cert if tls else None,
         ssl_keyfile=tls.key if tls else None,
     )
