@@ -602,7 +602,7 @@ def main() -> int:
         internal={"out", "write", "profile", "render"},
     )
     if args.quick:
-        args.agents, args.window, args.trial_seconds = "50", 10.0, 45.0
+        args.agents, args.window, args.trial_seconds = "50", 8.0, 30.0
         args.burst, args.burst_seconds, args.settle = min(args.burst, 100), 5.0, 2.0
     if args.render:
         kept = json.loads(RUNS.read_text())

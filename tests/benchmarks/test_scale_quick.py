@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+KEPT = [ROOT / "benchmarks" / "RESULTS.md", ROOT / "benchmarks" / "scale" / "b13_runs.json"]
 
 
 @pytest.mark.parametrize("db", ["sqlite", "postgresql"])
@@ -22,12 +23,14 @@ def test_simulated_cluster_ends_every_trial_and_loses_nothing_through_a_master_r
     if db == "postgresql":
         request.getfixturevalue("pg_server")  # skips without PostgreSQL (fails under CI=true)
     out = tmp_path / "b13.json"
+    before = [path.read_bytes() for path in KEPT]
     result = subprocess.run(
         [sys.executable, "benchmarks/scale/bench_b13.py", "--quick",
          "--db", "postgres" if db == "postgresql" else "sqlite", "--out", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert [path.read_bytes() for path in KEPT] == before, "quick mode must write no figures"
     (run,) = json.loads(out.read_text())
     checked = run["steady_check"]
     assert checked["trials"] == run["trials"] == 400
@@ -38,5 +41,6 @@ def test_simulated_cluster_ends_every_trial_and_loses_nothing_through_a_master_r
     assert run["storm"]["trials_running_at_kill"] == 400
     assert run["storm"]["trials_answered_s"] >= run["storm"]["master_answering_s"] > 0
     assert run["burst"]["experiments"] == 100 and run["burst"]["not_completed"] == 0
-    # The master's own figures were read through /metrics.
-    assert run["steady"]["stored_per_s"]["logs"] > 0
+    # The master's own figures were read through /metrics (how many rows fell in the short
+    # window depends on when the trials' first reports came).
+    assert set(run["steady"]["stored_per_s"]) == {"metrics", "logs"}
