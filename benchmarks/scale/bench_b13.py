@@ -369,9 +369,7 @@ async def storm(cluster: Cluster, fleet: Fleet, agents: int) -> dict[str, Any]:
     }
 
 
-async def burst(
-    fleet: Fleet, http: httpx.AsyncClient, count: int, steps: int
-) -> tuple[dict[str, Any], list[int]]:
+async def burst(fleet: Fleet, http: httpx.AsyncClient, count: int, steps: int) -> dict[str, Any]:
     ledger = fleet.ledger
     before = set(ledger.started_at)
     began = time.monotonic()
@@ -390,7 +388,7 @@ async def burst(
         "all_started_s": round(submitted + running, 1),
         "all_ended_s": round(time.monotonic() - began, 1),
         "not_completed": sum(1 for s in states.values() if s != "COMPLETED"),
-    }, ids
+    }
 
 
 async def scenario(
@@ -430,7 +428,7 @@ async def scenario(
         )
         if args.burst:
             count = min(args.burst, trials)
-            result["burst"], _ = await burst(
+            result["burst"] = await burst(
                 fleet, http, count, max(1, round(args.burst_seconds / args.step_seconds))
             )
         result["simulator_requests"] = fleet.ledger.requests
