@@ -10,7 +10,7 @@ PORT ?=
 export ASSAY_HOME
 
 .PHONY: install install-dev system-deps run test lint typecheck unit integration bench bench-peers \
-	down clean webui webui-types webui-check test-tools det-client
+	down clean webui webui-types webui-check test-tools det-client dist docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,16 @@ webui-check: install web/node_modules/.installed
 	  >/dev/null 2>&1 && \
 	{ cmp -s "$$tmp/schema.d.ts" web/src/api/schema.d.ts || \
 	  { echo "web/src/api/schema.d.ts is stale: run make webui-types and commit it"; exit 1; }; }
+
+## make dist: build the web UI, then an sdist and a wheel built from that sdist (in dist/), both
+## carrying the UI and the commit they were built from.
+dist: install-dev webui
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+
+## make docs: the documentation site (MkDocs, Material theme) in site/; a broken link fails it.
+docs: install-dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 ## make run: install, build the UI, start a single-machine cluster, run the digits example.
 run: install webui
@@ -95,9 +105,9 @@ $(DET_VENV)/.installed-$(DET_VERSION):
 	touch $@
 
 ## make test: install what the suite needs, then lint, type-check and run every test.
-test: install-dev system-deps webui webui-check test-tools det-client
-	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/ruff format --check src tests benchmarks examples
+test: install-dev system-deps webui webui-check test-tools det-client docs
+	$(BIN)/ruff check src tests benchmarks examples docs/_hooks hatch_build.py
+	$(BIN)/ruff format --check src tests benchmarks examples docs/_hooks hatch_build.py
 	$(BIN)/mypy
 	@# Compiled once here: where PYTHONDONTWRITEBYTECODE is set, every master, agent, command
 	@# and trial process the suite starts would compile the sources again (0.5 s a master).

@@ -25,9 +25,51 @@ __all__ = [
     "InvalidHP",
     "TrialInfo",
     "__version__",
+    "built_from",
     "core",
+    "describe_version",
     "get_cluster_info",
 ]
+
+_BUILT_FROM: list[str | None] = []
+
+
+def built_from() -> str | None:
+    """The full hash of the commit this package was built from, or None where it cannot be known.
+
+    A wheel or sdist carries it in ``assay/BUILD_COMMIT`` (written by the build hook,
+    ``hatch_build.py``); a source checkout asks git. Asked once per process."""
+    if not _BUILT_FROM:
+        _BUILT_FROM.append(_read_commit())
+    return _BUILT_FROM[0]
+
+
+def _read_commit() -> str | None:
+    import subprocess
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    stamp = here / "BUILD_COMMIT"
+    if stamp.is_file():
+        return stamp.read_text().strip() or None
+    checkout = here.parent.parent
+    if not (checkout / ".git").exists():
+        return None  # a tree copied without its history
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(checkout), "rev-parse", "HEAD"],
+            capture_output=True, text=True, timeout=10, check=True,
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None
+
+
+def describe_version() -> str:
+    """``0.1.0 (commit 1a2b3c4d5e6f)``: what ``assay --version`` prints after the name."""
+    commit = built_from()
+    return __version__ + (f" (commit {commit[:12]})" if commit else "")
+
 
 _FROM_CORE = ("ClusterInfo", "InvalidHP", "TrialInfo", "get_cluster_info")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from assay.api._logformat import LOG_FORMATS, configure_logging
 from assay.api._server import run_master
 from assay.config import MasterConfig, load_master_config, validate_as
 from assay.errors import AssayError, InvalidConfig
+from assay.master import Master, database_url
 from assay.protocol import AGENT_TOKEN_ENV, enable_trace_from_env
 
 
@@ -38,6 +40,11 @@ def main(argv: list[str] | None = None) -> int:
         default="text",
         help="the log's lines: text (default) or json (one object a line)",
     )
+    parser.add_argument(
+        "--check-upgrade",
+        action="store_true",
+        help="say what a start would migrate in the database, change nothing, and exit",
+    )
     args = parser.parse_args(argv)
     configure_logging(args.log_format)
     enable_trace_from_env()
@@ -47,12 +54,32 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     home = args.home or settings.assay_home or Path(os.environ.get("ASSAY_HOME", "~/.assay"))
+    home = home.expanduser().resolve()
     try:
-        run_master(settings, home.expanduser().resolve())
+        if args.check_upgrade:
+            print(check_upgrade(settings, home))
+            return 0
+        run_master(settings, home)
     except AssayError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def check_upgrade(settings: MasterConfig, home: Path) -> str:
+    """What ``--check-upgrade`` prints: the database's schema and what a start would apply."""
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # its notes on reading the version
+    plan = Master.upgrade_plan(settings, home)
+    where = database_url(settings, home)
+    if plan.current is None:
+        return f"{where}: no assay database yet; a start creates one (schema {plan.newest})"
+    if not plan.pending:
+        return f"{where}: schema {plan.current}, the newest; a start migrates nothing"
+    head = (
+        f"{where}: schema {plan.current}; a start would apply {len(plan.pending)} "
+        f"migration(s) to reach {plan.newest} (back it up first: assay master backup FILE)"
+    )
+    return "\n".join([head, *(f"  {m.revision}  {m.summary}" for m in plan.pending)])
 
 
 def _with_flags(settings: MasterConfig, args: argparse.Namespace) -> MasterConfig:

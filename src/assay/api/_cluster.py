@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, WebSocket, WebSocketDisconnect
-from fastapi.responses import Response
+from fastapi.responses import FileResponse, Response
+from starlette.background import BackgroundTask
 from starlette.websockets import WebSocketDisconnected
 
 from assay import rest
@@ -38,6 +39,31 @@ async def master_config(master: MasterDep, actor: ActorDep) -> rest.MasterConfig
     _admin_only(actor, "config")
     return rest.MasterConfigView(
         config=effective_config(master.settings, master.core.db.url, master.assay_home)
+    )
+
+
+BACKUP_FILE: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The database's copy: a SQLite database file, or pg_dump's custom "
+        "format for PostgreSQL (the file name says which).",
+        "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+    }
+}
+
+
+@router.get("/master/backup", response_class=FileResponse, responses=BACKUP_FILE)
+async def master_backup(master: MasterDep, actor: ActorDep) -> FileResponse:
+    """A consistent copy of the cluster's whole database, taken while it runs: experiments,
+    trials, metrics, the checkpoint index, users, tokens and jobs (checkpoint files stay in
+    checkpoint storage). `assay master restore` puts it under a new master. Admins only."""
+    _admin_only(actor, "database")
+    backup = await master.backup()
+    return FileResponse(
+        backup.path,
+        media_type="application/octet-stream",
+        filename=backup.filename,
+        headers={"X-Assay-Backup-Format": backup.format},
+        background=BackgroundTask(backup.path.unlink, missing_ok=True),
     )
 
 

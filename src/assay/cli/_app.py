@@ -43,15 +43,9 @@ app = typer.Typer(
 def _show_version(shown: bool) -> None:
     if not shown:
         return
-    from importlib.metadata import PackageNotFoundError, version
+    from assay import describe_version
 
-    try:
-        number = version("assay")
-    except PackageNotFoundError:  # Run from a source tree that was never installed.
-        import assay
-
-        number = assay.__version__
-    print(f"assay {number}")
+    print(f"assay {describe_version()}")
     raise typer.Exit()
 
 
@@ -121,7 +115,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     ),
     "master": Subcommand(
         _attr("_cluster_info", "master_app"),
-        "Run a master (the bare command), or ask one about itself.",
+        "Run a master (the bare command), ask one about itself, back up or restore its database.",
     ),
     "agent": Subcommand(
         _attr("_cluster_info", "agent_app"),

@@ -75,9 +75,18 @@ def master(
     log_format: Annotated[
         str | None, typer.Option(help="the log's lines: text (default) or json, one object a line")
     ] = None,
+    check_upgrade: Annotated[
+        bool,
+        typer.Option(
+            "--check-upgrade",
+            help="say what a start would migrate in the database, change nothing, and exit",
+        ),
+    ] = False,
 ) -> None:
     """Run the master in the foreground."""
     args = [sys.executable, "-m", "assay.api"]
+    if check_upgrade:
+        args.append("--check-upgrade")
     options = (
         ("--config", config),
         ("--host", host),

@@ -162,6 +162,7 @@ def master_info(as_json: JsonFlag = False) -> None:
         return
     for key, value in (
         ("version", info.version),
+        ("commit", info.commit or "unknown"),
         ("url", c.http.base_url),
         ("cluster id", info.cluster_id),
         ("database", info.database),
@@ -210,13 +211,15 @@ def _duration(seconds: float) -> str:
 
 
 def _build() -> tuple[typer.Typer, typer.Typer, typer.Typer, typer.Typer]:
-    from assay.cli import _cluster
+    from assay.cli import _backup, _cluster
 
     # Their help: assay.cli._app.SUBCOMMANDS.
     master = group(_cluster.master)
     master.command("info")(master_info)
     master.command("config")(master_config)
     master.command("logs")(master_logs)
+    master.command("backup")(_backup.backup)
+    master.command("restore")(_backup.restore)
     agent = group(_cluster.agent)
     agent.command("list")(agent_list)
     agent.command("ls", hidden=True)(agent_list)

@@ -90,6 +90,14 @@ class Client:
         answer = self.http.get("/api/v1/master/logs", params={"after": after})
         return rest.MasterLogPage.model_validate(answer).lines
 
+    def master_backup(self, dest: str | Path) -> tuple[Path, str]:
+        """A consistent copy of the cluster's database, saved to the file ``dest`` (or into the
+        directory ``dest`` under the master's name for it); admins only. Returns the file and
+        its format: ``sqlite`` or ``pg_dump``."""
+        from assay.client._download import download_backup
+
+        return download_backup(self.http, Path(dest))
+
     def agents(self) -> list[rest.Agent]:
         return rest.AgentList.model_validate(self.http.get("/api/v1/agents")).agents
 

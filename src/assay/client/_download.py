@@ -263,3 +263,37 @@ def _replace(src: Path, target: Path) -> None:
     if os.path.lexists(target) and stat.S_ISDIR(os.lstat(target).st_mode):
         raise AssayError(f"cannot download {target.name}: {target} is a directory in the way")
     os.replace(src, target)
+
+
+BACKUP_PATH = "/api/v1/master/backup"
+
+
+def download_backup(session: HttpSession, dest: Path) -> tuple[Path, str]:
+    """Download a copy of the cluster's database (admins only) to the file ``dest``, or into
+    the directory ``dest`` under the name the master gives it. It is written next to its place
+    and moved there only once whole; an existing file is never replaced. Returns the file and
+    its format (``sqlite`` or ``pg_dump``)."""
+    with _opened(session, BACKUP_PATH, None) as response:
+        target = dest
+        if dest.is_dir():
+            disposition = response.getheader("Content-Disposition") or ""
+            name = disposition.rpartition("filename=")[2].strip('"') or "assay-backup"
+            target = dest / Path(name).name
+        if target.exists():
+            raise AssayError(f"{target} exists: give a new file name (a backup replaces nothing)")
+        expected = int(response.getheader("Content-Length") or -1)
+        fd, partial = tempfile.mkstemp(prefix=f".{target.name}.downloading-", dir=target.parent)
+        try:
+            got = 0
+            with os.fdopen(fd, "wb") as out:
+                while piece := _read(response, session, 1024 * 1024):
+                    out.write(piece)
+                    got += len(piece)
+            if expected >= 0 and got != expected:
+                raise AssayError(
+                    f"the backup was cut off: {got} of {expected} bytes arrived; nothing was kept"
+                )
+            os.link(partial, target)  # fails rather than replace a file made meanwhile
+        finally:
+            Path(partial).unlink(missing_ok=True)
+        return target, response.getheader("X-Assay-Backup-Format") or "unknown"

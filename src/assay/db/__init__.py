@@ -61,8 +61,19 @@ from assay.db._models import (
     User,
     finite_json,
 )
+from assay.db._upkeep import (
+    PG_DUMP,
+    SQLITE,
+    Migration,
+    NewerSchema,
+    UpgradePlan,
+    backup_database,
+    upgrade_plan,
+)
 
 __all__ = [
+    "PG_DUMP",
+    "SQLITE",
     "AgentRecord",
     "Allocation",
     "AllocationOwner",
@@ -76,8 +87,10 @@ __all__ = [
     "Instance",
     "Job",
     "Metric",
+    "Migration",
     "Model",
     "ModelVersion",
+    "NewerSchema",
     "SearcherEvent",
     "SearcherSnapshot",
     "Session",
@@ -86,9 +99,11 @@ __all__ = [
     "TaskLog",
     "Token",
     "Trial",
+    "UpgradePlan",
     "User",
     "agents",
     "allocations",
+    "backup_database",
     "changes",
     "checkpoints",
     "cluster",
@@ -107,5 +122,6 @@ __all__ = [
     "tasks",
     "tokens",
     "trials",
+    "upgrade_plan",
     "users",
 ]

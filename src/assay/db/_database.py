@@ -12,11 +12,13 @@ from typing import Any, TypeVar
 import anyio.to_thread
 from alembic import command
 from alembic.config import Config
+from alembic.util import CommandError
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import QueuePool
 
+from assay.db._upkeep import upgrade_plan
 from assay.errors import InvalidConfig
 
 log = logging.getLogger(__name__)
@@ -73,9 +75,15 @@ class Database:
         """Bring the schema to the newest revision (a no-op when it already is)."""
         cfg = Config()
         cfg.set_main_option("script_location", str(_MIGRATIONS))
-        with self.engine.begin() as conn:
-            cfg.attributes["connection"] = conn
-            command.upgrade(cfg, "head")
+        try:
+            with self.engine.begin() as conn:
+                cfg.attributes["connection"] = conn
+                command.upgrade(cfg, "head")
+        except CommandError as exc:
+            if "Can't locate revision" not in str(exc):
+                raise
+            upgrade_plan(self.url)  # raises NewerSchema, naming the revisions
+            raise
 
     @contextmanager
     def session(self) -> Iterator[Session]:

@@ -8,7 +8,7 @@ re-exported from :mod:`assay.protocol`, where they are defined.
 
 from __future__ import annotations
 
-from assay.master._master import Master
+from assay.master._master import Backup, Master, database_url
 from assay.master.allocations import AgentGateway
 from assay.master.artifacts import CheckpointFiles, CheckpointService, ModelRegistry
 from assay.master.experiments import ExperimentCommands, HarnessService, Submission
@@ -28,6 +28,7 @@ __all__ = [
     "Actor",
     "AgentGateway",
     "AllocationState",
+    "Backup",
     "Caller",
     "CheckpointFiles",
     "CheckpointService",
@@ -47,5 +48,6 @@ __all__ = [
     "TensorBoardService",
     "TrialState",
     "UserService",
+    "database_url",
     "effective_config",
 ]

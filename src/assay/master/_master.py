@@ -31,12 +31,25 @@ first) ask the parts.
 from __future__ import annotations
 
 import logging
+import secrets
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from assay.config import MasterConfig
-from assay.db import Database, Session, agents, checkpoints, cluster, sqlite_url
+from assay.db import (
+    SQLITE,
+    Database,
+    Session,
+    UpgradePlan,
+    agents,
+    backup_database,
+    checkpoints,
+    cluster,
+    sqlite_url,
+    upgrade_plan,
+)
 from assay.master.allocations import AgentGateway, Autoscaler, ClusterDrain, Loops, ResourcePools
 from assay.master.artifacts import CheckpointService, ModelRegistry, gc
 from assay.master.experiments import ExperimentCommands, HarnessService, TrialAllocations
@@ -52,6 +65,20 @@ from assay.master.tasks import (
 )
 
 log = logging.getLogger(__name__)
+
+
+def database_url(settings: MasterConfig, assay_home: Path) -> str:
+    """The database ``settings.db`` names, else SQLite under ``assay_home``."""
+    return settings.db or sqlite_url(assay_home / "assay.db")
+
+
+@dataclass(frozen=True)
+class Backup:
+    path: Path
+    filename: str
+    """What to call it where it is saved: the cluster's id and when it was taken."""
+    format: str
+    """``sqlite`` (a database file) or ``pg_dump`` (pg_dump's custom format)."""
 
 
 class Master:
@@ -115,8 +142,30 @@ class Master:
     ) -> Master:
         """A master on the database ``settings.db`` names, or on SQLite under ``assay_home``."""
         assay_home.mkdir(mode=0o700, parents=True, exist_ok=True)
-        db = Database(settings.db or sqlite_url(assay_home / "assay.db"))
+        db = Database(database_url(settings, assay_home))
         return cls(settings, db, assay_home, admin_password=admin_password)
+
+    @staticmethod
+    def upgrade_plan(settings: MasterConfig, assay_home: Path) -> UpgradePlan:
+        """What a master started with ``settings`` would migrate, changing nothing."""
+        return upgrade_plan(database_url(settings, assay_home))
+
+    async def backup(self) -> Backup:
+        """A consistent copy of the cluster's database, taken while it runs, in a file of
+        ``assay_home``'s that the caller removes once sent."""
+        import anyio.to_thread
+
+        folder = self.assay_home / "backups"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        path = folder / f".backup-{secrets.token_hex(8)}"
+        try:
+            kind = await anyio.to_thread.run_sync(backup_database, self.db.url, path)
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
+        taken = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(self.core.clock()))
+        suffix = "sqlite" if kind == SQLITE else "pgdump"
+        return Backup(path, f"assay-{self.core.cluster_id}-{taken}.{suffix}", kind)
 
     # -- what the parts share ---------------------------------------------------------------------
 

@@ -12,6 +12,9 @@ from assay.rest._common import Request, Resource
 
 class MasterInfo(Resource):
     version: str
+    commit: str | None = Field(
+        default=None, description="The commit the master was built from, where it is known."
+    )
     cluster_id: str
     started_at: float
     database: str = Field(description="sqlite or postgresql.")

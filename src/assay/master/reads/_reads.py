@@ -91,6 +91,7 @@ class Reads:
     def info(self) -> rest.MasterInfo:
         return rest.MasterInfo(
             version=assay.__version__,
+            commit=assay.built_from(),
             cluster_id=self.core.cluster_id,
             started_at=self.core.started_at,
             database="sqlite" if self.core.db.is_sqlite else "postgresql",
