@@ -801,6 +801,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/master/backup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Master Backup
+         * @description A consistent copy of the cluster's whole database, taken while it runs: experiments,
+         *     trials, metrics, the checkpoint index, users, tokens and jobs (checkpoint files stay in
+         *     checkpoint storage). `assay master restore` puts it under a new master. Admins only.
+         */
+        get: operations["master_backup_api_v1_master_backup_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/master/config": {
         parameters: {
             query?: never;
@@ -2929,6 +2951,11 @@ export interface components {
         MasterInfo: {
             /** Cluster Id */
             cluster_id: string;
+            /**
+             * Commit
+             * @description The commit the master was built from, where it is known.
+             */
+            commit?: string | null;
             /**
              * Database
              * @description sqlite or postgresql.
@@ -7945,6 +7972,80 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MasterInfo"];
+                };
+            };
+            /** @description The request is not valid: `details` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No token, or one that is not valid: sign in first. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Signed in, but only the owner or an admin may do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such experiment, trial, checkpoint, job, pool or model. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not possible in the object's current state. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The upload is over its size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    master_backup_api_v1_master_backup_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The database's copy: a SQLite database file, or pg_dump's custom format for PostgreSQL (the file name says which). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
                 };
             };
             /** @description The request is not valid: `details` names each bad field. */
