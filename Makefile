@@ -10,7 +10,7 @@ PORT ?=
 export ASSAY_HOME
 
 .PHONY: install install-dev system-deps run test lint typecheck unit integration bench bench-peers \
-	down clean webui webui-types webui-check test-tools det-client dist docs
+	down clean webui webui-types webui-check test-tools det-client dist docs images
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,24 @@ webui-check: install web/node_modules/.installed
 dist: install-dev webui
 	rm -rf dist
 	$(BIN)/python -m build --outdir dist .
+
+## make images: the master's and the agent's container images (podman, else docker), from the
+## wheel `make dist` builds and every wheel it needs (dist/wheelhouse), so the builds reach no
+## network; the CUDA agent's wheelhouse is for its base's Python 3.12. BASE=IMAGE builds the
+## master and the agent on another base with Python 3.11.
+ENGINE ?= $(shell command -v podman || command -v docker)
+VERSION = $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' src/assay/__init__.py)
+images: dist
+	$(BIN)/pip download --quiet --only-binary=:all: --dest dist/wheelhouse pip \
+	  "$$(ls dist/assay-*.whl)[kubernetes]"
+	$(BIN)/pip download --quiet --only-binary=:all: --dest dist/wheelhouse-cp312 \
+	  --python-version 3.12 --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 \
+	  pip "$$(ls dist/assay-*.whl)"
+	$(ENGINE) build -f deploy/images/master.Containerfile $(if $(BASE),--build-arg BASE=$(BASE)) \
+	  -t assay-master:$(VERSION) dist
+	$(ENGINE) build -f deploy/images/agent.Containerfile $(if $(BASE),--build-arg BASE=$(BASE)) \
+	  -t assay-agent:$(VERSION) dist
+	$(ENGINE) build -f deploy/images/agent-cuda.Containerfile -t assay-agent-cuda:$(VERSION) dist
 
 ## make docs: the documentation site (MkDocs, Material theme) in site/; a broken link fails it.
 docs: install-dev

@@ -117,7 +117,7 @@ def test_the_wheel_in_a_fresh_environment_serves_the_ui_and_runs_an_experiment(
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     install = subprocess.run(
-        [str(venv / "bin" / "pip"), "install", "-q", f"{wheel}[examples]"],
+        [str(venv / "bin" / "pip"), "install", "-q", "--no-compile", f"{wheel}[examples]"],
         capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert install.returncode == 0, install.stderr[-3000:]
