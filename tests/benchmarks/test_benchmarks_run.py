@@ -21,7 +21,6 @@ QUICK = [
     "benchmarks/searchers/b9_peers.py",
     "benchmarks/cli/bench_b11.py",
     "benchmarks/peers/bench_peers.py",
-    "benchmarks/peers/bench_peers.py --b1-only",
     "benchmarks/peers/bench_peers.py --b3-only",
     "benchmarks/runtime/bench_b8.py",
     "benchmarks/interactive/bench_b14_notebook.py",

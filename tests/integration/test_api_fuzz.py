@@ -116,6 +116,10 @@ FUZZ = settings(
     suppress_health_check=list(HealthCheck),
 )
 
+SIGNED_OUT = settings(FUZZ, max_examples=4)
+"""Signed out, every route but the few open ones is refused before its input is read, whatever
+the input: fewer examples reach as much (a third of this file's time went to them at 10)."""
+
 
 @dataclass(frozen=True)
 class Target:
@@ -354,7 +358,7 @@ SIGNERS: dict[str, Signer] = {}
 
 
 @schema.parametrize()
-@FUZZ
+@SIGNED_OUT
 def test_every_route_without_signing_in(case: Case, target: Target) -> None:
     call(case, target)
 

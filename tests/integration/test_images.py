@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from assay.client import Client
+from assay.context import pack_context
 from tests.containers import ensure_test_image, podman
 from tests.e2e.conftest import need
 from tests.integration.cluster import CONTEXTS, free_port, wait_for
@@ -158,14 +159,17 @@ def test_a_master_and_an_agent_in_containers_run_an_experiment_to_the_end(
             "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 30}},
             "max_restarts": 0,
         }
-        created = client.create_experiment(yaml.safe_dump(experiment), CONTEXTS / "counter")
+        context = pack_context(CONTEXTS / "counter").data
+        created = client.create_experiment(yaml.safe_dump(experiment), context)
         wait_for(
             "the experiment to complete",
             lambda: client.experiment(created.id).state in ("COMPLETED", "ERROR"),
             timeout=180,
         )
-        assert client.experiment(created.id).state == "COMPLETED"
         (trial,) = client.trials(created.id)
+        shown = client.experiment(created.id)
+        logs = "\n".join(e.line for e in client.logs(trial.id))
+        assert shown.state == "COMPLETED", f"{shown.message}\n{logs[-3000:]}"
         assert trial.steps_completed == 30
         assert client.trial_checkpoints(trial.id), "a checkpoint on the shared volume"
         assert any(shared.rglob("state.json")), "written by the trial in the agent container"

@@ -24,11 +24,13 @@ ALLOWED: dict[str, set[str]] = {
     "assay": {"core"},
     "errors": set(),
     "files": set(),
+    # Safe tar extraction on every Python assay supports (the standard library only).
+    "tarsafe": set(),
     "protocol": set(),
     # The wire shapes: pydantic and the standard library only, so clients stay light.
     "rest": {"protocol"},
     "config": set(),
-    "context": set(),
+    "context": {"tarsafe"},
     "storage": set(),
     "searcher": {"config", "protocol"},
     "scheduler": set(),
@@ -63,7 +65,7 @@ ALLOWED: dict[str, set[str]] = {
     "notebooks": {"protocol"},
     # So does a shell's.
     "shells": {"protocol"},
-    "client": {"rest", "files"},
+    "client": {"rest", "files", "tarsafe"},
     # searcher only inside `preview-search`: tests/unit/cli checks what the CLI loads at start.
     # compat only for `assay compat shims-path` (where the shims are; nothing of them runs).
     "cli": {"client", "rest", "protocol", "config", "context", "searcher", "files", "compat"},

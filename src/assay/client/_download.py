@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from assay import tarsafe
 from assay.client._http import HttpSession, failure_reason
 from assay.errors import AssayError, MasterUnreachable
 
@@ -178,9 +179,9 @@ def extract_tar(
             with tarfile.open(fileobj=counted, mode="r|") as tar:
                 for member in tar:
                     _check_member(member, what)
-                    tar.extract(member, staging, set_attrs=True, filter="data")
+                    tarsafe.extract(tar, member, str(staging))
                     got[_listed_name(member)] = _size_on_disk(staging, member)
-        except tarfile.FilterError as exc:
+        except tarsafe.REFUSED as exc:
             raise AssayError(f"{what}: refused an unsafe member: {exc}") from None
         except tarfile.TarError as exc:
             raise AssayError(

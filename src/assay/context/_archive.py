@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from assay import tarsafe
 from assay.context._members import MemberChecker, MemberInfo
 from assay.context._paths import encoded_len, shown
 from assay.context._sizes import (
@@ -120,18 +121,14 @@ def extract_archive(data: bytes, dest: Path, *, limit: int = DEFAULT_CONTEXT_LIM
     _check_fits(checked, root, dest)
     dest.mkdir(parents=True, exist_ok=True)
     for tar, info, member in _scan(data, MemberChecker(limit)):
-        prepared = info.replace(
-            name=member.name,
-            mode=member.mode,
-            linkname=member.linkname,
-            mtime=None,  # type: ignore[arg-type]
-            deep=False,
+        prepared = tarsafe.with_changes(
+            info, name=member.name, mode=member.mode, linkname=member.linkname, mtime=None
         )
         try:
             # The data filter is a second line of defence: it also sees the destination as it
             # is on disk (a symlink already there), which the archive alone cannot show.
-            tar.extract(prepared, root, set_attrs=True, filter="data")
-        except tarfile.FilterError as exc:
+            tarsafe.extract(tar, prepared, root)
+        except tarsafe.REFUSED as exc:
             raise InvalidContext(
                 f"context archive member {shown(info.name)} refused while extracting into "
                 f"{dest}: {exc}"

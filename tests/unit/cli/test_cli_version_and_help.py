@@ -22,10 +22,15 @@ def invoke(args: list[str], **extra: Any) -> Any:
     return runner.invoke(command(), args, prog_name="assay", **extra)
 
 
-def test_version_prints_assay_and_the_installed_version() -> None:
+def test_version_prints_assay_the_installed_version_and_the_commit() -> None:
     done = invoke(["--version"])
     assert done.exit_code == 0
-    assert done.stdout == f"assay {version('assay')}\n"
+    commit = subprocess.run(
+        ["git", "-C", str(Path(__file__).parent), "rev-parse", "HEAD"],
+        capture_output=True, text=True, check=False,
+    ).stdout.strip()  # fmt: skip
+    shown = f" (commit {commit[:12]})" if commit else ""
+    assert done.stdout == f"assay {version('assay')}{shown}\n"
 
 
 @pytest.mark.parametrize(
