@@ -170,6 +170,6 @@ bench-peers: install-dev
 
 # Also the images the container tests keep for the next run (README: what make test leaves).
 clean:
-	rm -rf $(VENV) $(DET_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(DET_VENV) .pytest_cache .mypy_cache .ruff_cache dist site
 	@if command -v podman >/dev/null 2>&1; then \
 	  podman rmi --ignore localhost/assay-test-sshd:1 localhost/assay-test-python:1 >/dev/null; fi
