@@ -53,7 +53,8 @@ webui-check: install web/node_modules/.installed
 
 ## make dist: build the web UI, then an sdist and a wheel built from that sdist (in dist/), both
 ## carrying the UI and the commit they were built from.
-dist: install-dev webui
+dist: install webui
+	$(BIN)/python -m pip install -q "build>=1.2"
 	rm -rf dist
 	$(BIN)/python -m build --outdir dist .
 

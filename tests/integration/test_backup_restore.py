@@ -171,6 +171,14 @@ def test_restore_refuses_what_is_not_a_backup_and_replaces_only_with_force(
     try:
         saved = assay("master", "backup", str(tmp_path / "b.sqlite"))
         assert saved.returncode == 0, saved.stderr
+        # A directory that is not there is named, and nothing is written in its place.
+        for missing in (f"{tmp_path / 'no-such'}/", str(tmp_path / "no-such" / "b.sqlite")):
+            refused = assay("master", "backup", missing)
+            assert refused.returncode == 1, refused.stdout
+            assert refused.stderr.strip() == (
+                f"error: no directory {tmp_path / 'no-such'} to save the backup in: make it first"
+            )
+        assert not (tmp_path / "no-such").exists()
         running = assay("master", "restore", str(tmp_path / "b.sqlite"))
         assert running.returncode == 1 and "stop it first (assay down)" in running.stderr
     finally:

@@ -31,17 +31,21 @@ PG_DUMP_MAGIC = b"PGDMP"
 
 def backup(
     file: Annotated[
-        Path,
+        str,
         typer.Argument(
-            help="where to save it: a new file, or a directory to save it in under the "
-            "master's name for it (the cluster and the time)"
+            help="where to save it: a new file, or a directory (an existing one, or a path "
+            "ending in /) to save it in under the master's name for it (the cluster and the time)"
         ),
-    ] = Path("."),
+    ] = ".",
 ) -> None:
     """Save a consistent copy of the cluster's database, taken while it runs (admins only):
     experiments, trials, metrics, the checkpoint index, users, tokens and jobs. Checkpoint
     files stay in checkpoint storage; back that up with the storage's tools."""
-    saved, kind = client().master_backup(file)
+    dest = Path(file)
+    folder = dest if (file.endswith("/") or dest.is_dir()) else dest.parent
+    if not folder.is_dir():
+        raise InvalidRequest(f"no directory {folder} to save the backup in: make it first")
+    saved, kind = client().master_backup(dest)
     size = saved.stat().st_size
     console.print(
         f"saved the cluster's database ({'SQLite' if kind == 'sqlite' else kind}, "
