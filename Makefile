@@ -10,7 +10,7 @@ PORT ?=
 export ASSAY_HOME
 
 .PHONY: install install-dev system-deps run test lint typecheck unit integration bench bench-peers \
-	down clean webui webui-types webui-check test-tools det-client dist docs images
+	down clean webui webui-types webui-check test-tools det-client dist docs images test-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -118,13 +118,19 @@ DET_VERSION := 0.38.1
 
 det-client: $(DET_VENV)/.installed-$(DET_VERSION)
 
+# What the suite needs. The installs first, at once: each is mostly waiting on downloads (pip,
+# apt, npm) and none touches another's files; then what is built from them.
+test-deps:
+	$(MAKE) -j5 install-dev system-deps web/node_modules/.installed test-tools det-client
+	$(MAKE) webui webui-check docs
+
 $(DET_VENV)/.installed-$(DET_VERSION):
 	$(PYTHON) -m venv $(DET_VENV)
 	$(DET_VENV)/bin/python -m pip install -q 'determined==$(DET_VERSION)'
 	touch $@
 
 ## make test: install what the suite needs, then lint, type-check and run every test.
-test: install-dev system-deps webui webui-check test-tools det-client docs
+test: test-deps
 	$(BIN)/ruff check src tests benchmarks examples docs/_hooks hatch_build.py
 	$(BIN)/ruff format --check src tests benchmarks examples docs/_hooks hatch_build.py
 	$(BIN)/mypy
