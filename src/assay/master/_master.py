@@ -157,6 +157,10 @@ class Master:
 
         folder = self.assay_home / "backups"
         folder.mkdir(mode=0o700, exist_ok=True)
+        # A copy whose download was cut off is never sent on: gone once it is an hour old.
+        for stale in folder.glob(".backup-*"):
+            if stale.stat().st_mtime < time.time() - 3600:
+                stale.unlink(missing_ok=True)
         path = folder / f".backup-{secrets.token_hex(8)}"
         try:
             kind = await anyio.to_thread.run_sync(backup_database, self.db.url, path)
