@@ -30,6 +30,7 @@ first) ask the parts.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 import time
@@ -159,8 +160,9 @@ class Master:
         folder.mkdir(mode=0o700, exist_ok=True)
         # A copy whose download was cut off is never sent on: gone once it is an hour old.
         for stale in folder.glob(".backup-*"):
-            if stale.stat().st_mtime < time.time() - 3600:
-                stale.unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):  # another backup removed it first
+                if stale.stat().st_mtime < time.time() - 3600:
+                    stale.unlink()
         path = folder / f".backup-{secrets.token_hex(8)}"
         try:
             kind = await anyio.to_thread.run_sync(backup_database, self.db.url, path)
