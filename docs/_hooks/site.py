@@ -231,13 +231,44 @@ def _objects(schema: dict[str, Any], defs: dict[str, Any]) -> list[dict[str, Any
     return found
 
 
+def attribute_docs() -> dict[str, dict[str, str]]:
+    """Each config class's fields' docstrings (the string under a field), read from the source:
+    pydantic's ``use_attribute_docstrings`` would read them at every import of the configs."""
+    import ast
+
+    found: dict[str, dict[str, str]] = {}
+    for module in sorted((ROOT / "src" / "assay" / "config").rglob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            fields = found.setdefault(node.name, {})
+            for field, after in zip(node.body, node.body[1:], strict=False):
+                if (
+                    isinstance(field, ast.AnnAssign)
+                    and isinstance(field.target, ast.Name)
+                    and isinstance(after, ast.Expr)
+                    and isinstance(after.value, ast.Constant)
+                    and isinstance(after.value.value, str)
+                ):
+                    fields[field.target.id] = " ".join(after.value.value.split())
+    return found
+
+
+DOCS: dict[str, dict[str, str]] = {}
+
+
 def _keys(
     schema: dict[str, Any], defs: dict[str, Any], prefix: str, seen: frozenset[str]
 ) -> Iterator[tuple[str, str, str, str]]:
+    documented = DOCS.get(schema.get("title", ""), {})
     for name, spec in schema.get("properties", {}).items():
         key = f"{prefix}{name}"
         default = json.dumps(spec["default"]) if "default" in spec else ""
-        description = spec.get("description") or _resolve(spec, defs).get("description", "")
+        description = (
+            spec.get("description")
+            or documented.get(name)
+            or _resolve(spec, defs).get("description", "")
+        )
         yield key, _type_text(spec, defs), default, description
         for sub in _objects(spec, defs):
             title = sub.get("title", "")
@@ -271,6 +302,7 @@ def config_section(title: str, intro: str, model: Any) -> list[str]:
 def config_page() -> str:
     from assay.config import ExperimentConfig, MasterConfig
 
+    DOCS.update(attribute_docs())
     lines = [
         "# Config reference",
         "",
