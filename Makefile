@@ -137,11 +137,6 @@ test: test-deps
 	@# Compiled once here: where PYTHONDONTWRITEBYTECODE is set, every master, agent, command
 	@# and trial process the suite starts would compile the sources again (0.5 s a master).
 	$(BIN)/python -m compileall -q src > /dev/null
-	@# DeepSpeed's CPU accelerator compiles its shared-memory op (g++ over torch's headers, a
-	@# minute) the first time a process uses it: built here once, not by two test processes at
-	@# once under the suite's load (measured: 163 s and 115 s, two builds, in one run).
-	$(BIN)/python -c 'from deepspeed.accelerator import get_accelerator; \
-	  get_accelerator().create_op_builder("ShareMemCommBuilder").load()' > /dev/null 2>&1
 	@# Three test files at once on two cores: much of an integration test is waiting on the
 	@# processes it started (measured: 14% sooner than two on the same files; four was slower).
 	$(BIN)/pytest -n 3 --dist loadfile

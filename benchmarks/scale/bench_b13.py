@@ -583,7 +583,7 @@ def main() -> int:
         "--settle", type=float, default=25.0, help="seconds from all running to the window"
     )
     parser.add_argument("--no-storm", dest="storm", action="store_false")
-    parser.add_argument("--quick", action="store_true", help="25 agents, short: checks only")
+    parser.add_argument("--quick", action="store_true", help="50 agents, short: checks only")
     parser.add_argument("--write", action="store_true", help="render RESULTS.md and the plot")
     parser.add_argument(
         "--render", action="store_true", help="only render the kept runs (implies --write)"
@@ -600,8 +600,8 @@ def main() -> int:
         internal={"out", "write", "profile", "render"},
     )
     if args.quick:
-        args.agents, args.window, args.trial_seconds = "25", 8.0, 20.0
-        args.burst, args.burst_seconds, args.settle = min(args.burst, 50), 5.0, 2.0
+        args.agents, args.window, args.trial_seconds = "50", 8.0, 30.0
+        args.burst, args.burst_seconds, args.settle = min(args.burst, 100), 5.0, 2.0
     if args.render:
         kept = json.loads(RUNS.read_text())
         plot(kept)

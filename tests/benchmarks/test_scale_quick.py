@@ -1,5 +1,5 @@
-"""B13's quick mode (25 simulated agents, 200 trials, a master killed under their load, a burst
-of 50 experiments) on each database: every trial ends in one run, no acknowledged metric is
+"""B13's quick mode (50 simulated agents, 400 trials, a master killed under their load, a burst
+of 100 experiments) on each database: every trial ends in one run, no acknowledged metric is
 lost, and the restarted master takes back every running trial. It checks correctness only;
 its figures are never asserted."""
 
@@ -33,14 +33,14 @@ def test_simulated_cluster_ends_every_trial_and_loses_nothing_through_a_master_r
     assert [path.read_bytes() for path in KEPT] == before, "quick mode must write no figures"
     (run,) = json.loads(out.read_text())
     checked = run["steady_check"]
-    assert checked["trials"] == run["trials"] == 200
+    assert checked["trials"] == run["trials"] == 400
     assert checked["not_completed"] == checked["restarted"] == 0
     assert checked["started_not_once"] == checked["metrics_lost"] == 0
     assert checked["trials_without_reports"] == 0 and checked["errors"] == []
     # The master was killed with every trial running, and every one was answered again.
-    assert run["storm"]["trials_running_at_kill"] == 200
+    assert run["storm"]["trials_running_at_kill"] == 400
     assert run["storm"]["trials_answered_s"] >= run["storm"]["master_answering_s"] > 0
-    assert run["burst"]["experiments"] == 50 and run["burst"]["not_completed"] == 0
+    assert run["burst"]["experiments"] == 100 and run["burst"]["not_completed"] == 0
     # The master's own figures were read through /metrics (how many rows fell in the short
     # window depends on when the trials' first reports came).
     assert set(run["steady"]["stored_per_s"]) == {"metrics", "logs"}
