@@ -137,6 +137,12 @@ test: test-deps
 	@# Compiled once here: where PYTHONDONTWRITEBYTECODE is set, every master, agent, command
 	@# and trial process the suite starts would compile the sources again (0.5 s a master).
 	$(BIN)/python -m compileall -q src > /dev/null
+	@# DeepSpeed's CPU accelerator compiles its shared-memory op (g++ over torch's headers, one
+	@# to three minutes) the first time a process uses it: built here once, with the ninja trials
+	@# use (the venv's: a build by the system's ninja looks stale to it, and is done again).
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -c 'from deepspeed.accelerator import \
+	  get_accelerator; get_accelerator().create_op_builder("ShareMemCommBuilder").load()' \
+	  > /dev/null 2>&1
 	@# Three test files at once on two cores: much of an integration test is waiting on the
 	@# processes it started (measured: 14% sooner than two on the same files; four was slower).
 	$(BIN)/pytest -n 3 --dist loadfile

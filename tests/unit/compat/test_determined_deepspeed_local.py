@@ -28,6 +28,9 @@ def run_code(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env.update(
         {"PYTHONPATH": trial_pythonpath(str(SRC)), "ASSAY_CHECKPOINT_DIR": str(cwd / "ckpt")}
     )
+    # The interpreter's own bin first, as an agent gives a trial: DeepSpeed's op is then built
+    # with the same ninja as in trials (two ninjas' builds each look stale to the other).
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR"):
         env.pop(name, None)
     # DeepSpeed compiles a small communication op with g++ the first time: minutes on a
