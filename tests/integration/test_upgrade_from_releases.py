@@ -16,14 +16,13 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 from alembic import command
-from alembic.config import Config
 
 from tests.integration.cluster import Cluster, wait_for
+from tests.unit.db.test_migrations import alembic_config
 
 pytestmark = pytest.mark.integration
 
 RELEASES = sorted((Path(__file__).parent / "releases").glob("*.json.gz"))
-MIGRATIONS = Path(__file__).resolve().parents[2] / "src" / "assay" / "db" / "migrations"
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -41,10 +40,7 @@ def _value(value: Any, column: sa.Column[Any]) -> Any:
 
 def _restore_rows(url: str, recorded: dict[str, Any]) -> sa.MetaData:
     """The recorded rows in a database at the recorded schema, as the release left them."""
-    cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS))
-    cfg.set_main_option("sqlalchemy.url", url)
-    command.upgrade(cfg, recorded["schema"])
+    command.upgrade(alembic_config(url), recorded["schema"])
     engine = sa.create_engine(url)
     meta = sa.MetaData()
     meta.reflect(engine)
@@ -60,17 +56,15 @@ def _restore_rows(url: str, recorded: dict[str, Any]) -> sa.MetaData:
         if engine.dialect.name == "postgresql":
             # Rows came with their ids: the sequences go on after them, as they would have.
             for table in meta.sorted_tables:
-                key = list(table.primary_key.columns)
-                if (
-                    len(key) == 1
-                    and isinstance(key[0].type, sa.Integer)
-                    and table.name in (recorded["tables"])
-                    and recorded["tables"][table.name]
-                ):
+                keys = list(table.primary_key.columns)
+                if len(keys) != 1 or not isinstance(keys[0].type, sa.Integer):
+                    continue
+                key = keys[0]
+                if recorded["tables"].get(table.name):
                     conn.execute(
                         sa.text(
-                            f"SELECT setval(pg_get_serial_sequence('{table.name}', "
-                            f"'{key[0].name}'), (SELECT max({key[0].name}) FROM {table.name}))"
+                            f"SELECT setval(pg_get_serial_sequence('{table.name}', '{key.name}'), "
+                            f"(SELECT max({key.name}) FROM {table.name}))"
                         )
                     )
     engine.dispose()

@@ -13,19 +13,18 @@ import anyio.to_thread
 from alembic import command
 from alembic.config import Config
 from alembic.util import CommandError
-from sqlalchemy import create_engine, event
+from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import Session, sessionmaker
 from sqlalchemy.pool import QueuePool
 
+from assay.db._engine import MIGRATIONS, open_engine
 from assay.db._upkeep import upgrade_plan
 from assay.errors import InvalidConfig
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-_MIGRATIONS = Path(__file__).parent / "migrations"
 
 
 def sqlite_url(path: Path) -> str:
@@ -64,7 +63,7 @@ class Database:
             kwargs["pool_size"] = 10
             kwargs["max_overflow"] = 20
             kwargs["pool_pre_ping"] = True
-        self.engine: Engine = create_engine(url, **kwargs)
+        self.engine: Engine = open_engine(url, **kwargs)
         if self.is_sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
@@ -74,15 +73,15 @@ class Database:
     def migrate(self) -> None:
         """Bring the schema to the newest revision (a no-op when it already is)."""
         cfg = Config()
-        cfg.set_main_option("script_location", str(_MIGRATIONS))
+        cfg.set_main_option("script_location", str(MIGRATIONS))
         try:
             with self.engine.begin() as conn:
                 cfg.attributes["connection"] = conn
                 command.upgrade(cfg, "head")
-        except CommandError as exc:
-            if "Can't locate revision" not in str(exc):
-                raise
-            upgrade_plan(self.url)  # raises NewerSchema, naming the revisions
+        except CommandError:
+            # Asked only when alembic refused: a database a newer assay wrote raises
+            # NewerSchema here, naming both revisions, instead of alembic's traceback.
+            upgrade_plan(self.url)
             raise
 
     @contextmanager

@@ -18,12 +18,10 @@ from pathlib import Path
 import sqlalchemy.exc
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 
+from assay.db._engine import MIGRATIONS, open_engine
 from assay.errors import AssayError, Conflict
-
-_MIGRATIONS = Path(__file__).parent / "migrations"
 
 SQLITE = "sqlite"
 PG_DUMP = "pg_dump"
@@ -52,22 +50,22 @@ class NewerSchema(Conflict):
 
 def upgrade_plan(url: str) -> UpgradePlan:
     """What a master started on ``url`` would migrate, read without changing anything."""
-    scripts = ScriptDirectory(str(_MIGRATIONS))
+    scripts = ScriptDirectory(str(MIGRATIONS))
     newest = scripts.get_current_head()
     assert newest is not None, "the migrations have one head"
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite" and not Path(parsed.database or "").is_file():
-        current = None  # nothing there yet (and connecting would create the file)
-    else:
-        engine = create_engine(url)
-        try:
+    engine = open_engine(url)  # connects only when asked: a missing SQLite file stays missing
+    parsed = engine.url
+    try:
+        if parsed.get_backend_name() == "sqlite" and not Path(parsed.database or "").is_file():
+            current = None  # nothing there yet
+        else:
             with engine.connect() as conn:
                 current = MigrationContext.configure(conn).get_current_revision()
-        except sqlalchemy.exc.OperationalError as exc:
-            where = parsed.render_as_string(hide_password=True)
-            raise AssayError(f"cannot read the database at {where}: {exc.orig}") from exc
-        finally:
-            engine.dispose()
+    except sqlalchemy.exc.OperationalError as exc:
+        where = parsed.render_as_string(hide_password=True)
+        raise AssayError(f"cannot read the database at {where}: {exc.orig}") from exc
+    finally:
+        engine.dispose()
     known = {script.revision for script in scripts.walk_revisions()}
     if current is not None and current not in known:
         raise NewerSchema(
