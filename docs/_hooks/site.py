@@ -254,13 +254,14 @@ def attribute_docs() -> dict[str, dict[str, str]]:
     return found
 
 
-DOCS: dict[str, dict[str, str]] = {}
-
-
 def _keys(
-    schema: dict[str, Any], defs: dict[str, Any], prefix: str, seen: frozenset[str]
+    schema: dict[str, Any],
+    defs: dict[str, Any],
+    docs: dict[str, dict[str, str]],
+    prefix: str,
+    seen: frozenset[str],
 ) -> Iterator[tuple[str, str, str, str]]:
-    documented = DOCS.get(schema.get("title", ""), {})
+    documented = docs.get(schema.get("title", ""), {})
     for name, spec in schema.get("properties", {}).items():
         key = f"{prefix}{name}"
         default = json.dumps(spec["default"]) if "default" in spec else ""
@@ -270,18 +271,19 @@ def _keys(
             or _resolve(spec, defs).get("description", "")
         )
         yield key, _type_text(spec, defs), default, description
-        for sub in _objects(spec, defs):
+        sections = _objects(spec, defs)
+        for sub in sections:
             title = sub.get("title", "")
             if title in seen:
                 continue  # a recursive section (nested hyperparameters): listed once
-            variant = ""
             tag = _tag(sub)
-            if tag is not None and len(_objects(spec, defs)) > 1:
-                variant = f"[{tag}]"
-            yield from _keys(sub, defs, f"{key}{variant}.", seen | {title})
+            variant = f"[{tag}]" if tag is not None and len(sections) > 1 else ""
+            yield from _keys(sub, defs, docs, f"{key}{variant}.", seen | {title})
 
 
-def config_section(title: str, intro: str, model: Any) -> list[str]:
+def config_section(
+    title: str, intro: str, model: Any, docs: dict[str, dict[str, str]]
+) -> list[str]:
     schema = model.model_json_schema(mode="validation")
     defs = schema.get("$defs", {})
     lines = [
@@ -293,7 +295,7 @@ def config_section(title: str, intro: str, model: Any) -> list[str]:
         "|---|---|---|---|",
     ]
     for key, kind, default, description in _keys(
-        schema, defs, "", frozenset({schema.get("title", "")})
+        schema, defs, docs, "", frozenset({schema.get("title", "")})
     ):
         lines.append(f"| `{key}` | {_cell(kind)} | {_cell(default)} | {_cell(description)} |")
     return [*lines, ""]
@@ -302,7 +304,7 @@ def config_section(title: str, intro: str, model: Any) -> list[str]:
 def config_page() -> str:
     from assay.config import ExperimentConfig, MasterConfig
 
-    DOCS.update(attribute_docs())
+    docs = attribute_docs()
     lines = [
         "# Config reference",
         "",
@@ -316,11 +318,13 @@ def config_page() -> str:
         "Experiment config",
         "What `assay experiment create CONFIG` reads: Determined's experiment config, extended.",
         ExperimentConfig,
+        docs,
     )
     lines += config_section(
         "Master config (`master.yaml`)",
         "What `assay master --config master.yaml` and `assay up --config` read.",
         MasterConfig,
+        docs,
     )
     return "\n".join(lines)
 
