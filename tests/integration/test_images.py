@@ -22,19 +22,12 @@ from assay.context import pack_context
 from tests.containers import ensure_test_image, podman
 from tests.e2e.conftest import need
 from tests.integration.cluster import CONTEXTS, free_port, wait_for
+from tests.integration.test_release import UI_INDEX, head_commit
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES = ROOT / "deploy" / "images"
-UI_INDEX = ROOT / "src" / "assay" / "webui" / "dist" / "index.html"
-
-
-def _head() -> str:
-    done = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
 
 
 def _run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -89,7 +82,7 @@ def test_each_image_runs_as_its_own_user_without_pip_and_knows_its_commit(
         assert user.stdout.strip() == "assay", (name, user.stdout)
         version = podman("run", "--rm", "--entrypoint", "assay", image, "--version")
         assert version.returncode == 0, version.stderr
-        assert version.stdout.strip().endswith(f"(commit {_head()[:12]})"), version.stdout
+        assert version.stdout.strip().endswith(f"(commit {head_commit()[:12]})"), version.stdout
         # No build tools in what ships: pip installed the package from its own wheel, in the
         # build stage only.
         tools = podman(
@@ -151,7 +144,7 @@ def test_a_master_and_an_agent_in_containers_run_an_experiment_to_the_end(
             lambda: any(a.connected for a in client.agents()),
             timeout=120,
         )
-        assert client.info().commit == _head()
+        assert client.info().commit == head_commit()
         experiment = {
             "name": "in-images",
             "entrypoint": "python3 train.py",

@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 UI_INDEX = ROOT / "src" / "assay" / "webui" / "dist" / "index.html"
 
 
-def _head() -> str:
+def head_commit() -> str:
+    """The checkout's commit, from git itself (what a release must say it was built from)."""
     done = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
     )
@@ -62,7 +63,7 @@ def test_the_sdist_and_the_wheel_carry_the_ui_and_the_commit(
         names = set(whl.namelist())
         assert "assay/webui/dist/index.html" in names
         assert any(n.startswith("assay/webui/dist/assets/") for n in names)
-        assert whl.read("assay/BUILD_COMMIT").decode().strip() == _head()
+        assert whl.read("assay/BUILD_COMMIT").decode().strip() == head_commit()
         # Nothing of the source tree beyond the package: no tests, no web sources.
         assert {n.split("/")[0] for n in names} <= {
             "assay",
@@ -145,7 +146,8 @@ def test_the_wheel_in_a_fresh_environment_serves_the_ui_and_runs_an_experiment(
     )  # fmt: skip
     assert where.stdout.startswith(str(venv)), "the test must run the installed wheel"
     version = assay("--version")
-    assert version.returncode == 0 and version.stdout.strip().endswith(f"(commit {_head()[:12]})")
+    assert version.returncode == 0
+    assert version.stdout.strip().endswith(f"(commit {head_commit()[:12]})")
     port = free_port()
     up = assay("up", "--port", str(port), "--slots", "1")
     try:
@@ -164,7 +166,7 @@ def test_the_wheel_in_a_fresh_environment_serves_the_ui_and_runs_an_experiment(
         for asset in offline:
             assert httpx.get(base + asset, timeout=30).status_code == 200, asset
         info = httpx.get(f"{base}/api/v1/master", timeout=30).json()
-        assert info["commit"] == _head()
+        assert info["commit"] == head_commit()
         run = assay("experiment", "create", "digits/const.yaml", "digits", "--follow", timeout=600)
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
         listed = assay("experiment", "list", "--json")
