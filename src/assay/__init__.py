@@ -31,20 +31,12 @@ __all__ = [
     "get_cluster_info",
 ]
 
-_BUILT_FROM: list[str | None] = []
-
-
 def built_from() -> str | None:
     """The full hash of the commit this package was built from, or None where it cannot be known.
 
     A wheel or sdist carries it in ``assay/BUILD_COMMIT`` (written by the build hook,
-    ``hatch_build.py``); a source checkout asks git. Asked once per process."""
-    if not _BUILT_FROM:
-        _BUILT_FROM.append(_read_commit())
-    return _BUILT_FROM[0]
-
-
-def _read_commit() -> str | None:
+    ``hatch_build.py``); a source checkout asks git (a process: callers that ask often keep
+    the answer)."""
     import subprocess
     from pathlib import Path
 

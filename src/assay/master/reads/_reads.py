@@ -74,6 +74,8 @@ class Reads:
         self.settings = settings
         self._reserved = reserved
         """The jobs the scheduler holds slots for (SCHEDULED in the queue)."""
+        self._commit = assay.built_from()
+        """What this master was built from: read once (in a checkout, it asks git)."""
 
     def _why_waiting(self) -> Callable[[Session, Experiment], str | None]:
         """Why an experiment's queued trials wait, read in a session (none queued: None), as
@@ -91,7 +93,7 @@ class Reads:
     def info(self) -> rest.MasterInfo:
         return rest.MasterInfo(
             version=assay.__version__,
-            commit=assay.built_from(),
+            commit=self._commit,
             cluster_id=self.core.cluster_id,
             started_at=self.core.started_at,
             database="sqlite" if self.core.db.is_sqlite else "postgresql",
