@@ -190,3 +190,7 @@ def test_restore_refuses_what_is_not_a_backup_and_replaces_only_with_force(
         "master", "restore", str(tmp_path / "b.sqlite"), "--db", "postgresql+psycopg://x@h/d"
     )
     assert wrong.returncode == 1 and "is a SQLite backup" in wrong.stderr
+    for url in ("sqlite://", "mysql://u:pw@h/d"):
+        neither = assay("master", "restore", str(tmp_path / "b.sqlite"), "--db", url)
+        assert neither.returncode == 1 and "is neither sqlite:///PATH nor" in neither.stderr
+        assert "pw" not in neither.stderr and "Traceback" not in neither.stderr

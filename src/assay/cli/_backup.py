@@ -72,28 +72,39 @@ def restore(
     """Put a backup where a master will open it; no master may be running on that database.
     The master started there next migrates it if an earlier assay wrote it, and goes on."""
     kind = _format_of(file)
-    target = db or f"sqlite:///{assay_home() / 'assay.db'}"
-    if target.startswith("sqlite"):
-        if kind != "sqlite":
-            raise InvalidRequest(
-                f"{file} is a PostgreSQL backup (pg_dump's format): restore it into PostgreSQL "
-                "with --db postgresql+psycopg://USER@HOST/DATABASE"
-            )
-        schema = _restore_sqlite(file, Path(target.split(":///", 1)[1]), force)
-        what = f"schema {schema}"
+    into, where = _target(db)
+    if kind != into:
+        raise InvalidRequest(
+            f"{file} is a PostgreSQL backup (pg_dump's format): restore it into PostgreSQL with "
+            "--db postgresql+psycopg://USER@HOST/DATABASE"
+            if kind == "pg_dump"
+            else f"{file} is a SQLite backup: restore it without --db (into ASSAY_HOME), or "
+            "with --db sqlite:///PATH"
+        )
+    if isinstance(where, Path):
+        what = f"schema {_restore_sqlite(file, where, force)}"
+        target = f"sqlite:///{where}"
     else:
-        if kind != "pg_dump":
-            raise InvalidRequest(
-                f"{file} is a SQLite backup: restore it without --db (into ASSAY_HOME), or "
-                "with --db sqlite:///PATH"
-            )
-        _restore_postgres(file, target, force)
-        what = "pg_dump"
+        _restore_postgres(file, where, force)
+        what, target = "pg_dump", where
     console.print(
         f"restored {esc(str(file))} ({what}) into {esc(_shown(target))}; start a master on "
         "it (assay up, or assay master): its experiments go on from their latest checkpoints",
         highlight=False,
         soft_wrap=True,
+    )
+
+
+def _target(db: str | None) -> tuple[str, Path | str]:
+    """The backup format ``--db`` takes, and where: a SQLite file's path, or a PostgreSQL URL."""
+    if db is None:
+        return "sqlite", assay_home() / "assay.db"
+    if db.startswith("sqlite:///") and db != "sqlite:///":
+        return "sqlite", Path(db.removeprefix("sqlite:///"))
+    if re.match(r"postgresql(\+\w+)?://", db):
+        return "pg_dump", db
+    raise InvalidRequest(
+        f"--db {_shown(db)!r} is neither sqlite:///PATH nor postgresql+psycopg://USER@HOST/DATABASE"
     )
 
 
@@ -153,10 +164,6 @@ def _restore_sqlite(file: Path, path: Path, force: bool) -> str:
 
 def _restore_postgres(file: Path, url: str, force: bool) -> None:
     parts = urllib.parse.urlsplit(re.sub(r"^postgresql\+\w+://", "postgresql://", url))
-    if parts.scheme != "postgresql":
-        raise InvalidRequest(
-            f"--db {url!r} is neither sqlite:///PATH nor postgresql+psycopg://USER@HOST/DATABASE"
-        )
     env = dict(os.environ)
     if parts.password:
         env["PGPASSWORD"] = urllib.parse.unquote(parts.password)  # kept off the command line

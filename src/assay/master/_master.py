@@ -38,6 +38,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio.to_thread
+
 from assay.config import MasterConfig
 from assay.db import (
     SQLITE,
@@ -154,8 +156,6 @@ class Master:
     async def backup(self) -> Backup:
         """A consistent copy of the cluster's database, taken while it runs, in a file of
         ``assay_home``'s that the caller removes once sent."""
-        import anyio.to_thread
-
         folder = self.assay_home / "backups"
         folder.mkdir(mode=0o700, exist_ok=True)
         # A copy whose download was cut off is never sent on: gone once it is an hour old.
