@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.benchmarks._run import run_benchmark
 from tests.e2e.conftest import need
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,14 +34,7 @@ QUICK = [
 @pytest.mark.parametrize("script", QUICK)
 def test_benchmark_runs_in_quick_mode_and_writes_nothing(script: str) -> None:
     before = RESULTS.read_text() if RESULTS.exists() else None
-    result = subprocess.run(
-        [sys.executable, *script.split(), "--quick"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    result = run_benchmark([*script.split(), "--quick"])
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     after = RESULTS.read_text() if RESULTS.exists() else None
     assert before == after, "quick mode must not overwrite the recorded figures"

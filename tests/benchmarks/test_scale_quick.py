@@ -6,11 +6,11 @@ its figures are never asserted."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.benchmarks._run import run_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 KEPT = [ROOT / "benchmarks" / "RESULTS.md", ROOT / "benchmarks" / "scale" / "b13_runs.json"]
@@ -24,10 +24,9 @@ def test_simulated_cluster_ends_every_trial_and_loses_nothing_through_a_master_r
         request.getfixturevalue("pg_server")  # skips without PostgreSQL (fails under CI=true)
     out = tmp_path / "b13.json"
     before = [path.read_bytes() for path in KEPT]
-    result = subprocess.run(
-        [sys.executable, "benchmarks/scale/bench_b13.py", "--quick",
-         "--db", "postgres" if db == "postgresql" else "sqlite", "--out", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    result = run_benchmark(
+        ["benchmarks/scale/bench_b13.py", "--quick",
+         "--db", "postgres" if db == "postgresql" else "sqlite", "--out", str(out)]
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert [path.read_bytes() for path in KEPT] == before, "quick mode must write no figures"
