@@ -31,6 +31,7 @@ __all__ = [
     "get_cluster_info",
 ]
 
+
 def built_from() -> str | None:
     """The full hash of the commit this package was built from, or None where it cannot be known.
 
