@@ -92,7 +92,7 @@ def test_the_experiment_page_shows_its_trials_hparams_and_a_learning_curve(
     # The hyperparameter is a column, with each trial's value in it.
     assert table.get_by_role("columnheader", name="x").count() == 1
     page.locator(".chart canvas").first.wait_for()
-    assert "searcher:" in page.get_by_label("config").inner_text()
+    assert "searcher:" in page.get_by_label("effective config").inner_text()
     shot(page, "experiment")
 
 

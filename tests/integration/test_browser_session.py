@@ -88,6 +88,16 @@ def test_a_state_change_signed_in_by_the_cookie_alone_is_refused_without_the_hea
     assert program.status_code == 201, program.text
 
 
+def test_checkpoint_reads_take_the_cookie_so_a_download_link_works(cluster: Cluster) -> None:
+    # A link's GET carries the cookie and no header: it is read as the signed-in user (here a
+    # 404 for a checkpoint that is not there), where no cookie is a 401.
+    path = "/api/v1/checkpoints/no-such-checkpoint/files"
+    with _signed_in_browser(cluster) as browser:
+        assert browser.get(path).status_code == 404
+        assert browser.delete("/api/v1/checkpoints/no-such-checkpoint").status_code == 403
+    assert httpx.get(cluster.url + path).status_code == 401
+
+
 def test_signing_a_browser_in_needs_the_header_too(cluster: Cluster) -> None:
     with httpx.Client(base_url=cluster.url, timeout=30) as browser:
         answer = browser.post(

@@ -7,6 +7,7 @@ import { ClusterPage } from "./pages/Cluster";
 import { ExperimentPage } from "./pages/Experiment";
 import { ExperimentsPage } from "./pages/Experiments";
 import { JobQueuePage } from "./pages/JobQueue";
+import { ModelPage, ModelsPage } from "./pages/Models";
 import { NotebooksPage } from "./pages/Notebooks";
 import { ShellsPage } from "./pages/Shells";
 import { SignInPage } from "./pages/SignIn";
@@ -14,6 +15,7 @@ import { SubmitPage } from "./pages/Submit";
 import { TaskPage } from "./pages/Task";
 import { TasksPage } from "./pages/Tasks";
 import { TrialPage } from "./pages/Trial";
+import { useMe } from "./me";
 import "./styles.css";
 
 // A 401 anywhere means the session is missing or no longer valid: off to the sign-in page.
@@ -45,12 +47,14 @@ function Layout() {
           <NavLink to="/experiments">Experiments</NavLink>
           <NavLink to="/jobs">Job queue</NavLink>
           <NavLink to="/tasks">Jobs</NavLink>
+          <NavLink to="/models">Models</NavLink>
           <NavLink to="/notebooks">Notebooks</NavLink>
           <NavLink to="/shells">Shells</NavLink>
           <NavLink to="/cluster">Cluster</NavLink>
           <NavLink to="/submit">Submit</NavLink>
         </nav>
         <span className="spacer" />
+        {!signingIn && <SignedInAs />}
         {!signingIn ? (
           <button
             type="button"
@@ -79,6 +83,8 @@ function Layout() {
           <Route path="/submit" element={<SubmitPage />} />
           <Route path="/tasks" element={<TasksPage />} />
           <Route path="/tasks/:id" element={<TaskPage />} />
+          <Route path="/models" element={<ModelsPage />} />
+          <Route path="/models/:name" element={<ModelPage />} />
           <Route path="/notebooks" element={<NotebooksPage />} />
           <Route path="/shells" element={<ShellsPage />} />
           <Route path="/sign-in" element={<SignInPage />} />
@@ -86,6 +92,18 @@ function Layout() {
         </Routes>
       </main>
     </>
+  );
+}
+
+/** The signed-in user's name (and that they are an admin), once the master has said who. */
+function SignedInAs() {
+  const me = useMe().data;
+  if (!me) return null;
+  return (
+    <span className="who" aria-label="signed in as">
+      {me.username}
+      {me.admin && <> <span className="tag">admin</span></>}
+    </span>
   );
 }
 

@@ -108,9 +108,15 @@ async def refuse_trial_token(master: Master, token: str | None) -> None:
     )
 
 
-async def reader(master: MasterDep, token: TokenDep) -> Actor | Caller:
-    """A signed-in user, or a trial process by its allocation's token (whose reads the master
+async def reader(
+    master: MasterDep, request: Request, token: TokenDep, cookie: SessionCookie
+) -> Actor | Caller:
+    """A signed-in user (by a token, or a browser by its session cookie: a checkpoint's
+    download link), or a trial process by its allocation's token (whose reads the master
     scopes to its own trial and experiment); else 401."""
+    if token is None and cookie:
+        require_csrf_header(request)
+        return await master.users.authenticate(cookie)
     try:
         return await master.harness.caller(token)
     except Unauthorized:

@@ -26,6 +26,9 @@ export type TaskLogEntry = Schemas["TaskLogEntry"];
 export type TaskLogPage = Schemas["TaskLogPage"];
 export type Notebook = Schemas["Notebook"];
 export type Shell = Schemas["Shell"];
+export type User = Schemas["User"];
+export type Model = Schemas["Model"];
+export type ModelVersion = Schemas["ModelVersion"];
 
 /**
  * The browser's session is the master's `assay_session` cookie: HttpOnly (no script, this

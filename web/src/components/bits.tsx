@@ -1,6 +1,7 @@
 // Small shared pieces: state badges, errors, the experiment actions.
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { api, ok, type ExperimentState } from "../api/client";
+import { useMayAct } from "../me";
 
 export function StateBadge({ state }: { state: string }) {
   return <span className={`state state-${state.toLowerCase()}`}>{state}</span>;
@@ -69,23 +70,29 @@ const PATHS = {
   unarchive: "/api/v1/experiments/{experiment_id}/unarchive",
 } as const;
 
+/** The state buttons of an experiment, shown only to those the API lets use them: its owner
+ * and admins (others would only be refused after asking). */
 export function ExperimentActions({
   id,
   state,
   archived,
+  owner,
   compact = false,
 }: {
   id: number;
   state: ExperimentState;
   archived: boolean;
+  owner: string;
   compact?: boolean;
 }) {
+  const mayAct = useMayAct(owner);
   const client = useQueryClient();
   const act = useMutation({
     mutationFn: (action: Action) =>
       ok(api.POST(PATHS[action], { params: { path: { experiment_id: id } } })),
     onSettled: () => client.invalidateQueries(),
   });
+  if (!mayAct) return null;
   return (
     <span className={compact ? "actions compact" : "actions"}>
       {actionsFor(state, archived).map((action) => (

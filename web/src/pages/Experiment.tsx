@@ -2,13 +2,16 @@
 import { useQuery } from "@tanstack/react-query";
 import { useMemo, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router-dom";
-import { api, ok, type Checkpoint, type Metric, type Schemas, type Trial } from "../api/client";
+import { api, ok, type Experiment, type Metric, type Schemas, type Trial } from "../api/client";
 import { ErrorLine, ExperimentActions, Loading, StateBadge, TrialStateBadge } from "../components/bits";
 import { LineChart, type Series } from "../components/Chart";
+import { CheckpointTable } from "../components/Checkpoints";
+import { DeriveActions } from "../components/Derive";
 import { Table, type Column } from "../components/Table";
 import { duration, hparam, NO_VALUE, num, percent, when } from "../format";
 import { useLiveEvents } from "../live";
 import { badId, idList, parseId } from "../params";
+import { toYaml } from "../yaml";
 import { Analysis } from "./ExperimentAnalysis";
 
 /** The most trials whose curves are drawn when none are selected. */
@@ -133,7 +136,8 @@ function ExperimentView({ id }: { id: number }) {
         {e.archived && <span className="tag">archived</span>}
       </h1>
       <div className="summary">
-        <ExperimentActions id={e.id} state={e.state} archived={e.archived} />
+        <ExperimentActions id={e.id} state={e.state} archived={e.archived} owner={e.owner} />
+        <DeriveActions experimentId={e.id} state={e.state} trials={trials.data?.trials.length ?? firstPage.data?.pagination?.total ?? 0} />
         <span>progress {percent(e.progress)}</span>
         <span>searcher {e.searcher.name} on {e.searcher.metric} ({e.searcher.smaller_is_better ? "smaller" : "larger"} is better)</span>
         <span>user {e.owner}</span>
@@ -166,8 +170,26 @@ function ExperimentView({ id }: { id: number }) {
       <CheckpointTable checkpoints={checkpoints.data?.checkpoints ?? []} />
 
       <h2>Config</h2>
-      <pre className="config" aria-label="config">{e.original_config || JSON.stringify(e.config, null, 2)}</pre>
+      <ConfigView experiment={e} />
     </section>
+  );
+}
+
+/** The config the experiment runs with (overrides applied, defaults filled in), or as it was
+ * written. */
+function ConfigView({ experiment }: { experiment: Experiment }) {
+  const [written, setWritten] = useState(false);
+  const effective = useMemo(() => toYaml(experiment.config), [experiment.config]);
+  return (
+    <>
+      <div className="tabs" role="tablist" aria-label="config views">
+        <button type="button" role="tab" aria-selected={!written} onClick={() => setWritten(false)}>Effective</button>
+        <button type="button" role="tab" aria-selected={written} disabled={!experiment.original_config} onClick={() => setWritten(true)}>As submitted</button>
+      </div>
+      <pre className="config" aria-label={written ? "config as submitted" : "effective config"} tabIndex={0}>
+        {written ? experiment.original_config : effective}
+      </pre>
+    </>
   );
 }
 
@@ -228,30 +250,4 @@ function Curves({ experimentId, trialIds }: { experimentId: number; trialIds: nu
 function splitChoice(choice: string): [string, string] {
   const slash = choice.indexOf("/");
   return slash < 0 ? ["", choice] : [choice.slice(0, slash), choice.slice(slash + 1)];
-}
-
-/** Checkpoints, without the deleted ones (garbage-collected: their files are gone) unless asked,
- * as `assay e list-checkpoints` shows them without `--deleted`. */
-export function CheckpointTable({ checkpoints }: { checkpoints: Checkpoint[] }) {
-  const [showDeleted, setShowDeleted] = useState(false);
-  const deleted = checkpoints.filter((c) => c.state === "DELETED").length;
-  const shown = showDeleted ? checkpoints : checkpoints.filter((c) => c.state !== "DELETED");
-  const columns: Column<Checkpoint>[] = [
-    { key: "uuid", header: "UUID", value: (c) => c.uuid, cell: (c) => <code>{c.uuid}</code> },
-    { key: "trial", header: "Trial", value: (c) => c.trial_id, cell: (c) => <Link to={`/trials/${c.trial_id}`}>{c.trial_id}</Link> },
-    { key: "steps", header: "Steps", value: (c) => c.steps_completed, cell: (c) => c.steps_completed, className: "num" },
-    { key: "state", header: "State", value: (c) => c.state, cell: (c) => <StateBadge state={c.state} /> },
-    { key: "size", header: "Size", value: (c) => c.size, cell: (c) => `${(c.size / 1024).toFixed(1)} KiB`, className: "num" },
-    { key: "time", header: "Reported", value: (c) => c.reported_at, cell: (c) => when(c.reported_at) },
-    { key: "metadata", header: "Metadata", cell: (c) => <code className="small">{JSON.stringify(c.metadata)}</code> },
-  ];
-  return (
-    <>
-      <label className="check">
-        <input type="checkbox" checked={showDeleted} onChange={(e) => setShowDeleted(e.target.checked)} />
-        Show deleted ({deleted})
-      </label>
-      <Table label="checkpoints" rows={shown} columns={columns} rowKey={(c) => c.uuid} sortParam="csort" height={300} empty={deleted && !showDeleted ? "No checkpoints but deleted ones." : "No checkpoints."} />
-    </>
-  );
 }

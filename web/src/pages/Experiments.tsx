@@ -54,7 +54,7 @@ const columns: Column<ExperimentSummary>[] = [
   },
   {
     key: "actions", header: "Actions",
-    cell: (e) => <ExperimentActions id={e.id} state={e.state} archived={e.archived} compact />,
+    cell: (e) => <ExperimentActions id={e.id} state={e.state} archived={e.archived} owner={e.owner} compact />,
   },
 ];
 

@@ -1,15 +1,17 @@
 // Trial: hyperparameters, training and validation charts, checkpoints, logs (live).
-import { useQuery } from "@tanstack/react-query";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams } from "react-router-dom";
 import { api, ok, type LogEntry, type LogPage, type Metric, type TrialDetail } from "../api/client";
 import { ErrorLine, Loading, TrialStateBadge } from "../components/bits";
 import { LineChart } from "../components/Chart";
+import { CheckpointTable } from "../components/Checkpoints";
+import { DeriveDialog } from "../components/Derive";
 import { LogView, useFollow } from "../components/LogView";
 import { duration, hparam, NO_VALUE, num, when } from "../format";
 import { followEvents, useLiveEvents } from "../live";
+import { useMayAct } from "../me";
 import { badId, parseId } from "../params";
-import { CheckpointTable } from "./Experiment";
 
 export function TrialPage() {
   const text = useParams().id;
@@ -66,6 +68,7 @@ function TrialView({ id }: { id: number }) {
         <span>started {ran.start !== null ? when(ran.start) : "not yet"}</span>
         <span>duration {ran.start !== null ? duration(ran.start, ran.end) : NO_VALUE}</span>
       </div>
+      <TrialActions trial={t} />
       {t.message && <p className="message">{t.message}</p>}
       {t.waiting && <p className="muted">Waiting: {t.waiting}</p>}
       <h2>Hyperparameters</h2>
@@ -87,6 +90,49 @@ function TrialView({ id }: { id: number }) {
       <h2>Logs</h2>
       <Logs trialId={id} />
     </section>
+  );
+}
+
+const TRIAL_ENDED = ["COMPLETED", "CANCELED", "ERROR"];
+const EXPERIMENT_ENDED = ["COMPLETED", "CANCELED", "ERROR"];
+
+/** Kill (while it runs or waits) and Continue (once its experiment has ended), to those the
+ * API lets: the experiment's owner and admins. */
+function TrialActions({ trial }: { trial: TrialDetail }) {
+  const client = useQueryClient();
+  const [continuing, setContinuing] = useState(false);
+  const experiment = useQuery({
+    queryKey: ["experiment", trial.experiment_id],
+    queryFn: () => ok(api.GET("/api/v1/experiments/{experiment_id}", { params: { path: { experiment_id: trial.experiment_id } } })),
+  });
+  const mayAct = useMayAct(experiment.data?.owner ?? "");
+  const kill = useMutation({
+    mutationFn: () => ok(api.POST("/api/v1/trials/{trial_id}/kill", { params: { path: { trial_id: trial.id } } })),
+    onSettled: () => client.invalidateQueries(),
+  });
+  if (!mayAct || !experiment.data) return null;
+  const canKill = !TRIAL_ENDED.includes(trial.state);
+  const canContinue = EXPERIMENT_ENDED.includes(experiment.data.state);
+  return (
+    <div className="actions">
+      {canKill && (
+        <button
+          type="button"
+          className="danger"
+          disabled={kill.isPending}
+          onClick={() => {
+            if (confirm(`Kill trial ${trial.id}? Its experiment goes on with its other trials.`)) kill.mutate();
+          }}
+        >
+          Kill trial
+        </button>
+      )}
+      {canContinue && <button type="button" onClick={() => setContinuing(true)}>Continue trial</button>}
+      <ErrorLine error={kill.error} />
+      {continuing && (
+        <DeriveDialog kind="continue" experimentId={trial.experiment_id} trialId={trial.id} onClose={() => setContinuing(false)} />
+      )}
+    </div>
   );
 }
 

@@ -1,0 +1,215 @@
+"""Getting work out of the web UI and building on it, as a Determined user does in its WebUI:
+the header says who is signed in; an experiment shows the config it runs with; a checkpoint
+downloads and registers as a model version; the models page lists models however they were
+made; an experiment forks, a trial continues or is killed; and a user who may not act on an
+experiment is not offered its actions. The cluster and the signed-in page are the session's
+(``conftest``)."""
+
+from __future__ import annotations
+
+import io
+import re
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from assay.context import pack_context
+from tests.e2e.conftest import shot
+from tests.integration.cluster import CONTEXTS, Cluster, wait_for
+
+COUNTER = CONTEXTS / "counter"
+
+pytestmark = pytest.mark.integration
+
+
+def counter_config(name: str, batches: int, step_seconds: float = 0.01) -> dict[str, Any]:
+    return {
+        "name": name,
+        "entrypoint": "python3 train.py",
+        "hyperparameters": {"step_seconds": step_seconds, "checkpoint_every": 5},
+        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": batches}},
+    }
+
+
+@pytest.fixture(scope="module")
+def completed(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> int:
+    """An experiment created from the CLI with two ``--config`` overrides, run to its end."""
+    config = tmp_path_factory.mktemp("getting-out") / "const.yaml"
+    config.write_text(yaml.safe_dump(counter_config("as-written", 400)))
+    out = cluster.cli(
+        "experiment", "create", str(config), str(COUNTER), "--json",
+        "--config", "name=as-overridden", "--config", "searcher.max_length.batches=10",
+        check=True,
+    )  # fmt: skip
+    exp_id = int(yaml.safe_load(out.stdout)["id"])
+    cluster.wait_state(exp_id, "COMPLETED")
+    return exp_id
+
+
+def kept_checkpoint(cluster: Cluster, experiment_id: int) -> Any:
+    """A checkpoint of the experiment its garbage collection kept."""
+    return next(
+        c for c in cluster.client.experiment_checkpoints(experiment_id) if c.state == "ACTIVE"
+    )
+
+
+@pytest.fixture
+def other_user(cluster: Cluster, page: Any) -> Iterator[Any]:
+    """A browser page signed in as a user who is not an admin."""
+    name = f"viewer{len(cluster.client.users())}"
+    cluster.add_user(name, "viewer-password")
+    context = page.context.browser.new_context()
+    try:
+        tab = context.new_page()
+        tab.set_default_timeout(30_000)
+        tab.goto(f"{cluster.url}/sign-in")
+        tab.get_by_label("User").fill(name)
+        tab.get_by_label("Password").fill("viewer-password")
+        tab.get_by_role("button", name="Sign in").click()
+        tab.wait_for_url(re.compile(r"/experiments$"))
+        tab.user_name = name
+        yield tab
+    finally:
+        context.close()
+
+
+def test_the_header_names_the_signed_in_user(cluster: Cluster, page: Any) -> None:
+    page.goto(f"{cluster.url}/experiments")
+    who = page.get_by_label("signed in as")
+    who.wait_for()
+    assert who.inner_text().split() == ["admin", "admin"]  # the name, then the admin tag
+
+
+def test_the_config_shown_is_the_effective_one_and_the_written_one_is_a_tab_away(
+    cluster: Cluster, completed: int, page: Any
+) -> None:
+    page.goto(f"{cluster.url}/experiments/{completed}")
+    shown = page.get_by_label("effective config")
+    shown.wait_for()
+    effective = yaml.safe_load(shown.inner_text())
+    assert effective == cluster.client.experiment(completed).config
+    assert effective["name"] == "as-overridden"
+    assert effective["searcher"]["max_length"] == {"batches": 10}
+    shot(page, "experiment-config")
+    page.get_by_role("tab", name="As submitted").click()
+    written = yaml.safe_load(page.get_by_label("config as submitted").inner_text())
+    assert written["name"] == "as-written"
+
+
+def test_a_checkpoint_downloads_from_the_experiment_page_with_its_files(
+    cluster: Cluster, completed: int, page: Any
+) -> None:
+    checkpoint = kept_checkpoint(cluster, completed)
+    page.goto(f"{cluster.url}/experiments/{completed}")
+    with page.expect_download() as download:
+        page.get_by_role("link", name=f"download checkpoint {checkpoint.uuid}").click()
+    data = Path(download.value.path()).read_bytes()
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        files = {m.name.removeprefix("./") for m in tar.getmembers() if m.isfile()}
+    assert files == set(checkpoint.resources)
+
+
+def test_a_checkpoint_registered_from_the_ui_is_a_version_the_models_page_lists(
+    cluster: Cluster, completed: int, page: Any
+) -> None:
+    checkpoint = kept_checkpoint(cluster, completed)
+    page.goto(f"{cluster.url}/trials/{checkpoint.trial_id}")
+    page.get_by_role("button", name=f"register checkpoint {checkpoint.uuid}").click()
+    dialog = page.get_by_role("dialog", name="Register checkpoint")
+    dialog.get_by_label("Model (an existing one, or a new name)").fill("from-the-ui")
+    dialog.get_by_label("Comment").fill("the best one")
+    dialog.get_by_role("button", name="Register").click()
+    dialog.get_by_role("status").filter(has_text="from-the-ui version 1").wait_for()
+    [version] = cluster.client.model_versions("from-the-ui").versions
+    assert (version.checkpoint.uuid, version.comment) == (checkpoint.uuid, "the best one")
+
+    # A model made with the CLI is listed beside it, and its page offers its files.
+    cluster.cli("model", "create", "from-the-cli", check=True)
+    cluster.cli("model", "register-version", "from-the-cli", checkpoint.uuid, check=True)
+    page.goto(f"{cluster.url}/models")
+    table = page.get_by_role("table", name="models")
+    table.get_by_role("link", name="from-the-ui").wait_for()
+    shot(page, "models")
+    table.get_by_role("link", name="from-the-cli").click()
+    page.wait_for_url(re.compile(r"/models/from-the-cli$"))
+    versions = page.get_by_role("table", name="versions")
+    versions.get_by_text(checkpoint.uuid).wait_for()
+    versions.get_by_role("link", name="download version 1").wait_for()
+    shot(page, "model")
+
+
+def test_fork_makes_a_new_experiment_with_the_changes_given(
+    cluster: Cluster, completed: int, page: Any
+) -> None:
+    page.goto(f"{cluster.url}/experiments/{completed}")
+    page.get_by_role("button", name="Fork").click()
+    dialog = page.get_by_role("dialog", name=f"Fork experiment {completed}")
+    dialog.get_by_label(re.compile("^Config changes")).fill("name=forked-in-the-ui\n")
+    dialog.get_by_label("Create it paused").check()
+    dialog.get_by_role("button", name="Fork").click()
+    page.wait_for_url(lambda url: re.search(rf"/experiments/(?!{completed}$)\d+$", url) is not None)
+    new_id = int(page.url.rsplit("/", 1)[1])
+    assert new_id != completed
+    forked = cluster.client.experiment(new_id)
+    assert (forked.name, forked.state) == ("forked-in-the-ui", "PAUSED")
+    assert forked.config["searcher"]["max_length"] == {"batches": 10}
+    cluster.client.transition(new_id, "kill")
+
+
+def test_a_trial_of_an_ended_experiment_continues_from_its_page(
+    cluster: Cluster, completed: int, page: Any
+) -> None:
+    [trial] = cluster.client.trials(completed)
+    page.goto(f"{cluster.url}/trials/{trial.id}")
+    page.get_by_role("button", name="Continue trial").click()
+    dialog = page.get_by_role("dialog", name=f"Continue trial {trial.id}")
+    dialog.get_by_label(re.compile("^Config changes")).fill("searcher.max_length.batches=15")
+    dialog.get_by_label("Create it paused").check()
+    dialog.get_by_role("button", name="Continue").click()
+    page.wait_for_url(lambda url: re.search(rf"/experiments/(?!{completed}$)\d+$", url) is not None)
+    new_id = int(page.url.rsplit("/", 1)[1])
+    continued = cluster.client.experiment(new_id)
+    assert continued.config["searcher"]["max_length"] == {"batches": 15}
+    assert continued.state == "PAUSED"
+    cluster.client.transition(new_id, "kill")
+
+
+def test_a_running_trial_is_killed_from_its_page(cluster: Cluster, page: Any) -> None:
+    exp_id = cluster.submit(yaml.safe_dump(counter_config("to-kill", 100000, 0.05)))
+    trial = wait_for(
+        "its trial to run",
+        lambda: (ts := cluster.client.trials(exp_id)) and ts[0].state == "RUNNING" and ts[0],
+    )
+    page.goto(f"{cluster.url}/trials/{trial.id}")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Kill trial").click()
+    ended = cluster.wait_state(exp_id, "COMPLETED", "CANCELED", "ERROR")
+    assert cluster.client.trials(exp_id)[0].state in ("CANCELED", "ERROR"), ended
+
+
+def test_a_user_who_may_not_act_on_an_experiment_is_not_offered_its_actions(
+    cluster: Cluster, completed: int, other_user: Any
+) -> None:
+    tab = other_user
+    assert tab.get_by_label("signed in as").inner_text().strip() == tab.user_name
+    tab.goto(f"{cluster.url}/experiments/{completed}")
+    tab.get_by_label("effective config").wait_for()
+    assert tab.get_by_role("button", name=f"archive experiment {completed}").count() == 0
+    # Forking makes the user's own experiment: offered.
+    assert tab.get_by_role("button", name="Fork").count() == 1
+    [trial] = cluster.client.trials(completed)
+    tab.goto(f"{cluster.url}/trials/{trial.id}")
+    tab.get_by_role("heading", name=re.compile(f"Trial {trial.id}")).wait_for()
+    assert tab.get_by_role("button", name="Continue trial").count() == 0
+    # Their own experiment does show its actions.
+    user = cluster.sign_in(tab.user_name, "viewer-password")
+    own = user.create_experiment(
+        yaml.safe_dump(counter_config("mine", 10)), pack_context(COUNTER).data, activate=False
+    )
+    tab.goto(f"{cluster.url}/experiments/{own.id}")
+    tab.get_by_role("button", name=f"kill experiment {own.id}").wait_for()
+    user.transition(own.id, "kill")
