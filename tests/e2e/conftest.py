@@ -8,6 +8,7 @@ shares them, so a master and agent start once."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Iterator
@@ -61,12 +62,10 @@ def cluster(
     yield from serve(c, request)
 
 
-@pytest.fixture(scope="module")
-def page(cluster: Cluster) -> Iterator[Any]:
-    """A browser page signed in through the UI's sign-in form.
-
-    Module-scoped, not session-scoped: while Playwright's sync API is open its event loop counts
-    as running in this thread, so every later test that calls ``asyncio.run`` would fail."""
+@contextlib.contextmanager
+def signed_in_page(cluster: Cluster) -> Iterator[Any]:
+    """A browser page of Debian's Chromium signed in to ``cluster`` through the UI's sign-in
+    form, as its admin."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -84,3 +83,13 @@ def page(cluster: Cluster) -> Iterator[Any]:
             yield tab
         finally:
             browser.close()
+
+
+@pytest.fixture(scope="module")
+def page(cluster: Cluster) -> Iterator[Any]:
+    """A browser page signed in through the UI's sign-in form.
+
+    Module-scoped, not session-scoped: while Playwright's sync API is open its event loop counts
+    as running in this thread, so every later test that calls ``asyncio.run`` would fail."""
+    with signed_in_page(cluster) as tab:
+        yield tab

@@ -5,7 +5,7 @@
 // nothing is polled. Experiments, trials and metrics come as the rows that changed; the job
 // queue and the cluster as a flag saying they changed, and their pages read them again.
 import { useQueryClient } from "@tanstack/react-query";
-import { useEffect, useState } from "react";
+import { useEffect, useState, useSyncExternalStore } from "react";
 import { browserHeaders, onRead, signInAgain, type Schemas } from "./api/client";
 
 /**
@@ -25,7 +25,8 @@ type Batch = Schemas["EventBatch"];
  * Follow the master's event stream for `scope` while the component is mounted: each batch
  * refetches the queries it changes; a resync (the stream lost its place) refetches them all.
  * A dropped stream (a network error, the master restarting, a 5xx) reconnects, resuming after
- * the last event it saw: after a second, doubling up to 30 s while it keeps failing. An answer
+ * the last event it saw: after a second, doubling up to 4 s while it keeps failing (the page says
+ * meanwhile that the master is not answering, and reads everything again once it is back). An answer
  * that another try would only repeat ends it: a 404 (the experiment or trial is not there; the
  * page says so), a 403 or another 4xx; a 401 goes to the sign-in page, as every query's does.
  *
@@ -108,14 +109,24 @@ export function useLiveEvents(scope: Scope): void {
       let delay = FIRST_RETRY_MS;
       while (!stop.signal.aborted) {
         let connected = false;
+        const opened = () => {
+          connected = true;
+          // Back after an outage: what the page read then (or failed to read) is read again.
+          if (link === "down") {
+            setLink("up");
+            void client.invalidateQueries();
+          }
+        };
         try {
-          await followEvents(path, apply, stop.signal, lastId, () => (connected = true), subscribed);
+          await followEvents(path, apply, stop.signal, lastId, opened, subscribed);
         } catch (error) {
           if (error instanceof StreamRefused && !retried(error.status)) {
             if (error.status === 401) signInAgain();
             return;
           }
-          // A dropped connection, a master restart or a 5xx: try again, less often each time.
+          // A dropped connection, a master restart or a 5xx: try again, less often each time,
+          // and say meanwhile that what the page shows may be out of date.
+          if (!stop.signal.aborted) setLink("down");
         }
         if (stop.signal.aborted) return;
         // A stream that was open and ended starts the backoff afresh.
@@ -131,6 +142,29 @@ export function useLiveEvents(scope: Scope): void {
   }, [client, path, openedAt]);
 }
 
+/** Whether the master answers the event stream: "down" from a failed try until one connects. */
+export type MasterLink = "up" | "down";
+
+let link: MasterLink = "up";
+const linkListeners = new Set<() => void>();
+
+function setLink(next: MasterLink): void {
+  if (link === next) return;
+  link = next;
+  for (const listener of linkListeners) listener();
+}
+
+/** The master's link as the page's event streams last found it (re-rendered on a change). */
+export function useMasterLink(): MasterLink {
+  return useSyncExternalStore(
+    (listener) => {
+      linkListeners.add(listener);
+      return () => linkListeners.delete(listener);
+    },
+    () => link,
+  );
+}
+
 /** Whether a read made at `position` may lack changes up to `at` (both event ids, "epoch-seq";
  * another epoch is another run of the master). */
 function behind(position: string, at: string): boolean {
@@ -140,7 +174,9 @@ function behind(position: string, at: string): boolean {
 }
 
 const FIRST_RETRY_MS = 1000;
-const LAST_RETRY_MS = 30_000;
+// A try while the master is away is one refused connection: cheap enough to make every few
+// seconds, so a page is current again soon after the master is back.
+const LAST_RETRY_MS = 4000;
 
 /** Whether an answer of `status` is worth asking again: the master's trouble, not the request's. */
 function retried(status: number): boolean {

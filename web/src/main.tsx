@@ -15,6 +15,7 @@ import { SubmitPage } from "./pages/Submit";
 import { TaskPage } from "./pages/Task";
 import { TasksPage } from "./pages/Tasks";
 import { TrialPage } from "./pages/Trial";
+import { useMasterLink } from "./live";
 import { useMe } from "./me";
 import "./styles.css";
 
@@ -72,6 +73,7 @@ function Layout() {
           <NavLink to="/sign-in">Sign in</NavLink>
         )}
       </header>
+      <MasterLost />
       <main>
         <Routes>
           <Route path="/" element={<ExperimentsPage />} />
@@ -92,6 +94,16 @@ function Layout() {
         </Routes>
       </main>
     </>
+  );
+}
+
+/** Said while the master does not answer: the page's data may be out of date until it does. */
+function MasterLost() {
+  if (useMasterLink() === "up") return null;
+  return (
+    <p className="banner" role="alert">
+      The master is not answering: what this page shows may be out of date. Trying again…
+    </p>
   );
 }
 

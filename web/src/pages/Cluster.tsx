@@ -4,8 +4,10 @@ import { api, ok } from "../api/client";
 import { ErrorLine, Loading } from "../components/bits";
 import { when } from "../format";
 import { useLiveEvents } from "../live";
+import { useTitle } from "../title";
 
 export function ClusterPage() {
+  useTitle("Cluster");
   useLiveEvents({ cluster: true });
   const pools = useQuery({ queryKey: ["pools"], queryFn: () => ok(api.GET("/api/v1/resource-pools")) });
   const agents = useQuery({ queryKey: ["agents"], queryFn: () => ok(api.GET("/api/v1/agents")) });

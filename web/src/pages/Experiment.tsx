@@ -13,6 +13,7 @@ import { useLiveEvents } from "../live";
 import { badId, idList, parseId } from "../params";
 import { toYaml } from "../yaml";
 import { Analysis } from "./ExperimentAnalysis";
+import { useTitle } from "../title";
 
 /** The most trials whose curves are drawn when none are selected. */
 const DEFAULT_CURVES = 20;
@@ -26,6 +27,7 @@ const SERVER_SORTS: Record<string, Schemas["TrialSort"]> = {
 };
 
 export function ExperimentPage() {
+  useTitle(`Experiment ${useParams().id ?? ""}`);
   const text = useParams().id;
   const id = parseId(text);
   // Not an id: said here, without asking the API about it.

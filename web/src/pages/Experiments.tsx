@@ -8,6 +8,7 @@ import { Table, type Column } from "../components/Table";
 import { duration, NO_VALUE, num, percent, when } from "../format";
 import { useLiveEvents } from "../live";
 import { parseOffset, pickEnum } from "../params";
+import { useTitle } from "../title";
 
 const STATES: ExperimentState[] = [
   "ACTIVE", "PAUSED", "STOPPING_COMPLETED", "STOPPING_CANCELED", "STOPPING_KILLED",
@@ -59,6 +60,7 @@ const columns: Column<ExperimentSummary>[] = [
 ];
 
 export function ExperimentsPage() {
+  useTitle("Experiments");
   const [params, setParams] = useSearchParams();
   // States in any case (`active`); what is not a state is left out, not sent to the API.
   const states = pickEnum(params.getAll("state"), STATES);

@@ -6,8 +6,10 @@ import { api, ok, type Job, type JobChange, type JobQueue } from "../api/client"
 import { ErrorLine, Loading, StateBadge } from "../components/bits";
 import { when } from "../format";
 import { useLiveEvents } from "../live";
+import { useTitle } from "../title";
 
 export function JobQueuePage() {
+  useTitle("Job queue");
   const [params, setParams] = useSearchParams();
   useLiveEvents({ queue: true, cluster: true });
   const pools = useQuery({

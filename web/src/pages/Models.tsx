@@ -8,8 +8,10 @@ import { Table, type Column } from "../components/Table";
 import { when } from "../format";
 import { useMayAct } from "../me";
 import { downloadHref } from "../components/Checkpoints";
+import { useTitle } from "../title";
 
 export function ModelsPage() {
+  useTitle("Models");
   const [params, setParams] = useSearchParams();
   const filter = params.get("name") ?? "";
   const models = useQuery({
@@ -81,6 +83,7 @@ function NewModel() {
 }
 
 export function ModelPage() {
+  useTitle(`Model ${useParams().name ?? ""}`);
   const name = useParams().name ?? "";
   const navigate = useNavigate();
   const client = useQueryClient();

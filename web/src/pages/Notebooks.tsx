@@ -11,6 +11,7 @@ import { Table, type Column } from "../components/Table";
 import { NO_VALUE, when } from "../format";
 import { useLiveEvents } from "../live";
 import "./interactive.css";
+import { useTitle } from "../title";
 
 const columns: Column<Notebook>[] = [
   { key: "id", header: "ID", value: (b) => b.id, cell: (b) => b.id },
@@ -48,6 +49,7 @@ function NotebookState({ book }: { book: Notebook }) {
 }
 
 export function NotebooksPage() {
+  useTitle("Notebooks");
   const client = useQueryClient();
   const [showEnded, endedBox] = useShowEnded();
   // A notebook starting, running or ending changes the job queue: each change reads it again.

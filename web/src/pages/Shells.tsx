@@ -11,6 +11,7 @@ import { Table, type Column } from "../components/Table";
 import { NO_VALUE, when } from "../format";
 import { useLiveEvents } from "../live";
 import "./interactive.css";
+import { useTitle } from "../title";
 
 const columns: Column<Shell>[] = [
   { key: "id", header: "ID", value: (s) => s.id, cell: (s) => s.id },
@@ -46,6 +47,7 @@ const columns: Column<Shell>[] = [
 ];
 
 export function ShellsPage() {
+  useTitle("Shells");
   const client = useQueryClient();
   const [showEnded, endedBox] = useShowEnded();
   // A shell starting, running or ending changes the job queue: each change reads it again.

@@ -5,8 +5,10 @@ import { useState } from "react";
 import { useNavigate, useSearchParams } from "react-router-dom";
 import { api, ok } from "../api/client";
 import { ErrorLine } from "../components/bits";
+import { useTitle } from "../title";
 
 export function SignInPage() {
+  useTitle("Sign in");
   const [params] = useSearchParams();
   const navigate = useNavigate();
   const client = useQueryClient();

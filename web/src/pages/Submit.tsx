@@ -14,6 +14,7 @@ import {
 import { ErrorLine } from "../components/bits";
 import { keyLines, lineOf } from "../configLines";
 import { packDirectory } from "../pack";
+import { useTitle } from "../title";
 
 type Kind = "experiment" | "job";
 
@@ -58,6 +59,7 @@ function form(config: string, context: Context | null): FormData {
 }
 
 export function SubmitPage() {
+  useTitle("Submit");
   const navigate = useNavigate();
   const [kind, setKind] = useState<Kind>("experiment");
   const [config, setConfig] = useState("");

@@ -9,10 +9,12 @@ import { LogView } from "../components/LogView";
 import { duration, when } from "../format";
 import { followEvents, useLiveEvents } from "../live";
 import { badId, parseId } from "../params";
+import { useTitle } from "../title";
 
 const ENDED = ["SUCCEEDED", "FAILED", "STOPPED"];
 
 export function TaskPage() {
+  useTitle(`Job ${useParams().id ?? ""}`);
   const text = useParams().id;
   const id = parseId(text);
   // Not an id: said here, without asking the API about it.

@@ -7,6 +7,7 @@ import { ErrorLine, Loading, StateBadge } from "../components/bits";
 import { Table, type Column } from "../components/Table";
 import { duration, when } from "../format";
 import { useLiveEvents } from "../live";
+import { useTitle } from "../title";
 
 type TaskSummary = Schemas["TaskSummary"];
 type TaskState = Schemas["TaskState"];
@@ -36,6 +37,7 @@ const columns: Column<TaskSummary>[] = [
 ];
 
 export function TasksPage() {
+  useTitle("Jobs");
   const [params, setParams] = useSearchParams();
   const chosen = params.getAll("state").filter((s): s is TaskState => STATES.includes(s as TaskState));
   // Ended jobs are shown unless `ended=0`: this page is where they are found once they leave

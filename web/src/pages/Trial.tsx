@@ -12,8 +12,10 @@ import { duration, hparam, NO_VALUE, num, when } from "../format";
 import { followEvents, useLiveEvents } from "../live";
 import { useMayAct } from "../me";
 import { badId, parseId } from "../params";
+import { useTitle } from "../title";
 
 export function TrialPage() {
+  useTitle(`Trial ${useParams().id ?? ""}`);
   const text = useParams().id;
   const id = parseId(text);
   // Not an id: said here, without asking the API about it.
