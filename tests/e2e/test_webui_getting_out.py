@@ -213,3 +213,17 @@ def test_a_user_who_may_not_act_on_an_experiment_is_not_offered_its_actions(
     tab.goto(f"{cluster.url}/experiments/{own.id}")
     tab.get_by_role("button", name=f"kill experiment {own.id}").wait_for()
     user.transition(own.id, "kill")
+
+
+def test_a_failed_experiments_message_links_the_trial_that_failed(
+    cluster: Cluster, page: Any
+) -> None:
+    config = counter_config("fails", 10)
+    config["hyperparameters"]["fail_once_at"] = 2
+    config["max_restarts"] = 0
+    exp_id = cluster.submit(yaml.safe_dump(config))
+    cluster.wait_state(exp_id, "ERROR")
+    [trial] = cluster.client.trials(exp_id)
+    page.goto(f"{cluster.url}/experiments/{exp_id}")
+    page.get_by_role("link", name=f"on trial {trial.id}'s page").click()
+    page.wait_for_url(re.compile(rf"/trials/{trial.id}$"))

@@ -1,5 +1,7 @@
 // Small shared pieces: state badges, errors, the experiment actions.
 import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { Fragment } from "react";
+import { Link } from "react-router-dom";
 import { api, ok, type ExperimentState } from "../api/client";
 import { useMayAct } from "../me";
 
@@ -114,5 +116,22 @@ export function ExperimentActions({
       ))}
       {act.error && <span className="error">{act.error.message}</span>}
     </span>
+  );
+}
+
+/** A message of the master's, with the trials and experiments it names linked to their pages
+ * (its pointer to the CLI for a trial's log links the trial's page, where the log is). */
+export function Message({ text }: { text: string }) {
+  const parts = text.split(/(assay trial logs \d+|\btrial \d+|\bexperiment \d+)/);
+  return (
+    <p className="message">
+      {parts.map((part, i) => {
+        const log = /^assay trial logs (\d+)$/.exec(part);
+        if (log) return <Link key={i} to={`/trials/${log[1]}`}>on trial {log[1]}'s page</Link>;
+        const named = /^(trial|experiment) (\d+)$/.exec(part);
+        if (named) return <Link key={i} to={`/${named[1]}s/${named[2]}`}>{part}</Link>;
+        return <Fragment key={i}>{part}</Fragment>;
+      })}
+    </p>
   );
 }

@@ -3,7 +3,7 @@ import { useQuery } from "@tanstack/react-query";
 import { useMemo, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router-dom";
 import { api, ok, type Experiment, type Metric, type Schemas, type Trial } from "../api/client";
-import { ErrorLine, ExperimentActions, Loading, StateBadge, TrialStateBadge } from "../components/bits";
+import { ErrorLine, Message, ExperimentActions, Loading, StateBadge, TrialStateBadge } from "../components/bits";
 import { LineChart, type Series } from "../components/Chart";
 import { CheckpointTable } from "../components/Checkpoints";
 import { DeriveActions } from "../components/Derive";
@@ -149,7 +149,7 @@ function ExperimentView({ id }: { id: number }) {
         <span>duration {e.started_at != null ? duration(e.started_at, e.ended_at) : NO_VALUE}</span>
         {e.labels.length > 0 && <span>labels {e.labels.join(", ")}</span>}
       </div>
-      {e.message && <p className="message">{e.message}</p>}
+      {e.message && <Message text={e.message} />}
       {e.waiting && <p className="muted">Waiting: {e.waiting}</p>}
 
       <h2>Trials</h2>

@@ -4,7 +4,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams } from "react-router-dom";
 import { ApiError, api, ok, type TaskLogEntry, type TaskLogPage } from "../api/client";
-import { ErrorLine, Loading, StateBadge } from "../components/bits";
+import { ErrorLine, Message, Loading, StateBadge } from "../components/bits";
 import { LogView } from "../components/LogView";
 import { duration, when } from "../format";
 import { followEvents, useLiveEvents } from "../live";
@@ -64,7 +64,7 @@ function TaskView({ id }: { id: number }) {
         {t.started_at && <span>ran {duration(t.started_at, t.ended_at)}</span>}
         {t.exit_code !== null && <span>exit code {t.exit_code}</span>}
       </div>
-      {t.message && <p className="message">{t.message}</p>}
+      {t.message && <Message text={t.message} />}
       {t.notes.length > 0 && (
         <ul className="notes">
           {t.notes.map((n, i) => (

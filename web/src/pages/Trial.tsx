@@ -3,7 +3,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams } from "react-router-dom";
 import { api, ok, type LogEntry, type LogPage, type Metric, type TrialDetail } from "../api/client";
-import { ErrorLine, Loading, TrialStateBadge } from "../components/bits";
+import { ErrorLine, Message, Loading, TrialStateBadge } from "../components/bits";
 import { LineChart } from "../components/Chart";
 import { CheckpointTable } from "../components/Checkpoints";
 import { DeriveDialog } from "../components/Derive";
@@ -71,7 +71,7 @@ function TrialView({ id }: { id: number }) {
         <span>duration {ran.start !== null ? duration(ran.start, ran.end) : NO_VALUE}</span>
       </div>
       <TrialActions trial={t} />
-      {t.message && <p className="message">{t.message}</p>}
+      {t.message && <Message text={t.message} />}
       {t.waiting && <p className="muted">Waiting: {t.waiting}</p>}
       <h2>Hyperparameters</h2>
       <table className="kv" aria-label="hyperparameters">
