@@ -1,8 +1,9 @@
 // Small shared pieces: state badges, errors, the experiment actions.
 import { useMutation, useQueryClient } from "@tanstack/react-query";
-import { Fragment } from "react";
+import { Fragment, useEffect, useState } from "react";
 import { Link } from "react-router-dom";
 import { api, ok, type ExperimentState } from "../api/client";
+import { duration } from "../format";
 import { useMayAct } from "../me";
 
 export function StateBadge({ state }: { state: string }) {
@@ -134,4 +135,17 @@ export function Message({ text }: { text: string }) {
       })}
     </p>
   );
+}
+
+/** How long something ran from `start`: to `end`, or, while it runs (no end), to now, ticking
+ * each second. */
+export function Duration({ start, end }: { start: number; end: number | null | undefined }) {
+  const running = end === null || end === undefined;
+  const [, tick] = useState(0);
+  useEffect(() => {
+    if (!running) return;
+    const timer = setInterval(() => tick((n) => n + 1), 1000);
+    return () => clearInterval(timer);
+  }, [running]);
+  return <>{duration(start, end)}</>;
 }

@@ -3,12 +3,12 @@ import { useQuery } from "@tanstack/react-query";
 import { useMemo, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router-dom";
 import { api, ok, type Experiment, type Metric, type Schemas, type Trial } from "../api/client";
-import { ErrorLine, Message, ExperimentActions, Loading, StateBadge, TrialStateBadge } from "../components/bits";
+import { ErrorLine, Message, ExperimentActions, Loading, StateBadge, TrialStateBadge, Duration } from "../components/bits";
 import { LineChart, type Series } from "../components/Chart";
 import { CheckpointTable } from "../components/Checkpoints";
 import { DeriveActions } from "../components/Derive";
 import { Table, type Column } from "../components/Table";
-import { duration, hparam, NO_VALUE, num, percent, when } from "../format";
+import { hparam, NO_VALUE, num, percent, when } from "../format";
 import { useLiveEvents } from "../live";
 import { badId, idList, parseId } from "../params";
 import { toYaml } from "../yaml";
@@ -119,7 +119,7 @@ function ExperimentView({ id }: { id: number }) {
     {
       key: "duration", header: "Duration",
       value: (t) => (t.started_at != null ? (t.ended_at ?? Date.now() / 1000) - t.started_at : null),
-      cell: (t) => (t.started_at != null ? duration(t.started_at, t.ended_at) : NO_VALUE),
+      cell: (t) => (t.started_at != null ? <Duration start={t.started_at} end={t.ended_at} /> : NO_VALUE),
     },
     // eslint-disable-next-line react-hooks/exhaustive-deps
   ], [hparamNames, metricName, selected, params]);
@@ -146,7 +146,7 @@ function ExperimentView({ id }: { id: number }) {
         {e.resource_pool && <span>pool {e.resource_pool}</span>}
         <span>submitted {when(e.created_at)}</span>
         {/* From its first trial's start: one none of whose trials ever ran has no duration. */}
-        <span>duration {e.started_at != null ? duration(e.started_at, e.ended_at) : NO_VALUE}</span>
+        <span>duration {e.started_at != null ? <Duration start={e.started_at} end={e.ended_at} /> : NO_VALUE}</span>
         {e.labels.length > 0 && <span>labels {e.labels.join(", ")}</span>}
       </div>
       {e.message && <Message text={e.message} />}

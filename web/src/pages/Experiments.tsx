@@ -3,9 +3,9 @@ import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useEffect } from "react";
 import { Link, useSearchParams } from "react-router-dom";
 import { api, ok, type ExperimentState, type ExperimentSummary, type Schemas } from "../api/client";
-import { ErrorLine, ExperimentActions, Loading, StateBadge } from "../components/bits";
+import { Duration, ErrorLine, ExperimentActions, Loading, StateBadge } from "../components/bits";
 import { Table, type Column } from "../components/Table";
-import { duration, NO_VALUE, num, percent, when } from "../format";
+import { NO_VALUE, num, percent, when } from "../format";
 import { useLiveEvents } from "../live";
 import { parseOffset, pickEnum } from "../params";
 import { useTitle } from "../title";
@@ -51,7 +51,7 @@ const columns: Column<ExperimentSummary>[] = [
     // queued) has no duration yet.
     key: "duration", header: "Duration",
     value: (e) => (e.started_at != null ? (e.ended_at ?? Date.now() / 1000) - e.started_at : null),
-    cell: (e) => (e.started_at != null ? duration(e.started_at, e.ended_at) : NO_VALUE),
+    cell: (e) => (e.started_at != null ? <Duration start={e.started_at} end={e.ended_at} /> : NO_VALUE),
   },
   {
     key: "actions", header: "Actions",

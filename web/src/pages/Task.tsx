@@ -4,9 +4,9 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams } from "react-router-dom";
 import { ApiError, api, ok, type TaskLogEntry, type TaskLogPage } from "../api/client";
-import { ErrorLine, Message, Loading, StateBadge } from "../components/bits";
+import { ErrorLine, Message, Loading, StateBadge, Duration } from "../components/bits";
 import { LogView } from "../components/LogView";
-import { duration, when } from "../format";
+import { when } from "../format";
 import { followEvents, useLiveEvents } from "../live";
 import { badId, parseId } from "../params";
 import { useTitle } from "../title";
@@ -61,7 +61,7 @@ function TaskView({ id }: { id: number }) {
         <span>pool {t.resource_pool}</span>
         <span>priority {t.priority}</span>
         <span>submitted {when(t.created_at)}</span>
-        {t.started_at && <span>ran {duration(t.started_at, t.ended_at)}</span>}
+        {t.started_at ? <span>ran <Duration start={t.started_at} end={t.ended_at} /></span> : <span>{ended ? "never started" : "not started yet"}</span>}
         {t.exit_code !== null && <span>exit code {t.exit_code}</span>}
       </div>
       {t.message && <Message text={t.message} />}

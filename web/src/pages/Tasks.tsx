@@ -3,9 +3,9 @@
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { Link, useSearchParams } from "react-router-dom";
 import { api, ok, type Schemas } from "../api/client";
-import { ErrorLine, Loading, StateBadge } from "../components/bits";
+import { Duration, ErrorLine, Loading, StateBadge } from "../components/bits";
 import { Table, type Column } from "../components/Table";
-import { duration, when } from "../format";
+import { when } from "../format";
 import { useLiveEvents } from "../live";
 import { useTitle } from "../title";
 
@@ -27,12 +27,12 @@ const columns: Column<TaskSummary>[] = [
   },
   {
     key: "started", header: "Started", value: (t) => t.started_at,
-    cell: (t) => (t.started_at ? when(t.started_at) : <span className="muted">not yet</span>),
+    cell: (t) => (t.started_at ? when(t.started_at) : <span className="muted">{t.ended_at ? "never" : "not yet"}</span>),
   },
   {
     key: "duration", header: "Duration",
     value: (t) => (t.started_at ? (t.ended_at ?? Date.now() / 1000) - t.started_at : null),
-    cell: (t) => (t.started_at ? duration(t.started_at, t.ended_at) : ""),
+    cell: (t) => (t.started_at ? <Duration start={t.started_at} end={t.ended_at} /> : ""),
   },
 ];
 

@@ -3,12 +3,12 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams } from "react-router-dom";
 import { api, ok, type LogEntry, type LogPage, type Metric, type TrialDetail } from "../api/client";
-import { ErrorLine, Message, Loading, TrialStateBadge } from "../components/bits";
+import { ErrorLine, Message, Loading, TrialStateBadge, Duration } from "../components/bits";
 import { LineChart } from "../components/Chart";
 import { CheckpointTable } from "../components/Checkpoints";
 import { DeriveDialog } from "../components/Derive";
 import { LogView, useFollow } from "../components/LogView";
-import { duration, hparam, NO_VALUE, num, when } from "../format";
+import { hparam, NO_VALUE, num, when } from "../format";
 import { followEvents, useLiveEvents } from "../live";
 import { useMayAct } from "../me";
 import { badId, parseId } from "../params";
@@ -67,8 +67,8 @@ function TrialView({ id }: { id: number }) {
         <span>restarts {t.restarts}</span>
         {/* Runs lost with their agent: the cluster's, never counted toward max_restarts. */}
         {t.infra_restarts > 0 && <span>lost with its agent {t.infra_restarts}</span>}
-        <span>started {ran.start !== null ? when(ran.start) : "not yet"}</span>
-        <span>duration {ran.start !== null ? duration(ran.start, ran.end) : NO_VALUE}</span>
+        <span>started {ran.start !== null ? when(ran.start) : t.ended_at ? "never" : "not yet"}</span>
+        <span>duration {ran.start !== null ? <Duration start={ran.start} end={ran.end} /> : NO_VALUE}</span>
       </div>
       <TrialActions trial={t} />
       {t.message && <Message text={t.message} />}
