@@ -227,3 +227,27 @@ def test_a_failed_experiments_message_links_the_trial_that_failed(
     page.goto(f"{cluster.url}/experiments/{exp_id}")
     page.get_by_role("link", name=f"on trial {trial.id}'s page").click()
     page.wait_for_url(re.compile(rf"/trials/{trial.id}$"))
+
+
+def test_a_trials_log_marks_its_runs_and_shows_times_and_one_stream_when_asked(
+    cluster: Cluster, completed: int, page: Any
+) -> None:
+    [trial] = cluster.client.trials(completed)
+    entries = cluster.client.logs(trial.id)
+    page.goto(f"{cluster.url}/trials/{trial.id}")
+    logs = page.get_by_label("logs")
+    page.wait_for_function(
+        "el => el.textContent.includes('started at step')", arg=logs.element_handle()
+    )
+    first, *lines = logs.inner_text().splitlines()
+    assert first.startswith("──── run 1 (allocation ")
+    assert len(lines) == len(entries)
+    page.get_by_label("Timestamps").check()
+    page.wait_for_url(re.compile(r"time=1"))
+    stamped = logs.inner_text().splitlines()[1:]
+    assert all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} ", line) for line in stamped)
+    page.get_by_label("Stream").select_option("stdout")
+    out = sum(1 for e in entries if e.stream == "stdout")
+    page.wait_for_function(
+        f"el => el.textContent.split('\\n').length === {out + 1}", arg=logs.element_handle()
+    )

@@ -1,6 +1,6 @@
 // A log as a page shows it: its lines with a search that lives in the URL (`q`), a download of
 // every line, and (where the page follows the log) the Follow box, also in the URL.
-import { useEffect, useMemo, useRef } from "react";
+import { useEffect, useMemo, useRef, type ReactNode } from "react";
 import { useSearchParams } from "react-router-dom";
 import { ErrorLine } from "./bits";
 
@@ -10,6 +10,7 @@ export function LogView({
   status,
   error,
   followable = false,
+  controls = null,
 }: {
   /** Each line as shown (with its rank or role prefix). */
   lines: string[];
@@ -20,6 +21,8 @@ export function LogView({
   error: unknown;
   /** Offer the Follow box (`follow=0` in the URL turns following off); see {@link useFollow}. */
   followable?: boolean;
+  /** More filters of the page's own, shown beside the search. */
+  controls?: ReactNode;
 }) {
   const [params, setParams] = useSearchParams();
   const search = params.get("q") ?? "";
@@ -56,6 +59,7 @@ export function LogView({
         <label>
           Search <input type="search" value={search} onChange={(e) => set("q", e.target.value || null)} />
         </label>
+        {controls}
         {followable && (
           <label className="check">
             <input type="checkbox" checked={follow} onChange={(e) => set("follow", e.target.checked ? null : "0")} />

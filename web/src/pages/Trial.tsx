@@ -1,7 +1,7 @@
 // Trial: hyperparameters, training and validation charts, checkpoints, logs (live).
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useMemo, useRef, useState } from "react";
-import { Link, useParams } from "react-router-dom";
+import { Link, useParams, useSearchParams } from "react-router-dom";
 import { api, ok, type LogEntry, type LogPage, type Metric, type TrialDetail } from "../api/client";
 import { ErrorLine, Message, Loading, TrialStateBadge, Duration } from "../components/bits";
 import { LineChart } from "../components/Chart";
@@ -220,7 +220,16 @@ function Logs({ trialId }: { trialId: number }) {
     };
   }, [trialId, follow]);
 
-  const shown = useMemo(() => lines.map((l) => `${l.rank ? `[rank ${l.rank}] ` : ""}${l.line}`), [lines]);
+  const [params, setParams] = useSearchParams();
+  const stamps = params.get("time") === "1";
+  const stream = params.get("stream") ?? "";
+  const setParam = (key: string, value: string | null) => {
+    const next = new URLSearchParams(params);
+    if (value) next.set(key, value);
+    else next.delete(key);
+    setParams(next, { replace: true });
+  };
+  const shown = useMemo(() => showLines(lines, { stamps, stream }), [lines, stamps, stream]);
   return (
     <LogView
       lines={shown}
@@ -228,6 +237,40 @@ function Logs({ trialId }: { trialId: number }) {
       status={ended ? "trial ended" : ""}
       error={error}
       followable
+      controls={
+        <>
+          <label>
+            Stream{" "}
+            <select value={stream} onChange={(e) => setParam("stream", e.target.value || null)}>
+              <option value="">both</option>
+              <option value="stdout">stdout</option>
+              <option value="stderr">stderr</option>
+            </select>
+          </label>
+          <label className="check">
+            <input type="checkbox" checked={stamps} onChange={(e) => setParam("time", e.target.checked ? "1" : null)} />
+            Timestamps
+          </label>
+        </>
+      }
     />
   );
+}
+
+/** The lines as shown: of one stream or both, with their time when asked, and a line naming
+ * each run (a restart or a resumption is a run of its own) where one begins. */
+function showLines(entries: LogEntry[], { stamps, stream }: { stamps: boolean; stream: string }): string[] {
+  const out: string[] = [];
+  const runs = new Map<string, number>();
+  for (const e of entries) {
+    if (!runs.has(e.allocation_id)) {
+      runs.set(e.allocation_id, runs.size + 1);
+      out.push(`──── run ${runs.size} (allocation ${e.allocation_id.slice(0, 8)}) ${"─".repeat(20)}`);
+    }
+    if (stream && e.stream !== stream) continue;
+    const time = stamps ? `${new Date(e.time * 1000).toISOString().replace("T", " ").slice(0, 23)} ` : "";
+    const rank = e.rank ? `[rank ${e.rank}] ` : "";
+    out.push(`${time}${rank}${e.line}`);
+  }
+  return out;
 }
