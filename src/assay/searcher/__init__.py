@@ -7,6 +7,8 @@ searcher config of ``assay.config`` builds its method through one registry entry
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from assay.searcher._adaptive import adaptive_asha
 from assay.searcher._base import Searcher, SearchMethod
 from assay.searcher._basic import BatchSearch, GridSearch, RandomSearch
@@ -26,7 +28,6 @@ from assay.searcher._ops import (
     op_to_json,
     parent_checkpoint,
 )
-from assay.searcher._optuna import OptunaSource, distributions
 from assay.searcher._preview import (
     BracketPreview,
     SearchPreview,
@@ -36,6 +37,9 @@ from assay.searcher._preview import (
 from assay.searcher._rungs import BracketCount, RungCount, count_rungs, halving_brackets
 from assay.searcher._source import Outcome, ParamSource
 from assay.searcher._space import draw, grid, sample
+
+if TYPE_CHECKING:
+    from assay.searcher._optuna import OptunaSource, distributions
 
 __all__ = [
     "EVERY_TRIAL_FAILED",
@@ -77,3 +81,16 @@ __all__ = [
     "sample",
     "search_length",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # Optuna takes half a second to import: it is loaded when a searcher first needs it, not
+    # by every master, agent and command that imports this package.
+    if name in _LAZY:
+        from assay.searcher import _optuna
+
+        return getattr(_optuna, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+_LAZY = frozenset({"OptunaSource", "distributions"})

@@ -41,7 +41,6 @@ from assay.searcher._base import SearchMethod
 from assay.searcher._basic import BatchSearch, GridSearch, RandomSearch, SingleSearch
 from assay.searcher._evolve import AnnealSource, EvolutionSource
 from assay.searcher._hyperband import hyperband
-from assay.searcher._optuna import OptunaSource
 from assay.searcher._pbt import PBT
 from assay.searcher._source import ParamSource
 
@@ -65,6 +64,8 @@ class BuildInputs:
         """The source of a ``sampler:`` section (None: the method draws at random itself)."""
         if cfg is None:
             return None
+        from assay.searcher._optuna import OptunaSource  # Optuna, loaded when first needed
+
         seed = self.seed if cfg.seed is None else int(cfg.seed)
         return OptunaSource(self.space, sampler=cfg.name, seed=seed, options=dict(cfg.options))
 
@@ -112,6 +113,8 @@ def _grid(sc: GridConfig, given: BuildInputs) -> SearchMethod:
 
 def _optuna(sc: OptunaConfig, given: BuildInputs) -> SearchMethod:
     # A random search whose hyperparameters come from the sampler of the same name.
+    from assay.searcher._optuna import OptunaSource  # Optuna, loaded when first needed
+
     model = OptunaSource(
         given.space,
         sampler=sc.name,
