@@ -19,6 +19,7 @@ import yaml
 from assay import rest
 from assay.client import Client, StoredLogin, TokenStore
 from assay.errors import AssayError
+from tests.integration._forked import ForkedMaster, start_master
 
 T = TypeVar("T")
 
@@ -113,7 +114,7 @@ class Cluster:
         (``allowed_checkpoint_storage.host_paths``, added to ``master_config``)."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.master: subprocess.Popen[bytes] | None = None
+        self.master: subprocess.Popen[bytes] | ForkedMaster | None = None
         self.agents: dict[str, subprocess.Popen[bytes]] = {}
         self.client = Client(self.url, timeout=30)
         self.admin_password = "admin-password-for-tests"
@@ -171,7 +172,9 @@ class Cluster:
         config = self._master_config()
         if config:
             args += ["--config", str(config)]
-        self.master = subprocess.Popen(
+        (self.home / "logs").mkdir(parents=True, exist_ok=True)
+        forked = start_master(args[3:], self.env, self.home / "logs" / "master.log")
+        self.master = forked or subprocess.Popen(
             args, env=self.env, stdout=self._log("master"), stderr=subprocess.STDOUT
         )
         with self._stopped_on_failure():
