@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
+from assay.client import Client
 from assay.context import pack_context
+from assay.errors import AssayError
 from tests.e2e.conftest import shot
 from tests.integration.cluster import CONTEXTS, Cluster, wait_for
 
@@ -251,3 +253,63 @@ def test_a_trials_log_marks_its_runs_and_shows_times_and_one_stream_when_asked(
     page.wait_for_function(
         f"el => el.textContent.split('\\n').length === {out + 1}", arg=logs.element_handle()
     )
+
+
+def test_the_account_page_makes_and_revokes_a_token_and_an_admin_adds_a_user(
+    cluster: Cluster, page: Any
+) -> None:
+    page.goto(f"{cluster.url}/experiments")
+    page.get_by_label("signed in as").click()
+    page.wait_for_url(re.compile(r"/account$"))
+    page.get_by_label("Description").fill("for a notebook script")
+    page.get_by_role("button", name="Create token").click()
+    token = page.get_by_label("new token").inner_text()
+    made = Client(cluster.url, token=token)
+    assert made.me().username == "admin"
+    row = (
+        page.get_by_role("table", name="tokens")
+        .get_by_role("row")
+        .filter(has_text="for a notebook script")
+    )
+    token_id = row.get_by_role("cell").first.inner_text()
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name=f"revoke token {token_id}").click()
+    row.get_by_text("revoked").wait_for()
+    with pytest.raises(AssayError):
+        made.me()
+    shot(page, "account")
+
+    page.get_by_label("new user name").fill("added-in-the-ui")
+    page.get_by_label("new user password").fill("a-password-of-theirs")
+    page.get_by_role("button", name="Add user").click()
+    page.get_by_role("table", name="users").get_by_text("added-in-the-ui").wait_for()
+    assert cluster.sign_in("added-in-the-ui", "a-password-of-theirs").me().admin is False
+
+
+def test_a_user_who_is_not_an_admin_sees_their_tokens_but_no_users(
+    cluster: Cluster, other_user: Any
+) -> None:
+    tab = other_user
+    tab.goto(f"{cluster.url}/account")
+    tab.get_by_role("heading", name="Access tokens").wait_for()
+    assert tab.get_by_role("heading", name="Users", exact=True).count() == 0
+
+
+def test_edit_changes_a_running_experiments_name_labels_and_share_of_the_cluster(
+    cluster: Cluster, page: Any
+) -> None:
+    exp_id = cluster.submit(yaml.safe_dump(counter_config("to-edit", 100000, 0.05)), activate=False)
+    page.goto(f"{cluster.url}/experiments/{exp_id}")
+    page.get_by_role("button", name="Edit", exact=True).click()
+    dialog = page.get_by_role("dialog", name=f"Edit experiment {exp_id}")
+    dialog.get_by_label("Name").fill("edited-in-the-ui")
+    dialog.get_by_label("Labels, separated by commas").fill("a, b")
+    dialog.get_by_label(re.compile("^Priority")).fill("7")
+    dialog.get_by_label(re.compile("^Max slots")).fill("1")
+    dialog.get_by_role("button", name="Save").click()
+    page.get_by_role("heading", name=re.compile("edited-in-the-ui")).wait_for()
+    edited = cluster.client.experiment(exp_id)
+    assert (edited.name, edited.labels) == ("edited-in-the-ui", ["a", "b"])
+    assert edited.config["resources"]["priority"] == 7
+    assert edited.config["resources"]["max_slots"] == 1
+    cluster.client.transition(exp_id, "kill")

@@ -3,6 +3,7 @@ import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { BrowserRouter, NavLink, Route, Routes, useLocation, useNavigate } from "react-router-dom";
 import { ApiError, api, signInAgain } from "./api/client";
+import { AccountPage } from "./pages/Account";
 import { ClusterPage } from "./pages/Cluster";
 import { ExperimentPage } from "./pages/Experiment";
 import { ExperimentsPage } from "./pages/Experiments";
@@ -89,6 +90,7 @@ function Layout() {
           <Route path="/models/:name" element={<ModelPage />} />
           <Route path="/notebooks" element={<NotebooksPage />} />
           <Route path="/shells" element={<ShellsPage />} />
+          <Route path="/account" element={<AccountPage />} />
           <Route path="/sign-in" element={<SignInPage />} />
           <Route path="*" element={<p>No such page.</p>} />
         </Routes>
@@ -112,10 +114,10 @@ function SignedInAs() {
   const me = useMe().data;
   if (!me) return null;
   return (
-    <span className="who" aria-label="signed in as">
+    <NavLink className="who" to="/account" aria-label="signed in as" title="your password and tokens; users, for admins">
       {me.username}
       {me.admin && <> <span className="tag">admin</span></>}
-    </span>
+    </NavLink>
   );
 }
 

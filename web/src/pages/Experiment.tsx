@@ -7,9 +7,11 @@ import { ErrorLine, Message, ExperimentActions, Loading, StateBadge, TrialStateB
 import { LineChart, type Series } from "../components/Chart";
 import { CheckpointTable } from "../components/Checkpoints";
 import { DeriveActions } from "../components/Derive";
+import { EditExperiment } from "../components/EditExperiment";
 import { Table, type Column } from "../components/Table";
 import { hparam, NO_VALUE, num, percent, when } from "../format";
 import { useLiveEvents } from "../live";
+import { mayAct, useMe } from "../me";
 import { badId, idList, parseId } from "../params";
 import { toYaml } from "../yaml";
 import { Analysis } from "./ExperimentAnalysis";
@@ -37,6 +39,8 @@ export function ExperimentPage() {
 
 function ExperimentView({ id }: { id: number }) {
   const [params, setParams] = useSearchParams();
+  const [editing, setEditing] = useState(false);
+  const me = useMe().data;
   useLiveEvents({ experimentId: id });
   const experiment = useQuery({
     queryKey: ["experiment", id],
@@ -140,6 +144,7 @@ function ExperimentView({ id }: { id: number }) {
       <div className="summary">
         <ExperimentActions id={e.id} state={e.state} archived={e.archived} owner={e.owner} />
         <DeriveActions experimentId={e.id} state={e.state} trials={trials.data?.trials.length ?? firstPage.data?.pagination?.total ?? 0} />
+        {mayAct(me, e.owner) && <button type="button" onClick={() => setEditing(true)}>Edit</button>}
         <span>progress {percent(e.progress)}</span>
         <span>searcher {e.searcher.name} on {e.searcher.metric} ({e.searcher.smaller_is_better ? "smaller" : "larger"} is better)</span>
         <span>user {e.owner}</span>
@@ -149,6 +154,8 @@ function ExperimentView({ id }: { id: number }) {
         <span>duration {e.started_at != null ? <Duration start={e.started_at} end={e.ended_at} /> : NO_VALUE}</span>
         {e.labels.length > 0 && <span>labels {e.labels.join(", ")}</span>}
       </div>
+      {editing && <EditExperiment experiment={e} onClose={() => setEditing(false)} />}
+      {e.description && <p className="description">{e.description}</p>}
       {e.message && <Message text={e.message} />}
       {e.waiting && <p className="muted">Waiting: {e.waiting}</p>}
 

@@ -124,17 +124,19 @@ export function ExperimentsPage() {
         <label>
           Label <input value={label} onChange={(e) => set("label", e.target.value)} />
         </label>
-        <label>
-          State{" "}
-          <select
-            multiple
-            size={3}
-            value={states}
-            onChange={(e) => set("state", Array.from(e.target.selectedOptions, (o) => o.value))}
-          >
-            {STATES.map((s) => <option key={s}>{s}</option>)}
-          </select>
-        </label>
+        <fieldset className="states">
+          <legend>State</legend>
+          {STATES.map((s) => (
+            <label key={s} className="check">
+              <input
+                type="checkbox"
+                checked={states.includes(s)}
+                onChange={(e) => set("state", e.target.checked ? [...states, s] : states.filter((x) => x !== s))}
+              />
+              {s.toLowerCase().replaceAll("_", " ")}
+            </label>
+          ))}
+        </fieldset>
         <label className="check">
           <input type="checkbox" checked={archived} onChange={(e) => set("archived", e.target.checked ? "1" : null)} />
           Show archived
