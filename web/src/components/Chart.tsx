@@ -27,6 +27,12 @@ function align(series: Series[]): uPlot.AlignedData {
   return [xs, ...ys] as uPlot.AlignedData;
 }
 
+/** The aligned data, without the values a log scale cannot show. */
+function shown(series: Series[], logY: boolean): uPlot.AlignedData {
+  if (!logY) return align(series);
+  return align(series.map((s) => ({ ...s, points: s.points.filter(([, y]) => y > 0) })));
+}
+
 /** Markers are drawn when points are at least this far apart on average (CSS pixels). */
 const SPARSE_PX = 8;
 
@@ -42,14 +48,28 @@ function markPoints(u: uPlot, index: number, first: number, last: number): boole
   return count <= 1 || count * SPARSE_PX <= u.bbox.width / uPlot.pxRatio;
 }
 
+/** Exponential moving average with weight `weight` (0: none), TensorBoard's smoothing, with
+ * its debiasing so the first points are not pulled toward zero. */
+export function smooth(points: [number, number][], weight: number): [number, number][] {
+  if (weight <= 0) return points;
+  let last = 0;
+  return points.map(([x, y], i) => {
+    last = last * weight + (1 - weight) * y;
+    return [x, last / (1 - weight ** (i + 1))];
+  });
+}
+
 export function LineChart({
   title,
   series,
   height = 260,
+  logY = false,
 }: {
   title: string;
   series: Series[];
   height?: number;
+  /** A logarithmic y axis (values at or below 0 are left out). */
+  logY?: boolean;
 }) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
@@ -62,7 +82,7 @@ export function LineChart({
       title,
       width: Math.max(element.clientWidth, 300),
       height,
-      scales: { x: { time: false } },
+      scales: { x: { time: false }, ...(logY ? { y: { distr: 3 } } : {}) },
       axes: [{ label: "steps" }, {}],
       series: [
         { label: "steps" },
@@ -75,7 +95,7 @@ export function LineChart({
         })),
       ],
     };
-    plot.current = new uPlot(options, align(series), element);
+    plot.current = new uPlot(options, shown(series, logY), element);
     const resize = new ResizeObserver(() =>
       plot.current?.setSize({ width: Math.max(element.clientWidth, 300), height }),
     );
@@ -87,11 +107,11 @@ export function LineChart({
     };
     // Rebuilt only when the set of series changes; new points go through setData below.
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [shape, title, height]);
+  }, [shape, title, height, logY]);
 
   useEffect(() => {
-    plot.current?.setData(align(series));
-  }, [series]);
+    plot.current?.setData(shown(series, logY));
+  }, [series, logY]);
 
   return <div className="chart" ref={box} aria-label={`chart: ${title}`} />;
 }

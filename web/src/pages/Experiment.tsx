@@ -4,7 +4,7 @@ import { useMemo, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router-dom";
 import { api, ok, type Experiment, type Metric, type Schemas, type Trial } from "../api/client";
 import { ErrorLine, Message, ExperimentActions, Loading, StateBadge, TrialStateBadge, Duration } from "../components/bits";
-import { LineChart, type Series } from "../components/Chart";
+import { LineChart, smooth, type Series } from "../components/Chart";
 import { CheckpointTable } from "../components/Checkpoints";
 import { DeriveActions } from "../components/Derive";
 import { EditExperiment } from "../components/EditExperiment";
@@ -224,13 +224,21 @@ function Curves({ experimentId, trialIds }: { experimentId: number; trialIds: nu
   const data = curves.data;
   const chosen = data ? `${data.group}/${data.metric}` : (asked ?? "");
   const choices = data ? (data.names.includes(chosen) || !asked ? data.names : [...data.names, chosen]) : [];
+  const logY = params.get("log") === "1";
+  const smoothing = Math.min(0.99, Math.max(0, Number(params.get("smooth") ?? 0) || 0));
   const series: Series[] = useMemo(
     () => (data?.series ?? []).map((s) => ({
       label: `trial ${s.trial_id}`,
-      points: s.steps.map((step, i) => [step, s.values[i]] as [number, number]),
+      points: smooth(s.steps.map((step, i) => [step, s.values[i]] as [number, number]), smoothing),
     })),
-    [data],
+    [data, smoothing],
   );
+  const setParam = (key: string, value: string | null) => {
+    const next = new URLSearchParams(params);
+    if (value) next.set(key, value);
+    else next.delete(key);
+    setParams(next, { replace: true });
+  };
 
   return (
     <div aria-busy={curves.isFetching}>
@@ -247,11 +255,28 @@ function Curves({ experimentId, trialIds }: { experimentId: number; trialIds: nu
         >
           {choices.map((c) => <option key={c}>{c}</option>)}
         </select>
+      </label>{" "}
+      <label className="check">
+        <input type="checkbox" checked={logY} onChange={(e) => setParam("log", e.target.checked ? "1" : null)} />
+        Log scale
+      </label>{" "}
+      <label>
+        Smoothing{" "}
+        <input
+          type="range"
+          min={0}
+          max={0.99}
+          step={0.01}
+          value={smoothing}
+          aria-valuetext={smoothing.toFixed(2)}
+          onChange={(e) => setParam("smooth", Number(e.target.value) > 0 ? e.target.value : null)}
+        />{" "}
+        {smoothing.toFixed(2)}
       </label>
       {data && asked && data.names.length > 0 && !data.names.includes(chosen) && (
         <p className="muted">These trials reported no metric “{asked}”: choose one above.</p>
       )}
-      {data && data.names.length > 0 ? <LineChart title={chosen} series={series} /> : data ? <p className="muted">No metrics reported yet.</p> : null}
+      {data && data.names.length > 0 ? <LineChart title={chosen} series={series} logY={logY} /> : data ? <p className="muted">No metrics reported yet.</p> : null}
     </div>
   );
 }

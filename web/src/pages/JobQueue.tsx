@@ -60,7 +60,10 @@ export function JobQueuePage() {
                   <td className="num">{j.position}</td>
                   <td><code>{j.id.slice(0, 8)}</code></td>
                   <td>{j.type}</td>
-                  <td>{j.experiment_id != null ? <Link to={`/experiments/${j.experiment_id}`}>{j.name}</Link> : j.name}</td>
+                  <td>
+                    {j.experiment_id != null ? <Link to={`/experiments/${j.experiment_id}`}>{j.name}</Link>
+                      : j.task_id != null ? <Link to={`/tasks/${j.task_id}`}>{j.name}</Link> : j.name}
+                  </td>
                   <td className="num">{queue.data?.scheduler === "fair_share" ? j.weight : j.priority}</td>
                   <td>{when(j.submitted_at)}</td>
                   <td className="num">{j.slots_acquired}/{j.slots_needed}</td>

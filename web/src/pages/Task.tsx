@@ -34,6 +34,13 @@ function TaskView({ id }: { id: number }) {
     mutationFn: () => ok(api.POST("/api/v1/tasks/{task_id}/stop", { params: { path: { task_id: id } } })),
     onSettled: () => client.invalidateQueries({ queryKey: ["task", id] }),
   });
+  // Why a job waits is the queue's to say: its entry in its pool's queue, while it has one.
+  const queued = useQuery({
+    queryKey: ["jobs", task.data?.resource_pool ?? ""],
+    queryFn: () => ok(api.GET("/api/v1/jobs", { params: { query: { resource_pool: task.data?.resource_pool } } })),
+    enabled: task.data !== undefined && !ENDED.includes(task.data.state),
+  });
+  const waiting = queued.data?.jobs.find((j) => j.task_id === id)?.waiting;
   if (task.isPending) return <Loading />;
   if (task.error instanceof ApiError && task.error.status === 404)
     return (
@@ -49,7 +56,7 @@ function TaskView({ id }: { id: number }) {
       <h1>
         Job {t.id}: {t.name} <StateBadge state={t.state} />
         {!ended && (
-          <button type="button" className="danger" aria-label={`stop job ${t.id}`} disabled={stop.isPending} onClick={() => stop.mutate()}>
+          <button type="button" className="danger" aria-label={`stop job ${t.id}`} disabled={stop.isPending} onClick={() => { if (confirm(`Stop job ${t.id}? Its running instances are ended.`)) stop.mutate(); }}>
             Stop
           </button>
         )}
@@ -65,6 +72,7 @@ function TaskView({ id }: { id: number }) {
         {t.exit_code !== null && <span>exit code {t.exit_code}</span>}
       </div>
       {t.message && <Message text={t.message} />}
+      {!ended && waiting && <p className="muted">Waiting: {waiting}</p>}
       {t.notes.length > 0 && (
         <ul className="notes">
           {t.notes.map((n, i) => (
