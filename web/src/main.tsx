@@ -5,6 +5,7 @@ import { BrowserRouter, NavLink, Route, Routes, useLocation, useNavigate } from 
 import { ApiError, api, signInAgain } from "./api/client";
 import { AccountPage } from "./pages/Account";
 import { ClusterPage } from "./pages/Cluster";
+import { ComparePage } from "./pages/Compare";
 import { ExperimentPage } from "./pages/Experiment";
 import { ExperimentsPage } from "./pages/Experiments";
 import { JobQueuePage } from "./pages/JobQueue";
@@ -80,6 +81,7 @@ function Layout() {
           <Route path="/" element={<ExperimentsPage />} />
           <Route path="/experiments" element={<ExperimentsPage />} />
           <Route path="/experiments/:id" element={<ExperimentPage />} />
+          <Route path="/compare" element={<ComparePage />} />
           <Route path="/trials/:id" element={<TrialPage />} />
           <Route path="/jobs" element={<JobQueuePage />} />
           <Route path="/cluster" element={<ClusterPage />} />

@@ -1,6 +1,6 @@
 // Experiments: the list with its filters, paging and row actions; all of it in the URL.
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
-import { useEffect } from "react";
+import { useEffect, useMemo, useState } from "react";
 import { Link, useSearchParams } from "react-router-dom";
 import { api, ok, type ExperimentState, type ExperimentSummary, type Schemas } from "../api/client";
 import { Duration, ErrorLine, ExperimentActions, Loading, StateBadge } from "../components/bits";
@@ -111,9 +111,33 @@ export function ExperimentsPage() {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [beyond, lastPage]);
 
+  // Experiments ticked for a comparison (kept across pages and filters until compared).
+  const [picked, setPicked] = useState<number[]>([]);
+  const withPicks = useMemo<Column<ExperimentSummary>[]>(() => [
+    {
+      key: "pick", header: "Compare",
+      cell: (e) => (
+        <input
+          type="checkbox"
+          aria-label={`compare experiment ${e.id}`}
+          checked={picked.includes(e.id)}
+          onChange={(ev) => setPicked((old) => (ev.target.checked ? [...old, e.id] : old.filter((x) => x !== e.id)))}
+        />
+      ),
+    },
+    ...columns,
+  ], [picked]);
+
   return (
     <section>
-      <h1>Experiments</h1>
+      <h1>
+        Experiments
+        {picked.length > 0 && (
+          <Link className="button" to={`/compare?ids=${[...picked].sort((a, b) => a - b).join(",")}`}>
+            Compare {picked.length}
+          </Link>
+        )}
+      </h1>
       <form className="filters" role="search" onSubmit={(e) => e.preventDefault()}>
         <label>
           Name <input value={name} onChange={(e) => set("name", e.target.value)} placeholder="contains" />
@@ -144,7 +168,7 @@ export function ExperimentsPage() {
       </form>
       <ErrorLine error={query.error} />
       {query.isPending ? <Loading /> : (
-        <Table label="experiments" presorted defaultSort="-id" rows={rows} columns={columns} rowKey={(e) => e.id} empty="No experiments match." />
+        <Table label="experiments" presorted defaultSort="-id" rows={rows} columns={withPicks} rowKey={(e) => e.id} empty="No experiments match." />
       )}
       <div className="pager">
         <button type="button" disabled={offset === 0} onClick={() => set("offset", String(Math.max(0, offset - PAGE)))}>

@@ -1,0 +1,78 @@
+"""Looking across experiments and at curves more closely: experiments ticked on the list are
+compared side by side (their best trials' curves on one chart, the settings their configs
+differ in), and learning curves take a log scale and smoothing that live in the URL. The
+cluster and the signed-in page are the session's (``conftest``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.conftest import shot
+from tests.integration.cluster import Cluster
+
+pytestmark = pytest.mark.integration
+
+
+def _config(name: str, step_seconds: float) -> str:
+    return yaml.safe_dump(
+        {
+            "name": name,
+            "entrypoint": "python3 train.py",
+            "hyperparameters": {"step_seconds": step_seconds, "checkpoint_every": 5},
+            "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 10}},
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def pair(cluster: Cluster) -> tuple[int, int]:
+    first = cluster.submit(_config("compared-a", 0.01))
+    second = cluster.submit(_config("compared-b", 0.02))
+    for exp_id in (first, second):
+        cluster.wait_state(exp_id, "COMPLETED")
+    return first, second
+
+
+def test_experiments_ticked_on_the_list_are_compared_side_by_side(
+    cluster: Cluster, pair: tuple[int, int], page: Any
+) -> None:
+    first, second = pair
+    page.goto(f"{cluster.url}/experiments")
+    page.get_by_label(f"compare experiment {first}").check()
+    page.get_by_label(f"compare experiment {second}").check()
+    page.get_by_role("link", name="Compare 2").click()
+    page.wait_for_url(re.compile(rf"/compare\?ids={first},{second}$"))
+    table = page.get_by_role("table", name="experiments compared")
+    table.get_by_role("link", name=f"{first}: compared-a").wait_for()
+    table.get_by_role("link", name=f"{second}: compared-b").wait_for()
+    page.locator(".chart canvas").first.wait_for()
+    differences = page.get_by_role("table", name="config differences")
+    rows = {
+        row.locator("th").inner_text(): row.locator("td").all_inner_texts()
+        for row in differences.locator("tbody tr").all()
+    }
+    assert rows["name"] == ['"compared-a"', '"compared-b"']
+    assert rows["hyperparameters.step_seconds"] == ["0.01", "0.02"]
+    assert "searcher.metric" not in rows
+    assert page.title() == f"Compare {first}, {second} · assay"
+    shot(page, "compare")
+
+
+def test_learning_curves_take_a_log_scale_and_smoothing_kept_in_the_url(
+    cluster: Cluster, pair: tuple[int, int], page: Any
+) -> None:
+    first, _ = pair
+    page.goto(f"{cluster.url}/experiments/{first}")
+    page.get_by_label("Log scale").check()
+    page.wait_for_url(re.compile(r"log=1"))
+    page.get_by_label("Smoothing").fill("0.6")
+    page.wait_for_url(re.compile(r"smooth=0\.6"))
+    page.locator(".chart canvas").first.wait_for()
+    # The choices come back with the address.
+    page.reload()
+    assert page.get_by_label("Log scale").is_checked()
+    assert page.get_by_label("Smoothing").input_value() == "0.6"
