@@ -20,7 +20,7 @@ export function ClusterPage() {
       <ErrorLine error={pools.error ?? agents.error} />
       <h2>Resource pools</h2>
       {pools.isPending ? <Loading /> : (
-        <table aria-label="resource pools">
+        <div className="table-scroll"><table aria-label="resource pools">
           <thead>
             <tr><th>Name</th><th>Scheduler</th><th>Preemption</th><th className="num">Agents</th><th className="num">Slots</th><th className="num">Used</th><th>Utilisation</th><th>Description</th></tr>
           </thead>
@@ -34,11 +34,11 @@ export function ClusterPage() {
               </tr>
             ))}
           </tbody>
-        </table>
+        </table></div>
       )}
       <h2>Agents</h2>
       {agents.isPending ? <Loading /> : (
-        <table aria-label="agents">
+        <div className="table-scroll"><table aria-label="agents">
           <thead>
             <tr><th>ID</th><th>Pool</th><th>Connected</th><th>Enabled</th><th>Address</th><th>Slots (free / used)</th><th>Labels</th><th>Containers</th><th>Last seen</th><th>Version</th></tr>
           </thead>
@@ -61,7 +61,7 @@ export function ClusterPage() {
               </tr>
             ))}
           </tbody>
-        </table>
+        </table></div>
       )}
     </section>
   );

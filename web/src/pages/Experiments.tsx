@@ -34,6 +34,11 @@ const columns: Column<ExperimentSummary>[] = [
       {e.archived && <span className="tag">archived</span>}
     </>),
   },
+  // Beside the state, so a narrow window shows them without scrolling sideways.
+  {
+    key: "actions", header: "Actions",
+    cell: (e) => <ExperimentActions id={e.id} state={e.state} archived={e.archived} owner={e.owner} compact />,
+  },
   {
     key: "progress", header: "Progress", value: (e) => e.progress,
     cell: (e) => <progress max={1} value={e.progress} title={percent(e.progress)} />,
@@ -52,10 +57,6 @@ const columns: Column<ExperimentSummary>[] = [
     key: "duration", header: "Duration",
     value: (e) => (e.started_at != null ? (e.ended_at ?? Date.now() / 1000) - e.started_at : null),
     cell: (e) => (e.started_at != null ? <Duration start={e.started_at} end={e.ended_at} /> : NO_VALUE),
-  },
-  {
-    key: "actions", header: "Actions",
-    cell: (e) => <ExperimentActions id={e.id} state={e.state} archived={e.archived} owner={e.owner} compact />,
   },
 ];
 
