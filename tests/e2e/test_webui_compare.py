@@ -76,3 +76,12 @@ def test_learning_curves_take_a_log_scale_and_smoothing_kept_in_the_url(
     page.reload()
     assert page.get_by_label("Log scale").is_checked()
     assert page.get_by_label("Smoothing").input_value() == "0.6"
+
+
+def test_an_experiment_shows_its_optimization_history_and_the_distribution_of_results(
+    cluster: Cluster, pair: tuple[int, int], page: Any
+) -> None:
+    first, _ = pair
+    page.goto(f"{cluster.url}/experiments/{first}")
+    page.get_by_label("chart: Optimization history").locator("canvas").wait_for()
+    page.get_by_label("chart: Distribution of results (EDF)").locator("canvas").wait_for()

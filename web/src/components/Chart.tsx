@@ -6,6 +6,8 @@ import "uplot/dist/uPlot.min.css";
 export interface Series {
   label: string;
   points: [number, number][];
+  /** Markers alone, no line between them (one value per trial, say). */
+  dots?: boolean;
 }
 
 const PALETTE = [
@@ -64,16 +66,19 @@ export function LineChart({
   series,
   height = 260,
   logY = false,
+  xLabel = "steps",
 }: {
   title: string;
   series: Series[];
   height?: number;
+  /** What the x axis counts. */
+  xLabel?: string;
   /** A logarithmic y axis (values at or below 0 are left out). */
   logY?: boolean;
 }) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
-  const shape = series.map((s) => s.label).join("\u0000");
+  const shape = series.map((s) => `${s.label}${s.dots ? "\u0001" : ""}`).join("\u0000");
 
   useEffect(() => {
     const element = box.current;
@@ -83,15 +88,15 @@ export function LineChart({
       width: Math.max(element.clientWidth, 300),
       height,
       scales: { x: { time: false }, ...(logY ? { y: { distr: 3 } } : {}) },
-      axes: [{ label: "steps" }, {}],
+      axes: [{ label: xLabel }, {}],
       series: [
-        { label: "steps" },
+        { label: xLabel },
         ...series.map((s, i) => ({
           label: s.label,
           stroke: PALETTE[i % PALETTE.length],
-          width: 1.5,
+          width: s.dots ? 0 : 1.5,
           spanGaps: true,
-          points: { show: markPoints, size: 6, fill: PALETTE[i % PALETTE.length] },
+          points: { show: s.dots ? true : markPoints, size: 6, fill: PALETTE[i % PALETTE.length] },
         })),
       ],
     };
@@ -107,7 +112,7 @@ export function LineChart({
     };
     // Rebuilt only when the set of series changes; new points go through setData below.
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [shape, title, height, logY]);
+  }, [shape, title, height, logY, xLabel]);
 
   useEffect(() => {
     plot.current?.setData(shown(series, logY));

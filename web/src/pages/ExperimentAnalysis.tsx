@@ -7,6 +7,7 @@ import { api, ok, type Experiment, type Schemas, type Trial } from "../api/clien
 import { goodness, makeAxis, rankColour, searchedHparams, valueAt, type Axis } from "../analysis";
 import { ErrorLine, Loading } from "../components/bits";
 import { num, percent } from "../format";
+import { History } from "./ExperimentHistory";
 import "./analysis.css";
 
 type Evaluator = Schemas["ImportanceEvaluator"];
@@ -38,6 +39,8 @@ export function Analysis({ experiment, trials }: { experiment: Experiment; trial
     <>
       <h2>Searcher progress</h2>
       <SearcherProgress experimentId={experiment.id} version={`${experiment.state}|${experiment.progress}|${states}`} />
+      <h2>Optimization history</h2>
+      <History experiment={experiment} trials={trials} />
       <h2>Hyperparameter importance</h2>
       <Importance experimentId={experiment.id} version={finished} />
       <h2>Parallel coordinates</h2>
