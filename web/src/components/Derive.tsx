@@ -5,9 +5,8 @@ import { useMutation } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { Link, useNavigate } from "react-router-dom";
 import { api, ok, type ExperimentState } from "../api/client";
-import { ErrorLine } from "./bits";
+import { ENDED, ErrorLine } from "./bits";
 
-const ENDED: ExperimentState[] = ["COMPLETED", "CANCELED", "ERROR"];
 
 export type DeriveKind = "fork" | "continue";
 

@@ -4,9 +4,8 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
 import { api, ok, type Experiment, type Schemas } from "../api/client";
-import { ErrorLine } from "./bits";
+import { ENDED, ErrorLine } from "./bits";
 
-const ENDED = ["COMPLETED", "CANCELED", "ERROR"];
 
 function resource(e: Experiment, key: string): string {
   const value = (e.config.resources as Record<string, unknown> | undefined)?.[key];

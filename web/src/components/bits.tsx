@@ -48,7 +48,8 @@ export function Loading() {
   return <p className="muted">Loading…</p>;
 }
 
-const ENDED: ExperimentState[] = ["COMPLETED", "CANCELED", "ERROR"];
+/** The states an experiment (or a trial) ends in: nothing more runs. */
+export const ENDED: readonly string[] = ["COMPLETED", "CANCELED", "ERROR"];
 
 type Action = "pause" | "activate" | "cancel" | "kill" | "archive" | "unarchive";
 

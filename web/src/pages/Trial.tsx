@@ -3,7 +3,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router-dom";
 import { api, ok, type LogEntry, type LogPage, type Metric, type TrialDetail } from "../api/client";
-import { ErrorLine, Message, Loading, TrialStateBadge, Duration } from "../components/bits";
+import { Duration, ENDED, ErrorLine, Loading, Message, TrialStateBadge } from "../components/bits";
 import { LineChart } from "../components/Chart";
 import { CheckpointTable } from "../components/Checkpoints";
 import { DeriveDialog } from "../components/Derive";
@@ -95,8 +95,6 @@ function TrialView({ id }: { id: number }) {
   );
 }
 
-const TRIAL_ENDED = ["COMPLETED", "CANCELED", "ERROR"];
-const EXPERIMENT_ENDED = ["COMPLETED", "CANCELED", "ERROR"];
 
 /** Kill (while it runs or waits) and Continue (once its experiment has ended), to those the
  * API lets: the experiment's owner and admins. */
@@ -113,8 +111,8 @@ function TrialActions({ trial }: { trial: TrialDetail }) {
     onSettled: () => client.invalidateQueries(),
   });
   if (!mayAct || !experiment.data) return null;
-  const canKill = !TRIAL_ENDED.includes(trial.state);
-  const canContinue = EXPERIMENT_ENDED.includes(experiment.data.state);
+  const canKill = !ENDED.includes(trial.state);
+  const canContinue = ENDED.includes(experiment.data.state);
   return (
     <div className="actions">
       {canKill && (
