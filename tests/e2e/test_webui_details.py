@@ -64,7 +64,8 @@ def test_a_page_for_an_id_that_is_not_a_number_says_so_without_asking_the_api(
     api_paths.clear()
     page.goto(cluster.url + path)
     page.get_by_role("alert").filter(has_text=said).wait_for()
-    assert api_paths == []
+    # The header's own read of who is signed in aside, nothing asks about the id.
+    assert [p for p in api_paths if p != "/api/v1/me"] == []
 
 
 def test_a_missing_experiment_stops_asking_for_its_events(cluster: Cluster, page: Any) -> None:
@@ -205,13 +206,13 @@ def test_an_event_stream_the_master_cannot_serve_is_asked_again_less_often(
             if len(streams) >= 5 and streams[-1]["answered"] is not None:
                 break
             tab.clock.run_for(250)
-        # After each refusal the next try waits 1 s, then twice as long each time (to 30 s).
+        # After each refusal the next try waits 1 s, then twice as long each time, to 4 s.
         gaps = [
             float(after["asked"] or 0) - float(before["answered"] or 0)
             for before, after in pairwise(streams)
         ]
         assert len(gaps) >= 4, streams
-        for gap, wait in zip(gaps, [1000, 2000, 4000, 8000], strict=False):
+        for gap, wait in zip(gaps, [1000, 2000, 4000, 4000], strict=False):
             assert wait <= gap < wait + 250, gaps
     finally:
         context.close()
