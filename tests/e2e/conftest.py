@@ -30,6 +30,12 @@ def need(missing: str | None) -> None:
     pytest.skip(missing)
 
 
+def need_ui() -> None:
+    """Skip (or fail under CI) without the built UI or Debian's Chromium."""
+    need(None if (DIST / "index.html").is_file() else "the web UI is not built: run make webui")
+    need(None if CHROMIUM.exists() else "no /usr/bin/chromium: apt-get install chromium")
+
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
@@ -54,8 +60,7 @@ def cluster(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[Cluster]:
     """One master and agent for every web UI test of the session (started once: it is slow)."""
-    need(None if (DIST / "index.html").is_file() else "the web UI is not built: run make webui")
-    need(None if CHROMIUM.exists() else "no /usr/bin/chromium: apt-get install chromium")
+    need_ui()
     c = Cluster(tmp_path_factory.mktemp("webui") / "home")
     c.start_master()
     c.start_agent("agent-1", slots=2)

@@ -9,6 +9,7 @@ session's (``conftest``), shared with the other modules here."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +200,9 @@ KEYBOARD_PAGES = [
     "/submit",
     "/notebooks",
     "/shells",
+    "/models",
+    "/account",
+    "/tasks",
 ]
 
 
@@ -428,6 +432,81 @@ def test_the_experiment_page_shows_the_rungs_importance_and_hyperparameter_plots
     page.get_by_role("img", name="loss against opt for 4 trials").wait_for()
     assert "hp=opt" in page.url
     shot(page, "experiment-analysis")
+
+
+# Where on the scatter a point is drawn (CSS pixels in the canvas): a pixel of a point's fill,
+# neither the white ground nor the axes' grey.
+A_POINT = """el => {
+    const canvas = el.querySelector('canvas');
+    const ratio = canvas.width / canvas.clientWidth;
+    const d = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    for (let i = 0; i < d.length; i += 4) {
+        const [r, g, b, a] = [d[i], d[i + 1], d[i + 2], d[i + 3]];
+        const grey = Math.abs(r - g) < 12 && Math.abs(g - b) < 12;
+        if (a > 200 && !grey) {
+            const at = i / 4;
+            return {x: (at % canvas.width) / ratio, y: Math.floor(at / canvas.width) / ratio};
+        }
+    }
+    return null;
+}"""
+
+
+def test_a_scatter_point_names_its_trial_on_hover_and_opens_it_on_click(
+    cluster: Cluster, analysed: int, page: Any
+) -> None:
+    page.goto(f"{cluster.url}/experiments/{analysed}?hp=lr")
+    plot = page.get_by_role("img", name="loss against lr for 4 trials")
+    plot.wait_for()
+    box = plot.locator("xpath=..")
+    point = box.evaluate(A_POINT)
+    assert point is not None
+    # A little inside the point, whose first pixel found is its top edge.
+    box.hover(position={"x": point["x"], "y": point["y"] + 2})
+    tip = page.get_by_role("tooltip")
+    tip.wait_for()
+    trial_id = int(re.match(r"trial (\d+):", tip.inner_text()).group(1))  # type: ignore[union-attr]
+    assert trial_id in {t.id for t in cluster.client.trials(analysed)}
+    box.click(position={"x": point["x"], "y": point["y"] + 2})
+    page.wait_for_url(re.compile(rf"/trials/{trial_id}$"))
+
+
+# How many pixels of a plot's canvas are drawn in the dark of the trials ticked in the table.
+DARK_PIXELS = """el => {
+    const canvas = el.querySelector('canvas');
+    const d = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) {
+        const near = Math.abs(d[i] - 17) + Math.abs(d[i + 1] - 24) + Math.abs(d[i + 2] - 39);
+        if (near < 30 && d[i + 3] > 200) n++;
+    }
+    return n;
+}"""
+
+
+def test_trials_ticked_in_the_table_are_drawn_over_the_others_in_the_plots(
+    cluster: Cluster, analysed: int, page: Any
+) -> None:
+    trial = cluster.client.trials(analysed)[0]
+    page.goto(f"{cluster.url}/experiments/{analysed}")
+    lines = page.get_by_role("img", name=re.compile("^parallel coordinates")).locator("xpath=..")
+    lines.wait_for()
+    assert lines.evaluate(DARK_PIXELS) == 0
+    page.get_by_label(f"plot trial {trial.id}").click()  # checked once the URL changes
+    page.wait_for_function(f"el => ({DARK_PIXELS})(el) > 0", arg=lines.element_handle())
+
+
+def test_the_scatters_metric_goes_on_a_log_scale_when_asked(
+    cluster: Cluster, analysed: int, page: Any
+) -> None:
+    page.goto(f"{cluster.url}/experiments/{analysed}?hp=lr")
+    page.get_by_label("loss on a log scale").click()  # checked once the URL changes
+    page.wait_for_url(re.compile(r"slog=1"))
+    losses = [t.best_validation for t in cluster.client.trials(analysed)]
+    if all(v is not None and v > 0 for v in losses):
+        page.locator(".sc-axis-name.y").filter(has_text="loss (log)").wait_for()
+    else:
+        page.get_by_text("not every value is above zero").wait_for()
 
 
 # How many pixels of a chart's canvas are in its first series' colour (the palette's first,

@@ -69,7 +69,7 @@ def test_learning_curves_take_a_log_scale_and_smoothing_kept_in_the_url(
 ) -> None:
     first, _ = pair
     page.goto(f"{cluster.url}/experiments/{first}")
-    page.get_by_label("Log scale").check()
+    page.get_by_label("Log scale").click()  # checked once the URL changes
     page.wait_for_url(re.compile(r"log=1"))
     page.get_by_label("Smoothing").fill("0.6")
     page.wait_for_url(re.compile(r"smooth=0\.6"))
@@ -87,3 +87,19 @@ def test_an_experiment_shows_its_optimization_history_and_the_distribution_of_re
     page.goto(f"{cluster.url}/experiments/{first}")
     page.get_by_label("chart: Optimization history").locator("canvas").wait_for()
     page.get_by_label("chart: Distribution of results (EDF)").locator("canvas").wait_for()
+
+
+def test_the_trials_table_hides_the_columns_unticked_in_its_picker(
+    cluster: Cluster, pair: tuple[int, int], page: Any
+) -> None:
+    first, _ = pair
+    page.goto(f"{cluster.url}/experiments/{first}")
+    table = page.get_by_role("table", name="trials")
+    table.get_by_role("columnheader", name=re.compile("^Restarts")).wait_for()
+    page.get_by_text("Columns", exact=True).click()
+    page.get_by_role("group", name="Columns shown").get_by_label("Restarts").click()
+    page.wait_for_url(re.compile(r"hide=restarts"))
+    assert table.get_by_role("columnheader", name=re.compile("^Restarts")).count() == 0
+    page.reload()
+    table.get_by_role("columnheader", name=re.compile("^Steps")).wait_for()
+    assert table.get_by_role("columnheader", name=re.compile("^Restarts")).count() == 0

@@ -108,7 +108,7 @@ def test_state_filters_in_any_case_are_read_and_unknown_ones_dropped(
     ticked = states.get_by_role("checkbox").evaluate_all(
         "boxes => boxes.filter(b => b.checked).map(b => b.parentElement.textContent)"
     )
-    assert ticked == ["paused"]
+    assert ticked == ["PAUSED"]
     assert page.get_by_role("alert").count() == 0
     listed = [p for p in api_paths if p.startswith("/api/v1/experiments?")]
     assert listed and all("state=PAUSED" in p and "bogus" not in p for p in listed), listed

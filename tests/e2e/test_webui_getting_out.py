@@ -144,18 +144,25 @@ def test_a_checkpoint_registered_from_the_ui_is_a_version_the_models_page_lists(
     shot(page, "model")
 
 
+def derive_paused(page: Any, source: int, dialog_name: str, button: str, changes: str) -> int:
+    """In the open Fork or Continue dialog: give ``changes``, create it paused, and return the
+    new experiment's id from the page it goes to."""
+    dialog = page.get_by_role("dialog", name=dialog_name)
+    dialog.get_by_label(re.compile("^Config changes")).fill(changes)
+    dialog.get_by_label("Create it paused").check()
+    dialog.get_by_role("button", name=button).click()
+    page.wait_for_url(lambda url: re.search(rf"/experiments/(?!{source}$)\d+$", url) is not None)
+    return int(page.url.rsplit("/", 1)[1])
+
+
 def test_fork_makes_a_new_experiment_with_the_changes_given(
     cluster: Cluster, completed: int, page: Any
 ) -> None:
     page.goto(f"{cluster.url}/experiments/{completed}")
     page.get_by_role("button", name="Fork").click()
-    dialog = page.get_by_role("dialog", name=f"Fork experiment {completed}")
-    dialog.get_by_label(re.compile("^Config changes")).fill("name=forked-in-the-ui\n")
-    dialog.get_by_label("Create it paused").check()
-    dialog.get_by_role("button", name="Fork").click()
-    page.wait_for_url(lambda url: re.search(rf"/experiments/(?!{completed}$)\d+$", url) is not None)
-    new_id = int(page.url.rsplit("/", 1)[1])
-    assert new_id != completed
+    new_id = derive_paused(
+        page, completed, f"Fork experiment {completed}", "Fork", "name=forked-in-the-ui\n"
+    )
     forked = cluster.client.experiment(new_id)
     assert (forked.name, forked.state) == ("forked-in-the-ui", "PAUSED")
     assert forked.config["searcher"]["max_length"] == {"batches": 10}
@@ -168,12 +175,8 @@ def test_a_trial_of_an_ended_experiment_continues_from_its_page(
     [trial] = cluster.client.trials(completed)
     page.goto(f"{cluster.url}/trials/{trial.id}")
     page.get_by_role("button", name="Continue trial").click()
-    dialog = page.get_by_role("dialog", name=f"Continue trial {trial.id}")
-    dialog.get_by_label(re.compile("^Config changes")).fill("searcher.max_length.batches=15")
-    dialog.get_by_label("Create it paused").check()
-    dialog.get_by_role("button", name="Continue").click()
-    page.wait_for_url(lambda url: re.search(rf"/experiments/(?!{completed}$)\d+$", url) is not None)
-    new_id = int(page.url.rsplit("/", 1)[1])
+    change = "searcher.max_length.batches=15"
+    new_id = derive_paused(page, completed, f"Continue trial {trial.id}", "Continue", change)
     continued = cluster.client.experiment(new_id)
     assert continued.config["searcher"]["max_length"] == {"batches": 15}
     assert continued.state == "PAUSED"
@@ -201,12 +204,16 @@ def test_a_user_who_may_not_act_on_an_experiment_is_not_offered_its_actions(
     tab.goto(f"{cluster.url}/experiments/{completed}")
     tab.get_by_label("effective config").wait_for()
     assert tab.get_by_role("button", name=f"archive experiment {completed}").count() == 0
+    assert tab.get_by_role("button", name="Edit", exact=True).count() == 0
+    assert tab.get_by_role("button", name="Delete", exact=True).count() == 0
     # Forking makes the user's own experiment: offered.
     assert tab.get_by_role("button", name="Fork").count() == 1
     [trial] = cluster.client.trials(completed)
     tab.goto(f"{cluster.url}/trials/{trial.id}")
     tab.get_by_role("heading", name=re.compile(f"Trial {trial.id}")).wait_for()
-    assert tab.get_by_role("button", name="Continue trial").count() == 0
+    # Continuing makes their own experiment: offered; the owner's Kill is not (it has ended
+    # anyway), nor Edit or Delete on the experiment.
+    tab.get_by_role("button", name="Continue trial").wait_for()
     # Their own experiment does show its actions.
     user = cluster.sign_in(tab.user_name, "viewer-password")
     own = user.create_experiment(
@@ -244,7 +251,7 @@ def test_a_trials_log_marks_its_runs_and_shows_times_and_one_stream_when_asked(
     first, *lines = logs.inner_text().splitlines()
     assert first.startswith("──── run 1 (allocation ")
     assert len(lines) == len(entries)
-    page.get_by_label("Timestamps").check()
+    page.get_by_label("Timestamps").click()  # kept in the URL: checked once it changes
     page.wait_for_url(re.compile(r"time=1"))
     stamped = logs.inner_text().splitlines()[1:]
     assert all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} ", line) for line in stamped)
@@ -313,3 +320,25 @@ def test_edit_changes_a_running_experiments_name_labels_and_share_of_the_cluster
     assert edited.config["resources"]["priority"] == 7
     assert edited.config["resources"]["max_slots"] == 1
     cluster.client.transition(exp_id, "kill")
+
+
+def test_an_ended_experiment_is_deleted_after_saying_what_goes_with_it(
+    cluster: Cluster, page: Any
+) -> None:
+    exp_id = cluster.submit(yaml.safe_dump(counter_config("to-delete", 10)), activate=False)
+    cluster.client.transition(exp_id, "kill")
+    cluster.wait_state(exp_id, "CANCELED", "COMPLETED", "ERROR")
+    page.goto(f"{cluster.url}/experiments/{exp_id}")
+    asked: list[str] = []
+
+    def answer(dialog: Any) -> None:
+        asked.append(dialog.message)
+        dialog.accept()
+
+    page.once("dialog", answer)
+    page.get_by_role("button", name="Delete").click()
+    page.wait_for_url(re.compile(r"/experiments$"))
+    said = rf"Delete experiment {exp_id} with its \d+ trial\(s\) and \d+ checkpoint\(s\)"
+    assert asked and re.match(said, asked[0]), asked
+    with pytest.raises(AssayError):
+        cluster.client.experiment(exp_id)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import shot
@@ -61,6 +62,10 @@ def test_an_ended_job_stays_listed_and_links_to_its_page(cluster: Cluster, page:
     row.get_by_role("link", name="listed-job").click()
     page.wait_for_url(re.compile(rf"/tasks/{task.id}$"))
     page.get_by_role("heading").get_by_text("SUCCEEDED").wait_for()
+    # Its config, as OpenPAI's portal shows it: protocol v2, as assay runs it.
+    shown = yaml.safe_load(page.get_by_label("job config").inner_text())
+    assert shown["name"] == "listed-job"
+    assert shown["taskRoles"]["main"]["commands"] == ["echo a listed job"]
 
     # Its log: searched (the search is in the URL) and downloaded whole.
     logs = page.get_by_label("logs", exact=True)

@@ -11,8 +11,7 @@ from collections.abc import Iterator
 import pytest
 import yaml
 
-from assay.api._webui import DIST
-from tests.e2e.conftest import CHROMIUM, need, signed_in_page
+from tests.e2e.conftest import need_ui, signed_in_page
 from tests.integration.cluster import Cluster, serve
 
 pytestmark = pytest.mark.integration
@@ -24,8 +23,7 @@ LOST = "The master is not answering"
 def cluster(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[Cluster]:
-    need(None if (DIST / "index.html").is_file() else "the web UI is not built: run make webui")
-    need(None if CHROMIUM.exists() else "no /usr/bin/chromium: apt-get install chromium")
+    need_ui()
     c = Cluster(tmp_path_factory.mktemp("master-lost") / "home")
     c.start_master()
     yield from serve(c, request)

@@ -3,6 +3,7 @@
 // are sent, and the master applies all of them or none.
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useRef, useState } from "react";
+import { useNavigate } from "react-router-dom";
 import { api, ok, type Experiment, type Schemas } from "../api/client";
 import { ENDED, ErrorLine } from "./bits";
 
@@ -69,5 +70,33 @@ export function EditExperiment({ experiment, onClose }: { experiment: Experiment
         </div>
       </form>
     </dialog>
+  );
+}
+
+/** Delete an ended experiment, its trials and its checkpoints (from storage too), after saying
+ * how many of each go (the master's dry run counts them). */
+export function DeleteExperiment({ experiment }: { experiment: Experiment }) {
+  const navigate = useNavigate();
+  const client = useQueryClient();
+  const path = { experiment_id: experiment.id };
+  const remove = useMutation({
+    mutationFn: async () => {
+      const counted = await ok(api.DELETE("/api/v1/experiments/{experiment_id}", { params: { path, query: { dry_run: true } } }));
+      const what = `experiment ${experiment.id} with its ${counted.trials} trial(s) and ${counted.checkpoints} checkpoint(s), from storage too`;
+      if (!confirm(`Delete ${what}? This cannot be undone.`)) return null;
+      return ok(api.DELETE("/api/v1/experiments/{experiment_id}", { params: { path } }));
+    },
+    onSuccess: (deleted) => {
+      if (!deleted) return;
+      client.invalidateQueries({ queryKey: ["experiments"] });
+      navigate("/experiments");
+    },
+  });
+  if (!ENDED.includes(experiment.state)) return null;
+  return (
+    <>
+      <button type="button" className="danger" disabled={remove.isPending} onClick={() => remove.mutate()}>Delete</button>
+      <ErrorLine error={remove.error} />
+    </>
   );
 }

@@ -150,3 +150,33 @@ export function Duration({ start, end }: { start: number; end: number | null | u
   }, [running]);
   return <>{duration(start, end)}</>;
 }
+
+/** A filter of states as a row of checkboxes: `chosen` ticked, each change the new choice. */
+export function StateChecks<T extends string>({
+  states,
+  chosen,
+  onChange,
+  disabled = () => false,
+}: {
+  states: readonly T[];
+  chosen: readonly T[];
+  onChange: (chosen: T[]) => void;
+  disabled?: (state: T) => boolean;
+}) {
+  return (
+    <fieldset className="states">
+      <legend>State</legend>
+      {states.map((s) => (
+        <label key={s} className="check">
+          <input
+            type="checkbox"
+            checked={chosen.includes(s)}
+            disabled={disabled(s)}
+            onChange={(e) => onChange(e.target.checked ? [...chosen, s] : chosen.filter((x) => x !== s))}
+          />
+          {s}
+        </label>
+      ))}
+    </fieldset>
+  );
+}

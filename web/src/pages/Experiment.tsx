@@ -7,7 +7,7 @@ import { ErrorLine, Message, ExperimentActions, Loading, StateBadge, TrialStateB
 import { LineChart, smooth, type Series } from "../components/Chart";
 import { CheckpointTable } from "../components/Checkpoints";
 import { DeriveActions } from "../components/Derive";
-import { EditExperiment } from "../components/EditExperiment";
+import { DeleteExperiment, EditExperiment } from "../components/EditExperiment";
 import { Table, type Column } from "../components/Table";
 import { hparam, NO_VALUE, num, percent, when } from "../format";
 import { useLiveEvents } from "../live";
@@ -128,6 +128,9 @@ function ExperimentView({ id }: { id: number }) {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   ], [hparamNames, metricName, selected, params]);
 
+  // Columns hidden with the picker (`hide=key,key` in the URL); the trial's id always shows.
+  const hidden = new Set((params.get("hide") ?? "").split(",").filter(Boolean));
+  const shownColumns = columns.filter((c) => c.key === "id" || !hidden.has(c.key));
   if (experiment.isPending) return <Loading />;
   if (experiment.error) return <ErrorLine error={experiment.error} />;
   const e = experiment.data;
@@ -145,6 +148,7 @@ function ExperimentView({ id }: { id: number }) {
         <ExperimentActions id={e.id} state={e.state} archived={e.archived} owner={e.owner} />
         <DeriveActions experimentId={e.id} state={e.state} trials={trials.data?.trials.length ?? firstPage.data?.pagination?.total ?? 0} />
         {mayAct(me, e.owner) && <button type="button" onClick={() => setEditing(true)}>Edit</button>}
+        {mayAct(me, e.owner) && <DeleteExperiment experiment={e} />}
         <span>progress {percent(e.progress)}</span>
         <span>searcher {e.searcher.name} on {e.searcher.metric} ({e.searcher.smaller_is_better ? "smaller" : "larger"} is better)</span>
         <span>user {e.owner}</span>
@@ -162,7 +166,8 @@ function ExperimentView({ id }: { id: number }) {
       <h2>Trials</h2>
       <ErrorLine error={trials.error ?? firstPage.error} />
       {partial !== null && <p className="muted">the first {rows.length} of {partial} trials; loading the rest…</p>}
-      <Table label="trials" defaultSort="id" rows={rows} columns={columns} rowKey={(t) => t.id} sortParam="tsort" height={420} empty="No trials yet." />
+      <ColumnPicker columns={columns} />
+      <Table label="trials" defaultSort="id" rows={rows} columns={shownColumns} rowKey={(t) => t.id} sortParam="tsort" height={420} empty="No trials yet." />
 
       <h2>Learning curves</h2>
       <p className="muted">
@@ -181,6 +186,34 @@ function ExperimentView({ id }: { id: number }) {
       <h2>Config</h2>
       <ConfigView experiment={e} />
     </section>
+  );
+}
+
+/** Which of the trials table's columns show: a box per column, kept in the URL. */
+function ColumnPicker({ columns }: { columns: Column<Trial>[] }) {
+  const [params, setParams] = useSearchParams();
+  const hidden = new Set((params.get("hide") ?? "").split(",").filter(Boolean));
+  const toggle = (key: string, show: boolean) => {
+    if (show) hidden.delete(key);
+    else hidden.add(key);
+    const next = new URLSearchParams(params);
+    if (hidden.size) next.set("hide", [...hidden].join(","));
+    else next.delete("hide");
+    setParams(next, { replace: true });
+  };
+  return (
+    <details className="columns">
+      <summary>Columns</summary>
+      <fieldset>
+        <legend>Columns shown</legend>
+        {columns.filter((c) => c.key !== "id").map((c) => (
+          <label key={c.key} className="check">
+            <input type="checkbox" checked={!hidden.has(c.key)} onChange={(e) => toggle(c.key, e.target.checked)} />
+            {c.header}
+          </label>
+        ))}
+      </fieldset>
+    </details>
   );
 }
 

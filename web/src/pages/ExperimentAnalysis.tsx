@@ -2,11 +2,12 @@
 // importance, parallel coordinates and metric-vs-hyperparameter scatter.
 import { useQuery } from "@tanstack/react-query";
 import { useEffect, useMemo, useRef, useState, type ReactNode } from "react";
-import { useSearchParams } from "react-router-dom";
+import { useNavigate, useSearchParams } from "react-router-dom";
 import { api, ok, type Experiment, type Schemas, type Trial } from "../api/client";
 import { goodness, makeAxis, rankColour, searchedHparams, valueAt, type Axis } from "../analysis";
 import { ErrorLine, Loading } from "../components/bits";
-import { num, percent } from "../format";
+import { idList } from "../params";
+import { hparam, num, percent } from "../format";
 import { History } from "./ExperimentHistory";
 import "./analysis.css";
 
@@ -23,6 +24,10 @@ function withMetric(trials: Trial[]): (Trial & { best_validation: number })[] {
 }
 
 export function Analysis({ experiment, trials }: { experiment: Experiment; trials: Trial[] }) {
+  // The trials ticked in the trials table ("Plot"), drawn over the others in the plots below.
+  const [params] = useSearchParams();
+  const ticked = params.get("trials");
+  const selected = useMemo(() => new Set(idList(ticked)), [ticked]);
   // The analyses follow the trials query (live already): they are asked again when its trials
   // change (a new one, a state, steps trained: a trial reaching a rung), never on a timer of
   // their own. Short signatures, as query keys are hashed on every render.
@@ -44,9 +49,15 @@ export function Analysis({ experiment, trials }: { experiment: Experiment; trial
       <h2>Hyperparameter importance</h2>
       <Importance experimentId={experiment.id} version={finished} />
       <h2>Parallel coordinates</h2>
-      <ParallelCoordinates experiment={experiment} trials={trials} />
+      <p className="legend muted">
+        Each line a trial, coloured by the rank of its {experiment.searcher.metric ?? "metric"}:{" "}
+        <span className="swatch" style={{ background: rankColour(0) }} /> best to{" "}
+        <span className="swatch" style={{ background: rankColour(1) }} /> worst; the best are drawn on top, and
+        the trials ticked in the trials table ("Plot") dark, over all.
+      </p>
+      <ParallelCoordinates experiment={experiment} trials={trials} selected={selected} />
       <h2>Metric vs hyperparameter</h2>
-      <Scatter experiment={experiment} trials={trials} />
+      <Scatter experiment={experiment} trials={trials} selected={selected} />
     </>
   );
 }
@@ -158,12 +169,16 @@ function Importance({ experimentId, version }: { experimentId: number; version: 
 /** A canvas sized to its box (and the screen's pixel density), redrawn when either changes,
  * with HTML labels laid over it (text stays selectable and visible to tests and readers). */
 function CanvasPlot({
-  height, label, draw, overlay,
+  height, label, draw, overlay, onPoint, onPick,
 }: {
   height: number;
   label: string;
   draw: (ctx: CanvasRenderingContext2D, width: number, height: number) => void;
   overlay: (width: number) => ReactNode;
+  /** The pointer moved to (x, y) in the plot's pixels (null: it left). */
+  onPoint?: (at: { x: number; y: number; width: number } | null) => void;
+  /** A click at (x, y). */
+  onPick?: (at: { x: number; y: number; width: number }) => void;
 }) {
   const box = useRef<HTMLDivElement>(null);
   const canvas = useRef<HTMLCanvasElement>(null);
@@ -189,18 +204,31 @@ function CanvasPlot({
     draw(ctx, width, height);
   }, [width, height, draw]);
   return (
-    <div className="plot" ref={box} style={{ height }}>
+    <div
+      className="plot"
+      ref={box}
+      style={{ height }}
+      onMouseMove={onPoint && ((e) => onPoint(pointer(e, width)))}
+      onMouseLeave={onPoint && (() => onPoint(null))}
+      onClick={onPick && ((e) => onPick(pointer(e, width)))}
+    >
       <canvas ref={canvas} role="img" aria-label={label} style={{ width: "100%", height }} />
       {width > 0 && overlay(width)}
     </div>
   );
 }
 
+/** Where a mouse event is in the plot's own pixels. */
+function pointer(e: React.MouseEvent<HTMLDivElement>, width: number): { x: number; y: number; width: number } {
+  const box = e.currentTarget.getBoundingClientRect();
+  return { x: e.clientX - box.left, y: e.clientY - box.top, width };
+}
+
 const PAD = { top: 34, bottom: 22, side: 70 };
 
 interface Prepared {
   axes: Axis[];
-  rows: { values: unknown[]; metric: number }[];
+  rows: { id: number; values: unknown[]; metric: number }[];
   colours: string[];
   /** Rows' indices, worst metric first: drawn in this order, the best end up on top. */
   worstFirst: number[];
@@ -223,14 +251,14 @@ function usePrepared(experiment: Experiment, trials: Trial[]): Prepared {
     const good = goodness(metrics, experiment.searcher.smaller_is_better);
     return {
       axes,
-      rows: plotted.map((t) => ({ values: [...searched.map((s) => valueAt(t.hparams, s.name)), t.best_validation], metric: t.best_validation })),
+      rows: plotted.map((t) => ({ id: t.id, values: [...searched.map((s) => valueAt(t.hparams, s.name)), t.best_validation], metric: t.best_validation })),
       colours: good.map((g) => rankColour(g, plotted.length > 500 ? 0.35 : 0.75)),
       worstFirst: good.map((_, i) => i).sort((a, b) => good[b] - good[a]),
     };
   }, [experiment, trials]);
 }
 
-function ParallelCoordinates({ experiment, trials }: { experiment: Experiment; trials: Trial[] }) {
+function ParallelCoordinates({ experiment, trials, selected }: { experiment: Experiment; trials: Trial[]; selected: Set<number> }) {
   const { axes, rows, colours, worstFirst } = usePrepared(experiment, trials);
   const height = 320;
   const xOf = (i: number, width: number) =>
@@ -247,8 +275,11 @@ function ParallelCoordinates({ experiment, trials }: { experiment: Experiment; t
         ctx.stroke();
       });
       ctx.lineWidth = 1.2;
-      for (const r of worstFirst) {
-        ctx.strokeStyle = colours[r];
+      const ticked = worstFirst.filter((r) => selected.has(rows[r].id));
+      for (const r of [...worstFirst, ...ticked]) {
+        const mark = selected.has(rows[r].id);
+        ctx.strokeStyle = mark ? "#111827" : colours[r];
+        ctx.lineWidth = mark ? 2.5 : 1.2;
         ctx.beginPath();
         let drawing = false;
         rows[r].values.forEach((v, i) => {
@@ -262,7 +293,7 @@ function ParallelCoordinates({ experiment, trials }: { experiment: Experiment; t
       }
     },
     // eslint-disable-next-line react-hooks/exhaustive-deps
-    [axes, rows, colours, worstFirst],
+    [axes, rows, colours, worstFirst, selected],
   );
   if (rows.length === 0) return <p className="muted">No trial has reported the searcher metric yet.</p>;
   return (
@@ -282,14 +313,22 @@ function ParallelCoordinates({ experiment, trials }: { experiment: Experiment; t
   );
 }
 
-function Scatter({ experiment, trials }: { experiment: Experiment; trials: Trial[] }) {
+function Scatter({ experiment, trials, selected }: { experiment: Experiment; trials: Trial[]; selected: Set<number> }) {
   const [params, setParams] = useSearchParams();
+  const navigate = useNavigate();
+  const [hover, setHover] = useState<{ row: number; x: number; y: number } | null>(null);
   const { axes, rows, colours } = usePrepared(experiment, trials);
   const names = axes.slice(0, -1).map((a) => a.name);
   const chosen = names.includes(params.get("hp") ?? "") ? params.get("hp")! : names[0];
   const index = names.indexOf(chosen);
   const xAxis = axes[index];
-  const yAxis = axes[axes.length - 1];
+  // The metric on a log scale when asked (`slog=1`) and every value is above zero.
+  const logMetric = params.get("slog") === "1";
+  const linearY = axes[axes.length - 1];
+  const yAxis = useMemo(
+    () => (logMetric ? makeAxis(linearY.name, rows.map((r) => r.metric), { log: true }) : linearY),
+    [logMetric, linearY, rows],
+  );
   const height = 300;
   const left = 70, right = 20, top = 34, bottom = 40;
   const xOf = (p: number, width: number) => left + p * (width - left - right);
@@ -311,13 +350,35 @@ function Scatter({ experiment, trials }: { experiment: Experiment; trials: Trial
         ctx.beginPath();
         ctx.arc(xOf(px, width), yOf(py), 3.5, 0, 2 * Math.PI);
         ctx.fill();
+        if (selected.has(r.id)) {
+          ctx.strokeStyle = "#111827";
+          ctx.lineWidth = 2;
+          ctx.beginPath();
+          ctx.arc(xOf(px, width), yOf(py), 6, 0, 2 * Math.PI);
+          ctx.stroke();
+        }
       });
     },
     // eslint-disable-next-line react-hooks/exhaustive-deps
-    [xAxis, yAxis, rows, colours, index],
+    [xAxis, yAxis, rows, colours, index, selected],
   );
+  /** The trial whose point is nearest (x, y), within 8 pixels. */
+  const nearest = (at: { x: number; y: number; width: number }) => {
+    let best: { row: number; x: number; y: number } | null = null;
+    let bestDistance = 64;
+    rows.forEach((r, i) => {
+      const px = xAxis?.position(r.values[index]);
+      const py = yAxis.position(r.metric);
+      if (px == null || py == null) return;
+      const x = xOf(px, at.width), y = yOf(py);
+      const d = (x - at.x) ** 2 + (y - at.y) ** 2;
+      if (d < bestDistance) { bestDistance = d; best = { row: i, x, y }; }
+    });
+    return best as { row: number; x: number; y: number } | null;
+  };
   if (!names.length) return <p className="muted">No hyperparameter is searched.</p>;
   if (rows.length === 0) return <p className="muted">No trial has reported the searcher metric yet.</p>;
+  const shown = hover ? rows[hover.row] : null;
   return (
     <div>
       <label>
@@ -333,7 +394,21 @@ function Scatter({ experiment, trials }: { experiment: Experiment; trials: Trial
         >
           {names.map((n) => <option key={n}>{n}</option>)}
         </select>
+      </label>{" "}
+      <label className="check">
+        <input
+          type="checkbox"
+          checked={logMetric}
+          onChange={(ev) => {
+            const next = new URLSearchParams(params);
+            if (ev.target.checked) next.set("slog", "1");
+            else next.delete("slog");
+            setParams(next, { replace: true });
+          }}
+        />
+        {yAxis.name} on a log scale
       </label>
+      {logMetric && yAxis.kind !== "log" && <span className="muted"> (not every value is above zero: shown linear)</span>}
       <CanvasPlot
         height={height}
         label={`${yAxis.name} against ${chosen} for ${rows.length} trials`}
@@ -341,15 +416,25 @@ function Scatter({ experiment, trials }: { experiment: Experiment; trials: Trial
         overlay={(width) => (
           <>
             <span className="sc-axis-name" style={{ left: xOf(0.5, width), top: height - 16 }}>{chosen}{xAxis.kind === "log" ? " (log)" : ""}</span>
-            <span className="sc-axis-name y" style={{ left: 4, top: 4 }}>{yAxis.name}</span>
+            <span className="sc-axis-name y" style={{ left: 4, top: 4 }}>{yAxis.name}{yAxis.kind === "log" ? " (log)" : ""}</span>
             {xAxis.ticks.map((t, k) => (
               <span key={`x${k}`} className="sc-tick x" style={{ left: xOf(t.at, width), top: yOf(0) + 2 }}>{t.label}</span>
             ))}
             {yAxis.ticks.map((t, k) => (
               <span key={`y${k}`} className="sc-tick y" style={{ left: left - 6, top: yOf(t.at) - 7 }}>{t.label}</span>
             ))}
+            {hover && shown && (
+              <span className="sc-tip" role="tooltip" style={{ left: hover.x + 8, top: hover.y - 30 }}>
+                trial {shown.id}: {chosen} {hparam(shown.values[index])}, {yAxis.name} {num(shown.metric)}
+              </span>
+            )}
           </>
         )}
+        onPoint={(at) => setHover(at && nearest(at))}
+        onPick={(at) => {
+          const hit = nearest(at);
+          if (hit) navigate(`/trials/${rows[hit.row].id}`);
+        }}
       />
     </div>
   );

@@ -3,7 +3,7 @@ import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useEffect, useMemo, useState } from "react";
 import { Link, useSearchParams } from "react-router-dom";
 import { api, ok, type ExperimentState, type ExperimentSummary, type Schemas } from "../api/client";
-import { Duration, ErrorLine, ExperimentActions, Loading, StateBadge } from "../components/bits";
+import { Duration, ErrorLine, ExperimentActions, Loading, StateBadge, StateChecks } from "../components/bits";
 import { Table, type Column } from "../components/Table";
 import { NO_VALUE, num, percent, when } from "../format";
 import { useLiveEvents } from "../live";
@@ -149,19 +149,7 @@ export function ExperimentsPage() {
         <label>
           Label <input value={label} onChange={(e) => set("label", e.target.value)} />
         </label>
-        <fieldset className="states">
-          <legend>State</legend>
-          {STATES.map((s) => (
-            <label key={s} className="check">
-              <input
-                type="checkbox"
-                checked={states.includes(s)}
-                onChange={(e) => set("state", e.target.checked ? [...states, s] : states.filter((x) => x !== s))}
-              />
-              {s.toLowerCase().replaceAll("_", " ")}
-            </label>
-          ))}
-        </fieldset>
+        <StateChecks states={STATES} chosen={states} onChange={(next) => set("state", next)} />
         <label className="check">
           <input type="checkbox" checked={archived} onChange={(e) => set("archived", e.target.checked ? "1" : null)} />
           Show archived

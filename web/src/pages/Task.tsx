@@ -115,6 +115,12 @@ function TaskView({ id }: { id: number }) {
           </tbody>
         </table>
       </div>
+      {t.kind === "job" && (
+        <>
+          <h2>Config</h2>
+          <JobConfig frame={`${t.user}~${t.name}`} />
+        </>
+      )}
       <h2>Logs</h2>
       <TaskLogs taskId={id} onEnd={() => client.invalidateQueries({ queryKey: ["task", id] })} />
     </section>
@@ -167,4 +173,15 @@ function TaskLogs({ taskId, onEnd }: { taskId: number; onEnd: () => void }) {
   return (
     <LogView lines={shown} fileName={`job-${taskId}.log`} status={ended ? "job ended" : "following"} error={error} />
   );
+}
+
+/** An OpenPAI job's config as protocol v2 YAML, as assay runs it (secrets masked). */
+function JobConfig({ frame }: { frame: string }) {
+  const config = useQuery({
+    queryKey: ["job-config", frame],
+    queryFn: () => ok(api.GET("/api/v2/jobs/{frame}/config", { params: { path: { frame } }, parseAs: "text" })),
+  });
+  if (config.isPending) return <Loading />;
+  if (config.error) return <ErrorLine error={config.error} />;
+  return <pre className="config" aria-label="job config" tabIndex={0}>{String(config.data)}</pre>;
 }

@@ -3,7 +3,7 @@
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { Link, useSearchParams } from "react-router-dom";
 import { api, ok, type Schemas } from "../api/client";
-import { Duration, ErrorLine, Loading, StateBadge } from "../components/bits";
+import { Duration, ErrorLine, Loading, StateBadge, StateChecks } from "../components/bits";
 import { Table, type Column } from "../components/Table";
 import { when } from "../format";
 import { useLiveEvents } from "../live";
@@ -67,8 +67,6 @@ export function TasksPage() {
     else if (value) next.set(key, value);
     setParams(next, { replace: true });
   };
-  const toggleState = (state: TaskState, on: boolean) =>
-    set("state", on ? [...chosen, state] : chosen.filter((s) => s !== state));
 
   return (
     <section>
@@ -81,20 +79,12 @@ export function TasksPage() {
         <label>
           User <input value={user} onChange={(e) => set("user", e.target.value)} />
         </label>
-        <fieldset className="states">
-          <legend>State</legend>
-          {STATES.map((s) => (
-            <label key={s} className="check">
-              <input
-                type="checkbox"
-                checked={chosen.includes(s)}
-                disabled={!showEnded && ENDED.includes(s)}
-                onChange={(e) => toggleState(s, e.target.checked)}
-              />
-              {s}
-            </label>
-          ))}
-        </fieldset>
+        <StateChecks
+          states={STATES}
+          chosen={chosen}
+          disabled={(s) => !showEnded && ENDED.includes(s)}
+          onChange={(next) => set("state", next)}
+        />
         <label className="check">
           <input type="checkbox" checked={showEnded} onChange={(e) => set("ended", e.target.checked ? null : "0")} />
           Show ended

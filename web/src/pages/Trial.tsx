@@ -73,7 +73,11 @@ function TrialView({ id }: { id: number }) {
       <TrialActions trial={t} />
       {t.message && <Message text={t.message} />}
       {t.waiting && <p className="muted">Waiting: {t.waiting}</p>}
-      <h2>Hyperparameters</h2>
+      <nav className="jump" aria-label="sections">
+        <a href="#hyperparameters">Hyperparameters</a> <a href="#metrics">Metrics</a>{" "}
+        <a href="#checkpoints">Checkpoints</a> <a href="#logs">Logs</a>
+      </nav>
+      <h2 id="hyperparameters">Hyperparameters</h2>
       <table className="kv" aria-label="hyperparameters">
         <tbody>
           {Object.entries(t.hparams ?? {}).map(([k, v]) => (
@@ -84,20 +88,20 @@ function TrialView({ id }: { id: number }) {
           ))}
         </tbody>
       </table>
-      <h2>Metrics</h2>
+      <h2 id="metrics">Metrics</h2>
       <ErrorLine error={metrics.error} />
       <MetricCharts metrics={metrics.data?.metrics ?? []} />
-      <h2>Checkpoints</h2>
+      <h2 id="checkpoints">Checkpoints</h2>
       <CheckpointTable checkpoints={checkpoints.data?.checkpoints ?? []} />
-      <h2>Logs</h2>
+      <h2 id="logs">Logs</h2>
       <Logs trialId={id} />
     </section>
   );
 }
 
 
-/** Kill (while it runs or waits) and Continue (once its experiment has ended), to those the
- * API lets: the experiment's owner and admins. */
+/** Kill (while it runs or waits; the experiment's owner and admins) and Continue (once its
+ * experiment has ended; anyone, into an experiment of their own). */
 function TrialActions({ trial }: { trial: TrialDetail }) {
   const client = useQueryClient();
   const [continuing, setContinuing] = useState(false);
@@ -110,9 +114,11 @@ function TrialActions({ trial }: { trial: TrialDetail }) {
     mutationFn: () => ok(api.POST("/api/v1/trials/{trial_id}/kill", { params: { path: { trial_id: trial.id } } })),
     onSettled: () => client.invalidateQueries(),
   });
-  if (!mayAct || !experiment.data) return null;
-  const canKill = !ENDED.includes(trial.state);
+  if (!experiment.data) return null;
+  // Continuing makes the user's own experiment: anyone may. Killing is the owner's.
+  const canKill = mayAct && !ENDED.includes(trial.state);
   const canContinue = ENDED.includes(experiment.data.state);
+  if (!canKill && !canContinue) return null;
   return (
     <div className="actions">
       {canKill && (
