@@ -471,17 +471,25 @@ def test_a_scatter_point_names_its_trial_on_hover_and_opens_it_on_click(
     page.wait_for_url(re.compile(rf"/trials/{trial_id}$"))
 
 
-# How many pixels of a plot's canvas are drawn in the dark of the trials ticked in the table.
-DARK_PIXELS = """el => {
+def pixels_coloured(red: int, green: int, blue: int) -> str:
+    """A function of an element, for the page: how many pixels of its canvas are (nearly) this
+    colour, opaque."""
+    return f"""el => {{
     const canvas = el.querySelector('canvas');
+    if (!canvas) return 0;
     const d = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
     let n = 0;
-    for (let i = 0; i < d.length; i += 4) {
-        const near = Math.abs(d[i] - 17) + Math.abs(d[i + 1] - 24) + Math.abs(d[i + 2] - 39);
+    for (let i = 0; i < d.length; i += 4) {{
+        const near = Math.abs(d[i] - {red}) + Math.abs(d[i + 1] - {green})
+            + Math.abs(d[i + 2] - {blue});
         if (near < 30 && d[i + 3] > 200) n++;
-    }
+    }}
     return n;
-}"""
+}}"""
+
+
+# How many pixels of a plot's canvas are drawn in the dark of the trials ticked in the table.
+DARK_PIXELS = pixels_coloured(17, 24, 39)
 
 
 def test_trials_ticked_in_the_table_are_drawn_over_the_others_in_the_plots(
@@ -511,17 +519,7 @@ def test_the_scatters_metric_goes_on_a_log_scale_when_asked(
 
 # How many pixels of a chart's canvas are in its first series' colour (the palette's first,
 # #1f77b4): a series with a single point draws no line, so only its marker can colour any.
-FIRST_SERIES_PIXELS = """el => {
-    const canvas = el.querySelector('canvas');
-    if (!canvas) return 0;
-    const d = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
-    let n = 0;
-    for (let i = 0; i < d.length; i += 4) {
-        const near = Math.abs(d[i] - 31) + Math.abs(d[i + 1] - 119) + Math.abs(d[i + 2] - 180);
-        if (near < 30 && d[i + 3] > 200) n++;
-    }
-    return n;
-}"""
+FIRST_SERIES_PIXELS = pixels_coloured(31, 119, 180)
 
 
 def test_a_validation_reported_once_shows_as_a_point_and_early_stops_are_marked(
