@@ -114,3 +114,27 @@ def test_a_missing_job_points_to_the_jobs_page(cluster: Cluster, page: Any) -> N
     assert "assay task list" not in alert.inner_text()
     alert.get_by_role("link", name="Jobs").click()
     page.wait_for_url(re.compile(r"/tasks$"))
+
+
+def test_a_running_job_is_linked_from_the_queue_and_stopped_from_its_page_after_a_question(
+    cluster: Cluster, page: Any
+) -> None:
+    job = JOB.replace("name: listed-job", "name: stopped-job").replace(
+        "echo a listed job", "sleep 600"
+    )
+    task = cluster.client.submit_job(job)
+    wait_for("the job to run", lambda: cluster.client.task(task.id).state == "RUNNING")
+    page.goto(f"{cluster.url}/jobs")
+    page.get_by_role("link", name="stopped-job").click()
+    page.wait_for_url(re.compile(rf"/tasks/{task.id}$"))
+    asked: list[str] = []
+
+    def answer(dialog: Any) -> None:
+        asked.append(dialog.message)
+        dialog.accept()
+
+    page.once("dialog", answer)
+    page.get_by_role("button", name=f"stop job {task.id}").click()
+    wait_for("the job to stop", lambda: cluster.client.task(task.id).ended_at is not None)
+    assert asked == [f"Stop job {task.id}? Its running instances are ended."]
+    page.get_by_role("heading").get_by_text(cluster.client.task(task.id).state).wait_for()
