@@ -103,3 +103,19 @@ def test_the_trials_table_hides_the_columns_unticked_in_its_picker(
     page.reload()
     table.get_by_role("columnheader", name=re.compile("^Steps")).wait_for()
     assert table.get_by_role("columnheader", name=re.compile("^Restarts")).count() == 0
+
+
+def test_a_trials_page_links_its_sections_and_the_plots_say_what_their_colours_mean(
+    cluster: Cluster, pair: tuple[int, int], page: Any
+) -> None:
+    first, _ = pair
+    page.goto(f"{cluster.url}/experiments/{first}")
+    page.get_by_text(re.compile(r"coloured by the rank of its loss")).wait_for()
+    trial = cluster.client.trials(first)[0]
+    page.goto(f"{cluster.url}/trials/{trial.id}")
+    page.get_by_role("navigation", name="sections").get_by_role("link", name="Logs").click()
+    page.wait_for_url(re.compile(r"#logs$"))
+    # Scrolled to (as far as the page's length allows): the heading is in the window.
+    in_view = "() => { const r = document.getElementById('logs').getBoundingClientRect();"
+    in_view += " return r.top >= 0 && r.bottom <= window.innerHeight; }"
+    assert page.evaluate(in_view)
