@@ -507,6 +507,19 @@ def test_importing_the_harness_pulls_in_neither_the_server_stack_nor_numpy() -> 
     assert out.stdout.strip() == "", f"import assay.core loaded: {out.stdout.strip()}"
 
 
+def test_optuna_is_imported_by_a_searcher_that_needs_it_not_by_the_master_or_the_cli() -> None:
+    # Half a second of every master's, agent's and command's start, for a searcher most
+    # experiments never use.
+    code = (
+        "import sys, assay.api, assay.agent, assay.cli, assay.searcher\n"
+        "before = 'optuna' in sys.modules\n"
+        "assay.searcher.OptunaSource\n"
+        "print(before, 'optuna' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"], out.stdout
+
+
 # -- the wire shapes --------------------------------------------------------------------------
 
 STATES_MODULE = Path("protocol/_states.py")

@@ -76,14 +76,20 @@ def require_csrf_header(request: Request) -> None:
         )
 
 
+async def _cookie_user(master: Master, request: Request, cookie: str) -> Actor:
+    """The user the browser's session cookie signs in (:data:`CSRF_HEADER` required when the
+    request may change state); or 401."""
+    require_csrf_header(request)
+    return await master.users.authenticate(cookie)
+
+
 async def current_user(
     master: MasterDep, request: Request, credentials: Credentials, cookie: SessionCookie
 ) -> Actor:
     """The signed-in user: by the Authorization header, else by the browser's session cookie
     (with :data:`CSRF_HEADER` when the request may change state); or 401."""
     if credentials is None and cookie:
-        require_csrf_header(request)
-        return await master.users.authenticate(cookie)
+        return await _cookie_user(master, request, cookie)
     token = credentials.credentials if credentials else None
     try:
         return await master.users.authenticate(token)
@@ -115,8 +121,7 @@ async def reader(
     download link), or a trial process by its allocation's token (whose reads the master
     scopes to its own trial and experiment); else 401."""
     if token is None and cookie:
-        require_csrf_header(request)
-        return await master.users.authenticate(cookie)
+        return await _cookie_user(master, request, cookie)
     try:
         return await master.harness.caller(token)
     except Unauthorized:
