@@ -2,7 +2,7 @@
 // the learning curves of their best trials on one chart, and the settings in which their
 // effective configs differ.
 import { useQueries } from "@tanstack/react-query";
-import { useMemo } from "react";
+import { useMemo, type ReactNode } from "react";
 import { Link, useSearchParams } from "react-router-dom";
 import { api, ok, type Experiment } from "../api/client";
 import { ErrorLine, Loading, StateBadge } from "../components/bits";
@@ -102,7 +102,7 @@ export function ComparePage() {
   );
 }
 
-function Row({ name, cells }: { name: string; cells: React.ReactNode[] }) {
+function Row({ name, cells }: { name: string; cells: ReactNode[] }) {
   return (
     <tr>
       <th>{name}</th>

@@ -1,7 +1,7 @@
 // The Experiment page's analyses: searcher progress (an ASHA search's rungs), hyperparameter
 // importance, parallel coordinates and metric-vs-hyperparameter scatter.
 import { useQuery } from "@tanstack/react-query";
-import { useEffect, useMemo, useRef, useState, type ReactNode } from "react";
+import { useEffect, useMemo, useRef, useState, type MouseEvent, type ReactNode } from "react";
 import { useNavigate, useSearchParams } from "react-router-dom";
 import { api, ok, type Experiment, type Schemas, type Trial } from "../api/client";
 import { goodness, makeAxis, rankColour, searchedHparams, valueAt, type Axis } from "../analysis";
@@ -219,7 +219,7 @@ function CanvasPlot({
 }
 
 /** Where a mouse event is in the plot's own pixels. */
-function pointer(e: React.MouseEvent<HTMLDivElement>, width: number): { x: number; y: number; width: number } {
+function pointer(e: MouseEvent<HTMLDivElement>, width: number): { x: number; y: number; width: number } {
   const box = e.currentTarget.getBoundingClientRect();
   return { x: e.clientX - box.left, y: e.clientY - box.top, width };
 }
