@@ -11,7 +11,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from assay.client import Client, StoredLogin, TokenStore
 from assay.errors import AssayError
+from assay.ports import free_port
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 HEADER = (
@@ -141,18 +141,12 @@ def summary(values: Sequence[float]) -> str:
     return f"{statistics.median(values):.3g} ({min(values):.3g}-{max(values):.3g})"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class LocalCluster:
     """A master and one agent as real processes on loopback, in a throw-away home."""
 
     def __init__(self, slots: int = 2, db: str | None = None) -> None:
         self.home = Path(tempfile.mkdtemp(prefix="assay-bench-"))
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.slots = slots
         self.db = db

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -302,12 +301,6 @@ def process(
             proc.wait(20)
         except subprocess.TimeoutExpired:
             proc.kill()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,8 @@ from typing import Any, TypeVar
 import httpx
 import yaml
 
+from assay.ports import free_port
+
 T = TypeVar("T")
 
 PG_ADMIN_URL = os.environ.get(
@@ -32,12 +33,6 @@ PG_ADMIN_URL = os.environ.get(
 """A PostgreSQL the run may create databases in (the tests' variable and default)."""
 
 # -- processes -------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _stat_fields(pid: int) -> list[str] | None:

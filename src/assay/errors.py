@@ -27,6 +27,7 @@ __all__ = [
     "TooLarge",
     "TooManyRequests",
     "Unauthorized",
+    "Unavailable",
     "error_from_payload",
     "printable",
 ]
@@ -163,6 +164,14 @@ class Conflict(AssayError):
     status = 409
 
 
+class Unavailable(AssayError):
+    """Raised when what was asked for is there but not answering yet (a task's server still
+    starting, a shell's sshd not listening): ask again shortly (the answer's ``Retry-After``)."""
+
+    type = "Unavailable"
+    status = 503
+
+
 class Fenced(Conflict):
     """Raised when a trial process reports for an allocation the master has given up on (its
     agent was lost, so its trial may run elsewhere now): nothing it sends is taken, and the
@@ -229,9 +238,11 @@ _BY_TYPE: dict[str, type[AssayError]] = {
         NotFound,
         MethodNotAllowed,
         Conflict,
+        Unavailable,
         Fenced,
         InvalidTransition,
         StorageError,
+        PartlyDeleted,
         ResourceManagerError,
         MasterUnreachable,
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,18 +18,13 @@ import yaml
 from assay import rest
 from assay.client import Client, StoredLogin, TokenStore
 from assay.errors import AssayError
+from assay.ports import free_port
 from tests.integration._forked import ForkedMaster, start_master
 
 T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTEXTS = Path(__file__).parent / "contexts"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _worker() -> int:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from assay.ports import free_port
 from tests.slurm.munge import hold_munge
 
 DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scancel")
@@ -49,12 +50,6 @@ def _missing() -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _exe(name: str) -> str:
     return shutil.which(name) or str(Path("/usr/sbin", name))
 
@@ -69,8 +64,8 @@ StateSaveLocation={root}/state
 SlurmdSpoolDir={root}/spool-%n
 SlurmctldPidFile={root}/slurmctld.pid
 SlurmdPidFile={root}/slurmd-%n.pid
-SlurmctldPort={_free_port()}
-SlurmdPort={_free_port()}
+SlurmctldPort={free_port()}
+SlurmdPort={free_port()}
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 ReturnToService=2

@@ -26,6 +26,8 @@ ALLOWED: dict[str, set[str]] = {
     "files": set(),
     # Safe tar extraction on every Python assay supports (the standard library only).
     "tarsafe": set(),
+    # A port to listen on later, outside the range outgoing connections draw from.
+    "ports": set(),
     "protocol": set(),
     # The wire shapes: pydantic and the standard library only, so clients stay light.
     "rest": {"protocol"},
@@ -58,9 +60,9 @@ ALLOWED: dict[str, set[str]] = {
     "agent": {"protocol", "client", "context", "files", "compat", "core", "storage"},
     "core": {"protocol", "client", "storage"},
     # The upstream shims (``determined``, ``nni``) are built on the harness.
-    "compat": {"core", "protocol", "client", "launch"},
+    "compat": {"core", "protocol", "client", "launch", "ports"},
     # Launchers run inside trials: the standard library and the wire shapes only.
-    "launch": {"protocol"},
+    "launch": {"protocol", "ports"},
     # A notebook's launcher runs inside its task: its settings' names and nothing of the server.
     "notebooks": {"protocol"},
     # So does a shell's.
@@ -68,7 +70,17 @@ ALLOWED: dict[str, set[str]] = {
     "client": {"rest", "files", "tarsafe"},
     # searcher only inside `preview-search`: tests/unit/cli checks what the CLI loads at start.
     # compat only for `assay compat shims-path` (where the shims are; nothing of them runs).
-    "cli": {"client", "rest", "protocol", "config", "context", "searcher", "files", "compat"},
+    "cli": {
+        "client",
+        "rest",
+        "protocol",
+        "config",
+        "context",
+        "searcher",
+        "files",
+        "compat",
+        "ports",
+    },
 }
 
 MASTER_ROOMS: dict[str, set[str]] = {

@@ -33,7 +33,7 @@ from websockets.typing import Subprotocol
 
 from assay import rest
 from assay.api._deps import SESSION_COOKIE, MasterDep, bearer_token
-from assay.errors import AssayError, Conflict, Unauthorized
+from assay.errors import AssayError, Conflict, Unauthorized, Unavailable
 from assay.master import Master, ProxyTarget
 
 router = APIRouter(include_in_schema=False)
@@ -283,8 +283,5 @@ async def _body(request: Request) -> AsyncIterator[bytes]:
 
 
 def unavailable(message: str) -> JSONResponse:
-    return JSONResponse(
-        {"error": {"type": "Unavailable", "message": message, "details": []}},
-        status_code=503,
-        headers={"Retry-After": "2"},
-    )
+    error = Unavailable(message)
+    return JSONResponse(error.to_json(), status_code=error.status, headers={"Retry-After": "2"})

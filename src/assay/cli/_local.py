@@ -20,7 +20,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,7 @@ from assay.cli._common import (
 )
 from assay.cli._home import assay_home
 from assay.errors import AssayError
+from assay.ports import free_port
 
 ASSAY_PACKAGE = Path(__file__).resolve().parents[1]
 """assay's own package: frames of its files (the shims' too) are assay's, not the user's."""
@@ -57,12 +57,6 @@ AGENT_ID = "local"
 LOCAL_POOL = "default"
 LOCAL_CHECKPOINTS = "local-checkpoints"
 """Under ``ASSAY_HOME``: where ``--local`` keeps the checkpoints of a config naming no storage."""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class LocalCluster:
@@ -82,7 +76,7 @@ class LocalCluster:
         self.root = Path(tempfile.mkdtemp(prefix="assay-local-"))
         self.home = self.root / "home"
         self.checkpoints = self.root / "checkpoints"
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
         password = secrets.token_urlsafe(18)

@@ -150,11 +150,11 @@ def _wait_ready(c: Client, shell: rest.Shell) -> rest.Shell:
 
 def _answers(c: Client, shell_id: int) -> bool:
     """Whether sshd greets through the tunnel."""
-    from assay.errors import Conflict
+    from assay.errors import Conflict, Unavailable
 
     try:
         connection = c.tunnel(shell_id)
-    except Conflict:  # not listening yet
+    except (Conflict, Unavailable):  # not running yet, or sshd not listening yet
         return False
     with connection:
         try:

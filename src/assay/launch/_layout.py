@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 
 from assay.errors import AssayError
+from assay.ports import free_ports
 from assay.protocol import RankLayout, TrialEnv
 
 LOOPBACK = "127.0.0.1"
@@ -27,7 +27,7 @@ def node_layout() -> RankLayout:
             return RankLayout.from_dict(json.loads(raw))
         except (ValueError, AssayError) as exc:
             raise LaunchError(f"{TrialEnv.RANK_LAYOUT} is not a rank layout: {exc}") from exc
-    port, rendezvous = _free_port(), _free_port()
+    port, rendezvous = free_ports(2, LOOPBACK)
     return RankLayout(
         world_size=1,
         node_rank=0,
@@ -38,13 +38,6 @@ def node_layout() -> RankLayout:
         master_port=port,
         rendezvous_port=rendezvous,
     )
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((LOOPBACK, 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def rank_env(layout: RankLayout, local_rank: int) -> dict[str, str]:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from assay import rest
+from assay import errors, rest
 from assay.errors import AssayError, ErrorDetail, InvalidConfig, error_from_payload
 
 
@@ -26,6 +26,21 @@ def test_an_error_answer_is_rebuilt_by_the_client_as_the_error_the_master_raised
     rebuilt = error_from_payload(400, wire)
     assert isinstance(rebuilt, InvalidConfig)
     assert rebuilt.details == raised.details
+
+
+def test_every_error_the_master_can_answer_with_is_rebuilt_as_its_own_class() -> None:
+    # A class missing from the client's table comes back as a bare AssayError, and callers
+    # that wait on one (a shell's sshd not listening yet: Unavailable) would stop instead.
+    classes = [
+        cls
+        for cls in vars(errors).values()
+        if isinstance(cls, type) and issubclass(cls, AssayError) and cls is not AssayError
+    ]
+    assert errors.Unavailable in classes
+    for cls in classes:
+        rebuilt = error_from_payload(cls.status, cls("what went wrong").to_json())
+        assert type(rebuilt) is cls, cls.type
+        assert rebuilt.status == cls.status
 
 
 def test_checkpoint_metadata_must_be_an_object() -> None:

@@ -16,7 +16,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -37,6 +36,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from assay.config import KubernetesPoolConfig
+from assay.ports import free_ports
 from assay.protocol import Exited, Hello, RankLayout, Start, Started
 from assay.rm import ResourceManager
 from assay.rm._kubernetes import KubernetesManager
@@ -363,20 +363,11 @@ def test_a_pod_spec_kubernetes_would_refuse_ends_the_start_with_the_reason(
     asyncio.run(scenario())
 
 
-def _free_ports() -> tuple[int, int]:
-    """Two ports free now (held together while probed, so they differ): the next port up
-    may be anyone's, and a busy rendezvous port fails the gang as it should."""
-    with socket.socket() as one, socket.socket() as two:
-        one.bind(("127.0.0.1", 0))
-        two.bind(("127.0.0.1", 0))
-        return one.getsockname()[1], two.getsockname()[1]
-
-
 def gang(nodes: list[Hello], command: str) -> list[tuple[str, Start]]:
     """The master's starts of one allocation over ``nodes``: one per node, its rank layout
     naming rank 0's node address as the master's gang code does."""
     first = start(nodes[0], command)
-    port, rendezvous = _free_ports()
+    port, rendezvous = free_ports(2)
     out = []
     for rank, node in enumerate(nodes):
         layout = RankLayout(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -14,6 +13,7 @@ import torch
 
 import assay.core
 from assay.core import DistributedContext
+from assay.ports import free_port
 
 from .._trainer import Trainer as PyTorchTrainer
 from .._trainer import _seed, trial_start
@@ -35,13 +35,6 @@ class Trainer(PyTorchTrainer):
         super().__init__(cast(Any, trial), context)
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def _init_torch_distributed() -> None:
     """``torch.distributed`` set up as DeepSpeed's engines need it. A launcher (torchrun,
     ``determined.launch.deepspeed`` or ``torch_distributed``) said where the ranks meet; a
@@ -56,7 +49,7 @@ def _init_torch_distributed() -> None:
             ("WORLD_SIZE", "1"),
             ("LOCAL_WORLD_SIZE", "1"),
             ("MASTER_ADDR", "127.0.0.1"),
-            ("MASTER_PORT", str(_free_port())),
+            ("MASTER_PORT", str(free_port())),
         ):
             os.environ.setdefault(name, value)
     deepspeed.init_distributed(auto_mpi_discovery=False)
