@@ -181,9 +181,12 @@ def start_run(
     inst.message = ""
 
 
-def mark_started(session: Session, inst: TaskInstance) -> None:
-    """The agent said the instance's current run started its process."""
+def mark_started(session: Session, inst: TaskInstance, *, address: str = "") -> None:
+    """The agent said the instance's current run started its process, listening at
+    ``address`` where that is not the agent's (then it is the instance's host)."""
     inst.started = True
+    if address:
+        inst.host = address
 
 
 def end_run(

@@ -312,13 +312,20 @@ class Started:
 
     type: ClassVar[str] = "started"
     allocation_id: str
+    address: str = ""
+    """Where its processes listen, where that is not the node's own address (a Kubernetes pod
+    has an address of its own); empty: the node's."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "allocation_id": self.allocation_id}
+        out: dict[str, Any] = {"type": self.type, "allocation_id": self.allocation_id}
+        if self.address:
+            out["address"] = self.address
+        return out
 
     @classmethod
     def from_dict(cls, raw: object, where: str = "started") -> Started:
-        return cls(allocation_id=Fields(raw, where).text("allocation_id"))
+        fields = Fields(raw, where)
+        return cls(allocation_id=fields.text("allocation_id"), address=fields.text("address", ""))
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,15 @@ class DetEnv:
     owner's while the allocation lives (assay's own API never does)."""
 
 
+class PaiEnv:
+    """The variables of OpenPAI's that say where a task instance's own processes are, which
+    the step in a Kubernetes pod sets to the pod's own address (what the node's would be
+    elsewhere): JupyterLab, sshd and TensorBoard listen on it."""
+
+    CONTAINER_HOST_IP = "PAI_CONTAINER_HOST_IP"
+    CURRENT_CONTAINER_IP = "PAI_CURRENT_CONTAINER_IP"
+
+
 class NniEnv:
     """NNI's trial environment variables, set for every trial (NNI's trial code reads them)."""
 

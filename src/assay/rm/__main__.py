@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from assay.protocol import AGENT_TOKEN_ENV, Start
-from assay.rm._step import START_ENV, run_step
+from assay.rm._step import ADDRESS_ENV, START_ENV, run_step
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
                 token=token,
                 events=out,
                 kill_grace=args.kill_grace,
+                address=os.environ.get(ADDRESS_ENV, ""),
             )
         )
     finally:

@@ -80,6 +80,8 @@ _FATAL_WAITING = frozenset(
     }
 )
 """Reasons a container waits that it will not get past by itself: the start cannot run."""
+POD_USER = "root"
+"""The account a pod's processes run as, unless its pod_spec's securityContext says otherwise."""
 _CONNECT_TIMEOUT = 10
 _READ_TIMEOUT = 60
 """Seconds a followed log may be silent before it is followed anew."""
@@ -222,6 +224,9 @@ class KubernetesManager:
                 cpu=quantity(allocatable.get("cpu", "0")),
                 memory_mb=int(quantity(allocatable.get("memory", "0")) // (1 << 20)),
                 container_runtime="kubernetes",
+                # A pod's processes run as its image's user: root, unless a pod_spec says
+                # otherwise (a shell's SSH login).
+                user=POD_USER,
             )
         for pod in pods.items or []:
             found = await self._adopt(pod)
@@ -229,7 +234,12 @@ class KubernetesManager:
                 continue
             hello = hellos.setdefault(
                 found.node,
-                Hello(agent_id=found.node, pool=self.pool, container_runtime="kubernetes"),
+                Hello(
+                    agent_id=found.node,
+                    pool=self.pool,
+                    container_runtime="kubernetes",
+                    user=POD_USER,
+                ),
             )
             if found.exit is not None:
                 hello.exited.append(found.exit)

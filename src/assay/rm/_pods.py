@@ -41,7 +41,7 @@ from typing import Any
 
 from assay.config import KubernetesPoolConfig
 from assay.protocol import AGENT_TOKEN_ENV, RankLayout, Start
-from assay.rm._step import START_ENV
+from assay.rm._step import ADDRESS_ENV, START_ENV
 
 CONTAINER_NAME = "determined-container"
 """Assay's container in every pod (Determined's name, so its pod specs apply unchanged)."""
@@ -364,6 +364,8 @@ def pod_manifest(
         container["ports"] = [*kept, *ports]
     env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in message.env.items()]
     env.append({"name": START_ENV, "value": json.dumps(message.to_dict(), separators=(",", ":"))})
+    # The pod's own address, where a task's server listens and the master's proxy reaches it.
+    env.append({"name": ADDRESS_ENV, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
     if config.token_secret:
         env.append(
             {

@@ -21,6 +21,7 @@ import json
 import os
 import signal
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -31,6 +32,7 @@ from assay.protocol import (
     Exited,
     LogEntry,
     Logs,
+    PaiEnv,
     Slot,
     Start,
     Started,
@@ -38,6 +40,9 @@ from assay.protocol import (
 
 START_ENV = "ASSAY_START"
 """Where a pod finds its start (JSON), when it is not in a file."""
+ADDRESS_ENV = "ASSAY_POD_ADDRESS"
+"""A pod's own address (the downward API's ``status.podIP``): its processes listen there, not
+on the node's address, so their OpenPAI variables name it and the started event reports it."""
 
 
 KILL_NOW = signal.SIGUSR2
@@ -84,7 +89,7 @@ def read_events(lines: Iterable[str], allocation_id: str, trial_id: int) -> list
             messages.append(Logs(entries))
             entries = []
         if kind == "started":
-            messages.append(Started(allocation_id))
+            messages.append(Started(allocation_id, address=str(event.get("address") or "")))
         elif kind == "exited":
             code = event.get("exit_code")
             reason = str(event.get("reason", ""))
@@ -94,6 +99,18 @@ def read_events(lines: Iterable[str], allocation_id: str, trial_id: int) -> list
     if entries:
         messages.append(Logs(entries))
     return messages
+
+
+def at_address(message: Start, address: str) -> Start:
+    """``message`` with the OpenPAI variables that say where its processes are naming
+    ``address`` (where the master set them: a task's, not a trial's)."""
+    if not address:
+        return message
+    env = dict(message.env)
+    for name in (PaiEnv.CONTAINER_HOST_IP, PaiEnv.CURRENT_CONTAINER_IP):
+        if name in env:
+            env[name] = address
+    return replace(message, env=env)
 
 
 def _gpu_slots(message: Start) -> list[Slot]:
@@ -113,8 +130,10 @@ async def run_step(
     token: str | None,
     events: IO[str],
     kill_grace: float,
+    address: str = "",
 ) -> int:
-    """Run the start to its end, writing its events; the exit code the processes ended with."""
+    """Run the start to its end, writing its events; the exit code the processes ended with.
+    ``address``: where the processes listen when it is not the node's (a pod's own)."""
 
     def write(event: dict[str, Any]) -> None:
         events.write(event_line(event))
@@ -132,7 +151,7 @@ async def run_step(
         )
 
     async def on_start(_: str) -> None:
-        write({"event": "started"})
+        write({"event": "started", **({"address": address} if address else {})})
 
     result: list[int | None] = []
     reasons: list[str] = []
@@ -142,6 +161,7 @@ async def run_step(
         result.append(code)
         reasons.append(reason)
 
+    message = at_address(message, address)
     slots = _gpu_slots(message)
     env = AgentEnv(
         agent_id=message.cluster_info.agent_id,

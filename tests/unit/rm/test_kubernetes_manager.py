@@ -49,8 +49,10 @@ def _now() -> str:
 
 
 class FakePod:
-    def __init__(self, manifest: dict[str, Any], work: Path) -> None:
+    def __init__(self, manifest: dict[str, Any], work: Path, ip: str) -> None:
         self.manifest = manifest
+        self.ip = ip
+        """Its own address, as a pod has one (each pod a loopback address of its own)."""
         self.name: str = manifest["metadata"]["name"]
         self.annotations: dict[str, str] = dict(manifest["metadata"].get("annotations") or {})
         self.labels: dict[str, str] = dict(manifest["metadata"].get("labels") or {})
@@ -69,7 +71,10 @@ class FakePod:
         command = [sys.executable, *container["command"][1:]]
         command[command.index("--work-root") + 1] = str(work)
         env = {**os.environ}
-        env.update({e["name"]: e["value"] for e in container.get("env", []) if "value" in e})
+        for e in container.get("env", []):
+            field = ((e.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+            if "value" in e or field == "status.podIP":  # the downward API's
+                env[e["name"]] = e.get("value", ip)
         self.process = subprocess.Popen(
             command,
             env=env,
@@ -115,6 +120,7 @@ class FakePod:
             spec=SimpleNamespace(node_name=self.annotations["assay.node"]),
             status=SimpleNamespace(
                 phase=phase,
+                pod_ip=self.ip,
                 message=None,
                 reason=None,
                 conditions=None,
@@ -165,6 +171,7 @@ class FakeCluster:
         self.work = work
         self.nodes = nodes
         self.pods: dict[str, FakePod] = {}
+        self.made = 0
         self.services: dict[str, dict[str, Any]] = {}
         self.lock = threading.Lock()
         self.cut_logs_after: int | None = None
@@ -233,7 +240,8 @@ class FakeCluster:
                 raise ApiException(status=409, reason="AlreadyExists")
             work = self.work / manifest["metadata"]["name"]
             work.mkdir(parents=True)
-            pod = FakePod(manifest, work)
+            n, self.made = self.made, self.made + 1
+            pod = FakePod(manifest, work, ip=f"127.0.{n // 250}.{n % 250 + 2}")
             self.pods[pod.name] = pod
         return pod.status()
 
@@ -341,6 +349,40 @@ def test_nodes_offer_their_allocatable_cores_as_slots(tmp_path: Path) -> None:
         assert hello.address == "10.0.0.1"
 
     asyncio.run(scenario())
+
+
+def test_a_tasks_processes_listen_at_their_pods_address_which_started_reports(
+    tmp_path: Path,
+) -> None:
+    # A pod has an address of its own: a notebook's, shell's or TensorBoard's server listens
+    # there, and the master's proxy must reach it there, not at the node's address.
+    cluster = FakeCluster(tmp_path)
+
+    async def scenario() -> None:
+        rm = manager(cluster)
+        recorder = Recorder()
+        (hello,) = await rm.open(recorder)
+        assert hello.user == "root", "a shell's SSH login in a pod"
+        node_ip = "10.0.0.1"
+        env = {"PAI_CONTAINER_HOST_IP": node_ip, "PAI_CURRENT_CONTAINER_IP": node_ip}
+        message = start(hello, 'echo "at $PAI_CONTAINER_HOST_IP $PAI_CURRENT_CONTAINER_IP"', env)
+        await rm.start(hello.agent_id, message)
+        await recorder.wait_for(lambda r: bool(r.exits(message.allocation_id)), 20, "the exit")
+        await rm.close()
+        (pod,) = cluster.pods.values()
+        assert pod.ip != node_ip
+        (started,) = [
+            m
+            for _, m in recorder.messages
+            if isinstance(m, Started) and m.allocation_id == message.allocation_id
+        ]
+        assert started.address == pod.ip
+        assert ("stdout", f"at {pod.ip} {pod.ip}") in recorder.lines(message.allocation_id)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        cluster.stop()
 
 
 def test_a_pod_spec_kubernetes_would_refuse_ends_the_start_with_the_reason(

@@ -27,7 +27,7 @@ from assay.rm._pods import (
     pod_name,
     pod_problems,
 )
-from assay.rm._step import START_ENV
+from assay.rm._step import ADDRESS_ENV, START_ENV
 
 MASTER = "http://assay-master.assay.svc:8080"
 
@@ -137,6 +137,8 @@ def test_the_start_travels_whole_in_its_variable_and_the_token_from_the_secret()
     assert env["LR"].value == "0.1"
     ref = env["ASSAY_AGENT_TOKEN"].value_from.secret_key_ref
     assert (ref.name, ref.key) == ("my-token", "token")
+    # The pod's own address, where a task's server listens (the downward API fills it in).
+    assert env[ADDRESS_ENV].value_from.field_ref.field_path == "status.podIP"
 
 
 def test_a_pool_without_a_token_secret_gives_no_token_variable() -> None:

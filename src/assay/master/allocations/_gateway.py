@@ -257,7 +257,7 @@ class AgentGateway:
             msg = raw
         self.core.hub.heard(agent_id, self.core.clock())
         if isinstance(msg, Started):
-            await self.core.transact(self._started, msg.allocation_id, agent_id)
+            await self.core.transact(self._started, msg.allocation_id, agent_id, msg.address)
         elif isinstance(msg, Exited):
             mark("master-exit-received", msg.allocation_id)
             await self._on_exit(agent_id, msg)
@@ -288,10 +288,10 @@ class AgentGateway:
             except Exception as again:
                 log.warning("allocation %s's last lines are lost: %s", msg.allocation_id, again)
 
-    def _started(self, tx: Tx, allocation_id: str, agent_id: str) -> None:
+    def _started(self, tx: Tx, allocation_id: str, agent_id: str, address: str) -> None:
         kind = kind_of(self.kinds, tx.session, allocation_id)
         if kind is not None:
-            kind.started(tx, allocation_id, agent_id)
+            kind.started(tx, allocation_id, agent_id, address)
 
     def _exited(self, tx: Tx, agent_id: str, msg: Exited) -> None:
         """The agent's report of an allocation's exit, its last lines stored first (the pass

@@ -83,7 +83,8 @@ class TrialAllocations:
     def live(self, session: Session) -> list[Held]:
         return [_held(a) for a in allocations.live(session)]
 
-    def started(self, tx: Tx, allocation_id: str, agent_id: str) -> None:
+    def started(self, tx: Tx, allocation_id: str, agent_id: str, address: str = "") -> None:
+        # A trial's ranks find each other by the gang's names, not by the address.
         allocation_started(tx, allocation_id, agent_id)
 
     def exit_is_new(self, session: Session, agent_id: str, allocation_id: str) -> bool:

@@ -105,8 +105,9 @@ class AllocationKind(Protocol):
         """Its live allocations."""
         ...
 
-    def started(self, tx: Tx, allocation_id: str, agent_id: str) -> None:
-        """The agent says the allocation's process runs."""
+    def started(self, tx: Tx, allocation_id: str, agent_id: str, address: str = "") -> None:
+        """The agent says the allocation's process runs (at ``address`` where that is not the
+        agent's own: a Kubernetes pod's)."""
         ...
 
     def exit_is_new(self, session: Session, agent_id: str, allocation_id: str) -> bool:

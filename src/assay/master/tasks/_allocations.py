@@ -43,8 +43,8 @@ class TaskAllocations:
     def live(self, session: Session) -> list[Held]:
         return [_held(i) for i, _, _ in tasks.live_instances(session) if i.allocation_id]
 
-    def started(self, tx: Tx, allocation_id: str, agent_id: str) -> None:
-        life.instance_started(tx, allocation_id, agent_id)
+    def started(self, tx: Tx, allocation_id: str, agent_id: str, address: str = "") -> None:
+        life.instance_started(tx, allocation_id, agent_id, address)
 
     def exit_is_new(self, session: Session, agent_id: str, allocation_id: str) -> bool:
         return life.instance_exit_is_new(session, agent_id, allocation_id)

@@ -236,11 +236,13 @@ def start_instances(
 # -- what agents say ------------------------------------------------------------------------------
 
 
-def instance_started(tx: Tx, allocation_id: str, agent_id: str) -> None:
+def instance_started(tx: Tx, allocation_id: str, agent_id: str, address: str = "") -> None:
+    """The instance's process runs; at ``address`` where that is not its agent's (a pod's own
+    address, which the proxy then reaches)."""
     inst = tasks.instance_by_allocation(tx.session, allocation_id)
     if inst is None or not inst.live or inst.agent_id != agent_id:
         return
-    tasks.mark_started(tx.session, inst)
+    tasks.mark_started(tx.session, inst, address=address)
     tx.act(Wake(("task", inst.task_id)))
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from assay.protocol import TaskInstanceState, TaskState
+from assay.protocol import PaiEnv, TaskInstanceState, TaskState
 
 PORT_BASE = 20000
 """The lowest port handed to job instances. The range stays below the distributed trials'
@@ -129,8 +129,8 @@ def pai_env(
         env[f"PAI_TASK_ROLE_{name}_HOST_LIST"] = ",".join(hosts)
     own = placed.get((role, index))
     if own is not None:
-        env["PAI_CONTAINER_HOST_IP"] = own.host
-        env["PAI_CURRENT_CONTAINER_IP"] = own.host
+        env[PaiEnv.CONTAINER_HOST_IP] = own.host
+        env[PaiEnv.CURRENT_CONTAINER_IP] = own.host
         for label, ports in own.ports.items():
             env[f"PAI_CONTAINER_HOST_{label}_PORT_LIST"] = ",".join(str(p) for p in ports)
         http = _http_port(own)

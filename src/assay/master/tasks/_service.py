@@ -151,20 +151,6 @@ class TaskService:
                 )
             ]
         pool = self.settings.pool(spec.pool)
-        if (
-            pool is not None
-            and pool.type == "kubernetes"
-            and spec.kind in (JobSpecKind.NOTEBOOK, JobSpecKind.SHELL)
-        ):
-            # A pod listens on its own network, not on the node's address the master reaches.
-            return [
-                ErrorDetail(
-                    "resources.resource_pool",
-                    f"resource pool {spec.pool!r} runs pods, where {spec.kind.value}s do not run "
-                    "yet (nothing forwards the node's port to a pod); start it in a pool of "
-                    "agents or a Slurm pool",
-                )
-            ]
         if pool is not None and pool.type == "kubernetes" and REGISTRY_AUTH_SECRET in spec.secrets:
             return [
                 ErrorDetail(
