@@ -77,8 +77,9 @@ images: dist
 	$(ENGINE) build -f deploy/images/agent-cuda.Containerfile -t assay-agent-cuda:$(VERSION) dist
 
 ## make docs: the documentation site (MkDocs, Material theme) in site/; a broken link fails it.
+# Never --quiet: it drops the warnings --strict counts (a link to a missing anchor is one).
 docs: install-dev
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 ## make run: install, build the UI, start a single-machine cluster, run the digits example.
 run: install webui

@@ -18,6 +18,7 @@ import httpx
 import pytest
 import yaml
 
+from assay.context import pack_context
 from tests.integration.cluster import CONTEXTS, Cluster, wait_for
 from tests.integration.det_client import ALICE, DET_PYTHON, det, det_cluster, one_line
 
@@ -285,3 +286,64 @@ def test_determineds_own_client_inside_a_trial_acts_as_the_owner(
 
 def seen_own_api(logs: list[str]) -> int:
     return int(next(line for line in logs if line.startswith("own api: ")).split()[-1])
+
+
+IN_TASK = """
+import json, os, subprocess, sys, urllib.error, urllib.request
+
+# As in a notebook whose Python has Determined's own package installed too.
+sys.path.append(sys.argv[1])
+from determined.experimental import client
+
+# What a notebook's or shell's user does: no sign-in, the task's own DET_* variables.
+me = client.whoami()
+exps = [e.name for e in client.list_experiments()]
+det = (f"import sys; sys.path.append({sys.argv[1]!r}); sys.argv[0] = 'det'; "
+       "from determined.cli.__main__ import main; sys.exit(main())")
+cli = subprocess.run([sys.executable, "-c", det, "user", "whoami"], capture_output=True,
+                     text=True)
+token = os.environ["DET_USER_TOKEN"]
+own = urllib.request.Request(os.environ["ASSAY_MASTER"] + "/api/v1/experiments",
+                             headers={"Authorization": "Bearer " + token})
+try:
+    status = urllib.request.urlopen(own).status
+except urllib.error.HTTPError as exc:
+    status = exc.code
+print("in task: " + json.dumps({"user": me.username, "env_user": os.environ["DET_USER"],
+      "experiments": exps, "cli": cli.stdout.strip(), "own_api": status, "token": token}),
+      flush=True)
+"""
+
+
+def test_determineds_client_in_a_task_acts_as_its_owner_while_the_task_runs(
+    det_cluster: Cluster, tmp_path: Path
+) -> None:
+    c = det_cluster
+    alice = c.sign_in("alice", "Alice-pass-1")
+    ctx = tmp_path / "task"
+    ctx.mkdir()
+    (ctx / "in_task.py").write_text(IN_TASK)
+    site = next((DET_PYTHON.parents[1] / "lib").glob("python3*/site-packages"))
+    entrypoint = f"python3 in_task.py {site}"
+    task = alice.submit_job(
+        yaml.safe_dump({"entrypoint": entrypoint, "resources": {"slots": 0}}),
+        kind="command",
+        context=pack_context(ctx).data,
+    )
+    ended = wait_for(
+        f"task {task.id} to end", lambda: (t := c.client.task(task.id)).state.terminal and t
+    )
+    lines = [e.line for e in c.client.task_logs(task.id)]
+    assert ended.state == "SUCCEEDED", lines[-30:]
+    said = next(line for line in lines if line.startswith("in task: "))
+    seen = json.loads(said.removeprefix("in task: "))
+    assert (seen["user"], seen["env_user"]) == ("alice", "alice")
+    assert "You are logged in as user 'alice'" in seen["cli"], seen["cli"]
+    assert isinstance(seen["experiments"], list)
+    # Determined's API only, and only while the task runs: assay's own API signs no one in
+    # with it (401), and once the task has ended neither does Determined's.
+    assert seen["own_api"] == 401
+    after = httpx.get(
+        f"{c.url}/det/api/v1/me", headers={"Authorization": f"Bearer {seen['token']}"}
+    )
+    assert after.status_code == 401, after.text

@@ -416,11 +416,15 @@ class TaskInstance(Base):
     message: Mapped[str] = mapped_column(Text, default="")
     started_at: Mapped[float | None] = mapped_column(Float, nullable=True)
     ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    token_digest: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    """The SHA-256 of the current run's token (its ``DET_USER_TOKEN``): Determined's API takes
+    the token as the task's owner while the run lives. Only the digest is kept."""
 
     __table_args__ = (
         UniqueConstraint("task_id", "role", "index"),
         Index("ix_task_instances_live", "live"),
         Index("ix_task_instances_allocation", "allocation_id"),
+        Index("ix_task_instances_token", "token_digest"),
     )
 
 

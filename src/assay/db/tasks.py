@@ -3,6 +3,7 @@ instances, and their log lines."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -159,10 +160,13 @@ def start_run(
     cpu: float,
     memory_mb: int,
     at: float,
+    token: str = "",
 ) -> None:
     """The instance's run ``run`` (its allocation ``allocation_id``) starts on ``agent_id``,
-    holding ``slots``, ``ports`` on ``host``, ``cpu`` cores and ``memory_mb``; what its last
-    run left (exit code, end, message, a kill asked for) is cleared."""
+    holding ``slots``, ``ports`` on ``host``, ``cpu`` cores and ``memory_mb``, with ``token``
+    (kept as its digest; :func:`live_instance_by_token`); what its last run left (exit code,
+    end, message, a kill asked for, its token) is cleared."""
+    inst.token_digest = _digest(token) if token else None
     inst.runs = run
     inst.allocation_id = allocation_id
     inst.state = TaskInstanceState.RUNNING
@@ -220,6 +224,7 @@ def requeue(
 
 def _run_over(inst: TaskInstance, exit_code: int | None, at: float) -> None:
     inst.live = False
+    inst.token_digest = None  # the run's token acts for no one once it is over
     inst.exit_code = exit_code
     inst.ended_at = at
 
@@ -317,6 +322,19 @@ def waiting(session: Session) -> list[tuple[Task, Job]]:
     """Tasks with instances to place (and no retry of the whole job pending), oldest first."""
     rows = session.execute(_WAITING).all()
     return [(t, j) for t, j in rows]
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def live_instance_by_token(session: Session, token: str) -> TaskInstance | None:
+    """The live instance whose current run was given ``token``; None for any other token."""
+    return session.scalars(
+        select(TaskInstance).where(
+            TaskInstance.token_digest == _digest(token), TaskInstance.live.is_(True)
+        )
+    ).first()
 
 
 def instance_by_allocation(session: Session, allocation_id: str) -> TaskInstance | None:

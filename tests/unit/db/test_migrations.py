@@ -17,6 +17,7 @@ from assay.db import (
     Trial,
     owners,
     searcher_events,
+    tasks,
     users,
 )
 from assay.errors import InvalidConfig
@@ -189,3 +190,33 @@ def test_upgrade_leaves_users_without_a_hash_for_determined_until_they_sign_in(
     finally:
         engine.dispose()
     assert "det_password_hash" not in columns and "password_hash" in columns
+
+
+def test_upgrade_gives_a_task_run_from_before_no_token_and_a_downgrade_drops_the_column(
+    db_url: str,
+) -> None:
+    command.upgrade(alembic_config(db_url), "0020")
+    task = dict(
+        id=1, job_id="j", kind="notebook", name="n", owner="u", state="RUNNING", spec="{}",
+        secrets="{}", attempt=1, retrying=False, stop_requested=False, message="", created_at=0,
+    )  # fmt: skip
+    instance = dict(
+        id=1, task_id=1, role="main", index=0, state="RUNNING", retries=0, runs=1, live=True,
+        started=True, kill_requested=False, host="h", slots="[]", ports="{}", cpu=0,
+        memory_mb=0, message="", allocation_id="task-1.main.0.1", started_at=3.0,
+    )  # fmt: skip
+    insert(db_url, {**FIRST_SCHEMA_ROWS, "tasks": task, "task_instances": instance})
+    db = Database(db_url)
+    with db.session() as session:
+        (inst,) = tasks.instances(session, 1)
+        assert inst.live and inst.token_digest is None
+        # It ran without a token: no token signs anyone in as its owner.
+        assert tasks.live_instance_by_token(session, "") is None
+    db.dispose()
+    command.downgrade(alembic_config(db_url), "0020")
+    engine = sa.create_engine(db_url)
+    try:
+        columns = {c["name"] for c in sa.inspect(engine).get_columns("task_instances")}
+    finally:
+        engine.dispose()
+    assert "token_digest" not in columns and "host" in columns

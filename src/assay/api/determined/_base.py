@@ -31,16 +31,18 @@ Order = Annotated[det.OrderBy, Query(alias="orderBy")]
 
 async def det_user(master: MasterDep, token: TokenDep) -> Actor:
     """Who a request to Determined's API comes from: a user, by one of their tokens; or a live
-    trial's allocation, by its token (``DET_USER_TOKEN`` in the trial), as its experiment's
-    owner, as a Determined task's clients act as its owner. assay's own API never takes an
-    allocation's token as a user's."""
+    trial's allocation or task's run, by its token (``DET_USER_TOKEN`` in it), as its
+    experiment's or task's owner, as a Determined task's clients act as its owner. assay's own
+    API never takes such a token as a user's."""
     try:
         return await master.users.authenticate(token)
     except Unauthorized as refused:
-        try:
-            return await master.harness.owner(token)
-        except AssayError:  # no live allocation's either: the user's refusal stands
-            raise refused from None
+        for owner in (master.harness.owner, master.tasks.owner):
+            try:
+                return await owner(token)
+            except AssayError:
+                continue
+        raise refused from None  # no live allocation's or run's either: the user's refusal
 
 
 ActorDep = Annotated[Actor, Depends(det_user)]

@@ -23,6 +23,7 @@ from assay.protocol import (
     ClusterInfo,
     Container,
     ContextRef,
+    DetEnv,
     LogEntry,
     Start,
     TaskInstanceState,
@@ -137,6 +138,9 @@ def start_instances(
     spec = stored_spec(task)
     everyone = tasks.instances(tx.session, task.id)
     taken: dict[str, set[int]] = {h: set(p) for h, p in ports_taken.items()}
+    # Each run's own token, for Determined's clients in it (DET_USER_TOKEN: the owner on
+    # Determined's API while the run lives); only its digest is stored.
+    run_tokens: dict[int, str] = {}
     for inst, where in zip(waiting, placements, strict=True):
         role = spec.role(inst.role)
         host = where.address or where.agent_id
@@ -144,6 +148,7 @@ def start_instances(
         ports = rules.pick_ports(used, rules.instance_ports(role.ports), port_base)
         used.update(p for group in ports.values() for p in group)
         run = inst.runs + 1
+        run_tokens[inst.id] = secrets.token_urlsafe(32)
         tasks.start_run(
             tx.session,
             inst,
@@ -156,6 +161,7 @@ def start_instances(
             cpu=role.cpu,
             memory_mb=role.memory_mb,
             at=tx.now,
+            token=run_tokens[inst.id],
         )
     first_start = task.started_at is None
     if task.state == TaskState.WAITING:
@@ -188,6 +194,8 @@ def start_instances(
         )
         env[TASK_ID_ENV] = str(task.id)
         env[SCRIPT_ENV] = rules.instance_script(render_commands(spec, inst.role))
+        env.setdefault(DetEnv.USER, task.owner)
+        env.setdefault(DetEnv.USER_TOKEN, run_tokens[inst.id])
         assert inst.allocation_id is not None and inst.agent_id is not None
         info = ClusterInfo(
             master_url="",

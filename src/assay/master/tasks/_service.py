@@ -17,9 +17,9 @@ from assay.config import (
     resolve_checkpoint_storage,
 )
 from assay.context import inspect_archive
-from assay.db import Session, Task, TaskInstance, TaskLog, contexts, jobs, tasks
+from assay.db import Session, Task, TaskInstance, TaskLog, contexts, jobs, tasks, users
 from assay.db import agents as db_agents
-from assay.errors import ErrorDetail, InvalidConfig, NotFound
+from assay.errors import ErrorDetail, InvalidConfig, NotFound, Unauthorized
 from assay.master.identity import Actor
 from assay.master.kernel import (
     AgentView,
@@ -99,6 +99,25 @@ class TaskService:
         ``task_id`` for ``actor`` (:func:`~assay.master.tasks._proxied.proxy_target`)."""
         kinds = TUNNEL_KINDS if tunnel else HTTP_KINDS
         return await self.core.read(lambda s: proxy_target(s, actor, task_id, kinds))
+
+    async def owner(self, token: str | None) -> Actor:
+        """The user a live task run's ``token`` (its ``DET_USER_TOKEN``) acts as where
+        Determined's API is served: the task's owner, as a Determined task's token is its
+        owner's (assay's own API never takes it). :class:`Unauthorized` for any other token,
+        an ended run's, or an owner no longer active."""
+
+        def read(session: Session) -> Actor:
+            inst = tasks.live_instance_by_token(session, token) if token else None
+            task = tasks.get(session, inst.task_id) if inst is not None else None
+            if task is None:
+                raise Unauthorized("not the token of a running task")
+            user = users.named(session, task.owner)
+            if user is None or not user.active:
+                raise Unauthorized(f"the owner of task {task.id}, {task.owner}, is not active")
+            # No token row of its own: signing out with it ends nothing.
+            return Actor(user_id=user.id, username=user.username, admin=user.admin, token_id=0)
+
+        return await self.core.read(read)
 
     async def placed(self, spec: JobSpec) -> JobSpec:
         """``spec`` in its pool (the default one for its slots when it names none), in
