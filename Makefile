@@ -16,8 +16,9 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
+# With JupyterLab: `make run`'s agent runs tasks with this Python, so notebooks work there.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[examples]'
+	$(BIN)/pip install -q -e '.[examples,notebook]'
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python

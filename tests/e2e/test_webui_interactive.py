@@ -102,7 +102,9 @@ def test_a_start_the_master_refuses_says_why_beside_the_form(cluster: Cluster, p
     form.get_by_role("button", name="Start notebook").click()
     refusal = form.get_by_role("alert")
     expect(refusal).to_contain_text("idle_timeout")
-    expect(refusal).to_contain_text("must be a number followed by s, m, h or d")
+    expect(refusal).to_contain_text(
+        "must be a number of seconds, or a number followed by s, m, h or d"
+    )
     assert all(b.name != "never started" for b in cluster.client.notebooks(all_=True))
     # Changing the form clears what was said about the last try.
     form.get_by_label("Idle timeout").fill("")

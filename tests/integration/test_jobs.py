@@ -196,8 +196,8 @@ def test_failing_command_is_retried_task_retry_count_times_then_fails(cluster: C
     # Between runs, the log says a new one starts, and why.
     said = [line for line in lines if line.startswith("assay: main/0")]
     assert said == [
-        "assay: main/0: attempt 2 of 3 starting after exit code 3",
-        "assay: main/0: attempt 3 of 3 starting after exit code 3",
+        "assay master: main/0: attempt 2 of 3 starting after exit code 3",
+        "assay master: main/0: attempt 3 of 3 starting after exit code 3",
     ]
 
 
@@ -417,7 +417,7 @@ def test_job_retry_count_runs_the_whole_job_again_then_fails(cluster: Cluster) -
     assert inst.runs == 2 and inst.retries == 0
     lines = _lines(cluster, task.id)
     assert lines.count("run of 0") == 2
-    assert "assay: job attempt 2 of 2 starting after exit code 5" in lines
+    assert "assay master: job attempt 2 of 2 starting after exit code 5" in lines
 
 
 def test_a_queued_job_is_reprioritised_like_any_job(cluster: Cluster, tmp_path: Path) -> None:

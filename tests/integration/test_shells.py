@@ -5,6 +5,7 @@ system's ssh through the master's tunnel (``assay shell open``, and the line
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -63,6 +64,8 @@ def test_shell_open_runs_a_command_in_the_context_and_passes_its_output_and_exit
     assert ran.stdout == "from the context\nhi\n"
     failed = cluster.cli("shell", "open", str(shell.id), "--", "exit 7")
     assert failed.returncode == 7, failed.stderr
+    # A session's end is ssh closing its tunnel: nothing the master logs as its error.
+    assert "Exception in ASGI application" not in cluster.log("master")
 
 
 def test_the_printed_ssh_command_works_with_the_systems_ssh(
@@ -107,11 +110,36 @@ def test_a_killed_shell_ends_and_its_tunnel_says_so(cluster: Cluster) -> None:
     wait_for("the shell to run", lambda: c.shell(started.id).ready, timeout=60)
     listed = json.loads(cluster.cli("shell", "list", "--json", check=True).stdout)
     assert started.id in [s["id"] for s in listed]
+    line = cluster.cli("shell", "show-ssh-command", str(started.id), check=True).stdout
+    known = Path(
+        next(w for w in shlex.split(line) if w.startswith("UserKnownHostsFile=")).split("=", 1)[1]
+    )
+    assert known.exists()
     cluster.cli("shell", "kill", str(started.id), check=True)
+    assert not known.parent.exists(), "the killed shell's key is left on the user's machine"
     ended = wait_for(
         "the shell to end", lambda: (s := c.shell(started.id)).state.terminal and s, timeout=60
     )
     assert ended.state == "STOPPED"
     opened = cluster.cli("shell", "open", str(started.id), "--", "true")
     assert opened.returncode == 1
-    assert f"shell {started.id} has ended (STOPPED)" in opened.stderr
+    # Why it ended is the master's (who stopped it), not sshd's last words on its way out.
+    assert f"shell {started.id} has ended (STOPPED): stopped by admin;" in opened.stderr
+    assert "signal" not in opened.stderr, opened.stderr
+
+
+def test_the_ssh_command_of_a_queued_shell_is_refused_at_once_saying_why(
+    cluster: Cluster, shell: rest.Shell
+) -> None:
+    c: Client = cluster.client
+    holder = c.start_shell("description: holds the slot\n")  # the agent's one slot
+    queued = c.start_shell("description: queued\n")
+    try:
+        wait_for("the first to run", lambda: c.shell(holder.id).ready, timeout=60)
+        assert c.shell(queued.id).state == "WAITING"
+        line = cluster.cli("shell", "show-ssh-command", str(queued.id), timeout=30)
+        assert line.returncode == 1
+        assert f"shell {queued.id} is queued: the line is printed once it runs" in line.stderr
+    finally:
+        for started in (queued, holder):
+            cluster.cli("shell", "kill", str(started.id), check=True)

@@ -26,7 +26,7 @@ from typing import Annotated, Any
 
 import httpx
 import websockets
-from fastapi import APIRouter, FastAPI, Path, Request, WebSocket
+from fastapi import APIRouter, FastAPI, Path, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.background import BackgroundTask
 from websockets.typing import Subprotocol
@@ -265,7 +265,8 @@ async def both_ways(ws: WebSocket, *directions: Coroutine[Any, Any, None]) -> No
         for task in running:
             task.cancel()
         await asyncio.gather(*running, return_exceptions=True)
-        with contextlib.suppress(RuntimeError):  # the client has gone already
+        # The client has gone already: its end is how a session normally ends (ssh exits).
+        with contextlib.suppress(RuntimeError, WebSocketDisconnect):
             await ws.close()
 
 

@@ -64,21 +64,28 @@ def wait_serving(
     what: str,
     fetch: Callable[[int], S],
     serves: Callable[[S], bool] = lambda _: True,
+    *,
+    queued: str = "",
 ) -> S:
     """``item`` (``what``: ``notebook 7``) once its process runs and ``serves`` it; its end
-    before that ends the command in one line with the reason its process gave."""
+    before that ends the command in one line with the reason its process gave. ``queued``:
+    what to say, ending the command, when it is queued, instead of waiting for it."""
     from assay.protocol import TaskState
 
     said = False
     while True:
         if item.state.terminal:
+            # A failure's reason is its process's last word; a stop's is the master's.
+            failed = item.state == TaskState.FAILED
+            why = (last_error(c, item.id) if failed else "") or item.message
             fail(
-                f"{what} has ended ({item.state.value}): "
-                f"{last_error(c, item.id) or item.message}; `assay task logs {item.id}` shows "
-                "its output"
+                f"{what} has ended ({item.state.value}): {why.rstrip('.')}; "
+                f"`assay task logs {item.id}` shows its output"
             )
         if item.ready and serves(item):
             return item
+        if queued and item.state == TaskState.WAITING:
+            fail(f"{what} is queued: {queued}")
         if not said and item.state == TaskState.WAITING:
             err_console.print(f"{what} is queued; waiting for it to start...")
             said = True

@@ -70,6 +70,12 @@ def start(
     in it; only you and admins can reach it."""
     from assay.cli._served import start_from
 
+    if detach and _after_dashes(ssh_args):
+        # Nothing would take them: -d opens no session.
+        fail(
+            "ssh options after -- are for the session `shell start` opens, and -d opens none; "
+            "add them to the line `assay shell show-ssh-command ID` prints instead"
+        )
     c = client()
     shell = start_from(c.start_shell, config_file, config, context_dir)
     if as_json and detach:
@@ -118,7 +124,12 @@ def show_ssh_command(shell_id: ShellId) -> None:
     """Print the ssh command line that opens a session in the shell (with its ProxyCommand, as
     VS Code's Remote-SSH and an ~/.ssh/config take it)."""
     c = client()
-    _wait_ready(c, c.shell(shell_id))
+    # A line to paste into an ssh config is wanted now: a queued shell's would wait unseen.
+    queued = (
+        f"the line is printed once it runs (`assay job list` says why it waits; "
+        f"`assay shell open {shell_id}` waits for it)"
+    )
+    _wait_ready(c, c.shell(shell_id), queued=queued)
     typer.echo(shlex.join(_ssh_argv(c, shell_id, [])))
 
 
@@ -138,14 +149,15 @@ def _after_dashes(args: list[str] | None) -> list[str]:
     return args[1:] if args[:1] == ["--"] else args
 
 
-def _wait_ready(c: Client, shell: rest.Shell) -> rest.Shell:
-    """``shell`` once its sshd greets through the tunnel (or its end, said in one line)."""
+def _wait_ready(c: Client, shell: rest.Shell, *, queued: str = "") -> rest.Shell:
+    """``shell`` once its sshd greets through the tunnel (or its end, said in one line);
+    ``queued``: what to say instead of waiting while it is queued."""
     from assay.cli._served import wait_serving
 
     def serves(s: rest.Shell) -> bool:
         return bool(s.ssh_user) and _answers(c, s.id)
 
-    return wait_serving(c, shell, f"shell {shell.id}", c.shell, serves)
+    return wait_serving(c, shell, f"shell {shell.id}", c.shell, serves, queued=queued)
 
 
 def _answers(c: Client, shell_id: int) -> bool:
@@ -164,14 +176,20 @@ def _answers(c: Client, shell_id: int) -> bool:
     return isinstance(greeting, bytes) and greeting.startswith(b"SSH-")
 
 
+def _key_directory(c: Client, shell_id: int) -> Path:
+    """Where the shell's key and known_hosts are kept for the user (one per master and shell)."""
+    from assay.client import config_dir
+
+    master = hashlib.sha256(c.url.encode()).hexdigest()[:12]
+    return config_dir() / "shells" / master / str(shell_id)
+
+
 def _key_files(c: Client, key: rest.ShellKey) -> tuple[Path, Path]:
     """The shell's private key and known_hosts, written private to the user's config
     directory (one directory per master and shell)."""
-    from assay.client import config_dir
     from assay.files import write_private
 
-    master = hashlib.sha256(c.url.encode()).hexdigest()[:12]
-    directory = config_dir() / "shells" / master / str(key.shell_id)
+    directory = _key_directory(c, key.shell_id)
     private, known = directory / "key", directory / "known_hosts"
     write_private(private, key.private_key)
     write_private(known, f"{key.host_alias} {key.host_public_key}\n")
@@ -253,5 +271,8 @@ def logs(
 @app.command()
 def kill(shell_id: ShellId) -> None:
     """Stop a shell (every session in it ends) and free its slot."""
-    shell = client().kill_shell(shell_id)
+    c = client()
+    shell = c.kill_shell(shell_id)
+    # Its key opens nothing any more: what `open` wrote of it here goes with it.
+    shutil.rmtree(_key_directory(c, shell_id), ignore_errors=True)
     console.print(f"shell {shell.id}: {styled_state(shell.state.value)}", highlight=False)

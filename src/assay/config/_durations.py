@@ -34,8 +34,8 @@ def parse_duration(value: str | int | float) -> float:
         match = _DURATION.match(value)
         if match is None:
             raise ValueError(
-                f'must be a number followed by s, m, h or d (such as "30s", "10m", "1h", "2d"), '
-                f"got {show(value)}"
+                "must be a number of seconds, or a number followed by s, m, h or d (such as "
+                f'"90", "30s", "10m", "1h", "2d"), got {show(value)}'
             )
         seconds = float(match.group(1)) * _UNITS[(match.group(2) or "s").lower()]
     else:

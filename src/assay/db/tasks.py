@@ -324,6 +324,21 @@ def waiting(session: Session) -> list[tuple[Task, Job]]:
     return [(t, j) for t, j in rows]
 
 
+def last_said(session: Session, task_id: int, prefix: str) -> str | None:
+    """The task's last stderr line that starts with ``prefix`` (where a launcher of assay's
+    says why it ended), or None."""
+    return session.scalars(
+        select(TaskLog.line)
+        .where(
+            TaskLog.task_id == task_id,
+            TaskLog.stream == "stderr",
+            TaskLog.line.startswith(prefix, autoescape=True),
+        )
+        .order_by(TaskLog.id.desc())
+        .limit(1)
+    ).first()
+
+
 def _digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 

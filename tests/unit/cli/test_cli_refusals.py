@@ -119,3 +119,11 @@ def test_a_setting_that_is_no_number_is_refused_naming_the_kind_in_words(
 ) -> None:
     done = assay(tmp_path, "e", "set", setting, "18", "abc")
     assert one_line_error(done) == f"error: {setting} must be {wanted}, got 'abc'"
+
+
+def test_ssh_options_for_a_detached_shell_which_opens_no_session_are_refused(
+    tmp_path: Path,
+) -> None:
+    done = assay(tmp_path, "shell", "start", "-d", "--", "-L", "8888:localhost:8888")
+    line = one_line_error(done)
+    assert "-d opens none" in line and "assay shell show-ssh-command ID" in line

@@ -33,6 +33,8 @@ from assay.protocol import (
 log = logging.getLogger(__name__)
 
 ALLOCATION_PREFIX = "task-"
+NOTE_PREFIX = "assay master: "
+"""How the master's own lines in a job's log begin (what happened to it: a retry, an image)."""
 TASK_ID_ENV = "ASSAY_TASK_ID"
 """The task's id, in every instance's environment (TensorBoard's URL prefix names it)."""
 SCRIPT_ENV = "ASSAY_INSTANCE_SCRIPT"
@@ -229,8 +231,9 @@ def start_instances(
     if first_start and images and waiting[0].allocation_id and not spec.containers:
         # Said once, in the job's own log, where its user looks for why it ran as it did.
         line = (
-            f"assay: image {', '.join(images)} is recorded; no container runtime is configured, "
-            "so the commands run as processes on the agents, with the software installed there"
+            f"{NOTE_PREFIX}image {', '.join(images)} is recorded; no container runtime is "
+            "configured, so the commands run as processes on the agents, with the software "
+            "installed there"
         )
         tasks.insert_logs(
             tx.session,
@@ -310,7 +313,7 @@ def instance_exited(
             tx,
             task,
             inst.allocation_id,
-            f"assay: {inst.role}/{inst.index}: attempt {inst.retries + 1} of "
+            f"{NOTE_PREFIX}{inst.role}/{inst.index}: attempt {inst.retries + 1} of "
             f"{role.task_retry_count + 1} starting after {after}",
         )
         tx.act(Reschedule())
@@ -367,7 +370,8 @@ def settle(tx: Tx, task: Task) -> None:
                 code = 0
                 if outcome.state == TaskState.FAILED:
                     code = next((i.exit_code for i in failed if i.exit_code), 1)
-                _end(tx, task, job, outcome.state, outcome.reason, exit_code=code, done=not live)
+                reason = _launchers_reason(tx, task, spec) or outcome.reason
+                _end(tx, task, job, outcome.state, reason, exit_code=code, done=not live)
             tasks.stop_waiting(tx.session, insts)
             _kill(tx, live)
     if task.retrying and not live:
@@ -387,8 +391,8 @@ def settle(tx: Tx, task: Task) -> None:
                 tx,
                 task,
                 insts[0].allocation_id,
-                f"assay: job attempt {task.attempt + 1} of {spec.job_retry_count + 1} starting "
-                f"after {after}",
+                f"{NOTE_PREFIX}job attempt {task.attempt + 1} of {spec.job_retry_count + 1} "
+                f"starting after {after}",
             )
         tx.act(Reschedule())
     if TaskState(task.state).terminal and not live and job is not None:
@@ -404,6 +408,20 @@ def _say(tx: Tx, task: Task, allocation_id: str | None, line: str) -> None:
             [LogEntry(allocation_id, 0, line, stream="stderr", time=tx.now)],
         )
         tx.act(Wake(("task-logs", task.id)))
+
+
+_LAUNCHED = (JobSpecKind.NOTEBOOK, JobSpecKind.SHELL, JobSpecKind.TENSORBOARD)
+"""Kinds whose one process is a launcher of assay's, which says why it ends in a line of its
+own (idle, JupyterLab missing), clearer than OpenPAI's count of instances."""
+LAUNCHER_PREFIX = "assay: "
+"""How a launcher's own lines begin (the master's notes begin with :data:`NOTE_PREFIX`)."""
+
+
+def _launchers_reason(tx: Tx, task: Task, spec: JobSpec) -> str:
+    if spec.kind not in _LAUNCHED:
+        return ""
+    said = tasks.last_said(tx.session, task.id, LAUNCHER_PREFIX)
+    return said.removeprefix(LAUNCHER_PREFIX).strip() if said else ""
 
 
 def _end(
