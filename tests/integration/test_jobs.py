@@ -194,7 +194,7 @@ def test_failing_command_is_retried_task_retry_count_times_then_fails(cluster: C
     lines = _lines(cluster, task.id)
     assert lines.count("attempt") == 3 and "never" not in lines
     # Between runs, the log says a new one starts, and why.
-    said = [line for line in lines if line.startswith("assay: main/0")]
+    said = [line for line in lines if line.startswith("assay master: main/0")]
     assert said == [
         "assay master: main/0: attempt 2 of 3 starting after exit code 3",
         "assay master: main/0: attempt 3 of 3 starting after exit code 3",
