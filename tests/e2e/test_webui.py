@@ -17,6 +17,7 @@ import httpx
 import pytest
 import yaml
 
+from assay import rest
 from assay.api._webui import DIST
 from tests.e2e.conftest import shot
 from tests.integration.cluster import Cluster, wait_for
@@ -151,6 +152,26 @@ def test_pausing_from_the_ui_pauses_the_experiment_in_the_api(
     assert cluster.wait_state(experiment, "PAUSED").state == "PAUSED"
     # The page catches up without a reload, offering Activate instead.
     page.get_by_role("button", name=f"activate experiment {experiment}").wait_for()
+
+    # A paused trial's time stops where its run ended: the table and its own page say the
+    # same, and neither counts on.
+    def all_paused() -> rest.Trial | None:
+        trials = cluster.client.trials(experiment)
+        return trials[0] if all(t.state == "PAUSED" for t in trials) else None
+
+    trial = wait_for("its trials to be paused", all_paused)
+    page.reload()
+    table = page.get_by_role("table", name="trials")
+    row = table.get_by_role("row").filter(
+        has=page.get_by_role("link", name=str(trial.id), exact=True)
+    )
+    headers = table.get_by_role("columnheader").all_inner_texts()
+    cell = row.get_by_role("cell").nth(next(i for i, h in enumerate(headers) if "Duration" in h))
+    shown = cell.inner_text()
+    page.wait_for_timeout(2500)
+    assert cell.inner_text() == shown, "a paused trial's duration went on"
+    page.goto(f"{cluster.url}/trials/{trial.id}")
+    page.get_by_text(f"duration {shown}", exact=True).wait_for()
 
 
 def test_a_change_made_elsewhere_reaches_the_open_pages_through_the_event_stream(

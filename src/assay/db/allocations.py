@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from sqlalchemy import String, cast, select
+from sqlalchemy import String, case, cast, func, select
 from sqlalchemy.orm import Session
 
 from assay.db._models import Allocation, Experiment, Job, TaskInstance, Trial
@@ -233,3 +233,20 @@ def record_agent_exit(
 def set_rendezvous_port(session: Session, alloc: Allocation, *, port: int) -> None:
     """Reserve ``port`` (and the next) on the rank-0 agent for the ranks to meet at."""
     alloc.rendezvous_port = port
+
+
+def ran_until(session: Session, trial_ids: Sequence[int]) -> dict[int, float]:
+    """When each of ``trial_ids`` whose runs have all ended stopped running: its latest run's
+    end. A trial with a run not ended (or none yet) is left out."""
+    if not trial_ids:
+        return {}
+    rows = session.execute(
+        select(
+            Allocation.trial_id,
+            func.max(Allocation.ended_at),
+            func.sum(case((Allocation.ended_at.is_(None), 1), else_=0)),
+        )
+        .where(Allocation.trial_id.in_(trial_ids))
+        .group_by(Allocation.trial_id)
+    )
+    return {trial: float(end) for trial, end, open_ in rows if end is not None and not open_}

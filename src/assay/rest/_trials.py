@@ -66,6 +66,11 @@ class Trial(Resource):
         description="When its first run started running; null while it waits for slots."
     )
     ended_at: float | None
+    ran_until: float | None = Field(
+        default=None,
+        description="While no run of it is live and it has not ended (PAUSED, WAITING, queued "
+        "again): when its latest run ended, where its running time stops; null otherwise.",
+    )
     latest_training: Metric | None = Field(
         default=None, description="Its latest training report, by step."
     )

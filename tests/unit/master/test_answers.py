@@ -20,10 +20,12 @@ from assay.master.kernel import _views as views
 from assay.protocol import (
     CheckpointReport,
     CheckpointState,
+    Exited,
     ExperimentState,
     LogEntry,
     Logs,
     MetricReport,
+    Started,
     TrialState,
 )
 from tests.unit.master.conftest import ADMIN
@@ -275,3 +277,25 @@ def test_max_slots_is_checked_by_the_master_too(master: Master, context: bytes) 
             run(master.experiments.set_resources(ADMIN, exp_id, {"max_slots": bad}))
     lifted = run(master.experiments.set_resources(ADMIN, exp_id, {"max_slots": None}))
     assert lifted.config["resources"]["max_slots"] is None
+
+
+def test_a_paused_trial_says_when_its_last_run_ended_and_a_running_one_does_not(
+    master: Master, context: bytes
+) -> None:
+    exp_id = two_trials(master, context)
+    agent = connect(master)
+    run(master.loops.schedule_once())
+    (start,) = agent.starts()
+    run(master.agents.on_message("a1", Started(start["allocation_id"])))
+    running = run(master.reads.trials(exp_id)).trials[0]
+    assert running.state is TrialState.RUNNING and running.ran_until is None
+    run(master.experiments.pause(ADMIN, exp_id))
+    run(master.agents.on_message("a1", Exited(start["allocation_id"], 0)))
+    paused = run(master.reads.trial(running.id))
+    assert paused.state is TrialState.PAUSED and paused.ended_at is None
+    # Its running time stops where its run did (the page and the table both count to it).
+    (ran,) = paused.allocations
+    assert ran.ended_at is not None and paused.ran_until == ran.ended_at
+    assert run(master.reads.trials(exp_id)).trials[0].ran_until == ran.ended_at
+    # A trial that never ran has nothing to say.
+    assert run(master.reads.trials(exp_id)).trials[1].ran_until is None

@@ -4346,6 +4346,11 @@ export interface components {
             /** Progress */
             progress: number;
             /**
+             * Ran Until
+             * @description While no run of it is live and it has not ended (PAUSED, WAITING, queued again): when its latest run ended, where its running time stops; null otherwise.
+             */
+            ran_until?: number | null;
+            /**
              * Request Id
              * @description The searcher's name for the trial.
              */
@@ -4479,6 +4484,11 @@ export interface components {
             message: string;
             /** Progress */
             progress: number;
+            /**
+             * Ran Until
+             * @description While no run of it is live and it has not ended (PAUSED, WAITING, queued again): when its latest run ended, where its running time stops; null otherwise.
+             */
+            ran_until?: number | null;
             /**
              * Request Id
              * @description The searcher's name for the trial.

@@ -122,8 +122,9 @@ function ExperimentView({ id }: { id: number }) {
     // From its first run's start, not its creation (which would count the time it queued).
     {
       key: "duration", header: "Duration",
-      value: (t) => (t.started_at != null ? (t.ended_at ?? Date.now() / 1000) - t.started_at : null),
-      cell: (t) => (t.started_at != null ? <Duration start={t.started_at} end={t.ended_at} /> : NO_VALUE),
+      value: (t) => (t.started_at != null ? (t.ended_at ?? t.ran_until ?? Date.now() / 1000) - t.started_at : null),
+      // A paused or waiting trial's time stops where its last run ended (ran_until).
+      cell: (t) => (t.started_at != null ? <Duration start={t.started_at} end={t.ended_at ?? t.ran_until} /> : NO_VALUE),
     },
     // eslint-disable-next-line react-hooks/exhaustive-deps
   ], [hparamNames, metricName, selected, params]);

@@ -29,10 +29,9 @@ export function TrialPage() {
  * (paused), or now.
  */
 function ranFrom(t: TrialDetail): { start: number | null; end: number | null } {
-  const start = t.started_at ?? null;
-  const running = t.allocations.some((a) => a.started_at != null && a.ended_at == null);
-  const last = t.allocations.at(-1)?.ended_at ?? null;
-  return { start, end: t.ended_at ?? (running ? null : last) };
+  // The same span the experiment's trials table shows: to its end, else to where its latest
+  // run ended while none runs (paused, waiting), else now.
+  return { start: t.started_at ?? null, end: t.ended_at ?? t.ran_until ?? null };
 }
 
 function TrialView({ id }: { id: number }) {

@@ -27,6 +27,7 @@ from assay.db import (
     Token,
     Trial,
     User,
+    allocations,
     checkpoints,
     finite_json,
     metrics,
@@ -178,10 +179,14 @@ def experiment_in_full(
 
 
 def trial(
-    row: Trial, latest: Mapping[str, Metric] | None = None, waiting: str | None = None
+    row: Trial,
+    latest: Mapping[str, Metric] | None = None,
+    waiting: str | None = None,
+    ran_until: float | None = None,
 ) -> rest.Trial:
     """The trial with its latest report of each group (``latest``, by group, from
-    :func:`assay.db.metrics.latest`) and, while it is queued, why it waits."""
+    :func:`assay.db.metrics.latest`), while it is queued why it waits, and while none of its
+    runs is live the end of its latest (``ran_until``, from :func:`allocations.ran_until`)."""
     reports = latest or {}
     training, validation = reports.get(TRAINING), reports.get(VALIDATION)
     return rest.Trial.model_validate(row, from_attributes=True).model_copy(
@@ -190,6 +195,7 @@ def trial(
             "latest_validation": None if validation is None else metric(validation),
             "waiting": waiting if row.state == TrialState.QUEUED else None,
             "waiting_at": waiting_at(row),
+            "ran_until": None if row.ended_at is not None else ran_until,
         }
     )
 
@@ -198,8 +204,9 @@ def trials_of(
     session: Session, rows: Sequence[Trial], waiting: str | None = None
 ) -> list[rest.Trial]:
     """``rows`` as answers show trials, their latest reports read in ``session`` at once."""
-    latest = metrics.latest(session, [t.id for t in rows])
-    return [trial(t, latest.get(t.id), waiting) for t in rows]
+    ids = [t.id for t in rows]
+    latest, ran = metrics.latest(session, ids), allocations.ran_until(session, ids)
+    return [trial(t, latest.get(t.id), waiting, ran.get(t.id)) for t in rows]
 
 
 def trial_detail(
