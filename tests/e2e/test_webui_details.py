@@ -216,3 +216,23 @@ def test_an_event_stream_the_master_cannot_serve_is_asked_again_less_often(
             assert wait <= gap < wait + 250, gaps
     finally:
         context.close()
+
+
+def test_an_experiment_whose_trials_all_failed_says_none_completed_not_all_done(
+    cluster: Cluster, page: Any
+) -> None:
+    config = {
+        "name": "webui-all-failed",
+        "entrypoint": "exit 3",
+        "max_restarts": 0,
+        "searcher": {"name": "random", "metric": "loss", "max_trials": 2,
+                     "max_length": {"batches": 10}},
+        "hyperparameters": {"x": {"type": "double", "minval": 0, "maxval": 1}},
+    }  # fmt: skip
+    failed = cluster.submit(yaml.safe_dump(config))
+    assert cluster.wait_state(failed, "ERROR", "COMPLETED").state == "ERROR"
+    # Its searcher has nothing left to do, but it did none of it: not "progress 100%".
+    page.goto(f"{cluster.url}/experiments/{failed}")
+    page.get_by_text("progress 0 of 2 trials completed", exact=True).wait_for()
+    page.goto(f"{cluster.url}/experiments?name=webui-all-failed")
+    page.get_by_label("progress: 0 of 2 trials completed").wait_for()

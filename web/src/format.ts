@@ -31,3 +31,21 @@ export function hparam(value: unknown): string {
   if (typeof value === "object") return JSON.stringify(value);
   return String(value);
 }
+
+/**
+ * What an experiment's progress truly says. While it runs, or once it completed: the share of
+ * its search done. Once it ended otherwise (ERROR, CANCELED), how many of its trials completed:
+ * a search whose trials all failed has nothing left to do, but it did none of it.
+ */
+export function progressOf(e: { state: string; progress: number; trials: Record<string, number> }): {
+  value: number;
+  text: string;
+} {
+  if (e.state !== "ERROR" && e.state !== "CANCELED") return { value: e.progress, text: percent(e.progress) };
+  const total = Object.values(e.trials).reduce((a, b) => a + b, 0);
+  const completed = e.trials.COMPLETED ?? 0;
+  return {
+    value: total ? completed / total : 0,
+    text: `${completed} of ${total} trial${total === 1 ? "" : "s"} completed`,
+  };
+}

@@ -9,7 +9,7 @@ import { CheckpointTable } from "../components/Checkpoints";
 import { DeriveActions } from "../components/Derive";
 import { DeleteExperiment, EditExperiment } from "../components/EditExperiment";
 import { Table, type Column } from "../components/Table";
-import { hparam, NO_VALUE, num, percent, when } from "../format";
+import { hparam, NO_VALUE, num, progressOf, when } from "../format";
 import { useLiveEvents } from "../live";
 import { mayAct, useMe } from "../me";
 import { badId, idList, parseId } from "../params";
@@ -150,7 +150,7 @@ function ExperimentView({ id }: { id: number }) {
         <DeriveActions experimentId={e.id} state={e.state} trials={trials.data?.trials.length ?? firstPage.data?.pagination?.total ?? 0} />
         {mayAct(me, e.owner) && <button type="button" onClick={() => setEditing(true)}>Edit</button>}
         {mayAct(me, e.owner) && <DeleteExperiment experiment={e} />}
-        <span>progress {percent(e.progress)}</span>
+        <span>progress {progressOf(e).text}</span>
         <span>searcher {e.searcher.name} on {e.searcher.metric} ({e.searcher.smaller_is_better ? "smaller" : "larger"} is better)</span>
         <span>user {e.owner}</span>
         {e.resource_pool && <span>pool {e.resource_pool}</span>}

@@ -5,7 +5,7 @@ import { Link, useSearchParams } from "react-router-dom";
 import { api, ok, type ExperimentState, type ExperimentSummary, type Schemas } from "../api/client";
 import { Duration, ErrorLine, ExperimentActions, Loading, StateBadge, StateChecks } from "../components/bits";
 import { Table, type Column } from "../components/Table";
-import { NO_VALUE, num, percent, when } from "../format";
+import { NO_VALUE, num, progressOf, when } from "../format";
 import { useLiveEvents } from "../live";
 import { parseOffset, pickEnum } from "../params";
 import { useTitle } from "../title";
@@ -40,8 +40,11 @@ const columns: Column<ExperimentSummary>[] = [
     cell: (e) => <ExperimentActions id={e.id} state={e.state} archived={e.archived} owner={e.owner} compact />,
   },
   {
-    key: "progress", header: "Progress", value: (e) => e.progress,
-    cell: (e) => <progress max={1} value={e.progress} title={percent(e.progress)} />,
+    key: "progress", header: "Progress", value: (e) => progressOf(e).value,
+    cell: (e) => {
+      const shown = progressOf(e);
+      return <progress max={1} value={shown.value} title={shown.text} aria-label={`progress: ${shown.text}`} />;
+    },
   },
   {
     key: "best", header: "Best metric", value: (e) => e.best_trial?.best_validation,
