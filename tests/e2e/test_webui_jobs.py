@@ -138,3 +138,48 @@ def test_a_running_job_is_linked_from_the_queue_and_stopped_from_its_page_after_
     wait_for("the job to stop", lambda: cluster.client.task(task.id).ended_at is not None)
     assert asked == [f"Stop job {task.id}? Its running instances are ended."]
     page.get_by_role("heading").get_by_text(cluster.client.task(task.id).state).wait_for()
+
+
+ROLES_JOB = """\
+protocolVersion: 2
+name: roles-job
+type: job
+prerequisites:
+  - {name: image, type: dockerimage, uri: python:3.11}
+taskRoles:
+  ps:
+    instances: 1
+    dockerImage: image
+    resourcePerInstance: {cpu: 1, memoryMB: 128, gpu: 0}
+    commands:
+      - echo ps says hi
+  worker:
+    instances: 2
+    dockerImage: image
+    resourcePerInstance: {cpu: 1, memoryMB: 128, gpu: 0}
+    commands:
+      - echo worker $PAI_TASK_INDEX says hi
+      - echo worker $PAI_TASK_INDEX complains >&2
+"""
+
+
+def test_a_jobs_log_shows_one_role_one_instance_or_one_stream(cluster: Cluster, page: Any) -> None:
+    task = cluster.client.submit_job(ROLES_JOB)
+    wait_for("the job to end", lambda: cluster.client.task(task.id).ended_at is not None)
+    page.goto(f"{cluster.url}/tasks/{task.id}")
+    logs = page.get_by_label("logs", exact=True)
+    expect(logs).to_contain_text("[ps/0] ps says hi")
+    instance = page.get_by_label("Instance")
+    # A role of several instances: all of them, then each one.
+    instance.select_option("worker")
+    page.wait_for_url(re.compile(r"inst=worker"))
+    expect(logs).to_contain_text("[worker/1] worker 1 says hi")
+    expect(logs).not_to_contain_text("ps says hi")
+    instance.select_option("worker/1")
+    expect(logs).not_to_contain_text("worker 0")
+    expect(logs).to_contain_text("[worker/1] worker 1 complains")
+    page.get_by_label("Stream").select_option("stdout")
+    expect(logs).to_have_text("[worker/1] worker 1 says hi")
+    # The filters are the URL's: a reload keeps them.
+    page.reload()
+    expect(page.get_by_label("logs", exact=True)).to_have_text("[worker/1] worker 1 says hi")

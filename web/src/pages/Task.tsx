@@ -2,7 +2,7 @@
 // followed live as the master streams them.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useMemo, useRef, useState } from "react";
-import { Link, useParams } from "react-router-dom";
+import { Link, useParams, useSearchParams } from "react-router-dom";
 import { ApiError, api, ok, type TaskLogEntry, type TaskLogPage } from "../api/client";
 import { ErrorLine, Message, Loading, StateBadge, Duration } from "../components/bits";
 import { LogView } from "../components/LogView";
@@ -122,13 +122,20 @@ function TaskView({ id }: { id: number }) {
         </>
       )}
       <h2>Logs</h2>
-      <TaskLogs taskId={id} onEnd={() => client.invalidateQueries({ queryKey: ["task", id] })} />
+      <TaskLogs
+        taskId={id}
+        instances={t.instances.map((i) => `${i.role}/${i.index}`)}
+        onEnd={() => client.invalidateQueries({ queryKey: ["task", id] })}
+      />
     </section>
   );
 }
 
-/** Every instance's lines: the history, then new ones as the master streams them. */
-function TaskLogs({ taskId, onEnd }: { taskId: number; onEnd: () => void }) {
+/**
+ * Every instance's lines: the history, then new ones as the master streams them; those of one
+ * role, or one instance (`inst=worker` or `inst=worker/1` in the URL), and of one stream.
+ */
+function TaskLogs({ taskId, instances, onEnd }: { taskId: number; instances: string[]; onEnd: () => void }) {
   const [lines, setLines] = useState<TaskLogEntry[]>([]);
   const [ended, setEnded] = useState(false);
   const [error, setError] = useState<unknown>(null);
@@ -169,9 +176,63 @@ function TaskLogs({ taskId, onEnd }: { taskId: number; onEnd: () => void }) {
     return () => abort.abort();
   }, [taskId]);
 
-  const shown = useMemo(() => lines.map((l) => `[${l.role}/${l.index}] ${l.line}`), [lines]);
+  const [params, setParams] = useSearchParams();
+  const inst = params.get("inst") ?? "";
+  const stream = params.get("stream") ?? "";
+  const setParam = (key: string, value: string) => {
+    const next = new URLSearchParams(params);
+    if (value) next.set(key, value);
+    else next.delete(key);
+    setParams(next, { replace: true });
+  };
+  const roles = useMemo(() => [...new Set(instances.map((i) => i.split("/")[0]))], [instances]);
+  const shown = useMemo(
+    () =>
+      lines
+        .filter((l) => !inst || (inst.includes("/") ? `${l.role}/${l.index}` === inst : l.role === inst))
+        .filter((l) => !stream || l.stream === stream)
+        .map((l) => `[${l.role}/${l.index}] ${l.line}`),
+    [lines, inst, stream],
+  );
   return (
-    <LogView lines={shown} fileName={`job-${taskId}.log`} status={ended ? "job ended" : "following"} error={error} />
+    <LogView
+      lines={shown}
+      fileName={`job-${taskId}${inst ? `-${inst.replace("/", "-")}` : ""}.log`}
+      status={ended ? "job ended" : "following"}
+      error={error}
+      controls={
+        <>
+          <label>
+            Instance{" "}
+            <select value={inst} onChange={(e) => setParam("inst", e.target.value)}>
+              <option value="">all</option>
+              {/* A role with several instances: all of them, then each. */}
+              {roles.map((role) => {
+                const own = instances.filter((i) => i.startsWith(`${role}/`));
+                return (
+                  <optgroup key={role} label={role}>
+                    {own.length > 1 && <option value={role}>{role}: every instance</option>}
+                    {own.map((i) => (
+                      <option key={i} value={i}>
+                        {i}
+                      </option>
+                    ))}
+                  </optgroup>
+                );
+              })}
+            </select>
+          </label>
+          <label>
+            Stream{" "}
+            <select value={stream} onChange={(e) => setParam("stream", e.target.value)}>
+              <option value="">both</option>
+              <option value="stdout">stdout</option>
+              <option value="stderr">stderr</option>
+            </select>
+          </label>
+        </>
+      }
+    />
   );
 }
 
