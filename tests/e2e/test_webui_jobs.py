@@ -183,3 +183,21 @@ def test_a_jobs_log_shows_one_role_one_instance_or_one_stream(cluster: Cluster, 
     # The filters are the URL's: a reload keeps them.
     page.reload()
     expect(page.get_by_label("logs", exact=True)).to_have_text("[worker/1] worker 1 says hi")
+
+
+def test_a_job_is_resubmitted_from_its_page_under_the_next_free_name(
+    cluster: Cluster, page: Any
+) -> None:
+    task = cluster.client.submit_job(JOB.replace("listed-job", "again-job"))
+    wait_for("the job to end", lambda: cluster.client.task(task.id).ended_at is not None)
+    page.goto(f"{cluster.url}/tasks/{task.id}")
+    page.get_by_role("button", name=f"resubmit job {task.id}").click()
+    dialog = page.get_by_role("dialog", name=f"Resubmit job {task.id}")
+    dialog.get_by_role("button", name="Resubmit").click()
+    # The new job's own page, where it runs as the first did.
+    page.wait_for_url(re.compile(r"/tasks/(\d+)$"))
+    new_id = int(page.url.rsplit("/", 1)[1])
+    assert new_id != task.id
+    page.get_by_role("heading").get_by_text("again-job-2").wait_for()
+    page.get_by_role("heading").get_by_text("SUCCEEDED").wait_for()
+    expect(page.get_by_label("logs", exact=True)).to_contain_text("[main/0] a listed job")

@@ -502,3 +502,56 @@ def test_submit_and_follow_speak_plainly_and_say_the_image_once(
     again = cluster.cli("job", "stop", str(ran.id))
     assert again.returncode == 1
     assert f"command {ran.id} has ended already (SUCCEEDED)" in again.stderr
+
+
+CLONED = """\
+protocolVersion: 2
+name: cloned
+type: job
+prerequisites:
+  - {name: image, type: dockerimage, uri: python:3.11}
+secrets:
+  word: from-the-secrets
+taskRoles:
+  main:
+    instances: 1
+    dockerImage: image
+    resourcePerInstance: {cpu: 1, memoryMB: 128, gpu: 0}
+    commands:
+      - cat code.txt
+      - echo "secret <% $secrets.word %>" | tr a-z A-Z
+"""
+
+
+def test_a_job_is_resubmitted_as_it_was_with_its_code_and_secrets_under_a_new_name(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "code.txt").write_text("the uploaded code\n")
+    (tmp_path / "job.yaml").write_text(CLONED)
+    cluster.cli("job", "submit", str(tmp_path / "job.yaml"), str(code), "-f", check=True)
+    (first,) = cluster.client.tasks()
+    # As OpenPAI's Clone: a new job, the next free name, the same code and secrets.
+    again = cluster.cli("job", "resubmit", str(first.id), "-f", "--json", check=True)
+    final = json.loads(again.stdout.strip().splitlines()[-1])
+    assert (final["name"], final["state"]) == ("cloned-2", "SUCCEEDED")
+    lines = [e.line for e in cluster.client.task_logs(final["id"])]
+    assert "the uploaded code" in lines and "SECRET FROM-THE-SECRETS" in lines, lines
+    third = cluster.client.resubmit_task(final["id"])
+    assert third.name == "cloned-3", "a clone's clone counts on from the stem"
+    _wait_ended(cluster, third.id)
+    named = cluster.client.resubmit_task(first.id, name="mine")
+    assert named.name == "mine"
+    _wait_ended(cluster, named.id)
+    taken = cluster.cli("job", "resubmit", str(first.id), "--name", "cloned-2")
+    assert taken.returncode == 1 and "job name 'cloned-2' is taken" in taken.stderr
+    # Another user's job is theirs to submit again, not bob's.
+    bob = cluster.add_user("bob")
+    with pytest.raises(Exception, match="belongs to admin"):
+        bob.resubmit_task(first.id)
+    # A shell or notebook is started anew: its start makes secrets of its own.
+    shell = cluster.client.start_shell("description: not again\n")
+    with pytest.raises(Exception, match="is not submitted again"):
+        cluster.client.resubmit_task(shell.id)
+    cluster.client.kill_shell(shell.id)

@@ -135,6 +135,15 @@ async def stop_task(task_id: TaskId, master: MasterDep, actor: ActorDep) -> rest
     return await master.tasks.stop(actor, task_id)
 
 
+@router.post("/{task_id}/resubmit", status_code=201)
+async def resubmit_task(
+    task_id: TaskId, body: rest.TaskResubmit, master: MasterDep, actor: ActorDep
+) -> rest.Task:
+    """A new job of yours as this one was submitted (yours, or any for an admin): its config,
+    secrets and code, queued anew; an OpenPAI job under a new name (OpenPAI's Clone)."""
+    return await master.tasks.resubmit(actor, task_id, body.name)
+
+
 _EVENT_STREAM = {
     "description": "With follow=true: server-sent `log` events (each a TaskLogEntry), ending "
     "with an `end` event once the job and its processes have ended.",

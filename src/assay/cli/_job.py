@@ -267,3 +267,23 @@ def stop(job_id: JobId) -> None:
     from assay.cli._jobrun import stop as stop_job
 
     stop_job(parse_task_id(job_id))
+
+
+@app.command()
+def resubmit(
+    job_id: JobId,
+    name: Annotated[
+        str | None,
+        typer.Option(
+            "--name",
+            help="the new job's name (default: an OpenPAI job's old name with -2, -3... added)",
+        ),
+    ] = None,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="follow it to the end")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Submit a job again as it was (its config, secrets and code): OpenPAI's Clone."""
+    from assay.cli._jobrun import parse_task_id
+    from assay.cli._jobrun import resubmit as resubmit_job
+
+    resubmit_job(parse_task_id(job_id), name, follow=follow, as_json=as_json)

@@ -193,6 +193,26 @@ def submit(
     else:
         task = c.submit_job(text, kind=kind, overrides=overrides)
         what = ""
+    return _submitted(c, task, what, follow=follow, as_json=as_json, quiet_notes=quiet_notes)
+
+
+def resubmit(task_id: int, name: str | None, *, follow: bool, as_json: bool) -> rest.Task:
+    """Job ``task_id`` submitted again as it was, shown (and followed) as a submission is."""
+    c = client()
+    task = c.resubmit_task(task_id, name)
+    return _submitted(c, task, f" as job {task_id} was", follow=follow, as_json=as_json)
+
+
+def _submitted(
+    c: Client,
+    task: rest.Task,
+    what: str,
+    *,
+    follow: bool,
+    as_json: bool,
+    quiet_notes: bool = False,
+) -> rest.Task:
+    """Say what was submitted (``what``: how), then follow it to its end where asked."""
     if as_json and not follow:
         print_json(task)
         return task

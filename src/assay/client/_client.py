@@ -412,6 +412,11 @@ class Client:
     def stop_task(self, task_id: int) -> rest.Task:
         return rest.Task.model_validate(self.http.post(f"/api/v1/tasks/{task_id}/stop"))
 
+    def resubmit_task(self, task_id: int, name: str | None = None) -> rest.Task:
+        """Job ``task_id`` submitted again as it was (config, secrets, code), as a new job."""
+        body = rest.TaskResubmit(name=name).model_dump(mode="json", exclude_none=True)
+        return rest.Task.model_validate(self.http.post(f"/api/v1/tasks/{task_id}/resubmit", body))
+
     def start_tensorboard(
         self, experiment_id: int, trial_ids: list[int] | None = None
     ) -> rest.TensorBoard:

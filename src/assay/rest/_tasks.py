@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from assay.protocol import TaskInstanceState, TaskState
-from assay.rest._common import Resource
+from assay.rest._common import Request, Resource
 
 
 class TaskRole(Resource):
@@ -129,3 +129,17 @@ class TaskLogEntry(Resource):
 
 class TaskLogPage(Resource):
     logs: list[TaskLogEntry]
+
+
+class TaskResubmit(Request):
+    """A job submitted again as it was submitted: its config, secrets and code."""
+
+    name: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9_-]+$",
+        description="The new job's name. None: the old one; for an OpenPAI job, whose name "
+        "names one job of its owner's for good, the old one with the first free `-2`, `-3`... "
+        "in place of any such ending.",
+    )

@@ -1224,6 +1224,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/tasks/{task_id}/resubmit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resubmit Task
+         * @description A new job of yours as this one was submitted (yours, or any for an admin): its config,
+         *     secrets and code, queued anew; an OpenPAI job under a new name (OpenPAI's Clone).
+         */
+        post: operations["resubmit_task_api_v1_tasks__task_id__resubmit_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tasks/{task_id}/stop": {
         parameters: {
             query?: never;
@@ -4117,6 +4138,17 @@ export interface components {
         TaskLogPage: {
             /** Logs */
             logs: components["schemas"]["TaskLogEntry"][];
+        };
+        /**
+         * TaskResubmit
+         * @description A job submitted again as it was submitted: its config, secrets and code.
+         */
+        TaskResubmit: {
+            /**
+             * Name
+             * @description The new job's name. None: the old one; for an OpenPAI job, whose name names one job of its owner's for good, the old one with the first free `-2`, `-3`... in place of any such ending.
+             */
+            name?: string | null;
         };
         /** TaskRole */
         TaskRole: {
@@ -10067,6 +10099,87 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["TaskLogPage"];
                     "text/event-stream": string;
+                };
+            };
+            /** @description The request is not valid: `details` names each bad field. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No token, or one that is not valid: sign in first. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Signed in, but only the owner or an admin may do this. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description No such experiment, trial, checkpoint, job, pool or model. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description Not possible in the object's current state. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+            /** @description The upload is over its size limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
+        };
+    };
+    resubmit_task_api_v1_tasks__task_id__resubmit_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A job's (task's) id. */
+                task_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TaskResubmit"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Task"];
                 };
             };
             /** @description The request is not valid: `details` names each bad field. */

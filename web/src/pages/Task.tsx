@@ -2,13 +2,14 @@
 // followed live as the master streams them.
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useMemo, useRef, useState } from "react";
-import { Link, useParams, useSearchParams } from "react-router-dom";
+import { Link, useNavigate, useParams, useSearchParams } from "react-router-dom";
 import { ApiError, api, ok, type TaskLogEntry, type TaskLogPage } from "../api/client";
 import { ErrorLine, Message, Loading, StateBadge, Duration } from "../components/bits";
 import { LogView } from "../components/LogView";
 import { when } from "../format";
 import { followEvents, useLiveEvents } from "../live";
 import { badId, parseId } from "../params";
+import { mayAct, useMe } from "../me";
 import { useTitle } from "../title";
 
 const ENDED = ["SUCCEEDED", "FAILED", "STOPPED"];
@@ -41,6 +42,8 @@ function TaskView({ id }: { id: number }) {
     enabled: task.data !== undefined && !ENDED.includes(task.data.state),
   });
   const waiting = queued.data?.jobs.find((j) => j.task_id === id)?.waiting;
+  const me = useMe().data;
+  const [resubmitting, setResubmitting] = useState(false);
   if (task.isPending) return <Loading />;
   if (task.error instanceof ApiError && task.error.status === 404)
     return (
@@ -51,6 +54,8 @@ function TaskView({ id }: { id: number }) {
   if (task.error) return <ErrorLine error={task.error} />;
   const t = task.data;
   const ended = ENDED.includes(t.state);
+  // Notebooks, shells and TensorBoards are started anew (their start makes secrets of its own).
+  const mayResubmit = ["job", "command", "generic"].includes(t.kind) && mayAct(me, t.user);
   return (
     <section>
       <h1>
@@ -62,6 +67,12 @@ function TaskView({ id }: { id: number }) {
         )}
       </h1>
       <ErrorLine error={stop.error} />
+      {mayResubmit && (
+        <button type="button" aria-label={`resubmit job ${t.id}`} onClick={() => setResubmitting(true)}>
+          Resubmit
+        </button>
+      )}
+      {resubmitting && <ResubmitDialog task={t} onClose={() => setResubmitting(false)} />}
       <div className="summary">
         <span>{t.kind} ({t.source_format})</span>
         <span>user {t.user}</span>
@@ -233,6 +244,49 @@ function TaskLogs({ taskId, instances, onEnd }: { taskId: number; instances: str
         </>
       }
     />
+  );
+}
+
+/** The job submitted again as it was (its config, secrets and code), as OpenPAI's Clone: under a
+ * name of the user's, else the next free `NAME-2`, `NAME-3`... */
+function ResubmitDialog({ task, onClose }: { task: { id: number; name: string; kind: string }; onClose: () => void }) {
+  const dialog = useRef<HTMLDialogElement>(null);
+  const navigate = useNavigate();
+  const [name, setName] = useState("");
+  useEffect(() => {
+    dialog.current?.showModal();
+  }, []);
+  const resubmit = useMutation({
+    mutationFn: () =>
+      ok(api.POST("/api/v1/tasks/{task_id}/resubmit", {
+        params: { path: { task_id: task.id } },
+        body: name.trim() ? { name: name.trim() } : {},
+      })),
+    onSuccess: (made) => navigate(`/tasks/${made.id}`),
+  });
+  const title = `Resubmit job ${task.id}`;
+  return (
+    <dialog ref={dialog} onClose={onClose} aria-label={title} className="dialog">
+      <form onSubmit={(e) => { e.preventDefault(); resubmit.mutate(); }}>
+        <h2>{title}</h2>
+        <p className="why">A new job with this one's config, secrets and code, queued now.</p>
+        <label className="field">
+          Name of the new job
+          <input
+            value={name}
+            placeholder={task.kind === "job" ? `${task.name.replace(/-\d+$/, "")}-2 (the next free one)` : task.name}
+            onChange={(e) => setName(e.target.value)}
+          />
+        </label>
+        <ErrorLine error={resubmit.error} />
+        <div className="actions">
+          <button type="button" onClick={() => dialog.current?.close()}>Cancel</button>
+          <button type="submit" className="primary" disabled={resubmit.isPending}>
+            Resubmit
+          </button>
+        </div>
+      </form>
+    </dialog>
   );
 }
 

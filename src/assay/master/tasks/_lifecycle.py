@@ -10,13 +10,14 @@ routes what the agent says about it here.
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from assay.config import JobSpec, JobSpecKind, TaskRoleSpec, render_commands
 from assay.db import Job, Session, Task, TaskInstance, contexts, jobs, tasks
-from assay.errors import Conflict, NotFound
+from assay.errors import Conflict, InvalidRequest, NotFound
 from assay.master.kernel import KillAllocation, Reschedule, StartAllocation, Tx, Wake, job_container
 from assay.master.tasks import _rules as rules
 from assay.protocol import (
@@ -94,6 +95,41 @@ def create_task(tx: Tx, spec: JobSpec, owner: str, context_id: int | None, prior
     )
     tx.act(Reschedule())
     return task
+
+
+RESUBMITTABLE = frozenset({JobSpecKind.JOB, JobSpecKind.COMMAND, JobSpecKind.GENERIC})
+"""Kinds a job of may be submitted again as it was (a notebook's, shell's or TensorBoard's start
+makes secrets of its own each time: they are started again with their own commands)."""
+
+
+def resubmittable(session: Session, actor: Actor, task_id: int) -> tuple[JobSpec, int | None]:
+    """Job ``task_id``'s spec with its secrets, and its context, for ``actor`` to submit
+    again: :class:`NotFound`, :class:`Forbidden` (another user's, for a non-admin) or
+    :class:`InvalidRequest` (a kind that is started anew instead)."""
+    task = tasks.get(session, task_id)
+    if task is None:
+        raise NotFound(f"job {task_id} not found (`assay task list --all` shows every job)")
+    actor.require_owner(task.owner, f"{task.kind} {task_id}")
+    kind = JobSpecKind(task.kind)
+    if kind not in RESUBMITTABLE:
+        raise InvalidRequest(
+            f"{kind.value} {task_id} is not submitted again: start a new one "
+            f"(`assay {kind.value} start`)"
+        )
+    return stored_spec(task), task.context_id
+
+
+def resubmitted_name(tx: Tx, owner: str, spec: JobSpec) -> str:
+    """The name of ``spec`` submitted again by ``owner``: its own, except for an OpenPAI job,
+    whose name is its owner's for good: then its first free ``NAME-2``, ``NAME-3``... (a name
+    ending so already counts on from its stem)."""
+    if spec.kind != JobSpecKind.JOB:
+        return spec.name
+    stem = re.sub(r"-\d+$", "", spec.name) or spec.name
+    n = 2
+    while tasks.by_job_name(tx.session, owner, f"{stem}-{n}") is not None:
+        n += 1
+    return f"{stem}-{n}"
 
 
 def _check_name_free(tx: Tx, owner: str, name: str) -> None:

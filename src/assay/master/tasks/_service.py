@@ -67,8 +67,7 @@ class TaskService:
             # store's settings may hold the master's credentials, which a job's spec must not.
             if own.get("type") in LOCAL_STORAGE_TYPES:
                 spec = spec.model_copy(update={"checkpoint_storage": own})
-        pool = next(p for p in self.settings.resource_pools if p.pool_name == spec.pool)
-        priority = spec.priority if spec.priority is not None else pool.scheduler.default_priority
+        priority = self._priority(spec)
         info = None if context is None else await asyncio.to_thread(inspect_archive, context)
 
         def handler(tx: Tx) -> rest.Task:
@@ -87,6 +86,29 @@ class TaskService:
             return task_view(tx.session, task)
 
         return await self.core.transact(handler)
+
+    async def resubmit(self, actor: Actor, task_id: int, name: str | None) -> rest.Task:
+        """A new job of ``actor``'s, as job ``task_id`` (theirs, or any for an admin) was
+        submitted: its spec, secrets and code, checked again where it would run now; named
+        ``name``, else as :func:`life.resubmitted_name` says."""
+        task_spec, context_id = await self.core.read(
+            lambda s: life.resubmittable(s, actor, task_id)
+        )
+        spec = await self.placed(task_spec)
+
+        def handler(tx: Tx) -> rest.Task:
+            named = spec.model_copy(
+                update={"name": name or life.resubmitted_name(tx, actor.username, spec)}
+            )
+            task = life.create_task(tx, named, actor.username, context_id, self._priority(spec))
+            return task_view(tx.session, task)
+
+        return await self.core.transact(handler)
+
+    def _priority(self, spec: JobSpec) -> int:
+        """The job's priority: its own, else its pool's default."""
+        pool = next(p for p in self.settings.resource_pools if p.pool_name == spec.pool)
+        return spec.priority if spec.priority is not None else pool.scheduler.default_priority
 
     def agents(self) -> list[AgentView]:
         """The connected agents, as the scheduler sees them."""
