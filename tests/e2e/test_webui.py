@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from playwright.sync_api import expect
 
 from assay import rest
 from assay.api._webui import DIST
@@ -447,6 +448,37 @@ def test_the_experiment_page_shows_the_rungs_importance_and_hyperparameter_plots
     label = f"parallel coordinates of 4 trials over {', '.join(axes)}"
     page.get_by_role("img", name=label).wait_for()
     assert page.locator(".pc-axis-name").all_inner_texts() == axes
+    # Brushing: a drag along the metric's axis (the last, 70 px in from the right; the plot's
+    # padding is 34 px at the top and 22 at the bottom) keeps the trials in that range.
+    box = page.get_by_role("img", name=label).bounding_box()
+    x, top = box["x"] + box["width"] - 70, box["y"] + 34
+    span = box["height"] - 34 - 22
+
+    def brush(start: float, end: float) -> None:  # positions on the axis: 1 top, 0 bottom
+        page.mouse.move(x, top + (1 - start) * span)
+        page.mouse.down()
+        page.mouse.move(x, top + (1 - end) * span, steps=5)
+        page.mouse.up()
+
+    brushed = page.get_by_role("status", name="brushed trials")
+    brush(1.05, -0.05)  # past both ends: the whole axis
+    expect(brushed).to_contain_text("4 of 4 trials in the brushed ranges")
+    page.get_by_role("img", name="loss brushed").wait_for()
+    losses = [t.best_validation for t in cluster.client.trials(analysed)]
+    lo, hi = min(losses), max(losses)
+    share = [(v - lo) / (hi - lo) for v in losses]
+    if all(abs(p - 0.6) > 0.05 for p in share):  # no trial on the edge the pixels draw
+        brush(1.05, 0.6)
+        expect(brushed).to_contain_text(f"{sum(p > 0.6 for p in share)} of 4 trials")
+    brush(1.05, -0.05)
+    # Linked to the trials table: its Plot boxes tick the brushed trials (the URL keeps them).
+    brushed.get_by_role("button", name="Tick them in the trials table").click()
+    page.wait_for_url(re.compile(r"trials=\d"))
+    for trial in cluster.client.trials(analysed):
+        expect(page.get_by_role("checkbox", name=f"plot trial {trial.id}")).to_be_checked()
+    # A click on the axis lets its range go.
+    page.mouse.click(x, top + span / 2)
+    expect(brushed).to_have_count(0)
     # The scatter plots the hyperparameter the URL names; choosing another puts it there.
     page.get_by_role("img", name="loss against lr for 4 trials").wait_for()
     page.get_by_role("combobox", name="hyperparameter to plot").select_option("opt")

@@ -169,7 +169,7 @@ function Importance({ experimentId, version }: { experimentId: number; version: 
 /** A canvas sized to its box (and the screen's pixel density), redrawn when either changes,
  * with HTML labels laid over it (text stays selectable and visible to tests and readers). */
 function CanvasPlot({
-  height, label, draw, overlay, onPoint, onPick,
+  height, label, draw, overlay, onPoint, onPick, onDrag,
 }: {
   height: number;
   label: string;
@@ -179,6 +179,8 @@ function CanvasPlot({
   onPoint?: (at: { x: number; y: number; width: number } | null) => void;
   /** A click at (x, y). */
   onPick?: (at: { x: number; y: number; width: number }) => void;
+  /** A drag with the mouse's button held: where it started, moved, and let go. */
+  onDrag?: (phase: "start" | "move" | "end", at: { x: number; y: number; width: number }) => void;
 }) {
   const box = useRef<HTMLDivElement>(null);
   const canvas = useRef<HTMLCanvasElement>(null);
@@ -208,9 +210,14 @@ function CanvasPlot({
       className="plot"
       ref={box}
       style={{ height }}
-      onMouseMove={onPoint && ((e) => onPoint(pointer(e, width)))}
+      onMouseMove={(e) => {
+        onPoint?.(pointer(e, width));
+        if (onDrag && e.buttons === 1) onDrag("move", pointer(e, width));
+      }}
       onMouseLeave={onPoint && (() => onPoint(null))}
       onClick={onPick && ((e) => onPick(pointer(e, width)))}
+      onMouseDown={onDrag && ((e) => { if (e.button === 0) { e.preventDefault(); onDrag("start", pointer(e, width)); } })}
+      onMouseUp={onDrag && ((e) => onDrag("end", pointer(e, width)))}
     >
       <canvas ref={canvas} role="img" aria-label={label} style={{ width: "100%", height }} />
       {width > 0 && overlay(width)}
@@ -258,12 +265,58 @@ function usePrepared(experiment: Experiment, trials: Trial[]): Prepared {
   }, [experiment, trials]);
 }
 
+/** Ranges brushed on the parallel coordinates' axes: axis index to [low, high], in the axis's
+ * own 0-1 positions. */
+type Brushes = Record<number, [number, number]>;
+
+/** Whether a row's value on every brushed axis lies in that axis's range. */
+function inBrushes(axes: Axis[], values: unknown[], brushes: Brushes): boolean {
+  return Object.entries(brushes).every(([i, [lo, hi]]) => {
+    const p = axes[Number(i)].position(values[Number(i)]);
+    return p !== null && p >= lo - 1e-9 && p <= hi + 1e-9;
+  });
+}
+
 function ParallelCoordinates({ experiment, trials, selected }: { experiment: Experiment; trials: Trial[]; selected: Set<number> }) {
   const { axes, rows, colours, worstFirst } = usePrepared(experiment, trials);
+  const [params, setParams] = useSearchParams();
+  const [brushes, setBrushes] = useState<Brushes>({});
+  const drag = useRef<{ axis: number; from: number } | null>(null);
   const height = 320;
   const xOf = (i: number, width: number) =>
     axes.length === 1 ? width / 2 : PAD.side + (i * (width - 2 * PAD.side)) / (axes.length - 1);
   const yOf = (p: number) => PAD.top + (1 - p) * (height - PAD.top - PAD.bottom);
+  const positionAt = (y: number) => Math.min(1, Math.max(0, 1 - (y - PAD.top) / (height - PAD.top - PAD.bottom)));
+  const brushed = Object.keys(brushes).length > 0;
+  const inside = useMemo(
+    () => rows.filter((r) => inBrushes(axes, r.values, brushes)).map((r) => r.id),
+    [axes, rows, brushes],
+  );
+  // Dragging along an axis brushes a range of it; a click on an axis (no range) clears its own.
+  const onDrag = (phase: "start" | "move" | "end", at: { x: number; y: number; width: number }) => {
+    if (phase === "start") {
+      const axis = axes.findIndex((_, i) => Math.abs(at.x - xOf(i, at.width)) <= 14);
+      drag.current = axis < 0 ? null : { axis, from: positionAt(at.y) };
+      return;
+    }
+    const now = drag.current;
+    if (!now) return;
+    const to = positionAt(at.y);
+    const range: [number, number] = [Math.min(now.from, to), Math.max(now.from, to)];
+    setBrushes((old) => {
+      const next = { ...old };
+      if (phase === "end" && range[1] - range[0] < 0.01) delete next[now.axis];
+      else next[now.axis] = range;
+      return next;
+    });
+    if (phase === "end") drag.current = null;
+  };
+  const tick = () => {
+    const next = new URLSearchParams(params);
+    if (inside.length) next.set("trials", inside.join(","));
+    else next.delete("trials");
+    setParams(next, { replace: true });
+  };
   const draw = useMemo(
     () => (ctx: CanvasRenderingContext2D, width: number) => {
       ctx.strokeStyle = "#9ca3af";
@@ -275,11 +328,15 @@ function ParallelCoordinates({ experiment, trials, selected }: { experiment: Exp
         ctx.stroke();
       });
       ctx.lineWidth = 1.2;
-      const ticked = worstFirst.filter((r) => selected.has(rows[r].id));
-      for (const r of [...worstFirst, ...ticked]) {
+      // Outside the brushed ranges: light grey, under the rest.
+      const out = worstFirst.filter((r) => !inBrushes(axes, rows[r].values, brushes));
+      const kept = worstFirst.filter((r) => inBrushes(axes, rows[r].values, brushes));
+      const ticked = kept.filter((r) => selected.has(rows[r].id));
+      for (const r of [...out, ...kept, ...ticked]) {
         const mark = selected.has(rows[r].id);
-        ctx.strokeStyle = mark ? "#111827" : colours[r];
-        ctx.lineWidth = mark ? 2.5 : 1.2;
+        const faded = brushed && !inBrushes(axes, rows[r].values, brushes);
+        ctx.strokeStyle = faded ? "#e5e7eb" : mark ? "#111827" : colours[r];
+        ctx.lineWidth = mark && !faded ? 2.5 : 1.2;
         ctx.beginPath();
         let drawing = false;
         rows[r].values.forEach((v, i) => {
@@ -293,23 +350,44 @@ function ParallelCoordinates({ experiment, trials, selected }: { experiment: Exp
       }
     },
     // eslint-disable-next-line react-hooks/exhaustive-deps
-    [axes, rows, colours, worstFirst, selected],
+    [axes, rows, colours, worstFirst, selected, brushes, brushed],
   );
   if (rows.length === 0) return <p className="muted">No trial has reported the searcher metric yet.</p>;
   return (
-    <CanvasPlot
-      height={height}
-      label={`parallel coordinates of ${rows.length} trials over ${axes.map((a) => a.name).join(", ")}`}
-      draw={draw}
-      overlay={(width) => axes.map((a, i) => (
-        <div key={a.name} className="pc-axis" style={{ left: xOf(i, width) }}>
-          <span className="pc-axis-name" style={{ top: 4 }}>{a.name}</span>
-          {a.ticks.map((t, k) => (
-            <span key={k} className="pc-tick" style={{ top: yOf(t.at) - 7 }}>{t.label}</span>
-          ))}
-        </div>
-      ))}
-    />
+    <div>
+      <p className="muted">Drag along an axis to keep the trials in that range; click the axis to let it go.</p>
+      <CanvasPlot
+        height={height}
+        label={`parallel coordinates of ${rows.length} trials over ${axes.map((a) => a.name).join(", ")}`}
+        draw={draw}
+        onDrag={onDrag}
+        overlay={(width) => axes.map((a, i) => (
+          <div key={a.name} className="pc-axis" style={{ left: xOf(i, width) }}>
+            <span className="pc-axis-name" style={{ top: 4 }}>{a.name}</span>
+            {a.ticks.map((t, k) => (
+              <span key={k} className="pc-tick" style={{ top: yOf(t.at) - 7 }}>{t.label}</span>
+            ))}
+            {brushes[i] && (
+              <span
+                className="pc-brush"
+                role="img"
+                aria-label={`${a.name} brushed`}
+                style={{ top: yOf(brushes[i][1]), height: yOf(brushes[i][0]) - yOf(brushes[i][1]) }}
+              />
+            )}
+          </div>
+        ))}
+      />
+      {brushed && (
+        <p role="status" aria-label="brushed trials">
+          {inside.length} of {rows.length} trials in the brushed ranges{" "}
+          <button type="button" onClick={tick} disabled={!inside.length}>
+            Tick them in the trials table
+          </button>{" "}
+          <button type="button" onClick={() => setBrushes({})}>Clear the ranges</button>
+        </p>
+      )}
+    </div>
   );
 }
 
