@@ -97,6 +97,17 @@ def test_the_experiment_page_shows_its_trials_hparams_and_a_learning_curve(
     page.locator(".chart canvas").first.wait_for()
     assert "searcher:" in page.get_by_label("effective config").inner_text()
     shot(page, "experiment")
+    # Another metric on a chart of its own below (both in the URL), and let go again.
+    charts = page.locator(".chart")
+    expect(charts).to_have_count(1)
+    page.get_by_role("button", name="Add a metric").click()
+    page.wait_for_url(re.compile(r"metric=[^&]+&metric="))
+    expect(charts).to_have_count(2)
+    second = page.get_by_role("combobox", name="Metric 2").input_value()
+    assert second != page.get_by_role("combobox", name="Metric", exact=True).input_value()
+    expect(page.get_by_label(f"chart: {second}")).to_have_count(1)
+    page.get_by_role("button", name=f"remove {second}").click()
+    expect(charts).to_have_count(1)
 
 
 def test_the_trial_page_shows_its_hparams_metrics_and_logs(

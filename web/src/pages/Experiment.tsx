@@ -4,8 +4,8 @@ import { useMemo, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router-dom";
 import { api, ok, type Experiment, type Metric, type Schemas, type Trial } from "../api/client";
 import { ErrorLine, Message, ExperimentActions, Loading, StateBadge, TrialStateBadge, Duration } from "../components/bits";
-import { LineChart, smooth, type Series } from "../components/Chart";
 import { CheckpointTable } from "../components/Checkpoints";
+import { Curves } from "../components/Curves";
 import { DeriveActions } from "../components/Derive";
 import { DeleteExperiment, EditExperiment } from "../components/EditExperiment";
 import { Table, type Column } from "../components/Table";
@@ -239,83 +239,4 @@ function ConfigView({ experiment }: { experiment: Experiment }) {
 function latestValue(metric: Metric | null | undefined, name: string): number | null {
   const value = metric?.metrics?.[name];
   return typeof value === "number" ? value : null;
-}
-
-/** Curves of one metric of `trialIds` (in the URL; the searcher's by default), read at once. */
-function Curves({ experimentId, trialIds }: { experimentId: number; trialIds: number[] }) {
-  const [params, setParams] = useSearchParams();
-  const asked = params.get("metric");
-  const [group, metric] = asked ? splitChoice(asked) : [undefined, undefined];
-  const ids = trialIds.join(",");
-  const curves = useQuery({
-    queryKey: ["curves", experimentId, ids, asked],
-    queryFn: () => ok(api.GET("/api/v1/experiments/{experiment_id}/metrics", {
-      params: { path: { experiment_id: experimentId }, query: { trial_ids: ids, group, metric } },
-    })),
-    enabled: trialIds.length > 0,
-    placeholderData: (previous) => previous,
-  });
-  const data = curves.data;
-  const chosen = data ? `${data.group}/${data.metric}` : (asked ?? "");
-  const choices = data ? (data.names.includes(chosen) || !asked ? data.names : [...data.names, chosen]) : [];
-  const logY = params.get("log") === "1";
-  const smoothing = Math.min(0.99, Math.max(0, Number(params.get("smooth") ?? 0) || 0));
-  const series: Series[] = useMemo(
-    () => (data?.series ?? []).map((s) => ({
-      label: `trial ${s.trial_id}`,
-      points: smooth(s.steps.map((step, i) => [step, s.values[i]] as [number, number]), smoothing),
-    })),
-    [data, smoothing],
-  );
-  const setParam = (key: string, value: string | null) => {
-    const next = new URLSearchParams(params);
-    if (value) next.set(key, value);
-    else next.delete(key);
-    setParams(next, { replace: true });
-  };
-
-  return (
-    <div aria-busy={curves.isFetching}>
-      <ErrorLine error={curves.error} />
-      <label>
-        Metric{" "}
-        <select
-          value={chosen}
-          onChange={(ev) => {
-            const next = new URLSearchParams(params);
-            next.set("metric", ev.target.value);
-            setParams(next, { replace: true });
-          }}
-        >
-          {choices.map((c) => <option key={c}>{c}</option>)}
-        </select>
-      </label>{" "}
-      <label className="check">
-        <input type="checkbox" checked={logY} onChange={(e) => setParam("log", e.target.checked ? "1" : null)} />
-        Log scale
-      </label>{" "}
-      <label>
-        Smoothing{" "}
-        <input
-          type="range"
-          min={0}
-          max={0.99}
-          step={0.01}
-          value={smoothing}
-          aria-valuetext={smoothing.toFixed(2)}
-          onChange={(e) => setParam("smooth", Number(e.target.value) > 0 ? e.target.value : null)}
-        />{" "}
-        {smoothing.toFixed(2)}
-      </label>
-      {data && asked && data.names.length > 0 && !data.names.includes(chosen) && (
-        <p className="muted">These trials reported no metric “{asked}”: choose one above.</p>
-      )}
-      {data && data.names.length > 0 ? <LineChart title={chosen} series={series} logY={logY} /> : data ? <p className="muted">No metrics reported yet.</p> : null}
-    </div>
-  );
-}
-
-function splitChoice(choice: string): [string, string] {
-  const slash = choice.indexOf("/");
-  return slash < 0 ? ["", choice] : [choice.slice(0, slash), choice.slice(slash + 1)];
 }
