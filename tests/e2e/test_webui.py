@@ -108,6 +108,12 @@ def test_the_experiment_page_shows_its_trials_hparams_and_a_learning_curve(
     expect(page.get_by_label(f"chart: {second}")).to_have_count(1)
     page.get_by_role("button", name=f"remove {second}").click()
     expect(charts).to_have_count(1)
+    # Time on the x-axis: when each point was reported, as dates and times.
+    with page.expect_response(lambda r: "/metrics?" in r.url and "times=true" in r.url) as got:
+        page.get_by_label("X-axis").select_option("time")
+    assert all(s["times"] for s in got.value.json()["series"] if s["values"])
+    page.wait_for_url(re.compile(r"x=time"))
+    expect(page.locator(".chart .u-axis").first).to_contain_text(":")
 
 
 def test_the_trial_page_shows_its_hparams_metrics_and_logs(

@@ -25,12 +25,12 @@ def test_non_numeric_and_non_finite_values_are_left_out_and_every_trial_asked_ha
     None
 ):
     rows = [
-        (1, 10, {"loss": 1.0}),
-        (1, 20, {"loss": "nan"}),
-        (1, 30, {"loss": float("inf")}),
-        (1, 40, {"loss": True}),
-        (1, 50, {"loss": 2}),
-        (3, 10, {"other": 1.0}),
+        (1, 10, {"loss": 1.0}, 100.0),
+        (1, 20, {"loss": "nan"}, 101.0),
+        (1, 30, {"loss": float("inf")}, 102.0),
+        (1, 40, {"loss": True}, 103.0),
+        (1, 50, {"loss": 2}, 104.0),
+        (3, 10, {"other": 1.0}, 105.0),
     ]
     out = series_of(rows, [("validation", "loss")], [3, 1, 2], "validation", "loss", 1000)
     assert [(s.trial_id, s.steps, s.values) for s in out.series] == [
@@ -39,3 +39,12 @@ def test_non_numeric_and_non_finite_values_are_left_out_and_every_trial_asked_ha
         (2, [], []),
     ]
     assert out.names == ["validation/loss"]
+    assert all(s.times is None for s in out.series), "times only where asked"
+
+
+def test_times_asked_for_are_each_kept_points_report_time() -> None:
+    rows = [(1, step, {"loss": 1.0 / step}, 1000.0 + step) for step in range(1, 101)]
+    out = series_of(rows, [("validation", "loss")], [1], "validation", "loss", 5, times=True)
+    (series,) = out.series
+    assert series.steps == [1, 26, 51, 75, 100]
+    assert series.times == [1000.0 + s for s in series.steps]

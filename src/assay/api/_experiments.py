@@ -220,6 +220,9 @@ async def list_curves(
     max_points: Annotated[
         int, Query(ge=2, le=100_000, description="Per trial; evenly spaced when it has more.")
     ] = 1000,
+    times: Annotated[
+        bool, Query(description="Also when each point was reported (for time on the x-axis).")
+    ] = False,
 ) -> rest.MetricSeriesList:
     """Learning curves of many trials in one read (what the Experiment page draws): one metric
     of one group for each, and the names of every metric they reported."""
@@ -228,7 +231,7 @@ async def list_curves(
         # No trial has an id the database cannot hold: as any id the experiment lacks.
         raise NotFound(f"experiment {experiment_id} has no trial {max(ids)}")
     return await master.reads.curves(
-        experiment_id, ids, group=group, metric=metric, max_points=max_points
+        experiment_id, ids, group=group, metric=metric, max_points=max_points, times=times
     )
 
 

@@ -93,10 +93,10 @@ def names(session: Session, trial_ids: Sequence[int]) -> list[tuple[str, str]]:
 
 
 def curves(session: Session, trial_ids: Sequence[int], group: str) -> Sequence[Any]:
-    """Rows (trial_id, steps_completed, values) of the trials' current reports of ``group``,
-    by trial and step: columns only, as a thousand trials' rows may be read at once."""
+    """Rows (trial_id, steps_completed, values, time) of the trials' current reports of
+    ``group``, by trial and step: columns only, as a thousand trials' rows may be read at once."""
     return session.execute(
-        select(Metric.trial_id, Metric.steps_completed, Metric.values)
+        select(Metric.trial_id, Metric.steps_completed, Metric.values, Metric.reported_at)
         .where(
             Metric.trial_id.in_(list(trial_ids)),
             Metric.group == group,

@@ -130,6 +130,11 @@ class MetricSeries(Resource):
     trial_id: int
     steps: list[int]
     values: list[float]
+    times: list[float] | None = Field(
+        default=None,
+        description="When each point was reported (seconds since the epoch), where asked for "
+        "(`times=true`: time on the x-axis); null otherwise.",
+    )
 
 
 class MetricSeriesList(Resource):

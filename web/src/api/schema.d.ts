@@ -3087,6 +3087,11 @@ export interface components {
         MetricSeries: {
             /** Steps */
             steps: number[];
+            /**
+             * Times
+             * @description When each point was reported (seconds since the epoch), where asked for (`times=true`: time on the x-axis); null otherwise.
+             */
+            times?: number[] | null;
             /** Trial Id */
             trial_id: number;
             /** Values */
@@ -6983,6 +6988,8 @@ export interface operations {
                 metric?: string | null;
                 /** @description Per trial; evenly spaced when it has more. */
                 max_points?: number;
+                /** @description Also when each point was reported (for time on the x-axis). */
+                times?: boolean;
             };
             header?: never;
             path: {

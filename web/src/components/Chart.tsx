@@ -67,12 +67,15 @@ export function LineChart({
   height = 260,
   logY = false,
   xLabel = "steps",
+  xTime = false,
 }: {
   title: string;
   series: Series[];
   height?: number;
   /** What the x axis counts. */
   xLabel?: string;
+  /** The x values are times (seconds since the epoch), shown as dates and times. */
+  xTime?: boolean;
   /** A logarithmic y axis (values at or below 0 are left out). */
   logY?: boolean;
 }) {
@@ -87,7 +90,7 @@ export function LineChart({
       title,
       width: Math.max(element.clientWidth, 300),
       height,
-      scales: { x: { time: false }, ...(logY ? { y: { distr: 3 } } : {}) },
+      scales: { x: { time: xTime }, ...(logY ? { y: { distr: 3 } } : {}) },
       axes: [{ label: xLabel }, {}],
       series: [
         { label: xLabel },
@@ -112,7 +115,7 @@ export function LineChart({
     };
     // Rebuilt only when the set of series changes; new points go through setData below.
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [shape, title, height, logY, xLabel]);
+  }, [shape, title, height, logY, xLabel, xTime]);
 
   useEffect(() => {
     plot.current?.setData(shown(series, logY));

@@ -1,6 +1,7 @@
 // An experiment's learning curves: one chart per metric asked (`metric=GROUP/NAME`, repeated in
-// the URL; none: the searcher's), each a line per trial, with a log scale (`log=1`) and smoothing
-// (`smooth=0.6`) shared by all of them.
+// the URL; none: the searcher's), each a line per trial, with a log scale (`log=1`), smoothing
+// (`smooth=0.6`) and the x-axis (`x=time`: when each point was reported; else batches) shared by
+// all of them.
 import { useQuery } from "@tanstack/react-query";
 import { useMemo } from "react";
 import { useSearchParams } from "react-router-dom";
@@ -17,6 +18,7 @@ export function Curves({ experimentId, trialIds }: { experimentId: number; trial
   // The first chart is the searcher's metric until one is chosen ("" asks for the default).
   const charts = asked.length ? asked.slice(0, MAX_CHARTS) : [""];
   const logY = params.get("log") === "1";
+  const byTime = params.get("x") === "time";
   const smoothing = Math.min(0.99, Math.max(0, Number(params.get("smooth") ?? 0) || 0));
   const setParam = (key: string, value: string | null) => {
     const next = new URLSearchParams(params);
@@ -32,6 +34,13 @@ export function Curves({ experimentId, trialIds }: { experimentId: number; trial
   };
   return (
     <div>
+      <label>
+        X-axis{" "}
+        <select value={byTime ? "time" : "batches"} onChange={(e) => setParam("x", e.target.value === "time" ? "time" : null)}>
+          <option value="batches">batches</option>
+          <option value="time">time reported</option>
+        </select>
+      </label>{" "}
       <label className="check">
         <input type="checkbox" checked={logY} onChange={(e) => setParam("log", e.target.checked ? "1" : null)} />
         Log scale
@@ -57,6 +66,7 @@ export function Curves({ experimentId, trialIds }: { experimentId: number; trial
           asked={metric}
           place={i}
           logY={logY}
+          byTime={byTime}
           smoothing={smoothing}
           onChoose={(chosen, others) => {
             const now = charts.map((c, k) => (k === i ? chosen : c));
@@ -73,13 +83,14 @@ export function Curves({ experimentId, trialIds }: { experimentId: number; trial
 
 /** One metric's chart: its own choice of metric, every trial's line. */
 function MetricCurves({
-  experimentId, trialIds, asked, place, logY, smoothing, onChoose, onRemove, canAdd,
+  experimentId, trialIds, asked, place, logY, byTime, smoothing, onChoose, onRemove, canAdd,
 }: {
   experimentId: number;
   trialIds: number[];
   asked: string;
   place: number;
   logY: boolean;
+  byTime: boolean;
   smoothing: number;
   /** Chart `chosen` here; with `added`, also chart `added` after the last. */
   onChoose: (chosen: string, added?: string) => void;
@@ -89,9 +100,12 @@ function MetricCurves({
   const [group, metric] = asked ? splitChoice(asked) : [undefined, undefined];
   const ids = trialIds.join(",");
   const curves = useQuery({
-    queryKey: ["curves", experimentId, ids, asked],
+    queryKey: ["curves", experimentId, ids, asked, byTime],
     queryFn: () => ok(api.GET("/api/v1/experiments/{experiment_id}/metrics", {
-      params: { path: { experiment_id: experimentId }, query: { trial_ids: ids, group, metric } },
+      params: {
+        path: { experiment_id: experimentId },
+        query: { trial_ids: ids, group, metric, times: byTime || undefined },
+      },
     })),
     enabled: trialIds.length > 0,
     placeholderData: (previous) => previous,
@@ -101,11 +115,14 @@ function MetricCurves({
   const choices = data ? (data.names.includes(chosen) || !asked ? data.names : [...data.names, chosen]) : [];
   const next = choices.find((c) => c !== chosen);
   const series: Series[] = useMemo(
-    () => (data?.series ?? []).map((s) => ({
-      label: `trial ${s.trial_id}`,
-      points: smooth(s.steps.map((step, i) => [step, s.values[i]] as [number, number]), smoothing),
-    })),
-    [data, smoothing],
+    () => (data?.series ?? []).map((s) => {
+      const xs = byTime && s.times ? s.times : s.steps;
+      return {
+        label: `trial ${s.trial_id}`,
+        points: smooth(xs.map((x, i) => [x, s.values[i]] as [number, number]), smoothing),
+      };
+    }),
+    [data, smoothing, byTime],
   );
   const name = place === 0 ? "Metric" : `Metric ${place + 1}`;
   return (
@@ -124,7 +141,9 @@ function MetricCurves({
       {data && asked && data.names.length > 0 && !data.names.includes(chosen) && (
         <p className="muted">These trials reported no metric “{asked}”: choose one above.</p>
       )}
-      {data && data.names.length > 0 ? <LineChart title={chosen} series={series} logY={logY} /> : data ? <p className="muted">No metrics reported yet.</p> : null}
+      {data && data.names.length > 0
+        ? <LineChart title={chosen} series={series} logY={logY} xTime={byTime} xLabel={byTime ? "time reported" : "batches"} />
+        : data ? <p className="muted">No metrics reported yet.</p> : null}
     </div>
   );
 }

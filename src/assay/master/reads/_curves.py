@@ -36,26 +36,33 @@ def series_of(
     group: str,
     metric: str,
     most: int,
+    *,
+    times: bool = False,
 ) -> rest.MetricSeriesList:
     """The curves of ``metric`` of ``trial_ids`` from ``rows`` (trial id, steps, values of
-    ``group``, by trial and step); a non-numeric or non-finite value is left out."""
-    points: dict[int, tuple[list[int], list[float]]] = {}
-    for trial_id, steps, values in rows:
+    ``group``, report time, by trial and step); a non-numeric or non-finite value is left out.
+    With ``times``, each point's report time too."""
+    points: dict[int, tuple[list[int], list[float], list[float]]] = {}
+    for trial_id, steps, values, at in rows:
         value = values.get(metric)
         if not isinstance(value, int | float) or isinstance(value, bool):
             continue
         if not math.isfinite(value):
             continue
-        xs, ys = points.setdefault(trial_id, ([], []))
+        xs, ys, ts = points.setdefault(trial_id, ([], [], []))
         xs.append(steps)
         ys.append(float(value))
+        ts.append(float(at))
     out = []
     for trial_id in trial_ids:
-        xs, ys = points.get(trial_id, ([], []))
+        xs, ys, ts = points.get(trial_id, ([], [], []))
         keep = downsample(len(xs), most)
         out.append(
             rest.MetricSeries(
-                trial_id=trial_id, steps=[xs[i] for i in keep], values=[ys[i] for i in keep]
+                trial_id=trial_id,
+                steps=[xs[i] for i in keep],
+                values=[ys[i] for i in keep],
+                times=[ts[i] for i in keep] if times else None,
             )
         )
     return rest.MetricSeriesList(

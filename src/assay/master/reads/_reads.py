@@ -282,9 +282,11 @@ class Reads:
         group: str | None = None,
         metric: str | None = None,
         max_points: int = 1000,
+        times: bool = False,
     ) -> rest.MetricSeriesList:
         """One metric of ``trial_ids`` (trials of the experiment) by step, in one read: by
-        default the searcher's metric of the validation group."""
+        default the searcher's metric of the validation group; with ``times``, when each point
+        was reported too."""
 
         def read(session: Session) -> rest.MetricSeriesList:
             exp = experiments.require(session, experiment_id)
@@ -296,7 +298,9 @@ class Reads:
             reported = metrics.names(session, trial_ids)
             shown_group, shown_metric = pick(reported, group, metric, default)
             rows = metrics.curves(session, trial_ids, shown_group)
-            return series_of(rows, reported, trial_ids, shown_group, shown_metric, max_points)
+            return series_of(
+                rows, reported, trial_ids, shown_group, shown_metric, max_points, times=times
+            )
 
         return await self.core.read(read)
 
