@@ -1,14 +1,18 @@
 // The Experiment page's analyses: searcher progress (an ASHA search's rungs), hyperparameter
-// importance, parallel coordinates and metric-vs-hyperparameter scatter.
+// importance, parallel coordinates, metric-vs-hyperparameter scatter and two hyperparameters
+// against each other.
 import { useQuery } from "@tanstack/react-query";
-import { useEffect, useMemo, useRef, useState, type MouseEvent, type ReactNode } from "react";
+import { useMemo, useRef, useState } from "react";
 import { useNavigate, useSearchParams } from "react-router-dom";
 import { api, ok, type Experiment, type Schemas, type Trial } from "../api/client";
-import { goodness, makeAxis, rankColour, searchedHparams, valueAt, type Axis } from "../analysis";
+import { makeAxis, rankColour, type Axis } from "../analysis";
 import { ErrorLine, Loading } from "../components/bits";
+import { CanvasPlot, type At } from "../components/CanvasPlot";
 import { idList } from "../params";
 import { hparam, num, percent } from "../format";
 import { History } from "./ExperimentHistory";
+import { PairPlot } from "./PairPlot";
+import { usePrepared, PAD } from "./prepared";
 import "./analysis.css";
 
 type Evaluator = Schemas["ImportanceEvaluator"];
@@ -17,11 +21,6 @@ const EVALUATORS: { value: Evaluator; label: string }[] = [
   { value: "fanova", label: "fANOVA" },
   { value: "mean_decrease_impurity", label: "Mean decrease impurity" },
 ];
-
-/** Trials whose metric the views plot: those with a searcher metric. */
-function withMetric(trials: Trial[]): (Trial & { best_validation: number })[] {
-  return trials.filter((t): t is Trial & { best_validation: number } => typeof t.best_validation === "number" && Number.isFinite(t.best_validation));
-}
 
 export function Analysis({ experiment, trials }: { experiment: Experiment; trials: Trial[] }) {
   // The trials ticked in the trials table ("Plot"), drawn over the others in the plots below.
@@ -58,6 +57,8 @@ export function Analysis({ experiment, trials }: { experiment: Experiment; trial
       <ParallelCoordinates experiment={experiment} trials={trials} selected={selected} />
       <h2>Metric vs hyperparameter</h2>
       <Scatter experiment={experiment} trials={trials} selected={selected} />
+      <h2>Two hyperparameters</h2>
+      <PairPlot experiment={experiment} trials={trials} selected={selected} />
     </>
   );
 }
@@ -166,105 +167,6 @@ function Importance({ experimentId, version }: { experimentId: number; version: 
   );
 }
 
-/** A canvas sized to its box (and the screen's pixel density), redrawn when either changes,
- * with HTML labels laid over it (text stays selectable and visible to tests and readers). */
-function CanvasPlot({
-  height, label, draw, overlay, onPoint, onPick, onDrag,
-}: {
-  height: number;
-  label: string;
-  draw: (ctx: CanvasRenderingContext2D, width: number, height: number) => void;
-  overlay: (width: number) => ReactNode;
-  /** The pointer moved to (x, y) in the plot's pixels (null: it left). */
-  onPoint?: (at: { x: number; y: number; width: number } | null) => void;
-  /** A click at (x, y). */
-  onPick?: (at: { x: number; y: number; width: number }) => void;
-  /** A drag with the mouse's button held: where it started, moved, and let go. */
-  onDrag?: (phase: "start" | "move" | "end", at: { x: number; y: number; width: number }) => void;
-}) {
-  const box = useRef<HTMLDivElement>(null);
-  const canvas = useRef<HTMLCanvasElement>(null);
-  const [width, setWidth] = useState(0);
-  useEffect(() => {
-    const element = box.current;
-    if (!element) return;
-    setWidth(element.clientWidth);
-    const resize = new ResizeObserver(() => setWidth(element.clientWidth));
-    resize.observe(element);
-    return () => resize.disconnect();
-  }, []);
-  useEffect(() => {
-    const c = canvas.current;
-    if (!c || width <= 0) return;
-    const ratio = window.devicePixelRatio || 1;
-    c.width = Math.round(width * ratio);
-    c.height = Math.round(height * ratio);
-    const ctx = c.getContext("2d");
-    if (!ctx) return;
-    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
-    ctx.clearRect(0, 0, width, height);
-    draw(ctx, width, height);
-  }, [width, height, draw]);
-  return (
-    <div
-      className="plot"
-      ref={box}
-      style={{ height }}
-      onMouseMove={(e) => {
-        onPoint?.(pointer(e, width));
-        if (onDrag && e.buttons === 1) onDrag("move", pointer(e, width));
-      }}
-      onMouseLeave={onPoint && (() => onPoint(null))}
-      onClick={onPick && ((e) => onPick(pointer(e, width)))}
-      onMouseDown={onDrag && ((e) => { if (e.button === 0) { e.preventDefault(); onDrag("start", pointer(e, width)); } })}
-      onMouseUp={onDrag && ((e) => onDrag("end", pointer(e, width)))}
-    >
-      <canvas ref={canvas} role="img" aria-label={label} style={{ width: "100%", height }} />
-      {width > 0 && overlay(width)}
-    </div>
-  );
-}
-
-/** Where a mouse event is in the plot's own pixels. */
-function pointer(e: MouseEvent<HTMLDivElement>, width: number): { x: number; y: number; width: number } {
-  const box = e.currentTarget.getBoundingClientRect();
-  return { x: e.clientX - box.left, y: e.clientY - box.top, width };
-}
-
-const PAD = { top: 34, bottom: 22, side: 70 };
-
-interface Prepared {
-  axes: Axis[];
-  rows: { id: number; values: unknown[]; metric: number }[];
-  colours: string[];
-  /** Rows' indices, worst metric first: drawn in this order, the best end up on top. */
-  worstFirst: number[];
-}
-
-/** The axes (searched hyperparameters, then the metric) and each plotted trial's values. */
-function usePrepared(experiment: Experiment, trials: Trial[]): Prepared {
-  return useMemo(() => {
-    const space = (experiment.config as Record<string, unknown>)?.hyperparameters;
-    const searched = searchedHparams(space);
-    const plotted = withMetric(trials);
-    const axes = searched.map((s) =>
-      makeAxis(s.name, plotted.map((t) => valueAt(t.hparams, s.name)), {
-        log: s.type === "log" || s.type === "lognormal",
-        order: s.order,
-      }),
-    );
-    const metrics = plotted.map((t) => t.best_validation);
-    axes.push(makeAxis(experiment.searcher.metric ?? "metric", metrics));
-    const good = goodness(metrics, experiment.searcher.smaller_is_better);
-    return {
-      axes,
-      rows: plotted.map((t) => ({ id: t.id, values: [...searched.map((s) => valueAt(t.hparams, s.name)), t.best_validation], metric: t.best_validation })),
-      colours: good.map((g) => rankColour(g, plotted.length > 500 ? 0.35 : 0.75)),
-      worstFirst: good.map((_, i) => i).sort((a, b) => good[b] - good[a]),
-    };
-  }, [experiment, trials]);
-}
-
 /** Ranges brushed on the parallel coordinates' axes: axis index to [low, high], in the axis's
  * own 0-1 positions. */
 type Brushes = Record<number, [number, number]>;
@@ -293,7 +195,7 @@ function ParallelCoordinates({ experiment, trials, selected }: { experiment: Exp
     [axes, rows, brushes],
   );
   // Dragging along an axis brushes a range of it; a click on an axis (no range) clears its own.
-  const onDrag = (phase: "start" | "move" | "end", at: { x: number; y: number; width: number }) => {
+  const onDrag = (phase: "start" | "move" | "end", at: At) => {
     if (phase === "start") {
       const axis = axes.findIndex((_, i) => Math.abs(at.x - xOf(i, at.width)) <= 14);
       drag.current = axis < 0 ? null : { axis, from: positionAt(at.y) };
@@ -441,7 +343,7 @@ function Scatter({ experiment, trials, selected }: { experiment: Experiment; tri
     [xAxis, yAxis, rows, colours, index, selected],
   );
   /** The trial whose point is nearest (x, y), within 8 pixels. */
-  const nearest = (at: { x: number; y: number; width: number }) => {
+  const nearest = (at: At) => {
     let best: { row: number; x: number; y: number } | null = null;
     let bestDistance = 64;
     rows.forEach((r, i) => {

@@ -1,0 +1,71 @@
+// A canvas plot sized to its box (and the screen's pixel density), with HTML laid over it, and
+// the pointer's moves, clicks and drags in its own pixels.
+import { useEffect, useRef, useState, type MouseEvent, type ReactNode } from "react";
+
+export type At = { x: number; y: number; width: number };
+
+/** A canvas sized to its box (and the screen's pixel density), redrawn when either changes,
+ * with HTML labels laid over it (text stays selectable and visible to tests and readers). */
+export function CanvasPlot({
+  height, label, draw, overlay, onPoint, onPick, onDrag,
+}: {
+  height: number;
+  label: string;
+  draw: (ctx: CanvasRenderingContext2D, width: number, height: number) => void;
+  overlay: (width: number) => ReactNode;
+  /** The pointer moved to (x, y) in the plot's pixels (null: it left). */
+  onPoint?: (at: At | null) => void;
+  /** A click at (x, y). */
+  onPick?: (at: At) => void;
+  /** A drag with the mouse's button held: where it started, moved, and let go. */
+  onDrag?: (phase: "start" | "move" | "end", at: At) => void;
+}) {
+  const box = useRef<HTMLDivElement>(null);
+  const canvas = useRef<HTMLCanvasElement>(null);
+  const [width, setWidth] = useState(0);
+  useEffect(() => {
+    const element = box.current;
+    if (!element) return;
+    setWidth(element.clientWidth);
+    const resize = new ResizeObserver(() => setWidth(element.clientWidth));
+    resize.observe(element);
+    return () => resize.disconnect();
+  }, []);
+  useEffect(() => {
+    const c = canvas.current;
+    if (!c || width <= 0) return;
+    const ratio = window.devicePixelRatio || 1;
+    c.width = Math.round(width * ratio);
+    c.height = Math.round(height * ratio);
+    const ctx = c.getContext("2d");
+    if (!ctx) return;
+    ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    draw(ctx, width, height);
+  }, [width, height, draw]);
+  return (
+    <div
+      className="plot"
+      ref={box}
+      style={{ height }}
+      onMouseMove={(e) => {
+        onPoint?.(pointer(e, width));
+        if (onDrag && e.buttons === 1) onDrag("move", pointer(e, width));
+      }}
+      onMouseLeave={onPoint && (() => onPoint(null))}
+      onClick={onPick && ((e) => onPick(pointer(e, width)))}
+      onMouseDown={onDrag && ((e) => { if (e.button === 0) { e.preventDefault(); onDrag("start", pointer(e, width)); } })}
+      onMouseUp={onDrag && ((e) => onDrag("end", pointer(e, width)))}
+    >
+      <canvas ref={canvas} role="img" aria-label={label} style={{ width: "100%", height }} />
+      {width > 0 && overlay(width)}
+    </div>
+  );
+}
+
+/** Where a mouse event is in the plot's own pixels. */
+function pointer(e: MouseEvent<HTMLDivElement>, width: number): At {
+  const box = e.currentTarget.getBoundingClientRect();
+  return { x: e.clientX - box.left, y: e.clientY - box.top, width };
+}
+
