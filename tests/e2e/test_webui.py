@@ -506,7 +506,8 @@ def test_the_experiment_page_shows_the_rungs_importance_and_hyperparameter_plots
     pair = f"{searched[1]} against {searched[0]} for 4 trials, coloured by loss"
     page.get_by_role("img", name=pair).wait_for()
     page.get_by_role("combobox", name="hyperparameter up").select_option(searched[2])
-    page.get_by_role("img", name=f"{searched[2]} against {searched[0]} for 4 trials, coloured by loss").wait_for()
+    moved = f"{searched[2]} against {searched[0]} for 4 trials, coloured by loss"
+    page.get_by_role("img", name=moved).wait_for()
     assert f"py={searched[2]}" in page.url
     shot(page, "experiment-analysis")
 
