@@ -53,8 +53,13 @@ EXAMPLES = marked_examples()
 
 
 def test_the_docs_mark_examples_to_run() -> None:
-    # A mark misplaced (not right above a bash or sh fence) would silently run nothing.
-    marks = sum(page.read_text(encoding="utf-8").count(MARK) for page in PAGES)
+    # A mark misplaced (not right above a bash or sh fence) would silently run nothing. A mark
+    # is a line of its own (the README names it in a sentence too).
+    marks = sum(
+        line.strip() == MARK
+        for page in PAGES
+        for line in page.read_text(encoding="utf-8").splitlines()
+    )
     assert marks == len(EXAMPLES) >= 3, [e.where for e in EXAMPLES]
 
 
