@@ -151,6 +151,8 @@ taskRoles:
     instances: 1
     dockerImage: image
     resourcePerInstance: {cpu: 1, memoryMB: 128, gpu: 0}
+    # The workers' successes end the job, not the ps's (which would end it first).
+    completion: {minSucceededInstances: -1}
     commands:
       - echo ps says hi
   worker:
@@ -169,7 +171,7 @@ def test_a_jobs_log_shows_one_role_one_instance_or_one_stream(cluster: Cluster, 
     page.goto(f"{cluster.url}/tasks/{task.id}")
     logs = page.get_by_label("logs", exact=True)
     expect(logs).to_contain_text("[ps/0] ps says hi")
-    instance = page.get_by_label("Instance")
+    instance = page.get_by_role("combobox", name="log instance")
     # A role of several instances: all of them, then each one.
     instance.select_option("worker")
     page.wait_for_url(re.compile(r"inst=worker"))
@@ -178,7 +180,7 @@ def test_a_jobs_log_shows_one_role_one_instance_or_one_stream(cluster: Cluster, 
     instance.select_option("worker/1")
     expect(logs).not_to_contain_text("worker 0")
     expect(logs).to_contain_text("[worker/1] worker 1 complains")
-    page.get_by_label("Stream").select_option("stdout")
+    page.get_by_role("combobox", name="log stream").select_option("stdout")
     expect(logs).to_have_text("[worker/1] worker 1 says hi")
     # The filters are the URL's: a reload keeps them.
     page.reload()
@@ -195,7 +197,7 @@ def test_a_job_is_resubmitted_from_its_page_under_the_next_free_name(
     dialog = page.get_by_role("dialog", name=f"Resubmit job {task.id}")
     dialog.get_by_role("button", name="Resubmit").click()
     # The new job's own page, where it runs as the first did.
-    page.wait_for_url(re.compile(r"/tasks/(\d+)$"))
+    page.wait_for_url(re.compile(rf"/tasks/(?!{task.id}$)\d+$"))
     new_id = int(page.url.rsplit("/", 1)[1])
     assert new_id != task.id
     page.get_by_role("heading").get_by_text("again-job-2").wait_for()

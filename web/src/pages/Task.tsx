@@ -215,7 +215,7 @@ function TaskLogs({ taskId, instances, onEnd }: { taskId: number; instances: str
         <>
           <label>
             Instance{" "}
-            <select value={inst} onChange={(e) => setParam("inst", e.target.value)}>
+            <select aria-label="log instance" value={inst} onChange={(e) => setParam("inst", e.target.value)}>
               <option value="">all</option>
               {/* A role with several instances: all of them, then each. */}
               {roles.map((role) => {
@@ -235,7 +235,7 @@ function TaskLogs({ taskId, instances, onEnd }: { taskId: number; instances: str
           </label>
           <label>
             Stream{" "}
-            <select value={stream} onChange={(e) => setParam("stream", e.target.value)}>
+            <select aria-label="log stream" value={stream} onChange={(e) => setParam("stream", e.target.value)}>
               <option value="">both</option>
               <option value="stdout">stdout</option>
               <option value="stderr">stderr</option>
