@@ -23,7 +23,12 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev,examples]'
-	touch $@ $(VENV)/.installed
+	touch $@ $(VENV)/.installed $(VENV)/.installed-docs
+
+# What the docs site needs, without the test suite's frameworks (torch, TensorFlow...).
+$(VENV)/.installed-docs: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[docs]'
+	touch $@
 
 install: $(VENV)/.installed
 
@@ -79,7 +84,7 @@ images: dist
 
 ## make docs: the documentation site (MkDocs, Material theme) in site/; a broken link fails it.
 # Never --quiet: it drops the warnings --strict counts (a link to a missing anchor is one).
-docs: install-dev
+docs: $(VENV)/.installed-docs
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 ## make run: install, build the UI, start a single-machine cluster, run the digits example.
