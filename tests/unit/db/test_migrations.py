@@ -57,6 +57,20 @@ FIRST_SCHEMA_ROWS: dict[str, dict[str, object]] = {
 """One row per table as the first schema wrote them."""
 
 
+def running_task(kind: str) -> dict[str, dict[str, object]]:
+    """A running task of ``kind`` with its one instance, as schemas from 0018 on wrote them."""
+    task = dict(
+        id=1, job_id="j", kind=kind, name="n", owner="u", state="RUNNING", spec="{}",
+        secrets="{}", attempt=1, retrying=False, stop_requested=False, message="", created_at=0,
+    )  # fmt: skip
+    instance = dict(
+        id=1, task_id=1, role="main", index=0, state="RUNNING", retries=0, runs=1, live=True,
+        started=True, kill_requested=False, host="h", slots="[]", ports="{}", cpu=0,
+        memory_mb=0, message="", allocation_id="task-1.main.0.1", started_at=3.0,
+    )  # fmt: skip
+    return {"tasks": task, "task_instances": instance}
+
+
 def insert(url: str, rows: dict[str, dict[str, object]]) -> None:
     engine = sa.create_engine(url)
     with engine.begin() as conn:
@@ -152,16 +166,7 @@ def test_an_sqlite_too_old_for_returning_is_refused_with_what_to_do(
 
 def test_upgrade_records_the_owner_of_every_allocation_from_before(db_url: str) -> None:
     command.upgrade(alembic_config(db_url), "0018")
-    task = dict(
-        id=1, job_id="j", kind="job", name="n", owner="u", state="RUNNING", spec="{}",
-        secrets="{}", attempt=1, retrying=False, stop_requested=False, message="", created_at=0,
-    )  # fmt: skip
-    instance = dict(
-        id=1, task_id=1, role="main", index=0, state="RUNNING", retries=0, runs=1, live=True,
-        started=True, kill_requested=False, host="", slots="[]", ports="{}", cpu=0,
-        memory_mb=0, message="", allocation_id="task-1.main.0.1", started_at=3.0,
-    )  # fmt: skip
-    insert(db_url, {**FIRST_SCHEMA_ROWS, "tasks": task, "task_instances": instance})
+    insert(db_url, {**FIRST_SCHEMA_ROWS, **running_task("job")})
     db = Database(db_url)
     with db.session() as session:
         assert owners.kind_of(session, "1.1") == "trial"
@@ -196,16 +201,7 @@ def test_upgrade_gives_a_task_run_from_before_no_token_and_a_downgrade_drops_the
     db_url: str,
 ) -> None:
     command.upgrade(alembic_config(db_url), "0020")
-    task = dict(
-        id=1, job_id="j", kind="notebook", name="n", owner="u", state="RUNNING", spec="{}",
-        secrets="{}", attempt=1, retrying=False, stop_requested=False, message="", created_at=0,
-    )  # fmt: skip
-    instance = dict(
-        id=1, task_id=1, role="main", index=0, state="RUNNING", retries=0, runs=1, live=True,
-        started=True, kill_requested=False, host="h", slots="[]", ports="{}", cpu=0,
-        memory_mb=0, message="", allocation_id="task-1.main.0.1", started_at=3.0,
-    )  # fmt: skip
-    insert(db_url, {**FIRST_SCHEMA_ROWS, "tasks": task, "task_instances": instance})
+    insert(db_url, {**FIRST_SCHEMA_ROWS, **running_task("notebook")})
     db = Database(db_url)
     with db.session() as session:
         (inst,) = tasks.instances(session, 1)

@@ -1,6 +1,7 @@
 // A canvas plot sized to its box (and the screen's pixel density), with HTML laid over it, and
 // the pointer's moves, clicks and drags in its own pixels.
 import { useEffect, useRef, useState, type MouseEvent, type ReactNode } from "react";
+import type { Axis } from "../analysis";
 
 export type At = { x: number; y: number; width: number };
 
@@ -69,3 +70,54 @@ function pointer(e: MouseEvent<HTMLDivElement>, width: number): At {
   return { x: e.clientX - box.left, y: e.clientY - box.top, width };
 }
 
+
+/** A point drawn at (x, y) for row `row` of a plot. */
+export type Hit = { row: number; x: number; y: number };
+
+/** The row whose point (`places[row]`, null: not drawn) is nearest `at`, within `radius` pixels. */
+export function nearestPoint(places: ({ x: number; y: number } | null)[], at: At, radius: number): Hit | null {
+  let best: Hit | null = null;
+  let bestDistance = radius * radius;
+  places.forEach((p, row) => {
+    if (!p) return;
+    const d = (p.x - at.x) ** 2 + (p.y - at.y) ** 2;
+    if (d < bestDistance) {
+      bestDistance = d;
+      best = { row, x: p.x, y: p.y };
+    }
+  });
+  return best;
+}
+
+/** An x-y plot's axis names and ticks, laid over its canvas, and a tooltip by the hovered point. */
+export function XYOverlay({
+  width, height, left, x, y, xOf, yOf, tip,
+}: {
+  width: number;
+  height: number;
+  /** Where the y axis stands, in pixels from the left. */
+  left: number;
+  x: Axis;
+  y: Axis;
+  xOf: (p: number, width: number) => number;
+  yOf: (p: number) => number;
+  tip: { at: Hit; text: string } | null;
+}) {
+  return (
+    <>
+      <span className="sc-axis-name" style={{ left: xOf(0.5, width), top: height - 16 }}>{x.name}{x.kind === "log" ? " (log)" : ""}</span>
+      <span className="sc-axis-name y" style={{ left: 4, top: 4 }}>{y.name}{y.kind === "log" ? " (log)" : ""}</span>
+      {x.ticks.map((t, k) => (
+        <span key={`x${k}`} className="sc-tick x" style={{ left: xOf(t.at, width), top: yOf(0) + 2 }}>{t.label}</span>
+      ))}
+      {y.ticks.map((t, k) => (
+        <span key={`y${k}`} className="sc-tick y" style={{ left: left - 6, top: yOf(t.at) - 7 }}>{t.label}</span>
+      ))}
+      {tip && (
+        <span className="sc-tip" role="tooltip" style={{ left: tip.at.x + 8, top: tip.at.y - 30 }}>
+          {tip.text}
+        </span>
+      )}
+    </>
+  );
+}

@@ -7,7 +7,7 @@ import { useNavigate, useSearchParams } from "react-router-dom";
 import { api, ok, type Experiment, type Schemas, type Trial } from "../api/client";
 import { makeAxis, rankColour, type Axis } from "../analysis";
 import { ErrorLine, Loading } from "../components/bits";
-import { CanvasPlot, type At } from "../components/CanvasPlot";
+import { CanvasPlot, nearestPoint, XYOverlay, type At } from "../components/CanvasPlot";
 import { idList } from "../params";
 import { hparam, num, percent } from "../format";
 import { History } from "./ExperimentHistory";
@@ -343,19 +343,16 @@ function Scatter({ experiment, trials, selected }: { experiment: Experiment; tri
     [xAxis, yAxis, rows, colours, index, selected],
   );
   /** The trial whose point is nearest (x, y), within 8 pixels. */
-  const nearest = (at: At) => {
-    let best: { row: number; x: number; y: number } | null = null;
-    let bestDistance = 64;
-    rows.forEach((r, i) => {
-      const px = xAxis?.position(r.values[index]);
-      const py = yAxis.position(r.metric);
-      if (px == null || py == null) return;
-      const x = xOf(px, at.width), y = yOf(py);
-      const d = (x - at.x) ** 2 + (y - at.y) ** 2;
-      if (d < bestDistance) { bestDistance = d; best = { row: i, x, y }; }
-    });
-    return best as { row: number; x: number; y: number } | null;
-  };
+  const nearest = (at: At) =>
+    nearestPoint(
+      rows.map((r) => {
+        const px = xAxis?.position(r.values[index]);
+        const py = yAxis.position(r.metric);
+        return px == null || py == null ? null : { x: xOf(px, at.width), y: yOf(py) };
+      }),
+      at,
+      8,
+    );
   if (!names.length) return <p className="muted">No hyperparameter is searched.</p>;
   if (rows.length === 0) return <p className="muted">No trial has reported the searcher metric yet.</p>;
   const shown = hover ? rows[hover.row] : null;
@@ -394,21 +391,13 @@ function Scatter({ experiment, trials, selected }: { experiment: Experiment; tri
         label={`${yAxis.name} against ${chosen} for ${rows.length} trials`}
         draw={draw}
         overlay={(width) => (
-          <>
-            <span className="sc-axis-name" style={{ left: xOf(0.5, width), top: height - 16 }}>{chosen}{xAxis.kind === "log" ? " (log)" : ""}</span>
-            <span className="sc-axis-name y" style={{ left: 4, top: 4 }}>{yAxis.name}{yAxis.kind === "log" ? " (log)" : ""}</span>
-            {xAxis.ticks.map((t, k) => (
-              <span key={`x${k}`} className="sc-tick x" style={{ left: xOf(t.at, width), top: yOf(0) + 2 }}>{t.label}</span>
-            ))}
-            {yAxis.ticks.map((t, k) => (
-              <span key={`y${k}`} className="sc-tick y" style={{ left: left - 6, top: yOf(t.at) - 7 }}>{t.label}</span>
-            ))}
-            {hover && shown && (
-              <span className="sc-tip" role="tooltip" style={{ left: hover.x + 8, top: hover.y - 30 }}>
-                trial {shown.id}: {chosen} {hparam(shown.values[index])}, {yAxis.name} {num(shown.metric)}
-              </span>
-            )}
-          </>
+          <XYOverlay
+            width={width} height={height} left={left} x={xAxis} y={yAxis} xOf={xOf} yOf={yOf}
+            tip={hover && shown && {
+              at: hover,
+              text: `trial ${shown.id}: ${chosen} ${hparam(shown.values[index])}, ${yAxis.name} ${num(shown.metric)}`,
+            }}
+          />
         )}
         onPoint={(at) => setHover(at && nearest(at))}
         onPick={(at) => {

@@ -4,7 +4,7 @@
 import { useMemo, useState } from "react";
 import { useNavigate, useSearchParams } from "react-router-dom";
 import type { Experiment, Trial } from "../api/client";
-import { CanvasPlot, type At } from "../components/CanvasPlot";
+import { CanvasPlot, nearestPoint, XYOverlay, type At } from "../components/CanvasPlot";
 import { hparam, num } from "../format";
 import { usePrepared } from "./prepared";
 
@@ -63,17 +63,7 @@ export function PairPlot({ experiment, trials, selected }: { experiment: Experim
   );
   if (names.length < 2) return <p className="muted">Two searched hyperparameters are needed for this plot.</p>;
   if (rows.length === 0) return <p className="muted">No trial has reported the searcher metric yet.</p>;
-  const nearest = (at: At) => {
-    let best: { row: number; x: number; y: number } | null = null;
-    let bestDistance = 81;
-    rows.forEach((_, r) => {
-      const p = place(r, at.width);
-      if (!p) return;
-      const d = (p.x - at.x) ** 2 + (p.y - at.y) ** 2;
-      if (d < bestDistance) { bestDistance = d; best = { row: r, ...p }; }
-    });
-    return best as { row: number; x: number; y: number } | null;
-  };
+  const nearest = (at: At) => nearestPoint(rows.map((_, r) => place(r, at.width)), at, 9);
   const choose = (key: string, value: string) => {
     const next = new URLSearchParams(params);
     next.set(key, value);
@@ -99,21 +89,13 @@ export function PairPlot({ experiment, trials, selected }: { experiment: Experim
         label={`${yName} against ${xName} for ${rows.length} trials, coloured by ${metric.name}`}
         draw={draw}
         overlay={(width) => (
-          <>
-            <span className="sc-axis-name" style={{ left: xOf(0.5, width), top: HEIGHT - 16 }}>{xName}{axes[xi].kind === "log" ? " (log)" : ""}</span>
-            <span className="sc-axis-name y" style={{ left: 4, top: 0 }}>{yName}{axes[yi].kind === "log" ? " (log)" : ""}</span>
-            {axes[xi].ticks.map((t, k) => (
-              <span key={`x${k}`} className="sc-tick x" style={{ left: xOf(t.at, width), top: yOf(0) + 2 }}>{t.label}</span>
-            ))}
-            {axes[yi].ticks.map((t, k) => (
-              <span key={`y${k}`} className="sc-tick y" style={{ left: BOX.left - 6, top: yOf(t.at) - 7 }}>{t.label}</span>
-            ))}
-            {hover && shown && (
-              <span className="sc-tip" role="tooltip" style={{ left: hover.x + 8, top: hover.y - 30 }}>
-                trial {shown.id}: {xName} {hparam(shown.values[xi])}, {yName} {hparam(shown.values[yi])}, {metric.name} {num(shown.metric)}
-              </span>
-            )}
-          </>
+          <XYOverlay
+            width={width} height={HEIGHT} left={BOX.left} x={axes[xi]} y={axes[yi]} xOf={xOf} yOf={yOf}
+            tip={hover && shown && {
+              at: hover,
+              text: `trial ${shown.id}: ${xName} ${hparam(shown.values[xi])}, ${yName} ${hparam(shown.values[yi])}, ${metric.name} ${num(shown.metric)}`,
+            }}
+          />
         )}
         onPoint={(at) => setHover(at && nearest(at))}
         onPick={(at) => {
