@@ -1,13 +1,15 @@
 """A cluster's database backed up while it trains, and restored under a new master in a new home
-(on SQLite, and on PostgreSQL with pg_dump and pg_restore): the experiment goes on from its
-latest checkpoint to the end, with its metrics, users and tokens intact; and a start says what
-it would migrate before it does (``assay master --check-upgrade``)."""
+(on SQLite, and on PostgreSQL with pg_dump and pg_restore): its checkpoints moved with it and
+the old home gone, the experiment goes on from its latest checkpoint to the end, with its
+metrics, users and tokens intact; and a start says what it would migrate before it does
+(``assay master --check-upgrade``)."""
 
 from __future__ import annotations
 
 import contextlib
 import re
 import secrets
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -74,23 +76,23 @@ def _backup_and_restore(tmp_path: Path, first_db: str | None, second_db: str | N
     new = private_assay(tmp_path / "new")
     config = tmp_path / "exp.yaml"
     config.write_text(_config())
-    # The new master reaches the same checkpoint storage as the old one did: checkpoint files
-    # are not in the database.
+    # The old cluster keeps checkpoints in its default storage, its home's; the new one is told
+    # where they went (checkpoint files are not in the database).
+    old_home, home = tmp_path / "old" / "home", tmp_path / "new" / "home"
     master_yaml = tmp_path / "master.yaml"
-    storage = {"type": "shared_fs", "host_path": str(tmp_path / "storage")}
-    master_yaml.write_text(yaml.safe_dump({"checkpoint_storage": storage}))
+    moved = {str(old_home / "checkpoints"): str(home / "checkpoints")}
+    master_yaml.write_text(yaml.safe_dump({"moved_checkpoint_storage": moved}))
     backup = tmp_path / "saved"
     backup.mkdir()
     port = str(free_port())
     try:
-        up = old(
-            "up", "--port", port, "--slots", "1", "--config", str(master_yaml),
-            *(["--db", first_db] if first_db else []),
-        )  # fmt: skip
+        up = old("up", "--port", port, "--slots", "1", *(["--db", first_db] if first_db else []))
         assert up.returncode == 0, up.stderr
         created = old("experiment", "create", str(config), str(CONTEXTS / "counter"))
         assert created.returncode == 0, created.stderr
-        client = _admin(tmp_path / "old" / "home", port)
+        client = _admin(old_home, port)
+        storage = client.experiment(1).config["checkpoint_storage"]
+        assert storage["host_path"] == str(old_home / "checkpoints")
         made = old("user", "create", "ann", stdin="ann-secret-pw\n")
         assert made.returncode == 0, made.stderr
         wait_for(
@@ -119,15 +121,23 @@ def _backup_and_restore(tmp_path: Path, first_db: str | None, second_db: str | N
     assert restored.returncode == 0, restored.stderr
     check = new("master", "--check-upgrade", *target)
     assert check.returncode == 0 and "a start migrates nothing" in check.stdout, check
-    # The restored cluster's users are the old one's: its admin password goes with it.
-    home = tmp_path / "new" / "home"
+    # The restored cluster's users are the old one's: its admin password goes with it. Its
+    # checkpoints move to the new home, and the old home is gone, as on another machine.
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    (home / "admin-password").write_text((tmp_path / "old" / "home" / "admin-password").read_text())
+    (home / "admin-password").write_text((old_home / "admin-password").read_text())
+    shutil.move(old_home / "checkpoints", home / "checkpoints")
+    shutil.rmtree(old_home)
     port = str(free_port())
     try:
         up = new("up", "--port", port, "--slots", "1", "--config", str(master_yaml), *target)
         assert up.returncode == 0, up.stderr
         client = _admin(home, port)
+        # A checkpoint from before the move is the new master's to serve (asked at once: the
+        # experiment's end may collect it).
+        saved_before = [c for c in client.experiment_checkpoints(1) if c.state == "ACTIVE"]
+        first = min(saved_before, key=lambda c: c.steps_completed)
+        got = new("checkpoint", "download", first.uuid, "-o", str(tmp_path / "got"))
+        assert got.returncode == 0, got.stderr
         wait_for(
             "the restored experiment to complete",
             lambda: client.experiment(1).state == "COMPLETED",
@@ -135,6 +145,8 @@ def _backup_and_restore(tmp_path: Path, first_db: str | None, second_db: str | N
         )
         (trial,) = client.trials(1)
         assert trial.steps_completed == LENGTH and trial.restarts == 0
+        config = client.experiment(1).config
+        assert config["checkpoint_storage"]["host_path"] == str(home / "checkpoints")
         logs = new("trial", "logs", str(trial.id)).stdout
         starts = [int(s) for s in re.findall(r"started at step (\d+) run", logs)]
         # Run 1 began at 0; the restored master's run began at a checkpoint taken before the

@@ -359,6 +359,11 @@ class MasterConfig(ConfigModel):
     observability: ObservabilityConfig = ObservabilityConfig()
     allowed_checkpoint_storage: AllowedStorageConfig = AllowedStorageConfig()
     """Which checkpoint storage experiments may name (see :class:`AllowedStorageConfig`)."""
+    moved_checkpoint_storage: dict[AbsoluteDirectory, AbsoluteDirectory] = {}
+    """Checkpoint directories that moved, old path to new (after a restore into another home or
+    onto another machine): at each start, every experiment's and job's ``shared_fs`` storage
+    at an old path, or under it, is set to the new one, where its checkpoints are now. An entry
+    applied once changes nothing more, and may stay."""
 
     @classmethod
     def _cross_checks(cls, data: dict[str, Any]) -> list[Problem]:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, TextClause, and_, func, select, text
+from sqlalchemy import ColumnElement, String, TextClause, and_, cast, func, or_, select, text
 from sqlalchemy.orm import Session
 
 from assay.db._ids import next_id, record_deleted
@@ -300,3 +300,33 @@ def merge_resources(
     config = dict(exp.config)
     config["resources"] = {**config.get("resources", {}), **resources}
     exp.config = config
+
+
+def moved_host_path(path: object, moves: Mapping[str, str]) -> str | None:
+    """``path`` (a storage's ``host_path``) at its new place, where it is an old path of
+    ``moves`` or lies under one; None where it did not move."""
+    if not isinstance(path, str):
+        return None
+    for old, new in moves.items():
+        if path == old:
+            return new
+        if path.startswith(old.rstrip("/") + "/"):
+            return new.rstrip("/") + path[len(old.rstrip("/")) :]
+    return None
+
+
+def move_checkpoint_storage(session: Session, moves: Mapping[str, str]) -> list[int]:
+    """Experiments whose ``shared_fs`` checkpoint storage is at (or under) an old path of
+    ``moves`` keep it at the new one from now on; their ids."""
+    if not moves:
+        return []
+    # Only the rows that mention an old path are read (the config's text names it).
+    named = or_(*(cast(Experiment.config, String).contains(old) for old in moves))
+    moved = []
+    for exp in session.scalars(select(Experiment).where(named)):
+        storage = (exp.config or {}).get("checkpoint_storage")
+        new = moved_host_path((storage or {}).get("host_path"), moves)
+        if new is not None and isinstance(storage, dict):
+            exp.config = {**exp.config, "checkpoint_storage": {**storage, "host_path": new}}
+            moved.append(exp.id)
+    return moved

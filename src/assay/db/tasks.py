@@ -4,15 +4,16 @@ instances, and their log lines."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import String, cast, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from assay.db import logs
 from assay.db._models import Job, Task, TaskInstance, TaskLog
+from assay.db.experiments import moved_host_path
 from assay.errors import Conflict
 from assay.protocol import TERMINAL_TASK_STATES, LogEntry, TaskInstanceState, TaskState
 
@@ -387,3 +388,19 @@ def logs_after(
         escaped = allocation_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         stmt = stmt.where(TaskLog.allocation_id.like(escaped + "%", escape="\\"))
     return session.scalars(stmt).all()
+
+
+def move_checkpoint_storage(session: Session, moves: Mapping[str, str]) -> list[int]:
+    """Jobs whose ``shared_fs`` checkpoint storage (what their instances see, as trials do) is
+    at (or under) an old path of ``moves`` see the new one from now on; their ids."""
+    if not moves:
+        return []
+    named = or_(*(cast(Task.spec, String).contains(old) for old in moves))
+    moved = []
+    for task in session.scalars(select(Task).where(named)):
+        storage = (task.spec or {}).get("checkpoint_storage")
+        new = moved_host_path((storage or {}).get("host_path"), moves)
+        if new is not None and isinstance(storage, dict):
+            task.spec = {**task.spec, "checkpoint_storage": {**storage, "host_path": new}}
+            moved.append(task.id)
+    return moved

@@ -50,7 +50,9 @@ from assay.db import (
     backup_database,
     checkpoints,
     cluster,
+    experiments,
     sqlite_url,
+    tasks,
     upgrade_plan,
 )
 from assay.master.allocations import AgentGateway, Autoscaler, ClusterDrain, Loops, ResourcePools
@@ -199,11 +201,23 @@ class Master:
         core.started_at = core.clock()
         now = core.started_at
 
-        def init(session: Session) -> str:
-            agents.disconnect_all(session)
-            return cluster.identity(session, now)
+        moves = {str(k): str(v) for k, v in self.settings.moved_checkpoint_storage.items()}
 
-        core.cluster_id = await core.record(init)
+        def init(session: Session) -> tuple[str, list[int], list[int]]:
+            agents.disconnect_all(session)
+            # Before anything runs: a trial started now must find its checkpoints where they are.
+            moved = experiments.move_checkpoint_storage(session, moves)
+            moved_jobs = tasks.move_checkpoint_storage(session, moves)
+            return cluster.identity(session, now), moved, moved_jobs
+
+        core.cluster_id, moved, moved_jobs = await core.record(init)
+        if moved or moved_jobs:
+            log.warning(
+                "checkpoint storage moved (moved_checkpoint_storage): %d experiment(s) and %d "
+                "job(s) now keep their checkpoints at the new path",
+                len(moved),
+                len(moved_jobs),
+            )
         await self.agents.load_token(self.assay_home)
         made = await self.users.ensure_admin(self.admin_password)
         if made is not None:
