@@ -150,7 +150,7 @@ taskRoles:
   ps:
     instances: 1
     dockerImage: image
-    resourcePerInstance: {cpu: 1, memoryMB: 128, gpu: 0}
+    resourcePerInstance: {cpu: 0, memoryMB: 64, gpu: 0}
     # The workers' successes end the job, not the ps's (which would end it first).
     completion: {minSucceededInstances: -1}
     commands:
@@ -158,7 +158,7 @@ taskRoles:
   worker:
     instances: 2
     dockerImage: image
-    resourcePerInstance: {cpu: 1, memoryMB: 128, gpu: 0}
+    resourcePerInstance: {cpu: 0, memoryMB: 64, gpu: 0}
     commands:
       - echo worker $PAI_TASK_INDEX says hi
       - echo worker $PAI_TASK_INDEX complains >&2

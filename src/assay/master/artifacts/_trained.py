@@ -48,7 +48,7 @@ def trained(session: Session, rows: Sequence[Checkpoint]) -> list[TrainedCheckpo
     trial_ids = sorted({r.trial_id for r in rows})
     hparams = {t.id: dict(t.hparams or {}) for t in trials.as_stored(session, trial_ids)}
     validations: dict[tuple[int, int], dict[str, Any]] = {}
-    for trial_id, steps, values in metrics.curves(session, trial_ids, VALIDATION):
+    for trial_id, steps, values, _reported in metrics.curves(session, trial_ids, VALIDATION):
         validations[(trial_id, steps)] = dict(values or {})
     return [
         TrainedCheckpoint(
