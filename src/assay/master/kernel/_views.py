@@ -205,7 +205,9 @@ def trials_of(
 ) -> list[rest.Trial]:
     """``rows`` as answers show trials, their latest reports read in ``session`` at once."""
     ids = [t.id for t in rows]
-    latest, ran = metrics.latest(session, ids), allocations.ran_until(session, ids)
+    # Only a trial that has not ended shows ran_until: an ended experiment's list asks nothing.
+    ran = allocations.ran_until(session, [t.id for t in rows if t.ended_at is None])
+    latest = metrics.latest(session, ids)
     return [trial(t, latest.get(t.id), waiting, ran.get(t.id)) for t in rows]
 
 
