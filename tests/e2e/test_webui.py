@@ -599,6 +599,84 @@ def test_the_scatters_metric_goes_on_a_log_scale_when_asked(
         page.get_by_text("not every value is above zero").wait_for()
 
 
+def drag_box(page: Any, plot: Any, start: tuple[float, float], end: tuple[float, float]) -> None:
+    """Drag the mouse over ``plot`` from ``start`` to ``end``, each a share (0-1) of its width
+    and height from its top-left corner."""
+    plot.scroll_into_view_if_needed()  # the mouse acts on what is in the viewport
+    box = plot.bounding_box()
+    page.mouse.move(box["x"] + start[0] * box["width"], box["y"] + start[1] * box["height"])
+    page.mouse.down()
+    page.mouse.move(box["x"] + end[0] * box["width"], box["y"] + end[1] * box["height"], steps=5)
+    page.mouse.up()
+
+
+def test_a_box_dragged_over_the_scatter_keeps_its_trials_to_tick_in_the_table(
+    cluster: Cluster, analysed: int, page: Any
+) -> None:
+    page.goto(f"{cluster.url}/experiments/{analysed}?hp=x")
+    plot = page.get_by_role("img", name="loss against x for 4 trials")
+    plot.wait_for()
+    brushed = page.get_by_role("status", name="brushed trials")
+    drag_box(page, plot, (0.01, 0.01), (0.99, 0.99))  # past the axes' ends: every trial
+    expect(brushed).to_contain_text("4 of 4 trials in the box")
+    page.get_by_role("img", name="dragged box").wait_for()
+    assert re.search(rf"/experiments/{analysed}\?", page.url)  # a drag opens no trial
+    # The left half of x's axis (70 px in from the left, 20 from the right) keeps the trials
+    # whose x is in the lower half of the range drawn.
+    trials = cluster.client.trials(analysed)
+    xs = {t.id: t.hparams["x"] for t in trials}
+    lo, hi = min(xs.values()), max(xs.values())
+    width = plot.bounding_box()["width"]
+    middle = (70 + 0.5 * (width - 90)) / width
+    share = {i: (x - lo) / (hi - lo) for i, x in xs.items()}
+    if all(abs(v - 0.5) > 0.05 for v in share.values()):  # none on the edge the pixels draw
+        drag_box(page, plot, (0.01, 0.01), (middle, 0.99))
+        left = sorted(i for i, v in share.items() if v < 0.5)
+        expect(brushed).to_contain_text(f"{len(left)} of 4 trials in the box")
+        if left:
+            brushed.get_by_role("button", name="Tick them in the trials table").click()
+            page.wait_for_url(re.compile(r"trials=\d"))
+            for i in xs:
+                ticked = expect(page.get_by_role("checkbox", name=f"plot trial {i}"))
+                if i in left:
+                    ticked.to_be_checked()
+                else:
+                    ticked.not_to_be_checked()
+    brushed.get_by_role("button", name="Clear").click()
+    expect(brushed).to_have_count(0)
+
+
+# How many pixels of a canvas are drawn at all (any colour, not fully transparent).
+DRAWN_PIXELS = """el => {
+    const canvas = el.querySelector('canvas');
+    const d = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+    let n = 0;
+    for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
+    return n;
+}"""
+
+
+def test_the_pair_plot_shades_the_metric_between_trials_and_keeps_a_dragged_box(
+    cluster: Cluster, analysed: int, page: Any
+) -> None:
+    page.goto(f"{cluster.url}/experiments/{analysed}?px=x&py=lr")
+    plot = page.get_by_role("img", name="lr against x for 4 trials, coloured by loss")
+    plot.wait_for()
+    frame = plot.locator("xpath=..")
+    page.get_by_text("The shading estimates loss between the trials").wait_for()
+    shaded = frame.evaluate(DRAWN_PIXELS)
+    # Off: only the axes and four points are drawn, a small share of what the shading covers.
+    page.get_by_label("Shade between trials").click()
+    page.wait_for_url(re.compile(r"pshade=0"))
+    expect(page.get_by_text("The shading estimates loss between the trials")).to_have_count(0)
+    bare = frame.evaluate(DRAWN_PIXELS)
+    assert shaded > 5 * bare, (shaded, bare)
+    drag_box(page, plot, (0.01, 0.01), (0.99, 0.99))
+    expect(page.get_by_role("status", name="brushed trials")).to_contain_text(
+        "4 of 4 trials in the box"
+    )
+
+
 # How many pixels of a chart's canvas are in its first series' colour (the palette's first,
 # #1f77b4): a series with a single point draws no line, so only its marker can colour any.
 FIRST_SERIES_PIXELS = pixels_coloured(31, 119, 180)

@@ -133,11 +133,39 @@ def test_a_running_job_is_linked_from_the_queue_and_stopped_from_its_page_after_
         asked.append(dialog.message)
         dialog.accept()
 
+    # How long it has run ticks on while the page is open, with no reload.
+    ran = page.get_by_text(re.compile(r"^ran \d"))
+    first = ran.inner_text()
+    expect(ran).not_to_have_text(first, timeout=5000)
     page.once("dialog", answer)
     page.get_by_role("button", name=f"stop job {task.id}").click()
     wait_for("the job to stop", lambda: cluster.client.task(task.id).ended_at is not None)
     assert asked == [f"Stop job {task.id}? Its running instances are ended."]
     page.get_by_role("heading").get_by_text(cluster.client.task(task.id).state).wait_for()
+
+
+def test_a_job_that_waits_says_why_on_its_page(cluster: Cluster, page: Any) -> None:
+    """In the queue's own words (`assay job ls` has them too). The job asks for every slot of
+    the agent, behind another that does."""
+    first = JOB.replace("name: listed-job", "name: holding-job").replace("gpu: 0", "gpu: 2")
+    first = first.replace("echo a listed job", "sleep 600")
+    holding = cluster.client.submit_job(first)
+    task = cluster.client.submit_job(
+        JOB.replace("name: listed-job", "name: waiting-job").replace("gpu: 0", "gpu: 2")
+    )
+    try:
+        page.goto(f"{cluster.url}/tasks/{task.id}")
+        said = page.get_by_text(re.compile(r"^Waiting: "))
+
+        def shown() -> bool:
+            why = next((j.waiting for j in cluster.client.jobs().jobs if j.task_id == task.id))
+            return bool(why) and said.count() == 1 and said.inner_text() == f"Waiting: {why}"
+
+        wait_for("the page to say why the job waits, as the queue does", shown)
+        page.get_by_text("not started yet").wait_for()
+    finally:
+        cluster.client.stop_task(task.id)
+        cluster.client.stop_task(holding.id)
 
 
 ROLES_JOB = """\

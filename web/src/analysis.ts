@@ -108,3 +108,45 @@ export function goodness(metrics: number[], smallerIsBetter: boolean): number[] 
   order.forEach(([, i], rank) => { out[i] = rank / span; });
   return out;
 }
+
+/** A point of an x-y plot, in its axes' 0-1 positions, with its trial's goodness (0 best). */
+export interface Scored {
+  x: number;
+  y: number;
+  g: number;
+}
+
+/** Goodness estimated over a `cols` x `rows` grid of the unit square (row 0 at the bottom),
+ * as Optuna's contour plot interpolates between trials: each cell is the Gaussian-weighted mean
+ * (`bandwidth` in axis units) of the trials' goodness, null where no trial lies within three
+ * bandwidths. Trials are binned into the grid's cells first, so the cost is the grid's, not the
+ * number of trials'. */
+export function goodnessGrid(points: Scored[], cols: number, rows: number, bandwidth = 0.1): (number | null)[] {
+  const sum = new Float64Array(cols * rows);
+  const count = new Float64Array(cols * rows);
+  for (const p of points) {
+    const c = Math.min(cols - 1, Math.max(0, Math.floor(p.x * cols)));
+    const r = Math.min(rows - 1, Math.max(0, Math.floor(p.y * rows)));
+    sum[r * cols + c] += p.g;
+    count[r * cols + c] += 1;
+  }
+  const filled: number[] = [];
+  for (let k = 0; k < count.length; k++) if (count[k] > 0) filled.push(k);
+  const centre = (k: number) => [((k % cols) + 0.5) / cols, (Math.floor(k / cols) + 0.5) / rows];
+  const centres = filled.map(centre);
+  const reach = (3 * bandwidth) ** 2;
+  const out: (number | null)[] = new Array(cols * rows).fill(null);
+  for (let k = 0; k < out.length; k++) {
+    const [x, y] = centre(k);
+    let weight = 0, total = 0;
+    filled.forEach((f, i) => {
+      const d = (centres[i][0] - x) ** 2 + (centres[i][1] - y) ** 2;
+      if (d > reach) return;
+      const w = count[f] * Math.exp(-d / (2 * bandwidth * bandwidth));
+      weight += w;
+      total += w * (sum[f] / count[f]);
+    });
+    if (weight > 0) out[k] = total / weight;
+  }
+  return out;
+}

@@ -91,7 +91,7 @@ export function nearestPoint(places: ({ x: number; y: number } | null)[], at: At
 
 /** An x-y plot's axis names and ticks, laid over its canvas, and a tooltip by the hovered point. */
 export function XYOverlay({
-  width, height, left, x, y, xOf, yOf, tip,
+  width, height, left, x, y, xOf, yOf, tip, box,
 }: {
   width: number;
   height: number;
@@ -102,9 +102,19 @@ export function XYOverlay({
   xOf: (p: number, width: number) => number;
   yOf: (p: number) => number;
   tip: { at: Hit; text: string } | null;
+  /** A box dragged over the plot, in the axes' 0-1 positions. */
+  box?: { x: [number, number]; y: [number, number] } | null;
 }) {
   return (
     <>
+      {box && (
+        <span
+          className="sc-box"
+          role="img"
+          aria-label="dragged box"
+          style={{ left: xOf(box.x[0], width), top: yOf(box.y[1]), width: xOf(box.x[1], width) - xOf(box.x[0], width), height: yOf(box.y[0]) - yOf(box.y[1]) }}
+        />
+      )}
       <span className="sc-axis-name" style={{ left: xOf(0.5, width), top: height - 16 }}>{x.name}{x.kind === "log" ? " (log)" : ""}</span>
       <span className="sc-axis-name y" style={{ left: 4, top: 4 }}>{y.name}{y.kind === "log" ? " (log)" : ""}</span>
       {x.ticks.map((t, k) => (

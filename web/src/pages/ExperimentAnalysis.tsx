@@ -13,6 +13,7 @@ import { hparam, num, percent } from "../format";
 import { History } from "./ExperimentHistory";
 import { PairPlot } from "./PairPlot";
 import { usePrepared, PAD } from "./prepared";
+import { BrushedTrials, inBox, useBoxBrush } from "./brushing";
 import "./analysis.css";
 
 type Evaluator = Schemas["ImportanceEvaluator"];
@@ -181,7 +182,6 @@ function inBrushes(axes: Axis[], values: unknown[], brushes: Brushes): boolean {
 
 function ParallelCoordinates({ experiment, trials, selected }: { experiment: Experiment; trials: Trial[]; selected: Set<number> }) {
   const { axes, rows, colours, worstFirst } = usePrepared(experiment, trials);
-  const [params, setParams] = useSearchParams();
   const [brushes, setBrushes] = useState<Brushes>({});
   const drag = useRef<{ axis: number; from: number } | null>(null);
   const height = 320;
@@ -212,12 +212,6 @@ function ParallelCoordinates({ experiment, trials, selected }: { experiment: Exp
       return next;
     });
     if (phase === "end") drag.current = null;
-  };
-  const tick = () => {
-    const next = new URLSearchParams(params);
-    if (inside.length) next.set("trials", inside.join(","));
-    else next.delete("trials");
-    setParams(next, { replace: true });
   };
   const draw = useMemo(
     () => (ctx: CanvasRenderingContext2D, width: number) => {
@@ -281,13 +275,7 @@ function ParallelCoordinates({ experiment, trials, selected }: { experiment: Exp
         ))}
       />
       {brushed && (
-        <p role="status" aria-label="brushed trials">
-          {inside.length} of {rows.length} trials in the brushed ranges{" "}
-          <button type="button" onClick={tick} disabled={!inside.length}>
-            Tick them in the trials table
-          </button>{" "}
-          <button type="button" onClick={() => setBrushes({})}>Clear the ranges</button>
-        </p>
+        <BrushedTrials inside={inside} total={rows.length} where="the brushed ranges" onClear={() => setBrushes({})} />
       )}
     </div>
   );
@@ -313,6 +301,15 @@ function Scatter({ experiment, trials, selected }: { experiment: Experiment; tri
   const left = 70, right = 20, top = 34, bottom = 40;
   const xOf = (p: number, width: number) => left + p * (width - left - right);
   const yOf = (p: number) => top + (1 - p) * (height - top - bottom);
+  const brush = useBoxBrush((at) => ({
+    x: (at.x - left) / (at.width - left - right),
+    y: 1 - (at.y - top) / (height - top - bottom),
+  }));
+  const box = brush.box;
+  const inside = useMemo(
+    () => (box ? rows.filter((r) => inBox(box, xAxis?.position(r.values[index]), yAxis.position(r.metric))).map((r) => r.id) : []),
+    [box, rows, xAxis, yAxis, index],
+  );
   const draw = useMemo(
     () => (ctx: CanvasRenderingContext2D, width: number) => {
       if (!xAxis) return;
@@ -326,7 +323,8 @@ function Scatter({ experiment, trials, selected }: { experiment: Experiment; tri
         const px = xAxis.position(r.values[index]);
         const py = yAxis.position(r.metric);
         if (px === null || py === null) return;
-        ctx.fillStyle = colours[i];
+        // Outside a dragged box: light grey.
+        ctx.fillStyle = box && !inBox(box, px, py) ? "#e5e7eb" : colours[i];
         ctx.beginPath();
         ctx.arc(xOf(px, width), yOf(py), 3.5, 0, 2 * Math.PI);
         ctx.fill();
@@ -340,7 +338,7 @@ function Scatter({ experiment, trials, selected }: { experiment: Experiment; tri
       });
     },
     // eslint-disable-next-line react-hooks/exhaustive-deps
-    [xAxis, yAxis, rows, colours, index, selected],
+    [xAxis, yAxis, rows, colours, index, selected, box],
   );
   /** The trial whose point is nearest (x, y), within 8 pixels. */
   const nearest = (at: At) =>
@@ -397,14 +395,18 @@ function Scatter({ experiment, trials, selected }: { experiment: Experiment; tri
               at: hover,
               text: `trial ${shown.id}: ${chosen} ${hparam(shown.values[index])}, ${yAxis.name} ${num(shown.metric)}`,
             }}
+            box={box}
           />
         )}
         onPoint={(at) => setHover(at && nearest(at))}
+        onDrag={brush.onDrag}
         onPick={(at) => {
+          if (brush.endedDrag()) return;
           const hit = nearest(at);
           if (hit) navigate(`/trials/${rows[hit.row].id}`);
         }}
       />
+      {box && <BrushedTrials inside={inside} total={rows.length} where="the box" onClear={brush.clear} />}
     </div>
   );
 }

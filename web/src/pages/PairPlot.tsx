@@ -1,21 +1,26 @@
-// Two hyperparameters against each other, each trial a point coloured by the rank of its metric
-// (Optuna's contour plot, without the interpolation between trials that a search's few points
-// cannot support): which region of the pair the good trials lie in.
+// Two hyperparameters against each other (Optuna's contour plot): each trial a point coloured by
+// the rank of its metric, over a shading of the metric estimated between the trials, so the
+// region of the pair where the good trials lie shows at a glance. A box dragged over it keeps
+// the trials inside, to tick in the trials table.
 import { useMemo, useState } from "react";
 import { useNavigate, useSearchParams } from "react-router-dom";
 import type { Experiment, Trial } from "../api/client";
+import { goodnessGrid, rankColour } from "../analysis";
 import { CanvasPlot, nearestPoint, XYOverlay, type At } from "../components/CanvasPlot";
 import { hparam, num } from "../format";
+import { BrushedTrials, inBox, useBoxBrush } from "./brushing";
 import { usePrepared } from "./prepared";
 
 const HEIGHT = 320;
 const BOX = { left: 70, right: 20, top: 20, bottom: 40 };
+/** The shading's grid: cells of about 10 by 10 pixels on a common width. */
+const GRID = { cols: 64, rows: 26 };
 
 export function PairPlot({ experiment, trials, selected }: { experiment: Experiment; trials: Trial[]; selected: Set<number> }) {
   const [params, setParams] = useSearchParams();
   const navigate = useNavigate();
   const [hover, setHover] = useState<{ row: number; x: number; y: number } | null>(null);
-  const { axes, rows, colours, worstFirst } = usePrepared(experiment, trials);
+  const { axes, rows, colours, good, worstFirst } = usePrepared(experiment, trials);
   const names = axes.slice(0, -1).map((a) => a.name);
   const pick = (key: string, fallback: string | undefined) => {
     const asked = params.get(key) ?? "";
@@ -28,13 +33,48 @@ export function PairPlot({ experiment, trials, selected }: { experiment: Experim
   const metric = axes[axes.length - 1];
   const xOf = (p: number, width: number) => BOX.left + p * (width - BOX.left - BOX.right);
   const yOf = (p: number) => BOX.top + (1 - p) * (HEIGHT - BOX.top - BOX.bottom);
+  const shaded = params.get("pshade") !== "0";
+  const positions = useMemo(
+    () => rows.map((r) => {
+      const px = axes[xi]?.position(r.values[xi]);
+      const py = axes[yi]?.position(r.values[yi]);
+      return px == null || py == null ? null : { x: px, y: py };
+    }),
+    [axes, rows, xi, yi],
+  );
   const place = (row: number, width: number): { x: number; y: number } | null => {
-    const px = axes[xi]?.position(rows[row].values[xi]);
-    const py = axes[yi]?.position(rows[row].values[yi]);
-    return px == null || py == null ? null : { x: xOf(px, width), y: yOf(py) };
+    const p = positions[row];
+    return p ? { x: xOf(p.x, width), y: yOf(p.y) } : null;
   };
+  const grid = useMemo(
+    () => shaded
+      ? goodnessGrid(positions.flatMap((p, r) => (p ? [{ ...p, g: good[r] }] : [])), GRID.cols, GRID.rows)
+      : null,
+    [shaded, positions, good],
+  );
+  const brush = useBoxBrush((at) => ({
+    x: (at.x - BOX.left) / (at.width - BOX.left - BOX.right),
+    y: 1 - (at.y - BOX.top) / (HEIGHT - BOX.top - BOX.bottom),
+  }));
+  const box = brush.box;
+  const inside = useMemo(
+    () => (box ? rows.filter((_, r) => inBox(box, positions[r]?.x, positions[r]?.y)).map((r) => r.id) : []),
+    [box, rows, positions],
+  );
   const draw = useMemo(
     () => (ctx: CanvasRenderingContext2D, width: number) => {
+      if (grid) {
+        const w = (xOf(1, width) - xOf(0, width)) / GRID.cols;
+        const h = (yOf(0) - yOf(1)) / GRID.rows;
+        grid.forEach((g, k) => {
+          if (g === null) return;
+          ctx.fillStyle = rankColour(g, 0.28);
+          // Whole pixels, one over: no hairline seams between the cells.
+          const x = Math.floor(xOf((k % GRID.cols) / GRID.cols, width));
+          const y = Math.floor(yOf((Math.floor(k / GRID.cols) + 1) / GRID.rows));
+          ctx.fillRect(x, y, Math.ceil(w) + 1, Math.ceil(h) + 1);
+        });
+      }
       ctx.strokeStyle = "#9ca3af";
       ctx.beginPath();
       ctx.moveTo(xOf(0, width), yOf(1));
@@ -45,7 +85,7 @@ export function PairPlot({ experiment, trials, selected }: { experiment: Experim
       for (const r of worstFirst) {
         const at = place(r, width);
         if (!at) continue;
-        ctx.fillStyle = colours[r];
+        ctx.fillStyle = box && !inBox(box, positions[r]?.x, positions[r]?.y) ? "#d1d5db" : colours[r];
         ctx.beginPath();
         ctx.arc(at.x, at.y, 5, 0, 2 * Math.PI);
         ctx.fill();
@@ -59,7 +99,7 @@ export function PairPlot({ experiment, trials, selected }: { experiment: Experim
       }
     },
     // eslint-disable-next-line react-hooks/exhaustive-deps
-    [axes, rows, colours, worstFirst, selected, xi, yi],
+    [axes, rows, colours, worstFirst, selected, xi, yi, grid, box, positions],
   );
   if (names.length < 2) return <p className="muted">Two searched hyperparameters are needed for this plot.</p>;
   if (rows.length === 0) return <p className="muted">No trial has reported the searcher metric yet.</p>;
@@ -83,7 +123,17 @@ export function PairPlot({ experiment, trials, selected }: { experiment: Experim
         <select aria-label="hyperparameter up" value={yName} onChange={(e) => choose("py", e.target.value)}>
           {names.map((n) => <option key={n}>{n}</option>)}
         </select>
+      </label>{" "}
+      <label className="check">
+        <input type="checkbox" checked={shaded} onChange={(e) => choose("pshade", e.target.checked ? "1" : "0")} />
+        Shade between trials
       </label>
+      {shaded && (
+        <p className="legend muted">
+          The shading estimates {metric.name} between the trials, from those near each spot (a Gaussian-weighted mean of their
+          ranks); blank where no trial is near.
+        </p>
+      )}
       <CanvasPlot
         height={HEIGHT}
         label={`${yName} against ${xName} for ${rows.length} trials, coloured by ${metric.name}`}
@@ -95,14 +145,18 @@ export function PairPlot({ experiment, trials, selected }: { experiment: Experim
               at: hover,
               text: `trial ${shown.id}: ${xName} ${hparam(shown.values[xi])}, ${yName} ${hparam(shown.values[yi])}, ${metric.name} ${num(shown.metric)}`,
             }}
+            box={box}
           />
         )}
         onPoint={(at) => setHover(at && nearest(at))}
+        onDrag={brush.onDrag}
         onPick={(at) => {
+          if (brush.endedDrag()) return;
           const hit = nearest(at);
           if (hit) navigate(`/trials/${rows[hit.row].id}`);
         }}
       />
+      {box && <BrushedTrials inside={inside} total={rows.length} where="the box" onClear={brush.clear} />}
     </div>
   );
 }

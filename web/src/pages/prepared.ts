@@ -16,6 +16,8 @@ export interface Prepared {
   axes: Axis[];
   rows: { id: number; values: unknown[]; metric: number }[];
   colours: string[];
+  /** Each row's goodness by the rank of its metric: 0 (best) to 1 (worst). */
+  good: number[];
   /** Rows' indices, worst metric first: drawn in this order, the best end up on top. */
   worstFirst: number[];
 }
@@ -39,6 +41,7 @@ export function usePrepared(experiment: Experiment, trials: Trial[]): Prepared {
       axes,
       rows: plotted.map((t) => ({ id: t.id, values: [...searched.map((s) => valueAt(t.hparams, s.name)), t.best_validation], metric: t.best_validation })),
       colours: good.map((g) => rankColour(g, plotted.length > 500 ? 0.35 : 0.75)),
+      good,
       worstFirst: good.map((_, i) => i).sort((a, b) => good[b] - good[a]),
     };
   }, [experiment, trials]);
