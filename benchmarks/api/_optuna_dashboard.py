@@ -20,8 +20,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks.api.bench_b7_ui import CHROMIUM, CHROMIUM_ARGS, free_port, process, timed_visit
+from benchmarks.api.bench_b7_ui import CHROMIUM, CHROMIUM_ARGS, process, timed_visit
 from benchmarks.peers._venvs import PEERS, PeerUnavailable, python_of
+
+from assay.ports import free_port
 
 LIMIT_S = 120.0
 """How long a page load may take before it counts as not done."""

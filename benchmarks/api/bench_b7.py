@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import math
 import os
 import random
 import secrets
@@ -67,8 +68,10 @@ FULL = Sizes(trials=50_000, points=5_000_000, experiments=10_000)
 QUICK = Sizes(trials=500, points=5_000, experiments=100)
 
 
-def generate(url: str, sizes: Sizes, seed: int = 7) -> dict[str, float]:
-    """Fill a fresh database at ``url``; seconds each part took."""
+def generate(url: str, sizes: Sizes, seed: int = 7, pair: bool = False) -> dict[str, float]:
+    """Fill a fresh database at ``url``; seconds each part took. With ``pair``, the trials
+    search a second hyperparameter (``dropout``) and their loss depends on both (B7-UI's
+    analysis plots need two); without it the rows are B7's as recorded."""
     rng = random.Random(seed)
     took: dict[str, float] = {}
     start = time.perf_counter()
@@ -79,6 +82,8 @@ def generate(url: str, sizes: Sizes, seed: int = 7) -> dict[str, float]:
         "searcher": {"name": "random", "metric": "loss", "smaller_is_better": True},
         "hyperparameters": {"lr": {"type": "log", "minval": -5, "maxval": -1, "base": 10}},
     }
+    if pair:
+        config["hyperparameters"]["dropout"] = {"type": "double", "minval": 0, "maxval": 0.5}
     count = sizes.experiments + 1
     experiments = [
         dict(
@@ -102,10 +107,15 @@ def generate(url: str, sizes: Sizes, seed: int = 7) -> dict[str, float]:
     def trial(exp_id: int) -> None:
         loss = rng.random()
         n = len(trials) + 1
+        hparams: dict[str, float] = {"lr": 10 ** rng.uniform(-5, -1)}
+        if pair:  # best near lr 1e-3 and dropout 0.2, with noise
+            hparams["dropout"] = rng.uniform(0, 0.5)
+            where = (math.log10(hparams["lr"]) + 3) ** 2 / 4 + (hparams["dropout"] - 0.2) ** 2 * 8
+            loss = where + 0.2 * loss
         trials.append(
             dict(
                 id=n, experiment_id=exp_id, request_id=f"r{n}",
-                hparams={"lr": 10 ** rng.uniform(-5, -1)}, seed=n, state="COMPLETED",
+                hparams=hparams, seed=n, state="COMPLETED",
                 restarts=0, runs=1, steps_completed=1000, latest_checkpoint=None,
                 source_checkpoint=None, best_validation=loss, best_score=loss, progress=1.0,
                 early_stopped=False, early_exit=None, message="", created_at=now,

@@ -9,7 +9,12 @@ one-time link) and times, from navigation start (``performance.now()`` in the pa
   next animation frame (the frame that paints it);
 - curves: ``/experiments/1?trials=1,...,N`` until the learning-curve chart of those N trials has
   its data (its box no longer ``aria-busy``) and two animation frames have passed (the canvas is
-  drawn synchronously on new data; the second frame paints it).
+  drawn synchronously on new data; the second frame paints it);
+- analysis: ``/experiments/1`` until each hyperparameter plot names every trial in its label
+  (parallel coordinates, the metric against a hyperparameter, and the pair of hyperparameters
+  with its shading between trials), two animation frames after (the canvas is drawn in the
+  effect after the label's render). The trials search two hyperparameters here (``lr`` and
+  ``dropout``, B7's rows otherwise).
 
 Targets: first rows < 1.5 s, curves of 1,000 trials < 3 s.
 
@@ -57,6 +62,12 @@ FULL = Sizes(trials=50_000, points=5_000_000, experiments=0)
 REST = "loading the rest"
 """What the Experiment page says while the whole trial list loads after its first page."""
 QUICK = Sizes(trials=300, points=3_000, experiments=0)
+PLOTS = {
+    "parallel coordinates": lambda n: f"parallel coordinates of {n} trials over",
+    "loss against lr": lambda n: f"loss against lr for {n} trials",
+    "dropout against lr, shaded": lambda n: f"dropout against lr for {n} trials",
+}
+"""The analysis plots timed, each by the start of its canvas's label once it has every trial."""
 
 # Records, in the page, when what is measured first appears (a MutationObserver sees the DOM
 # change; the animation frame after it is when it is painted).
@@ -138,7 +149,7 @@ def timed_visit(
 def _assay(url: str, home: Path, sizes: Sizes, runs: int, curves: int) -> dict[str, list[Any]]:
     from playwright.sync_api import sync_playwright
 
-    out: dict[str, list[Any]] = {"rows": [], "curves": []}
+    out: dict[str, list[Any]] = {"rows": [], "curves": [], **{k: [] for k in PLOTS}}
     with master(url, home) as http, sync_playwright() as playwright:
         base = str(http.base_url).rstrip("/")
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
@@ -157,10 +168,24 @@ def _assay(url: str, home: Path, sizes: Sizes, runs: int, curves: int) -> dict[s
                 drawn = timed_visit(
                     browser, link(f"/experiments/1?trials={ids}"), [("curves", chart, 2)], 60, REST
                 )
-                print(f"assay run {n}: first rows {first}, curves {drawn}", flush=True)
+                plots = timed_visit(
+                    browser,
+                    link("/experiments/1"),
+                    [
+                        (k, f'canvas[aria-label^="{label(sizes.trials)}"]', 2)
+                        for k, label in PLOTS.items()
+                    ],
+                    60,
+                    REST,
+                )
+                print(
+                    f"assay run {n}: first rows {first}, curves {drawn}, plots {plots}", flush=True
+                )
                 if n:
                     out["rows"].append(first["rows"])
                     out["curves"].append(drawn["curves"])
+                    for k in PLOTS:
+                        out[k].append(plots[k])
         finally:
             browser.close()
     return out
@@ -191,7 +216,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="assay-b7ui-") as tmp:
         db_file = args.db_file or Path(tmp) / "b7.db"
         if not db_file.exists():
-            took = generate(f"sqlite:///{db_file}", sizes)
+            took = generate(f"sqlite:///{db_file}", sizes, pair=True)
             print(f"generated the rows: {took}", flush=True)
         home = Path(tmp) / "home"
         home.mkdir()
@@ -208,6 +233,8 @@ def main() -> int:
             CURVES_TARGET_S,
         )
     )
+    for what in PLOTS:
+        rows.append(_row("assay", f"{sizes.trials:,} trials", f"{what} plot", ours[what], None))
     if not args.no_peer and not args.quick:  # the peer's venv takes minutes to install
         from benchmarks.api._optuna_dashboard import LIMIT_S, measure
 
@@ -232,7 +259,7 @@ def main() -> int:
                     )
     for line in rows:
         print(line)
-    unseen = [what for what in ("rows", "curves") if None in ours[what]]
+    unseen = [what for what in ("rows", "curves", *PLOTS) if None in ours[what]]
     if unseen:
         # A page that never shows what is timed is a benchmark that no longer fits the UI (its
         # sign-in or selectors), not a slow one: it is said, and the quick mode fails on it.
@@ -254,7 +281,9 @@ def main() -> int:
         "in one read (`GET /api/v1/experiments/{id}/metrics`)\n"
         "- first rows: from navigation start to the animation frame after the first row of "
         "the trials table is in the page; curves: to the second frame after the learning-curve "
-        f"chart of trials 1-{curves:,} has its data\n"
+        f"chart of trials 1-{curves:,} has its data; each analysis plot: to the second frame "
+        "after its canvas is labelled with every trial (the trials search `lr` and `dropout` "
+        "here; the pair plot shades the metric between them)\n"
         f"- targets: first rows < {FIRST_ROWS_TARGET_S} s, curves < {CURVES_TARGET_S:.0f} s\n\n"
         "| UI | study | what | s: median (min-max) | target | runs |\n"
         "|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n"
