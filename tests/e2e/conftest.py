@@ -52,6 +52,9 @@ def shot(tab: Any, name: str) -> None:
     """Save the page's screenshot as ``name`` when ``ASSAY_WEBUI_SCREENSHOTS`` names a folder."""
     if SHOTS:
         Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        # From the top: a page scrolled by the test would draw its sticky header (and sticky
+        # table heads) where the scroll left them, in the middle of the whole-page picture.
+        tab.evaluate("window.scrollTo(0, 0)")
         tab.screenshot(path=str(Path(SHOTS) / f"{name}.png"), full_page=True)
 
 

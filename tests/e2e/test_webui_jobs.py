@@ -158,7 +158,7 @@ def test_a_job_that_waits_says_why_on_its_page(cluster: Cluster, page: Any) -> N
         said = page.get_by_text(re.compile(r"^Waiting: "))
 
         def shown() -> bool:
-            why = next((j.waiting for j in cluster.client.jobs().jobs if j.task_id == task.id))
+            why = next(j.waiting for j in cluster.client.jobs().jobs if j.task_id == task.id)
             return bool(why) and said.count() == 1 and said.inner_text() == f"Waiting: {why}"
 
         wait_for("the page to say why the job waits, as the queue does", shown)

@@ -90,12 +90,15 @@ export function makeAxis(name: string, values: unknown[], opts: { log?: boolean;
   };
 }
 
+/** Red, green and blue of a goodness: 0 (best) dark blue to 1 (worst) orange. */
+export function rankRgb(fraction: number): [number, number, number] {
+  const t = Math.min(Math.max(fraction, 0), 1);
+  return [Math.round(31 + t * (255 - 31)), Math.round(119 + t * (127 - 119)), Math.round(180 + t * (14 - 180))];
+}
+
 /** Colour of a trial by how good its metric is: 0 (best) dark blue to 1 (worst) orange. */
 export function rankColour(fraction: number, alpha = 0.75): string {
-  const t = Math.min(Math.max(fraction, 0), 1);
-  const r = Math.round(31 + t * (255 - 31));
-  const g = Math.round(119 + t * (127 - 119));
-  const b = Math.round(180 + t * (14 - 180));
+  const [r, g, b] = rankRgb(fraction);
   return `rgba(${r}, ${g}, ${b}, ${alpha})`;
 }
 
@@ -116,12 +119,20 @@ export interface Scored {
   g: number;
 }
 
+/** A cell of a goodness grid: the estimate (0 best, 1 worst), and how near trials are (1: one
+ * at its centre, falling to 0 three bandwidths away), for the shading's opacity. */
+export interface Estimate {
+  g: number;
+  near: number;
+}
+
 /** Goodness estimated over a `cols` x `rows` grid of the unit square (row 0 at the bottom),
  * as Optuna's contour plot interpolates between trials: each cell is the Gaussian-weighted mean
- * (`bandwidth` in axis units) of the trials' goodness, null where no trial lies within three
- * bandwidths. Trials are binned into the grid's cells first, so the cost is the grid's, not the
- * number of trials'. */
-export function goodnessGrid(points: Scored[], cols: number, rows: number, bandwidth = 0.1): (number | null)[] {
+ * of the trials' goodness, null where no trial lies within three bandwidths. The bandwidth (in
+ * axis units) widens for few trials (0.5 / sqrt(n), at least 0.1). Trials are binned into the
+ * grid's cells first, so the cost is the grid's, not the number of trials'. */
+export function goodnessGrid(points: Scored[], cols: number, rows: number): (Estimate | null)[] {
+  const bandwidth = Math.max(0.1, 0.5 / Math.sqrt(Math.max(points.length, 1)));
   const sum = new Float64Array(cols * rows);
   const count = new Float64Array(cols * rows);
   for (const p of points) {
@@ -135,18 +146,20 @@ export function goodnessGrid(points: Scored[], cols: number, rows: number, bandw
   const centre = (k: number) => [((k % cols) + 0.5) / cols, (Math.floor(k / cols) + 0.5) / rows];
   const centres = filled.map(centre);
   const reach = (3 * bandwidth) ** 2;
-  const out: (number | null)[] = new Array(cols * rows).fill(null);
+  const floor = Math.exp(-4.5); // the kernel three bandwidths away
+  const out: (Estimate | null)[] = new Array(cols * rows).fill(null);
   for (let k = 0; k < out.length; k++) {
     const [x, y] = centre(k);
-    let weight = 0, total = 0;
+    let weight = 0, total = 0, nearest = 0;
     filled.forEach((f, i) => {
       const d = (centres[i][0] - x) ** 2 + (centres[i][1] - y) ** 2;
       if (d > reach) return;
-      const w = count[f] * Math.exp(-d / (2 * bandwidth * bandwidth));
-      weight += w;
-      total += w * (sum[f] / count[f]);
+      const kernel = Math.exp(-d / (2 * bandwidth * bandwidth));
+      nearest = Math.max(nearest, kernel);
+      weight += count[f] * kernel;
+      total += count[f] * kernel * (sum[f] / count[f]);
     });
-    if (weight > 0) out[k] = total / weight;
+    if (weight > 0) out[k] = { g: total / weight, near: Math.max(0, (nearest - floor) / (1 - floor)) };
   }
   return out;
 }

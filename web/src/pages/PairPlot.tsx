@@ -5,7 +5,7 @@
 import { useMemo, useState } from "react";
 import { useNavigate, useSearchParams } from "react-router-dom";
 import type { Experiment, Trial } from "../api/client";
-import { goodnessGrid, rankColour } from "../analysis";
+import { goodnessGrid, rankRgb } from "../analysis";
 import { CanvasPlot, nearestPoint, XYOverlay, type At } from "../components/CanvasPlot";
 import { hparam, num } from "../format";
 import { BrushedTrials, inBox, useBoxBrush } from "./brushing";
@@ -13,8 +13,8 @@ import { usePrepared } from "./prepared";
 
 const HEIGHT = 320;
 const BOX = { left: 70, right: 20, top: 20, bottom: 40 };
-/** The shading's grid: cells of about 10 by 10 pixels on a common width. */
-const GRID = { cols: 64, rows: 26 };
+/** The shading's grid, smoothed when drawn at the plot's size. */
+const GRID = { cols: 48, rows: 24 };
 
 export function PairPlot({ experiment, trials, selected }: { experiment: Experiment; trials: Trial[]; selected: Set<number> }) {
   const [params, setParams] = useSearchParams();
@@ -64,16 +64,24 @@ export function PairPlot({ experiment, trials, selected }: { experiment: Experim
   const draw = useMemo(
     () => (ctx: CanvasRenderingContext2D, width: number) => {
       if (grid) {
-        const w = (xOf(1, width) - xOf(0, width)) / GRID.cols;
-        const h = (yOf(0) - yOf(1)) / GRID.rows;
-        grid.forEach((g, k) => {
-          if (g === null) return;
-          ctx.fillStyle = rankColour(g, 0.28);
-          // Whole pixels, one over: no hairline seams between the cells.
-          const x = Math.floor(xOf((k % GRID.cols) / GRID.cols, width));
-          const y = Math.floor(yOf((Math.floor(k / GRID.cols) + 1) / GRID.rows));
-          ctx.fillRect(x, y, Math.ceil(w) + 1, Math.ceil(h) + 1);
-        });
+        // One pixel a cell on a small canvas, scaled up smoothed: no seams, no steps.
+        const cells = document.createElement("canvas");
+        cells.width = GRID.cols;
+        cells.height = GRID.rows;
+        const small = cells.getContext("2d");
+        if (small) {
+          const image = small.createImageData(GRID.cols, GRID.rows);
+          grid.forEach((cell, k) => {
+            if (cell === null) return;
+            const [r, g, b] = rankRgb(cell.g);
+            // Row 0 is the bottom: the image's first row is the top.
+            const at = 4 * ((GRID.rows - 1 - Math.floor(k / GRID.cols)) * GRID.cols + (k % GRID.cols));
+            image.data.set([r, g, b, Math.round(255 * 0.4 * Math.min(1, cell.near * 1.5))], at);
+          });
+          small.putImageData(image, 0, 0);
+          ctx.imageSmoothingEnabled = true;
+          ctx.drawImage(cells, xOf(0, width), yOf(1), xOf(1, width) - xOf(0, width), yOf(0) - yOf(1));
+        }
       }
       ctx.strokeStyle = "#9ca3af";
       ctx.beginPath();
