@@ -672,9 +672,13 @@ def test_the_pair_plot_shades_the_metric_between_trials_and_keeps_a_dragged_box(
     bare = frame.evaluate(DRAWN_PIXELS)
     assert shaded > 5 * bare, (shaded, bare)
     drag_box(page, plot, (0.01, 0.01), (0.99, 0.99))
-    expect(page.get_by_role("status", name="brushed trials")).to_contain_text(
-        "4 of 4 trials in the box"
-    )
+    brushed = page.get_by_role("status", name="brushed trials")
+    expect(brushed).to_contain_text("4 of 4 trials in the box")
+    # Another pair lets the box go (it was drawn over these axes); Up never offers Across's.
+    up = page.get_by_role("combobox", name="hyperparameter up")
+    assert "x" not in up.locator("option").all_inner_texts()
+    up.select_option("opt")
+    expect(brushed).to_have_count(0)
 
 
 # How many pixels of a chart's canvas are in its first series' colour (the palette's first,

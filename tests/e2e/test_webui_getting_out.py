@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from playwright.sync_api import expect
 
 from assay.client import Client
 from assay.context import pack_context
@@ -166,6 +167,11 @@ def test_fork_makes_a_new_experiment_with_the_changes_given(
     forked = cluster.client.experiment(new_id)
     assert (forked.name, forked.state) == ("forked-in-the-ui", "PAUSED")
     assert forked.config["searcher"]["max_length"] == {"batches": 10}
+    # Its page says where it came from, and links there.
+    notes = page.get_by_role("list", name="notes")
+    expect(notes).to_contain_text(f"forked from experiment {completed}")
+    notes.get_by_role("link", name=f"experiment {completed}").click()
+    page.wait_for_url(re.compile(rf"/experiments/{completed}$"))
     cluster.client.transition(new_id, "kill")
 
 
@@ -180,6 +186,9 @@ def test_a_trial_of_an_ended_experiment_continues_from_its_page(
     continued = cluster.client.experiment(new_id)
     assert continued.config["searcher"]["max_length"] == {"batches": 15}
     assert continued.state == "PAUSED"
+    expect(page.get_by_role("list", name="notes")).to_contain_text(
+        f"continues trial {trial.id} of experiment {completed}"
+    )
     cluster.client.transition(new_id, "kill")
 
 

@@ -228,6 +228,8 @@ def test_a_job_is_resubmitted_from_its_page_under_the_next_free_name(
     page.wait_for_url(re.compile(rf"/tasks/(?!{task.id}$)\d+$"))
     new_id = int(page.url.rsplit("/", 1)[1])
     assert new_id != task.id
+    # The dialog closed on the way: no second Enter resubmits again from the new job's page.
+    expect(page.get_by_role("dialog")).to_have_count(0)
     page.get_by_role("heading").get_by_text("again-job-2").wait_for()
     page.get_by_role("heading").get_by_text("SUCCEEDED").wait_for()
     expect(page.get_by_label("logs", exact=True)).to_contain_text("[main/0] a listed job")

@@ -116,7 +116,12 @@ function SignedInAs() {
   const me = useMe().data;
   if (!me) return null;
   return (
-    <NavLink className="who" to="/account" aria-label="signed in as" title="your password and tokens; users, for admins">
+    <NavLink
+      className="who"
+      to="/account"
+      aria-label={`signed in as ${me.username}${me.admin ? ", an admin" : ""}`}
+      title="your password and tokens; users, for admins"
+    >
       {me.username}
       {me.admin && <> <span className="tag">admin</span></>}
     </NavLink>

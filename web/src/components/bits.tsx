@@ -123,10 +123,20 @@ export function ExperimentActions({
 
 /** A message of the master's, with the trials and experiments it names linked to their pages
  * (its pointer to the CLI for a trial's log links the trial's page, where the log is). */
-export function Message({ text }: { text: string }) {
+export function Message({ text, ok = false }: { text: string; ok?: boolean }) {
+  return (
+    <p className={ok ? "message ok" : "message"}>
+      <Linked text={text} />
+    </p>
+  );
+}
+
+/** A master's words with the trials and experiments they name as links (and a pointer to a
+ * trial's log as its page). */
+export function Linked({ text }: { text: string }) {
   const parts = text.split(/(assay trial logs \d+|\btrial \d+|\bexperiment \d+)/);
   return (
-    <p className="message">
+    <>
       {parts.map((part, i) => {
         const log = /^assay trial logs (\d+)$/.exec(part);
         if (log) return <Link key={i} to={`/trials/${log[1]}`}>on trial {log[1]}'s page</Link>;
@@ -134,7 +144,7 @@ export function Message({ text }: { text: string }) {
         if (named) return <Link key={i} to={`/${named[1]}s/${named[2]}`}>{part}</Link>;
         return <Fragment key={i}>{part}</Fragment>;
       })}
-    </p>
+    </>
   );
 }
 

@@ -3,7 +3,7 @@ import { useQuery } from "@tanstack/react-query";
 import { useMemo, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router-dom";
 import { api, ok, type Experiment, type Metric, type Schemas, type Trial } from "../api/client";
-import { ErrorLine, Message, ExperimentActions, Loading, StateBadge, TrialStateBadge, Duration } from "../components/bits";
+import { ErrorLine, Linked, Message, ExperimentActions, Loading, StateBadge, TrialStateBadge, Duration } from "../components/bits";
 import { CheckpointTable } from "../components/Checkpoints";
 import { Curves } from "../components/Curves";
 import { DeriveActions } from "../components/Derive";
@@ -34,7 +34,8 @@ export function ExperimentPage() {
   const id = parseId(text);
   // Not an id: said here, without asking the API about it.
   if (id === null) return <ErrorLine error={badId("experiment", text)} />;
-  return <ExperimentView id={id} />;
+  // Keyed by the experiment: another one's page (a fork's) starts with no dialog open.
+  return <ExperimentView key={id} id={id} />;
 }
 
 function ExperimentView({ id }: { id: number }) {
@@ -163,6 +164,7 @@ function ExperimentView({ id }: { id: number }) {
       {e.description && <p className="description">{e.description}</p>}
       {e.message && <Message text={e.message} />}
       {e.waiting && <p className="muted">Waiting: {e.waiting}</p>}
+      <Notes experimentId={e.id} state={e.state} />
 
       <h2>Trials</h2>
       <ErrorLine error={trials.error ?? firstPage.error} />
@@ -239,4 +241,20 @@ function ConfigView({ experiment }: { experiment: Experiment }) {
 function latestValue(metric: Metric | null | undefined, name: string): number | null {
   const value = metric?.metrics?.[name];
   return typeof value === "number" ? value : null;
+}
+
+/** What the master noted about the experiment when it took it (forked from, continues a trial
+ * of, keys accepted with a caveat), each experiment and trial it names a link. */
+function Notes({ experimentId, state }: { experimentId: number; state: string }) {
+  const notes = useQuery({
+    queryKey: ["notes", experimentId, state],
+    queryFn: () => ok(api.GET("/api/v1/experiments/{experiment_id}/notes", { params: { path: { experiment_id: experimentId } } })),
+  });
+  const shown = notes.data?.notes ?? [];
+  if (!shown.length) return null;
+  return (
+    <ul className="notes muted" aria-label="notes">
+      {shown.map((n) => <li key={n.id}><Linked text={n.text} /></li>)}
+    </ul>
+  );
 }

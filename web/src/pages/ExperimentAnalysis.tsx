@@ -2,7 +2,7 @@
 // importance, parallel coordinates, metric-vs-hyperparameter scatter and two hyperparameters
 // against each other.
 import { useQuery } from "@tanstack/react-query";
-import { useMemo, useRef, useState } from "react";
+import { useEffect, useMemo, useRef, useState } from "react";
 import { useNavigate, useSearchParams } from "react-router-dom";
 import { api, ok, type Experiment, type Schemas, type Trial } from "../api/client";
 import { makeAxis, rankColour, type Axis } from "../analysis";
@@ -305,6 +305,9 @@ function Scatter({ experiment, trials, selected }: { experiment: Experiment; tri
     x: (at.x - left) / (at.width - left - right),
     y: 1 - (at.y - top) / (height - top - bottom),
   }));
+  // A box belongs to the axes it was drawn over: another hyperparameter or scale lets it go.
+  const clearBox = brush.clear;
+  useEffect(() => clearBox(), [chosen, logMetric, clearBox]);
   const box = brush.box;
   const inside = useMemo(
     () => (box ? rows.filter((r) => inBox(box, xAxis?.position(r.values[index]), yAxis.position(r.metric))).map((r) => r.id) : []),

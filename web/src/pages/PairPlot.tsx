@@ -2,7 +2,7 @@
 // the rank of its metric, over a shading of the metric estimated between the trials, so the
 // region of the pair where the good trials lie shows at a glance. A box dragged over it keeps
 // the trials inside, to tick in the trials table.
-import { useMemo, useState } from "react";
+import { useEffect, useMemo, useState } from "react";
 import { useNavigate, useSearchParams } from "react-router-dom";
 import type { Experiment, Trial } from "../api/client";
 import { goodnessGrid, rankRgb } from "../analysis";
@@ -27,7 +27,9 @@ export function PairPlot({ experiment, trials, selected }: { experiment: Experim
     return names.includes(asked) ? asked : fallback;
   };
   const xName = pick("px", names[0]);
-  const yName = pick("py", names.find((n) => n !== xName));
+  // Up is never the same as Across (a diagonal, and a shading of nothing).
+  const askedY = pick("py", undefined);
+  const yName = askedY !== undefined && askedY !== xName ? askedY : names.find((n) => n !== xName);
   const xi = xName === undefined ? -1 : names.indexOf(xName);
   const yi = yName === undefined ? -1 : names.indexOf(yName);
   const metric = axes[axes.length - 1];
@@ -56,6 +58,9 @@ export function PairPlot({ experiment, trials, selected }: { experiment: Experim
     x: (at.x - BOX.left) / (at.width - BOX.left - BOX.right),
     y: 1 - (at.y - BOX.top) / (HEIGHT - BOX.top - BOX.bottom),
   }));
+  // A box belongs to the axes it was drawn over: another pair lets it go.
+  const clearBox = brush.clear;
+  useEffect(() => clearBox(), [xName, yName, clearBox]);
   const box = brush.box;
   const inside = useMemo(
     () => (box ? rows.filter((_, r) => inBox(box, positions[r]?.x, positions[r]?.y)).map((r) => r.id) : []),
@@ -129,7 +134,7 @@ export function PairPlot({ experiment, trials, selected }: { experiment: Experim
       <label>
         Up{" "}
         <select aria-label="hyperparameter up" value={yName} onChange={(e) => choose("py", e.target.value)}>
-          {names.map((n) => <option key={n}>{n}</option>)}
+          {names.filter((n) => n !== xName).map((n) => <option key={n}>{n}</option>)}
         </select>
       </label>{" "}
       <label className="check">

@@ -20,7 +20,8 @@ export function TaskPage() {
   const id = parseId(text);
   // Not an id: said here, without asking the API about it.
   if (id === null) return <ErrorLine error={badId("job", text)} />;
-  return <TaskView id={id} />;
+  // Keyed by the job: another job's page (a resubmission's) starts with no dialog open.
+  return <TaskView key={id} id={id} />;
 }
 
 function TaskView({ id }: { id: number }) {
@@ -82,7 +83,7 @@ function TaskView({ id }: { id: number }) {
         {t.started_at ? <span>ran <Duration start={t.started_at} end={t.ended_at} /></span> : <span>{ended ? "never started" : "not started yet"}</span>}
         {t.exit_code !== null && <span>exit code {t.exit_code}</span>}
       </div>
-      {t.message && <Message text={t.message} />}
+      {t.message && <Message text={t.message} ok={t.state === "SUCCEEDED"} />}
       {!ended && waiting && <p className="muted">Waiting: {waiting}</p>}
       {t.notes.length > 0 && (
         <ul className="notes">

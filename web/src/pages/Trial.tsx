@@ -20,7 +20,7 @@ export function TrialPage() {
   const id = parseId(text);
   // Not an id: said here, without asking the API about it.
   if (id === null) return <ErrorLine error={badId("trial", text)} />;
-  return <TrialView id={id} />;
+  return <TrialView key={id} id={id} />;
 }
 
 /**

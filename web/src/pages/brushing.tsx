@@ -1,6 +1,6 @@
 // What the hyperparameter plots share when a user narrows them: a box dragged over an x-y plot,
 // and the line that says how many trials a brush keeps and ticks them in the trials table.
-import { useRef, useState } from "react";
+import { useCallback, useRef, useState } from "react";
 import { useSearchParams } from "react-router-dom";
 import type { At } from "../components/CanvasPlot";
 
@@ -47,7 +47,9 @@ export function useBoxBrush(toPosition: (at: At) => { x: number; y: number }) {
     dragged.current = false;
     return was;
   };
-  return { box, clear: () => setBox(null), onDrag, endedDrag };
+  // One function for the plot's life: an effect that clears on a change of axes can name it.
+  const clear = useCallback(() => setBox(null), []);
+  return { box, clear, onDrag, endedDrag };
 }
 
 /** "N of M trials in the …", with a button that ticks them in the trials table (the URL's
