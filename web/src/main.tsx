@@ -1,7 +1,7 @@
 import { QueryCache, QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
-import { BrowserRouter, NavLink, Route, Routes, useLocation, useNavigate } from "react-router-dom";
+import { BrowserRouter, Navigate, NavLink, Route, Routes, useLocation, useNavigate } from "react-router-dom";
 import { ApiError, api, signInAgain } from "./api/client";
 import { AccountPage } from "./pages/Account";
 import { ClusterPage } from "./pages/Cluster";
@@ -78,7 +78,7 @@ function Layout() {
       <MasterLost />
       <main>
         <Routes>
-          <Route path="/" element={<ExperimentsPage />} />
+          <Route path="/" element={<Home />} />
           <Route path="/experiments" element={<ExperimentsPage />} />
           <Route path="/experiments/:id" element={<ExperimentPage />} />
           <Route path="/compare" element={<ComparePage />} />
@@ -109,6 +109,12 @@ function MasterLost() {
       The master is not answering: what this page shows may be out of date. Trying again…
     </p>
   );
+}
+
+/** `/` is the experiments' page under its own address, so the header marks where one is. */
+function Home() {
+  const { search } = useLocation();
+  return <Navigate to={{ pathname: "/experiments", search }} replace />;
 }
 
 /** The signed-in user's name (and that they are an admin), once the master has said who. */

@@ -43,7 +43,12 @@ const columns: Column<ExperimentSummary>[] = [
     key: "progress", header: "Progress", value: (e) => progressOf(e).value,
     cell: (e) => {
       const shown = progressOf(e);
-      return <progress max={1} value={shown.value} title={shown.text} aria-label={`progress: ${shown.text}`} />;
+      return (
+        <span className="progress-cell">
+          <progress max={1} value={shown.value} title={shown.text} aria-label={`progress: ${shown.text}`} />
+          <span className="muted num">{shown.text}</span>
+        </span>
+      );
     },
   },
   {
@@ -147,7 +152,7 @@ export function ExperimentsPage() {
           Name <input value={name} onChange={(e) => set("name", e.target.value)} placeholder="contains" />
         </label>
         <label>
-          User <input value={user} onChange={(e) => set("user", e.target.value)} />
+          User <input value={user} onChange={(e) => set("user", e.target.value)} placeholder="whole name" />
         </label>
         <label>
           Label <input value={label} onChange={(e) => set("label", e.target.value)} />
