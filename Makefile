@@ -147,7 +147,9 @@ test:
 	$(MAKE) -j6 $(TEST_BUILDS) lint typecheck prebuilt
 	@# Three test files at once on two cores: much of an integration test is waiting on the
 	@# processes it started (measured: 14% sooner than two on the same files; four was slower).
-	$(BIN)/pytest -n 3 --dist loadfile
+	@# Files go in the order tests/conftest.py gives them, longest first; xdist's own order
+	@# (most tests first) put the long one-test files, the images and B13, last.
+	$(BIN)/pytest -n 3 --dist loadfile --no-loadscope-reorder
 
 lint: install-dev
 	$(BIN)/ruff check src tests benchmarks examples docs/_hooks hatch_build.py

@@ -17,9 +17,10 @@ os.environ["ASSAY_GUARD_WRITERS"] = "1"
 from tests.slurm.plugin import pytest_sessionfinish  # noqa: F401
 
 # The files that take longest (seconds of one worker: a CI run's --junitxml on two cores), in
-# that order, go first. `--dist loadfile` hands files to the workers in collection order, so a
-# long file collected late is the whole run's tail (measured: two workers idle for the last
-# four minutes). Every other file keeps its place after them.
+# that order, go first. `--dist loadfile --no-loadscope-reorder` (as `make test` runs it) hands
+# files to the workers in collection order, so a long file collected late is the whole run's
+# tail: xdist's default order, most tests first, put the long one-test files last (measured:
+# two workers idle for the last four minutes). Every other file keeps its place after them.
 LONGEST_FIRST = (
     "tests/benchmarks/test_benchmarks_run.py",
     "tests/integration/test_api_fuzz.py",

@@ -7,6 +7,7 @@ Each job here asks for no GPU, so it runs beside whatever else holds the agent's
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 import yaml
 from playwright.sync_api import expect
 
+from assay.errors import Conflict
 from tests.e2e.conftest import shot
 from tests.integration.cluster import Cluster, wait_for
 
@@ -145,14 +147,25 @@ def test_a_running_job_is_linked_from_the_queue_and_stopped_from_its_page_after_
 
 
 def test_a_job_that_waits_says_why_on_its_page(cluster: Cluster, page: Any) -> None:
-    """In the queue's own words (`assay job ls` has them too). The job asks for every slot of
-    the agent, behind another that does."""
-    first = JOB.replace("name: listed-job", "name: holding-job").replace("gpu: 0", "gpu: 2")
-    first = first.replace("echo a listed job", "sleep 600")
-    holding = cluster.client.submit_job(first)
-    task = cluster.client.submit_job(
-        JOB.replace("name: listed-job", "name: waiting-job").replace("gpu: 0", "gpu: 2")
-    )
+    """In the queue's own words (`assay job ls` has them too). The job asks for a whole agent
+    of the largest size, behind jobs that hold every such agent (other tests may have started
+    agents of their own on this cluster)."""
+    sizes = {a.id: len(a.slots) for a in cluster.client.agents() if a.connected}
+    largest = max(sizes.values())
+
+    def job(name: str, command: str) -> str:
+        return (
+            JOB.replace("name: listed-job", f"name: {name}")
+            .replace("gpu: 0", f"gpu: {largest}")
+            .replace("echo a listed job", command)
+        )
+
+    holding = [
+        cluster.client.submit_job(job(f"holding-job-{n}", "sleep 600"))
+        for n, size in enumerate(sizes.values())
+        if size == largest
+    ]
+    task = cluster.client.submit_job(job("waiting-job", "echo ran"))
     try:
         page.goto(f"{cluster.url}/tasks/{task.id}")
         said = page.get_by_text(re.compile(r"^Waiting: "))
@@ -164,8 +177,9 @@ def test_a_job_that_waits_says_why_on_its_page(cluster: Cluster, page: Any) -> N
         wait_for("the page to say why the job waits, as the queue does", shown)
         page.get_by_text("not started yet").wait_for()
     finally:
-        cluster.client.stop_task(task.id)
-        cluster.client.stop_task(holding.id)
+        for each in [task, *holding]:
+            with contextlib.suppress(Conflict):  # ended already
+                cluster.client.stop_task(each.id)
 
 
 ROLES_JOB = """\
