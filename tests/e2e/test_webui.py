@@ -553,21 +553,27 @@ def test_a_scatter_point_names_its_trial_on_hover_and_opens_it_on_click(
     page.wait_for_url(re.compile(rf"/trials/{trial_id}$"))
 
 
-def pixels_coloured(red: int, green: int, blue: int) -> str:
-    """A function of an element, for the page: how many pixels of its canvas are (nearly) this
-    colour, opaque."""
+def pixels_where(test: str) -> str:
+    """A function of an element, for the page: how many pixels of its canvas pass ``test``, an
+    expression of the pixel's ``r``, ``g``, ``b`` and ``a`` (0-255)."""
     return f"""el => {{
     const canvas = el.querySelector('canvas');
     if (!canvas) return 0;
     const d = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
     let n = 0;
     for (let i = 0; i < d.length; i += 4) {{
-        const near = Math.abs(d[i] - {red}) + Math.abs(d[i + 1] - {green})
-            + Math.abs(d[i + 2] - {blue});
-        if (near < 30 && d[i + 3] > 200) n++;
+        const [r, g, b, a] = [d[i], d[i + 1], d[i + 2], d[i + 3]];
+        if ({test}) n++;
     }}
     return n;
 }}"""
+
+
+def pixels_coloured(red: int, green: int, blue: int) -> str:
+    """How many pixels of an element's canvas are (nearly) this colour, opaque."""
+    return pixels_where(
+        f"Math.abs(r - {red}) + Math.abs(g - {green}) + Math.abs(b - {blue}) < 30 && a > 200"
+    )
 
 
 # How many pixels of a plot's canvas are drawn in the dark of the trials ticked in the table.
@@ -647,13 +653,7 @@ def test_a_box_dragged_over_the_scatter_keeps_its_trials_to_tick_in_the_table(
 
 
 # How many pixels of a canvas are drawn at all (any colour, not fully transparent).
-DRAWN_PIXELS = """el => {
-    const canvas = el.querySelector('canvas');
-    const d = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
-    let n = 0;
-    for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
-    return n;
-}"""
+DRAWN_PIXELS = pixels_where("a > 0")
 
 
 def test_the_pair_plot_shades_the_metric_between_trials_and_keeps_a_dragged_box(

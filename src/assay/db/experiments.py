@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, String, TextClause, and_, cast, func, or_, select, text
+from sqlalchemy import ColumnElement, TextClause, and_, func, select, text
 from sqlalchemy.orm import Session
 
 from assay.db._ids import next_id, record_deleted
 from assay.db._models import Experiment, Trial
+from assay.db._moves import naming_any, storage_moved
 from assay.errors import NotFound
 from assay.protocol import TERMINAL_EXPERIMENT_STATES, ExperimentState
 
@@ -302,31 +303,15 @@ def merge_resources(
     exp.config = config
 
 
-def moved_host_path(path: object, moves: Mapping[str, str]) -> str | None:
-    """``path`` (a storage's ``host_path``) at its new place, where it is an old path of
-    ``moves`` or lies under one; None where it did not move."""
-    if not isinstance(path, str):
-        return None
-    for old, new in moves.items():
-        if path == old:
-            return new
-        if path.startswith(old.rstrip("/") + "/"):
-            return new.rstrip("/") + path[len(old.rstrip("/")) :]
-    return None
-
-
 def move_checkpoint_storage(session: Session, moves: Mapping[str, str]) -> list[int]:
     """Experiments whose ``shared_fs`` checkpoint storage is at (or under) an old path of
     ``moves`` keep it at the new one from now on; their ids."""
     if not moves:
         return []
-    # Only the rows that mention an old path are read (the config's text names it).
-    named = or_(*(cast(Experiment.config, String).contains(old) for old in moves))
     moved = []
-    for exp in session.scalars(select(Experiment).where(named)):
-        storage = (exp.config or {}).get("checkpoint_storage")
-        new = moved_host_path((storage or {}).get("host_path"), moves)
-        if new is not None and isinstance(storage, dict):
-            exp.config = {**exp.config, "checkpoint_storage": {**storage, "host_path": new}}
+    for exp in session.scalars(select(Experiment).where(naming_any(Experiment.config, moves))):
+        config = storage_moved(exp.config, moves)
+        if config is not None:
+            exp.config = config
             moved.append(exp.id)
     return moved

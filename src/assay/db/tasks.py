@@ -7,13 +7,13 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import String, cast, or_, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from assay.db import logs
 from assay.db._models import Job, Task, TaskInstance, TaskLog
-from assay.db.experiments import moved_host_path
+from assay.db._moves import naming_any, storage_moved
 from assay.errors import Conflict
 from assay.protocol import TERMINAL_TASK_STATES, LogEntry, TaskInstanceState, TaskState
 
@@ -395,12 +395,10 @@ def move_checkpoint_storage(session: Session, moves: Mapping[str, str]) -> list[
     at (or under) an old path of ``moves`` see the new one from now on; their ids."""
     if not moves:
         return []
-    named = or_(*(cast(Task.spec, String).contains(old) for old in moves))
     moved = []
-    for task in session.scalars(select(Task).where(named)):
-        storage = (task.spec or {}).get("checkpoint_storage")
-        new = moved_host_path((storage or {}).get("host_path"), moves)
-        if new is not None and isinstance(storage, dict):
-            task.spec = {**task.spec, "checkpoint_storage": {**storage, "host_path": new}}
+    for task in session.scalars(select(Task).where(naming_any(Task.spec, moves))):
+        spec = storage_moved(task.spec, moves)
+        if spec is not None:
+            task.spec = spec
             moved.append(task.id)
     return moved

@@ -7,6 +7,7 @@ import contextlib
 import gc
 import math
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -34,7 +35,7 @@ from assay.protocol import (
 )
 
 
-def experiment(session: Session, name: str = "e") -> int:
+def experiment(session: Session, name: str = "e", config: dict[str, Any] | None = None) -> int:
     ctx = contexts.stored(session, sha256="ab" * 32, size=3, files=1, data=b"tar", now=1.0)
     job = jobs.create(
         session,
@@ -53,7 +54,7 @@ def experiment(session: Session, name: str = "e") -> int:
         name=name,
         description="",
         state=ExperimentState.ACTIVE,
-        config={"resources": {"slots_per_trial": 2}},
+        config=config or {"resources": {"slots_per_trial": 2}},
         original_config="",
         context_id=ctx.id,
         job_id=job.id,

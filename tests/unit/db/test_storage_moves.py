@@ -1,5 +1,7 @@
 """Checkpoint storage that moved (``moved_checkpoint_storage``): a path at an old directory, or
-under it, is set to the new one; a path that only shares a prefix of its name is not."""
+under it, is set to the new one; a path that only shares a prefix of its name is not; and the
+experiments stored with such a path are found and moved on both databases, whatever characters
+the path holds."""
 
 from __future__ import annotations
 
@@ -7,7 +9,9 @@ import pytest
 from pydantic import ValidationError
 
 from assay.config import MasterConfig
-from assay.db.experiments import moved_host_path
+from assay.db import Database, experiments
+from assay.db._moves import moved_host_path
+from tests.unit.db.test_repositories import experiment
 
 MOVES = {"/old/home/checkpoints": "/srv/assay/checkpoints"}
 
@@ -25,3 +29,34 @@ def test_moves_name_absolute_directories() -> None:
     assert {str(k): str(v) for k, v in config.moved_checkpoint_storage.items()} == {"/a/b": "/c"}
     with pytest.raises(ValidationError, match="must be an absolute path"):
         MasterConfig.model_validate({"moved_checkpoint_storage": {"/a": "relative/dir"}})
+
+
+def shared_fs(path: str) -> dict[str, object]:
+    return {"checkpoint_storage": {"type": "shared_fs", "host_path": path, "save_trial_best": 1}}
+
+
+def test_experiments_at_a_moved_path_are_moved_whatever_characters_it_holds(db: Database) -> None:
+    # Non-ASCII (SQLite's JSON keeps it as an escape), and LIKE's own wildcards.
+    old, new = "/home/jürgen/ckpt_100%", "/srv/ckpt"
+    with db.session() as s:
+        at = experiment(s, "at", shared_fs(old))
+        under = experiment(s, "under", shared_fs(f"{old}/team"))
+        beside = experiment(s, "beside", shared_fs(f"{old}-2"))
+        wildcard = experiment(s, "wildcard", shared_fs("/home/jxrgen/ckptX100x"))
+    with db.session() as s:
+        assert sorted(experiments.move_checkpoint_storage(s, {old: new})) == [at, under]
+    with db.session() as s:
+        paths = {
+            e: experiments.require(s, e).config["checkpoint_storage"]["host_path"]
+            for e in (at, under, beside, wildcard)
+        }
+        # Applied once, it changes nothing more.
+        assert experiments.move_checkpoint_storage(s, {old: new}) == []
+    assert paths == {
+        at: new,
+        under: f"{new}/team",
+        beside: f"{old}-2",
+        wildcard: "/home/jxrgen/ckptX100x",
+    }
+    with db.session() as s:  # the rest of the storage is kept
+        assert experiments.require(s, at).config["checkpoint_storage"]["save_trial_best"] == 1

@@ -5,6 +5,13 @@ import type { Axis } from "../analysis";
 
 export type At = { x: number; y: number; width: number };
 
+/** A box over an x-y plot, in its axes' own 0-1 positions (it stays put when the plot is
+ * resized). */
+export interface Box {
+  x: [number, number];
+  y: [number, number];
+}
+
 /** A canvas sized to its box (and the screen's pixel density), redrawn when either changes,
  * with HTML labels laid over it (text stays selectable and visible to tests and readers). */
 export function CanvasPlot({
@@ -103,7 +110,7 @@ export function XYOverlay({
   yOf: (p: number) => number;
   tip: { at: Hit; text: string } | null;
   /** A box dragged over the plot, in the axes' 0-1 positions. */
-  box?: { x: [number, number]; y: [number, number] } | null;
+  box?: Box | null;
 }) {
   return (
     <>

@@ -5,7 +5,7 @@
 import { useEffect, useMemo, useState } from "react";
 import { useNavigate, useSearchParams } from "react-router-dom";
 import type { Experiment, Trial } from "../api/client";
-import { goodnessGrid, rankRgb } from "../analysis";
+import { goodnessGrid, rankRgb, type Estimate } from "../analysis";
 import { CanvasPlot, nearestPoint, XYOverlay, type At } from "../components/CanvasPlot";
 import { hparam, num } from "../format";
 import { BrushedTrials, inBox, useBoxBrush } from "./brushing";
@@ -48,9 +48,10 @@ export function PairPlot({ experiment, trials, selected }: { experiment: Experim
     const p = positions[row];
     return p ? { x: xOf(p.x, width), y: yOf(p.y) } : null;
   };
-  const grid = useMemo(
+  // Made once for the trials and axes shown, not on every redraw (a dragged box redraws).
+  const shading = useMemo(
     () => shaded
-      ? goodnessGrid(positions.flatMap((p, r) => (p ? [{ ...p, g: good[r] }] : [])), GRID.cols, GRID.rows)
+      ? shadingImage(goodnessGrid(positions.flatMap((p, r) => (p ? [{ ...p, g: good[r] }] : [])), GRID.cols, GRID.rows))
       : null,
     [shaded, positions, good],
   );
@@ -68,25 +69,9 @@ export function PairPlot({ experiment, trials, selected }: { experiment: Experim
   );
   const draw = useMemo(
     () => (ctx: CanvasRenderingContext2D, width: number) => {
-      if (grid) {
-        // One pixel a cell on a small canvas, scaled up smoothed: no seams, no steps.
-        const cells = document.createElement("canvas");
-        cells.width = GRID.cols;
-        cells.height = GRID.rows;
-        const small = cells.getContext("2d");
-        if (small) {
-          const image = small.createImageData(GRID.cols, GRID.rows);
-          grid.forEach((cell, k) => {
-            if (cell === null) return;
-            const [r, g, b] = rankRgb(cell.g);
-            // Row 0 is the bottom: the image's first row is the top.
-            const at = 4 * ((GRID.rows - 1 - Math.floor(k / GRID.cols)) * GRID.cols + (k % GRID.cols));
-            image.data.set([r, g, b, Math.round(255 * 0.4 * Math.min(1, cell.near * 1.5))], at);
-          });
-          small.putImageData(image, 0, 0);
-          ctx.imageSmoothingEnabled = true;
-          ctx.drawImage(cells, xOf(0, width), yOf(1), xOf(1, width) - xOf(0, width), yOf(0) - yOf(1));
-        }
+      if (shading) {
+        ctx.imageSmoothingEnabled = true;
+        ctx.drawImage(shading, xOf(0, width), yOf(1), xOf(1, width) - xOf(0, width), yOf(0) - yOf(1));
       }
       ctx.strokeStyle = "#9ca3af";
       ctx.beginPath();
@@ -112,7 +97,7 @@ export function PairPlot({ experiment, trials, selected }: { experiment: Experim
       }
     },
     // eslint-disable-next-line react-hooks/exhaustive-deps
-    [axes, rows, colours, worstFirst, selected, xi, yi, grid, box, positions],
+    [axes, rows, colours, worstFirst, selected, xi, yi, shading, box, positions],
   );
   if (names.length < 2) return <p className="muted">Two searched hyperparameters are needed for this plot.</p>;
   if (rows.length === 0) return <p className="muted">No trial has reported the searcher metric yet.</p>;
@@ -172,4 +157,24 @@ export function PairPlot({ experiment, trials, selected }: { experiment: Experim
       {box && <BrushedTrials inside={inside} total={rows.length} where="the box" onClear={brush.clear} />}
     </div>
   );
+}
+
+/** The shading as a small image, one pixel a cell (row 0 at the bottom), for drawing scaled up
+ * and smoothed: no seams, no steps. Where trials are far, it fades out. */
+function shadingImage(grid: (Estimate | null)[]): HTMLCanvasElement | null {
+  const cells = document.createElement("canvas");
+  cells.width = GRID.cols;
+  cells.height = GRID.rows;
+  const small = cells.getContext("2d");
+  if (!small) return null;
+  const image = small.createImageData(GRID.cols, GRID.rows);
+  grid.forEach((cell, k) => {
+    if (cell === null) return;
+    const [r, g, b] = rankRgb(cell.g);
+    // The image's first row is the top.
+    const at = 4 * ((GRID.rows - 1 - Math.floor(k / GRID.cols)) * GRID.cols + (k % GRID.cols));
+    image.data.set([r, g, b, Math.round(255 * 0.4 * Math.min(1, cell.near * 1.5))], at);
+  });
+  small.putImageData(image, 0, 0);
+  return cells;
 }

@@ -2,14 +2,8 @@
 // and the line that says how many trials a brush keeps and ticks them in the trials table.
 import { useCallback, useRef, useState } from "react";
 import { useSearchParams } from "react-router-dom";
-import type { At } from "../components/CanvasPlot";
+import type { At, Box } from "../components/CanvasPlot";
 
-/** A box over an x-y plot, in its axes' own 0-1 positions (it stays put when the plot is
- * resized). */
-export interface Box {
-  x: [number, number];
-  y: [number, number];
-}
 
 /** Whether the point at positions (px, py) lies in `box`. */
 export function inBox(box: Box, px: number | null | undefined, py: number | null | undefined): boolean {
