@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from assay.db._ids import next_id, record_deleted
 from assay.db._models import Experiment, Trial
-from assay.db._moves import naming_any, storage_moved
+from assay.db._moves import move_storage
 from assay.errors import NotFound
 from assay.protocol import TERMINAL_EXPERIMENT_STATES, ExperimentState
 
@@ -306,12 +306,4 @@ def merge_resources(
 def move_checkpoint_storage(session: Session, moves: Mapping[str, str]) -> list[int]:
     """Experiments whose ``shared_fs`` checkpoint storage is at (or under) an old path of
     ``moves`` keep it at the new one from now on; their ids."""
-    if not moves:
-        return []
-    moved = []
-    for exp in session.scalars(select(Experiment).where(naming_any(Experiment.config, moves))):
-        config = storage_moved(exp.config, moves)
-        if config is not None:
-            exp.config = config
-            moved.append(exp.id)
-    return moved
+    return move_storage(session, Experiment, "config", moves)

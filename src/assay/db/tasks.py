@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from assay.db import logs
 from assay.db._models import Job, Task, TaskInstance, TaskLog
-from assay.db._moves import naming_any, storage_moved
+from assay.db._moves import move_storage
 from assay.errors import Conflict
 from assay.protocol import TERMINAL_TASK_STATES, LogEntry, TaskInstanceState, TaskState
 
@@ -393,12 +393,4 @@ def logs_after(
 def move_checkpoint_storage(session: Session, moves: Mapping[str, str]) -> list[int]:
     """Jobs whose ``shared_fs`` checkpoint storage (what their instances see, as trials do) is
     at (or under) an old path of ``moves`` see the new one from now on; their ids."""
-    if not moves:
-        return []
-    moved = []
-    for task in session.scalars(select(Task).where(naming_any(Task.spec, moves))):
-        spec = storage_moved(task.spec, moves)
-        if spec is not None:
-            task.spec = spec
-            moved.append(task.id)
-    return moved
+    return move_storage(session, Task, "spec", moves)
