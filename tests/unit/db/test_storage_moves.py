@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from assay.config import MasterConfig
-from assay.db import Database, experiments
+from assay.db import Database, experiments, jobs, tasks
 from assay.db._moves import moved_host_path
 from tests.unit.db.test_repositories import experiment
 
@@ -60,3 +60,23 @@ def test_experiments_at_a_moved_path_are_moved_whatever_characters_it_holds(db: 
     }
     with db.session() as s:  # the rest of the storage is kept
         assert experiments.require(s, at).config["checkpoint_storage"]["save_trial_best"] == 1
+
+
+def test_a_jobs_storage_at_a_moved_path_is_moved(db: Database) -> None:
+    old, new = "/home/jürgen/ckpt", "/srv/ckpt"
+    with db.session() as s:
+        job = jobs.create(
+            s, job_id="q1", type="COMMAND", name="c", pool="default", priority=42, weight=1.0,
+            max_slots=None, submitted_at=1.0, owner="alice",
+        )  # fmt: skip
+        task = tasks.create(
+            s, job=job, kind="command", name="c", owner="alice", spec=shared_fs(f"{old}/x"),
+            secrets={}, context_id=None, roles=[("main", 1)], now=1.0,
+        )  # fmt: skip
+        task_id = task.id
+    with db.session() as s:
+        assert tasks.move_checkpoint_storage(s, {old: new}) == [task_id]
+    with db.session() as s:
+        row = tasks.get(s, task_id)
+        assert row is not None
+        assert row.spec["checkpoint_storage"]["host_path"] == f"{new}/x"
