@@ -5,10 +5,11 @@ token, speaking ``assay.protocol``'s messages as ``python -m assay.agent`` does 
 exited until acknowledged, logs, heartbeats, a reconnect with backoff whose hello lists what
 still runs). Each trial it is given is played through the harness's REST API with the
 allocation's token, as ``assay.core`` does: it asks for its length, reports training metrics and
-validations, registers checkpoints, writes log lines (shipped by its agent), watches the
-preemption signal with a long poll, completes its operation and exits. A request that fails for
-want of a master is retried, as the harness retries it, so a master killed under load costs
-nothing that was acknowledged.
+validations (handed to its agent's relay, the agent's own ``ReportRelay``, which carries them
+over the agent's connection), registers checkpoints, writes log lines (shipped by its agent),
+watches the preemption signal with a long poll, completes its operation and exits. A request
+that fails for want of a master is retried, as the harness retries it, so a master killed under
+load costs nothing that was acknowledged.
 
 The fleet keeps the ledger a run is checked against: every report the master acknowledged,
 every start per trial, and when each agent was last welcomed.
@@ -32,7 +33,9 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 import assay
+from assay.agent import ReportRelay
 from assay.protocol import (
+    SEND_IT_YOURSELF,
     AckExit,
     Exited,
     Heartbeat,
@@ -41,6 +44,8 @@ from assay.protocol import (
     LogEntry,
     Logs,
     Refusal,
+    RelayedBatch,
+    ReportsAck,
     Slot,
     Start,
     Started,
@@ -158,8 +163,18 @@ class SimTrial:
             ]
         }
         began = time.monotonic()
-        await self.call("POST", f"/api/v1/trials/{self.trial_id}/metrics", body=body)
+        # As the harness's reporter does: through the agent's relay while it relays.
+        outcome = await self.agent.relay.submit(
+            RelayedBatch(self.token, self.trial_id, body["reports"])
+        )
+        if outcome.status == SEND_IT_YOURSELF:
+            await self.call("POST", f"/api/v1/trials/{self.trial_id}/metrics", body=body)
+        elif outcome.status == 409 and outcome.error.get("type") == "Fenced":
+            raise Fenced(self.alloc)
+        elif outcome.status != 204:
+            raise RuntimeError(f"relayed reports: {outcome.status} {outcome.error}")
         ledger = self.agent.fleet.ledger
+        ledger.last_ok[self.alloc] = time.monotonic()
         ledger.report_latency.append((began, time.monotonic() - began))
         ledger.acked.setdefault(self.trial_id, set()).add((group, steps))
 
@@ -274,6 +289,7 @@ class SimAgent:
         self.lines: list[LogEntry] = []
         self.stopped = False
         self.refused = ""
+        self.relay = ReportRelay(self.send_now)
 
     def hello(self) -> Hello:
         return Hello(
@@ -293,6 +309,16 @@ class SimAgent:
             return  # sent again in the next hello (exits), or lost with the connection (logs)
         with contextlib.suppress(ConnectionClosed):
             await ws.send(json.dumps(message.to_dict()))
+
+    async def send_now(self, message: Any) -> bool:
+        ws = self.ws
+        if ws is None:
+            return False
+        try:
+            await ws.send(json.dumps(message.to_dict()))
+        except ConnectionClosed:
+            return False
+        return True
 
     async def stay_connected(self) -> None:
         backoff = 0.1
@@ -317,6 +343,7 @@ class SimAgent:
                 self.fleet.ledger.disconnects[type(exc).__name__] += 1
             finally:
                 self.ws = None
+                self.relay.disconnected()
             if self.stopped:
                 return
             await asyncio.sleep(backoff)
@@ -326,6 +353,9 @@ class SimAgent:
         msg = master_message(raw)
         if isinstance(msg, Welcome):
             self.fleet.ledger.welcomed_at[self.id] = time.monotonic()
+            self.relay.connected(msg.relay)
+        elif isinstance(msg, ReportsAck):
+            self.relay.acknowledged(msg)
         elif isinstance(msg, Refusal):
             self.refused = msg.message
             self.fleet.ledger.error(f"agent {self.id} refused: {msg.message}")
@@ -413,6 +443,7 @@ class Fleet:
             self.agents.append(agent)
             self.tasks.append(asyncio.ensure_future(agent.stay_connected()))
             self.tasks.append(asyncio.ensure_future(agent.chores()))
+            self.tasks.append(asyncio.ensure_future(agent.relay.run()))
             await asyncio.sleep(1.0 / per_second)
 
     def connected(self) -> int:

@@ -95,6 +95,24 @@ def test_the_metrics_parse_and_are_the_clusters_figures(cluster: Cluster, experi
     assert value(found, "assay_db_pool_connections", state="checked_out") >= 0
 
 
+def test_a_trials_metric_reports_reach_the_master_through_its_agent(
+    cluster: Cluster, experiment: int
+) -> None:
+    """The agent relays its trials' reports over its own connection: every report is stored,
+    and not one came as a request of its own."""
+    found = samples(scrape(cluster, SCRAPE_TOKEN).text)
+    stored = sum(len(cluster.client.metrics(t.id)) for t in cluster.client.trials(experiment))
+    assert stored > 0
+    assert value(found, "assay_ingested_rows_total", kind="metrics") == stored
+    posted = {
+        dict(labels).get("route")
+        for name, labels in found
+        if name.startswith("assay_http") and dict(labels).get("method") == "POST"
+    }
+    assert "/api/v1/checkpoints" in posted  # the harness's other calls still come over HTTP
+    assert "/api/v1/trials/{trial_id}/metrics" not in posted
+
+
 def test_every_metric_the_grafana_dashboard_queries_exists(
     cluster: Cluster, experiment: int
 ) -> None:

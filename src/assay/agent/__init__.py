@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from assay.agent._daemon import Agent
 from assay.agent._executor import LocalProcesses
+from assay.agent._relay import ReportRelay
 from assay.agent._runner import AgentEnv, AllocationRunner, startup_script
 from assay.agent._slots import detect_slots, visible_devices
 from assay.protocol import Slot
@@ -13,6 +14,7 @@ __all__ = [
     "AgentEnv",
     "AllocationRunner",
     "LocalProcesses",
+    "ReportRelay",
     "Slot",
     "detect_slots",
     "startup_script",

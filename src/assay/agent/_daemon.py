@@ -27,6 +27,7 @@ import assay
 from assay.agent._containers import ContainerRuntime, owner
 from assay.agent._executor import LOG_BATCH, LocalProcesses
 from assay.agent._forking import ZygoteClient
+from assay.agent._relay import ReportRelay
 from assay.agent._runner import MAX_LINE, AgentEnv, AllocationRunner, base_environment
 from assay.client import HttpSession
 from assay.errors import InvalidRequest
@@ -40,6 +41,8 @@ from assay.protocol import (
     LogEntry,
     Logs,
     Refusal,
+    RelayedReports,
+    ReportsAck,
     Slot,
     Start,
     UnknownMessage,
@@ -113,6 +116,8 @@ class Agent:
         )
         """What the master's messages act on; this class carries them. Its hello holds what
         the agent offers (pool, labels, slots, cores, memory)."""
+        self.relay = ReportRelay(self._send)
+        """Carries the trials' metric reports to the master over this agent's connection."""
         self.logs: deque[LogEntry] = deque(maxlen=MAX_BUFFERED_LINES)
         self.ws: ClientConnection | None = None
         self._stop = asyncio.Event()
@@ -159,7 +164,13 @@ class Agent:
             except OSError as exc:
                 log.warning("no trial zygote (%s): every trial starts through the shell", exc)
                 self.env.zygote = None
+        try:
+            await self.relay.open()
+            self.env.relay = self.relay.address
+        except OSError as exc:
+            log.warning("no relay of metric reports (%s): trials send their own", exc)
         await self.processes.open(self._report)
+        relayer = asyncio.create_task(self.relay.run())
         flusher = asyncio.create_task(self._flush_logs())
         beater = asyncio.create_task(self._heartbeat())
         connector = asyncio.create_task(self._stay_connected())
@@ -173,7 +184,9 @@ class Agent:
         connector.cancel()
         flusher.cancel()
         beater.cancel()
-        for task in (connector, flusher, beater):
+        relayer.cancel()
+        await self.relay.close()
+        for task in (connector, flusher, beater, relayer):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         await self.processes.close()
@@ -211,6 +224,7 @@ class Agent:
                     warned = True
             finally:
                 self.ws = None
+                self.relay.disconnected()
             if self._stop.is_set():
                 return
             await asyncio.sleep(backoff)
@@ -243,6 +257,8 @@ class Agent:
             await self.processes.kill(node, msg.allocation_id, now=msg.fenced)
         elif isinstance(msg, AckExit):
             await self.processes.acknowledge(node, msg.allocation_id)
+        elif isinstance(msg, ReportsAck):
+            self.relay.acknowledged(msg)
         elif isinstance(msg, Refusal):
             # The master refused this agent (no token, an unknown pool, its id taken): retrying
             # cannot help. Whoever runs the agent reports it (``python -m assay.agent`` prints
@@ -253,6 +269,7 @@ class Agent:
         else:
             assert isinstance(msg, Welcome)
             log.info("agent %s connected to %s", self.agent_id, self.env.master_url)
+            self.relay.connected(msg.relay)
         return True
 
     async def _refuse_start(self, raw: object, problem: InvalidRequest) -> None:
@@ -316,7 +333,7 @@ class Agent:
             self.unacked_exits[exited.allocation_id] = exited
         return exited
 
-    async def _send(self, message: AgentMessage) -> bool:
+    async def _send(self, message: AgentMessage | RelayedReports) -> bool:
         ws = self.ws
         if ws is None:
             return False

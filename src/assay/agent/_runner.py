@@ -48,6 +48,7 @@ from assay.compat import trial_pythonpath
 from assay.context import extract_archive
 from assay.protocol import (
     AGENT_TOKEN_ENV,
+    RELAY_ENV,
     AdaptDLEnv,
     DetEnv,
     LogEntry,
@@ -88,6 +89,9 @@ class AgentEnv:
     starts through the launcher and the shell."""
     containers: ContainerRuntime | None = None
     """Runs the allocations that name an image; None: this agent is given none."""
+    relay: str = ""
+    """The address of the agent's relay of metric reports (``ASSAY_AGENT_RELAY``); empty: a
+    trial sends its own over HTTP."""
 
 
 def startup_script(entrypoint: str | list[str]) -> str:
@@ -427,6 +431,10 @@ class AllocationRunner:
                 env[AdaptDLEnv.TENSORBOARD_LOGDIR] = board
         # The agent's own credential is not the trial's (nor is any experiment's to set).
         env.pop(AGENT_TOKEN_ENV, None)
+        env.pop(RELAY_ENV, None)
+        if self.env.relay and self.message.container is None:
+            # A container has a network of its own, where the relay's socket is not.
+            env[RELAY_ENV] = self.env.relay
         return env
 
     async def _pump(self, stream: asyncio.StreamReader, name: str, rank: int) -> None:

@@ -228,6 +228,8 @@ class Allocation(Base):
     run: Mapped[int] = mapped_column(Integer)
     pool: Mapped[str] = mapped_column(String(128))
     slots: Mapped[dict[str, Any]] = mapped_column(Json)
+    slot_count: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """How many slots ``slots`` lists: what the job queue sums, in SQL."""
     state: Mapped[str] = mapped_column(String(32))
     token: Mapped[str] = mapped_column(String(64), unique=True)
     preempt: Mapped[str | None] = mapped_column(String(32), nullable=True)

@@ -54,6 +54,7 @@ def create(
         run=run,
         pool=pool,
         slots=slots,
+        slot_count=sum(len(ids) for ids in slots.values()),
         state=state,
         token=token,
         preempt=None,
@@ -87,6 +88,45 @@ _LIVE_WITH_JOBS = (
 def live(session: Session) -> Sequence[Allocation]:
     """Allocations starting or running."""
     return session.scalars(_LIVE).all()
+
+
+class LiveBrief(NamedTuple):
+    id: str
+    state: str
+    slots: dict[str, list[str]]
+    exits: dict[str, int | None]
+    kill_requested: bool
+    overdue: bool
+
+
+_LIVE_BRIEF = select(
+    Allocation.id,
+    Allocation.state,
+    Allocation.slots,
+    Allocation.exits,
+    Allocation.kill_requested,
+    Allocation.overdue,
+).where(Allocation.state.in_(LIVE_ALLOCATION_STATES))
+
+
+def live_briefly(session: Session) -> list[LiveBrief]:
+    """What the master's loops ask of every live allocation (its agents, whether a kill is
+    due), read as plain rows: the loops ask every few seconds, and loading eight thousand
+    allocations as objects cost a large cluster's master a tenth of its core."""
+    return [
+        LiveBrief(a, s, slots or {}, exits or {}, bool(k), bool(o))
+        for a, s, slots, exits, k, o in session.execute(_LIVE_BRIEF)
+    ]
+
+
+def trials_of(session: Session, allocation_ids: Sequence[str]) -> dict[str, int]:
+    """The trial of each of ``allocation_ids`` that exists, read at once."""
+    if not allocation_ids:
+        return {}
+    rows = session.execute(
+        select(Allocation.id, Allocation.trial_id).where(Allocation.id.in_(allocation_ids))
+    )
+    return {allocation_id: trial_id for allocation_id, trial_id in rows}
 
 
 def live_of_trial(session: Session, trial_id: int) -> Allocation | None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from assay.db._models import AllocationOwner
@@ -10,6 +13,18 @@ from assay.db._models import AllocationOwner
 def record(session: Session, allocation_id: str, *, kind: str, at: float) -> None:
     """``allocation_id`` was just started by ``kind``."""
     session.add(AllocationOwner(id=allocation_id, kind=kind, created_at=at))
+
+
+def kinds_of(session: Session, allocation_ids: Sequence[str]) -> dict[str, str]:
+    """The name of the kind that owns each of ``allocation_ids`` that one owns."""
+    if not allocation_ids:
+        return {}
+    rows = session.execute(
+        select(AllocationOwner.id, AllocationOwner.kind).where(
+            AllocationOwner.id.in_(allocation_ids)
+        )
+    )
+    return {allocation_id: kind for allocation_id, kind in rows}
 
 
 def kind_of(session: Session, allocation_id: str) -> str | None:

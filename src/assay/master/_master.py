@@ -111,10 +111,10 @@ class Master:
         core = self.core
         core.after_experiment_ended.append(lambda exp_id: gc.collect(core, core.storage, exp_id))
         trials = TrialAllocations(settings.rendezvous_port_base)
-        self.agents = AgentGateway(
-            self.core, settings, [trials, TaskAllocations(settings.task_port_base)]
-        )
         self.harness = HarnessService(self.core)
+        self.agents = AgentGateway(
+            self.core, settings, [trials, TaskAllocations(settings.task_port_base)], self.harness
+        )
         self.checkpoints = CheckpointService(self.core)
         self.autoscaler = Autoscaler(
             self.core,

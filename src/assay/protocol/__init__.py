@@ -76,6 +76,14 @@ if TYPE_CHECKING:
         IdleType,
     )
     from assay.protocol._manager import Report, ResourceManager
+    from assay.protocol._relay import (
+        RELAY_ENV,
+        SEND_IT_YOURSELF,
+        RelayedBatch,
+        RelayedReports,
+        RelayOutcome,
+        ReportsAck,
+    )
     from assay.protocol._states import (
         ENDED_TASK_INSTANCE_STATES,
         LIVE_ALLOCATION_STATES,
@@ -136,6 +144,12 @@ _MODULE_OF = {
     "RegistryAuth": "_container",
     "FRAMEWORKS": "_frameworks",
     "Report": "_manager",
+    "RELAY_ENV": "_relay",
+    "SEND_IT_YOURSELF": "_relay",
+    "RelayedBatch": "_relay",
+    "RelayedReports": "_relay",
+    "RelayOutcome": "_relay",
+    "ReportsAck": "_relay",
     "ResourceManager": "_manager",
     "importable_frameworks": "_frameworks",
     "FAILURE_PREFIX": "_failure",
@@ -196,6 +210,8 @@ __all__ = [
     "LIVE_INSTANCE_STATES",
     "MAX_FAILURE",
     "NOTEBOOK_TOKEN_ENV",
+    "RELAY_ENV",
+    "SEND_IT_YOURSELF",
     "SHELL_AUTHORIZED_KEY_ENV",
     "SHELL_HOST_KEY_ENV",
     "STATE_ENUMS",
@@ -243,7 +259,11 @@ __all__ = [
     "RankLayout",
     "Refusal",
     "RegistryAuth",
+    "RelayOutcome",
+    "RelayedBatch",
+    "RelayedReports",
     "Report",
+    "ReportsAck",
     "ResourceManager",
     "SearcherInfo",
     "Slot",

@@ -16,6 +16,7 @@ from assay.errors import InvalidRequest
 from assay.protocol._container import Container
 from assay.protocol._fields import Fields, kind
 from assay.protocol._info import ClusterInfo
+from assay.protocol._relay import RelayedReports, ReportsAck
 
 AGENT_TOKEN_ENV = "ASSAY_AGENT_TOKEN"
 """The variable an agent (and a master not configured with one) takes the agent token from."""
@@ -370,13 +371,17 @@ class Heartbeat:
 class Welcome:
     type: ClassVar[str] = "welcome"
     cluster_id: str
+    relay: bool = False
+    """The master takes its trials' metric reports relayed over this connection
+    (:class:`~assay.protocol.RelayedReports`); a master before them says nothing."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "cluster_id": self.cluster_id}
+        return {"type": self.type, "cluster_id": self.cluster_id, "relay": self.relay}
 
     @classmethod
     def from_dict(cls, raw: object, where: str = "welcome") -> Welcome:
-        return cls(cluster_id=Fields(raw, where).text("cluster_id", ""))
+        f = Fields(raw, where)
+        return cls(cluster_id=f.text("cluster_id", ""), relay=f.flag("relay", False))
 
 
 @dataclass(frozen=True)
@@ -505,13 +510,17 @@ class AckExit:
         return cls(allocation_id=Fields(raw, where).text("allocation_id"))
 
 
-AgentMessage = Hello | Started | Exited | Logs | Heartbeat
+AgentMessage = Hello | Started | Exited | Logs | Heartbeat | RelayedReports
 """What an agent sends."""
-MasterMessage = Welcome | Refusal | Start | Kill | AckExit
+MasterMessage = Welcome | Refusal | Start | Kill | AckExit | ReportsAck
 """What the master sends an agent."""
 
-_FROM_AGENT: dict[str, Any] = {m.type: m for m in (Hello, Started, Exited, Logs, Heartbeat)}
-_FROM_MASTER: dict[str, Any] = {m.type: m for m in (Welcome, Refusal, Start, Kill, AckExit)}
+_FROM_AGENT: dict[str, Any] = {
+    m.type: m for m in (Hello, Started, Exited, Logs, Heartbeat, RelayedReports)
+}
+_FROM_MASTER: dict[str, Any] = {
+    m.type: m for m in (Welcome, Refusal, Start, Kill, AckExit, ReportsAck)
+}
 
 
 def _decode(raw: object, known: dict[str, Any], sender: str) -> Any:

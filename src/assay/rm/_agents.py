@@ -12,7 +12,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from assay.protocol import AckExit, Hello, Kill, MasterMessage, Report, Start, Welcome
+from assay.protocol import (
+    AckExit,
+    Hello,
+    Kill,
+    MasterMessage,
+    Report,
+    ReportsAck,
+    Start,
+    Welcome,
+)
 
 SocketSend = Callable[[dict[str, Any]], Awaitable[None]]
 """Writes one JSON message to an agent's socket."""
@@ -58,6 +67,10 @@ class AgentSockets:
         await self._send(node, AckExit(allocation_id))
 
     async def welcome(self, node: str, message: Welcome) -> None:
+        await self._send(node, message)
+
+    async def answer_reports(self, node: str, message: ReportsAck) -> None:
+        """What became of the metric reports the agent relayed for its trials."""
         await self._send(node, message)
 
     async def close(self) -> None:

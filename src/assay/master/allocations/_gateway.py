@@ -22,6 +22,7 @@ from assay.config import MasterConfig
 from assay.db import Session, agents, cluster
 from assay.errors import Conflict, InvalidRequest, Unauthorized
 from assay.files import write_private
+from assay.master.experiments import HarnessService
 from assay.master.kernel import (
     AgentConnection,
     AllocationKind,
@@ -32,6 +33,7 @@ from assay.master.kernel import (
     Wake,
     exit_reason,
     kind_of,
+    kinds_of,
 )
 from assay.protocol import (
     AGENT_TOKEN_FILE,
@@ -43,6 +45,8 @@ from assay.protocol import (
     Kill,
     LogEntry,
     Logs,
+    RelayedReports,
+    ReportsAck,
     Started,
     UnknownMessage,
     Welcome,
@@ -55,14 +59,26 @@ log = logging.getLogger(__name__)
 
 class AgentGateway:
     def __init__(
-        self, core: Orchestrator, settings: MasterConfig, kinds: Sequence[AllocationKind]
+        self,
+        core: Orchestrator,
+        settings: MasterConfig,
+        kinds: Sequence[AllocationKind],
+        harness: HarnessService,
     ) -> None:
         self.core = core
+        self.harness = harness
+        """Where the metric reports agents relay for their trials go."""
+        self._relaying: set[asyncio.Task[None]] = set()
         self.settings = settings
         self.kinds = tuple(kinds)
         """Every kind of work whose allocations agents run (trials, tasks...)."""
         self.token: str | None = None
         """What agents must present; None (no agent admitted) until :meth:`load_token`."""
+        self._swept = False
+        """Whether :meth:`reap_lost` has looked at every live allocation since this master
+        started (agents that never came back are known to no connection)."""
+        self._reaped: dict[str, float] = {}
+        """Agents whose loss was dealt with: when each was disconnected then."""
 
     async def load_token(self, home: Path) -> None:
         """Take the configured agent token, else the cluster's (made and stored on the first
@@ -185,7 +201,7 @@ class AgentGateway:
         # Before anything else, the Welcome included: whatever the master gave up on while the
         # agent was away (frozen, cut off) may have a replacement running elsewhere by now.
         await self._fence(conn, hello, held)
-        await send(Welcome(self.core.cluster_id))
+        await send(Welcome(self.core.cluster_id, relay=True))
         await self._reconcile(conn, hello, held)
         self.core.wakeup.set()
         return conn
@@ -264,10 +280,22 @@ class AgentGateway:
             await self.core.hub.send(agent_id, AckExit(msg.allocation_id))
         elif isinstance(msg, Logs):
             await self._ingest_logs(msg.entries)
+        elif isinstance(msg, RelayedReports):
+            # Stored beside the connection's other messages, not ahead of them: a batch waits
+            # for the database, an exit or a start must not wait behind it.
+            task = asyncio.create_task(self._relay(agent_id, msg))
+            self._relaying.add(task)
+            task.add_done_callback(self._relaying.discard)
         elif isinstance(msg, Heartbeat):
             pass
         else:
             log.warning("agent %s sent %r after its hello; ignored", agent_id, msg.type)
+
+    async def _relay(self, agent_id: str, msg: RelayedReports) -> None:
+        outcomes = await self.harness.relayed(msg.batches)
+        if self.core.hub.is_connected(agent_id):
+            # An agent gone meanwhile sends the batches again once it is back.
+            await self.core.hub.send(agent_id, ReportsAck(msg.seq, outcomes))
 
     async def _on_exit(self, agent_id: str, msg: Exited) -> None:
         try:
@@ -332,15 +360,18 @@ class AgentGateway:
         by_allocation: dict[str, list[LogEntry]] = {}
         for entry in entries:
             by_allocation.setdefault(entry.allocation_id, []).append(entry)
-        woken: list[tuple[Any, ...]] = []
+        owner = kinds_of(self.kinds, session, list(by_allocation))
         for alloc_id, lines in by_allocation.items():
-            kind = kind_of(self.kinds, session, alloc_id)
-            if kind is None:
+            if alloc_id not in owner:
                 log.warning("%d log lines of unknown allocation %s dropped", len(lines), alloc_id)
+        woken: list[tuple[Any, ...]] = []
+        for kind in self.kinds:
+            mine = {a: lines for a, lines in by_allocation.items() if owner.get(a) is kind}
+            if not mine:
                 continue
-            key = kind.store_lines(session, alloc_id, lines, unless_stored=unless_stored)
-            if key is not None and key not in woken:
-                woken.append(key)
+            for key in kind.store_lines(session, mine, unless_stored=unless_stored):
+                if key not in woken:
+                    woken.append(key)
         return woken
 
     async def resend_kills(self) -> None:
@@ -356,10 +387,27 @@ class AgentGateway:
                         await hub.send(agent_id, Kill(h.allocation_id))
 
     async def reap_lost(self) -> None:
-        """End the allocations' parts on agents gone longer than ``agent_lost_after_seconds``."""
+        """End the allocations' parts on agents gone longer than ``agent_lost_after_seconds``.
+
+        Runs every second, so it reads the live allocations only when one could be lost: once
+        when the limit first passes after this master's start (for agents that never came
+        back), then when a connection the hub knows has been gone past the limit. Work is only
+        placed on connected agents, so no other agent can hold any."""
         now = self.core.clock()
         limit = self.settings.agent_lost_after_seconds
         hub = self.core.hub
+        if now - self.core.started_at < limit:
+            return
+        gone = {
+            agent_id: conn.disconnected_at
+            for agent_id, conn in hub.agents.items()
+            if not conn.connected
+            and conn.disconnected_at is not None
+            and now - conn.disconnected_at >= limit
+            and self._reaped.get(agent_id) != conn.disconnected_at
+        }
+        if self._swept and not gone:
+            return
         for kind in self.kinds:
             for h in await self.core.read(kind.live):
                 for agent_id in h.agents:
@@ -370,6 +418,8 @@ class AgentGateway:
                         await self.core.transact(
                             _lost(kind), agent_id, h.allocation_id, f"agent {agent_id} was lost"
                         )
+        self._swept = True
+        self._reaped.update(gone)
 
 
 def _lost(kind: AllocationKind) -> Callable[[Tx, str, str, str], None]:

@@ -30,6 +30,7 @@ from assay.protocol import (
     Hello,
     Kill,
     MasterMessage,
+    ReportsAck,
     Start,
     Welcome,
 )
@@ -185,6 +186,10 @@ def _deliver(manager: ResourceManager, node: str) -> Sender:
             await manager.acknowledge(node, message.allocation_id)
         elif isinstance(message, Welcome):
             await manager.welcome(node, message)
+        elif isinstance(message, ReportsAck) and isinstance(manager, AgentSockets):
+            # Only an agent relays its trials' reports (a Slurm or Kubernetes node's trials
+            # send their own): the answer goes back down its socket.
+            await manager.answer_reports(node, message)
         # A refusal is the socket route's own answer, before a node is taken.
 
     return deliver

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -81,7 +81,7 @@ class TrialAllocations:
         ]
 
     def live(self, session: Session) -> list[Held]:
-        return [_held(a) for a in allocations.live(session)]
+        return [_held(a) for a in allocations.live_briefly(session)]
 
     def started(self, tx: Tx, allocation_id: str, agent_id: str, address: str = "") -> None:
         # A trial's ranks find each other by the gang's names, not by the address.
@@ -114,17 +114,32 @@ class TrialAllocations:
         return self.masker.masked(session, own)
 
     def store_lines(
-        self, session: Session, allocation_id: str, lines: list[LogEntry], *, unless_stored: bool
-    ) -> tuple[Any, ...] | None:
-        masked = self.masked(session, allocation_id, lines)
-        trial_id = masked[-1].trial_id
-        if unless_stored and logs.ends_with(session, masked[-1], trial_id=trial_id):
-            return None
-        logs.insert(session, masked)
-        return ("logs", trial_id)
+        self,
+        session: Session,
+        lines: Mapping[str, list[LogEntry]],
+        *,
+        unless_stored: bool,
+    ) -> list[tuple[Any, ...]]:
+        trial_of = allocations.trials_of(session, list(lines))
+        rows: list[LogEntry] = []
+        keys: list[tuple[Any, ...]] = []
+        for allocation_id, entries in lines.items():
+            trial_id = trial_of.get(allocation_id)
+            if trial_id is None or not entries:
+                continue
+            # The trial is the allocation's, whatever the agent said.
+            own = [e if e.trial_id == trial_id else dataclasses.replace(e, trial_id=trial_id)
+                   for e in entries]  # fmt: skip
+            masked = self.masker.masked(session, own)
+            if unless_stored and logs.ends_with(session, masked[-1], trial_id=trial_id):
+                continue
+            rows.extend(masked)
+            keys.append(("logs", trial_id))
+        logs.insert(session, rows)
+        return keys
 
 
-def _held(alloc: Allocation) -> Held:
+def _held(alloc: Allocation | allocations.LiveBrief) -> Held:
     exits = alloc.exits or {}
     return Held(
         alloc.id,

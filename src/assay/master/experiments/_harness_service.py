@@ -1,12 +1,18 @@
 """The master's side of the harness: what trial processes ask for and report, over REST with
-their allocation's token."""
+their allocation's token (and their metric reports relayed by their agent, with the same)."""
 
 from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+from pydantic import ValidationError
 
 from assay import rest
 from assay.config import ExperimentConfig, load_experiment_config
 from assay.db import Experiment, Session, allocations, experiments, trials, users
-from assay.errors import Unauthorized
+from assay.errors import AssayError, InvalidRequest, Unauthorized
 from assay.master.experiments import _harness as harness
 from assay.master.identity import Actor
 from assay.master.kernel import Caller, Orchestrator, Tx, views
@@ -15,7 +21,11 @@ from assay.protocol import (
     AllocationState,
     CheckpointReport,
     MetricReport,
+    RelayedBatch,
+    RelayOutcome,
 )
+
+log = logging.getLogger(__name__)
 
 IDLE_RELEASE_SECONDS = 5.0
 """How long a trial that asked for its next operation may hold its slots waiting for one."""
@@ -147,6 +157,31 @@ class HarnessService:
                 best_validation=best,
             )
             self.core.events.publish(rest.EventBatch(metrics=[told]))
+
+    async def relayed(self, batches: Sequence[RelayedBatch]) -> list[RelayOutcome]:
+        """Trials' batches of metric reports an agent relayed, in its order: each checked and
+        stored as its ``POST /trials/{id}/metrics`` would be (the same token, the same checks),
+        all at once, so the group commit writes them together."""
+        return list(await asyncio.gather(*(self._relayed(b) for b in batches)))
+
+    async def _relayed(self, batch: RelayedBatch) -> RelayOutcome:
+        try:
+            caller = await self.caller(batch.token, batch.trial_id)
+            try:
+                body = rest.MetricsBatch.model_validate({"reports": batch.reports})
+            except ValidationError as exc:
+                said = "; ".join(
+                    ".".join(str(p) for p in e["loc"]) + ": " + e["msg"] for e in exc.errors()
+                )
+                raise InvalidRequest(f"the reports are not valid: {said}") from None
+            await self.report_metrics(caller, [r.to_protocol() for r in body.reports])
+        except AssayError as exc:
+            return RelayOutcome(exc.status, exc.to_json()["error"])
+        except Exception as exc:  # one batch's failure is told to its trial, not the agent's
+            log.exception("relayed reports of trial %s failed", batch.trial_id)
+            failed = AssayError(f"internal error: {type(exc).__name__}: {exc}")
+            return RelayOutcome(failed.status, failed.to_json()["error"])
+        return RelayOutcome(204)
 
     async def report_checkpoint(self, caller: Caller, report: CheckpointReport) -> rest.Checkpoint:
         """Register a checkpoint (a repeat changes nothing); the checkpoint as stored."""

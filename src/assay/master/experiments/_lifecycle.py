@@ -351,7 +351,7 @@ def enforce_preemption_timeouts(tx: Tx, timeouts: dict[str, float]) -> list[str]
 OVERDUE = "did not stop within its preemption timeout; killed"
 
 
-def needs_kill(alloc: Allocation) -> bool:
+def needs_kill(alloc: Allocation | allocations.LiveBrief) -> bool:
     """Whether a live allocation's processes must be killed (a kill not yet obeyed)."""
     failed = any(code is None or code != 0 for code in (alloc.exits or {}).values())
     return alloc.kill_requested or alloc.overdue or failed

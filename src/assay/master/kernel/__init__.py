@@ -35,6 +35,7 @@ from assay.master.kernel._kinds import (
     aux_placement,
     exit_reason,
     kind_of,
+    kinds_of,
 )
 from assay.master.kernel._logs import KEEP_ALIVE_SECONDS, LogBatch, follow_logs
 from assay.master.kernel._measures import TEXT_FORMAT, ClusterState, Measures, zeros
@@ -97,6 +98,7 @@ __all__ = [
     "job_in_containers",
     "job_label",
     "kind_of",
+    "kinds_of",
     "offered_labels",
     "pod_image_problem",
     "pull_problem",

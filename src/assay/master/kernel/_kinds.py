@@ -133,11 +133,17 @@ class AllocationKind(Protocol):
         ...
 
     def store_lines(
-        self, session: Session, allocation_id: str, lines: list[LogEntry], *, unless_stored: bool
-    ) -> tuple[Any, ...] | None:
-        """Store the allocation's (masked) lines; the long-poll key their followers wait on,
-        None when nothing was stored (``unless_stored``: an exit's lines, skipped when they are
-        already its last stored ones)."""
+        self,
+        session: Session,
+        lines: Mapping[str, list[LogEntry]],
+        *,
+        unless_stored: bool,
+    ) -> list[tuple[Any, ...]]:
+        """Store the (masked) lines of each allocation (``{allocation_id: lines}``, all of
+        this kind); the long-poll keys their followers wait on, one per allocation whose lines
+        were stored (``unless_stored``: an exit's lines, skipped when they are already its last
+        stored ones). One call takes an agent's whole batch: a large cluster's agents send
+        thousands of lines a second."""
         ...
 
 
@@ -148,6 +154,15 @@ def kind_of(
     None for an allocation of none."""
     name = owners.kind_of(session, allocation_id)
     return next((k for k in kinds if k.name == name), None) if name is not None else None
+
+
+def kinds_of(
+    kinds: Sequence[AllocationKind], session: Session, allocation_ids: Sequence[str]
+) -> dict[str, AllocationKind]:
+    """The kind that owns each of ``allocation_ids`` that one owns, read at once."""
+    by_name = {k.name: k for k in kinds}
+    named = owners.kinds_of(session, allocation_ids)
+    return {a: by_name[name] for a, name in named.items() if name in by_name}
 
 
 def exit_reason(kinds: Sequence[AllocationKind], session: Session, msg: Exited) -> str:

@@ -5,7 +5,7 @@ start (with the ports their hosts have free), and what their agents' reports do.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -66,16 +66,23 @@ class TaskAllocations:
         return lines if inst is None else masked(session, inst.task_id, lines)
 
     def store_lines(
-        self, session: Session, allocation_id: str, lines: list[LogEntry], *, unless_stored: bool
-    ) -> tuple[Any, ...] | None:
-        inst = tasks.instance_by_allocation(session, allocation_id)
-        if inst is None:
-            return None
-        lines = masked(session, inst.task_id, lines)
-        if unless_stored and logs.ends_with(session, lines[-1], task_id=inst.task_id):
-            return None
-        tasks.insert_logs(session, inst.task_id, lines)
-        return ("task-logs", inst.task_id)
+        self,
+        session: Session,
+        lines: Mapping[str, list[LogEntry]],
+        *,
+        unless_stored: bool,
+    ) -> list[tuple[Any, ...]]:
+        keys: list[tuple[Any, ...]] = []
+        for allocation_id, entries in lines.items():
+            inst = tasks.instance_by_allocation(session, allocation_id)
+            if inst is None or not entries:
+                continue
+            hidden = masked(session, inst.task_id, entries)
+            if unless_stored and logs.ends_with(session, hidden[-1], task_id=inst.task_id):
+                continue
+            tasks.insert_logs(session, inst.task_id, hidden)
+            keys.append(("task-logs", inst.task_id))
+        return keys
 
 
 def masked(session: Session, task_id: int, entries: Sequence[LogEntry]) -> list[LogEntry]:

@@ -1,0 +1,156 @@
+"""The agent's relay of its trials' metric reports (:mod:`assay.protocol._relay`).
+
+Trials hand their batches to a local socket; every ``FLUSH_SECONDS`` what has come in goes to
+the master in one :class:`RelayedReports` message, and each trial is answered when the master
+has stored its batch. While the master is away the batches wait, and those sent without an
+answer are sent again once it is back: the master stores a repeated report once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.protocol import (
+    SEND_IT_YOURSELF,
+    RelayedBatch,
+    RelayedReports,
+    RelayOutcome,
+    ReportsAck,
+)
+
+log = logging.getLogger(__name__)
+
+FLUSH_SECONDS = 0.2
+"""How long batches gather before they go: a trial's reporter waits this much longer for its
+answer, and the master gets one message where it would have had one request per trial."""
+MAX_BATCHES = 1000
+"""The most batches one message carries."""
+MAX_LINE = 2**24
+"""The longest request a trial may send (a reporter's batch is at most 1,000 reports)."""
+
+
+@dataclass
+class _Waiting:
+    batch: RelayedBatch
+    answer: asyncio.Future[RelayOutcome] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+
+class ReportRelay:
+    """Carries trials' metric reports to the master over the agent's connection."""
+
+    def __init__(self, send: Callable[[RelayedReports], Awaitable[bool]]) -> None:
+        self._send = send
+        self.address = f"@assay-relay-{secrets.token_hex(8)}"
+        """What trials are given in ``ASSAY_AGENT_RELAY``: an abstract socket's name, so no
+        file's path can be too long for a socket or be left behind."""
+        self._server: asyncio.AbstractServer | None = None
+        self._waiting: list[_Waiting] = []
+        self._sent: dict[int, list[_Waiting]] = {}
+        self._seq = 0
+        self._relaying = False
+        """Connected to a master that takes relayed reports: batches go now."""
+        self._refused = False
+        """The master last connected to takes none: trials send theirs themselves. (Before
+        the first welcome, and while the master is away, batches wait.)"""
+        self._ready = asyncio.Event()
+
+    async def open(self) -> None:
+        self._server = await asyncio.start_unix_server(
+            self._serve, path="\0" + self.address[1:], limit=MAX_LINE
+        )
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+        for item in self._all():
+            if not item.answer.done():
+                item.answer.set_result(RelayOutcome(SEND_IT_YOURSELF))
+
+    def connected(self, relay: bool) -> None:
+        """The master welcomed the agent; ``relay``: it takes relayed reports. A master that
+        does not has the waiting trials send theirs themselves."""
+        self._relaying = relay
+        self._refused = not relay
+        # What was sent to the master before is sent again: its answer may never come.
+        again = [item for seq in sorted(self._sent) for item in self._sent[seq]]
+        self._sent.clear()
+        self._waiting[:0] = again
+        if not relay:
+            for item in self._waiting:
+                item.answer.set_result(RelayOutcome(SEND_IT_YOURSELF))
+            self._waiting.clear()
+        self._ready.set()
+
+    def disconnected(self) -> None:
+        self._relaying = False
+
+    def acknowledged(self, ack: ReportsAck) -> None:
+        items = self._sent.pop(ack.seq, [])
+        for item, outcome in zip(items, ack.outcomes, strict=False):
+            if not item.answer.done():
+                item.answer.set_result(outcome)
+        for item in items[len(ack.outcomes) :]:
+            self._waiting.append(item)  # an answer with too few outcomes: asked again
+
+    async def run(self) -> None:
+        """Send what has gathered, every ``FLUSH_SECONDS`` while there is any."""
+        while True:
+            await self._ready.wait()
+            self._ready.clear()
+            await asyncio.sleep(FLUSH_SECONDS)
+            while self._waiting and self._relaying:
+                items = self._waiting[:MAX_BATCHES]
+                del self._waiting[:MAX_BATCHES]
+                self._seq += 1
+                self._sent[self._seq] = items
+                message = RelayedReports(self._seq, [item.batch for item in items])
+                if not await self._send(message):
+                    # Gone before it left: sent again after the reconnect.
+                    self._waiting[:0] = self._sent.pop(self._seq)
+                    break
+
+    def _all(self) -> list[_Waiting]:
+        return [*self._waiting, *(item for items in self._sent.values() for item in items)]
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while line := await reader.readline():
+                answer = await self._answer(line)
+                writer.write(json.dumps(answer).encode() + b"\n")
+                await writer.drain()
+        except (ConnectionError, asyncio.LimitOverrunError, ValueError) as exc:
+            log.debug("a trial's relay connection ended: %s", exc)
+        finally:
+            writer.close()
+
+    async def _answer(self, line: bytes) -> dict[str, Any]:
+        request: Any = None
+        try:
+            request = json.loads(line)
+            batch = RelayedBatch.from_dict(request, "request")
+        except ValueError as exc:  # InvalidRequest is one too
+            ident = request.get("id") if isinstance(request, dict) else None
+            error = {"error": {"type": "InvalidRequest", "message": str(exc), "details": []}}
+            return {"id": ident, "status": 400, **error}
+        outcome = await self.submit(batch)
+        return {"id": request.get("id"), **outcome.to_dict()}
+
+    async def submit(self, batch: RelayedBatch) -> RelayOutcome:
+        """What the master made of ``batch``, once it has been carried there."""
+        if self._refused:
+            return RelayOutcome(SEND_IT_YOURSELF)
+        item = _Waiting(batch)
+        self._waiting.append(item)
+        self._ready.set()
+        return await item.answer

@@ -1,0 +1,137 @@
+"""The agent's relay of its trials' metric reports, with the harness's client on its real socket:
+batches gather into one message, each trial hears its own outcome, nothing waits forever."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from assay.agent import ReportRelay
+from assay.core._relay import RelayClient, RelayGone
+from assay.errors import Fenced
+from assay.protocol import RelayedReports, RelayOutcome, ReportsAck
+
+REPORT = {"group": "training", "steps_completed": 1, "metrics": {"loss": 0.5}}
+FENCED = {"type": "Fenced", "message": "allocation 3.1 has ended", "details": []}
+
+
+class Master:
+    """The master's end of the agent's connection: what it was sent, and its answers."""
+
+    def __init__(self) -> None:
+        self.sent: list[RelayedReports] = []
+        self.online = True
+        self.relay: ReportRelay | None = None
+        self.outcome: Callable[[int], RelayOutcome] = lambda trial_id: RelayOutcome(204)
+        self.answers = True
+
+    async def send(self, message: RelayedReports) -> bool:
+        if not self.online:
+            return False
+        self.sent.append(message)
+        if self.answers:
+            assert self.relay is not None
+            outcomes = [self.outcome(b.trial_id) for b in message.batches]
+            asyncio.get_running_loop().call_soon(
+                self.relay.acknowledged, ReportsAck(message.seq, outcomes)
+            )
+        return True
+
+
+async def with_relay(
+    test: Callable[[ReportRelay, Master], Awaitable[None]], *, relay: bool = True
+) -> None:
+    master = Master()
+    agent = ReportRelay(master.send)
+    master.relay = agent
+    await agent.open()
+    runner = asyncio.create_task(agent.run())
+    agent.connected(relay)
+    try:
+        await test(agent, master)
+    finally:
+        runner.cancel()
+        await agent.close()
+
+
+def post(relay: ReportRelay, trial_id: int, timeout: float = 5.0) -> Any:
+    """A trial's reporter thread posting one batch."""
+    client = RelayClient(relay.address, f"token-{trial_id}", timeout=timeout)
+    try:
+        return client.post(trial_id, [dict(REPORT, steps_completed=trial_id)])
+    finally:
+        client.close()
+
+
+def test_trials_batches_go_in_one_message_and_each_trial_hears_its_own_outcome() -> None:
+    async def test(relay: ReportRelay, master: Master) -> None:
+        master.outcome = lambda t: RelayOutcome(409, FENCED) if t == 2 else RelayOutcome(204)
+        first = asyncio.to_thread(post, relay, 1)
+        second = asyncio.to_thread(post, relay, 2)
+        answers = await asyncio.gather(first, second, return_exceptions=True)
+        assert answers[0] is True
+        assert isinstance(answers[1], Fenced)
+        assert "has ended" in answers[1].message
+        assert len(master.sent) == 1
+        batches = master.sent[0].batches
+        assert sorted((b.trial_id, b.token) for b in batches) == [(1, "token-1"), (2, "token-2")]
+
+    asyncio.run(with_relay(test))
+
+
+def test_a_batch_sent_before_the_master_went_away_is_sent_again_when_it_is_back() -> None:
+    async def test(relay: ReportRelay, master: Master) -> None:
+        master.answers = False
+        trial = asyncio.ensure_future(asyncio.to_thread(post, relay, 7, 10.0))
+        while not master.sent:
+            await asyncio.sleep(0.01)
+        relay.disconnected()  # the answer is lost with the connection
+        master.answers = True
+        relay.connected(True)
+        assert await trial is True
+        assert [m.batches[0].trial_id for m in master.sent] == [7, 7]
+        assert master.sent[0].seq != master.sent[1].seq
+
+    asyncio.run(with_relay(test))
+
+
+def test_batches_wait_while_the_master_is_away() -> None:
+    async def test(relay: ReportRelay, master: Master) -> None:
+        relay.disconnected()
+        master.online = False
+        trial = asyncio.ensure_future(asyncio.to_thread(post, relay, 4))
+        await asyncio.sleep(0.5)
+        assert not trial.done() and not master.sent
+        master.online = True
+        relay.connected(True)
+        assert await trial is True
+
+    asyncio.run(with_relay(test))
+
+
+def test_a_master_that_takes_no_relayed_reports_has_the_trial_send_its_own() -> None:
+    async def test(relay: ReportRelay, master: Master) -> None:
+        assert await asyncio.to_thread(post, relay, 5) is False
+        assert master.sent == []
+
+    asyncio.run(with_relay(test, relay=False))
+
+
+def test_an_agent_that_does_not_answer_is_given_up_on_after_the_clients_patience() -> None:
+    async def test(relay: ReportRelay, master: Master) -> None:
+        master.answers = False  # as a frozen agent's master never answers
+        with pytest.raises(RelayGone) as gone:
+            await asyncio.to_thread(post, relay, 6, 0.5)
+        assert not gone.value.for_good
+
+    asyncio.run(with_relay(test))
+
+
+def test_no_relay_at_the_address_is_given_up_on_for_good() -> None:
+    client = RelayClient("@assay-relay-nobody-listens-here", "token")
+    with pytest.raises(RelayGone) as gone:
+        client.post(1, [REPORT])
+    assert gone.value.for_good
