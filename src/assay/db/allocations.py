@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from sqlalchemy import String, case, cast, func, select
+from sqlalchemy import String, bindparam, case, cast, func, select
 from sqlalchemy.orm import Session
 
 from assay.db._models import Allocation, Experiment, Job, TaskInstance, Trial
@@ -23,15 +23,20 @@ class Brief(NamedTuple):
     preempt: str | None
 
 
+# Built once: what every metric report, log batch and preemption poll asks, hundreds of times a
+# second on a large cluster, where building a statement costs more than running it.
+_BRIEF = select(Allocation.state, Allocation.trial_id, Allocation.preempt).where(
+    Allocation.id == bindparam("allocation_id")
+)
+_TRIALS_OF = select(Allocation.id, Allocation.trial_id).where(
+    Allocation.id.in_(bindparam("ids", expanding=True))
+)
+
+
 def brief(session: Session, allocation_id: str) -> Brief | None:
     """An allocation's state, trial and preemption reason, read without loading its row (and
-    decoding its JSON columns): what every metric report, log batch and preemption poll asks,
-    hundreds of times a second on a large cluster."""
-    row = session.execute(
-        select(Allocation.state, Allocation.trial_id, Allocation.preempt).where(
-            Allocation.id == allocation_id
-        )
-    ).first()
+    decoding its JSON columns)."""
+    row = session.execute(_BRIEF, {"allocation_id": allocation_id}).first()
     return None if row is None else Brief(row[0], row[1], row[2])
 
 
@@ -123,9 +128,7 @@ def trials_of(session: Session, allocation_ids: Sequence[str]) -> dict[str, int]
     """The trial of each of ``allocation_ids`` that exists, read at once."""
     if not allocation_ids:
         return {}
-    rows = session.execute(
-        select(Allocation.id, Allocation.trial_id).where(Allocation.id.in_(allocation_ids))
-    )
+    rows = session.execute(_TRIALS_OF, {"ids": list(allocation_ids)})
     return {allocation_id: trial_id for allocation_id, trial_id in rows}
 
 

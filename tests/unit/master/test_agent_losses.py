@@ -203,3 +203,48 @@ def test_an_agent_back_with_a_copy_given_up_on_is_told_to_kill_it_at_once_before
     assert back.sent[0] == {"type": "kill", "allocation_id": old, "fenced": True}
     assert back.sent[1]["type"] == "welcome"
     assert trial_row(clocked).state == "RUNNING", "the copy on a2 runs on"
+
+
+def test_an_agent_that_never_comes_back_to_a_restarted_master_has_its_trial_started_again(
+    db_url: str, tmp_path: Path, clock: Clock, context: bytes
+) -> None:
+    """The restarted master knows no connection of the agent's: its first look at every live
+    allocation, once the limit has passed since it started, finds the agent's trial."""
+    settings = MasterConfig(
+        allowed_checkpoint_storage={"host_paths": [tmp_path]},
+        agent_lost_after_seconds=LOST_AFTER,
+    )
+    db = Database(db_url)
+    first = Master(settings, db, tmp_path / "home", clock)
+    first.core.cluster_id = "test"
+    submit(first, context)
+    old = started_on(first, connect(first, "a1"), "a1")
+    again = Master(settings, db, tmp_path / "home", clock)  # the first was killed
+    again.core.cluster_id = "test"
+    try:
+        clock.now += LOST_AFTER - 1
+        run(again.agents.reap_lost())
+        assert not allocation(again, old).lost  # within the limit: it may still come back
+        clock.now += 2
+        run(again.agents.reap_lost())
+        assert allocation(again, old).lost
+        assert trial_row(again).state == "QUEUED"
+    finally:
+        db.dispose()
+
+
+def test_an_agent_lost_back_and_lost_again_has_each_of_its_trials_started_again(
+    clocked: Master, clock: Clock, context: bytes
+) -> None:
+    submit(clocked, context, max_restarts=0)
+    agent = connect(clocked, "a1")
+    first = started_on(clocked, agent, "a1")
+    lose(clocked, clock, "a1")
+    agent = connect(clocked, "a1")  # back, without the trial
+    second = started_on(clocked, agent, "a1")
+    assert second != first
+    run(clocked.agents.reap_lost())  # connected: nothing is lost
+    assert not allocation(clocked, second).lost
+    lose(clocked, clock, "a1")
+    assert allocation(clocked, second).lost
+    assert (trial_row(clocked).state, trial_row(clocked).infra_restarts) == ("QUEUED", 2)
