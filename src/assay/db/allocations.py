@@ -124,6 +124,19 @@ def live_briefly(session: Session) -> list[LiveBrief]:
     ]
 
 
+_STATES_OF = select(Allocation.id, Allocation.state).where(
+    Allocation.id.in_(bindparam("ids", expanding=True))
+)
+
+
+def states_of(session: Session, allocation_ids: Sequence[str]) -> dict[str, str]:
+    """The state of each of ``allocation_ids`` that exists, read at once."""
+    if not allocation_ids:
+        return {}
+    rows = session.execute(_STATES_OF, {"ids": list(allocation_ids)})
+    return {allocation_id: state for allocation_id, state in rows}
+
+
 def trials_of(session: Session, allocation_ids: Sequence[str]) -> dict[str, int]:
     """The trial of each of ``allocation_ids`` that exists, read at once."""
     if not allocation_ids:

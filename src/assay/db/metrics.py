@@ -26,6 +26,16 @@ def insert(
 ) -> None:
     """Store reports of one run, ignoring ones already stored (same group and step). A report
     without a time gets ``now``."""
+    insert_runs(session, [(trial_id, run, reports)], now)
+
+
+def insert_runs(
+    session: Session,
+    runs: Iterable[tuple[int, int, Iterable[MetricReport]]],
+    now: float,
+) -> None:
+    """:func:`insert` of several runs' reports (``(trial_id, run, reports)``), in one
+    statement."""
     rows = [
         {
             "trial_id": trial_id,
@@ -36,6 +46,7 @@ def insert(
             "reported_at": r.time or now,
             "archived": False,
         }
+        for trial_id, run, reports in runs
         for r in reports
     ]
     if rows:

@@ -91,3 +91,58 @@ def test_a_caller_that_gives_up_does_not_undo_its_write_or_the_others(db: Databa
     asyncio.run(main())
     with db.session() as s:
         assert sorted(u.username for u in users.everyone(s)) == ["abandoned", "kept"]
+
+
+def add_all(calls: list[list[str]]):  # type: ignore[no-untyped-def]
+    """A merged write: every name it is given added in one call, which ``calls`` records."""
+
+    def write(session, names):  # type: ignore[no-untyped-def]
+        calls.append(list(names))
+        return [
+            Conflict(f"{name} is refused") if name.startswith("refused")
+            else users.create(session, username=name, password_hash="x", admin=False, now=0).id
+            for name in names
+        ]  # fmt: skip
+
+    return write
+
+
+def test_merged_writes_asked_for_together_are_one_call_and_each_caller_gets_its_own_result(
+    db: Database,
+) -> None:
+    commits = commits_of(db)
+    group = GroupCommit(db)
+    calls: list[list[str]] = []
+    write = add_all(calls)
+
+    async def main() -> list[object]:
+        names = [f"user{i}" for i in range(20)] + ["refused-one"]
+        merged = [group.merged(write, name) for name in names]
+        return await asyncio.gather(*merged, group.run(add("alone")), return_exceptions=True)
+
+    *ids, refused, alone = asyncio.run(main())
+    assert calls == [[f"user{i}" for i in range(20)] + ["refused-one"]]
+    assert len(commits) == 1
+    assert isinstance(refused, Conflict) and refused.message == "refused-one is refused"
+    assert len({*ids, alone}) == 21 and all(isinstance(i, int) for i in ids)
+    with db.session() as s:
+        assert {u.username for u in users.everyone(s)} >= {f"user{i}" for i in range(20)}
+
+
+def test_a_merged_write_that_raises_is_written_again_item_by_item(db: Database) -> None:
+    db.run_sync(add("taken"))
+    group = GroupCommit(db)
+    calls: list[list[str]] = []
+    write = add_all(calls)
+
+    async def main() -> list[object]:
+        merged = [group.merged(write, name) for name in ("before", "taken", "after")]
+        return await asyncio.gather(*merged, return_exceptions=True)
+
+    before, taken, after = asyncio.run(main())
+    assert calls[0] == ["before", "taken", "after"]  # the merged call, undone as a whole
+    assert all(len(call) == 1 for call in calls[1:])  # then each item alone
+    assert isinstance(taken, Conflict)
+    assert isinstance(before, int) and isinstance(after, int)
+    with db.session() as s:
+        assert {"before", "after"} <= {u.username for u in users.everyone(s)}

@@ -341,11 +341,18 @@ class AgentGateway:
 
     async def _ingest_logs(self, entries: list[LogEntry]) -> None:
         if entries:
-            for key in await self.core.record(lambda s: self._store_lines(s, entries)):
+            # With every other agent's lines that came meanwhile: one insert for them all.
+            for key in await self.core.record_merged(self._write_lines, entries):
                 self.core.waiters.notify(key)
             times = [e.time for e in entries if e.time]
             oldest = min(times, default=None)
             self.core.measures.count_ingested("logs", len(entries), oldest, self.core.clock())
+
+    def _write_lines(
+        self, session: Session, batches: list[list[LogEntry]]
+    ) -> list[list[tuple[Any, ...]]]:
+        woken = self._store_lines(session, [entry for batch in batches for entry in batch])
+        return [woken, *([] for _ in batches[1:])]
 
     def _store_lines(
         self, session: Session, entries: list[LogEntry], *, unless_stored: bool = False

@@ -67,6 +67,39 @@ def check_live(session: Session, caller: Caller) -> None:
         raise fenced(caller.allocation_id)
 
 
+def ingest_training(
+    session: Session, items: list[tuple[Caller, list[MetricReport], float]]
+) -> list[tuple[int, int, float | None] | Fenced]:
+    """:func:`ingest_metrics` of training reports from many trials at once (no validation, so
+    no config is read): each allocation's state read in one statement, every live one's reports
+    stored in another, then each trial's steps. Per item: the trial's numbers as stored after
+    it (``(-1, 0, None)`` for none), or :class:`Fenced` for an allocation that has ended."""
+    states = allocations.states_of(session, sorted({c.allocation_id for c, _, _ in items}))
+    live = [
+        (caller, reports, now)
+        for caller, reports, now in items
+        if states.get(caller.allocation_id, AllocationState.TERMINATED)
+        != AllocationState.TERMINATED
+    ]
+    # One statement (the rows keep their own times; ``now`` is only for a report without).
+    by_now: dict[float, list[tuple[int, int, list[MetricReport]]]] = {}
+    for caller, reports, now in live:
+        by_now.setdefault(now, []).append((caller.trial_id, caller.run, reports))
+    for now, runs in by_now.items():
+        metrics.insert_runs(session, runs, now)
+    out: list[tuple[int, int, float | None] | Fenced] = []
+    for caller, reports, _ in items:
+        state = states.get(caller.allocation_id, AllocationState.TERMINATED)
+        if state == AllocationState.TERMINATED:
+            out.append(fenced(caller.allocation_id))
+        elif not reports:
+            out.append((-1, 0, None))
+        else:
+            steps = max(r.steps_completed for r in reports)
+            out.append(trials.record_reported(session, caller.trial_id, steps) or (-1, 0, None))
+    return out
+
+
 def check_trial(caller: Caller, trial_id: int | None) -> None:
     """Refuse a token used for another trial than its allocation's (``trial_id`` None: any)."""
     if trial_id is not None and caller.trial_id != trial_id:

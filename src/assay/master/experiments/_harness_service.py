@@ -10,9 +10,8 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 
 from assay import rest
-from assay.config import ExperimentConfig, load_experiment_config
-from assay.db import Experiment, Session, allocations, experiments, trials, users
-from assay.errors import AssayError, InvalidRequest, Unauthorized
+from assay.db import Session, allocations, experiments, trials, users
+from assay.errors import AssayError, Fenced, InvalidRequest, Unauthorized
 from assay.master.experiments import _harness as harness
 from assay.master.identity import Actor
 from assay.master.kernel import Caller, Orchestrator, Tx, views
@@ -123,11 +122,6 @@ class HarnessService:
         """Store a batch of reports (a repeated one is stored once)."""
         now = self.core.clock()
 
-        def write(session: Session) -> tuple[int, int, float | None]:
-            # Training reports only: no validation to rank, so the config is never read.
-            ingested = harness.ingest_metrics(session, caller, reports, now, _stored_config)
-            return ingested.numbers or (-1, 0, None)
-
         def write_and_feed(tx: Tx) -> tuple[int, int, float | None]:
             ingested = harness.ingest_metrics(tx.session, caller, reports, now, tx.searchers.config)
             harness.feed_code_driven(tx, ingested)
@@ -139,8 +133,11 @@ class HarnessService:
             experiment_id, steps, best = await self.core.transact(write_and_feed)
         else:
             # Training reports decide nothing: written outside the lock, never waiting behind
-            # a scheduling pass.
-            experiment_id, steps, best = await self.core.record(write)
+            # a scheduling pass, together with every other trial's that came meanwhile.
+            written = await self.core.record_merged(harness.ingest_training, (caller, reports, now))
+            if isinstance(written, Fenced):
+                raise written
+            experiment_id, steps, best = written
         times = [r.time for r in reports if r.time]
         self.core.measures.count_ingested(
             "metrics", len(reports), min(times, default=None), self.core.clock()
@@ -216,7 +213,3 @@ class HarnessService:
             await self.core.wait(key, since, timeout)
             preempt = await self.core.read(read)
         return rest.PreemptionSignal(preempt=preempt)
-
-
-def _stored_config(exp: Experiment) -> ExperimentConfig:
-    return load_experiment_config(exp.config, stored=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
 from assay import rest
@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 R = TypeVar("R")
+I = TypeVar("I")  # noqa: E741
 """What a scheduling pass answers (the allocations package's ``PassResult``)."""
 
 
@@ -171,6 +172,13 @@ class Orchestrator:
         scheduling pass. Committed together with the other such writes asked for meanwhile
         (``_group_commit``); answered after the commit."""
         return await self.group_commit.run(fn)
+
+    async def record_merged(
+        self, write_many: Callable[[Session, list[I]], Sequence[R]], item: I
+    ) -> R:
+        """:meth:`record` for writes of one kind: ``write_many(session, items)`` writes every
+        item asked for meanwhile together, in a statement or two (``_group_commit``)."""
+        return await self.group_commit.merged(write_many, item)
 
     async def _perform(self, actions: list[Action]) -> None:
         for action in actions:
