@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pydantic import ValidationError
 
 from assay import rest
-from assay.db import Session, allocations, experiments, trials, users
+from assay.config import ExperimentConfig
+from assay.db import Experiment, Session, allocations, experiments, trials, users
 from assay.errors import AssayError, Fenced, InvalidRequest, Unauthorized
 from assay.master.experiments import _harness as harness
 from assay.master.identity import Actor
@@ -129,8 +130,14 @@ class HarnessService:
 
         if any(r.group == VALIDATION for r in reports):
             # A validation may decide the search (a code-driven searcher's): stored and fed to
-            # the searcher in one transaction, under the lock.
-            experiment_id, steps, best = await self.core.transact(write_and_feed)
+            # the searcher in one transaction, under the lock. One whose searcher learns
+            # nothing from it is stored as training reports are, with the others meanwhile.
+            written = await self.core.record_merged(self._write_passive, (caller, reports, now))
+            if isinstance(written, Fenced):
+                raise written
+            if written is None:
+                written = await self.core.transact(write_and_feed)
+            experiment_id, steps, best = written
         else:
             # Training reports decide nothing: written outside the lock, never waiting behind
             # a scheduling pass, together with every other trial's that came meanwhile.
@@ -180,6 +187,26 @@ class HarnessService:
             return RelayOutcome(failed.status, failed.to_json()["error"])
         return RelayOutcome(204)
 
+    def _write_passive(
+        self, session: Session, items: list[tuple[Caller, list[MetricReport], float]]
+    ) -> list[tuple[int, int, float | None] | Fenced | None]:
+        """Validations whose searcher learns nothing from them, stored outside the lock;
+        None for one whose searcher may (or is not loaded): it is stored under the lock."""
+        out: list[tuple[int, int, float | None] | Fenced | None] = []
+        for caller, reports, now in items:
+            trial = trials.get(session, caller.trial_id)
+            config = self.core.searchers.loaded_passive(trial.experiment_id) if trial else None
+            if config is None:
+                out.append(None)
+                continue
+            try:
+                ingested = harness.ingest_metrics(session, caller, reports, now, _always(config))
+            except Fenced as exc:  # checked before anything is written
+                out.append(exc)
+                continue
+            out.append(ingested.numbers or (-1, 0, None))
+        return out
+
     async def report_checkpoint(self, caller: Caller, report: CheckpointReport) -> rest.Checkpoint:
         """Register a checkpoint (a repeat changes nothing); the checkpoint as stored."""
 
@@ -209,7 +236,13 @@ class HarnessService:
 
         since = self.core.waiters.version(key)
         preempt = await self.core.read(read)
-        if not preempt and timeout > 0:
-            await self.core.wait(key, since, timeout)
+        # Every change of the answer (a preemption asked for, the allocation ended) wakes the
+        # key after its commit: a wait that ran out unwoken has the answer it had. A large
+        # cluster's trials each ask again every minute; half the reads are saved.
+        if not preempt and timeout > 0 and await self.core.wait(key, since, timeout):
             preempt = await self.core.read(read)
         return rest.PreemptionSignal(preempt=preempt)
+
+
+def _always(config: ExperimentConfig) -> Callable[[Experiment], ExperimentConfig]:
+    return lambda _exp: config

@@ -199,12 +199,13 @@ class Orchestrator:
                     self.background(hook(action.experiment_id))
                 self.waiters.notify(("experiment", action.experiment_id))
 
-    async def wait(self, key: tuple[Any, ...], since: int, timeout: float) -> None:
-        """Wait up to ``timeout`` for ``key`` to move past version ``since``; raises
-        :class:`MasterUnreachable` when the master is shutting down."""
-        await self.waiters.wait(key, since, timeout)
+    async def wait(self, key: tuple[Any, ...], since: int, timeout: float) -> bool:
+        """Wait up to ``timeout`` for ``key`` to move past version ``since``; whether it did.
+        Raises :class:`MasterUnreachable` when the master is shutting down."""
+        moved = await self.waiters.wait(key, since, timeout)
         if self.waiters.closed:
             raise MasterUnreachable("the master is shutting down; try again shortly")
+        return moved
 
     def background(self, work: Coroutine[Any, Any, Any]) -> None:
         """Run ``work`` on its own; a failure is logged."""

@@ -63,6 +63,15 @@ class SearcherCache:
     def searcher(self, exp: Experiment) -> Searcher:
         return self._entry(exp).searcher
 
+    def loaded_passive(self, experiment_id: int) -> ExperimentConfig | None:
+        """The experiment's config if its searcher is loaded and learns nothing from
+        validations (not code-driven), read without building anything: so a validation of it
+        can be stored outside the master's lock. None otherwise (it takes the lock)."""
+        entry = self._entries.get(experiment_id)
+        if entry is None or entry.searcher.code_driven:
+            return None
+        return entry.config
+
     def context_sha256(self, session: Session, exp: Experiment) -> str:
         """The digest of the experiment's context, read once per entry: each of its trials'
         starts names it to the agents."""
