@@ -67,6 +67,9 @@ HERE = Path(__file__).resolve().parent
 RUNS = HERE / "b13_runs.json"
 PLOT = HERE / "b13_growth.png"
 TRIALS_PER_EXPERIMENT = 80
+RAMP_LIMIT = 300.0
+"""Seconds for every trial to be running; a run that does not get there records where it
+broke."""
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -411,7 +414,23 @@ async def scenario(
         began = time.monotonic()
         configs = [config(f"b13-steady-{i}", per_exp, steps) for i in range(trials // per_exp)]
         ids, _ = await submit_all(http, configs, at_once=8)
-        await until("every trial running", lambda: fleet.running() >= trials, 600)
+        try:
+            await until("every trial running", lambda: fleet.running() >= trials, RAMP_LIMIT)
+        except TimeoutError:
+            # Where it breaks: the load as far as it got is measured all the same, and the run
+            # says what never came (no storm, end or burst follows a master that cannot keep
+            # its agents).
+            result["ramp_s"] = None
+            result["broke"] = (
+                f"{fleet.running()} of {trials} trials running, {fleet.connected()} of {agents} "
+                f"agents connected after {RAMP_LIMIT:.0f} s; agents' connections dropped "
+                f"{sum(fleet.ledger.disconnects.values())} times"
+            )
+            result["steady"] = await measure_steady(
+                cluster, fleet, http, ids[0], args.window, args.profile
+            )
+            result["disconnects"] = dict(fleet.ledger.disconnects)
+            return result
         result["ramp_s"] = round(time.monotonic() - began, 1)
         # Every trial past its start (up to one reporting period) and its first report: the
         # load is steady.
@@ -470,6 +489,8 @@ def summary_line(r: dict[str, Any]) -> str:
         f" {s['reports_per_s']}/s p99 {s['report_p99_ms']} ms; simulator {s['simulator_cores']}"
         " cores"
     )
+    if "broke" in r:
+        line += f"; BROKE: {r['broke']}"
     if "storm" in r:
         line += f"; storm settled in {r['storm']['trials_answered_s']} s"
     if "burst" in r:
@@ -532,6 +553,8 @@ def render(runs: list[dict[str, Any]], command: str) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        if "broke" in r:
+            continue
         st, b, c = r.get("storm", {}), r.get("burst", {}), r["steady_check"]
         out.append(
             f"| {r['db']} | {r['agents']} | {st.get('trials_running_at_kill', '-')} | "
@@ -541,6 +564,10 @@ def render(runs: list[dict[str, Any]], command: str) -> str:
             f"{b.get('all_started_s', '-')} | {b.get('all_ended_s', '-')} | "
             f"{c['metrics_lost']}, {c['restarted']}, {c['started_not_once']} |"
         )
+    broken = [r for r in rows if "broke" in r]
+    if broken:
+        out += ["", "Runs that never reached the steady load (measured as far as they got):", ""]
+        out += [f"- {r['db']} {r['agents']} agents: {r['broke']}" for r in broken]
     if PLOT.exists():
         where = PLOT.relative_to(HERE.parent).as_posix()
         out += ["", f"![master CPU and RSS against agents]({where})"]
@@ -622,21 +649,32 @@ def main() -> int:
             result["load"] = round(LOAD_AT_START, 2)
             results.append(result)
             print(summary_line(result), flush=True)
-            checked = result["steady_check"]
-            if failed(checked) or result.get("burst", {}).get("not_completed"):
+            if not args.quick:
+                keep(results)  # each run as it ends: a later one that fails loses none
+            checked = result.get("steady_check")
+            if checked is None:
+                # Broke before the steady load: a finding of the growth runs, a failure of
+                # the quick mode's checks.
+                bad = bad or args.quick
+            elif failed(checked) or result.get("burst", {}).get("not_completed"):
                 bad = True
                 print(f"FAILED checks: {json.dumps(checked)}", file=sys.stderr)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
-    if not args.quick:
-        kept = json.loads(RUNS.read_text()) if RUNS.exists() else []
-        fresh = {(r["db"], r["agents"]) for r in results}
-        kept = [r for r in kept if (r["db"], r["agents"]) not in fresh] + results
-        RUNS.write_text(json.dumps(kept, indent=1) + "\n")
-        if args.write:
-            plot(kept)
-            write_section("B13", render(kept, command))
+    if not args.quick and args.write:
+        kept = json.loads(RUNS.read_text())
+        plot(kept)
+        write_section("B13", render(kept, command))
     return 1 if bad else 0
+
+
+def keep(results: list[dict[str, Any]]) -> None:
+    """Record ``results`` in ``b13_runs.json``, each in place of the kept run of its database
+    and N."""
+    kept = json.loads(RUNS.read_text()) if RUNS.exists() else []
+    fresh = {(r["db"], r["agents"]) for r in results}
+    kept = [r for r in kept if (r["db"], r["agents"]) not in fresh] + results
+    RUNS.write_text(json.dumps(kept, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -142,6 +142,11 @@ async def agent_socket(ws: WebSocket) -> None:
         return
     try:
         conn, unlink = await master.pools.join(gateway.check(hello), ws.send_json)
+    except (WebSocketDisconnect, WebSocketDisconnected):
+        # Gone before its welcome (an agent that gave up waiting): it reconnects, as after
+        # any drop; nothing of it was linked.
+        log.info("agent %s disconnected before its welcome", hello.get("agent_id"))
+        return
     except AssayError as exc:
         log.warning("refused an agent: %s", exc.message)
         await ws.send_json(Refusal(exc.message).to_dict())

@@ -248,3 +248,22 @@ def test_an_agent_lost_back_and_lost_again_has_each_of_its_trials_started_again(
     lose(clocked, clock, "a1")
     assert allocation(clocked, second).lost
     assert (trial_row(clocked).state, trial_row(clocked).infra_restarts) == ("QUEUED", 2)
+
+
+def test_an_agent_whose_socket_goes_before_its_welcome_is_disconnected_and_its_trial_reaped(
+    clocked: Master, clock: Clock, context: bytes
+) -> None:
+    submit(clocked, context)
+    old = started_on(clocked, connect(clocked, "a1"), "a1")
+    run(clocked.agents.disconnected(clocked.hub.agents["a1"]))
+
+    async def gone(message: object) -> None:
+        raise ConnectionError("the agent's socket closed")
+
+    hello = {"type": "hello", "agent_id": "a1", "slots": [{"id": "0"}], "running": [old]}
+    with pytest.raises(ConnectionError):
+        run(clocked.agents.connected({**hello, "session": "session-of-a1"}, gone))
+    assert not clocked.hub.is_connected("a1")
+    clock.now += LOST_AFTER + 1
+    run(clocked.agents.reap_lost())
+    assert allocation(clocked, old).lost

@@ -198,11 +198,17 @@ class AgentGateway:
             conn = self.core.hub.register(hello, send, enabled, now)
             # Told once the hub has it: the pages read "connected" from the hub.
             self.core.events.publish(rest.EventBatch(cluster=True))
-        # Before anything else, the Welcome included: whatever the master gave up on while the
-        # agent was away (frozen, cut off) may have a replacement running elsewhere by now.
-        await self._fence(conn, hello, held)
-        await send(Welcome(self.core.cluster_id, relay=True))
-        await self._reconcile(conn, hello, held)
+        try:
+            # Before anything else, the Welcome included: whatever the master gave up on while
+            # the agent was away (frozen, cut off) may have a replacement running elsewhere.
+            await self._fence(conn, hello, held)
+            await send(Welcome(self.core.cluster_id, relay=True))
+            await self._reconcile(conn, hello, held)
+        except BaseException:
+            # Its socket went while it was being taken: it is gone, as after any drop (its
+            # work is reaped if it does not come back).
+            await self.disconnected(conn)
+            raise
         self.core.wakeup.set()
         return conn
 
