@@ -100,8 +100,10 @@ class ReportRelay:
         for item, outcome in zip(items, ack.outcomes, strict=False):
             if not item.answer.done():
                 item.answer.set_result(outcome)
-        for item in items[len(ack.outcomes) :]:
-            self._waiting.append(item)  # an answer with too few outcomes: asked again
+        rest = items[len(ack.outcomes) :]
+        if rest:  # an answer with too few outcomes: the others are asked again
+            self._waiting.extend(rest)
+            self._ready.set()
 
     async def run(self) -> None:
         """Send what has gathered, every ``FLUSH_SECONDS`` while there is any."""

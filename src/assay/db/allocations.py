@@ -28,7 +28,7 @@ class Brief(NamedTuple):
 _BRIEF = select(Allocation.state, Allocation.trial_id, Allocation.preempt).where(
     Allocation.id == bindparam("allocation_id")
 )
-_TRIALS_OF = select(Allocation.id, Allocation.trial_id).where(
+_BRIEFS = select(Allocation.id, Allocation.state, Allocation.trial_id, Allocation.preempt).where(
     Allocation.id.in_(bindparam("ids", expanding=True))
 )
 
@@ -124,25 +124,15 @@ def live_briefly(session: Session) -> list[LiveBrief]:
     ]
 
 
-_STATES_OF = select(Allocation.id, Allocation.state).where(
-    Allocation.id.in_(bindparam("ids", expanding=True))
-)
-
-
-def states_of(session: Session, allocation_ids: Sequence[str]) -> dict[str, str]:
-    """The state of each of ``allocation_ids`` that exists, read at once."""
+def briefs(session: Session, allocation_ids: Sequence[str]) -> dict[str, Brief]:
+    """:func:`brief` of each of ``allocation_ids`` that exists, read at once (a batch of
+    reports or log lines from many trials)."""
     if not allocation_ids:
         return {}
-    rows = session.execute(_STATES_OF, {"ids": list(allocation_ids)})
-    return {allocation_id: state for allocation_id, state in rows}
-
-
-def trials_of(session: Session, allocation_ids: Sequence[str]) -> dict[str, int]:
-    """The trial of each of ``allocation_ids`` that exists, read at once."""
-    if not allocation_ids:
-        return {}
-    rows = session.execute(_TRIALS_OF, {"ids": list(allocation_ids)})
-    return {allocation_id: trial_id for allocation_id, trial_id in rows}
+    rows = session.execute(_BRIEFS, {"ids": list(allocation_ids)})
+    return {
+        allocation_id: Brief(state, trial, preempt) for allocation_id, state, trial, preempt in rows
+    }
 
 
 def live_of_trial(session: Session, trial_id: int) -> Allocation | None:

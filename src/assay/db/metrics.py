@@ -26,15 +26,13 @@ def insert(
 ) -> None:
     """Store reports of one run, ignoring ones already stored (same group and step). A report
     without a time gets ``now``."""
-    insert_runs(session, [(trial_id, run, reports)], now)
+    insert_runs(session, [(trial_id, run, reports, now)])
 
 
 def insert_runs(
-    session: Session,
-    runs: Iterable[tuple[int, int, Iterable[MetricReport]]],
-    now: float,
+    session: Session, runs: Iterable[tuple[int, int, Iterable[MetricReport], float]]
 ) -> None:
-    """:func:`insert` of several runs' reports (``(trial_id, run, reports)``), in one
+    """:func:`insert` of several runs' reports (``(trial_id, run, reports, now)``), in one
     statement."""
     rows = [
         {
@@ -46,7 +44,7 @@ def insert_runs(
             "reported_at": r.time or now,
             "archived": False,
         }
-        for trial_id, run, reports in runs
+        for trial_id, run, reports, now in runs
         for r in reports
     ]
     if rows:

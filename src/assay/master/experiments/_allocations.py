@@ -120,13 +120,14 @@ class TrialAllocations:
         *,
         unless_stored: bool,
     ) -> list[tuple[Any, ...]]:
-        trial_of = allocations.trials_of(session, list(lines))
+        found = allocations.briefs(session, list(lines))
         rows: list[LogEntry] = []
         keys: list[tuple[Any, ...]] = []
         for allocation_id, entries in lines.items():
-            trial_id = trial_of.get(allocation_id)
-            if trial_id is None or not entries:
+            alloc = found.get(allocation_id)
+            if alloc is None or not entries:
                 continue
+            trial_id = alloc.trial_id
             # The trial is the allocation's, whatever the agent said.
             own = [e if e.trial_id == trial_id else dataclasses.replace(e, trial_id=trial_id)
                    for e in entries]  # fmt: skip

@@ -74,23 +74,19 @@ def ingest_training(
     no config is read): each allocation's state read in one statement, every live one's reports
     stored in another, then each trial's steps. Per item: the trial's numbers as stored after
     it (``(-1, 0, None)`` for none), or :class:`Fenced` for an allocation that has ended."""
-    states = allocations.states_of(session, sorted({c.allocation_id for c, _, _ in items}))
-    live = [
-        (caller, reports, now)
-        for caller, reports, now in items
-        if states.get(caller.allocation_id, AllocationState.TERMINATED)
-        != AllocationState.TERMINATED
-    ]
-    # One statement (the rows keep their own times; ``now`` is only for a report without).
-    by_now: dict[float, list[tuple[int, int, list[MetricReport]]]] = {}
-    for caller, reports, now in live:
-        by_now.setdefault(now, []).append((caller.trial_id, caller.run, reports))
-    for now, runs in by_now.items():
-        metrics.insert_runs(session, runs, now)
+    found = allocations.briefs(session, sorted({c.allocation_id for c, _, _ in items}))
+
+    def ended(caller: Caller) -> bool:
+        alloc = found.get(caller.allocation_id)
+        return alloc is None or alloc.state == AllocationState.TERMINATED
+
+    metrics.insert_runs(
+        session,
+        [(c.trial_id, c.run, reports, now) for c, reports, now in items if not ended(c)],
+    )
     out: list[tuple[int, int, float | None] | Fenced] = []
     for caller, reports, _ in items:
-        state = states.get(caller.allocation_id, AllocationState.TERMINATED)
-        if state == AllocationState.TERMINATED:
+        if ended(caller):
             out.append(fenced(caller.allocation_id))
         elif not reports:
             out.append((-1, 0, None))
