@@ -5,9 +5,10 @@ token, speaking ``assay.protocol``'s messages as ``python -m assay.agent`` does 
 exited until acknowledged, logs, heartbeats, a reconnect with backoff whose hello lists what
 still runs). Each trial it is given is played through the harness's REST API with the
 allocation's token, as ``assay.core`` does: it asks for its length, reports training metrics and
-validations (handed to its agent's relay, the agent's own ``ReportRelay``, which carries them
-over the agent's connection), registers checkpoints, writes log lines (shipped by its agent),
-watches the preemption signal with a long poll, completes its operation and exits. A request
+validations and registers checkpoints (handed to its agent's relay, the agent's own
+``ReportRelay``, which carries them over the agent's connection), writes log lines (shipped by
+its agent), watches the preemption signal through the relay (the master tells the agent),
+completes its operation and exits. A request
 that fails for want of a master is retried, as the harness retries it, so a master killed under
 load costs nothing that was acknowledged.
 
@@ -33,7 +34,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 import assay
-from assay.agent import ReportRelay
+from assay.agent import Backoff, ReportRelay
 from assay.protocol import (
     SEND_IT_YOURSELF,
     AckExit,
@@ -43,6 +44,7 @@ from assay.protocol import (
     Kill,
     LogEntry,
     Logs,
+    Preempt,
     Refusal,
     RelayedBatch,
     ReportsAck,
@@ -156,25 +158,28 @@ class SimTrial:
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 2.0)
 
-    async def report(self, group: str, steps: int, metrics: dict[str, float]) -> None:
-        body = {
-            "reports": [
-                {"group": group, "steps_completed": steps, "metrics": metrics, "time": time.time()}
-            ]
-        }
-        began = time.monotonic()
-        # As the harness's reporter does: through the agent's relay while it relays.
-        outcome = await self.agent.relay.submit(
-            RelayedBatch(self.token, self.trial_id, body["reports"])
-        )
+    async def relayed(self, batch: RelayedBatch, path: str, body: Any) -> None:
+        """As the harness does: through the agent's relay while it relays, else over HTTP."""
+        outcome = await self.agent.relay.submit(batch)
         if outcome.status == SEND_IT_YOURSELF:
-            await self.call("POST", f"/api/v1/trials/{self.trial_id}/metrics", body=body)
+            await self.call("POST", path, body=body)
         elif outcome.status == 409 and outcome.error.get("type") == "Fenced":
             raise Fenced(self.alloc)
         elif outcome.status != 204:
-            raise RuntimeError(f"relayed reports: {outcome.status} {outcome.error}")
+            raise RuntimeError(f"relayed to {path}: {outcome.status} {outcome.error}")
+        self.agent.fleet.ledger.last_ok[self.alloc] = time.monotonic()
+
+    async def report(self, group: str, steps: int, metrics: dict[str, float]) -> None:
+        reports = [
+            {"group": group, "steps_completed": steps, "metrics": metrics, "time": time.time()}
+        ]
+        began = time.monotonic()
+        await self.relayed(
+            RelayedBatch(self.token, self.trial_id, reports),
+            f"/api/v1/trials/{self.trial_id}/metrics",
+            {"reports": reports},
+        )
         ledger = self.agent.fleet.ledger
-        ledger.last_ok[self.alloc] = time.monotonic()
         ledger.report_latency.append((began, time.monotonic() - began))
         ledger.acked.setdefault(self.trial_id, set()).add((group, steps))
 
@@ -186,7 +191,11 @@ class SimTrial:
             "metadata": {"steps_completed": steps},
             "resources": {"state.bin": 4096},
         }
-        await self.call("POST", "/api/v1/checkpoints", body=body)
+        await self.relayed(
+            RelayedBatch(self.token, self.trial_id, [], checkpoint=body),
+            "/api/v1/checkpoints",
+            body,
+        )
         self.agent.fleet.ledger.checkpoints.setdefault(self.trial_id, set()).add(ckpt)
 
     def spawn(self, coro: Any) -> None:
@@ -261,6 +270,12 @@ class SimTrial:
     async def watch(self) -> None:
         path = f"/api/v1/allocations/{self.alloc}/signals/preemption"
         while not self.preempted.is_set():
+            # As the harness's watcher does: through the agent's relay while it relays.
+            told = await self.agent.relay.watch(self.alloc, PREEMPT_POLL_SECONDS)
+            if told is not None:
+                if told:
+                    self.preempted.set()
+                continue
             try:
                 answer = await self.call(
                     "GET", path, params={"timeout_seconds": PREEMPT_POLL_SECONDS},
@@ -321,7 +336,7 @@ class SimAgent:
         return True
 
     async def stay_connected(self) -> None:
-        backoff = 0.1
+        backoff = Backoff(random.Random(self.fleet.rng.random()))
         while not self.stopped:
             try:
                 async with connect(
@@ -330,7 +345,7 @@ class SimAgent:
                 ) as ws:  # fmt: skip
                     await ws.send(json.dumps(self.hello().to_dict()))
                     self.ws = ws
-                    backoff = 0.1
+                    backoff.reset()
                     async for text in ws:
                         await self.on_message(json.loads(text))
                         if self.refused:
@@ -346,8 +361,7 @@ class SimAgent:
                 self.relay.disconnected()
             if self.stopped:
                 return
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, 2.0)
+            await asyncio.sleep(backoff.next())
 
     async def on_message(self, raw: object) -> None:
         msg = master_message(raw)
@@ -356,6 +370,8 @@ class SimAgent:
             self.relay.connected(msg.relay)
         elif isinstance(msg, ReportsAck):
             self.relay.acknowledged(msg)
+        elif isinstance(msg, Preempt):
+            self.relay.preempt(msg.allocation_id)
         elif isinstance(msg, Refusal):
             self.refused = msg.message
             self.fleet.ledger.error(f"agent {self.id} refused: {msg.message}")
@@ -372,6 +388,7 @@ class SimAgent:
                 await self.send(self.unacked[msg.allocation_id])
         elif isinstance(msg, AckExit):
             self.unacked.pop(msg.allocation_id, None)
+            self.relay.forget(msg.allocation_id)
 
     async def run(self, start: Start) -> None:
         trial = SimTrial(self, start)

@@ -105,8 +105,11 @@ def test_sigkill_of_trial_restarts_from_its_checkpoint(cluster: Cluster) -> None
     exp_id = cluster.submit(counter_config(length=300, step_seconds=0.02))
     trial_id = wait_for("the trial to start", lambda: cluster.client.trials(exp_id))[0].id
     wait_for(
-        "a checkpoint",
-        lambda: (t := cluster.client.trial(trial_id)).latest_checkpoint and t.steps_completed >= 30,
+        "a checkpoint at step 30 or later",
+        lambda: (
+            (uuid := cluster.client.trial(trial_id).latest_checkpoint)
+            and cluster.client.checkpoint(uuid).steps_completed >= 30
+        ),
     )
     first = next(
         line for line in cluster.trial_logs(trial_id) if line.startswith("started at step")

@@ -95,22 +95,28 @@ def test_the_metrics_parse_and_are_the_clusters_figures(cluster: Cluster, experi
     assert value(found, "assay_db_pool_connections", state="checked_out") >= 0
 
 
-def test_a_trials_metric_reports_reach_the_master_through_its_agent(
+def test_a_trials_reports_checkpoints_and_preemption_watch_go_through_its_agent(
     cluster: Cluster, experiment: int
 ) -> None:
-    """The agent relays its trials' reports over its own connection: every report is stored,
-    and not one came as a request of its own."""
+    """The agent carries its trials' metric reports and checkpoints over its own connection,
+    and its trials watch for preemption through it: every report is stored and every
+    checkpoint registered, and not one came as a request of its own."""
     found = samples(scrape(cluster, SCRAPE_TOKEN).text)
-    stored = sum(len(cluster.client.metrics(t.id)) for t in cluster.client.trials(experiment))
+    trials = cluster.client.trials(experiment)
+    stored = sum(len(cluster.client.metrics(t.id)) for t in trials)
     assert stored > 0
     assert value(found, "assay_ingested_rows_total", kind="metrics") == stored
-    posted = {
-        dict(labels).get("route")
+    assert all(cluster.client.trial(t.id).latest_checkpoint for t in trials)
+    asked = {
+        (dict(labels).get("method"), dict(labels).get("route"))
         for name, labels in found
-        if name.startswith("assay_http") and dict(labels).get("method") == "POST"
+        if name.startswith("assay_http")
     }
-    assert "/api/v1/checkpoints" in posted  # the harness's other calls still come over HTTP
-    assert "/api/v1/trials/{trial_id}/metrics" not in posted
+    # The harness's other calls still come over HTTP.
+    assert ("GET", "/api/v1/trials/{trial_id}/searcher/operation") in asked
+    assert ("POST", "/api/v1/trials/{trial_id}/metrics") not in asked
+    assert ("POST", "/api/v1/checkpoints") not in asked
+    assert ("GET", "/api/v1/allocations/{allocation_id}/signals/preemption") not in asked
 
 
 def test_every_metric_the_grafana_dashboard_queries_exists(

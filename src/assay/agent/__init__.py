@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from assay.agent._backoff import Backoff
 from assay.agent._daemon import Agent
 from assay.agent._executor import LocalProcesses
 from assay.agent._relay import ReportRelay
@@ -13,6 +14,7 @@ __all__ = [
     "Agent",
     "AgentEnv",
     "AllocationRunner",
+    "Backoff",
     "LocalProcesses",
     "ReportRelay",
     "Slot",

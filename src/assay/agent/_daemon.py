@@ -24,6 +24,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus, InvalidURI
 
 import assay
+from assay.agent._backoff import Backoff
 from assay.agent._containers import ContainerRuntime, owner
 from assay.agent._executor import LOG_BATCH, LocalProcesses
 from assay.agent._forking import ZygoteClient
@@ -40,6 +41,7 @@ from assay.protocol import (
     Kill,
     LogEntry,
     Logs,
+    Preempt,
     Refusal,
     RelayedReports,
     ReportsAck,
@@ -200,7 +202,7 @@ class Agent:
         self._stop.set()
 
     async def _stay_connected(self) -> None:
-        backoff = 0.1
+        backoff = Backoff()
         warned = False
         while not self._stop.is_set():
             try:
@@ -214,7 +216,7 @@ class Agent:
                 ) as ws:
                     await ws.send(json.dumps(self.hello(_local_host(ws)).to_dict()))
                     self.ws = ws
-                    backoff = 0.1
+                    backoff.reset()
                     warned = False
                     self._log_ready.set()
                     await self._receive(ws)
@@ -227,8 +229,7 @@ class Agent:
                 self.relay.disconnected()
             if self._stop.is_set():
                 return
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, 2.0)
+            await asyncio.sleep(backoff.next())
 
     async def _receive(self, ws: ClientConnection) -> None:
         async for text in ws:
@@ -257,8 +258,11 @@ class Agent:
             await self.processes.kill(node, msg.allocation_id, now=msg.fenced)
         elif isinstance(msg, AckExit):
             await self.processes.acknowledge(node, msg.allocation_id)
+            self.relay.forget(msg.allocation_id)
         elif isinstance(msg, ReportsAck):
             self.relay.acknowledged(msg)
+        elif isinstance(msg, Preempt):
+            self.relay.preempt(msg.allocation_id)
         elif isinstance(msg, Refusal):
             # The master refused this agent (no token, an unknown pool, its id taken): retrying
             # cannot help. Whoever runs the agent reports it (``python -m assay.agent`` prints

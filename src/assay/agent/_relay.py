@@ -1,9 +1,13 @@
-"""The agent's relay of its trials' metric reports (:mod:`assay.protocol._relay`).
+"""The agent's relay of its trials' metric reports and preemptions
+(:mod:`assay.protocol._relay`).
 
 Trials hand their batches to a local socket; every ``FLUSH_SECONDS`` what has come in goes to
 the master in one :class:`RelayedReports` message, and each trial is answered when the master
 has stored its batch. While the master is away the batches wait, and those sent without an
 answer are sent again once it is back: the master stores a repeated report once.
+
+A trial's preemption watch waits on the same socket for the master's :class:`Preempt` of its
+allocation, which the master sends again after every reconnect while it holds.
 """
 
 from __future__ import annotations
@@ -17,8 +21,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.errors import InvalidRequest
 from assay.protocol import (
     SEND_IT_YOURSELF,
+    PreemptionWatch,
     RelayedBatch,
     RelayedReports,
     RelayOutcome,
@@ -62,6 +68,10 @@ class ReportRelay:
         """The master last connected to takes none: trials send theirs themselves. (Before
         the first welcome, and while the master is away, batches wait.)"""
         self._ready = asyncio.Event()
+        self._preempted: set[str] = set()
+        self._watched: dict[str, asyncio.Event] = {}
+        """Per allocation with a watch waiting: set when it is told to stop (or when trials
+        must ask the master themselves)."""
 
     async def open(self) -> None:
         self._server = await asyncio.start_unix_server(
@@ -90,6 +100,8 @@ class ReportRelay:
             for item in self._waiting:
                 item.answer.set_result(RelayOutcome(SEND_IT_YOURSELF))
             self._waiting.clear()
+            for event in self._watched.values():
+                event.set()  # the watches ask the master themselves
         self._ready.set()
 
     def disconnected(self) -> None:
@@ -104,6 +116,35 @@ class ReportRelay:
         if rest:  # an answer with too few outcomes: the others are asked again
             self._waiting.extend(rest)
             self._ready.set()
+
+    def preempt(self, allocation_id: str) -> None:
+        """The master asked the allocation to stop: its watches are answered yes."""
+        self._preempted.add(allocation_id)
+        event = self._watched.get(allocation_id)
+        if event is not None:
+            event.set()
+
+    def forget(self, allocation_id: str) -> None:
+        """The allocation ended here."""
+        self._preempted.discard(allocation_id)
+
+    async def watch(self, allocation_id: str, wait: float) -> bool | None:
+        """Whether the master has asked the allocation to stop, waiting up to ``wait`` seconds
+        for a yes; None when the trial must ask the master itself (its master tells no
+        preemptions)."""
+        if self._refused:
+            return None
+        if allocation_id not in self._preempted and wait > 0:
+            event = self._watched.setdefault(allocation_id, asyncio.Event())
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(event.wait(), wait)
+            finally:
+                if self._watched.get(allocation_id) is event:
+                    del self._watched[allocation_id]
+            if self._refused:
+                return None
+        return allocation_id in self._preempted
 
     async def run(self) -> None:
         """Send what has gathered, every ``FLUSH_SECONDS`` while there is any."""
@@ -140,10 +181,17 @@ class ReportRelay:
         request: Any = None
         try:
             request = json.loads(line)
+            if isinstance(request, dict) and "preemption" in request:
+                watch = PreemptionWatch.from_dict(request, "request")
+                preempt = await self.watch(watch.allocation_id, watch.wait)
+                if preempt is None:
+                    return {"id": request.get("id"), "status": SEND_IT_YOURSELF}
+                return {"id": request.get("id"), "status": 200, "preempt": preempt}
             batch = RelayedBatch.from_dict(request, "request")
-        except ValueError as exc:  # InvalidRequest is one too
+        except (ValueError, InvalidRequest) as exc:  # not JSON, or not a request's shape
             ident = request.get("id") if isinstance(request, dict) else None
-            error = {"error": {"type": "InvalidRequest", "message": str(exc), "details": []}}
+            said = exc.message if isinstance(exc, InvalidRequest) else f"not JSON: {exc}"
+            error = {"error": {"type": "InvalidRequest", "message": said, "details": []}}
             return {"id": ident, "status": 400, **error}
         outcome = await self.submit(batch)
         return {"id": request.get("id"), **outcome.to_dict()}

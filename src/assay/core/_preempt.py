@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import enum
 import logging
+import os
 import threading
 
 from assay.core._distributed import DistributedContext
+from assay.core._relay import RelayClient, RelayGone
 from assay.core._session import RETRY_DEADLINE, MasterSession
 from assay.errors import AssayError
-from assay.protocol import PreemptionAnswer
+from assay.protocol import RELAY_ENV, PreemptionAnswer
 
 log = logging.getLogger("assay.core")
 
@@ -51,7 +53,12 @@ class PreemptContext:
         mode: PreemptMode = PreemptMode.WorkersAskChief,
     ) -> None:
         self._session = session
+        self._allocation_id = allocation_id
         self._path = f"/api/v1/allocations/{allocation_id}/signals/preemption"
+        relay = os.environ.get(RELAY_ENV) if session is not None else None
+        self._relay = RelayClient(relay, session.token) if relay and session else None
+        """The agent's relay, while it answers: the master tells the agent, which tells the
+        trial, so no long poll per trial is held open on the master."""
         self._dist = distributed or DistributedContext()
         self._mode = PreemptMode(mode)
         self._flag = threading.Event()
@@ -88,6 +95,19 @@ class PreemptContext:
         """Ask the master, waiting up to ``wait`` for a yes: whether it said yes, None when the
         asking failed (logged at level ``failure``)."""
         assert self._session is not None
+        if self._relay is not None:
+            try:
+                told = self._relay.preemption(self._allocation_id, wait)
+            except (RelayGone, AssayError) as exc:
+                log.debug("the agent's relay did not tell the preemption (%s)", exc)
+                if not isinstance(exc, RelayGone) or exc.for_good:
+                    self._relay = None
+            else:
+                if told is not None:
+                    if told:
+                        self._flag.set()
+                    return told
+                self._relay = None  # the agent's master tells no preemptions: ask it
         limit = wait + 30 if timeout is None else timeout
         try:
             answer = self._session.call(

@@ -17,9 +17,8 @@ from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
 
 from assay.client import HttpSession
-from assay.core._relay import RelayClient, RelayGone
+from assay.core._relay import Relayed
 from assay.errors import AssayError, Fenced, MasterUnreachable
-from assay.protocol import RELAY_ENV
 
 log = logging.getLogger("assay.core")
 
@@ -89,8 +88,7 @@ class Reporter:
         self.session = session
         self.trial_id = trial_id
         self.path = f"/api/v1/trials/{trial_id}/metrics"
-        relay = os.environ.get(RELAY_ENV)
-        self.relay = RelayClient(relay, session.token) if relay else None
+        self.relayed = Relayed(session.token)
         """The agent's relay, while it answers: it carries this trial's reports to the master
         with its other trials', so a large cluster's master is not sent a request per report."""
         self._queue: deque[dict[str, Any]] = deque()
@@ -141,20 +139,11 @@ class Reporter:
                 return
 
     def _send(self, batch: list[dict[str, Any]]) -> None:
-        def post(http: HttpSession) -> Any:
-            if self.relay is not None:
-                try:
-                    if self.relay.post(self.trial_id, batch):
-                        return None
-                except RelayGone as exc:
-                    log.debug("the agent's relay did not take the reports (%s)", exc)
-                    if exc.for_good:
-                        self.relay = None
-                else:
-                    self.relay = None  # the agent's master takes no relayed reports
-            return http.post(self.path, {"reports": batch})
-
-        self.session.call(post)
+        self.session.call(
+            lambda http: self.relayed.post(
+                http, self.path, {"reports": batch}, self.trial_id, reports=batch
+            )
+        )
 
     def flush(self, timeout: float = RETRY_DEADLINE) -> None:
         """Block until every report put so far has been stored by the master."""
@@ -171,5 +160,4 @@ class Reporter:
         self._urgent.set()
         self._wake.set()
         self._thread.join(timeout)
-        if self.relay is not None:
-            self.relay.close()
+        self.relayed.close()

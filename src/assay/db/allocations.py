@@ -102,6 +102,7 @@ class LiveBrief(NamedTuple):
     exits: dict[str, int | None]
     kill_requested: bool
     overdue: bool
+    preempt: str | None
 
 
 _LIVE_BRIEF = select(
@@ -111,6 +112,7 @@ _LIVE_BRIEF = select(
     Allocation.exits,
     Allocation.kill_requested,
     Allocation.overdue,
+    Allocation.preempt,
 ).where(Allocation.state.in_(LIVE_ALLOCATION_STATES))
 
 
@@ -119,8 +121,8 @@ def live_briefly(session: Session) -> list[LiveBrief]:
     due), read as plain rows: the loops ask every few seconds, and loading eight thousand
     allocations as objects cost a large cluster's master a tenth of its core."""
     return [
-        LiveBrief(a, s, slots or {}, exits or {}, bool(k), bool(o))
-        for a, s, slots, exits, k, o in session.execute(_LIVE_BRIEF)
+        LiveBrief(a, s, slots or {}, exits or {}, bool(k), bool(o), p)
+        for a, s, slots, exits, k, o, p in session.execute(_LIVE_BRIEF)
     ]
 
 

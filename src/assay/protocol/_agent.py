@@ -16,7 +16,7 @@ from assay.errors import InvalidRequest
 from assay.protocol._container import Container
 from assay.protocol._fields import Fields, kind
 from assay.protocol._info import ClusterInfo
-from assay.protocol._relay import RelayedReports, ReportsAck
+from assay.protocol._relay import Preempt, RelayedReports, ReportsAck
 
 AGENT_TOKEN_ENV = "ASSAY_AGENT_TOKEN"
 """The variable an agent (and a master not configured with one) takes the agent token from."""
@@ -373,7 +373,8 @@ class Welcome:
     cluster_id: str
     relay: bool = False
     """The master takes its trials' metric reports relayed over this connection
-    (:class:`~assay.protocol.RelayedReports`); a master before them says nothing."""
+    (:class:`~assay.protocol.RelayedReports`) and tells it of preemptions
+    (:class:`~assay.protocol.Preempt`); a master before them says nothing."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"type": self.type, "cluster_id": self.cluster_id, "relay": self.relay}
@@ -512,14 +513,14 @@ class AckExit:
 
 AgentMessage = Hello | Started | Exited | Logs | Heartbeat | RelayedReports
 """What an agent sends."""
-MasterMessage = Welcome | Refusal | Start | Kill | AckExit | ReportsAck
+MasterMessage = Welcome | Refusal | Start | Kill | AckExit | ReportsAck | Preempt
 """What the master sends an agent."""
 
 _FROM_AGENT: dict[str, Any] = {
     m.type: m for m in (Hello, Started, Exited, Logs, Heartbeat, RelayedReports)
 }
 _FROM_MASTER: dict[str, Any] = {
-    m.type: m for m in (Welcome, Refusal, Start, Kill, AckExit, ReportsAck)
+    m.type: m for m in (Welcome, Refusal, Start, Kill, AckExit, ReportsAck, Preempt)
 }
 
 

@@ -17,6 +17,7 @@ from assay.protocol import (
     Hello,
     Kill,
     MasterMessage,
+    Preempt,
     Report,
     ReportsAck,
     Start,
@@ -69,8 +70,9 @@ class AgentSockets:
     async def welcome(self, node: str, message: Welcome) -> None:
         await self._send(node, message)
 
-    async def answer_reports(self, node: str, message: ReportsAck) -> None:
-        """What became of the metric reports the agent relayed for its trials."""
+    async def relay(self, node: str, message: ReportsAck | Preempt) -> None:
+        """What the agent relays to its trials: what became of the metric reports it carried
+        for them, or that one of them is asked to stop."""
         await self._send(node, message)
 
     async def close(self) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from assay.agent import ReportRelay
 from assay.core._relay import RelayClient, RelayGone
-from assay.errors import Fenced
+from assay.errors import Fenced, InvalidRequest
 from assay.protocol import RelayedReports, RelayOutcome, ReportsAck
 
 REPORT = {"group": "training", "steps_completed": 1, "metrics": {"loss": 0.5}}
@@ -135,3 +135,61 @@ def test_no_relay_at_the_address_is_given_up_on_for_good() -> None:
     with pytest.raises(RelayGone) as gone:
         client.post(1, [REPORT])
     assert gone.value.for_good
+
+
+def watch(relay: ReportRelay, allocation_id: str, wait: float) -> bool | None:
+    """A trial's preemption watcher asking its agent once."""
+    client = RelayClient(relay.address, "token", timeout=5.0)
+    try:
+        return client.preemption(allocation_id, wait)
+    finally:
+        client.close()
+
+
+def test_a_preemption_the_master_tells_the_agent_wakes_its_trials_watch_at_once() -> None:
+    async def test(relay: ReportRelay, master: Master) -> None:
+        assert await asyncio.to_thread(watch, relay, "1.1", 0) is False
+        waiting = asyncio.ensure_future(asyncio.to_thread(watch, relay, "1.1", 60))
+        await asyncio.sleep(0.2)
+        assert not waiting.done()
+        relay.preempt("2.1")  # another allocation's: this watch waits on
+        await asyncio.sleep(0.2)
+        assert not waiting.done()
+        began = asyncio.get_running_loop().time()
+        relay.preempt("1.1")
+        assert await waiting is True
+        assert asyncio.get_running_loop().time() - began < 5
+        # Told once, it holds for later questions, until the allocation is forgotten.
+        assert await asyncio.to_thread(watch, relay, "1.1", 0) is True
+        relay.forget("1.1")
+        assert await asyncio.to_thread(watch, relay, "1.1", 0) is False
+
+    asyncio.run(with_relay(test))
+
+
+def test_a_watch_not_told_answers_no_after_its_wait() -> None:
+    async def test(relay: ReportRelay, master: Master) -> None:
+        began = asyncio.get_running_loop().time()
+        assert await asyncio.to_thread(watch, relay, "1.1", 0.5) is False
+        assert asyncio.get_running_loop().time() - began >= 0.5
+
+    asyncio.run(with_relay(test))
+
+
+def test_a_master_that_tells_no_preemptions_has_the_trial_ask_it_itself() -> None:
+    async def test(relay: ReportRelay, master: Master) -> None:
+        assert await asyncio.to_thread(watch, relay, "1.1", 30) is None
+
+    asyncio.run(with_relay(test, relay=False))
+
+
+def test_a_bad_watch_is_answered_with_what_was_wrong() -> None:
+    async def test(relay: ReportRelay, master: Master) -> None:
+        client = RelayClient(relay.address, "token", timeout=5.0)
+        try:
+            with pytest.raises(InvalidRequest, match="wait"):
+                await asyncio.to_thread(client.preemption, "1.1", -1)
+        finally:
+            client.close()
+
+    asyncio.run(with_relay(test))

@@ -17,6 +17,7 @@ from assay.config import MasterConfig
 from assay.db import Allocation, Checkpoint, Database, Metric, Trial
 from assay.errors import Fenced
 from assay.master import Caller, Master, Submission
+from assay.master.allocations import SETTLE_LIMITS
 from assay.protocol import CheckpointReport, Exited, MetricReport
 from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import Clock, Recorder, run
@@ -229,6 +230,66 @@ def test_an_agent_that_never_comes_back_to_a_restarted_master_has_its_trial_star
         run(again.agents.reap_lost())
         assert allocation(again, old).lost
         assert trial_row(again).state == "QUEUED"
+    finally:
+        db.dispose()
+
+
+def test_an_agent_still_waiting_its_turn_after_a_restart_is_not_lost_while_others_arrive(
+    db_url: str, tmp_path: Path, clock: Clock, context: bytes
+) -> None:
+    """A large cluster's agents come back to a restarted master over a minute or more: while
+    agents are still being admitted, one not back yet is not lost; once none has come back
+    for the limit it is, and agents that keep arriving hold it back only so long."""
+    settings = MasterConfig(
+        allowed_checkpoint_storage={"host_paths": [tmp_path]},
+        agent_lost_after_seconds=LOST_AFTER,
+    )
+    db = Database(db_url)
+    first = Master(settings, db, tmp_path / "home", clock)
+    first.core.cluster_id = "test"
+    submit(first, context)
+    old = started_on(first, connect(first, "a1"), "a1")
+    again = Master(settings, db, tmp_path / "home", clock)  # the first was killed
+    again.core.cluster_id = "test"
+    try:
+        for step in range(2 * (SETTLE_LIMITS + 1)):
+            clock.now += LOST_AFTER / 2
+            connect(again, f"other-{step}")  # the storm goes on: others are still admitted
+            run(again.agents.reap_lost())
+            if clock.now - again.core.started_at < SETTLE_LIMITS * LOST_AFTER + LOST_AFTER:
+                assert not allocation(again, old).lost, (
+                    f"lost {clock.now - again.core.started_at} s in"
+                )
+        # Agents kept arriving, but no longer than the cap: the one never back is lost.
+        assert allocation(again, old).lost
+        assert trial_row(again).state == "QUEUED"
+    finally:
+        db.dispose()
+
+
+def test_an_agent_that_never_comes_back_is_lost_once_none_has_arrived_for_the_limit(
+    db_url: str, tmp_path: Path, clock: Clock, context: bytes
+) -> None:
+    settings = MasterConfig(
+        allowed_checkpoint_storage={"host_paths": [tmp_path]},
+        agent_lost_after_seconds=LOST_AFTER,
+    )
+    db = Database(db_url)
+    first = Master(settings, db, tmp_path / "home", clock)
+    first.core.cluster_id = "test"
+    submit(first, context)
+    old = started_on(first, connect(first, "a1"), "a1")
+    again = Master(settings, db, tmp_path / "home", clock)
+    again.core.cluster_id = "test"
+    try:
+        clock.now += LOST_AFTER / 2
+        connect(again, "other")  # the last to come back
+        clock.now += LOST_AFTER - 1
+        run(again.agents.reap_lost())
+        assert not allocation(again, old).lost  # the limit has passed since the start only
+        clock.now += 2
+        run(again.agents.reap_lost())
+        assert allocation(again, old).lost
     finally:
         db.dispose()
 

@@ -12,6 +12,8 @@ from sqlalchemy import event
 
 from assay.db import Database, users
 from assay.errors import Conflict
+from assay.master import Master
+from assay.master.kernel import Tx
 from assay.master.kernel._group_commit import GroupCommit
 
 
@@ -145,4 +147,68 @@ def test_a_merged_write_that_raises_is_written_again_item_by_item(db: Database) 
     assert isinstance(taken, Conflict)
     assert isinstance(before, int) and isinstance(after, int)
     with db.session() as s:
+        assert {"before", "after"} <= {u.username for u in users.everyone(s)}
+
+
+def add_all_locked(calls: list[list[str]]):  # type: ignore[no-untyped-def]
+    """A locked handler of many items (``Orchestrator.transact_merged``): each name added, or
+    refused ("refused-..." before it writes); "taken" raises from the database."""
+
+    def handler(tx: Tx, names: list[str]) -> list[int | Conflict]:
+        calls.append(list(names))
+        out: list[int | Conflict] = []
+        for name in names:
+            if name.startswith("refused"):
+                out.append(Conflict(f"{name} is refused"))
+            else:
+                out.append(add(name)(tx.session))
+        return out
+
+    return handler
+
+
+def test_locked_handlers_asked_for_while_the_lock_is_held_are_one_transaction(
+    master: Master,
+) -> None:
+    commits = commits_of(master.db)
+    calls: list[list[str]] = []
+    handler = add_all_locked(calls)
+
+    async def main() -> list[object]:
+        async with master.core.lock:  # a scheduling pass, say: they queue meanwhile
+            asked = [
+                asyncio.ensure_future(master.core.transact_merged(handler, name))
+                for name in [*(f"user{i}" for i in range(20)), "refused-one"]
+            ]
+            await asyncio.sleep(0.05)
+            before = len(commits)
+        return [before, *await asyncio.gather(*asked, return_exceptions=True)]
+
+    before, *ids, refused = asyncio.run(main())
+    assert calls == [[*(f"user{i}" for i in range(20)), "refused-one"]]
+    assert len(commits) - before == 1
+    assert isinstance(refused, Conflict) and refused.message == "refused-one is refused"
+    assert len(set(ids)) == 20 and all(isinstance(i, int) for i in ids)
+
+
+def test_a_locked_merged_handler_that_raises_is_run_again_item_by_item(master: Master) -> None:
+    master.db.run_sync(add("taken"))
+    calls: list[list[str]] = []
+    handler = add_all_locked(calls)
+
+    async def main() -> list[object]:
+        async with master.core.lock:
+            asked = [
+                asyncio.ensure_future(master.core.transact_merged(handler, name))
+                for name in ("before", "taken", "after")
+            ]
+            await asyncio.sleep(0.05)
+        return await asyncio.gather(*asked, return_exceptions=True)
+
+    before, taken, after = asyncio.run(main())
+    assert calls[0] == ["before", "taken", "after"]
+    assert all(len(call) == 1 for call in calls[1:])
+    assert isinstance(taken, Conflict)
+    assert isinstance(before, int) and isinstance(after, int)
+    with master.db.session() as s:
         assert {"before", "after"} <= {u.username for u in users.everyone(s)}

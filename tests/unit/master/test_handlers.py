@@ -255,6 +255,24 @@ def test_pause_asks_running_trials_to_stop_and_activate_requeues_them(
     assert trials(master)[0].restarts == 0
 
 
+def test_pause_tells_the_agent_and_an_agent_back_while_it_holds_is_told_again(
+    master: Master, context: bytes
+) -> None:
+    """The trial watches through its agent: the master tells the agent of the preemption, and
+    tells it again after a reconnect, which the message may have been lost in."""
+    exp_id, agent, alloc_id = start_single(master, context)
+    run(master.agents.on_message("a1", {"type": "started", "allocation_id": alloc_id}))
+    assert agent.of("preempt") == []
+    run(master.experiments.pause(ADMIN, exp_id))
+    assert agent.of("preempt") == [{"type": "preempt", "allocation_id": alloc_id}], agent.sent
+    run(master.agents.disconnected(master.hub.agents["a1"]))
+    again = connect_agent(master, running=[alloc_id])
+    assert again.of("preempt") == [{"type": "preempt", "allocation_id": alloc_id}]
+    assert [m["type"] for m in again.sent].index("welcome") < again.sent.index(
+        again.of("preempt")[0]
+    )
+
+
 def test_searcher_state_survives_a_new_master(
     master: Master, context: bytes, db_url: str, tmp_path: Path
 ) -> None:

@@ -7,8 +7,15 @@ from __future__ import annotations
 
 from assay.master.allocations._autoscaler import Autoscaler
 from assay.master.allocations._drain import ClusterDrain
-from assay.master.allocations._gateway import AgentGateway
+from assay.master.allocations._gateway import SETTLE_LIMITS, AgentGateway
 from assay.master.allocations._loops import Loops
 from assay.master.allocations._pools import ResourcePools
 
-__all__ = ["AgentGateway", "Autoscaler", "ClusterDrain", "Loops", "ResourcePools"]
+__all__ = [
+    "SETTLE_LIMITS",
+    "AgentGateway",
+    "Autoscaler",
+    "ClusterDrain",
+    "Loops",
+    "ResourcePools",
+]

@@ -45,6 +45,7 @@ from assay.protocol import (
     Kill,
     LogEntry,
     Logs,
+    Preempt,
     RelayedReports,
     ReportsAck,
     Started,
@@ -55,6 +56,11 @@ from assay.protocol import (
 from assay.protocol import trace_mark as mark
 
 log = logging.getLogger(__name__)
+
+SETTLE_LIMITS = 4
+"""At most this many ``agent_lost_after_seconds`` after a restart, an agent that never came
+back is lost even while others are still arriving (agents that keep reconnecting must not hold
+a lost machine's work forever)."""
 
 
 class AgentGateway:
@@ -247,6 +253,8 @@ class AgentGateway:
                     await self.core.transact(kind.started, h.allocation_id, agent_id)
                 if h.kill_due:
                     await conn.send(Kill(h.allocation_id))
+                elif h.preempt:  # its trial watches through this agent, which may not know
+                    await conn.send(Preempt(h.allocation_id))
             else:
                 await self.core.transact(
                     _lost(kind),
@@ -403,14 +411,23 @@ class AgentGateway:
         """End the allocations' parts on agents gone longer than ``agent_lost_after_seconds``.
 
         Runs every second, so it reads the live allocations only when one could be lost: once
-        when the limit first passes after this master's start (for agents that never came
-        back), then when a connection the hub knows has been gone past the limit. Work is only
-        placed on connected agents, so no other agent can hold any."""
+        the storm after this master's start has settled (for agents that never came back),
+        then when a connection the hub knows has been gone past the limit. Work is only placed
+        on connected agents, so no other agent can hold any.
+
+        An agent that never came back to a restarted master is lost once none has come back
+        for the limit (at most ``SETTLE_LIMITS`` limits after the start): a large cluster's
+        agents come back over a minute or more, as the master admits them, and one still
+        waiting its turn is not lost (benchmark B13: at 500 agents, an agent admitted 30 s
+        after the start had its trial given up and started twice)."""
         now = self.core.clock()
         limit = self.settings.agent_lost_after_seconds
         hub = self.core.hub
-        if now - self.core.started_at < limit:
+        started = self.core.started_at
+        if now - started < limit:
             return
+        settled = min(max(started, hub.last_admitted_at), started + SETTLE_LIMITS * limit)
+        sweep = not self._swept and now - settled >= limit
         gone = {
             agent_id: conn.disconnected_at
             for agent_id, conn in hub.agents.items()
@@ -419,19 +436,21 @@ class AgentGateway:
             and now - conn.disconnected_at >= limit
             and self._reaped.get(agent_id) != conn.disconnected_at
         }
-        if self._swept and not gone:
+        if not sweep and not gone:
             return
         for kind in self.kinds:
             for h in await self.core.read(kind.live):
                 for agent_id in h.agents:
                     if hub.is_connected(agent_id):
                         continue
-                    since = hub.disconnected_since(agent_id) or self.core.started_at
-                    if now - since >= limit:
+                    since = hub.disconnected_since(agent_id)
+                    if since is None and not (sweep or self._swept):
+                        continue  # never back: the sweep's, once the storm settled
+                    if now - (settled if since is None else since) >= limit:
                         await self.core.transact(
                             _lost(kind), agent_id, h.allocation_id, f"agent {agent_id} was lost"
                         )
-        self._swept = True
+        self._swept = self._swept or sweep
         self._reaped.update(gone)
 
 

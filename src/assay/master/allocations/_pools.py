@@ -30,6 +30,7 @@ from assay.protocol import (
     Hello,
     Kill,
     MasterMessage,
+    Preempt,
     ReportsAck,
     Start,
     Welcome,
@@ -186,10 +187,10 @@ def _deliver(manager: ResourceManager, node: str) -> Sender:
             await manager.acknowledge(node, message.allocation_id)
         elif isinstance(message, Welcome):
             await manager.welcome(node, message)
-        elif isinstance(message, ReportsAck) and isinstance(manager, AgentSockets):
-            # Only an agent relays its trials' reports (a Slurm or Kubernetes node's trials
-            # send their own): the answer goes back down its socket.
-            await manager.answer_reports(node, message)
+        elif isinstance(message, ReportsAck | Preempt) and isinstance(manager, AgentSockets):
+            # Only an agent relays for its trials (a Slurm or Kubernetes node's trials send
+            # their own reports and long-poll their preemption): down its socket.
+            await manager.relay(node, message)
         # A refusal is the socket route's own answer, before a node is taken.
 
     return deliver

@@ -147,6 +147,7 @@ def _held(alloc: Allocation | allocations.LiveBrief) -> Held:
         started=alloc.state != AllocationState.ASSIGNED,
         kill_due=needs_kill(alloc),
         agents=tuple(a for a in (alloc.slots or {}) if a not in exits),
+        preempt=alloc.preempt is not None,
     )
 
 

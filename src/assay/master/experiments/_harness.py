@@ -7,7 +7,7 @@ checkpoint by its uuid, a searcher result by (trial, length); a retried request 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from assay import rest
@@ -23,7 +23,7 @@ from assay.db import (
     metrics,
     trials,
 )
-from assay.errors import Conflict, Fenced, InvalidRequest, Unauthorized
+from assay.errors import AssayError, Conflict, Fenced, InvalidRequest, Unauthorized
 from assay.master.experiments._lifecycle import apply_ops, update_progress
 from assay.master.kernel import Caller, Tx, Wake
 from assay.protocol import (
@@ -213,6 +213,38 @@ def release_if_idle(tx: Tx, caller: Caller) -> bool:
 
 
 def report_checkpoint(tx: Tx, caller: Caller, report: CheckpointReport) -> Checkpoint:
+    (registered,) = report_checkpoints(tx, [(caller, report)])
+    if isinstance(registered, AssayError):
+        raise registered
+    return registered
+
+
+def report_checkpoints(
+    tx: Tx, items: Sequence[tuple[Caller, CheckpointReport]]
+) -> list[Checkpoint | AssayError]:
+    """Register each checkpoint (a repeat changes nothing): the checkpoint as stored, or the
+    error that refused it before it wrote anything. Each experiment's progress is stored once,
+    after all of them."""
+    out: list[Checkpoint | AssayError] = []
+    touched: dict[int, Experiment] = {}
+    for caller, report in items:
+        try:
+            ckpt, trial = _register(tx, caller, report)
+        except AssayError as exc:
+            out.append(exc)
+            continue
+        out.append(ckpt)
+        if trial is not None and trial.experiment_id not in touched:
+            touched[trial.experiment_id] = experiments.require(tx.session, trial.experiment_id)
+    # Batches trained count towards the experiment's progress (for code that reports no
+    # progress of its own); metric reports are stored outside the lock, checkpoints inside.
+    for exp in touched.values():
+        update_progress(tx, exp)
+    return out
+
+
+def _register(tx: Tx, caller: Caller, report: CheckpointReport) -> tuple[Checkpoint, Trial | None]:
+    """The checkpoint and, when this registered it, its trial; raises before writing."""
     # A copy the master gave up on never has its checkpoint referenced, so its files stay an
     # orphan the trial's replacement never resumes from.
     check_live(tx.session, caller)
@@ -227,7 +259,7 @@ def report_checkpoint(tx: Tx, caller: Caller, report: CheckpointReport) -> Check
                 f"uuid: checkpoint {uuid} belongs to trial {existing.trial_id}, not to trial "
                 f"{caller.trial_id}; a checkpoint is registered once, by the trial that wrote it"
             )
-        return existing
+        return existing, None
     trial = trials.require(tx.session, caller.trial_id)
     ckpt = checkpoints.create(
         tx.session,
@@ -247,10 +279,7 @@ def report_checkpoint(tx: Tx, caller: Caller, report: CheckpointReport) -> Check
     if current is None or steps >= current.steps_completed or current.trial_id != trial.id:
         trials.set_latest_checkpoint(tx.session, trial, uuid=uuid)
     trials.record_reported(tx.session, trial.id, steps)
-    # Batches trained count towards the experiment's progress (for code that reports no
-    # progress of its own); metric reports are stored outside the lock, checkpoints inside.
-    update_progress(tx, experiments.require(tx.session, trial.experiment_id))
-    return ckpt
+    return ckpt, trial
 
 
 def report_early_exit(tx: Tx, caller: Caller, reason: str) -> None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from assay import rest
 from assay.config import ExperimentConfig
@@ -163,21 +164,20 @@ class HarnessService:
             self.core.events.publish(rest.EventBatch(metrics=[told]))
 
     async def relayed(self, batches: Sequence[RelayedBatch]) -> list[RelayOutcome]:
-        """Trials' batches of metric reports an agent relayed, in its order: each checked and
-        stored as its ``POST /trials/{id}/metrics`` would be (the same token, the same checks),
-        all at once, so the group commit writes them together."""
+        """Trials' batches of metric reports and checkpoints an agent relayed, in its order:
+        each checked and stored as its ``POST /trials/{id}/metrics`` or ``POST /checkpoints``
+        would be (the same token, the same checks), all at once, so that they are written
+        together."""
         return list(await asyncio.gather(*(self._relayed(b) for b in batches)))
 
     async def _relayed(self, batch: RelayedBatch) -> RelayOutcome:
         try:
             caller = await self.caller(batch.token, batch.trial_id)
-            try:
-                body = rest.MetricsBatch.model_validate({"reports": batch.reports})
-            except ValidationError as exc:
-                said = "; ".join(
-                    ".".join(str(p) for p in e["loc"]) + ": " + e["msg"] for e in exc.errors()
-                )
-                raise InvalidRequest(f"the reports are not valid: {said}") from None
+            if batch.checkpoint is not None:
+                checkpoint = _valid(rest.CheckpointReport, batch.checkpoint, "the checkpoint")
+                await self.report_checkpoint(caller, checkpoint.to_protocol())
+                return RelayOutcome(204)
+            body = _valid(rest.MetricsBatch, {"reports": batch.reports}, "the reports")
             await self.report_metrics(caller, [r.to_protocol() for r in body.reports])
         except AssayError as exc:
             return RelayOutcome(exc.status, exc.to_json()["error"])
@@ -208,12 +208,9 @@ class HarnessService:
         return out
 
     async def report_checkpoint(self, caller: Caller, report: CheckpointReport) -> rest.Checkpoint:
-        """Register a checkpoint (a repeat changes nothing); the checkpoint as stored."""
-
-        def handler(tx: Tx) -> rest.Checkpoint:
-            return views.checkpoint(harness.report_checkpoint(tx, caller, report))
-
-        return await self.core.transact(handler)
+        """Register a checkpoint (a repeat changes nothing); the checkpoint as stored. Those
+        registered meanwhile by other trials go in the same transaction under the lock."""
+        return await self.core.transact_merged(_register_checkpoints, (caller, report))
 
     async def report_early_exit(self, caller: Caller, reason: str) -> None:
         await self.core.transact(harness.report_early_exit, caller, reason)
@@ -242,6 +239,27 @@ class HarnessService:
         if not preempt and timeout > 0 and await self.core.wait(key, since, timeout):
             preempt = await self.core.read(read)
         return rest.PreemptionSignal(preempt=preempt)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _valid(model: type[M], raw: object, what: str) -> M:
+    """``raw`` as ``model``, or :class:`InvalidRequest` saying what in it is wrong."""
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        said = "; ".join(".".join(str(p) for p in e["loc"]) + ": " + e["msg"] for e in exc.errors())
+        raise InvalidRequest(f"{what} is not valid: {said}") from None
+
+
+def _register_checkpoints(
+    tx: Tx, items: list[tuple[Caller, CheckpointReport]]
+) -> list[rest.Checkpoint | AssayError]:
+    return [
+        r if isinstance(r, AssayError) else views.checkpoint(r)
+        for r in harness.report_checkpoints(tx, items)
+    ]
 
 
 def _always(config: ExperimentConfig) -> Callable[[Experiment], ExperimentConfig]:

@@ -44,6 +44,7 @@ from assay.master.kernel import (
     AllocationEnded,
     ExperimentEnded,
     KillAllocation,
+    PreemptAllocation,
     Reschedule,
     Tx,
     Wake,
@@ -330,6 +331,10 @@ def request_preemption(tx: Tx, alloc: Allocation, reason: PreemptReason) -> None
         return
     allocations.request_preemption(tx.session, alloc, reason=reason, at=tx.now)
     tx.act(Wake(("preempt", alloc.id)))
+    exits = alloc.exits or {}
+    for agent_id in alloc.slots or {}:
+        if agent_id not in exits:
+            tx.act(PreemptAllocation(agent_id, alloc.id))
     tx.act(Wake(("op", alloc.trial_id)))
 
 

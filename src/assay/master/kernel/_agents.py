@@ -60,6 +60,9 @@ class AgentHub:
     def __init__(self) -> None:
         self.agents: dict[str, AgentConnection] = {}
         self._generation = 0
+        self.last_admitted_at = 0.0
+        """When an agent last connected (a restarted master's storm is settling while they
+        still arrive)."""
 
     def register(
         self, hello: Hello, send: Sender, enabled: bool = True, now: float = 0.0
@@ -87,6 +90,7 @@ class AgentHub:
             frameworks=dict(hello.frameworks),
         )
         self.agents[view.id] = conn
+        self.last_admitted_at = max(self.last_admitted_at, now)
         return conn
 
     def disconnect(self, agent_id: str, generation: int, now: float) -> bool:

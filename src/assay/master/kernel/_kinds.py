@@ -35,6 +35,8 @@ class Held:
     """A kill was asked for and not yet obeyed: it is repeated until it is."""
     agents: tuple[str, ...]
     """The agents whose part of it has not ended."""
+    preempt: bool = False
+    """It is asked to stop: told again to an agent that reconnects (:class:`Preempt`)."""
 
 
 @dataclass

@@ -31,13 +31,14 @@ from assay.master.kernel._tx import (
     AllocationEnded,
     ExperimentEnded,
     KillAllocation,
+    PreemptAllocation,
     Reschedule,
     StartAllocation,
     Tx,
     Wake,
 )
 from assay.master.kernel._waiters import Waiters
-from assay.protocol import Kill, TrialEnv
+from assay.protocol import Kill, Preempt, TrialEnv
 from assay.protocol import trace_mark as mark
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,7 @@ class Orchestrator:
         self.after_experiment_ended: list[Callable[[int], Coroutine[Any, Any, Any]]] = []
         """Run in the background once an experiment's end is committed (its checkpoints'
         collection, which the artifacts part sets: a room above the kernel, so it hooks in)."""
+        self._merging: dict[Callable[..., Any], list[tuple[Any, asyncio.Future[Any]]]] = {}
         self.scheduler: InlineScheduler[Any] | None = None
         """Runs the scheduling pass in a transaction that may free slots (the master's loops
         set it)."""
@@ -98,47 +100,97 @@ class Orchestrator:
         a wait for the scheduling loop. Should the pass fail, the handler's work is committed
         without it and the loop's next pass tries again."""
         async with self.lock:
-            now = self.clock()
-            holder: dict[str, Tx] = {}
-            passed: list[Any] = []
-            published: list[rest.EventBatch] = []
-            # A stopping master starts nothing; one draining leaves the queue to the next.
-            scheduler = (
-                self.scheduler if schedule and not (self.draining or self.stopping) else None
-            )
-            agents = self.hub.connected_views() if scheduler is not None else []
-
-            def run(session: Session, scheduler: InlineScheduler[Any] | None) -> T:
-                tx = Tx(session=session, now=now, searchers=self.searchers)
-                holder["tx"] = tx
-                db_changes.track(session)
-                result = handler(tx, *args)
-                if scheduler is not None and Reschedule() in tx.actions:
-                    passed.append(_pass_in(scheduler, tx, agents))
-                published.append(views.changes(session))
-                return result
-
-            try:
-                try:
-                    result = await self.db.run(lambda session: run(session, scheduler))
-                except _PassFailed as failed:
-                    log.error("scheduling pass failed", exc_info=failed.__cause__)
-                    self._forget_touched(holder)
-                    passed.clear()
-                    published.clear()
-                    result = await self.db.run(lambda session: run(session, None))
-            except BaseException:
-                self._forget_touched(holder)
-                raise
-            actions = holder["tx"].actions
-            # Still under the lock: viewers get the batches in the order they were committed.
-            for batch in published:
-                self.events.publish(batch)
-            self._know_started(actions)
-            if scheduler is not None and passed:
-                scheduler.committed(passed[0])
+            result, actions = await self._locked(handler, args, schedule)
         await self._perform(actions)
         return result
+
+    async def _locked(
+        self, handler: Callable[..., T], args: tuple[Any, ...], schedule: bool
+    ) -> tuple[T, list[Action]]:
+        """:meth:`transact`'s transaction, the lock held: its result and the actions to perform
+        once the lock is released."""
+        now = self.clock()
+        holder: dict[str, Tx] = {}
+        passed: list[Any] = []
+        published: list[rest.EventBatch] = []
+        # A stopping master starts nothing; one draining leaves the queue to the next.
+        scheduler = self.scheduler if schedule and not (self.draining or self.stopping) else None
+        agents = self.hub.connected_views() if scheduler is not None else []
+
+        def run(session: Session, scheduler: InlineScheduler[Any] | None) -> T:
+            tx = Tx(session=session, now=now, searchers=self.searchers)
+            holder["tx"] = tx
+            db_changes.track(session)
+            result = handler(tx, *args)
+            if scheduler is not None and Reschedule() in tx.actions:
+                passed.append(_pass_in(scheduler, tx, agents))
+            published.append(views.changes(session))
+            return result
+
+        try:
+            try:
+                result = await self.db.run(lambda session: run(session, scheduler))
+            except _PassFailed as failed:
+                log.error("scheduling pass failed", exc_info=failed.__cause__)
+                self._forget_touched(holder)
+                passed.clear()
+                published.clear()
+                result = await self.db.run(lambda session: run(session, None))
+        except BaseException:
+            self._forget_touched(holder)
+            raise
+        actions = holder["tx"].actions
+        # Still under the lock: viewers get the batches in the order they were committed.
+        for batch in published:
+            self.events.publish(batch)
+        self._know_started(actions)
+        if scheduler is not None and passed:
+            scheduler.committed(passed[0])
+        return result, actions
+
+    async def transact_merged(
+        self, handler_many: Callable[[Tx, list[I]], Sequence[R | Exception]], item: I
+    ) -> R:
+        """:meth:`transact` for handlers of one kind asked for at once (checkpoints registered
+        by thousands of trials): every item asked for while the lock is held goes into one
+        call of ``handler_many(tx, items)``, in one transaction, where each would have waited
+        for the lock and committed alone. A result that is an exception is raised to its
+        item's caller alone (refused before it wrote anything); should the call itself raise,
+        each item is tried again alone."""
+        done: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+        waiting = self._merging.setdefault(handler_many, [])
+        waiting.append((item, done))
+        if len(waiting) == 1:
+            # The first asks for the lock; those who come while it waits ride along.
+            self.background(self._merged_round(handler_many))
+        return await done
+
+    async def _merged_round(self, handler_many: Callable[[Tx, list[Any]], Sequence[Any]]) -> None:
+        async with self.lock:
+            # Taken once the lock is held: every item asked for while it was waited for.
+            batch = self._merging.pop(handler_many, [])
+            items = [i for i, _ in batch]
+            failed = False
+            try:
+                results, actions = await self._locked(_every, (handler_many, items), False)
+            except Exception as exc:
+                results, actions, failed = [exc] * len(batch), [], True
+        await self._perform(actions)
+        if failed and len(batch) > 1:
+            # The call itself failed: each item alone, so one bad item refuses only itself.
+            results = []
+            for item in items:
+                try:
+                    results += await self.transact(_every, handler_many, [item])
+                except Exception as exc:
+                    results.append(exc)
+        for (_, done), result in zip(batch, results, strict=True):
+            if done.done():
+                continue
+            if isinstance(result, BaseException):
+                done.set_exception(result)
+            else:
+                done.set_result(result)
 
     def _know_started(self, actions: list[Action]) -> None:
         """The tokens of the allocations just started, so that a trial's first report is not
@@ -187,6 +239,8 @@ class Orchestrator:
                 mark("master-start-sent", action.message.allocation_id)
             elif isinstance(action, KillAllocation):
                 await self.hub.send(action.agent_id, Kill(action.allocation_id))
+            elif isinstance(action, PreemptAllocation):
+                await self.hub.send(action.agent_id, Preempt(action.allocation_id))
             elif isinstance(action, Wake):
                 self.waiters.notify(action.key)
             elif isinstance(action, Reschedule):
@@ -249,6 +303,15 @@ def _pass_in(scheduler: InlineScheduler[R], tx: Tx, agents: list[AgentView]) -> 
 
 class _PassFailed(Exception):
     """The scheduling pass run inside a transaction failed (the cause says how)."""
+
+
+def _every(
+    tx: Tx, handler_many: Callable[[Tx, list[Any]], Sequence[Any]], items: list[Any]
+) -> list[Any]:
+    results = list(handler_many(tx, items))
+    if len(results) != len(items):
+        raise AssertionError(f"{handler_many!r} answered {len(results)} of {len(items)} items")
+    return results
 
 
 def _log_failure(task: asyncio.Task[Any]) -> None:

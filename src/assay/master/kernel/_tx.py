@@ -29,6 +29,15 @@ class KillAllocation:
 
 
 @dataclass(frozen=True)
+class PreemptAllocation:
+    """Tell the agent its part of the allocation is asked to stop (its trial watches through
+    the agent's relay)."""
+
+    agent_id: str
+    allocation_id: str
+
+
+@dataclass(frozen=True)
 class Wake:
     """Wake the long-polls waiting on ``key``: ``("op", trial_id)``, ``("preempt", alloc_id)``."""
 
@@ -52,7 +61,15 @@ class AllocationEnded:
     allocation_id: str
 
 
-Action = StartAllocation | KillAllocation | Wake | Reschedule | ExperimentEnded | AllocationEnded
+Action = (
+    StartAllocation
+    | KillAllocation
+    | PreemptAllocation
+    | Wake
+    | Reschedule
+    | ExperimentEnded
+    | AllocationEnded
+)
 
 
 T = TypeVar("T")
