@@ -34,9 +34,10 @@ class PreemptMode(enum.Enum):
 class PreemptContext:
     """``should_preempt()`` turns true once the master wants the slots back.
 
-    From the first call on, a background thread long-polls the master, so the check itself is a
-    flag read: call it as often as every batch. On a preemption the code should checkpoint and
-    exit; its trial resumes from that checkpoint later.
+    From the first call on, a background thread watches for the master's answer (through the
+    trial's agent, which the master tells; else with a long poll on the master), so the check
+    itself is a flag read: call it as often as every batch. On a preemption the code should
+    checkpoint and exit; its trial resumes from that checkpoint later.
 
     In a distributed trial with ``PreemptMode.WorkersAskChief`` (the default), only the chief
     watches the master and ``should_preempt()`` is a collective: **every rank must call it

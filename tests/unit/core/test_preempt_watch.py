@@ -4,14 +4,17 @@ sends such an answer; a loopback server plays a master that does.)"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Iterator
 
 import pytest
 
+from assay.agent import ReportRelay
 from assay.core._preempt import PreemptContext
 from assay.core._session import MasterSession
+from assay.protocol import RELAY_ENV
 from tests.http_stub import QuietHandler, serving
 
 ANSWERS = [{"preempt": None}, {"preempt": "soon"}, {"preempt": True}]
@@ -65,3 +68,60 @@ def test_a_first_question_the_master_cannot_answer_is_no_and_left_to_the_watcher
     ctx.close()
     assert ctx._thread is not None, "the watcher goes on asking"
     assert "preemption check failed" not in caplog.text, "a master away for a moment is no news"
+
+
+def test_a_trial_with_an_agent_relay_hears_its_preemption_from_the_agent_and_never_asks_the_master(
+    master: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The master tells the agent (``Preempt``); the trial's watcher waits on the agent's relay,
+    so no long poll is held open on the master."""
+    url, asked = master
+
+    async def main() -> None:
+        async def send(_message: object) -> bool:
+            return True
+
+        relay = ReportRelay(send)
+        await relay.open()
+        relay.connected(True)
+        monkeypatch.setenv(RELAY_ENV, relay.address)
+        ctx = PreemptContext(MasterSession(url, "token"), "1.1")
+        try:
+            assert not await asyncio.to_thread(ctx.should_preempt)
+            await asyncio.sleep(0.2)
+            relay.preempt("1.1")
+            for _ in range(100):
+                if await asyncio.to_thread(ctx.should_preempt):
+                    break
+                await asyncio.sleep(0.05)
+            assert ctx.should_preempt()
+        finally:
+            ctx.close()
+            await relay.close()
+
+    asyncio.run(main())
+    assert asked == []
+
+
+def test_an_agent_whose_master_tells_no_preemptions_has_the_trial_ask_the_master(
+    master: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, asked = master
+
+    async def main() -> None:
+        async def send(_message: object) -> bool:
+            return True
+
+        relay = ReportRelay(send)
+        await relay.open()
+        relay.connected(False)
+        monkeypatch.setenv(RELAY_ENV, relay.address)
+        ctx = PreemptContext(MasterSession(url, "token"), "1.1")
+        try:
+            assert not await asyncio.to_thread(ctx.should_preempt)
+        finally:
+            ctx.close()
+            await relay.close()
+
+    asyncio.run(main())
+    assert asked and "timeout_seconds=0" in asked[0]
