@@ -43,9 +43,6 @@ def _require_returning() -> None:
         )
 
 
-POOL_SIZE = 40
-
-
 class Database:
     """One database: a SQLAlchemy engine, migrated to the newest schema when opened.
 
@@ -58,18 +55,13 @@ class Database:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         kwargs: dict[str, Any] = {}
-        # As many kept connections as worker threads may ask for at once (anyio's default
-        # limit, 40): a busy master's threads past a smaller pool each opened a connection and
-        # closed it after one transaction (on SQLite, 4% of the master's CPU went to setting up
-        # connections at 500 agents in benchmark B13).
-        if not _in_memory(url):
-            kwargs["pool_size"] = POOL_SIZE
-            kwargs["max_overflow"] = 10
         if self.is_sqlite:
             _require_returning()
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
             _make_private(url)
         else:
+            kwargs["pool_size"] = 10
+            kwargs["max_overflow"] = 20
             kwargs["pool_pre_ping"] = True
         self.engine: Engine = open_engine(url, **kwargs)
         if self.is_sqlite:
@@ -146,11 +138,6 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
-
-
-def _in_memory(url: str) -> bool:
-    """An in-memory SQLite database, whose engine keeps one connection of its own."""
-    return url.startswith("sqlite") and make_url(url).database in (None, "", ":memory:")
 
 
 def _make_private(url: str) -> None:

@@ -74,8 +74,25 @@ def create(
     return alloc
 
 
-def by_token(session: Session, token: str) -> Allocation | None:
-    return session.scalars(select(Allocation).where(Allocation.token == token)).first()
+class Holder(NamedTuple):
+    """Whose a token is: an allocation, its trial and run, and its state."""
+
+    id: str
+    trial_id: int
+    run: int
+    state: str
+
+
+_BY_TOKEN = select(Allocation.id, Allocation.trial_id, Allocation.run, Allocation.state).where(
+    Allocation.token == bindparam("token")
+)
+
+
+def by_token(session: Session, token: str) -> Holder | None:
+    """The allocation holding ``token``, read as a plain row (every trial of a master restarted
+    under load asks this once)."""
+    row = session.execute(_BY_TOKEN, {"token": token}).first()
+    return None if row is None else Holder(*row)
 
 
 # Statements the scheduling pass and the master's loops run all the time, built once: building
