@@ -36,6 +36,8 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 import assay
 from assay.agent import Backoff, ReportRelay
 from assay.protocol import (
+    PING_SECONDS,
+    PING_TIMEOUT_SECONDS,
     SEND_IT_YOURSELF,
     AckExit,
     Exited,
@@ -340,7 +342,8 @@ class SimAgent:
         while not self.stopped:
             try:
                 async with connect(
-                    self.fleet.ws_url, ping_interval=5, ping_timeout=20, max_size=2**26,
+                    self.fleet.ws_url, ping_interval=PING_SECONDS,
+                    ping_timeout=PING_TIMEOUT_SECONDS, max_size=2**26,
                     open_timeout=30,
                 ) as ws:  # fmt: skip
                     await ws.send(json.dumps(self.hello().to_dict()))

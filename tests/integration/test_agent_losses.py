@@ -22,7 +22,8 @@ pytestmark = pytest.mark.integration
 
 LOST_AFTER = 3
 """``agent_lost_after_seconds`` of these masters. A frozen agent's WebSocket is first closed by
-the master's ping timeout (20 s after a ping goes unanswered), then it is lost after this."""
+the master's ping timeout (``PING_TIMEOUT_SECONDS`` after a ping goes unanswered), then it is
+lost after this."""
 FENCE_WINDOW = 10.0
 """How soon after it wakes the old copy must be gone: well under the agents' kill grace."""
 GRACE = "60"

@@ -33,6 +33,8 @@ from assay.agent._runner import MAX_LINE, AgentEnv, AllocationRunner, base_envir
 from assay.client import HttpSession
 from assay.errors import InvalidRequest
 from assay.protocol import (
+    PING_SECONDS,
+    PING_TIMEOUT_SECONDS,
     AckExit,
     AgentMessage,
     Exited,
@@ -208,8 +210,8 @@ class Agent:
             try:
                 async with connect(
                     self.ws_url,
-                    ping_interval=5,
-                    ping_timeout=20,
+                    ping_interval=PING_SECONDS,
+                    ping_timeout=PING_TIMEOUT_SECONDS,
                     max_size=2**26,
                     open_timeout=10,
                     ssl=self.env.http.tls,

@@ -32,6 +32,15 @@ class UnknownMessage(InvalidRequest):
 # -- parts --------------------------------------------------------------------------------------
 
 
+PING_SECONDS = 10.0
+PING_TIMEOUT_SECONDS = 60.0
+"""Both ends of an agent's WebSocket ping every ``PING_SECONDS`` and give the other up after
+``PING_TIMEOUT_SECONDS`` without its pong: long enough for a master whose event loop runs late
+under a large cluster's load. With 20 s, a master busy at 500 agents dropped every agent at
+once, and their reconnects kept it behind (benchmark B13). A machine that hangs is still found
+within about a minute; one that goes away closes its connection at once."""
+
+
 @dataclass(frozen=True)
 class Slot:
     """One slot an agent offers: a GPU (``type`` ``cuda``) or a CPU slot (``cpu``)."""
