@@ -70,36 +70,44 @@ def test_a_first_question_the_master_cannot_answer_is_no_and_left_to_the_watcher
     assert "preemption check failed" not in caplog.text, "a master away for a moment is no news"
 
 
+def watching_through_a_relay(
+    url: str, monkeypatch: pytest.MonkeyPatch, relays: bool, told: bool
+) -> bool:
+    """What a trial's ``should_preempt()`` says when its agent's relay answers (its master
+    relays or not), once the master told the agent (``told``), or after a few seconds."""
+
+    async def main() -> bool:
+        async def send(_message: object) -> bool:
+            return True
+
+        relay = ReportRelay(send)
+        await relay.open()
+        relay.connected(relays)
+        monkeypatch.setenv(RELAY_ENV, relay.address)
+        ctx = PreemptContext(MasterSession(url, "token"), "1.1")
+        try:
+            if await asyncio.to_thread(ctx.should_preempt) or not told:
+                return ctx.should_preempt()
+            relay.preempt("1.1")
+            for _ in range(100):
+                if await asyncio.to_thread(ctx.should_preempt):
+                    break
+                await asyncio.sleep(0.05)
+            return ctx.should_preempt()
+        finally:
+            ctx.close()
+            await relay.close()
+
+    return asyncio.run(main())
+
+
 def test_a_trial_with_an_agent_relay_hears_its_preemption_from_the_agent_and_never_asks_the_master(
     master: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The master tells the agent (``Preempt``); the trial's watcher waits on the agent's relay,
     so no long poll is held open on the master."""
     url, asked = master
-
-    async def main() -> None:
-        async def send(_message: object) -> bool:
-            return True
-
-        relay = ReportRelay(send)
-        await relay.open()
-        relay.connected(True)
-        monkeypatch.setenv(RELAY_ENV, relay.address)
-        ctx = PreemptContext(MasterSession(url, "token"), "1.1")
-        try:
-            assert not await asyncio.to_thread(ctx.should_preempt)
-            await asyncio.sleep(0.2)
-            relay.preempt("1.1")
-            for _ in range(100):
-                if await asyncio.to_thread(ctx.should_preempt):
-                    break
-                await asyncio.sleep(0.05)
-            assert ctx.should_preempt()
-        finally:
-            ctx.close()
-            await relay.close()
-
-    asyncio.run(main())
+    assert watching_through_a_relay(url, monkeypatch, relays=True, told=True)
     assert asked == []
 
 
@@ -107,21 +115,5 @@ def test_an_agent_whose_master_tells_no_preemptions_has_the_trial_ask_the_master
     master: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url, asked = master
-
-    async def main() -> None:
-        async def send(_message: object) -> bool:
-            return True
-
-        relay = ReportRelay(send)
-        await relay.open()
-        relay.connected(False)
-        monkeypatch.setenv(RELAY_ENV, relay.address)
-        ctx = PreemptContext(MasterSession(url, "token"), "1.1")
-        try:
-            assert not await asyncio.to_thread(ctx.should_preempt)
-        finally:
-            ctx.close()
-            await relay.close()
-
-    asyncio.run(main())
+    assert not watching_through_a_relay(url, monkeypatch, relays=False, told=False)
     assert asked and "timeout_seconds=0" in asked[0]

@@ -206,11 +206,12 @@ def test_an_agent_back_with_a_copy_given_up_on_is_told_to_kill_it_at_once_before
     assert trial_row(clocked).state == "RUNNING", "the copy on a2 runs on"
 
 
-def test_an_agent_that_never_comes_back_to_a_restarted_master_has_its_trial_started_again(
+@pytest.fixture
+def restarted(
     db_url: str, tmp_path: Path, clock: Clock, context: bytes
-) -> None:
-    """The restarted master knows no connection of the agent's: its first look at every live
-    allocation, once the limit has passed since it started, finds the agent's trial."""
+) -> Iterator[tuple[Master, str]]:
+    """A master started again after the first was killed with a trial running on agent a1,
+    which has not come back; and that trial's allocation."""
     settings = MasterConfig(
         allowed_checkpoint_storage={"host_paths": [tmp_path]},
         agent_lost_after_seconds=LOST_AFTER,
@@ -222,76 +223,56 @@ def test_an_agent_that_never_comes_back_to_a_restarted_master_has_its_trial_star
     old = started_on(first, connect(first, "a1"), "a1")
     again = Master(settings, db, tmp_path / "home", clock)  # the first was killed
     again.core.cluster_id = "test"
-    try:
-        clock.now += LOST_AFTER - 1
-        run(again.agents.reap_lost())
-        assert not allocation(again, old).lost  # within the limit: it may still come back
-        clock.now += 2
-        run(again.agents.reap_lost())
-        assert allocation(again, old).lost
-        assert trial_row(again).state == "QUEUED"
-    finally:
-        db.dispose()
+    yield again, old
+    db.dispose()
+
+
+def test_an_agent_that_never_comes_back_to_a_restarted_master_has_its_trial_started_again(
+    restarted: tuple[Master, str], clock: Clock
+) -> None:
+    """The restarted master knows no connection of the agent's: its first look at every live
+    allocation, once the limit has passed since it started, finds the agent's trial."""
+    again, old = restarted
+    clock.now += LOST_AFTER - 1
+    run(again.agents.reap_lost())
+    assert not allocation(again, old).lost  # within the limit: it may still come back
+    clock.now += 2
+    run(again.agents.reap_lost())
+    assert allocation(again, old).lost
+    assert trial_row(again).state == "QUEUED"
 
 
 def test_an_agent_still_waiting_its_turn_after_a_restart_is_not_lost_while_others_arrive(
-    db_url: str, tmp_path: Path, clock: Clock, context: bytes
+    restarted: tuple[Master, str], clock: Clock
 ) -> None:
     """A large cluster's agents come back to a restarted master over a minute or more: while
     agents are still being admitted, one not back yet is not lost; once none has come back
     for the limit it is, and agents that keep arriving hold it back only so long."""
-    settings = MasterConfig(
-        allowed_checkpoint_storage={"host_paths": [tmp_path]},
-        agent_lost_after_seconds=LOST_AFTER,
-    )
-    db = Database(db_url)
-    first = Master(settings, db, tmp_path / "home", clock)
-    first.core.cluster_id = "test"
-    submit(first, context)
-    old = started_on(first, connect(first, "a1"), "a1")
-    again = Master(settings, db, tmp_path / "home", clock)  # the first was killed
-    again.core.cluster_id = "test"
-    try:
-        for step in range(2 * (SETTLE_LIMITS + 1)):
-            clock.now += LOST_AFTER / 2
-            connect(again, f"other-{step}")  # the storm goes on: others are still admitted
-            run(again.agents.reap_lost())
-            if clock.now - again.core.started_at < SETTLE_LIMITS * LOST_AFTER + LOST_AFTER:
-                assert not allocation(again, old).lost, (
-                    f"lost {clock.now - again.core.started_at} s in"
-                )
-        # Agents kept arriving, but no longer than the cap: the one never back is lost.
-        assert allocation(again, old).lost
-        assert trial_row(again).state == "QUEUED"
-    finally:
-        db.dispose()
+    again, old = restarted
+    for step in range(2 * (SETTLE_LIMITS + 1)):
+        clock.now += LOST_AFTER / 2
+        connect(again, f"other-{step}")  # the storm goes on: others are still admitted
+        run(again.agents.reap_lost())
+        since = clock.now - again.core.started_at
+        if since < (SETTLE_LIMITS + 1) * LOST_AFTER:
+            assert not allocation(again, old).lost, f"lost {since} s after the restart"
+    # Agents kept arriving, but no longer than the cap: the one never back is lost.
+    assert allocation(again, old).lost
+    assert trial_row(again).state == "QUEUED"
 
 
 def test_an_agent_that_never_comes_back_is_lost_once_none_has_arrived_for_the_limit(
-    db_url: str, tmp_path: Path, clock: Clock, context: bytes
+    restarted: tuple[Master, str], clock: Clock
 ) -> None:
-    settings = MasterConfig(
-        allowed_checkpoint_storage={"host_paths": [tmp_path]},
-        agent_lost_after_seconds=LOST_AFTER,
-    )
-    db = Database(db_url)
-    first = Master(settings, db, tmp_path / "home", clock)
-    first.core.cluster_id = "test"
-    submit(first, context)
-    old = started_on(first, connect(first, "a1"), "a1")
-    again = Master(settings, db, tmp_path / "home", clock)
-    again.core.cluster_id = "test"
-    try:
-        clock.now += LOST_AFTER / 2
-        connect(again, "other")  # the last to come back
-        clock.now += LOST_AFTER - 1
-        run(again.agents.reap_lost())
-        assert not allocation(again, old).lost  # the limit has passed since the start only
-        clock.now += 2
-        run(again.agents.reap_lost())
-        assert allocation(again, old).lost
-    finally:
-        db.dispose()
+    again, old = restarted
+    clock.now += LOST_AFTER / 2
+    connect(again, "other")  # the last to come back
+    clock.now += LOST_AFTER - 1
+    run(again.agents.reap_lost())
+    assert not allocation(again, old).lost  # the limit has passed since the start only
+    clock.now += 2
+    run(again.agents.reap_lost())
+    assert allocation(again, old).lost
 
 
 def test_an_agent_lost_back_and_lost_again_has_each_of_its_trials_started_again(
