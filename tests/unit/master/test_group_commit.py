@@ -15,6 +15,7 @@ from assay.errors import Conflict
 from assay.master import Master
 from assay.master.kernel import Tx
 from assay.master.kernel._group_commit import GroupCommit
+from assay.master.kernel._orchestrator import MERGED_MAX
 
 
 @pytest.fixture
@@ -212,3 +213,31 @@ def test_a_locked_merged_handler_that_raises_is_run_again_item_by_item(master: M
     assert isinstance(before, int) and isinstance(after, int)
     with master.db.session() as s:
         assert {"before", "after"} <= {u.username for u in users.everyone(s)}
+
+
+def test_a_backlog_of_locked_items_goes_in_rounds_that_let_other_lock_holders_in(
+    master: Master,
+) -> None:
+    """A restarted master's thousands of checkpoints are not one transaction holding the lock:
+    at most ``MERGED_MAX`` a round, and whoever else waits for the lock goes between."""
+    calls: list[list[str]] = []
+    handler = add_all_locked(calls)
+    order: list[str] = []
+
+    def other(tx: Tx) -> None:
+        order.append(f"other after {len(calls)} rounds")
+
+    async def main() -> None:
+        async with master.core.lock:
+            asked = [
+                asyncio.ensure_future(master.core.transact_merged(handler, f"user{i}"))
+                for i in range(MERGED_MAX + 10)
+            ]
+            await asyncio.sleep(0.05)
+            between = asyncio.ensure_future(master.core.transact(other))
+            await asyncio.sleep(0.05)
+        await asyncio.gather(*asked, between)
+
+    asyncio.run(main())
+    assert [len(c) for c in calls] == [MERGED_MAX, 10]
+    assert order == ["other after 1 rounds"]

@@ -43,6 +43,9 @@ from assay.protocol import trace_mark as mark
 
 log = logging.getLogger(__name__)
 
+MERGED_MAX = 64
+"""The most items one :meth:`Orchestrator.transact_merged` transaction takes."""
+
 T = TypeVar("T")
 R = TypeVar("R")
 I = TypeVar("I")  # noqa: E741
@@ -167,8 +170,15 @@ class Orchestrator:
 
     async def _merged_round(self, handler_many: Callable[[Tx, list[Any]], Sequence[Any]]) -> None:
         async with self.lock:
-            # Taken once the lock is held: every item asked for while it was waited for.
-            batch = self._merging.pop(handler_many, [])
+            # Taken once the lock is held: the items asked for while it was waited for, at most
+            # MERGED_MAX; the rest wait their turn behind whoever else waits for the lock (a
+            # restarted master's backlog of thousands in one transaction held it for seconds,
+            # and scheduling passes and agents' hellos waited a minute behind it).
+            waiting = self._merging.pop(handler_many, [])
+            batch, rest = waiting[:MERGED_MAX], waiting[MERGED_MAX:]
+            if rest:
+                self._merging[handler_many] = rest
+                self.background(self._merged_round(handler_many))
             items = [i for i, _ in batch]
             failed = False
             try:
