@@ -287,7 +287,10 @@ class AgentGateway:
             msg = raw
         self.core.hub.heard(agent_id, self.core.clock())
         if isinstance(msg, Started):
-            await self.core.transact(self._started, msg.allocation_id, agent_id, msg.address)
+            # With every other agent's starts meanwhile: a pass starts hundreds at once.
+            await self.core.transact_merged(
+                self._started_many, (msg.allocation_id, agent_id, msg.address)
+            )
         elif isinstance(msg, Exited):
             mark("master-exit-received", msg.allocation_id)
             await self._on_exit(agent_id, msg)
@@ -329,6 +332,11 @@ class AgentGateway:
                 await self._ingest_logs(msg.logs)
             except Exception as again:
                 log.warning("allocation %s's last lines are lost: %s", msg.allocation_id, again)
+
+    def _started_many(self, tx: Tx, items: list[tuple[str, str, str]]) -> list[None]:
+        for allocation_id, agent_id, address in items:
+            self._started(tx, allocation_id, agent_id, address)
+        return [None] * len(items)
 
     def _started(self, tx: Tx, allocation_id: str, agent_id: str, address: str) -> None:
         kind = kind_of(self.kinds, tx.session, allocation_id)

@@ -31,8 +31,14 @@ class LogMasker:
     def masked(self, session: Session, entries: Sequence[LogEntry]) -> list[LogEntry]:
         """``entries`` with every secret of their trial's experiment masked."""
         out: list[LogEntry] = []
+        # Looked up once per trial, not per line: a large cluster ships thousands of lines a
+        # second, in batches of one trial's.
+        patterns: dict[int, re.Pattern[str] | None] = {}
         for entry in entries:
-            pattern = self._pattern(session, entry.trial_id)
+            if entry.trial_id in patterns:
+                pattern = patterns[entry.trial_id]
+            else:
+                pattern = patterns[entry.trial_id] = self._pattern(session, entry.trial_id)
             line = entry.line if pattern is None else pattern.sub(MASK, entry.line)
             out.append(entry if line == entry.line else dataclasses.replace(entry, line=line))
         return out
