@@ -153,8 +153,14 @@ class ReportRelay:
             self._ready.clear()
             await asyncio.sleep(FLUSH_SECONDS)
             while self._waiting and self._relaying:
-                items = self._waiting[:MAX_BATCHES]
-                del self._waiting[:MAX_BATCHES]
+                # Checkpoints apart from reports: the master answers a message once every batch
+                # in it is stored, and a checkpoint is registered under its lock, which a
+                # report must not wait for.
+                kind = self._waiting[0].batch.checkpoint is None
+                items = [w for w in self._waiting if (w.batch.checkpoint is None) == kind]
+                items = items[:MAX_BATCHES]
+                taken = {id(w) for w in items}
+                self._waiting = [w for w in self._waiting if id(w) not in taken]
                 self._seq += 1
                 self._sent[self._seq] = items
                 message = RelayedReports(self._seq, [item.batch for item in items])

@@ -193,3 +193,32 @@ def test_a_bad_watch_is_answered_with_what_was_wrong() -> None:
             client.close()
 
     asyncio.run(with_relay(test))
+
+
+def test_checkpoints_go_in_messages_of_their_own_so_reports_never_wait_for_them() -> None:
+    async def test(relay: ReportRelay, master: Master) -> None:
+        def register(trial_id: int) -> Any:
+            client = RelayClient(relay.address, f"token-{trial_id}", timeout=5.0)
+            try:
+                return client.post(trial_id, checkpoint={"uuid": f"c{trial_id}"})
+            finally:
+                client.close()
+
+        relay.disconnected()  # they gather while the master is away, then go at once
+        asked = asyncio.gather(
+            asyncio.to_thread(post, relay, 1),
+            asyncio.to_thread(register, 2),
+            asyncio.to_thread(post, relay, 3),
+        )
+        for _ in range(200):
+            if len(relay._waiting) == 3:
+                break
+            await asyncio.sleep(0.01)
+        relay.connected(True)
+        assert await asked == [True, True, True]
+        kinds = sorted(
+            sorted((b.checkpoint is not None, b.trial_id) for b in m.batches) for m in master.sent
+        )
+        assert kinds == [[(False, 1), (False, 3)], [(True, 2)]]
+
+    asyncio.run(with_relay(test))
