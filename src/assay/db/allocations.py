@@ -95,6 +95,23 @@ def by_token(session: Session, token: str) -> Holder | None:
     return None if row is None else Holder(*row)
 
 
+_BY_TOKENS = select(
+    Allocation.token, Allocation.id, Allocation.trial_id, Allocation.run, Allocation.state
+).where(Allocation.token.in_(bindparam("tokens", expanding=True)))
+
+
+def by_tokens(session: Session, tokens: Sequence[str]) -> dict[str, Holder]:
+    """:func:`by_token` of each of ``tokens`` that some allocation holds, read at once (an
+    agent's relayed batches from many trials)."""
+    if not tokens:
+        return {}
+    rows = session.execute(_BY_TOKENS, {"tokens": list(tokens)})
+    return {
+        token: Holder(allocation_id, trial_id, run, state)
+        for token, allocation_id, trial_id, run, state in rows
+    }
+
+
 # Statements the scheduling pass and the master's loops run all the time, built once: building
 # one (and its cache key) costs more than SQLite takes to run it.
 _LIVE = select(Allocation).where(Allocation.state.in_(LIVE_ALLOCATION_STATES))

@@ -13,6 +13,7 @@ from assay.errors import Fenced, Unauthorized
 from assay.master import Caller, Master, Submission
 from assay.master.kernel import _callers as callers_module
 from assay.master.kernel._callers import CallerCache
+from assay.protocol import RelayedBatch
 from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import Recorder, run
 
@@ -134,3 +135,24 @@ def test_a_check_older_than_the_ends_remembered_is_not_kept(
         cache.forget(f"alloc-{i}")
     cache.keep("token-1", Caller("alloc-1", 1, 1), since)
     assert cache.get("token-1") is None
+
+
+def test_a_restarted_masters_relayed_backlog_reads_its_tokens_once(
+    master: Master, context: bytes
+) -> None:
+    """Every trial's batches come at once to a restarted master (which knows no token): the
+    unknown tokens of a relayed message are read in one query, not one per batch; an ended
+    allocation's batch is still refused, alone."""
+    _, start = started(master, context)
+    token = start["env"]["ASSAY_TOKEN"]
+    trial_id = start["trial_id"]
+    master.core.callers = CallerCache()  # as a master started again
+    reads = counting_reads(master)
+    report = {"group": "training", "steps_completed": 1, "metrics": {"loss": 0.5}}
+    batches = [
+        RelayedBatch(token, trial_id, [dict(report, steps_completed=step)]) for step in range(1, 6)
+    ] + [RelayedBatch("not-a-token", trial_id, [report])]
+    outcomes = run(master.harness.relayed(batches))
+    assert [o.status for o in outcomes] == [204] * 5 + [401]
+    # One read for the message's unknown tokens, one more for the token none holds.
+    assert len(reads) == 2

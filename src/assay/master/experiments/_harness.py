@@ -50,6 +50,16 @@ def authenticate(session: Session, token: str | None, trial_id: int | None = Non
     return caller
 
 
+def authenticated(session: Session, tokens: Sequence[str]) -> dict[str, Caller]:
+    """:func:`authenticate` of each of ``tokens`` whose allocation lives, read at once; the
+    others are left out (each is refused, as :func:`authenticate` says, when asked alone)."""
+    return {
+        token: Caller(h.id, h.trial_id, h.run)
+        for token, h in allocations.by_tokens(session, tokens).items()
+        if h.state != AllocationState.TERMINATED
+    }
+
+
 def fenced(allocation_id: str) -> Fenced:
     return Fenced(
         f"allocation {allocation_id} has ended (the master gave it up, e.g. when its agent was "

@@ -167,7 +167,15 @@ class HarnessService:
         """Trials' batches of metric reports and checkpoints an agent relayed, in its order:
         each checked and stored as its ``POST /trials/{id}/metrics`` or ``POST /checkpoints``
         would be (the same token, the same checks), all at once, so that they are written
-        together."""
+        together. The tokens not yet known are read in one query (a restarted master is sent
+        every trial's backlog at once: one read per batch was most of its work)."""
+        callers = self.core.callers
+        unknown = sorted({b.token for b in batches if b.token and callers.get(b.token) is None})
+        if unknown:
+            since = callers.version()
+            found = await self.core.read(lambda s: harness.authenticated(s, unknown))
+            for token, caller in found.items():
+                callers.keep(token, caller, since)
         return list(await asyncio.gather(*(self._relayed(b) for b in batches)))
 
     async def _relayed(self, batch: RelayedBatch) -> RelayOutcome:
