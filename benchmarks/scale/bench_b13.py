@@ -6,7 +6,8 @@ each trial played through the harness's REST API with its allocation's token). F
 
 - **steady**: N x 8 trials (experiments of up to 80 random-search trials) all running, each
   reporting a training metric every 10 s, a validation and a checkpoint every 60 s and a log
-  line every second, and watching its preemption signal with a long poll. Measured over the
+  line every second, and watching its preemption signal (through its agent in runs of code
+  0e2100a and later, with a long poll before). Measured over the
   window: the master's CPU (its process's CPU seconds per second), its RSS, the latency of
   four readers in another process (experiment list, trials page, job queue, live events), the
   metric reports' round trips, and the ingest lag the master's ``/metrics`` gives.
@@ -505,9 +506,12 @@ def render(runs: list[dict[str, Any]], command: str) -> str:
     out.append(f"- machine: {machine()}")
     out.append(
         "- each agent offers 8 slots; each trial reports a training metric every 10 s, a "
-        "validation and a checkpoint every 60 s, a log line a second, and long-polls its "
-        "preemption signal; readers: 4 threads in another process (experiment list, trials page, "
-        "job queue, live events), each asking again 0.25 s after its answer"
+        "validation and a checkpoint every 60 s, a log line a second, and watches its "
+        "preemption signal (metric reports relayed by its agent in runs of code 6e4155c and "
+        "later; checkpoints too, and the preemption signal told by the agent instead of "
+        "long-polled, in runs of 0e2100a and later); readers: 4 threads in another process "
+        "(experiment list, trials page, job queue, live events), each asking again 0.25 s after "
+        "its answer"
     )
     out.append(
         "- targets at 1,000 agents: master < 1 core and < 2 GB RSS, API p99 < 500 ms, no ingest "
