@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 
 FIRST_SECONDS = 0.1
-CAP_SECONDS = 5.0
-"""A restarted master answers within seconds; a loaded one is not asked more than every few
-seconds by each of its agents."""
+CAP_SECONDS = 2.0
+"""A restarted master is found within two seconds of answering (an attempt it refuses costs it
+nothing)."""
 
 
 class Backoff:

@@ -68,6 +68,8 @@ class ReportRelay:
         """The master last connected to takes none: trials send theirs themselves. (Before
         the first welcome, and while the master is away, batches wait.)"""
         self._ready = asyncio.Event()
+        self._urgent = asyncio.Event()
+        """A checkpoint waits: it goes at once (its trial waits for it, between two steps)."""
         self._preempted: set[str] = set()
         self._watched: dict[str, asyncio.Event] = {}
         """Per allocation with a watch waiting: set when it is told to stop (or when trials
@@ -147,11 +149,14 @@ class ReportRelay:
         return allocation_id in self._preempted
 
     async def run(self) -> None:
-        """Send what has gathered, every ``FLUSH_SECONDS`` while there is any."""
+        """Send what has gathered, every ``FLUSH_SECONDS`` while there is any, and at once when
+        a checkpoint waits."""
         while True:
             await self._ready.wait()
             self._ready.clear()
-            await asyncio.sleep(FLUSH_SECONDS)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._urgent.wait(), FLUSH_SECONDS)
+            self._urgent.clear()
             while self._waiting and self._relaying:
                 # Checkpoints apart from reports: the master answers a message once every batch
                 # in it is stored, and a checkpoint is registered under its lock, which a
@@ -209,4 +214,6 @@ class ReportRelay:
         item = _Waiting(batch)
         self._waiting.append(item)
         self._ready.set()
+        if batch.checkpoint is not None:
+            self._urgent.set()
         return await item.answer

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from assay.agent import ReportRelay
+from assay.agent import _relay as relay_module
 from assay.core._relay import RelayClient, RelayGone
 from assay.errors import Fenced, InvalidRequest
 from assay.protocol import RelayedReports, RelayOutcome, ReportsAck
@@ -220,5 +221,24 @@ def test_checkpoints_go_in_messages_of_their_own_so_reports_never_wait_for_them(
             sorted((b.checkpoint is not None, b.trial_id) for b in m.batches) for m in master.sent
         )
         assert kinds == [[(False, 1), (False, 3)], [(True, 2)]]
+
+    asyncio.run(with_relay(test))
+
+
+def test_a_checkpoint_goes_at_once_not_after_the_gathering_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its trial waits for it between two steps: a checkpoint does not wait for the batches
+    to gather (here a minute, longer than the client's patience)."""
+    monkeypatch.setattr(relay_module, "FLUSH_SECONDS", 60.0)
+
+    async def test(relay: ReportRelay, master: Master) -> None:
+        client = RelayClient(relay.address, "token-1", timeout=5.0)
+        try:
+            stored = await asyncio.to_thread(client.post, 1, checkpoint={"uuid": "c1"})
+        finally:
+            client.close()
+        assert stored is True
+        assert [b.checkpoint for m in master.sent for b in m.batches] == [{"uuid": "c1"}]
 
     asyncio.run(with_relay(test))
