@@ -24,7 +24,10 @@ from tests.e2e.conftest import need
 from tests.integration.cluster import CONTEXTS, free_port, wait_for
 from tests.integration.test_release import UI_INDEX, head_commit
 
-pytestmark = pytest.mark.integration
+# The first test's setup builds the wheel, its wheelhouse and three images (and, on a machine
+# that has none yet, the Debian base with debootstrap): 195 s alone, more beside two other test
+# files, past the suite's 300 s per test.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGES = ROOT / "deploy" / "images"
