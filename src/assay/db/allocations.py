@@ -83,16 +83,9 @@ class Holder(NamedTuple):
     state: str
 
 
-_BY_TOKEN = select(Allocation.id, Allocation.trial_id, Allocation.run, Allocation.state).where(
-    Allocation.token == bindparam("token")
-)
-
-
 def by_token(session: Session, token: str) -> Holder | None:
-    """The allocation holding ``token``, read as a plain row (every trial of a master restarted
-    under load asks this once)."""
-    row = session.execute(_BY_TOKEN, {"token": token}).first()
-    return None if row is None else Holder(*row)
+    """The allocation holding ``token``, read as a plain row."""
+    return by_tokens(session, [token]).get(token)
 
 
 _BY_TOKENS = select(
@@ -101,8 +94,8 @@ _BY_TOKENS = select(
 
 
 def by_tokens(session: Session, tokens: Sequence[str]) -> dict[str, Holder]:
-    """:func:`by_token` of each of ``tokens`` that some allocation holds, read at once (an
-    agent's relayed batches from many trials)."""
+    """The allocation holding each of ``tokens`` that one holds, read at once (an agent's
+    relayed batches from many trials; every trial of a master restarted under load)."""
     if not tokens:
         return {}
     rows = session.execute(_BY_TOKENS, {"tokens": list(tokens)})
