@@ -57,7 +57,8 @@ def concrete(path: str) -> str:
 def test_every_route_but_health_and_sign_in_refuses_a_request_without_a_token(
     cluster: Cluster,
 ) -> None:
-    spec = httpx.get(f"{cluster.url}/openapi.json").json()
+    # The schema is built on its first request (seconds of one core on a loaded machine).
+    spec = httpx.get(f"{cluster.url}/openapi.json", timeout=60).json()
     answered: dict[tuple[str, str], int] = {}
     with httpx.Client(base_url=cluster.url, timeout=30) as http:
         for path, operations in spec["paths"].items():

@@ -35,7 +35,7 @@ from assay.db import (
     trials,
     users,
 )
-from assay.db._database import Database, sqlite_url
+from assay.db._database import Database, connection_lost, sqlite_url
 from assay.db._models import (
     AgentRecord,
     Allocation,
@@ -107,6 +107,7 @@ __all__ = [
     "changes",
     "checkpoints",
     "cluster",
+    "connection_lost",
     "contexts",
     "experiments",
     "finite_json",

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio.to_thread
+import sqlalchemy.exc
 from alembic import command
 from alembic.config import Config
 from alembic.util import CommandError
@@ -138,6 +139,15 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` is the database going away under a transaction (a restarted or
+    overloaded PostgreSQL, a terminated backend): worth trying the same work again later,
+    where a refused statement is not."""
+    if isinstance(exc, sqlalchemy.exc.DBAPIError):
+        return exc.connection_invalidated or isinstance(exc, sqlalchemy.exc.OperationalError)
+    return False
 
 
 def _make_private(url: str) -> None:

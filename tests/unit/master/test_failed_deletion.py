@@ -9,9 +9,12 @@ import dataclasses
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+import sqlalchemy.exc
 import yaml
 
 from assay.db import checkpoints, experiments, trials
@@ -131,6 +134,55 @@ def test_the_collection_at_an_experiments_end_keeps_a_checkpoint_it_could_not_de
         uuids[1]: CheckpointState.DELETED,
         uuids[2]: CheckpointState.ACTIVE,
     }
+
+
+class _DatabaseGoneAt:
+    """The master's transactions, with the database lost under the ``at``-th of them (a
+    PostgreSQL backend terminated mid-transaction raises this very error)."""
+
+    def __init__(self, core: Any, at: int) -> None:
+        self.core, self.at, self.calls = core, at, 0
+
+    async def transact(self, handler: Callable[..., Any], *args: Any) -> Any:
+        self.calls += 1
+        if self.calls == self.at:
+            cause = Exception("terminating connection due to administrator command")
+            raise sqlalchemy.exc.OperationalError("SELECT checkpoints", {}, cause)
+        return await self.core.transact(handler, *args)
+
+
+@pytest.mark.parametrize("at", [1, 2], ids=["reading what to delete", "marking them deleted"])
+def test_a_collection_that_loses_the_database_tries_again_and_finishes(
+    master: Master, context: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, at: int
+) -> None:
+    monkeypatch.setattr(gc, "RETRY_SECONDS", (0.01,))
+    store = tmp_path / "ckpts"
+    exp_id, _, uuids = _experiment(master, context, store)
+    with master.db.session() as s, s.begin():
+        for uuid in uuids[:2]:
+            row = checkpoints.get(s, uuid)
+            assert row is not None
+            row.state = CheckpointState.DELETING
+    assert run(gc.collect(_DatabaseGoneAt(master.core, at), master.core.storage, exp_id)) == 2
+    assert _states(master, exp_id)[uuids[0]] == CheckpointState.DELETED
+    assert _states(master, exp_id)[uuids[1]] == CheckpointState.DELETED
+    assert not (store / uuids[0]).exists() and (store / uuids[2]).exists()
+
+
+def test_a_collection_gives_up_after_its_last_try_and_leaves_the_rows_deleting(
+    master: Master, context: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gc, "RETRY_SECONDS", ())
+    store = tmp_path / "ckpts"
+    exp_id, _, uuids = _experiment(master, context, store)
+    with master.db.session() as s, s.begin():
+        row = checkpoints.get(s, uuids[0])
+        assert row is not None
+        row.state = CheckpointState.DELETING
+    with pytest.raises(sqlalchemy.exc.OperationalError):
+        run(gc.collect(_DatabaseGoneAt(master.core, 1), master.core.storage, exp_id))
+    # Left for the next master's start, which finishes what is DELETING.
+    assert _states(master, exp_id)[uuids[0]] == CheckpointState.DELETING
 
 
 def test_a_checkpoint_partly_deleted_stays_deleting_and_the_reason_says_so(

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.config import load_experiment_config
-from assay.db import Experiment, checkpoints, experiments, metrics, registry
+from assay.db import Experiment, checkpoints, connection_lost, experiments, metrics, registry
 from assay.errors import AssayError, PartlyDeleted, one_line
 from assay.master.kernel import StorageAccess, Transactor, Tx
 from assay.protocol import CheckpointState
@@ -190,9 +190,33 @@ def settle_removal(tx: Tx, removal: Removal, before: Mapping[str, str]) -> None:
             checkpoints.put_back(tx.session, row, state=state)
 
 
+RETRY_SECONDS = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+"""How long :func:`collect` waits before each new try when the database went away under it
+(a PostgreSQL restarted or its backends terminated): each try is safe to repeat, and a
+collection given up would leave its checkpoints DELETING until the master restarts."""
+
+
 async def collect(master: Transactor, access: StorageAccess, experiment_id: int) -> int:
     """Run the experiment's GC policy; returns how many checkpoints were deleted. One whose
     files could not be deleted is kept, ACTIVE, and the reason logged."""
+    for wait in (*RETRY_SECONDS, None):
+        try:
+            return await _collect_once(master, access, experiment_id)
+        except Exception as exc:
+            if wait is None or not connection_lost(exc):
+                raise
+            log.warning(
+                "experiment %d: checkpoint collection lost the database (%s); trying again "
+                "in %.0f s",
+                experiment_id,
+                one_line(exc),
+                wait,
+            )
+            await asyncio.sleep(wait)
+    raise AssertionError("unreachable: the last try raises or returns")
+
+
+async def _collect_once(master: Transactor, access: StorageAccess, experiment_id: int) -> int:
     uuids, storage = await master.transact(pending_deletions, experiment_id)
     if not uuids:
         return 0
