@@ -130,7 +130,9 @@ def init(
             session, trial.trial_id, storage, on_report=train._flush, distributed=distributed
         ),
         preempt=PreemptContext(session, info.allocation_id, distributed, preempt_mode),
-        searcher=SearcherContext(session, trial.trial_id, distributed=distributed),
+        searcher=SearcherContext(
+            session, trial.trial_id, distributed=distributed, on_complete=train._flush
+        ),
         distributed=distributed,
         session=session,
         tensorboard=uploader,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from assay.core._distributed import DistributedContext
 from assay.core._session import MasterSession
@@ -63,9 +63,14 @@ class SearcherContext:
         trial_id: int | None,
         offcluster_length: int = 1,
         distributed: DistributedContext | None = None,
+        on_complete: Callable[[], None] | None = None,
     ) -> None:
         self._session = session
         self._trial_id = trial_id
+        self._on_complete = on_complete
+        """Delivers the metric reports still on their way (the train context's flush): the
+        validation an operation's metric came from is stored before the searcher hears of
+        it, so whoever sees the searcher's progress finds the metric too."""
         self._offcluster_length = offcluster_length
         self._dist = distributed or DistributedContext()
 
@@ -122,6 +127,8 @@ class SearcherContext:
 
     def _complete(self, length: int, metric: float) -> None:
         assert self._session is not None
+        if self._on_complete is not None:
+            self._on_complete()
         path = f"/api/v1/trials/{self._trial_id}/searcher/completed_operation"
         body = CompletedOperation(length, metric).to_dict()
         self._session.call(lambda h: h.post(path, body))

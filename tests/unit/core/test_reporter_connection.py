@@ -1,7 +1,7 @@
 """The metric reporter connects to the master when it starts, while the trial trains, so its
 first report (for a short trial, the last thing it does) does not wait for a connection; the
-report then goes over that same connection. (A loopback server records connections and
-requests.)"""
+report then goes over that same connection; and a searcher operation is completed only once
+the reports before it are delivered. (A loopback server records connections and requests.)"""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from assay.client import HttpSession
+from assay.core._searcher import SearcherContext, SearcherOperation
 from assay.core._session import MasterSession, Reporter
+from assay.core._train import TrainContext
 from assay.errors import AssayError, MasterUnreachable
 
 
@@ -115,5 +117,48 @@ def test_a_report_after_the_master_closed_the_idle_connection_goes_on_a_new_one(
         assert server.posts == [server.connections[1]]
     finally:
         reporter.close(timeout=30)
+        server.shutdown()
+        server.server_close()
+
+
+class _SlowReports(ThreadingHTTPServer):
+    """Records the paths POSTed to it, in the order it answered them; a metrics report is
+    answered 0.5 s late (a master busy storing), anything else at once."""
+
+    def __init__(self) -> None:
+        self.answered: list[str] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers["Content-Length"]))
+                if self.path.endswith("/metrics"):
+                    time.sleep(0.5)
+                server.answered.append(self.path.rsplit("/", 1)[-1])
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+
+
+def test_an_operation_is_completed_only_once_the_validation_before_it_is_stored() -> None:
+    # Whoever sees the searcher's progress (ASHA's rungs) must find the validation it came
+    # from: the reports still on their way are delivered before the searcher hears.
+    server = _SlowReports()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        session = MasterSession(f"http://127.0.0.1:{server.server_address[1]}", "token")
+        train = TrainContext(session, trial_id=1, experiment_id=1)
+        searcher = SearcherContext(session, 1, on_complete=train._flush)
+        train.report_validation_metrics(2, {"loss": 0.5})
+        SearcherOperation(searcher, 2).report_completed(0.5)
+        assert server.answered == ["metrics", "completed_operation"]
+        train._close()
+    finally:
         server.shutdown()
         server.server_close()
