@@ -22,8 +22,11 @@ pytestmark = pytest.mark.integration
 
 LOST_AFTER = 3
 """``agent_lost_after_seconds`` of these masters. A frozen agent's WebSocket is first closed by
-the master's ping timeout (``PING_TIMEOUT_SECONDS`` after a ping goes unanswered), then it is
-lost after this."""
+the master's ping timeout (``PING_TIMEOUT`` after a ping goes unanswered), then it is lost
+after this."""
+PING_TIMEOUT = 10
+"""``agent_ping_timeout_seconds`` of these masters: a frozen agent is noticed within the ping
+interval and this (the default, 60 s, is for a master under a large cluster's load)."""
 FENCE_WINDOW = 10.0
 """How soon after it wakes the old copy must be gone: well under the agents' kill grace."""
 GRACE = "60"
@@ -55,6 +58,7 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
             {
                 "agent_lost_after_seconds": LOST_AFTER,
                 "agent_heartbeat_seconds": 1,
+                "agent_ping_timeout_seconds": PING_TIMEOUT,
                 "checkpoint_storage": {"type": "shared_fs", "host_path": str(storage)},
             }
         )

@@ -16,7 +16,7 @@ from assay.api._guard import WILDCARD_BINDS, allowed_hosts, is_loopback
 from assay.config import MasterConfig
 from assay.errors import AssayError, InvalidConfig
 from assay.master import Master
-from assay.protocol import PING_SECONDS, PING_TIMEOUT_SECONDS
+from assay.protocol import PING_SECONDS
 
 log = logging.getLogger("assay.master")
 
@@ -59,7 +59,7 @@ def run_master(settings: MasterConfig, assay_home: Path) -> None:
         # uvicorn's own lines go to the master's handler, in its format (JSON lines too).
         log_config=None,
         ws_ping_interval=PING_SECONDS,
-        ws_ping_timeout=PING_TIMEOUT_SECONDS,
+        ws_ping_timeout=settings.agent_ping_timeout_seconds,
         timeout_graceful_shutdown=5,
         # Trials report every few seconds to a minute on a connection they keep: uvicorn's
         # default (5 s) closed it between reports, so each report paid a new TCP connection

@@ -14,6 +14,7 @@ from assay.config import (
     SharedFSConfig,
     load_master_config,
 )
+from assay.protocol import PING_TIMEOUT_SECONDS
 
 
 def _write(tmp_path: Path, text: str) -> Path:
@@ -36,6 +37,8 @@ def test_no_file_means_defaults() -> None:
     assert cfg.resource_pools == [ResourcePoolConfig(pool_name="default")]
     assert (cfg.default_compute_pool, cfg.default_aux_pool) == ("default", "default")
     assert (cfg.agent_heartbeat_seconds, cfg.agent_lost_after_seconds) == (5.0, 30.0)
+    # The master waits for an agent's pong as long as the agents wait for the master's.
+    assert cfg.agent_ping_timeout_seconds == PING_TIMEOUT_SECONDS
     pool = cfg.resource_pools[0]
     assert (pool.description, pool.preemption_timeout, pool.max_slots, pool.provider) == (
         "",
