@@ -142,9 +142,9 @@ class Database:
 
 
 def connection_lost(exc: BaseException) -> bool:
-    """Whether ``exc`` is the database going away under a transaction (a restarted or
-    overloaded PostgreSQL, a terminated backend): worth trying the same work again later,
-    where a refused statement is not."""
+    """Whether ``exc`` is the database going away or busy under a transaction (a restarted
+    PostgreSQL, a terminated backend, SQLite locked past its timeout): worth trying the same
+    work again later, where a refused statement is not."""
     if isinstance(exc, sqlalchemy.exc.DBAPIError):
         return exc.connection_invalidated or isinstance(exc, sqlalchemy.exc.OperationalError)
     return False
