@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from assay.protocol import PING_SECONDS
 from tests.integration.cluster import CONTEXTS, Cluster, wait_for
 
 pytestmark = pytest.mark.integration
@@ -27,6 +28,9 @@ after this."""
 PING_TIMEOUT = 10
 """``agent_ping_timeout_seconds`` of these masters: a frozen agent is noticed within the ping
 interval and this (the default, 60 s, is for a master under a large cluster's load)."""
+GIVEN_UP_WITHIN = PING_SECONDS + PING_TIMEOUT + LOST_AFTER + 30
+"""How soon a frozen agent's trial must be given up: with 30 s to spare, and less than the
+default ping timeout alone, so a master that ignored the setting fails these tests."""
 FENCE_WINDOW = 10.0
 """How soon after it wakes the old copy must be gone: well under the agents' kill grace."""
 GRACE = "60"
@@ -123,7 +127,7 @@ def test_a_frozen_machines_trial_runs_once_elsewhere_and_its_copy_dies_when_it_w
         detail = wait_for(
             "the trial to be given up on its frozen agent and started on the rescuer",
             lambda: (d := cluster.client.trial(trial_id)).runs == 2 and pid_of(pid_dir, 2) and d,
-            timeout=120,
+            timeout=GIVEN_UP_WITHIN,
         )
         old_alloc = detail.allocations[0]
         assert old_alloc.state == "TERMINATED" and old_alloc.lost, old_alloc
@@ -194,7 +198,7 @@ def test_a_copy_that_runs_on_while_its_agent_is_frozen_stops_at_its_next_report(
         wait_for(
             "the trial to be given up on its frozen agent",
             lambda: cluster.client.trial(trial_id).runs == 2,
-            timeout=120,
+            timeout=GIVEN_UP_WITHIN,
         )
         fenced_at = time.monotonic()
         # Its next report (every step) is refused as fenced, and its harness ends it.

@@ -322,7 +322,7 @@ class MasterConfig(ConfigModel):
     default_aux_pool: str = "default"
     agent_heartbeat_seconds: Annotated[float, Field(gt=0)] = 5.0
     agent_lost_after_seconds: Annotated[float, Field(gt=0)] = 30.0
-    agent_ping_timeout_seconds: Annotated[float, Field(gt=0)] = 60.0
+    agent_ping_timeout_seconds: Annotated[float, Field(ge=1)] = 60.0
     """How long the master waits for the pong to its ping (every ``PING_SECONDS`` of
     :mod:`assay.protocol`; the default is its ``PING_TIMEOUT_SECONDS``, the agents' own) before it
     closes an agent's connection: how soon a machine that hangs, its connection still open, is

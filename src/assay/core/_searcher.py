@@ -51,9 +51,11 @@ class SearcherOperation:
         value = float(searcher_metric)
         if math.isnan(value) or math.isinf(value):
             raise ValueError(f"searcher_metric must be a finite number, got {searcher_metric!r}")
-        self._completed = True
         if self._context is not None:
+            # Marked once the master has it: a report that failed on the way (the master
+            # unreachable past the retries) leaves the operation to be completed again.
             self._context._complete(self._length, value)
+        self._completed = True
 
 
 class SearcherContext:

@@ -142,12 +142,24 @@ class Database:
 
 
 def connection_lost(exc: BaseException) -> bool:
-    """Whether ``exc`` is the database going away or busy under a transaction (a restarted
-    PostgreSQL, a terminated backend, SQLite locked past its timeout): worth trying the same
-    work again later, where a refused statement is not."""
-    if isinstance(exc, sqlalchemy.exc.DBAPIError):
-        return exc.connection_invalidated or isinstance(exc, sqlalchemy.exc.OperationalError)
-    return False
+    """Whether ``exc`` is the database going away or busy under a transaction: a connection
+    SQLAlchemy invalidated, a PostgreSQL backend terminated or shut down (SQLSTATE class 08,
+    57P01 to 57P03), SQLite locked past its timeout. Worth trying the same work again later,
+    where any other error (a missing table, a full disk, a refused statement) is not."""
+    if not isinstance(exc, sqlalchemy.exc.DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    state = getattr(exc.orig, "sqlstate", None)
+    if isinstance(state, str):
+        return state.startswith("08") or state in _PG_SHUT_DOWN
+    return isinstance(exc, sqlalchemy.exc.OperationalError) and "database is locked" in str(
+        exc.orig
+    )
+
+
+_PG_SHUT_DOWN = frozenset({"57P01", "57P02", "57P03"})
+"""admin_shutdown, crash_shutdown, cannot_connect_now."""
 
 
 def _make_private(url: str) -> None:

@@ -165,6 +165,14 @@ def test_heartbeat_must_be_shorter_than_lost_timeout(tmp_path: Path) -> None:
     ]
 
 
+def test_a_ping_timeout_under_a_second_is_refused_and_one_given_is_kept(tmp_path: Path) -> None:
+    # Under a second, a master late by a moment would drop every agent at once.
+    (problem,) = _problems(tmp_path, "agent_ping_timeout_seconds: 0.5\n")
+    assert problem.startswith("agent_ping_timeout_seconds:") and "1" in problem
+    path = _write(tmp_path, "agent_ping_timeout_seconds: 15\n")
+    assert load_master_config(path).agent_ping_timeout_seconds == 15.0
+
+
 def test_missing_file_and_bad_yaml_are_invalid_config(tmp_path: Path) -> None:
     with pytest.raises(InvalidConfig, match="cannot read the master config"):
         load_master_config(tmp_path / "absent.yaml")

@@ -5,10 +5,11 @@ the reports before it are delivered. (A loopback server records connections and 
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -127,6 +128,8 @@ class _SlowReports(ThreadingHTTPServer):
 
     def __init__(self) -> None:
         self.answered: list[str] = []
+        self.refuse: Callable[[str], int | None] = lambda path: None
+        """The status to refuse a request for ``path`` (its last part) with, or None."""
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -136,7 +139,17 @@ class _SlowReports(ThreadingHTTPServer):
                 self.rfile.read(int(self.headers["Content-Length"]))
                 if self.path.endswith("/metrics"):
                     time.sleep(0.5)
-                server.answered.append(self.path.rsplit("/", 1)[-1])
+                path = self.path.rsplit("/", 1)[-1]
+                server.answered.append(path)
+                status = server.refuse(path)
+                if status is not None:
+                    body = json.dumps({"error": {"type": "Conflict", "message": "no"}}).encode()
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
                 self.send_response(204)
                 self.end_headers()
 
@@ -159,6 +172,25 @@ def test_an_operation_is_completed_only_once_the_validation_before_it_is_stored(
         SearcherOperation(searcher, 2).report_completed(0.5)
         assert server.answered == ["metrics", "completed_operation"]
         train._close()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_operation_the_master_refused_can_be_completed_again() -> None:
+    server = _SlowReports()
+    refusals = iter([409])
+    server.refuse = lambda path: next(refusals, None) if path == "completed_operation" else None
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        session = MasterSession(f"http://127.0.0.1:{server.server_address[1]}", "token")
+        op = SearcherOperation(SearcherContext(session, 1), 2)
+        with pytest.raises(AssayError):
+            op.report_completed(0.5)
+        op.report_completed(0.5)  # not "already called": the master never had it
+        with pytest.raises(RuntimeError, match="already called"):
+            op.report_completed(0.5)
+        assert server.answered == ["completed_operation", "completed_operation"]
     finally:
         server.shutdown()
         server.server_close()

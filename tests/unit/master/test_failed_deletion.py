@@ -147,7 +147,9 @@ class _DatabaseGoneAt:
         self.calls += 1
         if self.calls == self.at:
             cause = Exception("terminating connection due to administrator command")
-            raise sqlalchemy.exc.OperationalError("SELECT checkpoints", {}, cause)
+            raise sqlalchemy.exc.OperationalError(
+                "SELECT checkpoints", {}, cause, connection_invalidated=True
+            )
         return await self.core.transact(handler, *args)
 
 
