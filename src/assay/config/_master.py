@@ -323,11 +323,11 @@ class MasterConfig(ConfigModel):
     agent_heartbeat_seconds: Annotated[float, Field(gt=0)] = 5.0
     agent_lost_after_seconds: Annotated[float, Field(gt=0)] = 30.0
     agent_ping_timeout_seconds: Annotated[float, Field(ge=1)] = 60.0
-    """How long the master waits for the pong to its ping (every ``PING_SECONDS`` of
-    :mod:`assay.protocol`; the default is its ``PING_TIMEOUT_SECONDS``, the agents' own) before it
-    closes an agent's connection: how soon a machine that hangs, its connection still open, is
-    noticed (then lost after ``agent_lost_after_seconds``). Lower it to notice sooner; a master
-    whose event loop runs late under a large cluster's load (B13) needs the default's margin."""
+    """How long the master waits for an agent's answer to its ping (sent every 10 s) before it
+    closes the agent's connection: how soon a machine that hangs with its connection open is
+    noticed (it is then lost after ``agent_lost_after_seconds``). The default is as long as the
+    agents wait for the master's. Lower it to notice a hung machine sooner; a master whose
+    event loop runs late under a large cluster's load (benchmark B13) needs the margin."""
     rendezvous_port_base: Annotated[int, Field(ge=29500, le=32700)] = 29500
     """The lowest port a distributed trial's ranks meet at, on the node of its rank 0 (29500,
     torch.distributed's default); each live gang takes the next free pair. Two masters whose

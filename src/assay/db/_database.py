@@ -141,6 +141,10 @@ class Database:
         self.engine.dispose()
 
 
+_PG_SHUT_DOWN = frozenset({"57P01", "57P02", "57P03"})
+"""admin_shutdown, crash_shutdown, cannot_connect_now."""
+
+
 def connection_lost(exc: BaseException) -> bool:
     """Whether ``exc`` is the database going away or busy under a transaction: a connection
     SQLAlchemy invalidated, a PostgreSQL backend terminated or shut down (SQLSTATE class 08,
@@ -156,10 +160,6 @@ def connection_lost(exc: BaseException) -> bool:
     return isinstance(exc, sqlalchemy.exc.OperationalError) and "database is locked" in str(
         exc.orig
     )
-
-
-_PG_SHUT_DOWN = frozenset({"57P01", "57P02", "57P03"})
-"""admin_shutdown, crash_shutdown, cannot_connect_now."""
 
 
 def _make_private(url: str) -> None:

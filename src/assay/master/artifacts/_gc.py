@@ -199,11 +199,11 @@ collection given up would leave its checkpoints DELETING until the master restar
 async def collect(master: Transactor, access: StorageAccess, experiment_id: int) -> int:
     """Run the experiment's GC policy; returns how many checkpoints were deleted. One whose
     files could not be deleted is kept, ACTIVE, and the reason logged."""
-    for wait in (*RETRY_SECONDS, None):
+    for wait in RETRY_SECONDS:
         try:
             return await _collect_once(master, access, experiment_id)
         except Exception as exc:
-            if wait is None or not connection_lost(exc):
+            if not connection_lost(exc):
                 raise
             log.warning(
                 "experiment %d: checkpoint collection lost the database (%s); trying again "
@@ -213,7 +213,7 @@ async def collect(master: Transactor, access: StorageAccess, experiment_id: int)
                 wait,
             )
             await asyncio.sleep(wait)
-    raise AssertionError("unreachable: the last try raises or returns")
+    return await _collect_once(master, access, experiment_id)  # the last try's error is raised
 
 
 async def _collect_once(master: Transactor, access: StorageAccess, experiment_id: int) -> int:
