@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import io
 import json
 import os
@@ -77,16 +78,38 @@ TICK = os.sysconf("SC_CLK_TCK")
 # -- the master's process ----------------------------------------------------------------------
 
 
+def children(pid: int) -> list[int]:
+    """The master's children: its read processes (``read_processes``)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
+def tree_cpu_seconds(pid: int) -> dict[int, float]:
+    """CPU seconds of the master and of each of its children now (one gone meanwhile: not
+    counted)."""
+    found = {}
+    for one in (pid, *children(pid)):
+        with contextlib.suppress(OSError):
+            found[one] = cpu_seconds(one)
+    return found
+
+
 def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    """The master's RSS with its children's."""
+    total = 0.0
+    for one in (pid, *children(pid)):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{one}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) / 1024
+    return total
 
 
 def own_cpu() -> float:
@@ -298,13 +321,13 @@ async def measure_steady(
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
     began = time.monotonic()
-    cpu0, sim0, lines0 = cpu_seconds(pid), own_cpu(), fleet.ledger.log_lines
+    cpu0, sim0, lines0 = tree_cpu_seconds(pid), own_cpu(), fleet.ledger.log_lines
     rss: list[float] = []
     while time.monotonic() - began < window:
         rss.append(rss_mb(pid))
         await asyncio.sleep(1.0)
     elapsed = time.monotonic() - began
-    cpu1, sim1, lines1 = cpu_seconds(pid), own_cpu(), fleet.ledger.log_lines
+    cpu1, sim1, lines1 = tree_cpu_seconds(pid), own_cpu(), fleet.ledger.log_lines
     await asyncio.to_thread(readers.wait, 120)
     if profiler is not None:
         await asyncio.to_thread(profiler.wait, 120)
@@ -319,7 +342,9 @@ async def measure_steady(
     all_reads = [v for vs in reads["latencies"].values() for v in vs]
     return {
         "window_s": round(elapsed, 1),
-        "master_cores": round((cpu1 - cpu0) / elapsed, 3),
+        # Read processes started in the window count from 0.
+        "master_cores": round(sum(c - cpu0.get(p, 0.0) for p, c in cpu1.items()) / elapsed, 3),
+        "master_main_cores": round((cpu1[pid] - cpu0[pid]) / elapsed, 3),
         "master_rss_mb": round(max(rss), 1),
         "simulator_cores": round((sim1 - sim0) / elapsed, 3),
         "reads": {
@@ -462,7 +487,7 @@ async def scenario(
 def run_one(db: str, agents: int, args: argparse.Namespace) -> dict[str, Any]:
     if db == "postgres":
         _, db_url = create_database()
-    cluster = Cluster(f"b13-{db}-{agents}")
+    cluster = Cluster(f"b13-{db}-{agents}", settings={"read_processes": args.read_processes})
     if db == "sqlite":
         db_url = f"sqlite:///{cluster.root / 'assay.db'}"
     cluster.db = db_url
@@ -476,6 +501,7 @@ def run_one(db: str, agents: int, args: argparse.Namespace) -> dict[str, Any]:
         cluster.stop()
         TRACKER.cleanup()
     result["db"] = db
+    result["read_processes"] = args.read_processes
     return result
 
 
@@ -525,15 +551,21 @@ def render(runs: list[dict[str, Any]], command: str) -> str:
         )
     out += [
         "",
-        "| db | agents | trials | ramp s | master cores | master RSS MB | API p50 / p99 ms | "
-        "reports/s | report p99 ms | log lines/s | ingest lag s | simulator cores |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "Master cores and RSS are its process's with its read processes' (`read_processes`, "
+        "0 before 2026-12-01); in brackets, its own process's cores.",
+        "",
+        "| db | agents | read processes | trials | ramp s | master cores | master RSS MB | "
+        "API p50 / p99 ms | reports/s | report p99 ms | log lines/s | ingest lag s | "
+        "simulator cores |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         s = r["steady"]
+        main = s.get("master_main_cores", s["master_cores"])
         out.append(
-            f"| {r['db']} | {r['agents']} | {r['trials']} | {r['ramp_s']} | "
-            f"{s['master_cores']} | {s['master_rss_mb']} | {s['api_p50_ms']} / "
+            f"| {r['db']} | {r['agents']} | {r.get('read_processes', 0)} | {r['trials']} | "
+            f"{r['ramp_s']} | {s['master_cores']} ({main}) | {s['master_rss_mb']} | "
+            f"{s['api_p50_ms']} / "
             f"{s['api_p99_ms']} | {s['reports_per_s']} | {s['report_p99_ms']} | "
             f"{s['log_lines_per_s']} | {s['ingest_lag_s']} | "
             f"{s['simulator_cores']} |"
@@ -614,6 +646,9 @@ def main() -> int:
         "--settle", type=float, default=25.0, help="seconds from all running to the window"
     )
     parser.add_argument("--no-storm", dest="storm", action="store_false")
+    parser.add_argument(
+        "--read-processes", type=int, default=2, help="the master's read_processes setting"
+    )
     parser.add_argument("--quick", action="store_true", help="50 agents, short: checks only")
     parser.add_argument("--write", action="store_true", help="render RESULTS.md and the plot")
     parser.add_argument(

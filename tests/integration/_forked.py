@@ -74,6 +74,6 @@ class ForkedMaster:
 def start_master(argv: list[str], env: dict[str, str], log: Path) -> ForkedMaster | None:
     """A forked master running ``argv`` (the options after ``python -m assay.api``); None when
     ``ASSAY_TEST_MASTER_EXEC=1`` asks for the ordinary start."""
-    if os.environ.get("ASSAY_TEST_MASTER_EXEC") == "1":
+    if env.get("ASSAY_TEST_MASTER_EXEC") == "1":
         return None
     return ForkedMaster(argv, env, log)

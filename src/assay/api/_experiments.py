@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
+from fastapi.responses import Response
 
 from assay import rest
 from assay.api._deps import SIGNED_IN, ActorDep, ExperimentId, MasterDep
@@ -16,7 +17,7 @@ from assay.api._upload import (
     require_multipart,
 )
 from assay.errors import NotFound
-from assay.master import Submission
+from assay.master import ExperimentsAsk, Submission, TrialsAsk
 
 TRIAL_IDS = rf"^[0-9]{{1,10}}(,[0-9]{{1,10}}){{0,{rest.MAX_SERIES_TRIALS - 1}}}$"
 """``trial_ids`` of a read of learning curves: at most as many as one read covers."""
@@ -129,7 +130,7 @@ async def validate_experiment(
     )
 
 
-@router.get("")
+@router.get("", response_model=rest.ExperimentList)
 async def list_experiments(
     master: MasterDep,
     state: Annotated[list[rest.ExperimentState], Query()] = [],  # noqa: B006
@@ -153,11 +154,11 @@ async def list_experiments(
     order: rest.SortOrder = rest.SortOrder.DESC,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=rest.INT_MAX)] = 0,
-) -> rest.ExperimentList:
+) -> Response:
     """A page of experiments: newest first by default; ``pagination.total`` counts every
     match."""
-    return await master.reads.experiments(
-        states=[s.value for s in state],
+    ask = ExperimentsAsk(
+        states=tuple(s.value for s in state),
         archived=archived,
         owner=user,
         name=name,
@@ -167,14 +168,16 @@ async def list_experiments(
         limit=limit,
         offset=offset,
     )
+    return Response(await master.reads.experiments_json(ask), media_type="application/json")
 
 
-@router.get("/{experiment_id}")
-async def get_experiment(experiment_id: ExperimentId, master: MasterDep) -> rest.Experiment:
-    return await master.reads.experiment(experiment_id)
+@router.get("/{experiment_id}", response_model=rest.Experiment)
+async def get_experiment(experiment_id: ExperimentId, master: MasterDep) -> Response:
+    body = await master.reads.experiment_json(experiment_id)
+    return Response(body, media_type="application/json")
 
 
-@router.get("/{experiment_id}/trials")
+@router.get("/{experiment_id}/trials", response_model=rest.TrialList)
 async def list_trials(
     experiment_id: ExperimentId,
     master: MasterDep,
@@ -185,17 +188,18 @@ async def list_trials(
         int | None, Query(ge=1, le=10_000, description="A page of this many; all when absent.")
     ] = None,
     offset: Annotated[int, Query(ge=0, le=rest.INT_MAX)] = 0,
-) -> rest.TrialList:
+) -> Response:
     """The experiment's trials, by id by default; ``sort=best`` ranks them by the searcher
     metric (``order=asc``: best first, whichever way the metric points)."""
-    return await master.reads.trials(
+    ask = TrialsAsk(
         experiment_id,
-        states=[s.value for s in state],
+        states=tuple(s.value for s in state),
         sort=sort,
         order=order,
         limit=limit,
         offset=offset,
     )
+    return Response(await master.reads.trials_json(ask), media_type="application/json")
 
 
 @router.get("/{experiment_id}/metrics")

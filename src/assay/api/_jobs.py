@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
+from fastapi.responses import Response
 
 from assay import rest
 from assay.api._deps import SIGNED_IN, ActorDep, ExperimentId, MasterDep
@@ -16,10 +17,11 @@ def _update(job_id: str, change: rest.JobChange) -> JobUpdate:
     return JobUpdate(job_id=job_id, **fields)
 
 
-@router.get("/jobs")
-async def list_jobs(master: MasterDep, resource_pool: str | None = None) -> rest.JobQueue:
+@router.get("/jobs", response_model=rest.JobQueue)
+async def list_jobs(master: MasterDep, resource_pool: str | None = None) -> Response:
     """Active jobs of a pool (the default compute pool unless named), in scheduling order."""
-    return await master.experiments.queue(resource_pool)
+    body = await master.reads.queue_json(resource_pool)
+    return Response(body, media_type="application/json")
 
 
 @router.patch("/jobs/{job_id}")

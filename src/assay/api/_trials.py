@@ -18,10 +18,10 @@ streams = APIRouter(prefix="/api/v1/trials", tags=["trials"], dependencies=STREA
 come as the ``token`` query parameter or the session cookie."""
 
 
-@router.get("/{trial_id}")
-async def get_trial(trial_id: TrialId, master: MasterDep) -> rest.TrialDetail:
+@router.get("/{trial_id}", response_model=rest.TrialDetail)
+async def get_trial(trial_id: TrialId, master: MasterDep) -> Response:
     """A trial, with its allocations (one per run: where and when it ran, how it ended)."""
-    return await master.reads.trial(trial_id)
+    return Response(await master.reads.trial_json(trial_id), media_type="application/json")
 
 
 @router.get("/{trial_id}/metrics", response_model=rest.MetricList)

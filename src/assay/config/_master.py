@@ -328,6 +328,12 @@ class MasterConfig(ConfigModel):
     noticed (it is then lost after ``agent_lost_after_seconds``). The default is as long as the
     agents wait for the master's. Lower it to notice a hung machine sooner; a master whose
     event loop runs late under a large cluster's load (benchmark B13) needs the margin."""
+    read_processes: Annotated[int, Field(ge=0, le=64)] = 0
+    """Processes that read the API's busiest pages (experiments, trials, the job queue) beside
+    the master's own, each with its own database connections; 0 reads them in the master's
+    process. For a cluster of hundreds of agents: the readers' work then no longer delays the
+    agents' messages and the ingest of their reports (benchmark B13). Each takes about 100 MB
+    and a second to start; the database must be PostgreSQL or a SQLite file."""
     rendezvous_port_base: Annotated[int, Field(ge=29500, le=32700)] = 29500
     """The lowest port a distributed trial's ranks meet at, on the node of its rank 0 (29500,
     torch.distributed's default); each live gang takes the next free pair. Two masters whose

@@ -16,7 +16,7 @@ from assay.master.identity import Actor, UserService
 from assay.master.kernel import Caller, LogBatch
 from assay.master.kernel import Message as LiveMessage
 from assay.master.reads import KEEP as MASTER_LOG_KEEP
-from assay.master.reads import LOG_PAGE, Reads, effective_config
+from assay.master.reads import LOG_PAGE, ExperimentsAsk, Reads, TrialsAsk, effective_config
 from assay.master.tasks import LOG_PAGE as TASK_LOG_PAGE
 from assay.master.tasks import NotebookService, ProxyTarget, TaskService, TensorBoardService
 from assay.protocol import AllocationState, ExperimentState, PreemptReason, TrialState
@@ -34,6 +34,7 @@ __all__ = [
     "CheckpointService",
     "ExperimentCommands",
     "ExperimentState",
+    "ExperimentsAsk",
     "HarnessService",
     "LiveMessage",
     "LogBatch",
@@ -47,6 +48,7 @@ __all__ = [
     "TaskService",
     "TensorBoardService",
     "TrialState",
+    "TrialsAsk",
     "UserService",
     "database_url",
     "effective_config",

@@ -60,7 +60,7 @@ from assay.master.artifacts import CheckpointService, ModelRegistry, gc
 from assay.master.experiments import ExperimentCommands, HarnessService, TrialAllocations
 from assay.master.identity import UserService
 from assay.master.kernel import AgentHub, Orchestrator, SearcherCache, StorageAccess
-from assay.master.reads import Analysis, MasterLog, Reads
+from assay.master.reads import Analysis, MasterLog, ReadPool, Reads
 from assay.master.tasks import (
     NotebookService,
     ShellService,
@@ -127,7 +127,9 @@ class Master:
         self.experiments = ExperimentCommands(
             self.core, settings, assay_home, lambda: self.loops.waiting_jobs
         )
-        self.reads = Reads(self.core, settings, lambda: self.loops.waiting_jobs)
+        self.reads = Reads(
+            self.core, settings, ReadPool(db, settings), lambda: self.loops.waiting_jobs
+        )
         self.analysis = Analysis(self.core)
         self.users = UserService(self.core)
         self.models = ModelRegistry(self.core)
@@ -243,4 +245,5 @@ class Master:
         await self.autoscaler.close()
         await self.pools.close()
         await self.loops.stop()
+        self.reads.pages.close()
         self.recent_log.remove()

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from assay import rest
 from assay.db import metrics
 from assay.errors import Conflict, InvalidRequest, NotFound
-from assay.master import Caller, Master, Submission
+from assay.master import Caller, ExperimentsAsk, Master, Submission, TrialsAsk
 from assay.master.kernel import _views as views
 from assay.protocol import (
     CheckpointReport,
@@ -103,7 +103,7 @@ def test_killing_a_running_trial_answers_with_it_stopping(master: Master, contex
     two_trials(master, context)
     connect(master)
     run(master.loops.schedule_once())
-    running, queued = run(master.reads.trials(1)).trials
+    running, queued = run(master.reads.trials(TrialsAsk(1))).trials
     assert (running.state, queued.state) == (TrialState.RUNNING, TrialState.QUEUED)
     assert run(master.experiments.kill_trial(ADMIN, running.id)).state is TrialState.STOPPING_KILLED
     assert run(master.experiments.kill_trial(ADMIN, queued.id)).state is TrialState.CANCELED
@@ -114,7 +114,7 @@ def test_resources_change_together_in_one_transaction(master: Master, context: b
     changed = run(master.experiments.set_resources(ADMIN, exp_id, {"priority": 10, "max_slots": 1}))
     assert changed.config["resources"]["priority"] == 10
     assert changed.config["resources"]["max_slots"] == 1
-    (job,) = run(master.experiments.queue(None)).jobs
+    (job,) = run(master.reads.queue(None)).jobs
     assert (job.priority, job.max_slots) == (10, 1)
 
 
@@ -142,7 +142,7 @@ def test_the_queue_says_why_trials_wait_from_what_the_experiment_asks_for(
     run(master.experiments.create(ADMIN, Submission(text, context)))
     connect(master, slots=1)
     run(master.loops.schedule_once())
-    (job,) = run(master.experiments.queue(None)).jobs
+    (job,) = run(master.reads.queue(None)).jobs
     assert job.waiting == why
 
 
@@ -153,7 +153,7 @@ def test_a_refused_resource_leaves_the_others_unchanged(master: Master, context:
         run(master.experiments.set_resources(ADMIN, exp_id, {"max_slots": 1, "priority": 1000}))
     after = run(master.reads.experiment(exp_id))
     assert after.config["resources"] == before.config["resources"]
-    (job,) = run(master.experiments.queue(None)).jobs
+    (job,) = run(master.reads.queue(None)).jobs
     assert job.max_slots is None, "max_slots, given before the refused priority, is not set"
     with pytest.raises(InvalidRequest, match=r"^gpus: not a resource of an experiment"):
         run(master.experiments.set_resources(ADMIN, exp_id, {"gpus": 2}))
@@ -216,7 +216,7 @@ def test_reads_serve_trials_with_their_runs_metrics_logs_and_agents(
     assert [m.metrics for m in metrics] == [{"loss": 0.25}]
     assert [x.line for x in run(master.reads.logs(caller.trial_id)).logs] == ["hello"]
     assert run(master.reads.best_validation(caller, exp_id)).best_validation == 0.25
-    page = run(master.reads.experiments(states=["ACTIVE"]))
+    page = run(master.reads.experiments(ExperimentsAsk(states=("ACTIVE",))))
     assert ([e.id for e in page.experiments], page.pagination.total) == ([exp_id], 1)
     (a1,) = run(master.reads.agents()).agents
     assert a1.connected and [s.allocated for s in a1.slots] == [True, True]
@@ -287,7 +287,7 @@ def test_a_paused_trial_says_when_its_last_run_ended_and_a_running_one_does_not(
     run(master.loops.schedule_once())
     (start,) = agent.starts()
     run(master.agents.on_message("a1", Started(start["allocation_id"])))
-    running = run(master.reads.trials(exp_id)).trials[0]
+    running = run(master.reads.trials(TrialsAsk(exp_id))).trials[0]
     assert running.state is TrialState.RUNNING and running.ran_until is None
     run(master.experiments.pause(ADMIN, exp_id))
     run(master.agents.on_message("a1", Exited(start["allocation_id"], 0)))
@@ -296,6 +296,6 @@ def test_a_paused_trial_says_when_its_last_run_ended_and_a_running_one_does_not(
     # Its running time stops where its run did (the page and the table both count to it).
     (ran,) = paused.allocations
     assert ran.ended_at is not None and paused.ran_until == ran.ended_at
-    assert run(master.reads.trials(exp_id)).trials[0].ran_until == ran.ended_at
+    assert run(master.reads.trials(TrialsAsk(exp_id))).trials[0].ran_until == ran.ended_at
     # A trial that never ran has nothing to say.
-    assert run(master.reads.trials(exp_id)).trials[1].ran_until is None
+    assert run(master.reads.trials(TrialsAsk(exp_id))).trials[1].ran_until is None

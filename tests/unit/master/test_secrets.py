@@ -101,7 +101,7 @@ def test_a_secret_value_in_the_experiments_name_or_description_is_masked_in_ever
     )
     created = run(master.experiments.create(ADMIN, Submission(config, context)))
     listed = run(master.reads.experiments()).experiments
-    queue = run(master.experiments.queue(None))
+    queue = run(master.reads.queue(None))
     for answer in (
         created,
         run(master.reads.experiment(created.id)),

@@ -10,7 +10,7 @@ import yaml
 
 from assay.config import MasterConfig
 from assay.db import Allocation, Database, Experiment, notes
-from assay.master import Master, Submission
+from assay.master import Master, Submission, TrialsAsk
 from assay.master.experiments._time_limits import enforce_time_limits
 from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import Clock, run
@@ -95,7 +95,7 @@ def test_a_trial_running_longer_than_its_limit_is_killed_and_marked(
     assert alloc is not None and alloc.timed_out and alloc.kill_requested
     exit_msg = {"type": "exited", "allocation_id": alloc_id, "exit_code": -9, "reason": "killed"}
     run(master.agents.on_message("a1", exit_msg))
-    [trial] = run(master.reads.trials(exp_id)).trials
+    [trial] = run(master.reads.trials(TrialsAsk(exp_id))).trials
     assert trial.state == "CANCELED"
     assert trial.message == "ran longer than max_trial_duration: ended"
     detail = run(master.reads.trial(trial.id))
@@ -132,4 +132,4 @@ def test_out_of_time_the_running_trial_is_asked_to_stop_and_nothing_new_starts(
     run(master.agents.on_message("a1", exited))
     exp = experiment(master, exp_id)
     assert exp.state == "COMPLETED"
-    assert [t.state for t in run(master.reads.trials(exp_id)).trials] == ["COMPLETED"]
+    assert [t.state for t in run(master.reads.trials(TrialsAsk(exp_id))).trials] == ["COMPLETED"]

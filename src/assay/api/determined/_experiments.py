@@ -24,7 +24,7 @@ from assay.context import (
     format_limit,
 )
 from assay.errors import InvalidRequest, NotFound
-from assay.master import Master, Submission
+from assay.master import ExperimentsAsk, Master, Submission
 from assay.master.identity import Actor
 from assay.rest import determined as det
 
@@ -95,15 +95,18 @@ async def list_experiments(
     filters = _filters(users, labels, wanted, archived, name, description)
     start = offset
     if offset < 0:  # from the end: the total first
-        total = (await master.reads.experiments(**filters, limit=1)).pagination.total
+        first = await master.reads.experiments(ExperimentsAsk(**filters, limit=1))
+        total = first.pagination.total
         start = det.paginate(total, offset, limit).start_index
     found = await master.reads.experiments(
-        **filters,
-        sort=sort,
-        order=rest.SortOrder.DESC if order_by == det.OrderBy.DESC else rest.SortOrder.ASC,
-        limit=limit or rest.INT_MAX,
-        offset=start,
-        full=True,
+        ExperimentsAsk(
+            **filters,
+            sort=sort,
+            order=rest.SortOrder.DESC if order_by == det.OrderBy.DESC else rest.SortOrder.ASC,
+            limit=limit or rest.INT_MAX,
+            offset=start,
+            full=True,
+        )
     )
     page = det.paginate(found.pagination.total, offset, limit)
     return det.GetExperimentsResponse(
@@ -121,9 +124,9 @@ def _filters(
     description: str | None,
 ) -> dict[str, Any]:
     return {
-        "owners": users,
-        "labels": labels,
-        "states": states,
+        "owners": tuple(users),
+        "labels": tuple(labels),
+        "states": tuple(states),
         "archived": archived is None,
         "only_archived": archived is True,
         "name": name,

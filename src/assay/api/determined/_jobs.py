@@ -31,7 +31,7 @@ async def _queue_page(
 ) -> tuple[list[det.Job], det.Pagination]:
     """The active jobs of a pool (the default compute pool unless named) in scheduling order
     (``ORDER_BY_DESC``: last first), in ``states`` when given, paged."""
-    return job_page(await master.experiments.queue(resource_pool), offset, limit, order_by, states)
+    return job_page(await master.reads.queue(resource_pool), offset, limit, order_by, states)
 
 
 QueuePage = Annotated[tuple[list[det.Job], det.Pagination], Depends(_queue_page)]

@@ -21,7 +21,7 @@ from assay import rest
 from assay.api._deps import ExperimentId, MasterDep, TrialId
 from assay.api.determined._base import ActorDep, Limit, Offset, signed_router
 from assay.errors import InvalidRequest
-from assay.master import LOG_PAGE, Master
+from assay.master import LOG_PAGE, Master, TrialsAsk
 from assay.rest import determined as det
 
 router = signed_router()
@@ -116,7 +116,7 @@ async def get_experiment_trials(
     """``det experiment list-trials``, ``det experiment describe`` and the SDK's
     ``Experiment.list_trials``: a page of the experiment's trials in any of ``states``,
     sorted by ``sortBy`` (ties by id), ascending unless ``orderBy`` says DESC."""
-    listed = await master.reads.trials(experiment_id)
+    listed = await master.reads.trials(TrialsAsk(experiment_id))
     held = (await master.reads.experiment_checkpoints(experiment_id)).checkpoints
     by_trial: dict[int, list[rest.Checkpoint]] = {t.id: [] for t in listed.trials}
     for ckpt in held:

@@ -297,16 +297,6 @@ class ExperimentCommands:
 
         return await self.core.transact(handler)
 
-    async def queue(self, pool: str | None) -> rest.JobQueue:
-        """The active jobs of ``pool`` (the default compute pool when None), in scheduling
-        order."""
-        name = pool or self.settings.default_compute_pool
-        waiting = set(self._waiting_jobs())
-        agents = jobs.pool_agents(self.core.hub.connected_views(), name)
-        return await self.core.read(
-            lambda s: jobs.list_jobs(s, name, self.settings, waiting, agents)
-        )
-
     async def update_jobs(self, actor: Actor, updates: list[JobUpdate]) -> rest.JobsUpdated:
         """Apply every update or none (all problems reported together)."""
 

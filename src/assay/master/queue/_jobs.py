@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from assay import rest
@@ -56,15 +56,20 @@ def policies(settings: MasterConfig) -> dict[str, PolicyKind]:
     return {p.pool_name: PolicyKind(p.scheduler.type) for p in settings.resource_pools}
 
 
+def agent_room(agent: AgentView) -> room.AgentRoom:
+    """What an agent offers, as the wait explanations count."""
+    return room.AgentRoom(
+        len(agent.slots),
+        agent.cpu,
+        agent.memory_mb,
+        frozenset(agent.labels),
+        bool(agent.container_runtime),
+    )
+
+
 def pool_agents(connected: Iterable[AgentView], pool: str) -> list[room.AgentRoom]:
     """What the connected, enabled agents of ``pool`` offer, as the wait explanations count."""
-    return [
-        room.AgentRoom(
-            len(a.slots), a.cpu, a.memory_mb, frozenset(a.labels), bool(a.container_runtime)
-        )
-        for a in connected
-        if a.pool == pool and a.enabled
-    ]
+    return [agent_room(a) for a in connected if a.pool == pool and a.enabled]
 
 
 def _trial_shape(exp: Experiment) -> room.TrialShape:
@@ -198,14 +203,15 @@ def waiting_of(
     job_id: str,
     settings: MasterConfig,
     reserved: set[str],
-    connected: Iterable[AgentView],
+    agents_of: Callable[[str], Sequence[room.AgentRoom]],
 ) -> str | None:
     """Why the job's queued work waits, as its row of :func:`list_jobs` says it: what
-    ``assay experiment describe`` and the trial views show."""
+    ``assay experiment describe`` and the trial views show (``agents_of(pool)``: the pool's
+    agents, :func:`pool_agents`)."""
     job = jobs.get(session, job_id)
     if job is None or job.done or job.pool not in policies(settings):
         return None
-    queue = list_jobs(session, job.pool, settings, reserved, pool_agents(connected, job.pool))
+    queue = list_jobs(session, job.pool, settings, reserved, agents_of(job.pool))
     return next((row.waiting for row in queue.jobs if row.id == job_id), None)
 
 

@@ -8,7 +8,7 @@ SQLAlchemy. A missing experiment, trial, checkpoint or context raises :class:`No
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable
 
 from pydantic import TypeAdapter
 
@@ -16,7 +16,6 @@ import assay
 from assay import rest
 from assay.config import MasterConfig
 from assay.db import (
-    Experiment,
     Session,
     agents,
     allocations,
@@ -44,6 +43,17 @@ from assay.master.kernel import (
 from assay.master.queue import jobs
 from assay.master.reads._curves import pick, series_of
 from assay.master.reads._live import LiveAllocation, live_allocations
+from assay.master.reads._pages import (
+    ExperimentsAsk,
+    Memory,
+    TrialsAsk,
+    experiment_page,
+    experiments_page,
+    queue_page,
+    trial_page,
+    trials_page,
+)
+from assay.master.reads._pool import ReadPool
 from assay.master.reads._state import cluster_state
 from assay.protocol import TrialState
 
@@ -68,27 +78,20 @@ class Reads:
         self,
         core: Orchestrator,
         settings: MasterConfig,
+        pages: ReadPool,
         reserved: Callable[[], set[str]] = set,
     ) -> None:
         self.core = core
         self.settings = settings
+        self.pages = pages
         self._reserved = reserved
         """The jobs the scheduler holds slots for (SCHEDULED in the queue)."""
         self._commit = assay.built_from()
         """What this master was built from: read once (in a checkout, it asks git)."""
 
-    def _why_waiting(self) -> Callable[[Session, Experiment], str | None]:
-        """Why an experiment's queued trials wait, read in a session (none queued: None), as
-        the job queue says it; what is not in the database is taken now, outside it."""
-        reserved = set(self._reserved())
-        connected = self.core.hub.connected_views()
-
-        def why(session: Session, exp: Experiment) -> str | None:
-            if not trials.counts(session, [exp.id])[exp.id].get(TrialState.QUEUED):
-                return None
-            return jobs.waiting_of(session, exp.job_id, self.settings, reserved, connected)
-
-        return why
+    def memory(self) -> Memory:
+        """What a page needs of the master's memory, taken now."""
+        return Memory.of(self.core.clock(), self._reserved(), self.core.hub.connected_views())
 
     def info(self) -> rest.MasterInfo:
         return rest.MasterInfo(
@@ -101,104 +104,40 @@ class Reads:
         )
 
     async def experiment(self, experiment_id: int) -> rest.Experiment:
-        why = self._why_waiting()
+        return await self.pages.run(experiment_page, self.memory(), experiment_id)
 
-        def read(session: Session) -> rest.Experiment:
-            exp = experiments.require(session, experiment_id)
-            shown = views.experiment(session, exp)
-            return shown.model_copy(update={"waiting": why(session, exp)})
+    async def experiment_json(self, experiment_id: int) -> bytes:
+        return await self.pages.json(experiment_page, self.memory(), experiment_id)
 
-        return await self.core.read(read)
+    async def experiments(self, ask: ExperimentsAsk = ExperimentsAsk()) -> rest.ExperimentList:
+        """A page of experiments (:class:`ExperimentsAsk`), newest first unless it says
+        otherwise."""
+        # A list says no experiment's wait: of the master's memory it needs only the clock.
+        return await self.pages.run(experiments_page, Memory(self.core.clock()), ask)
 
-    async def experiments(
-        self,
-        *,
-        states: Iterable[str] = (),
-        archived: bool = False,
-        owner: str | None = None,
-        name: str | None = None,
-        label: str | None = None,
-        sort: rest.ExperimentSort = rest.ExperimentSort.ID,
-        order: rest.SortOrder = rest.SortOrder.DESC,
-        limit: int = 100,
-        offset: int = 0,
-        owners: Sequence[str] = (),
-        labels: Sequence[str] = (),
-        only_archived: bool = False,
-        description: str | None = None,
-        full: bool = False,
-    ) -> rest.ExperimentList:
-        """A page of experiments, newest first unless ``sort`` and ``order`` say otherwise;
-        ``states`` filters (all when empty), ``owner``, ``name`` (a substring) and ``label``
-        too when given; archived ones only with ``archived``. Determined's list filters too
-        (``owners``, ``labels``, ``only_archived``, ``description``: see
-        :func:`assay.db.experiments.page`), and it shows each experiment in ``full``, config
-        included."""
-        wanted = list(states)
+    async def experiments_json(self, ask: ExperimentsAsk) -> bytes:
+        return await self.pages.json(experiments_page, Memory(self.core.clock()), ask)
 
-        def read(session: Session) -> rest.ExperimentList:
-            rows, total = experiments.page(
-                session,
-                states=wanted,
-                include_archived=archived,
-                owner=owner,
-                name=name,
-                label=label,
-                sort=sort.value,
-                descending=order == rest.SortOrder.DESC,
-                limit=limit,
-                offset=offset,
-                now=self.core.clock(),
-                owners=owners,
-                labels=labels,
-                only_archived=only_archived,
-                description=description,
-            )
-            ids = [e.id for e in rows]
-            counts = trials.counts(session, ids)
-            best = trials.best_of_each(session, ids)
-            show = views.experiment_in_full if full else views.experiment_summary
-            return rest.ExperimentList(
-                experiments=[show(e, counts[e.id], best.get(e.id)) for e in rows],
-                pagination=rest.Pagination(total=total, limit=limit, offset=offset),
-            )
+    async def trials(self, ask: TrialsAsk) -> rest.TrialList:
+        """An experiment's trials (:class:`TrialsAsk`)."""
+        return await self.pages.run(trials_page, self.memory(), ask)
 
-        return await self.core.read(read)
+    async def trials_json(self, ask: TrialsAsk) -> bytes:
+        return await self.pages.json(trials_page, self.memory(), ask)
 
-    async def trials(
-        self,
-        experiment_id: int,
-        *,
-        states: Iterable[str] = (),
-        sort: rest.TrialSort = rest.TrialSort.ID,
-        order: rest.SortOrder = rest.SortOrder.ASC,
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> rest.TrialList:
-        """The experiment's trials (of ``states`` when given), by id unless ``sort`` and
-        ``order`` say otherwise; a page of them when ``limit`` is given."""
-        why = self._why_waiting()
-        wanted = list(states)
+    async def trial(self, trial_id: int) -> rest.TrialDetail:
+        return await self.pages.run(trial_page, self.memory(), trial_id)
 
-        def read(session: Session) -> rest.TrialList:
-            exp = experiments.require(session, experiment_id)
-            rows, total = trials.page_of(
-                session,
-                experiment_id,
-                states=wanted,
-                sort=sort.value,
-                descending=order == rest.SortOrder.DESC,
-                limit=limit,
-                offset=offset,
-            )
-            return rest.TrialList(
-                trials=views.trials_of(session, rows, why(session, exp)),
-                pagination=rest.Pagination(
-                    total=total, limit=total if limit is None else limit, offset=offset
-                ),
-            )
+    async def trial_json(self, trial_id: int) -> bytes:
+        return await self.pages.json(trial_page, self.memory(), trial_id)
 
-        return await self.core.read(read)
+    async def queue(self, pool: str | None) -> rest.JobQueue:
+        """The active jobs of ``pool`` (the default compute pool when None), in scheduling
+        order."""
+        return await self.pages.run(queue_page, self.memory(), pool)
+
+    async def queue_json(self, pool: str | None) -> bytes:
+        return await self.pages.json(queue_page, self.memory(), pool)
 
     async def notes(
         self, experiment_id: int, *, after: int = 0, limit: int = 1000
@@ -210,20 +149,6 @@ class Reads:
             rows = notes.of_experiment(session, experiment_id, after=after, limit=limit)
             return rest.ExperimentNoteList(
                 notes=[rest.ExperimentNote(id=n.id, time=n.time, text=n.text) for n in rows]
-            )
-
-        return await self.core.read(read)
-
-    async def trial(self, trial_id: int) -> rest.TrialDetail:
-        why = self._why_waiting()
-
-        def read(session: Session) -> rest.TrialDetail:
-            row = trials.require(session, trial_id)
-            waiting = None
-            if row.state == TrialState.QUEUED:
-                waiting = why(session, experiments.require(session, row.experiment_id))
-            return views.trial_detail(
-                session, row, allocations.of_trial(session, trial_id), waiting
             )
 
         return await self.core.read(read)
