@@ -71,6 +71,15 @@ class Database:
         if migrate:
             self.migrate()
 
+    @property
+    def shareable(self) -> bool:
+        """Whether another process can open this database by its URL (not SQLite in memory)."""
+        if not self.is_sqlite:
+            return True
+        parsed = make_url(self.url)
+        database = parsed.database or ""
+        return bool(database) and database != ":memory:" and parsed.query.get("mode") != "memory"
+
     def migrate(self) -> None:
         """Bring the schema to the newest revision (a no-op when it already is)."""
         cfg = Config()

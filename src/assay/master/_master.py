@@ -30,6 +30,7 @@ first) ask the parts.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import secrets
@@ -124,9 +125,7 @@ class Master:
             lambda: self.agents.token,
         )
         self.loops = Loops(self.core, settings, self.agents, self.autoscaler)
-        self.experiments = ExperimentCommands(
-            self.core, settings, assay_home, lambda: self.loops.waiting_jobs
-        )
+        self.experiments = ExperimentCommands(self.core, settings, assay_home)
         self.reads = Reads(
             self.core, settings, ReadPool(db, settings), lambda: self.loops.waiting_jobs
         )
@@ -202,6 +201,8 @@ class Master:
         core = self.core
         core.started_at = core.clock()
         now = core.started_at
+        # The read processes start (a second or two) while the rest of the start runs.
+        readers = asyncio.ensure_future(self.reads.pages.start())
 
         moves = {str(k): str(v) for k, v in self.settings.moved_checkpoint_storage.items()}
 
@@ -235,6 +236,7 @@ class Master:
         # Finish checkpoint deletions a previous master marked but did not complete.
         for experiment_id in await core.read(checkpoints.experiments_deleting):
             core.background(gc.collect(core, core.storage, experiment_id))
+        await readers
 
     def begin_shutdown(self) -> None:
         """Answer every long-poll now (with 503, so clients retry against the next master)."""
@@ -242,8 +244,10 @@ class Master:
 
     async def stop(self) -> None:
         self.begin_shutdown()
-        await self.autoscaler.close()
-        await self.pools.close()
-        await self.loops.stop()
-        self.reads.pages.close()
+        try:
+            await self.autoscaler.close()
+            await self.pools.close()
+            await self.loops.stop()
+        finally:
+            self.reads.pages.close()
         self.recent_log.remove()

@@ -4,7 +4,6 @@ that dies is replaced at the next read."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 from collections.abc import Iterator
@@ -18,7 +17,7 @@ from fastapi.testclient import TestClient
 from assay import rest
 from assay.config import MasterConfig
 from assay.db import Database
-from assay.errors import InvalidConfig, NotFound
+from assay.errors import InvalidConfig, NotFound, Unavailable
 from assay.master import ExperimentsAsk, Master, Submission, TrialsAsk
 from assay.master.reads import ReadPool
 from assay.master.reads._pages import (
@@ -40,20 +39,23 @@ def pool(master: Master) -> Iterator[ReadPool]:
     pool.close()
 
 
-def _children() -> set[int]:
+def _readers() -> set[int]:
+    """This process's children that multiprocessing spawned (not its resource tracker)."""
     found: set[int] = set()
     for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        found.update(int(p) for p in (task / "children").read_text().split())
+        for child in (task / "children").read_text().split():
+            if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                found.add(int(child))
     return found
 
 
-def _as_fastapi_answers(answer: object, kind: type) -> object:
+def _as_fastapi_answers(answer: object, kind: type) -> bytes:
     """What FastAPI makes of ``answer`` returned by a route declared to return ``kind`` (as
     the page routes were before they answered with the read processes' bytes)."""
     app = FastAPI()
     app.add_api_route("/", lambda: answer, response_model=kind)
     with TestClient(app) as client:
-        return client.get("/").json()
+        return client.get("/").content
 
 
 def _running_experiment(master: Master, context: bytes) -> int:
@@ -94,9 +96,8 @@ def test_a_page_read_in_a_process_is_the_json_the_master_answers_with(
         here = run(master.reads.pages.run(page, memory, ask))
         there = run(pool.run(page, memory, ask))
         assert there == here
-        body = run(pool.json(page, memory, ask))
-        assert json.loads(body) == _as_fastapi_answers(here, kind)
-        assert body == run(master.reads.pages.json(page, memory, ask))
+        assert run(pool.json(page, memory, ask)) == _as_fastapi_answers(here, kind)
+        assert run(master.reads.pages.json(page, memory, ask)) == _as_fastapi_answers(here, kind)
     queued = run(pool.run(trial_page, memory, trial_ids[1]))
     assert queued.state == rest.TrialState.QUEUED and queued.waiting
 
@@ -112,16 +113,16 @@ def test_a_read_process_refuses_as_the_master_does(master: Master, pool: ReadPoo
 def test_a_read_process_that_dies_is_started_again(
     master: Master, pool: ReadPool, caplog: pytest.LogCaptureFixture
 ) -> None:
-    before = _children()
+    before = _readers()
     run(pool.run(queue_page, master.reads.memory(), None))
-    readers = _children() - before
+    readers = _readers() - before
     assert readers
     for pid in readers:
         os.kill(pid, signal.SIGKILL)
     answer = run(pool.run(queue_page, master.reads.memory(), None))
     assert answer.jobs == []
     assert "a read process ended unexpectedly" in caplog.text
-    assert (_children() - before) - readers
+    assert (_readers() - before) - readers
 
 
 def test_read_processes_need_a_database_they_can_open(tmp_path: Path) -> None:
@@ -131,3 +132,22 @@ def test_read_processes_need_a_database_they_can_open(tmp_path: Path) -> None:
             Master(MasterConfig(read_processes=1), db, tmp_path / "home")
     finally:
         db.dispose()
+
+
+def test_read_processes_start_with_the_pool_and_outlive_a_terminals_ctrl_c(
+    master: Master, pool: ReadPool
+) -> None:
+    before = _readers()
+    run(pool.start())
+    readers = _readers() - before
+    assert len(readers) == 2
+    for pid in readers:  # what Ctrl-C sends the master's whole process group
+        os.kill(pid, signal.SIGINT)
+    assert run(pool.run(queue_page, master.reads.memory(), None)).jobs == []
+    assert _readers() - before == readers
+
+
+def test_a_closed_pool_answers_that_the_master_is_stopping(master: Master, pool: ReadPool) -> None:
+    pool.close()
+    with pytest.raises(Unavailable, match="the master is stopping"):
+        run(pool.run(queue_page, master.reads.memory(), None))

@@ -110,12 +110,10 @@ class ExperimentCommands:
         core: Orchestrator,
         settings: MasterConfig,
         assay_home: Path,
-        waiting_jobs: Callable[[], set[str]],
     ) -> None:
         self.core = core
         self.settings = settings
         self.assay_home = assay_home
-        self._waiting_jobs = waiting_jobs
 
     async def create(self, actor: Actor, sub: Submission) -> rest.Experiment:
         """Validate the submission (raising with every problem at once, creating nothing),

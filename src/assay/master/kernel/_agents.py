@@ -63,6 +63,9 @@ class AgentHub:
         self.last_admitted_at = 0.0
         """When an agent last connected (a restarted master's storm is settling while they
         still arrive)."""
+        self.changes = 0
+        """Bumped whenever what :meth:`connected_views` gives changes: what is worked out from
+        it is worked out again only then."""
 
     def register(
         self, hello: Hello, send: Sender, enabled: bool = True, now: float = 0.0
@@ -91,6 +94,7 @@ class AgentHub:
         )
         self.agents[view.id] = conn
         self.last_admitted_at = max(self.last_admitted_at, now)
+        self.changes += 1
         return conn
 
     def disconnect(self, agent_id: str, generation: int, now: float) -> bool:
@@ -99,6 +103,7 @@ class AgentHub:
             return False
         conn.connected = False
         conn.disconnected_at = now
+        self.changes += 1
         return True
 
     def connected_views(self) -> list[AgentView]:
@@ -133,6 +138,7 @@ class AgentHub:
         conn = self.agents.get(agent_id)
         if conn is not None:
             conn.view = replace(conn.view, enabled=enabled)
+            self.changes += 1
 
     async def send(self, agent_id: str, message: MasterMessage) -> bool:
         conn = self.agents.get(agent_id)

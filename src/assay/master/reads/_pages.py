@@ -29,10 +29,11 @@ class Memory:
     rooms: tuple[tuple[str, room.AgentRoom, int], ...] = ()
     """(pool, what an agent offers, how many agents offer it)."""
 
-    @classmethod
-    def of(cls, now: float, reserved: Iterable[str], connected: Iterable[AgentView]) -> Memory:
+    @staticmethod
+    def rooms_of(connected: Iterable[AgentView]) -> tuple[tuple[str, room.AgentRoom, int], ...]:
+        """:attr:`rooms` of the connected agents."""
         counted = Counter((a.pool, jobs.agent_room(a)) for a in connected if a.enabled)
-        return cls(now, frozenset(reserved), tuple((p, r, n) for (p, r), n in counted.items()))
+        return tuple((pool, offer, n) for (pool, offer), n in counted.items())
 
     def agents(self, pool: str) -> list[room.AgentRoom]:
         """The pool's agents, as :func:`jobs.pool_agents` gives them."""

@@ -24,11 +24,10 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from pydantic import TypeAdapter
-from sqlalchemy.engine import make_url
 
 from assay.config import MasterConfig
 from assay.db import Database, Session
-from assay.errors import InvalidConfig
+from assay.errors import InvalidConfig, Unavailable
 from assay.master.reads._pages import Memory
 
 log = logging.getLogger("assay.master")
@@ -44,23 +43,31 @@ _PR_SET_PDEATHSIG = 1
 
 class ReadPool:
     """Reads pages in ``settings.read_processes`` processes, or on ``db``'s threads when it
-    is 0. A read process that dies (killed, out of memory) fails the reads it held; the next
-    read starts the processes again."""
+    is 0. A read process that dies (killed, out of memory) fails the reads it held; the pool is
+    started again for the next.
+
+    The processes are children of the thread that starts them, and end when it does
+    (``PR_SET_PDEATHSIG``: a master killed outright leaves none behind): :meth:`start` them on
+    the thread the master's event loop runs on for its whole life."""
 
     def __init__(self, db: Database, settings: MasterConfig) -> None:
         self._db = db
         self._settings = settings
         self._processes = settings.read_processes
-        if self._processes and not _shareable(db.url):
+        if self._processes and not db.shareable:
             raise InvalidConfig(
                 "read_processes: a database in memory cannot be read by other processes; "
                 "give the master a database file or PostgreSQL, or set read_processes: 0"
             )
         self._executor: ProcessPoolExecutor | None = None
+        self._closed = False
 
-    @property
-    def processes(self) -> int:
-        return self._processes
+    async def start(self) -> None:
+        """Start every read process now (from the event loop's thread), so that the first
+        reads do not wait for their start (about a second each)."""
+        if self._processes:
+            ready = [self._elsewhere(_ready) for _ in range(self._processes)]
+            await asyncio.gather(*ready)
 
     async def run(self, page: Page[A, T], memory: Memory, ask: A) -> T:
         """The page, as its function returns it."""
@@ -70,27 +77,33 @@ class ReadPool:
         return answer
 
     async def json(self, page: Page[A, Any], memory: Memory, ask: A) -> bytes:
-        """The page as the JSON the API answers with (what FastAPI would make of it)."""
+        """The page as the JSON the API answers with (what FastAPI makes of it)."""
         if not self._processes:
-            return await self._db.run(lambda s: _dump(page(s, self._settings, memory, ask)))
+            return _dump(await self.run(page, memory, ask))
         body: bytes = await self._elsewhere(_read_json, page, memory, ask)
         return body
 
     async def _elsewhere(self, fn: Callable[..., Any], *args: Any) -> Any:
         executor = self._started()
+        loop = asyncio.get_running_loop()
         try:
-            return await asyncio.get_running_loop().run_in_executor(executor, fn, *args)
+            return await loop.run_in_executor(executor, fn, *args)
         except BrokenProcessPool:
             # A read process died under this read (or one before it): the pool is of no
             # more use. Read once more in a fresh one; a page that kills its reader fails.
-            log.warning("a read process ended unexpectedly; starting the read processes again")
             if self._executor is executor:
+                log.warning("a read process ended unexpectedly; starting the read processes again")
                 self._executor = None
                 executor.shutdown(wait=False, cancel_futures=True)
             executor = self._started()
-            return await asyncio.get_running_loop().run_in_executor(executor, fn, *args)
+            try:
+                return await loop.run_in_executor(executor, fn, *args)
+            except BrokenProcessPool:
+                raise Unavailable("the master's read processes keep ending; try again") from None
 
     def _started(self) -> ProcessPoolExecutor:
+        if self._closed:
+            raise Unavailable("the master is stopping")
         if self._executor is None:
             # Spawned, not forked: the master's threads (the database's, the event loop's)
             # hold locks a forked child would inherit held.
@@ -103,17 +116,10 @@ class ReadPool:
         return self._executor
 
     def close(self) -> None:
+        self._closed = True
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
             self._executor = None
-
-
-def _shareable(url: str) -> bool:
-    if not url.startswith("sqlite"):
-        return True
-    parsed = make_url(url)
-    database = parsed.database or ""
-    return bool(database) and database != ":memory:" and "mode=memory" not in str(parsed)
 
 
 _reader: list[tuple[Database, MasterConfig]] = []
@@ -124,11 +130,20 @@ master's database."""
 def _open(url: str, settings: MasterConfig, parent: int) -> None:
     """A read process's start: it ends with the master (even one killed outright), and opens
     the database as it is (the master migrated it)."""
-    with contextlib.suppress(OSError, AttributeError):
+    with contextlib.suppress(OSError, AttributeError):  # Linux's; elsewhere the pool's own end
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the master ended before the line above
         os._exit(0)
+    # Ctrl-C at a terminal and systemd's stop signal reach the whole process group: the master
+    # stops its read processes itself, and a KeyboardInterrupt raised here would be sent back
+    # to it as a read's outcome.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     _reader.append((Database(url, migrate=False), settings))
+
+
+def _ready() -> None:
+    """Nothing: a read process that answers it has started."""
 
 
 def _read(page: Page[A, T], memory: Memory, ask: A) -> T:
@@ -141,7 +156,7 @@ def _read_json(page: Page[A, Any], memory: Memory, ask: A) -> bytes:
 
 
 def _dump(answer: Any) -> bytes:
-    kind = type(answer)
+    kind = type(answer)  # each page returns its declared class, no subclass of it
     adapter = _ADAPTERS.get(kind)
     if adapter is None:  # built at a kind's first answer: tens of milliseconds each
         adapter = _ADAPTERS[kind] = TypeAdapter(kind)

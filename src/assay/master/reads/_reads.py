@@ -40,7 +40,7 @@ from assay.master.kernel import (
     follow_logs,
     views,
 )
-from assay.master.queue import jobs
+from assay.master.queue import jobs, room
 from assay.master.reads._curves import pick, series_of
 from assay.master.reads._live import LiveAllocation, live_allocations
 from assay.master.reads._pages import (
@@ -86,12 +86,18 @@ class Reads:
         self.pages = pages
         self._reserved = reserved
         """The jobs the scheduler holds slots for (SCHEDULED in the queue)."""
+        self._rooms: tuple[int, tuple[tuple[str, room.AgentRoom, int], ...]] = (-1, ())
         self._commit = assay.built_from()
         """What this master was built from: read once (in a checkout, it asks git)."""
 
     def memory(self) -> Memory:
-        """What a page needs of the master's memory, taken now."""
-        return Memory.of(self.core.clock(), self._reserved(), self.core.hub.connected_views())
+        """What a page needs of the master's memory, taken now. What the agents offer is
+        counted again only when they changed (a few milliseconds at a thousand agents, which
+        every read would pay on the event loop)."""
+        hub = self.core.hub
+        if self._rooms[0] != hub.changes:
+            self._rooms = (hub.changes, Memory.rooms_of(hub.connected_views()))
+        return Memory(self.core.clock(), frozenset(self._reserved()), self._rooms[1])
 
     def info(self) -> rest.MasterInfo:
         return rest.MasterInfo(
