@@ -1,5 +1,5 @@
 """B13's quick mode (50 simulated agents, 400 trials, a master killed under their load, a burst
-of 100 experiments) on each database: every trial ends in one run, no acknowledged metric is
+of 100 experiments, the master's pages read by 2 read processes) on PostgreSQL: every trial ends in one run, no acknowledged metric is
 lost, and the restarted master takes back every running trial. It checks correctness only;
 its figures are never asserted."""
 
@@ -42,6 +42,8 @@ def test_simulated_cluster_ends_every_trial_and_loses_nothing_through_a_master_r
     assert run["storm"]["trials_running_at_kill"] == 400
     assert run["storm"]["trials_answered_s"] >= run["storm"]["master_answering_s"] > 0
     assert run["burst"]["experiments"] == 100 and run["burst"]["not_completed"] == 0
+    # Its pages came from its read processes, through the restart, and every read answered.
+    assert run["read_processes"] == 2 and run["steady"]["read_failures"] == {}
     # The master's own figures were read through /metrics (how many rows fell in the short
     # window depends on when the trials' first reports came).
     assert set(run["steady"]["stored_per_s"]) == {"metrics", "logs"}

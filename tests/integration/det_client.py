@@ -1,7 +1,11 @@
 """What every test of Determined's own clients (determined 0.38.1 from PyPI, in
-``.venv-det``: ``make det-client``) shares: a real master per database (SQLite, PostgreSQL)
-and an agent of 2 slots, with a user ``alice``, and the real ``det`` run as a user runs it,
-with only ``DET_MASTER`` set to the master's ``/det``."""
+``.venv-det``: ``make det-client``) shares: a real master on PostgreSQL and an agent of 2
+slots, with a user ``alice``, and the real ``det`` run as a user runs it, with only
+``DET_MASTER`` set to the master's ``/det``.
+
+PostgreSQL only: it is the one database Determined runs on, so it is what a cluster moved from
+Determined keeps. The same routes are tested on SQLite in ``tests/unit/api/test_determined_*``,
+and the reads and commands behind them on both in ``tests/unit/master``."""
 
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ ALICE = {"DET_USER": "alice", "DET_PASS": "Alice-pass-1"}
 """How a test signs ``det`` in as alice without a prompt."""
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+@pytest.fixture(scope="module", params=["postgresql"])
 def det_cluster(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Cluster]:
