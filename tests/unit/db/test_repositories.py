@@ -340,6 +340,40 @@ def test_logs_come_back_in_order_after_an_id(db: Database) -> None:
     assert first[0].stream == "stdout-a", "cut to the column's width"
 
 
+def test_log_lines_come_back_as_written_whatever_they_hold(db: Database) -> None:
+    """PostgreSQL takes lines as a COPY stream, whose text format escapes tabs, newlines and
+    backslashes: each comes back as it was (a NUL as U+FFFD, which PostgreSQL's text cannot
+    hold); a job's lines keep their task; lines of a transaction rolled back are not kept."""
+    odd = [
+        "tab\there",
+        "new\nline",
+        "back\\slash \\N",
+        "\\.",
+        "",
+        "nul\x00end",
+        "é ✓ 𝄞",
+        "x" * 70_000,
+    ]
+    trial_lines = [LogEntry("1.1", 1, line, time=float(i)) for i, line in enumerate(odd)]
+    job_lines = [LogEntry("task-7.1", 0, "a job's line", stream="stderr", rank=2, time=9.5)]
+    db.run_sync(lambda s: logs.insert(s, trial_lines))
+    db.run_sync(lambda s: logs.insert(s, job_lines, task_id=7))
+
+    def failing(session: Session) -> None:
+        logs.insert(session, [LogEntry("1.1", 1, "never kept")])
+        raise RuntimeError("rolled back")
+
+    with pytest.raises(RuntimeError):
+        db.run_sync(failing)
+    stored = db.run_sync(lambda s: logs.after(s, 1, 0, 100))
+    expected = [line.replace("\x00", "\ufffd") for line in odd]
+    assert [(e.line, e.time, e.task_id) for e in stored] == [
+        (line, float(i), None) for i, line in enumerate(expected)
+    ]
+    (job,) = db.run_sync(lambda s: logs.after(s, 0, 0, 100))
+    assert (job.task_id, job.rank, job.stream, job.time) == (7, 2, "stderr", 9.5)
+
+
 def test_a_deleted_experiments_and_trials_ids_are_never_handed_out_again(db: Database) -> None:
     def newest_deleted(session: Session) -> tuple[int, int]:
         first = experiment(session, "first")
