@@ -163,6 +163,22 @@ def test_a_report_brings_the_sessions_copy_of_its_trial_up_to_date(db: Database)
     assert db.run_sync(report) == (7, 0.25)
 
 
+def test_many_trials_steps_are_raised_in_one_statement_and_never_lowered(db: Database) -> None:
+    exp_id = db.run_sync(experiment)
+    first, second = db.run_sync(lambda s: [trial(s, exp_id, r) for r in ("r1", "r2")])
+    db.run_sync(lambda s: trials.record_reported(s, first, 20, (-0.5, 0.5)))
+
+    def report(session: Session) -> tuple[dict[int, tuple[int, int, float | None]], int]:
+        held = trials.require(session, second)
+        told = trials.record_steps(session, {first: 5, second: 12, second + 1000: 3})
+        return told, held.steps_completed
+
+    told, held = db.run_sync(report)
+    assert told == {first: (exp_id, 20, -0.5), second: (exp_id, 12, None)}
+    assert held == 12, "the session's copy of a trial is brought up to date"
+    assert db.run_sync(lambda s: trials.record_steps(s, {})) == {}
+
+
 def test_the_best_trial_of_each_experiment_is_the_one_best_of_finds(db: Database) -> None:
     # Experiment a: a tie on score goes to the older trial. b: one scored trial. c: none scored.
     scores = {"a": [0.3, 0.1, 0.1], "b": [None, 0.9], "c": [None]}

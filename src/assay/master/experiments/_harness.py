@@ -82,8 +82,9 @@ def ingest_training(
 ) -> list[tuple[int, int, float | None] | Fenced]:
     """:func:`ingest_metrics` of training reports from many trials at once (no validation, so
     no config is read): each allocation's state read in one statement, every live one's reports
-    stored in another, then each trial's steps. Per item: the trial's numbers as stored after
-    it (``(-1, 0, None)`` for none), or :class:`Fenced` for an allocation that has ended."""
+    stored in another, then every trial's steps in a third. Per item: the trial's numbers as
+    stored after them all (``(-1, 0, None)`` for none), or :class:`Fenced` for an allocation
+    that has ended."""
     found = allocations.briefs(session, sorted({c.allocation_id for c, _, _ in items}))
 
     def ended(caller: Caller) -> bool:
@@ -94,6 +95,12 @@ def ingest_training(
         session,
         [(c.trial_id, c.run, reports, now) for c, reports, now in items if not ended(c)],
     )
+    steps: dict[int, int] = {}
+    for caller, reports, _ in items:
+        if reports and not ended(caller):
+            most = max(r.steps_completed for r in reports)
+            steps[caller.trial_id] = max(most, steps.get(caller.trial_id, most))
+    stored = trials.record_steps(session, steps)
     out: list[tuple[int, int, float | None] | Fenced] = []
     for caller, reports, _ in items:
         if ended(caller):
@@ -101,8 +108,7 @@ def ingest_training(
         elif not reports:
             out.append((-1, 0, None))
         else:
-            steps = max(r.steps_completed for r in reports)
-            out.append(trials.record_reported(session, caller.trial_id, steps) or (-1, 0, None))
+            out.append(stored.get(caller.trial_id, (-1, 0, None)))
     return out
 
 
