@@ -551,8 +551,8 @@ def render(runs: list[dict[str, Any]], command: str) -> str:
         )
     out += [
         "",
-        "Master cores and RSS are its process's with its read processes' (`read_processes`, "
-        "0 before 2026-12-01); in brackets, its own process's cores.",
+        "Master cores and RSS are its process's with its read processes' (`read_processes`; "
+        "runs from before the setting had none); in brackets, its own process's cores.",
         "",
         "| db | agents | read processes | trials | ramp s | master cores | master RSS MB | "
         "API p50 / p99 ms | reports/s | report p99 ms | log lines/s | ingest lag s | "
