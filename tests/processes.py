@@ -41,3 +41,17 @@ def children_of(parent: int) -> list[int]:
             if int(fields[1]) == parent and fields[0] != "Z":
                 children.append(pid)
     return children
+
+
+def spawned_children(parent: int) -> set[int]:
+    """The running children of ``parent`` that ``multiprocessing`` spawned to work for it (a
+    pool's processes; not its resource tracker)."""
+    found = set()
+    for pid, argv in argvs():
+        if "from multiprocessing.spawn import spawn_main" not in " ".join(argv):
+            continue
+        with contextlib.suppress(OSError, IndexError):
+            fields = _stat_fields(pid)
+            if int(fields[1]) == parent and fields[0] != "Z":
+                found.add(pid)
+    return found

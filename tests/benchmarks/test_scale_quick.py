@@ -1,7 +1,7 @@
 """B13's quick mode (50 simulated agents, 400 trials, a master killed under their load, a burst
-of 100 experiments, the master's pages read by 2 read processes) on PostgreSQL: every trial ends in one run, no acknowledged metric is
-lost, and the restarted master takes back every running trial. It checks correctness only;
-its figures are never asserted."""
+of 100 experiments, the master's pages read by 2 read processes) on PostgreSQL: every trial
+ends in one run, no acknowledged metric is lost, and the restarted master takes back every
+running trial. It checks correctness only; its figures are never asserted."""
 
 from __future__ import annotations
 

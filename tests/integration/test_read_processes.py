@@ -13,26 +13,9 @@ import yaml
 
 from tests.integration.cluster import Cluster, wait_for
 from tests.integration.test_lifecycle import counter_config
+from tests.processes import alive, spawned_children
 
 pytestmark = pytest.mark.integration
-
-
-def _readers(pid: int) -> set[int]:
-    """The master's children that multiprocessing spawned (its read processes)."""
-    found: set[int] = set()
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
-                found.add(int(child))
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
 
 
 def test_pages_come_from_the_read_processes_which_end_with_the_master(tmp_path: Path) -> None:
@@ -57,10 +40,10 @@ def test_pages_come_from_the_read_processes_which_end_with_the_master(tmp_path: 
         assert trial["state"] == "COMPLETED"
         assert cluster.client.trial(trial["id"]).state == "COMPLETED"
         assert json.loads(cluster.cli("job", "list", "--json").stdout)["jobs"] == []
-        readers = _readers(master_pid)
+        readers = spawned_children(master_pid)
         assert readers, "the master read its pages without a read process"
 
         cluster.kill_master(signal.SIGKILL)
-        wait_for("the read processes to end", lambda: not any(map(_alive, readers)), 30)
+        wait_for("the read processes to end", lambda: not any(map(alive, readers)), 30)
     finally:
         cluster.stop()

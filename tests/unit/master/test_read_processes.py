@@ -27,6 +27,7 @@ from assay.master.reads._pages import (
     trial_page,
     trials_page,
 )
+from tests.processes import spawned_children
 from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import Recorder, run
 
@@ -40,13 +41,7 @@ def pool(master: Master) -> Iterator[ReadPool]:
 
 
 def _readers() -> set[int]:
-    """This process's children that multiprocessing spawned (not its resource tracker)."""
-    found: set[int] = set()
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
-                found.add(int(child))
-    return found
+    return spawned_children(os.getpid())
 
 
 def _as_fastapi_answers(answer: object, kind: type) -> bytes:
