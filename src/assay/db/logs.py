@@ -14,21 +14,22 @@ from assay.protocol import LogEntry
 _STREAM_WIDTH = 8
 
 
-def _row(entry: LogEntry, task_id: int | None) -> dict[str, Any]:
-    """A line as it is stored: a job's lines (``task_id``) belong to no trial."""
-    return {
-        "trial_id": entry.trial_id if task_id is None else 0,
-        "task_id": task_id,
-        "allocation_id": entry.allocation_id,
-        "rank": entry.rank,
-        "stream": entry.stream[:_STREAM_WIDTH],
-        "time": entry.time,
-        "line": storable(entry.line),
-    }
-
-
 _COLUMNS = ("trial_id", "task_id", "allocation_id", "rank", "stream", "time", "line")
 _COPY = f"COPY task_logs ({', '.join(_COLUMNS)}) FROM STDIN"
+
+
+def _row(entry: LogEntry, task_id: int | None) -> tuple[Any, ...]:
+    """A line as it is stored, its values in the order of ``_COLUMNS``: a job's lines
+    (``task_id``) belong to no trial."""
+    return (
+        entry.trial_id if task_id is None else 0,
+        task_id,
+        entry.allocation_id,
+        entry.rank,
+        entry.stream[:_STREAM_WIDTH],
+        entry.time,
+        storable(entry.line),
+    )
 
 
 def insert(session: Session, entries: Iterable[LogEntry], *, task_id: int | None = None) -> None:
@@ -37,18 +38,21 @@ def insert(session: Session, entries: Iterable[LogEntry], *, task_id: int | None
     if not rows:
         return
     connection = session.connection()
-    if connection.dialect.name != "postgresql":
-        session.execute(cast(Table, TaskLog.__table__).insert(), rows)
+    if (connection.dialect.name, connection.dialect.driver) != ("postgresql", "psycopg"):
+        table = cast(Table, TaskLog.__table__)
+        session.execute(table.insert(), [dict(zip(_COLUMNS, row, strict=True)) for row in rows])
         return
     # PostgreSQL takes the lines as one COPY stream in the session's transaction: an INSERT of
     # many rows went as one statement per row, and a large cluster's lines (8,000 a second at
     # a thousand agents, benchmark B13) were stored at a third of the rate they came, where
-    # COPY takes a tenth of the CPU and a quarter of the time.
+    # COPY takes a tenth of the CPU and a quarter of the time. The stream is psycopg's own, so
+    # a refused line raises psycopg's error, not SQLAlchemy's wrapping of it (the group commit
+    # that calls this takes any error as the write's, and stores its other writes alone).
     driver = connection.connection.driver_connection
     assert driver is not None, "a connection in a transaction has its driver's connection"
     with driver.cursor() as cursor, cursor.copy(_COPY) as copy:
         for row in rows:
-            copy.write_row(tuple(row[name] for name in _COLUMNS))
+            copy.write_row(row)
 
 
 def storable(line: str) -> str:
@@ -69,7 +73,7 @@ def ends_with(
     last = session.execute(
         select(*columns).where(owner).order_by(TaskLog.id.desc()).limit(1)
     ).first()
-    stored = _row(entry, task_id)
+    stored = dict(zip(_COLUMNS, _row(entry, task_id), strict=True))
     return last is not None and tuple(last) == tuple(stored[name] for name in _COMPARED)
 
 

@@ -392,10 +392,13 @@ def record_steps(
     if not steps:
         return {}
     dialect = session.get_bind().dialect.name
+    # By id, as every transaction that raises several trials' steps should take their rows
+    # (two taking them in opposite orders could deadlock on PostgreSQL).
+    pairs = sorted(steps.items())
     if dialect == "postgresql":
-        params: dict[str, Any] = {"ids": list(steps), "steps": list(steps.values())}
+        params: dict[str, Any] = {"ids": [i for i, _ in pairs], "steps": [n for _, n in pairs]}
     else:
-        params = {"pairs": json.dumps(list(steps.items()))}
+        params = {"pairs": json.dumps(pairs)}
     found = session.execute(_STEPS_OF_MANY[dialect], params).all()
     out: dict[int, tuple[int, int, float | None]] = {}
     for trial_id, experiment_id, steps_completed, best_validation, best_score in found:

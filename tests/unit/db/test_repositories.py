@@ -173,7 +173,9 @@ def test_many_trials_steps_are_raised_in_one_statement_and_never_lowered(db: Dat
         told = trials.record_steps(session, {first: 5, second: 12, second + 1000: 3})
         return told, held.steps_completed
 
-    told, held = db.run_sync(report)
+    with _statements(db, "UPDATE") as updates:
+        told, held = db.run_sync(report)
+    assert len(updates) == 1
     assert told == {first: (exp_id, 20, -0.5), second: (exp_id, 12, None)}
     assert held == 12, "the session's copy of a trial is brought up to date"
     assert db.run_sync(lambda s: trials.record_steps(s, {})) == {}
@@ -364,6 +366,8 @@ def test_log_lines_come_back_as_written_whatever_they_hold(db: Database) -> None
         "tab\there",
         "new\nline",
         "back\\slash \\N",
+        "\\N",
+        "carriage\rreturn",
         "\\.",
         "",
         "nul\x00end",
@@ -388,6 +392,13 @@ def test_log_lines_come_back_as_written_whatever_they_hold(db: Database) -> None
     ]
     (job,) = db.run_sync(lambda s: logs.after(s, 0, 0, 100))
     assert (job.task_id, job.rank, job.stream, job.time) == (7, 2, "stderr", 9.5)
+    if not db.is_sqlite:  # SQLite keeps a text of any length in a VARCHAR(64)
+        refused = [LogEntry("x" * 65, 1, "an allocation id past its column")]
+        with pytest.raises(Exception, match="too long"):
+            db.run_sync(lambda s: logs.insert(s, [*trial_lines[:1], *refused]))
+        db.run_sync(lambda s: logs.insert(s, [LogEntry("1.1", 1, "after a refused stream")]))
+        after = db.run_sync(lambda s: logs.after(s, 1, stored[-1].id, 100))
+        assert [e.line for e in after] == ["after a refused stream"]
 
 
 def test_a_deleted_experiments_and_trials_ids_are_never_handed_out_again(db: Database) -> None:
@@ -409,15 +420,20 @@ def test_a_deleted_experiments_and_trials_ids_are_never_handed_out_again(db: Dat
     assert again > gone and again_trial > gone_trial
 
 
-@contextlib.contextmanager
-def _selects(db: Database) -> Iterator[list[str]]:
+def _selects(db: Database) -> contextlib.AbstractContextManager[list[str]]:
     """The SELECT statements run while in it."""
+    return _statements(db, "SELECT")
+
+
+@contextlib.contextmanager
+def _statements(db: Database, verb: str) -> Iterator[list[str]]:
+    """The statements beginning with ``verb`` run while in it."""
     from sqlalchemy import event
 
     found: list[str] = []
 
     def count(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
-        if statement.lstrip().upper().startswith("SELECT"):
+        if statement.lstrip().upper().startswith(verb):
             found.append(statement)
 
     event.listen(db.engine, "before_cursor_execute", count)
