@@ -331,9 +331,9 @@ class MasterConfig(ConfigModel):
     read_processes: Annotated[int, Field(ge=0, le=64)] = 0
     """Processes that read the API's busiest pages (experiments, trials, the job queue) beside
     the master's own, each with its own database connections; 0 reads them in the master's
-    process. For a cluster of hundreds of agents: the readers' work then no longer delays the
-    agents' messages and the ingest of their reports (benchmark B13). Each takes about 100 MB
-    and a second to start; the database must be PostgreSQL or a SQLite file."""
+    process. For a master that many people and scripts read: their reads then no longer hold
+    up the agents' messages and the ingest of their reports. Each takes about 100 MB and a
+    second to start; the database must be PostgreSQL or a SQLite file."""
     rendezvous_port_base: Annotated[int, Field(ge=29500, le=32700)] = 29500
     """The lowest port a distributed trial's ranks meet at, on the node of its rank 0 (29500,
     torch.distributed's default); each live gang takes the next free pair. Two masters whose
