@@ -353,12 +353,23 @@ def record_reported(
     if found is None:
         return None
     experiment_id, steps_completed, best_validation, best_score = found
+    _refresh(session, trial_id, steps_completed, best_validation, best_score)
+    return int(experiment_id), int(steps_completed), best_validation
+
+
+def _refresh(
+    session: Session,
+    trial_id: int,
+    steps_completed: int,
+    best_validation: float | None,
+    best_score: float | None,
+) -> None:
+    """The session's copy of the trial, if it holds one, as an UPDATE ... RETURNING left it."""
     held = session.identity_map.get(identity_key(Trial, trial_id))
     if held is not None:
         set_committed_value(held, "steps_completed", steps_completed)
         set_committed_value(held, "best_validation", best_validation)
         set_committed_value(held, "best_score", best_score)
-    return int(experiment_id), int(steps_completed), best_validation
 
 
 _RETURNED = (
@@ -402,11 +413,7 @@ def record_steps(
     found = session.execute(_STEPS_OF_MANY[dialect], params).all()
     out: dict[int, tuple[int, int, float | None]] = {}
     for trial_id, experiment_id, steps_completed, best_validation, best_score in found:
-        held = session.identity_map.get(identity_key(Trial, trial_id))
-        if held is not None:
-            set_committed_value(held, "steps_completed", steps_completed)
-            set_committed_value(held, "best_validation", best_validation)
-            set_committed_value(held, "best_score", best_score)
+        _refresh(session, trial_id, steps_completed, best_validation, best_score)
         out[int(trial_id)] = (int(experiment_id), int(steps_completed), best_validation)
     return out
 

@@ -146,3 +146,17 @@ def test_a_closed_pool_answers_that_the_master_is_stopping(master: Master, pool:
     pool.close()
     with pytest.raises(Unavailable, match="the master is stopping"):
         run(pool.run(queue_page, master.reads.memory(), None))
+
+
+def test_the_memory_counts_the_agents_again_when_one_joins_leaves_or_is_disabled(
+    master: Master,
+) -> None:
+    assert master.reads.memory().agents("default") == []
+    for agent_id in ("a1", "a2"):
+        hello = {"type": "hello", "agent_id": agent_id, "slots": [{"id": "0"}, {"id": "1"}]}
+        run(master.pools.join(hello, Recorder()))
+    assert [a.slots for a in master.reads.memory().agents("default")] == [2, 2]
+    master.hub.set_enabled("a1", False)
+    assert [a.slots for a in master.reads.memory().agents("default")] == [2]
+    run(master.agents.disconnected(master.hub.agents["a2"]))
+    assert master.reads.memory().agents("default") == []

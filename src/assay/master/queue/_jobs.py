@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from assay import rest
@@ -67,11 +67,6 @@ def agent_room(agent: AgentView) -> room.AgentRoom:
     )
 
 
-def pool_agents(connected: Iterable[AgentView], pool: str) -> list[room.AgentRoom]:
-    """What the connected, enabled agents of ``pool`` offer, as the wait explanations count."""
-    return [agent_room(a) for a in connected if a.pool == pool and a.enabled]
-
-
 def _trial_shape(exp: Experiment) -> room.TrialShape:
     """What each trial asks for, read from the experiment's typed config as the scheduling pass
     reads it when it asks for their slots."""
@@ -93,8 +88,8 @@ def list_jobs(
     agents: Sequence[room.AgentRoom] = (),
 ) -> rest.JobQueue:
     """The active jobs of ``pool`` in scheduling order, with their slots and status, and for
-    each with work that does not start, why it waits (``agents``: the pool's connected, enabled
-    agents, :func:`pool_agents`).
+    each with work that does not start, why it waits (``agents``: what each connected, enabled
+    agent of the pool offers, :func:`agent_room`).
 
     RUNNING means some of it runs (a trial, an instance, with slots or with none); SCHEDULED
     that slots are reserved for it until the ones it preempted come free; QUEUED that it waits.
@@ -207,7 +202,7 @@ def waiting_of(
 ) -> str | None:
     """Why the job's queued work waits, as its row of :func:`list_jobs` says it: what
     ``assay experiment describe`` and the trial views show (``agents_of(pool)``: the pool's
-    agents, :func:`pool_agents`)."""
+    agents: what the connected, enabled agents of the pool offer, :func:`agent_room` each)."""
     job = jobs.get(session, job_id)
     if job is None or job.done or job.pool not in policies(settings):
         return None

@@ -36,7 +36,7 @@ class Memory:
         return tuple((pool, offer, n) for (pool, offer), n in counted.items())
 
     def agents(self, pool: str) -> list[room.AgentRoom]:
-        """The pool's agents, as :func:`jobs.pool_agents` gives them."""
+        """What each connected, enabled agent of ``pool`` offers (one entry per agent)."""
         return [offer for p, offer, n in self.rooms if p == pool for _ in range(n)]
 
 

@@ -40,7 +40,7 @@ from assay.master.kernel import (
     follow_logs,
     views,
 )
-from assay.master.queue import jobs, room
+from assay.master.queue import room
 from assay.master.reads._curves import pick, series_of
 from assay.master.reads._live import LiveAllocation, live_allocations
 from assay.master.reads._pages import (
@@ -345,14 +345,10 @@ class Reads:
         """Every Prometheus metric of this master, in the text format (``GET /metrics``)."""
         listing = await self.agents()
         names = [p.pool_name for p in self.settings.resource_pools]
-        waiting = set(self._reserved())
-        connected = self.core.hub.connected_views()
+        memory = self.memory()
 
         def read(session: Session) -> list[rest.JobQueue]:
-            return [
-                jobs.list_jobs(session, n, self.settings, waiting, jobs.pool_agents(connected, n))
-                for n in names
-            ]
+            return [queue_page(session, self.settings, memory, n) for n in names]
 
         queues = await self.core.read(read)
         connections = self.core.db.connections()
