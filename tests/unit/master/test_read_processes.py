@@ -160,3 +160,16 @@ def test_the_memory_counts_the_agents_again_when_one_joins_leaves_or_is_disabled
     assert [a.slots for a in master.reads.memory().agents("default")] == [2]
     run(master.agents.disconnected(master.hub.agents["a2"]))
     assert master.reads.memory().agents("default") == []
+
+
+def _ends_its_reader(session: object, settings: object, memory: object, ask: object) -> None:
+    """A page whose read kills the process reading it."""
+    os._exit(1)
+
+
+def test_a_page_that_keeps_killing_its_reader_answers_503_and_the_next_read_works(
+    master: Master, pool: ReadPool
+) -> None:
+    with pytest.raises(Unavailable, match="read processes keep ending"):
+        run(pool.run(_ends_its_reader, master.reads.memory(), None))
+    assert run(pool.run(queue_page, master.reads.memory(), None)).jobs == []
