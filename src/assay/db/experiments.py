@@ -19,6 +19,14 @@ def get(session: Session, experiment_id: int) -> Experiment | None:
     return session.get(Experiment, experiment_id)
 
 
+def by_ids(session: Session, ids: Iterable[int]) -> dict[int, Experiment]:
+    """The experiments of ``ids`` that exist, by id, in one query."""
+    wanted = sorted(set(ids))
+    if not wanted:
+        return {}
+    return {e.id: e for e in session.scalars(select(Experiment).where(Experiment.id.in_(wanted)))}
+
+
 def require(session: Session, experiment_id: int) -> Experiment:
     """The experiment, or :class:`NotFound`."""
     exp = session.get(Experiment, experiment_id)

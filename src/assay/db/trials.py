@@ -17,6 +17,7 @@ from sqlalchemy import (
     or_,
     select,
     text,
+    tuple_,
     update,
 )
 from sqlalchemy.orm import Session
@@ -37,10 +38,9 @@ _QUEUED = (
     .where(Trial.state == TrialState.QUEUED, Experiment.state == ExperimentState.ACTIVE)
     .order_by(Trial.id)
 )
-_TRAINING_REPORTS = select(Trial.request_id, Trial.progress, Trial.steps_completed).where(
-    Trial.experiment_id == bindparam("experiment_id"),
-    Trial.request_id.in_(bindparam("request_ids", expanding=True)),
-)
+_TRAINING_REPORTS = select(
+    Trial.experiment_id, Trial.request_id, Trial.progress, Trial.steps_completed
+).where(tuple_(Trial.experiment_id, Trial.request_id).in_(bindparam("pairs", expanding=True)))
 _SEQUENCE_NUMBER = (
     select(func.count())
     .select_from(Trial)
@@ -142,15 +142,22 @@ def training_reports(
     """What the trials the searcher knows as ``request_ids`` reported of their training:
     ``(request_id, progress, steps_completed)`` each (one index probe per trial, however many
     trials the experiment has)."""
-    found: list[tuple[str, float, int]] = []
+    return training_reports_of(session, {experiment_id: request_ids}).get(experiment_id, [])
+
+
+def training_reports_of(
+    session: Session, wanted: Mapping[int, Sequence[str]]
+) -> dict[int, list[tuple[str, float, int]]]:
+    """:func:`training_reports` of several experiments (``wanted``: each one's request ids) in
+    one query per 500 trials: checkpoints registered together touch many experiments."""
+    pairs = [(e, r) for e, ids in sorted(wanted.items()) for r in ids]
+    found: dict[int, list[tuple[str, float, int]]] = {}
     # In chunks: a search without a concurrency cap may train thousands at once, more than a
     # statement may bind.
-    for start in range(0, len(request_ids), _CHUNK):
-        rows = session.execute(
-            _TRAINING_REPORTS,
-            {"experiment_id": experiment_id, "request_ids": request_ids[start : start + _CHUNK]},
-        ).all()
-        found += [(str(r), float(p), int(s)) for r, p, s in rows]
+    for start in range(0, len(pairs), _CHUNK):
+        rows = session.execute(_TRAINING_REPORTS, {"pairs": pairs[start : start + _CHUNK]})
+        for e, r, p, s in rows:
+            found.setdefault(int(e), []).append((str(r), float(p), int(s)))
     return found
 
 
@@ -217,6 +224,11 @@ def page_of(
 def _in_order(session: Session, ids: list[int]) -> list[Trial]:
     found = {t.id: t for t in _by_ids(session, ids, _BY_IDS)}
     return [found[i] for i in ids if i in found]
+
+
+def by_ids(session: Session, ids: Sequence[int]) -> dict[int, Trial]:
+    """The trials of ``ids`` that exist, by id, in one query (a batch of reports from many)."""
+    return {t.id: t for t in _by_ids(session, sorted(set(ids)), _BY_IDS)}
 
 
 def as_stored(session: Session, ids: Sequence[int]) -> list[Trial]:
@@ -376,41 +388,66 @@ _RETURNED = (
     "RETURNING trials.id, trials.experiment_id, trials.steps_completed, trials.best_validation, "
     "trials.best_score"
 )
-# One statement for every trial's steps, its rows given as two arrays (PostgreSQL) or a JSON
-# array of pairs (SQLite): compiled once, whatever the number of trials.
-_STEPS_OF_MANY = {
+# One statement for every trial's steps and best validation, its rows given as arrays
+# (PostgreSQL) or a JSON array of rows (SQLite): compiled once, whatever the number of trials.
+# Each SET reads the row as it was, so the best is replaced only when the reported score beats
+# the stored one, as in :func:`record_reported`.
+_BEATS = (
+    "reported.score IS NOT NULL "
+    "AND (trials.best_score IS NULL OR trials.best_score > reported.score)"
+)
+_MARKS = (
+    f"best_validation = CASE WHEN {_BEATS} THEN reported.value ELSE trials.best_validation END, "
+    f"best_score = CASE WHEN {_BEATS} THEN reported.score ELSE trials.best_score END "
+)
+_MARKS_OF_MANY = {
     "postgresql": text(
-        "UPDATE trials SET steps_completed = GREATEST(trials.steps_completed, reported.steps) "
-        "FROM unnest(CAST(:ids AS INTEGER[]), CAST(:steps AS INTEGER[])) AS reported(id, steps) "
+        "UPDATE trials SET steps_completed = GREATEST(trials.steps_completed, reported.steps), "
+        f"{_MARKS}"
+        "FROM unnest(CAST(:ids AS INTEGER[]), CAST(:steps AS INTEGER[]), "
+        "CAST(:values AS DOUBLE PRECISION[]), CAST(:scores AS DOUBLE PRECISION[])) "
+        "AS reported(id, steps, value, score) "
         f"WHERE trials.id = reported.id {_RETURNED}"
     ),
     "sqlite": text(
-        "UPDATE trials SET steps_completed = max(trials.steps_completed, reported.steps) "
-        "FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS steps "
-        "FROM json_each(:pairs)) AS reported "
+        "UPDATE trials SET steps_completed = max(trials.steps_completed, reported.steps), "
+        f"{_MARKS}"
+        "FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS steps, "
+        "json_extract(value, '$[2]') AS value, json_extract(value, '$[3]') AS score "
+        "FROM json_each(:rows)) AS reported "
         f"WHERE trials.id = reported.id {_RETURNED}"
     ),
 }
 
 
 def record_steps(
-    session: Session, steps: Mapping[int, int]
+    session: Session,
+    steps: Mapping[int, int],
+    best: Mapping[int, tuple[float, float]] | None = None,
 ) -> dict[int, tuple[int, int, float | None]]:
-    """:func:`record_reported` without a validation for many trials (``steps``: the most each
-    reported), in one statement: each found trial's experiment, steps completed and best
-    validation as stored after it. Every trial was a round trip of its own, and on PostgreSQL
-    those were most of the time a thousand agents' training reports took to store (B13)."""
+    """:func:`record_reported` for many trials (``steps``: the most each reported; ``best``:
+    the best validation each reported, as its value and score, for those that did), in one
+    statement: each found trial's experiment, steps completed and best validation as stored
+    after it. Every trial was a round trip of its own, and on PostgreSQL those were most of the
+    time a thousand agents' reports took to store (B13)."""
     if not steps:
         return {}
+    best = best or {}
     dialect = session.get_bind().dialect.name
     # By id, as every transaction that raises several trials' steps should take their rows
     # (two taking them in opposite orders could deadlock on PostgreSQL).
-    pairs = sorted(steps.items())
+    rows = [(i, n, *best.get(i, (None, None))) for i, n in sorted(steps.items())]
     if dialect == "postgresql":
-        params: dict[str, Any] = {"ids": [i for i, _ in pairs], "steps": [n for _, n in pairs]}
+        ids, counts, values, scores = zip(*rows, strict=True)
+        params: dict[str, Any] = {
+            "ids": list(ids),
+            "steps": list(counts),
+            "values": list(values),
+            "scores": list(scores),
+        }
     else:
-        params = {"pairs": json.dumps(pairs)}
-    found = session.execute(_STEPS_OF_MANY[dialect], params).all()
+        params = {"rows": json.dumps(rows)}
+    found = session.execute(_MARKS_OF_MANY[dialect], params).all()
     out: dict[int, tuple[int, int, float | None]] = {}
     for trial_id, experiment_id, steps_completed, best_validation, best_score in found:
         _refresh(session, trial_id, steps_completed, best_validation, best_score)

@@ -181,6 +181,21 @@ def test_many_trials_steps_are_raised_in_one_statement_and_never_lowered(db: Dat
     assert db.run_sync(lambda s: trials.record_steps(s, {})) == {}
 
 
+def test_many_trials_best_validations_are_kept_in_one_statement_each_only_where_beaten(
+    db: Database,
+) -> None:
+    exp_id = db.run_sync(experiment)
+    first, second, third = db.run_sync(lambda s: [trial(s, exp_id, f"r{i}") for i in range(3)])
+    db.run_sync(lambda s: trials.record_reported(s, first, 20, (-0.5, 0.5)))
+    best = {first: (-0.6, 0.6), second: (0.3, 0.3)}  # first's is worse than its stored one
+    with _statements(db, "UPDATE") as updates:
+        told = db.run_sync(lambda s: trials.record_steps(s, {first: 5, second: 6, third: 7}, best))
+    assert len(updates) == 1
+    assert told == {first: (exp_id, 20, -0.5), second: (exp_id, 6, 0.3), third: (exp_id, 7, None)}
+    told = db.run_sync(lambda s: trials.record_steps(s, {first: 1}, {first: (-0.9, 0.1)}))
+    assert told == {first: (exp_id, 20, -0.9)}
+
+
 def test_the_best_trial_of_each_experiment_is_the_one_best_of_finds(db: Database) -> None:
     # Experiment a: a tie on score goes to the older trial. b: one scored trial. c: none scored.
     scores = {"a": [0.3, 0.1, 0.1], "b": [None, 0.9], "c": [None]}

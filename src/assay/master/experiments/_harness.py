@@ -23,8 +23,8 @@ from assay.db import (
     metrics,
     trials,
 )
-from assay.errors import AssayError, Conflict, Fenced, InvalidRequest, Unauthorized
-from assay.master.experiments._lifecycle import apply_ops, update_progress
+from assay.errors import AssayError, Conflict, Fenced, InvalidRequest, NotFound, Unauthorized
+from assay.master.experiments._lifecycle import apply_ops, update_progress, update_progress_of
 from assay.master.kernel import Caller, Tx, Wake
 from assay.protocol import (
     VALIDATION,
@@ -77,39 +77,87 @@ def check_live(session: Session, caller: Caller) -> None:
         raise fenced(caller.allocation_id)
 
 
-def ingest_training(
-    session: Session, items: list[tuple[Caller, list[MetricReport], float]]
-) -> list[tuple[int, int, float | None] | Fenced]:
-    """:func:`ingest_metrics` of training reports from many trials at once (no validation, so
-    no config is read): each allocation's state read in one statement, every live one's reports
-    stored in another, then every trial's steps in a third. Per item: the trial's numbers as
-    stored after them all (``(-1, 0, None)`` for none), or :class:`Fenced` for an allocation
-    that has ended."""
+def ingest_reports(
+    session: Session,
+    items: list[tuple[Caller, list[MetricReport], float]],
+    passive: Callable[[int], ExperimentConfig | None],
+) -> list[tuple[int, int, float | None] | Fenced | None]:
+    """:func:`ingest_metrics` of reports from many trials at once: each allocation's state read
+    in one statement, the trials with validations and their experiments in one each, every
+    live one's reports stored in another, then every trial's steps and best validation in a
+    last. ``passive(experiment_id)``: the experiment's config if its searcher learns nothing
+    from validations, else None. Per item: the trial's numbers as stored after them all
+    (``(-1, 0, None)`` for none), :class:`Fenced` for an allocation that has ended, or None for
+    validations whose searcher may learn from them (written nothing: they go under the lock)."""
     found = allocations.briefs(session, sorted({c.allocation_id for c, _, _ in items}))
 
     def ended(caller: Caller) -> bool:
         alloc = found.get(caller.allocation_id)
         return alloc is None or alloc.state == AllocationState.TERMINATED
 
-    metrics.insert_runs(
-        session,
-        [(c.trial_id, c.run, reports, now) for c, reports, now in items if not ended(c)],
-    )
+    validating = [c.trial_id for c, reports, _ in items if _validations(reports) and not ended(c)]
+    held = trials.by_ids(session, validating) if validating else {}
+    exps = experiments.by_ids(session, {t.experiment_id for t in held.values()})
+    kept: list[tuple[Caller, list[MetricReport], float]] = []
     steps: dict[int, int] = {}
-    for caller, reports, _ in items:
-        if reports and not ended(caller):
-            most = max(r.steps_completed for r in reports)
-            steps[caller.trial_id] = max(most, steps.get(caller.trial_id, most))
-    stored = trials.record_steps(session, steps)
-    out: list[tuple[int, int, float | None] | Fenced] = []
-    for caller, reports, _ in items:
+    best: dict[int, tuple[float, float]] = {}
+    out: list[tuple[int, int, float | None] | Fenced | None] = []
+    for caller, reports, now in items:
         if ended(caller):
             out.append(fenced(caller.allocation_id))
-        elif not reports:
-            out.append((-1, 0, None))
-        else:
-            out.append(stored.get(caller.trial_id, (-1, 0, None)))
+            continue
+        validations = _validations(reports)
+        if validations:
+            trial = held.get(caller.trial_id)
+            exp = exps.get(trial.experiment_id) if trial is not None else None
+            config = passive(exp.id) if exp is not None else None
+            if exp is None or config is None:
+                out.append(None)
+                continue
+            _, marked = _best_of(validations, config, exp)
+            if marked is not None and (
+                caller.trial_id not in best or marked[1] < best[caller.trial_id][1]
+            ):
+                best[caller.trial_id] = marked
+        kept.append((caller, reports, now))
+        if reports:
+            most = max(r.steps_completed for r in reports)
+            steps[caller.trial_id] = max(most, steps.get(caller.trial_id, most))
+        out.append((-1, 0, None))
+    metrics.insert_runs(session, [(c.trial_id, c.run, reports, now) for c, reports, now in kept])
+    stored = trials.record_steps(session, steps, best)
+    for i, ((caller, reports, _), result) in enumerate(zip(items, out, strict=True)):
+        if reports and isinstance(result, tuple):
+            out[i] = stored.get(caller.trial_id, (-1, 0, None))
     return out
+
+
+def _validations(reports: list[MetricReport]) -> list[MetricReport]:
+    return [r for r in reports if r.group == VALIDATION]
+
+
+def _best_of(
+    validations: list[MetricReport], config: ExperimentConfig, exp: Experiment
+) -> tuple[list[MetricReport], tuple[float, float] | None]:
+    """The validations that carry the searcher's metric, and the best of them as its value and
+    score (the value normalised so smaller is better; None: none ranks the trial)."""
+    metric = config.searcher.metric
+    smaller = config.searcher.smaller_is_better
+    # NNI ranks a trial by its final result alone (its listings sort by it; a trial without
+    # one is not ranked); its intermediate results still reach the searcher and assessors.
+    finals_only = rest.ConfigSource(exp.source).nni
+    relevant = []
+    best: tuple[float, float] | None = None
+    for r in validations:
+        value = r.metrics.get(metric) if metric else None
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            relevant.append(r)
+            if finals_only and not r.final:
+                continue
+            score = float(value) if smaller else -float(value)
+            if best is None or score < best[1]:
+                best = (float(value), score)
+    return relevant, best
 
 
 def check_trial(caller: Caller, trial_id: int | None) -> None:
@@ -150,28 +198,12 @@ def ingest_metrics(
     # Every group counts, training too: a trial that has trained 80,000 batches and not yet
     # validated or checkpointed has not done 0 steps.
     steps = max(r.steps_completed for r in reports)
-    validations = [r for r in reports if r.group == VALIDATION]
+    validations = _validations(reports)
     if not validations:
         return Ingested(trials.record_reported(session, caller.trial_id, steps), [])
     trial = trials.require(session, caller.trial_id)
     exp = experiments.require(session, trial.experiment_id)
-    searcher_cfg = config_of(exp).searcher
-    metric = searcher_cfg.metric
-    smaller = searcher_cfg.smaller_is_better
-    # NNI ranks a trial by its final result alone (its listings sort by it; a trial without
-    # one is not ranked); its intermediate results still reach the searcher and assessors.
-    finals_only = rest.ConfigSource(exp.source).nni
-    relevant = []
-    best: tuple[float, float] | None = None
-    for r in validations:
-        value = r.metrics.get(metric) if metric else None
-        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-            relevant.append(r)
-            if finals_only and not r.final:
-                continue
-            score = float(value) if smaller else -float(value)
-            if best is None or score < best[1]:
-                best = (float(value), score)
+    relevant, best = _best_of(validations, config_of(exp), exp)
     numbers = trials.record_reported(session, trial.id, steps, best)
     return Ingested(numbers, relevant, trial, exp)
 
@@ -239,35 +271,61 @@ def report_checkpoints(
     tx: Tx, items: Sequence[tuple[Caller, CheckpointReport]]
 ) -> list[Checkpoint | AssayError]:
     """Register each checkpoint (a repeat changes nothing): the checkpoint as stored, or the
-    error that refused it before it wrote anything. Each experiment's progress is stored once,
-    after all of them."""
+    error that refused it before it wrote anything. What they all need is read at once (their
+    allocations, checkpoints, trials and experiments, a query each), their trials' steps are
+    raised in one statement, and each experiment's progress stored once, after all of them:
+    registered one by one, each was half a dozen round trips under the master's lock (B13)."""
+    session = tx.session
+    alive = allocations.briefs(session, sorted({c.allocation_id for c, _ in items}))
+    held = trials.by_ids(session, [c.trial_id for c, _ in items])
+    # The checkpoints named, and the ones their trials resume from now: a new one replaces
+    # its trial's latest only if it is further along.
+    known = checkpoints.by_uuid(
+        session,
+        [r.uuid for _, r in items]
+        + [t.latest_checkpoint for t in held.values() if t.latest_checkpoint],
+    )
     out: list[Checkpoint | AssayError] = []
-    touched: dict[int, Experiment] = {}
+    steps: dict[int, int] = {}
+    touched: set[int] = set()
     for caller, report in items:
         try:
-            ckpt, trial = _register(tx, caller, report)
+            ckpt, new = _register(tx, caller, report, alive, held, known)
         except AssayError as exc:
             out.append(exc)
             continue
         out.append(ckpt)
-        if trial is not None and trial.experiment_id not in touched:
-            touched[trial.experiment_id] = experiments.require(tx.session, trial.experiment_id)
+        if new:
+            most = report.steps_completed
+            steps[ckpt.trial_id] = max(most, steps.get(ckpt.trial_id, most))
+            touched.add(ckpt.experiment_id)
+    trials.record_steps(session, steps)
     # Batches trained count towards the experiment's progress (for code that reports no
     # progress of its own); metric reports are stored outside the lock, checkpoints inside.
-    for exp in touched.values():
-        update_progress(tx, exp)
+    update_progress_of(tx, list(experiments.by_ids(session, touched).values()))
     return out
 
 
-def _register(tx: Tx, caller: Caller, report: CheckpointReport) -> tuple[Checkpoint, Trial | None]:
-    """The checkpoint and, when this registered it, its trial; raises before writing."""
+def _register(
+    tx: Tx,
+    caller: Caller,
+    report: CheckpointReport,
+    alive: dict[str, allocations.Brief],
+    held: dict[int, Trial],
+    known: dict[str, Checkpoint],
+) -> tuple[Checkpoint, bool]:
+    """The checkpoint (``known`` holds it after), and whether this registered it; raises before
+    writing. ``alive``, ``held`` and ``known``: the allocations, trials and checkpoints as read
+    for the batch."""
     # A copy the master gave up on never has its checkpoint referenced, so its files stay an
     # orphan the trial's replacement never resumes from.
-    check_live(tx.session, caller)
+    alloc = alive.get(caller.allocation_id)
+    if alloc is None or alloc.state == AllocationState.TERMINATED:
+        raise fenced(caller.allocation_id)
     uuid = report.uuid
     steps = report.steps_completed
     check_checkpoint_uuid(uuid)
-    existing = checkpoints.get(tx.session, uuid)
+    existing = known.get(uuid)
     if existing is not None:
         if existing.trial_id != caller.trial_id:
             # A retried report is harmless; claiming another trial's checkpoint is not.
@@ -275,8 +333,10 @@ def _register(tx: Tx, caller: Caller, report: CheckpointReport) -> tuple[Checkpo
                 f"uuid: checkpoint {uuid} belongs to trial {existing.trial_id}, not to trial "
                 f"{caller.trial_id}; a checkpoint is registered once, by the trial that wrote it"
             )
-        return existing, None
-    trial = trials.require(tx.session, caller.trial_id)
+        return existing, False
+    trial = held.get(caller.trial_id)
+    if trial is None:
+        raise NotFound(f"trial {caller.trial_id} not found")
     ckpt = checkpoints.create(
         tx.session,
         uuid=uuid,
@@ -289,13 +349,11 @@ def _register(tx: Tx, caller: Caller, report: CheckpointReport) -> tuple[Checkpo
         size=report.size,
         reported_at=tx.now,
     )
-    current = (
-        checkpoints.get(tx.session, trial.latest_checkpoint) if trial.latest_checkpoint else None
-    )
+    known[uuid] = ckpt
+    current = known.get(trial.latest_checkpoint) if trial.latest_checkpoint else None
     if current is None or steps >= current.steps_completed or current.trial_id != trial.id:
         trials.set_latest_checkpoint(tx.session, trial, uuid=uuid)
-    trials.record_reported(tx.session, trial.id, steps)
-    return ckpt, trial
+    return ckpt, True
 
 
 def report_early_exit(tx: Tx, caller: Caller, reason: str) -> None:

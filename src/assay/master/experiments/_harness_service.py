@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from assay import rest
-from assay.config import ExperimentConfig
-from assay.db import Experiment, Session, allocations, experiments, trials, users
+from assay.db import Session, allocations, experiments, trials, users
 from assay.errors import AssayError, Fenced, InvalidRequest, Unauthorized
 from assay.master.experiments import _harness as harness
 from assay.master.identity import Actor
 from assay.master.kernel import Caller, Orchestrator, Tx, views
 from assay.protocol import (
-    VALIDATION,
     AllocationState,
     CheckpointReport,
     MetricReport,
@@ -129,23 +127,17 @@ class HarnessService:
             harness.feed_code_driven(tx, ingested)
             return ingested.numbers or (-1, 0, None)
 
-        if any(r.group == VALIDATION for r in reports):
-            # A validation may decide the search (a code-driven searcher's): stored and fed to
-            # the searcher in one transaction, under the lock. One whose searcher learns
-            # nothing from it is stored as training reports are, with the others meanwhile.
-            written = await self.core.record_merged(self._write_passive, (caller, reports, now))
-            if isinstance(written, Fenced):
-                raise written
-            if written is None:
-                written = await self.core.transact(write_and_feed)
-            experiment_id, steps, best = written
-        else:
-            # Training reports decide nothing: written outside the lock, never waiting behind
-            # a scheduling pass, together with every other trial's that came meanwhile.
-            written = await self.core.record_merged(harness.ingest_training, (caller, reports, now))
-            if isinstance(written, Fenced):
-                raise written
-            experiment_id, steps, best = written
+        # Stored outside the lock, never waiting behind a scheduling pass, together with every
+        # other trial's that came meanwhile: training reports decide nothing, nor do
+        # validations whose searcher learns nothing from them. Validations that may decide the
+        # search (a code-driven searcher's) come back None: stored and fed to the searcher in
+        # one transaction, under the lock.
+        written = await self.core.record_merged(self._ingest, (caller, reports, now))
+        if isinstance(written, Fenced):
+            raise written
+        if written is None:
+            written = await self.core.transact(write_and_feed)
+        experiment_id, steps, best = written
         times = [r.time for r in reports if r.time]
         self.core.measures.count_ingested(
             "metrics", len(reports), min(times, default=None), self.core.clock()
@@ -195,25 +187,10 @@ class HarnessService:
             return RelayOutcome(failed.status, failed.to_json()["error"])
         return RelayOutcome(204)
 
-    def _write_passive(
+    def _ingest(
         self, session: Session, items: list[tuple[Caller, list[MetricReport], float]]
     ) -> list[tuple[int, int, float | None] | Fenced | None]:
-        """Validations whose searcher learns nothing from them, stored outside the lock;
-        None for one whose searcher may (or is not loaded): it is stored under the lock."""
-        out: list[tuple[int, int, float | None] | Fenced | None] = []
-        for caller, reports, now in items:
-            trial = trials.get(session, caller.trial_id)
-            config = self.core.searchers.loaded_passive(trial.experiment_id) if trial else None
-            if config is None:
-                out.append(None)
-                continue
-            try:
-                ingested = harness.ingest_metrics(session, caller, reports, now, _always(config))
-            except Fenced as exc:  # checked before anything is written
-                out.append(exc)
-                continue
-            out.append(ingested.numbers or (-1, 0, None))
-        return out
+        return harness.ingest_reports(session, items, self.core.searchers.loaded_passive)
 
     async def report_checkpoint(self, caller: Caller, report: CheckpointReport) -> rest.Checkpoint:
         """Register a checkpoint (a repeat changes nothing); the checkpoint as stored. Those
@@ -268,7 +245,3 @@ def _register_checkpoints(
         r if isinstance(r, AssayError) else views.checkpoint(r)
         for r in harness.report_checkpoints(tx, items)
     ]
-
-
-def _always(config: ExperimentConfig) -> Callable[[Experiment], ExperimentConfig]:
-    return lambda _exp: config

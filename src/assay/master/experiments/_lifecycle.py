@@ -8,6 +8,7 @@ under its lock and act only after the commit."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 
 from assay.db import (
@@ -100,27 +101,48 @@ def update_progress(tx: Tx, exp: Experiment) -> None:
     """Store the experiment's progress: its searcher's, counting what the trials training now
     reported of their operations. The one definition of ``progress`` every view shows (the
     experiment, its list, the searcher-progress answer, the CLI)."""
-    if ExperimentState(exp.state).terminal:
-        return  # its last progress stands (1.0 when it completed); its searcher is gone
-    _store_progress(tx, exp, tx.searchers.searcher(exp))
+    update_progress_of(tx, [exp])
 
 
-def _store_progress(tx: Tx, exp: Experiment, searcher: Searcher) -> None:
+def update_progress_of(tx: Tx, exps: Sequence[Experiment]) -> None:
+    """:func:`update_progress` of each of ``exps``, their training trials read in one query
+    (checkpoints registered together touch an experiment each)."""
+    # An ended experiment's last progress stands (1.0 when it completed); its searcher is gone.
+    live = [e for e in exps if not ExperimentState(e.state).terminal]
+    searchers = {e.id: tx.searchers.searcher(e) for e in live}
+    reported = trials.training_reports_of(
+        tx.session, {e.id: searchers[e.id].training() for e in live}
+    )
+    for exp in live:
+        _store_progress(tx, exp, searchers[exp.id], reported.get(exp.id, []))
+
+
+def _store_progress(
+    tx: Tx,
+    exp: Experiment,
+    searcher: Searcher,
+    reported: Sequence[tuple[str, float, int]] | None = None,
+) -> None:
+    """Store the searcher's progress; ``reported``: its training trials' reports, when read
+    already (:func:`trials.training_reports`)."""
     unit = tx.searchers.config(exp).searcher.plan().unit
+    if reported is None:
+        reported = trials.training_reports(tx.session, exp.id, searcher.training())
     experiments.set_progress(
-        tx.session, exp, searcher.progress(training_shares(tx, exp, searcher, unit))
+        tx.session, exp, searcher.progress(training_shares(searcher, reported, unit))
     )
 
 
-def training_shares(tx: Tx, exp: Experiment, searcher: Searcher, unit: str) -> dict[str, float]:
+def training_shares(
+    searcher: Searcher, reported: Sequence[tuple[str, float, int]], unit: str
+) -> dict[str, float]:
     """Each training trial's share of its current operation: the fraction its code reported
     (``op.report_progress``: units done over the operation's length, or, code-driven, the
     trial's own fraction), or, counted in batches, the batches it trained over the operation's
-    length (for code that reports metrics but not progress), whichever is further."""
+    length (for code that reports metrics but not progress), whichever is further.
+    ``reported``: the training trials' ``(request_id, progress, steps_completed)``."""
     shares: dict[str, float] = {}
-    for request_id, progress, steps in trials.training_reports(
-        tx.session, exp.id, searcher.training()
-    ):
+    for request_id, progress, steps in reported:
         share = progress
         pending = searcher.pending_length(request_id)
         if unit == "batches" and pending:
