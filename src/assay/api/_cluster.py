@@ -14,7 +14,7 @@ from starlette.websockets import WebSocketDisconnected
 from assay import rest
 from assay.api._deps import SIGNED_IN, ActorDep, ContextId, Credentials, MasterDep
 from assay.errors import AssayError, Forbidden
-from assay.master import MASTER_LOG_KEEP, Actor, Master, effective_config
+from assay.master import MASTER_LOG_KEEP, Actor, Inbox, Master, effective_config
 from assay.protocol import Hello, Refusal
 
 log = logging.getLogger(__name__)
@@ -154,6 +154,13 @@ async def agent_socket(ws: WebSocket) -> None:
         return
     agent_id = conn.view.id
     log.info("agent %s connected with %d slots", agent_id, len(conn.view.slots))
+
+    async def failed() -> None:
+        await ws.close(code=1011, reason="the master could not act on a message; reconnect")
+
+    # Read at once, acted on in order by the inbox's task: the socket is read (and its pings
+    # answered) while a message waits for the master's lock.
+    inbox = Inbox(agent_id, lambda msg: gateway.on_message(agent_id, msg), failed)
     try:
         while True:
             text = await ws.receive_text()
@@ -163,12 +170,14 @@ async def agent_socket(ws: WebSocket) -> None:
                 log.warning("agent %s sent a message that is not JSON: %.200r", agent_id, text)
                 continue
             if isinstance(msg, dict):
-                await gateway.on_message(agent_id, msg)
+                inbox.put(msg)
     except (WebSocketDisconnect, WebSocketDisconnected):
         # The second: a send to the agent (an acknowledgement) found it gone, and the next
         # receive is refused on a socket already marked closed. Both are a disconnect.
         pass
     finally:
         log.info("agent %s disconnected", agent_id)
+        # What came before the drop counts (an exit reported just before it).
+        await inbox.drain()
         unlink()
         await gateway.disconnected(conn)

@@ -33,6 +33,14 @@ _BRIEFS = select(Allocation.id, Allocation.state, Allocation.trial_id, Allocatio
 )
 
 
+def by_ids(session: Session, allocation_ids: Sequence[str]) -> dict[str, Allocation]:
+    """The allocations of ``allocation_ids`` that exist, by id, in one query."""
+    wanted = sorted(set(allocation_ids))
+    if not wanted:
+        return {}
+    return {a.id: a for a in session.scalars(select(Allocation).where(Allocation.id.in_(wanted)))}
+
+
 def brief(session: Session, allocation_id: str) -> Brief | None:
     """An allocation's state, trial and preemption reason, read without loading its row (and
     decoding its JSON columns)."""

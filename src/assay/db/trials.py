@@ -47,6 +47,11 @@ _SEQUENCE_NUMBER = (
     .where(Trial.experiment_id == bindparam("experiment_id"), Trial.id < bindparam("trial_id"))
 )
 _BY_IDS = select(Trial).where(Trial.id.in_(bindparam("ids", expanding=True)))
+_EXPERIMENTS_OF = (
+    select(Trial.id, Trial.experiment_id, Experiment.source)
+    .join(Experiment, Trial.experiment_id == Experiment.id)
+    .where(Trial.id.in_(bindparam("ids", expanding=True)))
+)
 _STORED_BY_IDS = _BY_IDS.execution_options(populate_existing=True)
 _TABLE = cast(Table, Trial.__table__)
 _STEPS = bindparam("steps", type_=Integer)
@@ -229,6 +234,18 @@ def _in_order(session: Session, ids: list[int]) -> list[Trial]:
 def by_ids(session: Session, ids: Sequence[int]) -> dict[int, Trial]:
     """The trials of ``ids`` that exist, by id, in one query (a batch of reports from many)."""
     return {t.id: t for t in _by_ids(session, sorted(set(ids)), _BY_IDS)}
+
+
+def experiments_of(session: Session, ids: Sequence[int]) -> dict[int, tuple[int, str]]:
+    """The experiment of each trial of ``ids`` that exists, and that experiment's config source
+    (``rest.ConfigSource``), by trial id: read without loading either row (an experiment's row
+    holds its whole config, which a thousand agents' reports and log lines never need)."""
+    wanted = sorted(set(ids))
+    found: dict[int, tuple[int, str]] = {}
+    for start in range(0, len(wanted), 10_000):
+        rows = session.execute(_EXPERIMENTS_OF, {"ids": wanted[start : start + 10_000]})
+        found.update((int(t), (int(e), str(s))) for t, e, s in rows)
+    return found
 
 
 def as_stored(session: Session, ids: Sequence[int]) -> list[Trial]:

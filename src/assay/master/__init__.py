@@ -9,7 +9,7 @@ re-exported from :mod:`assay.protocol`, where they are defined.
 from __future__ import annotations
 
 from assay.master._master import Backup, Master, database_url
-from assay.master.allocations import AgentGateway
+from assay.master.allocations import AgentGateway, Inbox
 from assay.master.artifacts import CheckpointFiles, CheckpointService, ModelRegistry
 from assay.master.experiments import ExperimentCommands, HarnessService, Submission
 from assay.master.identity import Actor, UserService
@@ -36,6 +36,7 @@ __all__ = [
     "ExperimentState",
     "ExperimentsAsk",
     "HarnessService",
+    "Inbox",
     "LiveMessage",
     "LogBatch",
     "Master",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -33,6 +32,7 @@ from assay.protocol import (
     MetricReport,
     TrialState,
 )
+from tests.unit.db.statements import statements
 
 
 def experiment(session: Session, name: str = "e", config: dict[str, Any] | None = None) -> int:
@@ -173,7 +173,7 @@ def test_many_trials_steps_are_raised_in_one_statement_and_never_lowered(db: Dat
         told = trials.record_steps(session, {first: 5, second: 12, second + 1000: 3})
         return told, held.steps_completed
 
-    with _statements(db, "UPDATE") as updates:
+    with statements(db, "UPDATE") as updates:
         told, held = db.run_sync(report)
     assert len(updates) == 1
     assert told == {first: (exp_id, 20, -0.5), second: (exp_id, 12, None)}
@@ -188,7 +188,7 @@ def test_many_trials_best_validations_are_kept_in_one_statement_each_only_where_
     first, second, third = db.run_sync(lambda s: [trial(s, exp_id, f"r{i}") for i in range(3)])
     db.run_sync(lambda s: trials.record_reported(s, first, 20, (-0.5, 0.5)))
     best = {first: (-0.6, 0.6), second: (0.3, 0.3)}  # first's is worse than its stored one
-    with _statements(db, "UPDATE") as updates:
+    with statements(db, "UPDATE") as updates:
         told = db.run_sync(lambda s: trials.record_steps(s, {first: 5, second: 6, third: 7}, best))
     assert len(updates) == 1
     assert told == {first: (exp_id, 20, -0.5), second: (exp_id, 6, 0.3), third: (exp_id, 7, None)}
@@ -238,6 +238,33 @@ def test_a_repeated_metric_report_is_stored_once_and_nan_survives(db: Database) 
         ("training", {"loss": 1.0}, 5.0),
         ("validation", {"loss": "nan", "per_class": [0.5, "-inf"]}, 9.0),
     ]
+
+
+def test_many_runs_reports_are_stored_in_one_statement_and_a_repeat_among_them_once(
+    db: Database,
+) -> None:
+    exp_id = db.run_sync(experiment)
+    first, second = db.run_sync(lambda s: [trial(s, exp_id, r) for r in ("r1", "r2")])
+    runs = [
+        (
+            first,
+            1,
+            [MetricReport("training", 1, {"loss": 1.0}), MetricReport("training", 2, {})],
+            3.0,
+        ),
+        (second, 1, [MetricReport("validation", 5, {"loss": math.inf})], 4.0),
+        (first, 1, [MetricReport("training", 2, {"loss": 9.0})], 5.0),  # a repeat: not stored
+    ]
+    with statements(db, "INSERT") as inserts:
+        db.run_sync(lambda s: metrics.insert_runs(s, runs))
+    assert len(inserts) == 1
+
+    def stored(trial_id: int) -> list[tuple[str, int, dict[str, Any], float]]:
+        rows = db.run_sync(lambda s: metrics.series(s, trial_id, None))
+        return sorted((m.group, m.steps_completed, m.values, m.reported_at) for m in rows)
+
+    assert stored(first) == [("training", 1, {"loss": 1.0}, 3.0), ("training", 2, {}, 3.0)]
+    assert stored(second) == [("validation", 5, {"loss": "inf"}, 4.0)]
 
 
 def test_a_long_series_read_in_parts_is_the_whole_series_in_order(db: Database) -> None:
@@ -437,25 +464,7 @@ def test_a_deleted_experiments_and_trials_ids_are_never_handed_out_again(db: Dat
 
 def _selects(db: Database) -> contextlib.AbstractContextManager[list[str]]:
     """The SELECT statements run while in it."""
-    return _statements(db, "SELECT")
-
-
-@contextlib.contextmanager
-def _statements(db: Database, verb: str) -> Iterator[list[str]]:
-    """The statements beginning with ``verb`` run while in it."""
-    from sqlalchemy import event
-
-    found: list[str] = []
-
-    def count(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
-        if statement.lstrip().upper().startswith(verb):
-            found.append(statement)
-
-    event.listen(db.engine, "before_cursor_execute", count)
-    try:
-        yield found
-    finally:
-        event.remove(db.engine, "before_cursor_execute", count)
+    return statements(db, "SELECT")
 
 
 def test_a_changed_experiment_is_told_as_left_without_reading_it_again(db: Database) -> None:

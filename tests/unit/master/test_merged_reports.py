@@ -4,8 +4,8 @@ Metric reports (``ingest_reports``): every trial's steps are raised once, to the
 its batches reported, and its best validation to the best of them; each batch is answered with
 its trial's numbers as stored after them all; a batch of an ended allocation is fenced off, one
 without reports changes nothing, and validations a searcher may learn from are left for the
-lock. Checkpoints (``report_checkpoints``): each registered as it would be alone, in a number
-of statements that does not grow with the batch."""
+lock. Checkpoints (``report_checkpoints``) and agents' starts (``allocations_started``): each
+recorded as it would be alone, in a number of statements that does not grow with the batch."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ import dataclasses
 
 import pytest
 
-from assay.db import checkpoints, experiments, metrics, trials
+from assay.db import Session, allocations, checkpoints, experiments, metrics, trials
 from assay.errors import Conflict, Fenced, InvalidRequest
 from assay.master import Caller, Master
 from assay.master.experiments import _harness as harness
-from assay.protocol import CheckpointReport, MetricReport
-from tests.unit.db.test_repositories import _statements
+from assay.master.experiments._lifecycle import allocations_started
+from assay.protocol import AllocationState, CheckpointReport, MetricReport
+from tests.unit.db.statements import statements
 from tests.unit.master.support import run
 from tests.unit.master.test_answers import connect, first_trial_running, two_trials
 
@@ -143,7 +144,7 @@ def test_a_batch_of_checkpoints_costs_the_same_statements_however_many_it_holds(
     first, second = _two_running(master, context)
 
     def register(items: list[tuple[Caller, CheckpointReport]]) -> int:
-        with _statements(master.db, verb) as seen:
+        with statements(master.db, verb) as seen:
             run(master.core.transact(harness.report_checkpoints, items))
         return len(seen)
 
@@ -153,3 +154,33 @@ def test_a_batch_of_checkpoints_costs_the_same_statements_however_many_it_holds(
         + [(second, _checkpoint(UUIDS[i], 2 + i)) for i in (5, 6, 7)]
     )
     assert six == two
+
+
+def test_starts_heard_together_are_recorded_with_a_query_per_kind_of_row(
+    master: Master, context: bytes
+) -> None:
+    first, second = _two_running(master, context)
+    heard = [
+        (first.allocation_id, "another-agent"),  # not on it: not heard
+        (first.allocation_id, "a1"),
+        (second.allocation_id, "a1"),
+        (second.allocation_id, "a1"),  # a repeat changes nothing
+    ]
+    with statements(master.db, "SELECT") as seen:
+        run(master.core.transact(allocations_started, heard))
+    # The allocations, their trials, their experiment; then, as every transaction does, the
+    # trials it changed as stored, for live viewers.
+    assert len(seen) == 4
+
+    def read(session: Session) -> tuple[list[str], list[float | None], float | None]:
+        held = allocations.by_ids(session, [first.allocation_id, second.allocation_id])
+        runs = trials.by_ids(session, [first.trial_id, second.trial_id])
+        return (
+            [str(a.state) for a in held.values()],
+            [t.started_at for t in runs.values()],
+            experiments.require(session, 1).started_at,
+        )
+
+    states, trials_started, experiment_started = master.db.run_sync(read)
+    assert states == [AllocationState.RUNNING.value] * 2
+    assert None not in trials_started and experiment_started is not None

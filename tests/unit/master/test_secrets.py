@@ -11,10 +11,11 @@ import yaml
 
 from assay import rest
 from assay.config import MASK
-from assay.db import Database
+from assay.db import Database, trials
 from assay.master import Master, Submission
 from assay.master.experiments._secrets import LogMasker
 from assay.protocol import LogEntry
+from tests.unit.db.statements import statements
 from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import Recorder, run
 
@@ -161,3 +162,29 @@ def test_log_masker_reads_each_trials_secrets_once(
     assert master.db.run_sync(lambda s: masker.masked(s, [other])) == [other]
     assert empty.run_sync(lambda s: masker.masked(s, [line])) == [line]
     empty.dispose()
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_log_masker_reads_an_experiments_config_once_for_all_its_trials(
+    master: Master, context: bytes
+) -> None:
+    searcher = "searcher: {name: random, metric: loss, max_trials: 3, max_length: {batches: 10}}"
+    text = CONFIG.replace(
+        "searcher: {name: single, metric: loss, max_length: {batches: 10}}", searcher
+    )
+    exp = run(master.experiments.create(ADMIN, Submission(text, context)))
+    ids = master.db.run_sync(lambda s: [t.id for t in trials.of_experiment(s, exp.id)])
+    assert len(ids) == 3
+    masker = LogMasker()
+
+    def line(trial_id: int) -> LogEntry:
+        return LogEntry(allocation_id="x", trial_id=trial_id, line=f"a {TOKEN}")
+
+    with statements(master.db, "SELECT") as seen:
+        masked = master.db.run_sync(lambda s: masker.masked(s, [line(ids[0]), line(ids[1])]))
+    assert [e.line for e in masked] == [f"a {MASK}"] * 2
+    assert len(seen) == 2, "which experiment each trial is of, then that experiment, at once"
+    with statements(master.db, "SELECT") as seen:
+        (third,) = master.db.run_sync(lambda s: masker.masked(s, [line(ids[2])]))
+    assert third.line == f"a {MASK}"
+    assert len(seen) == 1 and "config" not in seen[0], "the experiment's pattern is kept"

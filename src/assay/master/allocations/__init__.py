@@ -8,6 +8,7 @@ from __future__ import annotations
 from assay.master.allocations._autoscaler import Autoscaler
 from assay.master.allocations._drain import ClusterDrain
 from assay.master.allocations._gateway import SETTLE_LIMITS, AgentGateway
+from assay.master.allocations._inbox import Inbox
 from assay.master.allocations._loops import Loops
 from assay.master.allocations._pools import ResourcePools
 
@@ -16,6 +17,7 @@ __all__ = [
     "AgentGateway",
     "Autoscaler",
     "ClusterDrain",
+    "Inbox",
     "Loops",
     "ResourcePools",
 ]

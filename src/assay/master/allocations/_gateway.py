@@ -25,6 +25,7 @@ from assay.files import write_private
 from assay.master.experiments import HarnessService
 from assay.master.kernel import (
     AgentConnection,
+    AgentStarted,
     AllocationKind,
     Held,
     Orchestrator,
@@ -249,8 +250,11 @@ class AgentGateway:
                 continue
             if h.allocation_id in running:
                 if not h.started:
-                    # Its "started" was lost with the old connection.
-                    await self.core.transact(kind.started, h.allocation_id, agent_id)
+                    # Its "started" was lost with the old connection: recorded with the other
+                    # starts heard meanwhile.
+                    await self.core.transact_merged(
+                        self._started_many, AgentStarted(h.allocation_id, agent_id)
+                    )
                 if h.kill_due:
                     await conn.send(Kill(h.allocation_id))
                 elif h.preempt:  # its trial watches through this agent, which may not know
@@ -289,7 +293,7 @@ class AgentGateway:
         if isinstance(msg, Started):
             # With every other agent's starts meanwhile: a pass starts hundreds at once.
             await self.core.transact_merged(
-                self._started_many, (msg.allocation_id, agent_id, msg.address)
+                self._started_many, AgentStarted(msg.allocation_id, agent_id, msg.address)
             )
         elif isinstance(msg, Exited):
             mark("master-exit-received", msg.allocation_id)
@@ -333,15 +337,13 @@ class AgentGateway:
             except Exception as again:
                 log.warning("allocation %s's last lines are lost: %s", msg.allocation_id, again)
 
-    def _started_many(self, tx: Tx, items: list[tuple[str, str, str]]) -> list[None]:
-        for allocation_id, agent_id, address in items:
-            self._started(tx, allocation_id, agent_id, address)
-        return [None] * len(items)
-
-    def _started(self, tx: Tx, allocation_id: str, agent_id: str, address: str) -> None:
-        kind = kind_of(self.kinds, tx.session, allocation_id)
-        if kind is not None:
-            kind.started(tx, allocation_id, agent_id, address)
+    def _started_many(self, tx: Tx, starts: list[AgentStarted]) -> list[None]:
+        kinds = kinds_of(self.kinds, tx.session, [s.allocation_id for s in starts])
+        for kind in self.kinds:
+            mine = [s for s in starts if kinds.get(s.allocation_id) is kind]
+            if mine:
+                kind.started(tx, mine)
+        return [None] * len(starts)
 
     def _exited(self, tx: Tx, agent_id: str, msg: Exited) -> None:
         """The agent's report of an allocation's exit, its last lines stored first (the pass

@@ -24,11 +24,12 @@ from assay.db import (
     trials,
 )
 from assay.master.experiments import _gang as gang
-from assay.master.experiments._lifecycle import allocation_started, needs_kill, request_preemption
+from assay.master.experiments._lifecycle import allocations_started, needs_kill, request_preemption
 from assay.master.experiments._secrets import LogMasker
 from assay.master.experiments._transitions import CLUSTER_STOPPED
 from assay.master.experiments._trial_env import trial_env
 from assay.master.kernel import (
+    AgentStarted,
     AgentView,
     Held,
     Placement,
@@ -83,9 +84,9 @@ class TrialAllocations:
     def live(self, session: Session) -> list[Held]:
         return [_held(a) for a in allocations.live_briefly(session)]
 
-    def started(self, tx: Tx, allocation_id: str, agent_id: str, address: str = "") -> None:
+    def started(self, tx: Tx, starts: Sequence[AgentStarted]) -> None:
         # A trial's ranks find each other by the gang's names, not by the address.
-        allocation_started(tx, allocation_id, agent_id)
+        allocations_started(tx, [(s.allocation_id, s.agent_id) for s in starts])
 
     def exit_is_new(self, session: Session, agent_id: str, allocation_id: str) -> bool:
         return gang.exit_is_new(session, agent_id, allocation_id)

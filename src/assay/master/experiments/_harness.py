@@ -96,8 +96,8 @@ def ingest_reports(
         return alloc is None or alloc.state == AllocationState.TERMINATED
 
     validating = [c.trial_id for c, reports, _ in items if _validations(reports) and not ended(c)]
-    held = trials.by_ids(session, validating) if validating else {}
-    exps = experiments.by_ids(session, {t.experiment_id for t in held.values()})
+    # Their experiments' ids and sources, not their rows: an experiment's row holds its config.
+    held = trials.experiments_of(session, validating) if validating else {}
     kept: list[tuple[Caller, list[MetricReport], float]] = []
     steps: dict[int, int] = {}
     best: dict[int, tuple[float, float]] = {}
@@ -108,13 +108,12 @@ def ingest_reports(
             continue
         validations = _validations(reports)
         if validations:
-            trial = held.get(caller.trial_id)
-            exp = exps.get(trial.experiment_id) if trial is not None else None
-            config = passive(exp.id) if exp is not None else None
-            if exp is None or config is None:
+            of = held.get(caller.trial_id)
+            config = passive(of[0]) if of is not None else None
+            if of is None or config is None:
                 out.append(None)
                 continue
-            _, marked = _best_of(validations, config, exp)
+            _, marked = _best_of(validations, config, of[1])
             if marked is not None and (
                 caller.trial_id not in best or marked[1] < best[caller.trial_id][1]
             ):
@@ -137,15 +136,16 @@ def _validations(reports: list[MetricReport]) -> list[MetricReport]:
 
 
 def _best_of(
-    validations: list[MetricReport], config: ExperimentConfig, exp: Experiment
+    validations: list[MetricReport], config: ExperimentConfig, source: str
 ) -> tuple[list[MetricReport], tuple[float, float] | None]:
     """The validations that carry the searcher's metric, and the best of them as its value and
-    score (the value normalised so smaller is better; None: none ranks the trial)."""
+    score (the value normalised so smaller is better; None: none ranks the trial). ``source``:
+    the experiment's config source."""
     metric = config.searcher.metric
     smaller = config.searcher.smaller_is_better
     # NNI ranks a trial by its final result alone (its listings sort by it; a trial without
     # one is not ranked); its intermediate results still reach the searcher and assessors.
-    finals_only = rest.ConfigSource(exp.source).nni
+    finals_only = rest.ConfigSource(source).nni
     relevant = []
     best: tuple[float, float] | None = None
     for r in validations:
@@ -203,7 +203,7 @@ def ingest_metrics(
         return Ingested(trials.record_reported(session, caller.trial_id, steps), [])
     trial = trials.require(session, caller.trial_id)
     exp = experiments.require(session, trial.experiment_id)
-    relevant, best = _best_of(validations, config_of(exp), exp)
+    relevant, best = _best_of(validations, config_of(exp), exp.source)
     numbers = trials.record_reported(session, trial.id, steps, best)
     return Ingested(numbers, relevant, trial, exp)
 

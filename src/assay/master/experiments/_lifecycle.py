@@ -390,20 +390,32 @@ def kill_allocation(tx: Tx, alloc: Allocation) -> None:
         tx.act(KillAllocation(agent_id, alloc.id))
 
 
-def allocation_started(tx: Tx, allocation_id: str, agent_id: str) -> None:
-    alloc = allocations.get(tx.session, allocation_id)
-    if (
-        alloc is not None
-        and alloc.state == AllocationState.ASSIGNED
-        and agent_id in (alloc.slots or {})
-    ):
-        allocations.mark_started(tx.session, alloc, at=tx.now)
-        trial = trials.require(tx.session, alloc.trial_id)
-        if trial.started_at is None:
-            trials.mark_started(tx.session, trial, at=tx.now)
-            exp = experiments.require(tx.session, trial.experiment_id)
-            if exp.started_at is None:
-                experiments.mark_started(tx.session, exp, at=tx.now)
+def allocations_started(tx: Tx, starts: Sequence[tuple[str, str]]) -> None:
+    """Agents say allocations run (``(allocation_id, agent_id)`` each, in the order they said
+    it): each one assigned to that agent is marked running, and its trial and experiment
+    started if they had not. The rows are read at once, a query each: one start at a time was
+    the largest of the master's locked work at 1,000 agents (B13)."""
+    session = tx.session
+    held = allocations.by_ids(session, [a for a, _ in starts])
+    runs = trials.by_ids(session, [a.trial_id for a in held.values()])
+    unstarted = [t.experiment_id for t in runs.values() if t.started_at is None]
+    exps = experiments.by_ids(session, unstarted)
+    for allocation_id, agent_id in starts:
+        alloc = held.get(allocation_id)
+        # An allocation's first agent to say it runs marks it running (a gang's others find
+        # it so); an agent it is not on is not heard.
+        if alloc is None or alloc.state != AllocationState.ASSIGNED:
+            continue
+        if agent_id not in (alloc.slots or {}):
+            continue
+        allocations.mark_started(session, alloc, at=tx.now)
+        trial = runs.get(alloc.trial_id)
+        if trial is None or trial.started_at is not None:
+            continue
+        trials.mark_started(session, trial, at=tx.now)
+        exp = exps.get(trial.experiment_id)
+        if exp is not None and exp.started_at is None:
+            experiments.mark_started(session, exp, at=tx.now)
 
 
 def allocation_exited(tx: Tx, allocation_id: str, exit_code: int | None, reason: str) -> None:

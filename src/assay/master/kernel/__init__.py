@@ -27,6 +27,7 @@ from assay.master.kernel._containers import (
 )
 from assay.master.kernel._events import Message, Scope
 from assay.master.kernel._kinds import (
+    AgentStarted,
     AllocationKind,
     Held,
     KindPass,
@@ -62,6 +63,7 @@ __all__ = [
     "TEXT_FORMAT",
     "AgentConnection",
     "AgentHub",
+    "AgentStarted",
     "AgentView",
     "AllocationEnded",
     "AllocationKind",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from assay.db import Session, owners
 from assay.master.kernel._agents import AgentView
@@ -22,6 +22,15 @@ from assay.scheduler import Request, Running
 
 Placement = Mapping[str, Sequence[str]]
 """Slot ids by agent id: where the scheduler put a request (one entry per node)."""
+
+
+class AgentStarted(NamedTuple):
+    """An agent's word that an allocation's process runs."""
+
+    allocation_id: str
+    agent_id: str
+    address: str = ""
+    """Where it runs when that is not the agent's own address (a Kubernetes pod's)."""
 
 
 @dataclass(frozen=True)
@@ -107,9 +116,10 @@ class AllocationKind(Protocol):
         """Its live allocations."""
         ...
 
-    def started(self, tx: Tx, allocation_id: str, agent_id: str, address: str = "") -> None:
-        """The agent says the allocation's process runs (at ``address`` where that is not the
-        agent's own: a Kubernetes pod's)."""
+    def started(self, tx: Tx, starts: Sequence[AgentStarted]) -> None:
+        """The agents say these allocations' processes run, in the order they said it: every
+        start of this kind heard while the master's lock was held comes in one call (a pass
+        starts hundreds at once)."""
         ...
 
     def exit_is_new(self, session: Session, agent_id: str, allocation_id: str) -> bool:

@@ -11,7 +11,15 @@ from typing import Any
 
 from assay.config import MASK, JobSpec, job_secret_values, secret_pattern
 from assay.db import Job, Session, Task, TaskInstance, logs, tasks
-from assay.master.kernel import AgentView, Held, Placement, PoolWork, Tx, request_label
+from assay.master.kernel import (
+    AgentStarted,
+    AgentView,
+    Held,
+    Placement,
+    PoolWork,
+    Tx,
+    request_label,
+)
 from assay.master.queue import job_view
 from assay.master.tasks import _lifecycle as life
 from assay.master.tasks._rules import PORT_BASE
@@ -43,8 +51,9 @@ class TaskAllocations:
     def live(self, session: Session) -> list[Held]:
         return [_held(i) for i, _, _ in tasks.live_instances(session) if i.allocation_id]
 
-    def started(self, tx: Tx, allocation_id: str, agent_id: str, address: str = "") -> None:
-        life.instance_started(tx, allocation_id, agent_id, address)
+    def started(self, tx: Tx, starts: Sequence[AgentStarted]) -> None:
+        for allocation_id, agent_id, address in starts:
+            life.instance_started(tx, allocation_id, agent_id, address)
 
     def exit_is_new(self, session: Session, agent_id: str, allocation_id: str) -> bool:
         return life.instance_exit_is_new(session, agent_id, allocation_id)

@@ -1,0 +1,109 @@
+"""An agent's WebSocket is read while its messages wait for the master's lock: its pings are
+answered, and the messages are acted on, in order, once the lock is free. A real master served
+by uvicorn on loopback, a real WebSocket client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from websockets.asyncio.client import ClientConnection, connect
+
+from assay.api import create_app
+from assay.config import MasterConfig
+from assay.db import Database, sqlite_url
+from assay.master import Inbox, Master
+
+TOKEN = "an-agent-token-for-this-test"
+
+
+async def _served(master: Master, scenario: Any) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(master), log_level="warning"))
+    serving = asyncio.create_task(server.serve(sockets=[listener]))
+    try:
+        while not server.started:
+            await asyncio.sleep(0.05)
+        await scenario(f"ws://127.0.0.1:{port}/api/v1/agents/ws")
+    finally:
+        server.should_exit = True
+        await serving
+        listener.close()
+
+
+async def _joined(url: str) -> ClientConnection:
+    ws = await connect(url, ping_interval=None)
+    hello = {"type": "hello", "agent_id": "a1", "token": TOKEN, "slots": [{"id": "0"}]}
+    await ws.send(json.dumps(hello))
+    welcome = json.loads(await ws.recv())
+    assert welcome["type"] == "welcome", welcome
+    return ws
+
+
+def test_an_agents_pings_are_answered_while_its_exit_waits_for_the_lock(tmp_path: Path) -> None:
+    db = Database(sqlite_url(tmp_path / "assay.db"))
+    master = Master(MasterConfig(agent_token=TOKEN), db, tmp_path)
+
+    async def scenario(url: str) -> None:
+        ws = await _joined(url)
+        try:
+            async with master.core.lock:  # every transaction waits, the exits' too
+                # Apart, as a busy agent's messages come: the server reads a message only once
+                # the one before it was taken, so a second one left untaken stops its reading.
+                for allocation_id in ("gone-1", "gone-2"):
+                    exited = {"type": "exited", "allocation_id": allocation_id, "exit_code": 0}
+                    await ws.send(json.dumps(exited))
+                    await asyncio.sleep(0.3)
+                pong = await ws.ping()
+                await asyncio.wait_for(pong, timeout=10)
+                # Not acted on yet: no acknowledgement while the lock is held.
+                with pytest.raises(TimeoutError):
+                    await asyncio.wait_for(ws.recv(), timeout=0.5)
+            # The lock is free: both exits are acted on, in the order they came.
+            acks = [json.loads(await asyncio.wait_for(ws.recv(), 10)) for _ in range(2)]
+            assert acks == [
+                {"type": "ack_exit", "allocation_id": "gone-1"},
+                {"type": "ack_exit", "allocation_id": "gone-2"},
+            ]
+        finally:
+            await ws.close()
+
+    try:
+        asyncio.run(_served(master, scenario))
+    finally:
+        db.dispose()
+
+
+def test_an_inbox_acts_in_order_and_after_a_failure_drops_the_rest_and_says_so() -> None:
+    async def scenario() -> tuple[list[str], list[str]]:
+        acted: list[str] = []
+        failures: list[str] = []
+        gate = asyncio.Event()
+
+        async def act(message: dict[str, Any]) -> None:
+            if message["n"] == "first":
+                await gate.wait()
+            if message["n"] == "bad":
+                raise RuntimeError("a bug")
+            acted.append(message["n"])
+
+        async def failed() -> None:
+            failures.append("closed")
+
+        inbox = Inbox("a1", act, failed)
+        for n in ("first", "second", "bad", "never"):
+            inbox.put({"n": n})  # none waits for the first, held at the gate
+        await asyncio.sleep(0.05)
+        assert acted == []
+        gate.set()
+        await inbox.drain()
+        return acted, failures
+
+    assert asyncio.run(scenario()) == (["first", "second"], ["closed"])
