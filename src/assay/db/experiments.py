@@ -181,11 +181,17 @@ def of_job(session: Session, job_id: str) -> Sequence[Experiment]:
     return session.scalars(select(Experiment).where(Experiment.job_id == job_id)).all()
 
 
-def live(session: Session) -> Sequence[Experiment]:
-    """Experiments that have not ended (active, paused or stopping)."""
-    return session.scalars(
-        select(Experiment).where(Experiment.state.not_in(TERMINAL_EXPERIMENT_STATES))
-    ).all()
+def live_states(session: Session) -> list[tuple[int, str]]:
+    """``(id, state)`` of each experiment that has not ended, read without loading the rows
+    (a row holds its whole config: a check every second of every live experiment decoded them
+    all)."""
+    rows = session.execute(_LIVE_STATES).all()
+    return [(int(i), str(s)) for i, s in rows]
+
+
+_LIVE_STATES = select(Experiment.id, Experiment.state).where(
+    Experiment.state.not_in(TERMINAL_EXPERIMENT_STATES)
+)
 
 
 def delete(session: Session, experiment_id: int) -> None:

@@ -12,6 +12,7 @@ from assay.config import MasterConfig
 from assay.db import Allocation, Database, Experiment, notes
 from assay.master import Master, Submission, TrialsAsk
 from assay.master.experiments._time_limits import enforce_time_limits
+from tests.unit.db.statements import statements
 from tests.unit.master.conftest import ADMIN
 from tests.unit.master.support import Clock, run
 from tests.unit.master.test_handlers import connect_agent
@@ -133,3 +134,21 @@ def test_out_of_time_the_running_trial_is_asked_to_stop_and_nothing_new_starts(
     exp = experiment(master, exp_id)
     assert exp.state == "COMPLETED"
     assert [t.state for t in run(master.reads.trials(TrialsAsk(exp_id))).trials] == ["COMPLETED"]
+
+
+def test_the_check_reads_no_experiment_whole_when_none_has_a_limit(
+    db_url: str, tmp_path: Path, context: bytes
+) -> None:
+    """It runs every second under the lock: a large cluster's live experiments are checked by
+    their ids, states and the configs their loaded searchers hold."""
+    db = Database(db_url)
+    master = master_on(db, tmp_path / "home", Clock())
+    for _ in range(3):
+        run(master.experiments.create(ADMIN, Submission(config(), context)))
+    limited = run(master.experiments.create(ADMIN, Submission(config(max_duration="1h"), context)))
+    with statements(db, "SELECT") as seen:
+        enforce(master)
+    whole = [s for s in seen if "experiments.config" in s]
+    assert len(whole) == 1, "only the experiment with a limit is read whole"
+    assert experiment(master, limited.id).active_since is not None
+    db.dispose()

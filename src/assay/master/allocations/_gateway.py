@@ -320,7 +320,9 @@ class AgentGateway:
 
     async def _on_exit(self, agent_id: str, msg: Exited) -> None:
         try:
-            await self.core.transact(self._exited, agent_id, msg, schedule=True)
+            # With every other agent's exits meanwhile, and one scheduling pass for them all:
+            # a large cluster's trials end by the dozen each second.
+            await self.core.transact_merged(self._exited_many, (agent_id, msg), schedule=True)
         except Exception as exc:
             if not msg.logs:
                 raise
@@ -344,6 +346,11 @@ class AgentGateway:
             if mine:
                 kind.started(tx, mine)
         return [None] * len(starts)
+
+    def _exited_many(self, tx: Tx, items: list[tuple[str, Exited]]) -> list[None]:
+        for agent_id, msg in items:
+            self._exited(tx, agent_id, msg)
+        return [None] * len(items)
 
     def _exited(self, tx: Tx, agent_id: str, msg: Exited) -> None:
         """The agent's report of an allocation's exit, its last lines stored first (the pass

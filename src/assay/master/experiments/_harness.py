@@ -83,12 +83,13 @@ def ingest_reports(
     passive: Callable[[int], ExperimentConfig | None],
 ) -> list[tuple[int, int, float | None] | Fenced | None]:
     """:func:`ingest_metrics` of reports from many trials at once: each allocation's state read
-    in one statement, the trials with validations and their experiments in one each, every
-    live one's reports stored in another, then every trial's steps and best validation in a
-    last. ``passive(experiment_id)``: the experiment's config if its searcher learns nothing
-    from validations, else None. Per item: the trial's numbers as stored after them all
-    (``(-1, 0, None)`` for none), :class:`Fenced` for an allocation that has ended, or None for
-    validations whose searcher may learn from them (written nothing: they go under the lock)."""
+    in one statement, the experiment and config source of the trials that validated in
+    another, every live one's reports stored in a third, then every trial's steps and best
+    validation in a last. ``passive(experiment_id)``: the experiment's config if its searcher
+    learns nothing from validations, else None. Per item: the trial's numbers as stored after
+    them all (``(-1, 0, None)`` for none), :class:`Fenced` for an allocation that has ended, or
+    None for validations whose searcher may learn from them (written nothing: they go under the
+    lock)."""
     found = allocations.briefs(session, sorted({c.allocation_id for c, _, _ in items}))
 
     def ended(caller: Caller) -> bool:

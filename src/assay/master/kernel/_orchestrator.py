@@ -152,23 +152,30 @@ class Orchestrator:
         return result, actions
 
     async def transact_merged(
-        self, handler_many: Callable[[Tx, list[I]], Sequence[R | Exception]], item: I
+        self,
+        handler_many: Callable[[Tx, list[I]], Sequence[R | Exception]],
+        item: I,
+        *,
+        schedule: bool = False,
     ) -> R:
         """:meth:`transact` for handlers of one kind asked for at once (checkpoints registered
         by thousands of trials): every item asked for while the lock is held goes into one
         call of ``handler_many(tx, items)``, in one transaction, where each would have waited
         for the lock and committed alone. A result that is an exception is raised to its
         item's caller alone (refused before it wrote anything); should the call itself raise,
-        each item is tried again alone."""
+        each item is tried again alone. ``schedule``: as :meth:`transact`'s, one pass for the
+        whole call (agents' exits: each ran a pass of its own)."""
         done: asyncio.Future[R] = asyncio.get_running_loop().create_future()
         waiting = self._merging.setdefault(handler_many, [])
         waiting.append((item, done))
         if len(waiting) == 1:
             # The first asks for the lock; those who come while it waits ride along.
-            self.background(self._merged_round(handler_many))
+            self.background(self._merged_round(handler_many, schedule))
         return await done
 
-    async def _merged_round(self, handler_many: Callable[[Tx, list[Any]], Sequence[Any]]) -> None:
+    async def _merged_round(
+        self, handler_many: Callable[[Tx, list[Any]], Sequence[Any]], schedule: bool
+    ) -> None:
         async with self.lock:
             # Taken once the lock is held: the items asked for while it was waited for, at most
             # MERGED_MAX; the rest wait their turn behind whoever else waits for the lock (a
@@ -178,11 +185,11 @@ class Orchestrator:
             batch, rest = waiting[:MERGED_MAX], waiting[MERGED_MAX:]
             if rest:
                 self._merging[handler_many] = rest
-                self.background(self._merged_round(handler_many))
+                self.background(self._merged_round(handler_many, schedule))
             items = [i for i, _ in batch]
             failed = False
             try:
-                results, actions = await self._locked(_every, (handler_many, items), False)
+                results, actions = await self._locked(_every, (handler_many, items), schedule)
             except Exception as exc:
                 results, actions, failed = [exc] * len(batch), [], True
         await self._perform(actions)
@@ -191,7 +198,7 @@ class Orchestrator:
             results = []
             for item in items:
                 try:
-                    results += await self.transact(_every, handler_many, [item])
+                    results += await self.transact(_every, handler_many, [item], schedule=schedule)
                 except Exception as exc:
                     results.append(exc)
         for (_, done), result in zip(batch, results, strict=True):

@@ -63,6 +63,12 @@ class SearcherCache:
     def searcher(self, exp: Experiment) -> Searcher:
         return self._entry(exp).searcher
 
+    def loaded_config(self, experiment_id: int) -> ExperimentConfig | None:
+        """The experiment's config if its searcher is loaded, read without its row (None: not
+        loaded; :meth:`config` of its row loads it)."""
+        entry = self._entries.get(experiment_id)
+        return None if entry is None else entry.config
+
     def loaded_passive(self, experiment_id: int) -> ExperimentConfig | None:
         """The experiment's config if its searcher is loaded and learns nothing from
         validations (not code-driven), read without building anything: so a validation of it
