@@ -160,7 +160,7 @@ async def agent_socket(ws: WebSocket) -> None:
 
     # Read at once, acted on in order by the inbox's task: the socket is read (and its pings
     # answered) while a message waits for the master's lock.
-    inbox = Inbox(agent_id, lambda msg: gateway.on_message(agent_id, msg), failed)
+    inbox = Inbox(agent_id, lambda msgs: gateway.on_messages(agent_id, msgs), failed)
     try:
         while True:
             text = await ws.receive_text()

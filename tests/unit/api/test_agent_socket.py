@@ -81,29 +81,36 @@ def test_an_agents_pings_are_answered_while_its_exit_waits_for_the_lock(tmp_path
         db.dispose()
 
 
-def test_an_inbox_acts_in_order_and_after_a_failure_drops_the_rest_and_says_so() -> None:
+def test_an_inbox_acts_in_order_on_what_came_meanwhile_together_and_stops_at_a_failure() -> None:
     async def scenario() -> tuple[list[str], list[str]]:
         acted: list[str] = []
+        taken: list[int] = []
         failures: list[str] = []
         gate = asyncio.Event()
 
-        async def act(message: dict[str, Any]) -> None:
-            if message["n"] == "first":
-                await gate.wait()
-            if message["n"] == "bad":
-                raise RuntimeError("a bug")
-            acted.append(message["n"])
+        async def act(messages: list[dict[str, Any]]) -> None:
+            taken.append(len(messages))
+            for message in messages:
+                if message["n"] == "first":
+                    await gate.wait()
+                if message["n"] == "bad":
+                    raise RuntimeError("a bug")
+                acted.append(message["n"])
 
         async def failed() -> None:
             failures.append("closed")
 
         inbox = Inbox("a1", act, failed)
-        for n in ("first", "second", "bad", "never"):
+        inbox.put({"n": "first"})
+        await asyncio.sleep(0.05)
+        for n in ("second", "bad", "never"):
             inbox.put({"n": n})  # none waits for the first, held at the gate
         await asyncio.sleep(0.05)
         assert acted == []
         gate.set()
         await inbox.drain()
+        # The three that came while the first was acted on are given together.
+        assert taken == [1, 3]
         return acted, failures
 
     assert asyncio.run(scenario()) == (["first", "second"], ["closed"])

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from assay import rest
 from assay.errors import Fenced, Unauthorized
 from assay.master import Caller, Master, Submission
 from assay.master.kernel import _callers as callers_module
@@ -156,3 +157,35 @@ def test_a_restarted_masters_relayed_backlog_reads_its_tokens_once(
     assert [o.status for o in outcomes] == [204] * 5 + [401]
     # One read for the message's unknown tokens, one more for the token none holds.
     assert len(reads) == 2
+
+
+def test_a_relayed_messages_batches_are_each_answered_in_order_and_told_in_one_event(
+    master: Master, context: bytes
+) -> None:
+    _, start = started(master, context)
+    token, trial_id = start["env"]["ASSAY_TOKEN"], start["trial_id"]
+    published: list[rest.EventBatch] = []
+    publish = master.core.events.publish
+
+    def spy(batch: rest.EventBatch) -> None:
+        published.append(batch)
+        publish(batch)
+
+    master.core.events.publish = spy  # type: ignore[method-assign]
+    report = {"group": "training", "steps_completed": 1, "metrics": {"loss": 0.5}}
+    checkpoint = {"uuid": "00000000-0000-4000-8000-000000000001", "steps_completed": 1}
+    batches = [
+        RelayedBatch(token, trial_id, [report]),
+        RelayedBatch(token, trial_id + 99, [report]),  # another trial's: refused
+        RelayedBatch(token, trial_id, [dict(report, steps_completed="two")]),  # not valid
+        RelayedBatch("not-a-token", trial_id, [report]),
+        RelayedBatch(token, trial_id, [], checkpoint=checkpoint),
+        RelayedBatch(token, trial_id, [dict(report, steps_completed=2)]),
+    ]
+    outcomes = run(master.harness.relayed(batches))
+    assert [o.status for o in outcomes] == [204, 401, 400, 401, 204, 204]
+    assert "steps_completed" in str(outcomes[2].error)
+    told = [m for b in published for m in b.metrics]
+    assert [[r.steps_completed for r in m.metrics] for m in told] == [[1], [2]]
+    assert len([b for b in published if b.metrics]) == 1, "the message's reports in one event"
+    assert told[-1].steps_completed == 2

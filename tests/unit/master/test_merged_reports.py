@@ -10,6 +10,7 @@ recorded as it would be alone, in a number of statements that does not grow with
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -184,3 +185,27 @@ def test_starts_heard_together_are_recorded_with_a_query_per_kind_of_row(
     states, trials_started, experiment_started = master.db.run_sync(read)
     assert states == [AllocationState.RUNNING.value] * 2
     assert None not in trials_started and experiment_started is not None
+
+
+def test_an_agents_log_messages_in_a_row_are_stored_in_one_write(
+    master: Master, context: bytes
+) -> None:
+    first, second = _two_running(master, context)
+
+    def logs(caller: Caller, line: str) -> dict[str, object]:
+        entry = {"allocation_id": caller.allocation_id, "trial_id": caller.trial_id, "line": line}
+        return {"type": "logs", "entries": [entry]}
+
+    messages = [logs(first, "one"), logs(second, "two"), logs(first, "three")]
+    writes: list[int] = []
+    record_merged = master.core.record_merged
+
+    async def spy(write_many: Any, item: Any) -> Any:
+        writes.append(len(item))
+        return await record_merged(write_many, item)
+
+    master.core.record_merged = spy  # type: ignore[method-assign]
+    run(master.agents.on_messages("a1", messages))
+    assert writes == [3], "the three messages' lines in one write"
+    assert [e.line for e in run(master.reads.logs(first.trial_id)).logs] == ["one", "three"]
+    assert [e.line for e in run(master.reads.logs(second.trial_id)).logs] == ["two"]

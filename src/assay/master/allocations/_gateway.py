@@ -277,19 +277,44 @@ class AgentGateway:
 
     async def on_message(self, agent_id: str, raw: AgentMessage | dict[str, Any]) -> None:
         """Act on a message from a connected agent: an :class:`AgentMessage`, or its JSON."""
-        if isinstance(raw, dict):
-            try:
-                msg = agent_message(raw)
-            except UnknownMessage:
-                log.warning("agent %s sent an unknown message type %r", agent_id, raw.get("type"))
-                return
-            except InvalidRequest as exc:
-                # One garbled message; the agent and its other messages are still good.
-                log.warning("agent %s sent a message that cannot be read: %s", agent_id, exc)
-                return
-        else:
-            msg = raw
-        self.core.hub.heard(agent_id, self.core.clock())
+        await self.on_messages(agent_id, [raw])
+
+    async def on_messages(
+        self, agent_id: str, raws: Sequence[AgentMessage | dict[str, Any]]
+    ) -> None:
+        """Act on messages from a connected agent, in order; log lines of messages in a row are
+        stored together (an agent's lines that came while the ones before were being stored:
+        one write each kept a busy master's agents a round behind per message)."""
+        lines: list[LogEntry] = []
+        for raw in raws:
+            msg = self._read(agent_id, raw)
+            if msg is None:
+                continue
+            self.core.hub.heard(agent_id, self.core.clock())
+            if isinstance(msg, Logs):
+                lines += msg.entries
+                continue
+            if lines:
+                await self._ingest_logs(lines)
+                lines = []
+            await self._act(agent_id, msg)
+        if lines:
+            await self._ingest_logs(lines)
+
+    def _read(self, agent_id: str, raw: AgentMessage | dict[str, Any]) -> AgentMessage | None:
+        """The message (None: one that cannot be read, logged)."""
+        if not isinstance(raw, dict):
+            return raw
+        try:
+            return agent_message(raw)
+        except UnknownMessage:
+            log.warning("agent %s sent an unknown message type %r", agent_id, raw.get("type"))
+        except InvalidRequest as exc:
+            # One garbled message; the agent and its other messages are still good.
+            log.warning("agent %s sent a message that cannot be read: %s", agent_id, exc)
+        return None
+
+    async def _act(self, agent_id: str, msg: AgentMessage) -> None:
         if isinstance(msg, Started):
             # With every other agent's starts meanwhile: a pass starts hundreds at once.
             await self.core.transact_merged(

@@ -18,13 +18,14 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-Act = Callable[[dict[str, Any]], Awaitable[None]]
+Act = Callable[[list[dict[str, Any]]], Awaitable[None]]
 
 
 class Inbox:
-    """Messages of one agent's connection, acted on one at a time by ``act``. Should acting on
-    one raise, the rest are dropped and ``failed`` is called (it closes the connection: the
-    agent reconnects and sends what was not acknowledged again)."""
+    """Messages of one agent's connection, acted on in order by ``act``, given every message
+    that came while it acted on the ones before (so it may store an agent's log lines of many
+    messages together). Should acting raise, the rest are dropped and ``failed`` is called (it
+    closes the connection: the agent reconnects and sends what was not acknowledged again)."""
 
     def __init__(self, agent_id: str, act: Act, failed: Callable[[], Awaitable[None]]) -> None:
         self._agent_id = agent_id
@@ -44,10 +45,18 @@ class Inbox:
         await self._task
 
     async def _work(self) -> None:
-        while (message := await self._queue.get()) is not None:
-            try:
-                await self._act(message)
-            except Exception:
-                log.exception("acting on a message of agent %s failed", self._agent_id)
-                await self._failed()
+        while True:
+            messages = [await self._queue.get()]
+            while not self._queue.empty():
+                messages.append(self._queue.get_nowait())
+            ended = None in messages  # drained: nothing comes after it
+            taken = [m for m in messages if m is not None]
+            if taken:
+                try:
+                    await self._act(taken)
+                except Exception:
+                    log.exception("acting on a message of agent %s failed", self._agent_id)
+                    await self._failed()
+                    return
+            if ended:
                 return

@@ -54,10 +54,16 @@ class GroupCommit:
         """``write_many(session, items)``'s result for ``item``, ``items`` being every item
         of that function asked for meanwhile; answered once committed. Should the call raise,
         each of its items is written again alone, so one bad item refuses only itself."""
+        return await self.submit(write_many, item)
+
+    def submit(
+        self, write_many: Callable[[Session, list[I]], Sequence[R]], item: I
+    ) -> asyncio.Future[R]:
+        """:meth:`merged`'s future, handed over without a coroutine."""
         done: asyncio.Future[R] = asyncio.get_running_loop().create_future()
         self._merged.setdefault(write_many, []).append((item, done))
         self._start()
-        return await done
+        return done
 
     def _start(self) -> None:
         if self._round is None:

@@ -249,6 +249,13 @@ class Orchestrator:
         item asked for meanwhile together, in a statement or two (``_group_commit``)."""
         return await self.group_commit.merged(write_many, item)
 
+    def submit_merged(
+        self, write_many: Callable[[Session, list[I]], Sequence[R]], item: I
+    ) -> asyncio.Future[R]:
+        """:meth:`record_merged` without a coroutine: the future of ``item``'s result (many
+        items handed over at once need no task each)."""
+        return self.group_commit.submit(write_many, item)
+
     async def _perform(self, actions: list[Action]) -> None:
         for action in actions:
             if isinstance(action, StartAllocation):
