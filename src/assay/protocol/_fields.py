@@ -40,7 +40,9 @@ class Fields:
     :class:`InvalidRequest` saying which field, what it was and what it must be."""
 
     def __init__(self, raw: object, where: str) -> None:
-        if not isinstance(raw, Mapping):
+        # A dict first: the check against the abstract Mapping costs more, and every field of
+        # every message a large cluster's agents send is read this way (B13).
+        if not isinstance(raw, dict) and not isinstance(raw, Mapping):
             raise InvalidRequest(f"{where}: must be an object, got {kind(raw)}")
         self.raw: Mapping[str, Any] = raw
         self.where = where

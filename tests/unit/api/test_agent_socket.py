@@ -15,6 +15,7 @@ import uvicorn
 from websockets.asyncio.client import ClientConnection, connect
 
 from assay.api import create_app
+from assay.api._server import server_config
 from assay.config import MasterConfig
 from assay.db import Database, sqlite_url
 from assay.master import Inbox, Master
@@ -26,7 +27,8 @@ async def _served(master: Master, scenario: Any) -> None:
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     port = listener.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(master), log_level="warning"))
+    # The master's own server settings (pings, compression), on a port of the test's.
+    server = uvicorn.Server(server_config(create_app(master), master.settings))
     serving = asyncio.create_task(server.serve(sockets=[listener]))
     try:
         while not server.started:
@@ -44,6 +46,9 @@ async def _joined(url: str) -> ClientConnection:
     await ws.send(json.dumps(hello))
     welcome = json.loads(await ws.recv())
     assert welcome["type"] == "welcome", welcome
+    # The client offers compression; the master declines it (agents' messages go as they are).
+    assert ws.response is not None
+    assert "Sec-WebSocket-Extensions" not in ws.response.headers
     return ws
 
 
