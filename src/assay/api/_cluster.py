@@ -177,7 +177,10 @@ async def agent_socket(ws: WebSocket) -> None:
         pass
     finally:
         log.info("agent %s disconnected", agent_id)
-        # What came before the drop counts (an exit reported just before it).
-        await inbox.drain()
-        unlink()
-        await gateway.disconnected(conn)
+        try:
+            # What came before the drop counts (an exit reported just before it).
+            await inbox.drain()
+        finally:
+            # Whatever acting on it raised: an agent left connected would be given work.
+            unlink()
+            await gateway.disconnected(conn)

@@ -119,3 +119,25 @@ def test_an_inbox_acts_in_order_on_what_came_meanwhile_together_and_stops_at_a_f
         return acted, failures
 
     assert asyncio.run(scenario()) == (["first", "second"], ["closed"])
+
+
+def test_an_inbox_whose_connection_cannot_be_closed_still_drains() -> None:
+    """A socket already gone refuses to be closed: the inbox still ends, so the connection's
+    end is still recorded (an agent left connected would be given work)."""
+
+    async def scenario() -> list[str]:
+        acted: list[str] = []
+
+        async def act(messages: list[dict[str, Any]]) -> None:
+            raise RuntimeError("the database is away")
+
+        async def failed() -> None:
+            acted.append("close asked")
+            raise RuntimeError("the socket is closed already")
+
+        inbox = Inbox("a1", act, failed)
+        inbox.put({"n": "exit"})
+        await inbox.drain()  # returns: nothing of the failure escapes
+        return acted
+
+    assert asyncio.run(scenario()) == ["close asked"]

@@ -188,3 +188,27 @@ def test_log_masker_reads_an_experiments_config_once_for_all_its_trials(
         (third,) = master.db.run_sync(lambda s: masker.masked(s, [line(ids[2])]))
     assert third.line == f"a {MASK}"
     assert len(seen) == 1 and "config" not in seen[0], "the experiment's pattern is kept"
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_log_masker_masks_every_trial_of_a_batch_when_keeping_its_experiments_pushes_one_out(
+    master: Master, context: bytes
+) -> None:
+    text = CONFIG.replace("name: single,", "name: random, max_trials: 2,")
+    first = run(master.experiments.create(ADMIN, Submission(text, context))).id
+    second = run(master.experiments.create(ADMIN, Submission(text, context))).id
+
+    def trial_ids(exp_id: int) -> list[int]:
+        return master.db.run_sync(lambda s: [t.id for t in trials.of_experiment(s, exp_id)])
+
+    (a1, a2), (b1, _) = trial_ids(first), trial_ids(second)
+    masker = LogMasker(experiments_kept=1)
+
+    def line(trial_id: int) -> LogEntry:
+        return LogEntry(allocation_id="x", trial_id=trial_id, line=f"a {TOKEN}")
+
+    master.db.run_sync(lambda s: masker.masked(s, [line(a1)]))  # the first experiment is kept
+    # A new trial of the kept experiment with one of another: keeping the second pushes the
+    # first out, and both are masked all the same.
+    masked = master.db.run_sync(lambda s: masker.masked(s, [line(a2), line(b1)]))
+    assert [e.line for e in masked] == [f"a {MASK}"] * 2

@@ -56,7 +56,10 @@ class Inbox:
                     await self._act(taken)
                 except Exception:
                     log.exception("acting on a message of agent %s failed", self._agent_id)
-                    await self._failed()
+                    try:
+                        await self._failed()
+                    except Exception as exc:  # a socket already gone cannot be closed again
+                        log.info("closing agent %s's connection: %s", self._agent_id, exc)
                     return
             if ended:
                 return

@@ -64,20 +64,20 @@ class LogMasker:
         # A trial not found gets no pattern and is not remembered: it may be created later.
         of = {t: e for t, (e, _) in trials.experiments_of(session, missing).items()}
         with self._lock:
-            unread = {e for e in of.values() if e not in self._of_experiment}
+            # Taken now: keeping the ones read below may push some of these out.
+            known = {e: self._of_experiment[e] for e in of.values() if e in self._of_experiment}
         read = {
             exp.id: secret_pattern(secret_values(exp.config))
-            for exp in experiments.by_ids(session, unread).values()
+            for exp in experiments.by_ids(session, set(of.values()) - set(known)).values()
         }
+        found = {**known, **read}
         with self._lock:
-            for exp_id, pattern in read.items():
+            for exp_id, pattern in found.items():
                 _keep(self._of_experiment, exp_id, pattern, self._experiments_kept)
             for trial_id, exp_id in of.items():
-                if exp_id in self._of_experiment:
-                    pattern = self._of_experiment[exp_id]
-                    self._of_experiment.move_to_end(exp_id)
-                    _keep(self._patterns, trial_id, pattern, self._size)
-                    out[trial_id] = pattern
+                if exp_id in found:
+                    _keep(self._patterns, trial_id, found[exp_id], self._size)
+                    out[trial_id] = found[exp_id]
         return out
 
 
