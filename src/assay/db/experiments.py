@@ -163,7 +163,7 @@ def page(
     # The ids first, then only the page's rows: sorting whole rows (configs and all) of
     # thousands of experiments costs many times more.
     ids = list(session.scalars(query.order_by(*order).limit(limit).offset(offset)))
-    found = {e.id: e for e in session.scalars(select(Experiment).where(Experiment.id.in_(ids)))}
+    found = by_ids(session, ids)
     return [found[i] for i in ids if i in found], int(total)
 
 

@@ -242,7 +242,7 @@ def page_of(
 
 
 def _in_order(session: Session, ids: list[int]) -> list[Trial]:
-    found = {t.id: t for t in _by_ids(session, ids, _BY_IDS)}
+    found = by_ids(session, ids)
     return [found[i] for i in ids if i in found]
 
 

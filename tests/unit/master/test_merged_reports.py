@@ -9,6 +9,7 @@ recorded as it would be alone, in a number of statements that does not grow with
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from typing import Any
 
@@ -209,3 +210,36 @@ def test_an_agents_log_messages_in_a_row_are_stored_in_one_write(
     assert writes == [3], "the three messages' lines in one write"
     assert [e.line for e in run(master.reads.logs(first.trial_id)).logs] == ["one", "three"]
     assert [e.line for e in run(master.reads.logs(second.trial_id)).logs] == ["two"]
+
+
+def test_exits_heard_together_are_recorded_in_one_transaction_whose_pass_fills_their_slots(
+    master: Master, context: bytes
+) -> None:
+    two_trials(master, context)  # four trials, two at a time
+    agent = connect(master, slots=2)
+    run(master.loops.schedule_once())
+    first, second = (s["allocation_id"] for s in agent.starts())
+    for allocation_id in (first, second):
+        run(master.agents.on_message("a1", {"type": "started", "allocation_id": allocation_id}))
+    locked: list[int] = []
+    original = master.core._locked
+
+    async def counted(*args: Any) -> Any:
+        locked.append(1)
+        return await original(*args)
+
+    master.core._locked = counted  # type: ignore[method-assign]
+
+    async def both_exit() -> None:
+        await asyncio.gather(
+            *(
+                master.agents.on_message(
+                    "a1", {"type": "exited", "allocation_id": a, "exit_code": 0}
+                )
+                for a in (first, second)
+            )
+        )
+
+    run(both_exit())
+    assert len(locked) == 1, "both exits and the pass after them in one transaction"
+    assert len(agent.starts()) == 4, "the pass started the next two trials on the freed slots"

@@ -261,13 +261,6 @@ def release_if_idle(tx: Tx, caller: Caller) -> bool:
     return True
 
 
-def report_checkpoint(tx: Tx, caller: Caller, report: CheckpointReport) -> Checkpoint:
-    (registered,) = report_checkpoints(tx, [(caller, report)])
-    if isinstance(registered, AssayError):
-        raise registered
-    return registered
-
-
 def report_checkpoints(
     tx: Tx, items: Sequence[tuple[Caller, CheckpointReport]]
 ) -> list[Checkpoint | AssayError]:

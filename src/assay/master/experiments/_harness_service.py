@@ -212,8 +212,8 @@ class HarnessService:
             reports = [r.to_protocol() for r in body.reports]
             written = self.core.submit_merged(self._ingest, (known, reports, now))
             submitted.append((i, known, reports, written))
+        # Each awaited in turn: they are all on their way already.
         alone = asyncio.gather(*(self._relayed(batches[i]) for i in others))
-        await asyncio.wait([f for *_, f in submitted] + [alone])
         stored: list[tuple[Caller, list[MetricReport], tuple[int, int, float | None]]] = []
         for i, caller, reports, written in submitted:
             try:
