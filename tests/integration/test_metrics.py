@@ -92,6 +92,9 @@ def test_the_metrics_parse_and_are_the_clusters_figures(cluster: Cluster, experi
     )
     assert submitted == 1
     assert value(found, "process_resident_memory_bytes") > 0
+    # The served master times its garbage collections (each generation shown from the start).
+    for generation in ("0", "1", "2"):
+        assert value(found, "assay_gc_pause_seconds_count", generation=generation) >= 0
     assert value(found, "assay_db_pool_connections", state="checked_out") >= 0
 
 

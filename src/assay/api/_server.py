@@ -13,6 +13,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from assay.api._app import create_app
+from assay.api._collector import tune_collector
 from assay.api._guard import WILDCARD_BINDS, allowed_hosts, is_loopback
 from assay.config import MasterConfig
 from assay.errors import AssayError, InvalidConfig
@@ -42,6 +43,7 @@ def run_master(settings: MasterConfig, assay_home: Path) -> None:
         settings, assay_home, admin_password=os.environ.get(ADMIN_PASSWORD_ENV) or None
     )
     app = create_app(master)
+    tune_collector(master.core.measures)
     scheme = "https" if tls else "http"
     shown = f"[{settings.host}]" if ":" in settings.host else settings.host
     log.info(

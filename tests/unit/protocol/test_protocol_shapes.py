@@ -218,6 +218,14 @@ def test_an_empty_cluster_info_takes_the_defaults_every_side_uses() -> None:
         ),
         ({"type": "logs", "entries": [{"allocation_id": "1.1"}]}, r"entries\[0\]\.trial_id"),
         (
+            {"type": "logs", "entries": [{"allocation_id": "1.1", "trial_id": True}]},
+            r"^logs\.entries\[0\]\.trial_id: must be an integer, got a boolean$",
+        ),
+        (
+            {"type": "logs", "entries": [{"allocation_id": "1.1", "trial_id": 1, "time": "now"}]},
+            r"^logs\.entries\[0\]\.time: must be a number, got a string$",
+        ),
+        (
             {"type": "hello", "agent_id": "a", "frameworks": {"torch": "yes"}},
             r"^hello\.frameworks\.torch: must be true or false, got a string$",
         ),
@@ -227,6 +235,28 @@ def test_an_empty_cluster_info_takes_the_defaults_every_side_uses() -> None:
 def test_a_malformed_agent_message_is_refused_naming_the_field(raw: Any, problem: str) -> None:
     with pytest.raises(InvalidRequest, match=problem):
         agent_message(raw)
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"allocation_id": "1.1", "trial_id": 3, "rank": 1, "stream": "stderr", "time": 5.5},
+        {"allocation_id": "1.1", "trial_id": 3, "line": "x", "time": 7},  # a whole-number time
+        {"allocation_id": "1.1", "trial_id": 3, "line": None, "stream": None},  # nulls: defaults
+    ],
+)
+def test_a_log_line_reads_the_same_whichever_way_it_is_checked(entry: dict[str, Any]) -> None:
+    """The quick check of a well-formed line and the field-by-field one agree."""
+    read = LogEntry.from_dict(entry, "e")
+    assert read == LogEntry(
+        allocation_id="1.1",
+        trial_id=3,
+        line=entry.get("line") or "",
+        rank=entry.get("rank", 0),
+        stream=entry.get("stream") or "stdout",
+        time=float(entry.get("time", 0.0)),
+    )
+    assert type(read.time) is float
 
 
 def test_a_message_of_an_unknown_type_is_told_apart_from_a_malformed_one() -> None:

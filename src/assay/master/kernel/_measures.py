@@ -29,6 +29,7 @@ TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"
 _PASS_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
+_PAUSE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,14 @@ class Measures:
             "and status.",
             ["method", "route", "status"],
             buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.gc_pause = Histogram(
+            "assay_gc_pause_seconds",
+            "Seconds each of the master process's garbage collections held it, by generation "
+            "(0 and 1 young, 2 the whole heap); measured in the served master only.",
+            ["generation"],
+            buckets=_PAUSE_BUCKETS,
             registry=r,
         )
         self._agents = Gauge(
