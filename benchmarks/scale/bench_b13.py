@@ -279,6 +279,9 @@ def failed(checked: dict[str, Any]) -> bool:
 # -- one run -----------------------------------------------------------------------------------
 
 
+GC_PAUSE = "assay_gc_pause_seconds"
+
+
 async def scrape(http: httpx.AsyncClient) -> dict[str, float]:
     """The master's own figures from ``/metrics``: each sample summed over its labels, and
     the ingested rows by kind as ``assay_ingested_rows_total:KIND``."""
@@ -291,6 +294,10 @@ async def scrape(http: httpx.AsyncClient) -> dict[str, float]:
             out[sample.name] = out.get(sample.name, 0.0) + sample.value
             if sample.name == "assay_ingested_rows_total":
                 key = f"{sample.name}:{sample.labels.get('kind', '')}"
+                out[key] = out.get(key, 0.0) + sample.value
+            elif sample.name.startswith(GC_PAUSE):
+                # By generation (and the buckets by bound): how often each paused the master.
+                key = ":".join([sample.name, *sample.labels.values()])
                 out[key] = out.get(key, 0.0) + sample.value
     return out
 
@@ -368,7 +375,25 @@ async def measure_steady(
             for kind in ("metrics", "logs")
         },
         "http_per_s": round(delta("assay_http_request_duration_seconds_count") / elapsed, 1),
+        "gc_pauses": gc_pauses(delta, elapsed),
     }
+
+
+def gc_pauses(delta: Callable[[str], float], elapsed: float) -> dict[str, dict[str, float]]:
+    """Per generation, the master's garbage collections in the window: how many a second,
+    their mean, the share of the window they held the master, and how many held it over
+    0.1 s."""
+    out: dict[str, dict[str, float]] = {}
+    for g in ("0", "1", "2"):
+        count = delta(f"{GC_PAUSE}_count:{g}")
+        held = delta(f"{GC_PAUSE}_sum:{g}")
+        out[g] = {
+            "per_s": round(count / elapsed, 2),
+            "mean_ms": round(held / count * 1000, 1) if count else 0.0,
+            "share": round(held / elapsed, 3),
+            "over_100ms": count - delta(f"{GC_PAUSE}_bucket:{g}:0.1"),
+        }
+    return out
 
 
 async def storm(cluster: Cluster, fleet: Fleet, agents: int) -> dict[str, Any]:
