@@ -7,6 +7,8 @@ import itertools
 import json
 import re
 import statistics
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +53,37 @@ def _run(cluster: LocalCluster, config: str, context: str) -> tuple[int, float]:
 def b1(cluster: LocalCluster, trials: int, sleep: float) -> tuple[float, int]:
     """B1's wall time, submit to end, and the experiment's id."""
     exp_id, wall = _run(cluster, _config("b1", trials, {"sleep": sleep}, cluster.slots), "b1")
+    return wall, exp_id
+
+
+def b1_cli(cluster: LocalCluster, trials: int, sleep: float) -> tuple[float, int]:
+    """B1 as a user runs it: ``assay experiment create`` of a config file and a context
+    directory, then ``assay experiment wait``, each a process of its own, with trials driven by
+    their searcher's operations (one step each). The wall time from the first command's start
+    to the second's end, and the experiment's id."""
+    config = json.loads(_config("b1-cli", trials, {"sleep": sleep}, cluster.slots))
+    config["searcher"]["max_length"] = {"batches": 1}
+    path = cluster.home / "b1-cli.yaml"
+    path.write_text(json.dumps(config))
+    assay = str(Path(sys.executable).parent / "assay")
+    start = time.perf_counter()
+    created = subprocess.run(
+        [assay, "experiment", "create", "--json", str(path), str(CONTEXTS / "b1_ops")],
+        env=cluster.env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if created.returncode != 0:
+        raise RuntimeError(f"assay experiment create failed: {created.stderr.strip()}")
+    exp_id = int(json.loads(created.stdout)["id"])
+    waited = subprocess.run(
+        [assay, "experiment", "wait", str(exp_id)],
+        env=cluster.env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    wall = time.perf_counter() - start
+    if waited.returncode != 0:
+        raise RuntimeError(
+            f"experiment {exp_id} did not complete ({waited.stdout.strip()} "
+            f"{waited.stderr.strip()}); see {cluster.home}"
+        )
     return wall, exp_id
 
 
