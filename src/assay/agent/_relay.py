@@ -1,10 +1,11 @@
 """The agent's relay of its trials' metric reports and preemptions
 (:mod:`assay.protocol._relay`).
 
-Trials hand their batches to a local socket; every ``FLUSH_SECONDS`` what has come in goes to
-the master in one :class:`RelayedReports` message, and each trial is answered when the master
-has stored its batch. While the master is away the batches wait, and those sent without an
-answer are sent again once it is back: the master stores a repeated report once.
+Trials hand their batches to a local socket. A batch goes to the master at once when no message
+went in the last ``FLUSH_SECONDS``; what comes in sooner gathers until then and goes in one
+:class:`RelayedReports` message. Each trial is answered when the master has stored its batch.
+While the master is away the batches wait, and those sent without an answer are sent again once
+it is back: the master stores a repeated report once.
 
 A trial's preemption watch waits on the same socket for the master's :class:`Preempt` of its
 allocation, which the master sends again after every reconnect while it holds.
@@ -34,8 +35,10 @@ from assay.protocol import (
 log = logging.getLogger(__name__)
 
 FLUSH_SECONDS = 0.2
-"""How long batches gather before they go: a trial's reporter waits this much longer for its
-answer, and the master gets one message where it would have had one request per trial."""
+"""The least time between two messages of reports: what comes in sooner gathers into the next,
+so that the master gets one message where it would have had one request per trial. A batch
+that finds the last message older goes at once: each trial's last report, which its process
+waits for before it exits, waited up to this long before (B1: a fifth of a second a trial)."""
 MAX_BATCHES = 1000
 """The most batches one message carries."""
 MAX_LINE = 2**24
@@ -149,13 +152,19 @@ class ReportRelay:
         return allocation_id in self._preempted
 
     async def run(self) -> None:
-        """Send what has gathered, every ``FLUSH_SECONDS`` while there is any, and at once when
-        a checkpoint waits."""
+        """Send what has gathered: at once when the last message went ``FLUSH_SECONDS`` ago or
+        more, or when a checkpoint waits; else once that time is up."""
+        loop = asyncio.get_running_loop()
+        last = -FLUSH_SECONDS
         while True:
             await self._ready.wait()
             self._ready.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._urgent.wait(), FLUSH_SECONDS)
+            if not (self._waiting and self._relaying):
+                continue  # woken by a connection, with nothing to send
+            wait = last + FLUSH_SECONDS - loop.time()
+            if wait > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._urgent.wait(), wait)
             self._urgent.clear()
             while self._waiting and self._relaying:
                 # Checkpoints apart from reports: the master answers a message once every batch
@@ -173,6 +182,7 @@ class ReportRelay:
                     # Gone before it left: sent again after the reconnect.
                     self._waiting[:0] = self._sent.pop(self._seq)
                     break
+                last = loop.time()
 
     def _all(self) -> list[_Waiting]:
         return [*self._waiting, *(item for items in self._sent.values() for item in items)]

@@ -1,5 +1,6 @@
 """The agent's relay of its trials' metric reports, with the harness's client on its real socket:
-batches gather into one message, each trial hears its own outcome, nothing waits forever."""
+a batch goes at once, those that come soon after gather into one message, each trial hears its
+own outcome, nothing waits forever."""
 
 from __future__ import annotations
 
@@ -67,8 +68,15 @@ def post(relay: ReportRelay, trial_id: int, timeout: float = 5.0) -> Any:
         client.close()
 
 
-def test_trials_batches_go_in_one_message_and_each_trial_hears_its_own_outcome() -> None:
+def test_trials_batches_go_in_one_message_and_each_trial_hears_its_own_outcome(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What comes within the gathering time of the last message goes in one message (a
+    gathering time of 2 s here, longer than the two trials take to post)."""
+    monkeypatch.setattr(relay_module, "FLUSH_SECONDS", 2.0)
+
     async def test(relay: ReportRelay, master: Master) -> None:
+        assert await asyncio.to_thread(post, relay, 9) is True  # the first: at once
         master.outcome = lambda t: RelayOutcome(409, FENCED) if t == 2 else RelayOutcome(204)
         first = asyncio.to_thread(post, relay, 1)
         second = asyncio.to_thread(post, relay, 2)
@@ -76,9 +84,23 @@ def test_trials_batches_go_in_one_message_and_each_trial_hears_its_own_outcome()
         assert answers[0] is True
         assert isinstance(answers[1], Fenced)
         assert "has ended" in answers[1].message
-        assert len(master.sent) == 1
-        batches = master.sent[0].batches
+        assert len(master.sent) == 2
+        batches = master.sent[1].batches
         assert sorted((b.trial_id, b.token) for b in batches) == [(1, "token-1"), (2, "token-2")]
+
+    asyncio.run(with_relay(test))
+
+
+def test_a_report_goes_at_once_when_no_message_went_within_the_gathering_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A trial's last report, which its process waits for before it exits, does not wait for
+    others to gather (a gathering time of a minute here, longer than the client's patience)."""
+    monkeypatch.setattr(relay_module, "FLUSH_SECONDS", 60.0)
+
+    async def test(relay: ReportRelay, master: Master) -> None:
+        assert await asyncio.to_thread(post, relay, 4) is True
+        assert [[b.trial_id for b in m.batches] for m in master.sent] == [[4]]
 
     asyncio.run(with_relay(test))
 
@@ -229,10 +251,13 @@ def test_a_checkpoint_goes_at_once_not_after_the_gathering_time(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Its trial waits for it between two steps: a checkpoint does not wait for the batches
-    to gather (here a minute, longer than the client's patience)."""
+    to gather after the message before it (here a minute, longer than the client's
+    patience)."""
     monkeypatch.setattr(relay_module, "FLUSH_SECONDS", 60.0)
 
     async def test(relay: ReportRelay, master: Master) -> None:
+        assert await asyncio.to_thread(post, relay, 9) is True  # a message just went
+        master.sent.clear()
         client = RelayClient(relay.address, "token-1", timeout=5.0)
         try:
             stored = await asyncio.to_thread(client.post, 1, checkpoint={"uuid": "c1"})
