@@ -700,7 +700,11 @@ def main() -> int:
         return 0
     dbs = ["sqlite", "postgres"] if args.db == "both" else [args.db]
     if "postgres" in dbs and (problem := postgres_problem()):
-        print(f"PostgreSQL is not reachable: {problem}", file=sys.stderr)
+        print(
+            f"PostgreSQL is not reachable: {problem}; --db both (the default) runs on SQLite "
+            "and PostgreSQL: give --db sqlite to run on SQLite alone",
+            file=sys.stderr,
+        )
         return 2
     results = []
     bad = False
@@ -725,6 +729,13 @@ def main() -> int:
                 print(f"FAILED checks: {json.dumps(checked)}", file=sys.stderr)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
+    if args.quick:
+        print(
+            "quick mode: the checks FAILED (see above)"
+            if bad
+            else "quick mode: checks passed: every trial ended once, no acknowledged metric "
+            "lost, every trial answered again after the storm, every burst experiment completed"
+        )
     if not args.quick and args.write:
         kept = json.loads(RUNS.read_text())
         plot(kept)

@@ -54,7 +54,12 @@ def run_master(settings: MasterConfig, assay_home: Path) -> None:
         _safe(master.db.url),
     )
     _warn_about_exposure(settings)
-    _Server(server_config(app, settings), master).run()
+    try:
+        _Server(server_config(app, settings), master).run()
+    except KeyboardInterrupt:
+        # uvicorn has shut the master down by now and raises Ctrl-C again for its caller: a
+        # master stopped as asked says so in one line, not with a traceback.
+        log.info("master stopped (interrupted)")
 
 
 def server_config(app: FastAPI, settings: MasterConfig) -> uvicorn.Config:
