@@ -20,7 +20,13 @@ CONTEXTS = Path(__file__).resolve().parent / "contexts"
 _MARK = re.compile(r"trace (\S+) (\S+) (\d+\.\d+)")
 
 
-def _config(name: str, trials: int, hparams: dict[str, object], concurrent: int) -> str:
+def _config(
+    name: str,
+    trials: int,
+    hparams: dict[str, object],
+    concurrent: int,
+    max_length: int | None = None,
+) -> str:
     # JSON is YAML; each hyperparameter a constant the trial reads.
     return json.dumps(
         {
@@ -32,6 +38,8 @@ def _config(name: str, trials: int, hparams: dict[str, object], concurrent: int)
                 "metric": "loss",
                 "max_trials": trials,
                 "max_concurrent_trials": concurrent,
+                # Each trial's operations: one of this many batches (none without it).
+                **({"max_length": {"batches": max_length}} if max_length else {}),
             },
             "max_restarts": 0,
         }
@@ -61,10 +69,8 @@ def b1_cli(cluster: LocalCluster, trials: int, sleep: float) -> tuple[float, int
     directory, then ``assay experiment wait``, each a process of its own, with trials driven by
     their searcher's operations (one step each). The wall time from the first command's start
     to the second's end, and the experiment's id."""
-    config = json.loads(_config("b1-cli", trials, {"sleep": sleep}, cluster.slots))
-    config["searcher"]["max_length"] = {"batches": 1}
     path = cluster.home / "b1-cli.yaml"
-    path.write_text(json.dumps(config))
+    path.write_text(_config("b1-cli", trials, {"sleep": sleep}, cluster.slots, max_length=1))
     assay = str(Path(sys.executable).parent / "assay")
     start = time.perf_counter()
     created = subprocess.run(

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.benchmarks._run import run_benchmark
+from tests.integration.cluster import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 KEPT = [ROOT / "benchmarks" / "RESULTS.md", ROOT / "benchmarks" / "scale" / "b13_runs.json"]
@@ -31,6 +32,7 @@ def test_simulated_cluster_ends_every_trial_and_loses_nothing_through_a_master_r
          "--db", "postgres" if db == "postgresql" else "sqlite", "--out", str(out)]
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert result.stdout.splitlines()[-1].startswith("quick mode: checks passed")
     assert [path.read_bytes() for path in KEPT] == before, "quick mode must write no figures"
     (run,) = json.loads(out.read_text())
     checked = run["steady_check"]
@@ -47,3 +49,19 @@ def test_simulated_cluster_ends_every_trial_and_loses_nothing_through_a_master_r
     # The master's own figures were read through /metrics (how many rows fell in the short
     # window depends on when the trials' first reports came).
     assert set(run["steady"]["stored_per_s"]) == {"metrics", "logs"}
+
+
+def test_without_a_postgresql_the_default_run_stops_at_once_naming_db_sqlite(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--db both`` is the default: with no PostgreSQL to reach, nothing starts and the
+    message says how to run on SQLite alone."""
+    monkeypatch.setenv(
+        "ASSAY_TEST_PG_URL", f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/x"
+    )
+    before = [path.read_bytes() for path in KEPT]
+    result = run_benchmark(["benchmarks/scale/bench_b13.py", "--quick"], timeout=120)
+    assert result.returncode == 2, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "PostgreSQL is not reachable" in result.stderr
+    assert "--db sqlite" in result.stderr
+    assert [path.read_bytes() for path in KEPT] == before

@@ -57,10 +57,10 @@ class PauseTimer:
             self._began = self._clock()
             return
         took = self._clock() - self._began
-        generation = int(info.get("generation", 2))
-        self._by_generation[min(max(generation, 0), 2)].observe(took)
+        generation: int = info["generation"]  # 0, 1 or 2: CPython's three generations
+        self._by_generation[generation].observe(took)
         if took > LONG_PAUSE_SECONDS:
-            collected = int(info.get("collected", 0))
+            collected: int = info["collected"]
             log.warning(
                 "a garbage collection of generation %d held the master for %.2f s (%d objects "
                 "collected; %d objects frozen at start)",

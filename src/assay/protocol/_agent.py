@@ -171,26 +171,6 @@ class LogEntry:
 
     @classmethod
     def from_dict(cls, raw: object, where: str) -> LogEntry:
-        # A well-formed line is read by one check of its fields' types: a large cluster's agents
-        # send thousands a second, and reading each field through Fields was a tenth of the
-        # master's event loop at 1,000 agents (B13). Anything else is read by Fields, which
-        # names what is wrong.
-        if type(raw) is dict:
-            alloc = raw.get("allocation_id")
-            trial = raw.get("trial_id")
-            line = raw.get("line", "")
-            rank = raw.get("rank", 0)
-            stream = raw.get("stream", "stdout")
-            at = raw.get("time", 0.0)
-            if (
-                type(alloc) is str
-                and type(trial) is int
-                and type(line) is str
-                and type(rank) is int
-                and type(stream) is str
-                and type(at) is float
-            ):
-                return cls(alloc, trial, line, rank, stream, at)
         f = Fields(raw, where)
         return cls(
             allocation_id=f.text("allocation_id"),
